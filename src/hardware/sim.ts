@@ -1,0 +1,48 @@
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Actuator, VendOutcome, VendRequest } from './types.js';
+import type { Clock } from '../util/clock.js';
+import { sleep } from '../util/clock.js';
+
+export type SimFailMode = 'none' | 'fail' | 'hang' | 'not_passed';
+
+export interface SimActuatorSettings {
+  logPath: string;
+  durationMs: number;
+  failMode: SimFailMode;
+}
+
+/**
+ * The simulated machine. Every actuation appends one JSON line to `logPath`: that file is the
+ * physical truth tests and operators read. A failed or not-passed vend writes no line (nothing came
+ * out); a hang never returns, so the runner's timeout decides.
+ */
+export function createSimActuator(deps: { clock: Clock }, settings: SimActuatorSettings): Actuator & { setFailMode(mode: SimFailMode): void } {
+  let failMode = settings.failMode;
+  let started = false;
+  return {
+    kind: 'sim',
+    async start() {
+      mkdirSync(dirname(settings.logPath), { recursive: true });
+      started = true;
+    },
+    async fire(request: VendRequest): Promise<VendOutcome> {
+      if (!started) return { result: 'failed', reason: 'actuator not started' };
+      if (settings.durationMs > 0) await sleep(settings.durationMs);
+      switch (failMode) {
+        case 'fail': return { result: 'failed', reason: 'simulated motor jam' };
+        case 'hang': return new Promise<VendOutcome>(() => {});
+        case 'not_passed': return { result: 'not_passed', detail: 'simulated: nobody passed' };
+        case 'none': break;
+      }
+      const line = { orderId: request.orderId, reference: request.reference, slot: request.slot, amount: request.amount, at: new Date(deps.clock.now()).toISOString() };
+      appendFileSync(settings.logPath, `${JSON.stringify(line)}\n`);
+      return { result: 'vended' };
+    },
+    health() {
+      return { ok: started, detail: started ? `simulated, log ${settings.logPath}` : 'not started' };
+    },
+    setFailMode(mode) { failMode = mode; },
+    async stop() { started = false; },
+  };
+}

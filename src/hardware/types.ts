@@ -1,0 +1,70 @@
+/**
+ * The contract between the vend runner and the physical world. Hardware knows nothing of money:
+ * it is told to deliver one thing and says what happened.
+ */
+
+export interface VendRequest {
+  orderId: number;
+  reference: string;
+  /** Catalog slot (vending) or null (turnstile / pulse machine). */
+  slot: string | null;
+  /** Smallest currency unit; pulse machines derive the pulse count from it, MDB approves it. */
+  amount: number;
+  currency: string;
+  mode: 'vending' | 'turnstile';
+}
+
+export type VendOutcome =
+  | { result: 'vended'; detail?: string }
+  /** Definitely not delivered (NAK, error line, relay error, line down before sending). */
+  | { result: 'failed'; reason: string }
+  /** Turnstile opened but nobody passed within passTimeoutMs. */
+  | { result: 'not_passed'; detail?: string };
+
+export interface ActuatorHealth {
+  ok: boolean;
+  detail: string;
+}
+
+export interface Actuator {
+  readonly kind: 'sim' | 'relay' | 'serial';
+  /** Drives outputs to their safe state and opens devices. Called once before any fire(). */
+  start(): Promise<void>;
+  /**
+   * Delivers one vend. Called only after the claim is committed to disk. Must resolve within
+   * `actuator.vendTimeoutMs` (the runner also enforces it); a throw counts as `failed`.
+   */
+  fire(request: VendRequest): Promise<VendOutcome>;
+  /**
+   * After a crash while firing: ask the machine whether the vend happened, where it can tell
+   * (serial status command). Absent or 'unknown' leaves the order `vend_uncertain` for a person.
+   */
+  queryOutcome?(request: VendRequest): Promise<'vended' | 'not_vended' | 'unknown'>;
+  /**
+   * MDB: the order behind the machine's vend request will not be paid (expired, canceled, provider
+   * down): deny the session (`C,STOP`). Absent for actuators whose machine does not wait for us.
+   */
+  denySession?(reason: string): Promise<void>;
+  health(): ActuatorHealth;
+  /** Safe state, close devices. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** Things the machine tells us (inputs, MDB vend requests). The app turns them into orders/state. */
+export type HardwareEvent =
+  | { type: 'button' }
+  | { type: 'inhibit'; active: boolean }
+  | { type: 'fire_alarm'; active: boolean }
+  | { type: 'line'; up: boolean; detail: string }
+  /** MDB: the vending machine asks to sell `item` for `amount` (smallest unit). */
+  | { type: 'vend_request'; item: string; amount: number }
+  /** MDB: the customer or machine canceled the session. */
+  | { type: 'session_cancel' };
+
+export interface HardwareInputs {
+  start(): Promise<void>;
+  on(listener: (event: HardwareEvent) => void): void;
+  /** Current levels, for the selftest. */
+  read(): Record<string, boolean | null>;
+  stop(): Promise<void>;
+}

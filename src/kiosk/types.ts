@@ -1,0 +1,89 @@
+/**
+ * What the local listener needs from the rest of the app. The kiosk never moves money or fires
+ * hardware itself: it asks the order service and shows the device state.
+ */
+
+/** What the customer's screen shows. `phase` is derived from the current order and the device. */
+export type Phase =
+  | 'idle' | 'creating' | 'awaiting_payment' | 'paid' | 'vending' | 'vended' | 'vend_failed' | 'refunding'
+  | 'refunded' | 'expired' | 'canceled' | 'failed' | 'vend_uncertain' | 'out_of_service' | 'offline';
+
+export interface OrderView {
+  orderId: number;
+  reference: string;
+  state: string;
+  source: string;
+  slot: string | null;
+  itemName: string;
+  amount: number;
+  currency: string;
+  provider: string;
+  invoiceId: string | null;
+  payUrl: string | null;
+  /** ISO 8601. */
+  expiresAt: string | null;
+  createdAt: string;
+  paidAt: string | null;
+  vendedAt: string | null;
+  refundedAt: string | null;
+  errorCode: string | null;
+  history: { at: string; from: string | null; to: string; reason: string }[];
+}
+
+export interface DeviceState {
+  deviceId: string;
+  mode: 'vending' | 'turnstile';
+  phase: Phase;
+  /** Why the device takes no orders (out_of_service / offline), for the operator line on screen. */
+  reason: string | null;
+  currency: string;
+  language: 'mn' | 'kk' | 'ru' | 'en';
+  provider: string;
+  catalog: { slot: string; name: string; price: number }[];
+  fare: number | null;
+  autoStart: boolean;
+  resultScreenSec: number;
+  /** The order on screen: open, or closed less than resultScreenSec ago. */
+  order: OrderView | null;
+  /** ISO: when the phase last changed. */
+  since: string;
+  /** ISO: server time, so the page can correct its countdown for clock differences. */
+  now: string;
+}
+
+export interface CreatedOrder {
+  orderId: number;
+  reference: string;
+  state: string;
+  invoiceId: string | null;
+  payUrl: string | null;
+  /** ISO 8601. */
+  expiresAt: string | null;
+}
+
+export interface KioskOrders {
+  /** Throws VendgateError: UNKNOWN_SLOT (400), DEVICE_BUSY (409), OUT_OF_SERVICE (503), PROVIDER_* (502/503). */
+  create(input: { slot?: string; source: 'kiosk' }): Promise<CreatedOrder>;
+  get(orderId: number): OrderView | null;
+  /** Throws ORDER_NOT_FOUND (404), ORDER_STATE (409) when it can no longer be canceled. */
+  cancel(orderId: number): Promise<OrderView>;
+}
+
+/** Demo only (provider.name = sandbox): the pay page and its button. */
+export interface SandboxPayments {
+  describe(invoiceId: string): { id: string; amount: number; currency: string; reference: string; status: string; expiresAt: number } | null;
+  /** Throws VendgateError ORDER_STATE / ORDER_NOT_FOUND when it cannot be paid. */
+  pay(invoiceId: string): Promise<void>;
+}
+
+export interface KioskDeps {
+  orders: KioskOrders;
+  state(): DeviceState;
+  /** Called on every state change; returns the unsubscribe function. */
+  subscribe(listener: (state: DeviceState) => void): () => void;
+  /** Liveness and readiness for /healthz. */
+  health(): { ok: boolean; checks: Record<string, { ok: boolean; detail: string }> };
+  /** Prometheus text exposition for /metrics. */
+  metrics(): string;
+  sandbox?: SandboxPayments;
+}

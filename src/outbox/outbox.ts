@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+
+/** Order lifecycle events operators see on `<prefix>/<deviceId>/events`. Past tense, dotted. */
+export type EventType =
+  | 'order.created' | 'invoice.created' | 'order.failed' | 'payment.observed'
+  | 'vend.queued' | 'vend.started' | 'vend.succeeded' | 'vend.failed' | 'vend.uncertain' | 'vend.resolved'
+  | 'refund.requested' | 'refund.succeeded' | 'refund.unknown' | 'refund.failed'
+  | 'capture.succeeded' | 'order.expired' | 'order.canceled' | 'device.out_of_service';
+
+export interface OutboxRow {
+  seq: number;
+  id: string;
+  kind: 'event' | 'alarm';
+  topic: string;
+  payload: string;
+  retain: number;
+  created_at: number;
+}
+
+export interface AlarmRow {
+  name: string;
+  severity: 'warning' | 'critical';
+  message: string;
+  detail: string;
+  raised_at: number;
+}
+
+/**
+ * The transactional outbox. Every write here happens inside the caller's transaction, so an event
+ * exists if and only if the state change that caused it was committed. `mqtt/` publishes and deletes.
+ */
+export interface Outbox {
+  /** Records an event; returns its id. `seq` is assigned by the table (monotonic per device). */
+  event(type: EventType, data: Record<string, unknown>): string;
+  /** Opens (or refreshes) a retained alarm `alarms/<name>`. */
+  raiseAlarm(name: string, severity: AlarmRow['severity'], message: string, detail?: Record<string, unknown>): void;
+  /** Clears a retained alarm (publishes an empty retained message). No-op when it is not open. */
+  clearAlarm(name: string): void;
+  /** Adds to a persistent counter (telemetry). */
+  count(name: string, by?: number): void;
+  openAlarms(): AlarmRow[];
+  counters(): Record<string, number>;
+  /** Rows not yet acknowledged by the broker, oldest first. */
+  pending(limit: number): OutboxRow[];
+  depth(): number;
+  /** Called on PUBACK. */
+  acknowledge(seq: number): void;
+  /** Keeps at most `maxRows`, dropping the oldest events; returns how many were dropped. */
+  prune(maxRows: number): number;
+}
+
+export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): Outbox {
+  const { db, clock, deviceId } = deps;
+  const insert = db.prepare('INSERT INTO outbox (id, kind, topic, payload, retain, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+  const upsertAlarm = db.prepare(
+    `INSERT INTO alarms (name, severity, message, detail, raised_at) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (name) DO UPDATE SET severity = excluded.severity, message = excluded.message, detail = excluded.detail`,
+  );
+  const deleteAlarm = db.prepare('DELETE FROM alarms WHERE name = ?');
+  const addCounter = db.prepare('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value');
+
+  return {
+    event(type, data) {
+      const id = randomUUID();
+      const at = new Date(clock.now()).toISOString();
+      insert.run(id, 'event', 'events', JSON.stringify({ id, type, at, deviceId, ...data }), 0, clock.now());
+      return id;
+    },
+    raiseAlarm(name, severity, message, detail = {}) {
+      const existing = db.prepare('SELECT raised_at FROM alarms WHERE name = ?').get(name) as { raised_at: number } | undefined;
+      const raisedAt = existing?.raised_at ?? clock.now();
+      upsertAlarm.run(name, severity, message, JSON.stringify(detail), raisedAt);
+      const payload = JSON.stringify({ name, severity, message, since: new Date(raisedAt).toISOString(), deviceId, ...detail });
+      insert.run(randomUUID(), 'alarm', `alarms/${name}`, payload, 1, clock.now());
+    },
+    clearAlarm(name) {
+      if (deleteAlarm.run(name).changes === 0) return;
+      insert.run(randomUUID(), 'alarm', `alarms/${name}`, '', 1, clock.now());
+    },
+    count(name, by = 1) {
+      addCounter.run(name, by);
+    },
+    openAlarms() {
+      return db.prepare('SELECT * FROM alarms ORDER BY raised_at').all() as AlarmRow[];
+    },
+    counters() {
+      const rows = db.prepare('SELECT name, value FROM counters').all() as { name: string; value: number }[];
+      return Object.fromEntries(rows.map((r) => [r.name, r.value]));
+    },
+    pending(limit) {
+      return db.prepare('SELECT * FROM outbox ORDER BY seq LIMIT ?').all(limit) as OutboxRow[];
+    },
+    depth() {
+      return (db.prepare('SELECT count(*) AS n FROM outbox').get() as { n: number }).n;
+    },
+    acknowledge(seq) {
+      db.prepare('DELETE FROM outbox WHERE seq = ?').run(seq);
+    },
+    prune(maxRows) {
+      const excess = this.depth() - maxRows;
+      if (excess <= 0) return 0;
+      // Alarms are never pruned: a lost clear would leave an alarm standing forever.
+      const dropped = db.prepare(
+        "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE kind = 'event' ORDER BY seq LIMIT ?)",
+      ).run(excess).changes;
+      if (dropped > 0) addCounter.run('outbox_dropped', dropped);
+      return dropped;
+    },
+  };
+}

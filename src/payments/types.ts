@@ -1,0 +1,149 @@
+/**
+ * The contract between the core and every payment provider. Adapters translate provider words into
+ * these types; they never decide anything about orders or vends.
+ */
+
+/** What the core sees. Ranked pending < authorized < paid < partially_refunded < refunded; pending < canceled|expired. */
+export type CanonicalStatus =
+  | 'pending' | 'authorized' | 'paid' | 'canceled' | 'expired' | 'partially_refunded' | 'refunded';
+
+export const CANONICAL_STATUSES: readonly CanonicalStatus[] = [
+  'pending', 'authorized', 'paid', 'canceled', 'expired', 'partially_refunded', 'refunded',
+];
+
+export type ProviderName = 'sandbox' | 'gerege' | 'qutpay';
+
+export interface CreateInvoiceRequest {
+  /** Derived from the order, identical on every retry of this attempt. */
+  idempotencyKey: string;
+  /** Our order reference (Gerege `reference`, QutPay `externalOrderId`). */
+  reference: string;
+  /** Smallest currency unit. */
+  amount: number;
+  currency: string;
+  description: string;
+  expiresInSec: number;
+  captureMode: 'automatic' | 'manual';
+}
+
+export interface Invoice {
+  /** Provider id: `pi_…` (Gerege), `inv_…` (QutPay), `sb_…` (sandbox). */
+  id: string;
+  status: CanonicalStatus;
+  /** The provider's own word, for logs and evidence. */
+  providerStatus: string;
+  amount: number;
+  currency: string;
+  reference: string;
+  livemode: boolean;
+  /** What the QR encodes. */
+  payUrl: string;
+  /** ms since epoch. */
+  expiresAt: number;
+  /** True when the provider answered a replayed idempotency key with an earlier object. */
+  replayed?: boolean;
+}
+
+export interface RefundRequest {
+  invoiceId: string;
+  amount: number;
+  idempotencyKey: string;
+}
+
+export interface RefundResult {
+  /** `unknown`: the provider could not say whether money moved; never retry, read the invoice. */
+  status: 'succeeded' | 'pending' | 'failed' | 'unknown';
+  refundId?: string;
+  detail?: string;
+}
+
+/** A verified webhook, before its object is re-read. */
+export interface WebhookEvent {
+  /** Dedupe key: Gerege `evt_…`; QutPay `<invoice.id>:<status>`. */
+  eventId: string;
+  type: string;
+  /** The invoice / intent id the event is about (null for objects we do not track). */
+  objectId: string | null;
+  livemode: boolean | null;
+  /** Unix ms the provider created the event, when it says. */
+  createdAt: number | null;
+}
+
+export interface VerifyContext {
+  secrets: readonly string[];
+  toleranceSec: number;
+  /** ms since epoch. */
+  now: number;
+}
+
+export interface EventPage {
+  events: { event: WebhookEvent; rawBody: Buffer }[];
+  hasMore: boolean;
+}
+
+export interface PaymentProvider {
+  readonly name: ProviderName;
+  /** Creates the invoice, or returns the one already made with this key. Retries per the matrix. */
+  createInvoice(request: CreateInvoiceRequest): Promise<Invoice>;
+  /** The current state: the truth every decision is made from. */
+  getInvoice(invoiceId: string): Promise<Invoice>;
+  /** Idempotent by state. */
+  cancelInvoice(invoiceId: string): Promise<Invoice>;
+  /** Manual capture: take the held money after the vend succeeded. Idempotent by state. */
+  captureInvoice(invoiceId: string): Promise<Invoice>;
+  /** Never retried blindly: an unknown outcome is returned as `status: 'unknown'`. */
+  refund(request: RefundRequest): Promise<RefundResult>;
+  /** Verifies a webhook on its raw bytes and parses it. Throws WebhookVerificationError. */
+  verifyWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>, context: VerifyContext): WebhookEvent;
+  /** Events API paging (Gerege). Absent where the provider has none. */
+  listEvents?(query: { createdAfterSec?: number; startingAfter?: string }): Promise<EventPage>;
+  /** A read that proves the credentials work, without creating anything (selftest). */
+  checkCredentials(): Promise<{ detail: string; serverDate?: number }>;
+}
+
+export type ProviderErrorKind =
+  | 'network' | 'timeout' | 'rate_limited' | 'server' | 'conflict' | 'rejected' | 'not_found'
+  | 'auth' | 'malformed' | 'processing';
+
+/** Raised by adapters after the retry matrix gave up (or decided not to retry). */
+export class ProviderError extends Error {
+  readonly kind: ProviderErrorKind;
+  /** The provider's own error code, when it sent one. */
+  readonly providerCode: string | undefined;
+  readonly httpStatus: number | undefined;
+  /** From Retry-After on 429. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(kind: ProviderErrorKind, message: string, options: { providerCode?: string; httpStatus?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'ProviderError';
+    this.kind = kind;
+    this.providerCode = options.providerCode;
+    this.httpStatus = options.httpStatus;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+
+  /** True when the same call may succeed later (the poller keeps going). */
+  get transient(): boolean {
+    return ['network', 'timeout', 'rate_limited', 'server', 'processing'].includes(this.kind);
+  }
+}
+
+export class WebhookVerificationError extends Error {
+  readonly reason: 'missing_signature' | 'bad_signature' | 'stale_timestamp' | 'malformed_body' | 'no_secrets';
+
+  constructor(reason: WebhookVerificationError['reason'], message: string) {
+    super(message);
+    this.name = 'WebhookVerificationError';
+    this.reason = reason;
+  }
+}
+
+const RANK: Record<CanonicalStatus, number> = {
+  pending: 0, authorized: 1, paid: 2, partially_refunded: 3, refunded: 4, canceled: 1, expired: 1,
+};
+
+/** True when `next` is a later status than `current` on the same path (used for logs and tests). */
+export function isLaterStatus(current: CanonicalStatus, next: CanonicalStatus): boolean {
+  return RANK[next] > RANK[current];
+}

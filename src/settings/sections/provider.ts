@@ -1,0 +1,39 @@
+import { z } from 'zod';
+
+export const providerSchema = z
+  .object({
+    name: z.enum(['sandbox', 'gerege', 'qutpay']).default('sandbox'),
+    /** Base URL of the provider's API (gerege, qutpay). Ignored by the sandbox. */
+    baseUrl: z.url({ protocol: /^https?$/, message: 'an http(s) URL such as https://api.example.com' }).optional(),
+    /** Gerege OAuth2 client id. The secret comes from VENDGATE_PROVIDER_CLIENT_SECRET. */
+    clientId: z.string().min(1).optional(),
+    clientSecret: z.string().min(1).optional(),
+    /** QutPay API key (qp_test_… / qp_live_…), from VENDGATE_PROVIDER_API_KEY. */
+    apiKey: z.string().min(1).optional(),
+    /** Webhook signing secrets, all accepted (rotation), from VENDGATE_WEBHOOK_SECRETS. */
+    webhookSecrets: z.array(z.string().min(1)).default([]),
+    invoiceTtlSec: z.number().int().min(30).max(3600).default(120),
+    captureMode: z.enum(['automatic', 'manual']).default('automatic'),
+    /** Gerege signature timestamp tolerance. */
+    toleranceSec: z.number().int().min(1).max(3600).default(300),
+    /** Timeout of one HTTP call to the provider. */
+    requestTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+    /** Upper bound on all the retries of one create call; the order fails after it. */
+    createDeadlineMs: z.number().int().min(1_000).max(300_000).default(20_000),
+    /** A refund whose outcome is unknown for this long raises an alarm for a person. */
+    refundUnknownAlarmSec: z.number().int().min(10).max(86_400).default(600),
+  })
+  .superRefine((provider, ctx) => {
+    if (provider.name === 'sandbox') return;
+    if (!provider.baseUrl) ctx.addIssue({ code: 'custom', path: ['baseUrl'], message: `required for provider ${provider.name}` });
+    if (provider.name === 'gerege') {
+      if (!provider.clientId) ctx.addIssue({ code: 'custom', path: ['clientId'], message: 'required for provider gerege' });
+      if (!provider.clientSecret) ctx.addIssue({ code: 'custom', path: ['clientSecret'], message: 'required for provider gerege: set VENDGATE_PROVIDER_CLIENT_SECRET' });
+    }
+    if (provider.name === 'qutpay' && !provider.apiKey) {
+      ctx.addIssue({ code: 'custom', path: ['apiKey'], message: 'required for provider qutpay: set VENDGATE_PROVIDER_API_KEY' });
+    }
+    if (provider.webhookSecrets.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['webhookSecrets'], message: `required for provider ${provider.name}: set VENDGATE_WEBHOOK_SECRETS (comma-separated)` });
+    }
+  });

@@ -1,0 +1,82 @@
+import Database from 'better-sqlite3';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+export type Db = Database.Database;
+
+const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url).pathname;
+
+export interface OpenOptions {
+  /** Read-only connection (the CLI's `orders`, `export`). */
+  readonly?: boolean;
+  /** Source of randomness for the database id (tests). */
+  randomId?: () => string;
+}
+
+/**
+ * Opens the SQLite file with the pragmas the invariants rely on and applies pending migrations.
+ * WAL with synchronous=NORMAL by default; money decisions that must survive a power cut use
+ * `durably()` (synchronous=FULL for that commit).
+ */
+export function openDatabase(path: string, options: OpenOptions = {}): Db {
+  if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+  db.pragma('busy_timeout = 5000');
+  if (!options.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+  }
+  db.pragma('foreign_keys = ON');
+  if (!options.readonly) migrate(db, options.randomId ?? (() => randomBytes(3).toString('hex')));
+  return db;
+}
+
+export function listMigrations(): { version: number; file: string }[] {
+  return readdirSync(MIGRATIONS_DIR)
+    .filter((name) => /^\d+_.+\.sql$/.test(name))
+    .map((file) => ({ version: Number.parseInt(file, 10), file }))
+    .sort((a, b) => a.version - b.version);
+}
+
+/** Applies each numbered migration newer than PRAGMA user_version in its own transaction. */
+export function migrate(db: Db, randomId: () => string): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  for (const { version, file } of listMigrations()) {
+    if (version <= current) continue;
+    const sql = readFileSync(join(MIGRATIONS_DIR, file), 'utf8');
+    db.transaction(() => {
+      db.exec(sql);
+      if (version === 1) {
+        // The database id makes order references unique across re-images of the same device.
+        db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('db_id', randomId());
+        db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('created_at', new Date().toISOString());
+      }
+      db.pragma(`user_version = ${version}`);
+    }).immediate();
+  }
+}
+
+export function databaseId(db: Db): string {
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'db_id'").get() as { value: string } | undefined;
+  if (!row) throw new Error('database has no db_id: was it migrated?');
+  return row.value;
+}
+
+/** Runs `fn` in a BEGIN IMMEDIATE transaction. `fn` must be synchronous (an await would commit early). */
+export function inTransaction<T>(db: Db, fn: () => T): T {
+  return db.transaction(fn).immediate();
+}
+
+/**
+ * Runs `fn` in a transaction committed with synchronous=FULL: once it returns, the decision is on
+ * disk even if the power is cut next. Used for the vend claim and the order/key insert.
+ */
+export function durably<T>(db: Db, fn: () => T): T {
+  db.pragma('synchronous = FULL');
+  try {
+    return db.transaction(fn).immediate();
+  } finally {
+    db.pragma('synchronous = NORMAL');
+  }
+}

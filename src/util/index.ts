@@ -1,0 +1,3 @@
+export * from './clock.js';
+export * from './errors.js';
+export * from './logger.js';
