@@ -33,6 +33,9 @@ export const providerSchema = z
     if (provider.name === 'qutpay' && !provider.apiKey) {
       ctx.addIssue({ code: 'custom', path: ['apiKey'], message: 'required for provider qutpay: set VENDGATE_PROVIDER_API_KEY' });
     }
+    if (provider.name === 'qutpay' && provider.captureMode === 'manual') {
+      ctx.addIssue({ code: 'custom', path: ['captureMode'], message: 'qutpay has no manual capture: use automatic' });
+    }
     if (provider.webhookSecrets.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['webhookSecrets'], message: `required for provider ${provider.name}: set VENDGATE_WEBHOOK_SECRETS (comma-separated)` });
     }

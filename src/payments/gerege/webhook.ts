@@ -1,0 +1,56 @@
+/**
+ * Gerege events: turning a verified body (webhook) or an Events API item into a WebhookEvent.
+ * Pure, like the signature module.
+ */
+import { WebhookVerificationError, type VerifyContext, type WebhookEvent } from '../types.js';
+import { isRecord, readHeader } from '../http.js';
+import { verifyGeregeSignature } from './signature.js';
+
+export const GEREGE_EVENT_ID_HEADER = 'gerege-event-id';
+
+/** Verifies the signature on the raw bytes, then parses. Also says which secret matched. */
+export function verifyGeregeWebhook(
+  rawBody: Buffer,
+  headers: Record<string, string | string[] | undefined>,
+  context: VerifyContext,
+): { event: WebhookEvent; secretIndex: number } {
+  const { secretIndex } = verifyGeregeSignature(rawBody, headers, context);
+  let body: unknown;
+  try {
+    body = JSON.parse(rawBody.toString('utf8'));
+  } catch {
+    throw new WebhookVerificationError('malformed_body', 'the signed body is not JSON');
+  }
+  const event = parseGeregeEvent(body);
+  if (event === undefined) {
+    throw new WebhookVerificationError('malformed_body', 'the signed body is not a Gerege event: expected { id: "evt_…", type, data: { object } }');
+  }
+  const headerId = readHeader(headers, GEREGE_EVENT_ID_HEADER);
+  if (headerId !== undefined && headerId !== event.eventId) {
+    throw new WebhookVerificationError('malformed_body', `the Gerege-Event-Id header (${headerId}) differs from the body id (${event.eventId})`);
+  }
+  return { event, secretIndex };
+}
+
+/**
+ * An event body → WebhookEvent; undefined when it lacks the id or type. The object id is the
+ * payment intent: `data.object.id` for `pi_…`, `data.object.payment_intent` for a refund `re_…`.
+ */
+export function parseGeregeEvent(body: unknown): WebhookEvent | undefined {
+  if (!isRecord(body) || typeof body.id !== 'string' || body.id === '' || typeof body.type !== 'string') return undefined;
+  const object = isRecord(body.data) && isRecord(body.data.object) ? body.data.object : undefined;
+  return {
+    eventId: body.id,
+    type: body.type,
+    objectId: object ? intentIdOf(object) : null,
+    livemode: typeof body.livemode === 'boolean' ? body.livemode : null,
+    createdAt: typeof body.created === 'number' && Number.isFinite(body.created) ? body.created * 1_000 : null,
+  };
+}
+
+function intentIdOf(object: Record<string, unknown>): string | null {
+  const id = typeof object.id === 'string' ? object.id : '';
+  if (id.startsWith('pi_')) return id;
+  if (id.startsWith('re_') && typeof object.payment_intent === 'string' && object.payment_intent.startsWith('pi_')) return object.payment_intent;
+  return null;
+}

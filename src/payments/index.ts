@@ -1,0 +1,67 @@
+/**
+ * Payment providers: the PaymentProvider contract, the real adapters (Gerege, QutPay) and the
+ * HTTP client with the retry matrix. The sandbox provider is built by the app.
+ */
+import type { Settings } from '../settings/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import type { PaymentProvider } from './types.js';
+import { createGeregeProvider } from './gerege/index.js';
+import { createQutpayProvider } from './qutpay/index.js';
+
+export * from './types.js';
+export {
+  createProviderHttpClient, backoff, parseRetryAfter, readProviderError, RETRY_DEFAULTS,
+  type ProviderHttpClient, type HttpClientDeps, type HttpClientOptions, type HttpRequest, type HttpResponse, type RetryPolicy,
+} from './http.js';
+export { validateCreateRequest, findInvoiceMismatch } from './invoice-checks.js';
+export {
+  createGeregeProvider, GEREGE_STATUS_MAP, mapGeregeStatus, mapGeregeRefundStatus,
+  verifyGeregeSignature, signGeregeTestPayload, verifyGeregeWebhook, parseGeregeEvent,
+  GEREGE_SIGNATURE_HEADER, GEREGE_EVENT_ID_HEADER, DEFAULT_TOLERANCE_SEC, TOKEN_EARLY_REFRESH_MS,
+  type GeregeConfig, type GeregeSignatureOptions, type GeregeSignatureResult,
+} from './gerege/index.js';
+export {
+  createQutpayProvider, QUTPAY_STATUS_MAP, mapQutpayStatus, mapQutpayRefundStatus,
+  verifyQutpaySignature, signQutpayTestPayload, verifyQutpayWebhook, parseQutpayEvent, QUTPAY_SIGNATURE_HEADER,
+  type QutpayConfig,
+} from './qutpay/index.js';
+
+export interface PaymentsDeps {
+  clock: Clock;
+  logger: Logger;
+  fetch?: typeof fetch;
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+}
+
+/** The adapter named by `provider.name`. Builds objects only: no network until the first call. */
+export function createProvider(deps: PaymentsDeps, settings: Readonly<Settings>): PaymentProvider {
+  const provider = settings.provider;
+  switch (provider.name) {
+    case 'sandbox':
+      throw new Error('sandbox provider is built by the app');
+    case 'gerege':
+      return createGeregeProvider(deps, {
+        baseUrl: required(provider.baseUrl, 'provider.baseUrl'),
+        clientId: required(provider.clientId, 'provider.clientId'),
+        clientSecret: required(provider.clientSecret, 'provider.clientSecret'),
+        requestTimeoutMs: provider.requestTimeoutMs,
+        createDeadlineMs: provider.createDeadlineMs,
+      });
+    case 'qutpay':
+      return createQutpayProvider(deps, {
+        baseUrl: required(provider.baseUrl, 'provider.baseUrl'),
+        apiKey: required(provider.apiKey, 'provider.apiKey'),
+        currency: settings.device.currency,
+        requestTimeoutMs: provider.requestTimeoutMs,
+        createDeadlineMs: provider.createDeadlineMs,
+      });
+  }
+}
+
+// The settings schema already refuses these; this guards hand-built settings objects in tests.
+function required(value: string | undefined, path: string): string {
+  if (value === undefined || value === '') throw new Error(`${path} is required for this provider`);
+  return value;
+}

@@ -1,0 +1,20 @@
+/** What QutPay sends back (PROVIDERS.md "Wire format"), checked before use. */
+import { z } from 'zod';
+
+export const qutpayInvoiceSchema = z.object({
+  id: z.string().startsWith('inv_'),
+  status: z.string().min(1),
+  amount: z.number().int().nonnegative(),
+  externalOrderId: z.string(),
+  payUrl: z.string().nullable(),
+  /** ISO 8601. */
+  expiresAt: z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'an ISO 8601 date'),
+  livemode: z.boolean().optional(),
+  idempotentReplay: z.boolean().optional(),
+});
+export type QutpayInvoice = z.infer<typeof qutpayInvoiceSchema>;
+
+export const qutpayRefundSchema = z.object({
+  id: z.string().min(1),
+  status: z.string().min(1),
+});
