@@ -1,0 +1,26 @@
+import type { Simulator } from './types.js';
+
+/**
+ * What `vendgate simulate` prints: where the simulator listens, its credentials, and the lines to
+ * paste into a config file and the secrets environment to point a gateway at it.
+ */
+export function describeSimulator(sim: Simulator): string {
+  const info = sim.info();
+  const lines = [
+    `${info.provider} simulator listening on ${info.url || '(not started)'} (${info.livemode ? 'live' : 'test'} mode)`,
+    info.webhookUrl ? `webhooks are POSTed to ${info.webhookUrl}` : 'webhooks: none (no --webhook-url)',
+    `pay an invoice: open ${info.url}/__sim/pay/<id> or POST ${info.url}/__sim/pay/<id>`,
+    `faults: POST ${info.url}/__sim/faults {"rateLimit":0.2,...}; records: GET ${info.url}/__sim/records`,
+    '',
+    '# config.yaml',
+    'provider:',
+    `  name: ${info.provider}`,
+    `  baseUrl: ${info.url}`,
+  ];
+  if (info.provider === 'gerege') lines.push(`  clientId: ${info.clientId}`);
+  lines.push('', '# secrets environment (e.g. /etc/vendgate/secrets.env)');
+  if (info.provider === 'gerege') lines.push(`VENDGATE_PROVIDER_CLIENT_SECRET=${info.clientSecret}`);
+  else lines.push(`VENDGATE_PROVIDER_API_KEY=${info.apiKey}`);
+  lines.push(`VENDGATE_WEBHOOK_SECRETS=${info.webhookSecret}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,154 @@
+import type { FastifyRequest } from 'fastify';
+import type { SimulatorRecords } from './types.js';
+import type { ApiResult, ApiRoute, ProviderBackend, SimContext } from './context.js';
+import { headerValue } from './context.js';
+import { SimHttpError, checkObjectBody, isPositiveInteger, readIdempotencyKey } from './http-error.js';
+import { createQutpayState, parseCreateBody } from './qutpay-state.js';
+import { signQutpayWebhook } from './signing.js';
+
+export interface QutpayOptions {
+  apiKey: string;
+  webhookSecret: string;
+  invoiceTtlSec: number;
+  currency: string;
+  maxAttempts: number;
+}
+
+type CreateCall = SimulatorRecords['createCalls'][number];
+
+export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): ProviderBackend {
+  const state = createQutpayState(ctx, options);
+  const invoiceKeys = new Map<string, string>();
+  const refundKeys = new Map<string, { invoiceId: string; refundId: string }>();
+
+  function requireApiKey(request: FastifyRequest): void {
+    if (headerValue(request, 'x-api-key') !== options.apiKey) throw new SimHttpError(401, 'unauthorized', 'a valid X-API-Key header is required');
+  }
+
+  function recordCreate(idempotencyKey: string | null, outcome: CreateCall['outcome'], invoiceId?: string): CreateCall {
+    const call: CreateCall = { idempotencyKey, at: ctx.clock.now(), outcome, ...(invoiceId ? { invoiceId } : {}) };
+    ctx.records.createCalls.push(call);
+    return call;
+  }
+
+  function lostMarker(call: CreateCall): () => void {
+    return () => {
+      call.committed = call.outcome as CreateCall['committed'];
+      call.outcome = 'fault:lostResponse';
+    };
+  }
+
+  function createInvoice(request: FastifyRequest): ApiResult {
+    requireApiKey(request);
+    let key: string | null;
+    try {
+      key = readIdempotencyKey(request.headers, false);
+    } catch (err) {
+      recordCreate(null, 'invalid');
+      throw err;
+    }
+    // A replay answers with the earlier invoice whatever the body says now (even another amount).
+    const priorId = key === null ? undefined : invoiceKeys.get(key);
+    if (priorId !== undefined) {
+      const call = recordCreate(key, 'replayed', priorId);
+      return { status: 200, body: { ...state.invoiceJson(state.get(priorId)), idempotentReplay: true }, onLost: lostMarker(call) };
+    }
+    let fields;
+    try {
+      fields = parseCreateBody(request.body);
+    } catch (err) {
+      recordCreate(key, 'invalid');
+      throw err;
+    }
+    const invoice = state.create(key, request.body, fields);
+    if (key !== null) invoiceKeys.set(key, invoice.id);
+    const call = recordCreate(key, 'created', invoice.id);
+    return { status: 201, body: state.invoiceJson(invoice), onLost: lostMarker(call) };
+  }
+
+  function invoiceParam(request: FastifyRequest): string {
+    return (request.params as { id: string }).id;
+  }
+
+  function createRefund(request: FastifyRequest): ApiResult {
+    requireApiKey(request);
+    const invoice = state.get(invoiceParam(request));
+    const key = readIdempotencyKey(request.headers, true)!;
+    const prior = refundKeys.get(key);
+    if (prior) {
+      if (prior.invoiceId !== invoice.id) throw new SimHttpError(409, 'idempotency_conflict', `Idempotency-Key ${key} was already used for invoice ${prior.invoiceId}`);
+      const refund = invoice.refunds.find((r) => r.id === prior.refundId)!;
+      return { status: 200, body: { id: refund.id, status: refund.status } };
+    }
+    const body = checkObjectBody(request.body, ['amount']);
+    if (!isPositiveInteger(body.amount)) throw new SimHttpError(400, 'invalid_request', 'amount: a positive integer is required');
+    if (invoice.status !== 'paid' && invoice.status !== 'partially_refunded') {
+      throw new SimHttpError(400, 'invalid_state', `invoice ${invoice.id} is ${invoice.status}; only paid invoices can be refunded`);
+    }
+    const remaining = state.remainingRefundable(invoice);
+    if (body.amount > remaining) throw new SimHttpError(400, 'invalid_request', `amount ${body.amount} exceeds the refundable remainder ${remaining}`);
+
+    if (ctx.faultRandom.chance(ctx.faults().refundUnknown)) {
+      // The bank did not tell QutPay in time: the money may or may not have moved.
+      const happened = ctx.faultRandom.chance(0.5);
+      const pending = ctx.faultRandom.chance(0.5);
+      const code = pending ? 'refund_pending_unknown' : 'refund_unknown';
+      const httpStatus = pending ? 504 : 502;
+      let refundId: string | undefined;
+      if (happened) {
+        refundId = state.refund(invoice, body.amount, key, code).id;
+        refundKeys.set(key, { invoiceId: invoice.id, refundId });
+      }
+      ctx.records.refundUnknown.push({
+        invoiceId: invoice.id, idempotencyKey: key, amount: body.amount, happened, code, httpStatus, at: ctx.clock.now(),
+        ...(refundId ? { refundId } : {}),
+      });
+      throw new SimHttpError(httpStatus, code, 'the outcome of the refund is unknown: read the invoice, do not retry');
+    }
+    const refund = state.refund(invoice, body.amount, key);
+    refundKeys.set(key, { invoiceId: invoice.id, refundId: refund.id });
+    return { status: 201, body: { id: refund.id, status: refund.status } };
+  }
+
+  const routes: ApiRoute[] = [
+    {
+      method: 'POST', url: '/api/v1/invoices', handler: createInvoice,
+      onRejected: (fault, request) => { recordCreate(headerValue(request, 'idempotency-key') ?? null, `fault:${fault}`); },
+    },
+    {
+      // `?live=true` asks the bank instead of the cache; here both are the same.
+      method: 'GET', url: '/api/v1/invoices/:id',
+      handler: (request) => {
+        requireApiKey(request);
+        ctx.records.getCalls.push({ id: invoiceParam(request), at: ctx.clock.now() });
+        return { status: 200, body: state.invoiceWithRefunds(state.get(invoiceParam(request))) };
+      },
+    },
+    {
+      method: 'POST', url: '/api/v1/invoices/:id/cancel',
+      handler: (request) => {
+        requireApiKey(request);
+        const invoice = state.get(invoiceParam(request));
+        checkObjectBody(request.body ?? {}, []);
+        return { status: 200, body: state.invoiceWithRefunds(state.cancel(invoice)) };
+      },
+    },
+    { method: 'POST', url: '/api/v1/invoices/:id/refund', handler: createRefund },
+  ];
+
+  return {
+    maxAttempts: options.maxAttempts,
+    errorBody: (code, message) => ({ error: code, message }),
+    routes: () => routes,
+    sweep: state.sweep,
+    pay: state.pay,
+    expire: state.expire,
+    fail: state.fail,
+    revokeTokens: () => undefined,
+    view: state.view,
+    webhookHeaders: (event) => ({
+      'content-type': 'application/json',
+      'x-qutpay-signature': signQutpayWebhook(options.webhookSecret, event.body),
+    }),
+  };
+}

@@ -1,0 +1,187 @@
+import type { Logger } from '../util/index.js';
+
+export type SimulatedProvider = 'gerege' | 'qutpay';
+
+/**
+ * Fault injection. Probabilities are 0..1 and are drawn from the seeded random source, so a run with
+ * the same seed and the same sequence of calls injects the same faults.
+ */
+export interface FaultConfig {
+  /** Deliver the same event twice (same id and body), one copy right after the other. */
+  duplicateWebhook: number;
+  /** Hold an event back and deliver it after the next one. */
+  reorderWebhooks: number;
+  /** Fixed extra delay before the first delivery attempt of every event (0 = none). Not a probability. */
+  delayWebhookMs: number;
+  /** Never deliver the event (no attempt at all). */
+  dropWebhook: number;
+  /** After an event is delivered, deliver again an OLDER event of the same object (same id and body). */
+  lateStaleEvent: number;
+  /** Answer 429 with `Retry-After: 1`. */
+  rateLimit: number;
+  /** Answer 500, 502 or 503. */
+  serverError: number;
+  /** Accept the request and never answer; the socket is held until the client gives up. */
+  timeout: number;
+  /** Commit the request (create, refund, cancel…), then destroy the socket without a response. */
+  lostResponse: number;
+  /** QutPay refunds: answer 502 refund_unknown or 504 refund_pending_unknown; whether the refund happened is drawn and recorded. */
+  refundUnknown: number;
+  /** While true every delivery attempt fails without reaching the receiver (tunnel down); retries go on. */
+  webhookOutage: boolean;
+}
+
+export type FaultName = keyof FaultConfig;
+
+export interface SimulatorOptions {
+  provider: SimulatedProvider;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (ephemeral). */
+  port?: number;
+  /** Base of the pay URLs (QR codes) when the customer's phone reaches the simulator by another address. Default: the listening URL. */
+  publicUrl?: string;
+  /** Where webhooks are POSTed (e.g. http://127.0.0.1:8787/webhooks/gerege). Unset → no delivery. */
+  webhookUrl?: string;
+  /** Default 'whsec_simulator'. */
+  webhookSecret?: string;
+  /** Gerege OAuth2 client id, default 'sim-client'. */
+  clientId?: string;
+  /** Gerege OAuth2 client secret, default 'sim-secret'. */
+  clientSecret?: string;
+  /** QutPay API key, default 'qp_test_simulator'. */
+  apiKey?: string;
+  /** Default false. */
+  livemode?: boolean;
+  /** Seed of the random source for ids and faults, default 1. */
+  seed?: number;
+  /** Default Date.now. Expiry, token lifetime, event times and signature timestamps read it. */
+  clock?: { now(): number };
+  /** Gerege token lifetime, default 3600. */
+  tokenTtlSec?: number;
+  faults?: Partial<FaultConfig>;
+  logger?: Logger;
+  /** Waits between delivery attempts; the last one repeats. Default [100, 200, 400, 800, 1600, 3200, 6400]. */
+  webhookRetryDelaysMs?: number[];
+  /** Attempts per event, default 8 (Gerege) / 11 (QutPay). */
+  webhookMaxAttempts?: number;
+  /** Per-attempt timeout of a webhook POST, default 5000. */
+  webhookTimeoutMs?: number;
+  /** QutPay invoice lifetime (QutPay sets it, the request has no field for it), default 900. */
+  invoiceTtlSec?: number;
+  /** QutPay currency recorded for invoices (the wire format has none), default 'KZT'. */
+  currency?: string;
+  /** How often expiry is evaluated without any request arriving (0 = only lazily on reads), default 250. */
+  expirySweepMs?: number;
+  /** How long an event held back by `reorderWebhooks` waits for a next event before it is sent anyway, default 300. */
+  reorderMaxHoldMs?: number;
+}
+
+export type CreateOutcome = 'created' | 'replayed' | 'conflict' | 'invalid' | `fault:${FaultName}`;
+
+export interface InvoiceRecord {
+  id: string;
+  idempotencyKey: string | null;
+  reference: string | null;
+  amount: number;
+  currency: string;
+  /** The provider's own status word. */
+  status: string;
+  livemode: boolean;
+  /** ms since epoch. */
+  createdAt: number;
+  captureMethod?: 'automatic' | 'manual';
+  paidAt?: number;
+  /** The create request body as received. */
+  body: unknown;
+}
+
+export interface SimulatorRecords {
+  invoices: InvoiceRecord[];
+  createCalls: Array<{
+    idempotencyKey: string | null;
+    at: number;
+    outcome: CreateOutcome;
+    invoiceId?: string;
+    /** For `fault:lostResponse`: what the dropped response would have said. */
+    committed?: 'created' | 'replayed' | 'conflict' | 'invalid';
+  }>;
+  /** Every GET of an invoice / intent (including 404s). */
+  getCalls: Array<{ id: string; at: number }>;
+  /** Refunds that happened (money moved). */
+  refunds: Array<{
+    id: string;
+    invoiceId: string;
+    amount: number;
+    idempotencyKey?: string;
+    status: string;
+    at: number;
+    /** Set when the client was answered with an unknown outcome although the refund happened. */
+    answeredUnknown?: 'refund_unknown' | 'refund_pending_unknown';
+  }>;
+  /** Every refund answered with an unknown outcome, and what really happened. */
+  refundUnknown: Array<{
+    invoiceId: string;
+    idempotencyKey: string;
+    amount: number;
+    happened: boolean;
+    refundId?: string;
+    code: 'refund_unknown' | 'refund_pending_unknown';
+    httpStatus: 502 | 504;
+    at: number;
+  }>;
+  /**
+   * One row per delivery attempt. `eventId` is the Gerege event id, or for QutPay the inbox key
+   * `<invoice.id>:<status>`.
+   */
+  deliveries: Array<{
+    eventId: string;
+    type: string;
+    objectId: string;
+    attempt: number;
+    at: number;
+    status: number | 'error' | 'dropped';
+    stale?: boolean;
+    duplicate?: boolean;
+  }>;
+  /** Event bodies in creation order (Gerege events; QutPay webhook bodies). */
+  events: unknown[];
+  /** Every HTTP request served; `timeout`/`lost` when the fault left it without a response. */
+  requests: Array<{ method: string; path: string; at: number; status: number | 'timeout' | 'lost' }>;
+}
+
+export interface SimulatorInfo {
+  provider: SimulatedProvider;
+  url: string;
+  livemode: boolean;
+  webhookUrl: string | null;
+  webhookSecret: string;
+  clientId?: string;
+  clientSecret?: string;
+  apiKey?: string;
+}
+
+export interface Simulator {
+  /** Listens; resolves with the base URL (e.g. http://127.0.0.1:41234). */
+  start(): Promise<{ url: string; port: number }>;
+  /** Closes the server and cancels pending deliveries. Safe twice. */
+  stop(): Promise<void>;
+  /** Base URL once started ('' before). */
+  readonly url: string;
+  /** Merges into the current faults; also POST /__sim/faults. Throws on an unknown key or bad value. */
+  setFaults(f: Partial<FaultConfig>): void;
+  /** The customer pays (Gerege: succeeded, or requires_capture for manual capture; QutPay: paid). */
+  pay(id: string, opts?: { amount?: number }): Promise<void>;
+  /** The deadline is now: an open invoice becomes expired (and its event is emitted). */
+  expire(id: string): void;
+  /** QutPay: the bank declines (pending → failed). Gerege has no such status and throws. */
+  fail(id: string): void;
+  /** Gerege: every issued token becomes invalid (the next call gets 401), to test token refresh. */
+  revokeTokens(): void;
+  /** Everything that happened, as a copy. */
+  records(): SimulatorRecords;
+  /** Resolves when no delivery is pending or scheduled; rejects after timeoutMs (default 10000). */
+  waitForDeliveriesIdle(timeoutMs?: number): Promise<void>;
+  /** Base URL and credentials, for describeSimulator and tests. */
+  info(): SimulatorInfo;
+}
