@@ -34,6 +34,15 @@ CREATE TABLE orders (
 CREATE INDEX orders_state ON orders (state);
 CREATE INDEX orders_created_at ON orders (created_at);
 
+-- Every invoice ever created for an order (one per attempt), so a payment of an earlier attempt's
+-- invoice is still recognised (and refunded) after a new attempt replaced it on the order row.
+CREATE TABLE order_invoices (
+  invoice_id TEXT PRIMARY KEY,
+  order_id   INTEGER NOT NULL REFERENCES orders (id),
+  attempt    INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+);
+
 CREATE TABLE order_history (
   order_id   INTEGER NOT NULL REFERENCES orders (id),
   at         INTEGER NOT NULL,

@@ -1,0 +1,183 @@
+import { dirname, join } from 'node:path';
+import type { Settings } from './settings/index.js';
+import { openDatabase, databaseId, type Db } from './store/index.js';
+import { systemClock, type Clock } from './util/clock.js';
+import { createLogger, type Logger } from './util/logger.js';
+import { createOutbox, type Outbox } from './outbox/index.js';
+import { createLedger, type Ledger } from './ledger/index.js';
+import { createOrderService, createProviderHealth, type OrderService, type ProviderHealth } from './orders/index.js';
+import { createVendRunner, createRefundWorker, type VendRunner, type RefundWorker } from './vend/index.js';
+import { createActuator, createInputs, type Actuator, type HardwareInputs } from './hardware/index.js';
+import { createProvider, type PaymentProvider } from './payments/index.js';
+import { createSandboxProvider, type SandboxProvider } from './payments/sandbox/index.js';
+import { createPoller, type Poller } from './channels/poller.js';
+import { createKioskServer, type KioskServer } from './kiosk/index.js';
+import { createDeviceView, type DeviceView } from './device-view.js';
+import { handleHardwareEvent } from './hardware-events.js';
+
+export interface AppDeps {
+  clock?: Clock;
+  logger?: Logger;
+  /** Replaces the provider named in the settings (tests). */
+  provider?: PaymentProvider;
+  /** Replaces the actuator named in the settings (tests). */
+  actuator?: Actuator;
+  /** Test-only: named points at which the process kills itself (crash tests). */
+  crashPoint?: (name: string) => void;
+}
+
+/** Everything start() built, for the CLI, the selftest and tests. */
+export interface AppContext {
+  settings: Readonly<Settings>;
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  outbox: Outbox;
+  ledger: Ledger;
+  provider: PaymentProvider;
+  sandbox: SandboxProvider | null;
+  health: ProviderHealth;
+  orders: OrderService;
+  vend: VendRunner;
+  refunds: RefundWorker;
+  poller: Poller;
+  actuator: Actuator;
+  inputs: HardwareInputs;
+  view: DeviceView;
+}
+
+export interface App {
+  start(): Promise<{ localUrl: string }>;
+  stop(): Promise<void>;
+  context(): AppContext;
+}
+
+/** Builds the service from settings. Nothing happens until start(); stop() is safe to call twice. */
+export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger ?? createLogger({ level: settings.log.level });
+  const log = logger.child({ module: 'app' });
+  let ctx: AppContext | null = null;
+  let kiosk: KioskServer | null = null;
+  let housekeeping: NodeJS.Timeout | null = null;
+  let stopping: Promise<void> | null = null;
+
+  async function start(): Promise<{ localUrl: string }> {
+    const startedAt = clock.now();
+    const db = openDatabase(settings.storage.path);
+    const dbId = databaseId(db);
+    const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
+    const health = createProviderHealth(clock);
+    const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
+    let kioskPort = settings.http.local.port;
+
+    let sandbox: SandboxProvider | null = null;
+    let provider = deps.provider;
+    if (!provider && settings.provider.name === 'sandbox') {
+      sandbox = createSandboxProvider({ clock, logger }, {
+        dbPath: join(dirname(settings.storage.path), 'sandbox.db'),
+        payUrl: (id) => `${localBase()}/sandbox/pay/${id}`,
+        webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
+      });
+      provider = sandbox.provider;
+    }
+    provider ??= createProvider({ clock, logger }, settings);
+
+    const actuator = deps.actuator ?? await createActuator({ clock, logger }, settings);
+    const inputs = await createInputs({ clock, logger }, settings);
+    const outOfService = new Map<string, string>();
+    const listeners = new Set<() => void>();
+    const notify = () => { for (const listener of listeners) listener(); };
+
+    const baseLedger = createLedger({ db, clock, logger, outbox });
+    let vend: VendRunner;
+    let refunds: RefundWorker;
+    // Every channel observes through this: a queued vend or refund starts at once, not at the next tick.
+    const ledger: Ledger = {
+      observe(observation) {
+        const result = baseLedger.observe(observation);
+        if (result.outcome === 'recorded') {
+          if (result.vendQueued) deps.crashPoint?.('after_ledger_commit');
+          if (result.vendQueued) void vend.run();
+          if (result.refundQueued) void refunds.run();
+          if (result.refundEvidence) refunds.expedite(observation.invoiceId);
+          notify();
+        }
+        return result;
+      },
+    };
+    refunds = createRefundWorker({ db, clock, logger, outbox, provider, ledger }, {
+      checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000), unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
+    });
+    vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: notify }, {
+      mode: settings.device.mode, vendTimeoutMs: settings.actuator.vendTimeoutMs, notPassedPolicy: settings.policy.notPassed,
+    });
+    const orders = createOrderService({
+      db, clock, logger, outbox, provider, ledger, health, deviceId: settings.device.id, dbId,
+      outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
+      crashPoint: deps.crashPoint,
+      onChange: notify,
+      onClosedUnpaid: (order, reason) => { if (order.source === 'mdb') void actuator.denySession?.(reason); },
+    }, settings);
+    const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
+    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners });
+
+    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, actuator, inputs, view };
+
+    // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
+    await actuator.start();
+    const recovered = await vend.recover();
+    const refundsRecovered = refunds.recover();
+    await orders.recover();
+    if (recovered.uncertain.length || refundsRecovered) log.warn({ uncertain: recovered.uncertain, settled: recovered.settled, refundsUnknown: refundsRecovered }, 'recovered from an interrupted run');
+
+    inputs.on((event) => handleHardwareEvent(ctx!, outOfService, event, notify));
+    await inputs.start();
+
+    kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock }, { host: settings.http.local.host, port: settings.http.local.port });
+    const listening = await kiosk.start();
+    kioskPort = listening.port;
+
+    poller.start();
+    void vend.run();
+    void refunds.run();
+    housekeeping = setInterval(() => {
+      void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
+      void vend.run();
+      void refunds.run();
+      void vend.capturePending();
+    }, Math.min(1_000, settings.poll.intervalMs));
+    housekeeping.unref();
+
+    log.info({ localUrl: listening.url, deviceId: settings.device.id, provider: provider.name, actuator: actuator.kind, mode: settings.device.mode }, 'vendgate ready');
+    return { localUrl: listening.url };
+  }
+
+  async function stopOnce(): Promise<void> {
+    if (!ctx) return;
+    const { poller, vend, actuator, inputs, db, sandbox } = ctx;
+    log.info('stopping: no new orders');
+    // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
+    if (housekeeping) clearInterval(housekeeping);
+    await kiosk?.stop();
+    await poller.stop();
+    await inputs.stop();
+    await vend.stop();
+    await actuator.stop();
+    sandbox?.close();
+    db.close();
+    log.info('stopped');
+  }
+
+  return {
+    start,
+    stop() {
+      stopping ??= stopOnce();
+      return stopping;
+    },
+    context() {
+      if (!ctx) throw new Error('the app is not started');
+      return ctx;
+    },
+  };
+}

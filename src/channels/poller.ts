@@ -1,0 +1,144 @@
+import type { Db } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import type { PaymentProvider } from '../payments/types.js';
+import { ProviderError } from '../payments/types.js';
+import type { Ledger, ObserveResult } from '../ledger/index.js';
+import type { ProviderHealth } from '../orders/index.js';
+
+export interface PollerSettings {
+  intervalMs: number;
+  maxBackoffMs: number;
+  lateGraceSec: number;
+}
+
+export interface PollerDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  provider: PaymentProvider;
+  ledger: Ledger;
+  health: ProviderHealth;
+  onObserved?: (result: ObserveResult, invoiceId: string) => void;
+}
+
+/** Closed invoices are still read for a late payment, but less often than open ones. */
+const CLOSED_INTERVAL_FACTOR = 5;
+/** While the provider is unreachable and nothing is open, probe it this often so `offline` clears. */
+const PROBE_INTERVAL_MS = 15_000;
+
+/**
+ * The channel that always works. While an invoice is open it is read every `intervalMs`; errors back
+ * off (Retry-After on 429); an invoice leaves the list when the ledger has its final status. No open
+ * invoice → no provider calls. Everything it needs is in the database, so a restart resumes it.
+ */
+export function createPoller(deps: PollerDeps, settings: PollerSettings) {
+  const { db, clock, provider, ledger, health } = deps;
+  const log = deps.logger.child({ module: 'poller' });
+  const due = new Map<string, { at: number; failures: number }>();
+  let timer: NodeJS.Timeout | null = null;
+  let ticking: Promise<void> | null = null;
+  let lastProbe = 0;
+  let lastPollAt: number | null = null;
+  let stopped = true;
+  const tickMs = Math.max(25, Math.min(250, Math.floor(settings.intervalMs / 4)));
+
+  const candidates = db.prepare(
+    `SELECT invoice_id, state FROM orders o
+      WHERE invoice_id IS NOT NULL AND (
+        state = 'awaiting_payment'
+        OR (state IN ('canceled', 'expired')
+            AND ? < coalesce(max(expires_at, closed_at), closed_at) + ?
+            AND NOT EXISTS (SELECT 1 FROM invoice_status_ledger l
+                             WHERE l.invoice_id = o.invoice_id AND l.status IN ('paid', 'authorized', 'expired'))))`,
+  );
+
+  function openInvoices(): { invoice_id: string; state: string }[] {
+    return candidates.all(clock.now(), settings.lateGraceSec * 1000) as { invoice_id: string; state: string }[];
+  }
+
+  async function pollOne(invoiceId: string, closed: boolean): Promise<void> {
+    const entry = due.get(invoiceId) ?? { at: 0, failures: 0 };
+    try {
+      const invoice = await provider.getInvoice(invoiceId);
+      lastPollAt = clock.now();
+      health.ok();
+      const result = ledger.observe({
+        invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode,
+        amount: invoice.amount, currency: invoice.currency, channel: 'poll',
+      });
+      deps.onObserved?.(result, invoiceId);
+      due.set(invoiceId, { at: clock.now() + settings.intervalMs * (closed ? CLOSED_INTERVAL_FACTOR : 1), failures: 0 });
+    } catch (err) {
+      health.failed(err);
+      const failures = entry.failures + 1;
+      const backoff = Math.min(settings.maxBackoffMs, settings.intervalMs * 2 ** failures);
+      const wait = err instanceof ProviderError && err.retryAfterMs !== undefined ? Math.max(err.retryAfterMs, settings.intervalMs) : backoff;
+      due.set(invoiceId, { at: clock.now() + wait, failures });
+      if (err instanceof ProviderError && err.kind === 'not_found') {
+        log.error({ invoiceId }, 'the provider does not know this invoice');
+      } else {
+        log.warn({ err, invoiceId, failures, waitMs: wait }, 'poll failed; backing off');
+      }
+    }
+  }
+
+  async function tick(): Promise<void> {
+    const open = openInvoices();
+    const now = clock.now();
+    const live = new Set(open.map((o) => o.invoice_id));
+    for (const id of due.keys()) if (!live.has(id)) due.delete(id);
+    for (const { invoice_id: id, state } of open) {
+      if (stopped) return;
+      const entry = due.get(id);
+      if (entry && entry.at > now) continue;
+      await pollOne(id, state !== 'awaiting_payment');
+    }
+    if (open.length === 0 && !health.reachable && now - lastProbe >= PROBE_INTERVAL_MS) {
+      lastProbe = now;
+      try {
+        await provider.checkCredentials();
+        health.ok();
+        log.info('payment provider reachable again');
+      } catch (err) {
+        health.failed(err);
+      }
+    }
+  }
+
+  function schedule(): void {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      ticking = tick().catch((err) => log.error({ err }, 'poll tick failed')).finally(() => { ticking = null; schedule(); });
+    }, tickMs);
+    timer.unref?.();
+  }
+
+  return {
+    start(): void {
+      if (!stopped) return;
+      stopped = false;
+      schedule();
+    },
+    /** Reads an invoice now (a webhook arrived, a new order was created). */
+    pollNow(invoiceId: string): void {
+      const entry = due.get(invoiceId);
+      if (entry) entry.at = 0;
+    },
+    /** Number of invoices being watched. */
+    watching(): number {
+      return openInvoices().length;
+    },
+    lastPollAt(): number | null {
+      return lastPollAt;
+    },
+    async stop(): Promise<void> {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      await ticking;
+    },
+  };
+}
+
+export type Poller = ReturnType<typeof createPoller>;

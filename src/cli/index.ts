@@ -1,0 +1,70 @@
+import { parseArgs } from 'node:util';
+import { SettingsError } from '../settings/index.js';
+import { VendgateError } from '../util/errors.js';
+import { type CliIo, EXIT, print, UsageError } from './io.js';
+import { startCommand } from './start.js';
+import { ordersCommand, resolveCommand } from './orders.js';
+import { simulateCommand } from './simulate.js';
+
+export { type CliIo, EXIT } from './io.js';
+
+const USAGE = `usage: vendgate <command> [options]
+
+  start [--config FILE]                       run the gateway (npm start)
+  orders [--state S] [--json] [--limit N]     list orders, newest first
+  resolve ORDER --vended|--not-vended         settle an uncertain vend (not vended → refund)
+  simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]
+                                              run the payment provider simulator alone
+
+  --config FILE  defaults to $VENDGATE_CONFIG, then /etc/vendgate/config.yaml, then the demo config
+Exit codes: 0 ok, 1 runtime failure, 64 usage, 78 bad configuration.`;
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  state: { type: 'string' },
+  json: { type: 'boolean' },
+  limit: { type: 'string' },
+  vended: { type: 'boolean' },
+  'not-vended': { type: 'boolean' },
+  provider: { type: 'string' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'webhook-url': { type: 'string' },
+  faults: { type: 'string' },
+  seed: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Runs one subcommand and returns the exit code. Never exits the process itself. */
+export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (name: string) => void } = {}): Promise<number> {
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    const [command, ...rest] = positionals;
+    if (values.help || !command) {
+      print(command ? io.stdout : io.stderr, USAGE);
+      return command || values.help ? EXIT.OK : EXIT.USAGE;
+    }
+    switch (command) {
+      case 'start': return await startCommand({ config: values.config }, io, extra);
+      case 'orders': return ordersCommand({ config: values.config, state: values.state, json: values.json, limit: values.limit }, io);
+      case 'resolve': return resolveCommand({ config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] }, io);
+      case 'simulate': return await simulateCommand({ provider: values.provider, port: values.port, host: values.host, webhookUrl: values['webhook-url'], faults: values.faults, seed: values.seed }, io);
+      default: throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
+    }
+  } catch (err) {
+    if (err instanceof SettingsError) {
+      print(io.stderr, `vendgate: ${err.message}`);
+      return EXIT.CONFIG;
+    }
+    if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
+      print(io.stderr, `vendgate: ${err.message}`);
+      return EXIT.USAGE;
+    }
+    if (err instanceof VendgateError) {
+      print(io.stderr, `vendgate: ${err.code}: ${err.message}`);
+      return EXIT.FAILURE;
+    }
+    print(io.stderr, `vendgate: unexpected error: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    return EXIT.FAILURE;
+  }
+}

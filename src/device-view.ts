@@ -1,0 +1,129 @@
+import type { Settings } from './settings/index.js';
+import type { Clock } from './util/clock.js';
+import type { Outbox } from './outbox/index.js';
+import { orderView, screenPhase, type OrderService, type ProviderHealth } from './orders/index.js';
+import type { Poller } from './channels/poller.js';
+import type { DeviceState, KioskDeps, SandboxPayments } from './kiosk/index.js';
+import { ORDER_STATES } from './orders/index.js';
+
+export interface DeviceViewDeps {
+  settings: Readonly<Settings>;
+  clock: Clock;
+  orders: OrderService;
+  health: ProviderHealth;
+  outOfService: Map<string, string>;
+  outbox: Outbox;
+  poller: Poller;
+  startedAt: number;
+  listeners: Set<() => void>;
+}
+
+/** What the screen, /metrics and MQTT telemetry read: derived from the database on every call. */
+export function createDeviceView(deps: DeviceViewDeps) {
+  const { settings, clock, orders, health, outOfService, outbox } = deps;
+  let since = clock.now();
+  let lastPhase = '';
+
+  function state(): DeviceState {
+    const now = clock.now();
+    const reason = outOfService.size ? [...outOfService.values()].join('; ') : null;
+    const { phase, order } = screenPhase({
+      latest: orders.repo.latest(), now, resultScreenMs: settings.kiosk.resultScreenSec * 1000,
+      outOfService: reason, providerReachable: health.reachable,
+    });
+    const key = `${phase}:${order?.id ?? ''}`;
+    if (key !== lastPhase) { lastPhase = key; since = now; }
+    return {
+      deviceId: settings.device.id,
+      mode: settings.device.mode,
+      phase,
+      reason: phase === 'offline' ? `payment service unreachable: ${health.lastError ?? ''}`.trim() : reason,
+      currency: settings.device.currency,
+      language: settings.kiosk.language,
+      provider: settings.provider.name,
+      catalog: settings.device.catalog.map((c) => ({ slot: c.slot, name: c.name, price: c.price })),
+      fare: settings.device.fare ?? null,
+      autoStart: settings.kiosk.autoStart,
+      resultScreenSec: settings.kiosk.resultScreenSec,
+      order: order ? orderView(order, orders.history(order.id)) : null,
+      since: new Date(since).toISOString(),
+      now: new Date(now).toISOString(),
+    };
+  }
+
+  function telemetry(): Record<string, unknown> {
+    const byState = Object.fromEntries(ORDER_STATES.map((s) => [s, 0]));
+    for (const row of orders.repo.countByState()) byState[row.state] = row.n;
+    return {
+      uptimeSec: Math.round((clock.now() - deps.startedAt) / 1000),
+      counters: outbox.counters(),
+      ordersByState: byState,
+      lastPollAt: deps.poller.lastPollAt() ? new Date(deps.poller.lastPollAt()!).toISOString() : null,
+      providerReachable: health.reachable,
+      outboxDepth: outbox.depth(),
+      openAlarms: outbox.openAlarms().map((a) => a.name),
+    };
+  }
+
+  function metrics(): string {
+    const t = telemetry();
+    const lines: string[] = [];
+    const metric = (name: string, help: string, type: 'gauge' | 'counter', samples: [string, number][]) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
+    };
+    metric('vendgate_orders', 'Orders by current state.', 'gauge',
+      Object.entries(t.ordersByState as Record<string, number>).map(([s, n]) => [`{state="${s}"}`, n]));
+    metric('vendgate_events_total', 'Money-path counters since the database was created.', 'counter',
+      Object.entries(t.counters as Record<string, number>).map(([c, n]) => [`{name="${c}"}`, n]));
+    metric('vendgate_outbox_depth', 'MQTT messages not yet acknowledged by the broker.', 'gauge', [['', t.outboxDepth as number]]);
+    metric('vendgate_open_alarms', 'Alarms waiting for a person.', 'gauge', [['', (t.openAlarms as string[]).length]]);
+    metric('vendgate_provider_reachable', '1 when the payment provider answers.', 'gauge', [['', health.reachable ? 1 : 0]]);
+    metric('vendgate_uptime_seconds', 'Seconds since the service started.', 'gauge', [['', t.uptimeSec as number]]);
+    return `${lines.join('\n')}\n`;
+  }
+
+  return {
+    state,
+    telemetry,
+    metrics,
+    notify(): void {
+      for (const listener of deps.listeners) listener();
+    },
+    kioskDeps(sandbox: SandboxPayments | undefined): KioskDeps {
+      return {
+        orders: {
+          async create(input) {
+            const order = await orders.create({ source: input.source, slot: input.slot });
+            return { orderId: order.id, reference: order.reference, state: order.state, invoiceId: order.invoice_id, payUrl: order.pay_url, expiresAt: order.expires_at ? new Date(order.expires_at).toISOString() : null };
+          },
+          get(orderId) {
+            const order = orders.get(orderId);
+            return order ? orderView(order, orders.history(orderId)) : null;
+          },
+          async cancel(orderId) {
+            const order = await orders.cancel(orderId, 'customer');
+            return orderView(order, orders.history(orderId));
+          },
+        },
+        state,
+        subscribe(listener) {
+          const wrapped = () => listener(state());
+          deps.listeners.add(wrapped);
+          return () => deps.listeners.delete(wrapped);
+        },
+        health() {
+          const checks: Record<string, { ok: boolean; detail: string }> = {
+            provider: { ok: health.reachable, detail: health.reachable ? 'reachable' : health.lastError ?? 'unreachable' },
+            service: { ok: outOfService.size === 0, detail: outOfService.size ? [...outOfService.values()].join('; ') : 'taking orders' },
+          };
+          return { ok: Object.values(checks).every((c) => c.ok), checks };
+        },
+        metrics,
+        ...(sandbox ? { sandbox } : {}),
+      };
+    },
+  };
+}
+
+export type DeviceView = ReturnType<typeof createDeviceView>;

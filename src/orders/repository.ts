@@ -1,0 +1,158 @@
+import type { Db } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import { toIso } from '../util/clock.js';
+import { canTransition, type OrderState } from './state.js';
+
+export interface OrderRow {
+  id: number;
+  reference: string;
+  attempt: number;
+  idempotency_key: string;
+  source: string;
+  slot: string | null;
+  item_name: string;
+  amount: number;
+  currency: string;
+  livemode: number;
+  provider: string;
+  capture_mode: 'automatic' | 'manual';
+  state: OrderState;
+  invoice_id: string | null;
+  pay_url: string | null;
+  expires_at: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  created_at: number;
+  updated_at: number;
+  paid_at: number | null;
+  vended_at: number | null;
+  refunded_at: number | null;
+  closed_at: number | null;
+}
+
+export interface NewOrder {
+  source: string;
+  slot: string | null;
+  itemName: string;
+  amount: number;
+  currency: string;
+  livemode: boolean;
+  provider: string;
+  captureMode: 'automatic' | 'manual';
+}
+
+/** `<reference>-pay` for the first attempt, `<reference>-pay-<n>` after (PROVIDERS.md key rule). */
+export function idempotencyKeyFor(reference: string, attempt: number): string {
+  return attempt <= 1 ? `${reference}-pay` : `${reference}-pay-${attempt}`;
+}
+
+/** `<device.id>-<db>-<id>`: the db part keeps a re-imaged device from reusing its earlier keys. */
+export function referenceFor(deviceId: string, dbId: string, orderId: number): string {
+  return `${deviceId}-${dbId}-${orderId}`;
+}
+
+/** Timestamp columns a transition into a state sets, so reports need not scan the history. */
+const STAMPS: Partial<Record<OrderState, keyof OrderRow>> = {
+  paid: 'paid_at', authorized: 'paid_at', vended: 'vended_at', refunded: 'refunded_at',
+  canceled: 'closed_at', expired: 'closed_at', failed: 'closed_at',
+};
+
+export class TransitionRefused extends Error {
+  constructor(readonly orderId: number, readonly from: OrderState, readonly to: OrderState) {
+    super(`order ${orderId}: ${from} → ${to} is not allowed`);
+    this.name = 'TransitionRefused';
+  }
+}
+
+/** The SQL of the orders tables. Callers own the transaction. */
+export function createOrderRepository(deps: { db: Db; clock: Clock }) {
+  const { db, clock } = deps;
+  const byId = db.prepare('SELECT * FROM orders WHERE id = ?');
+  const byInvoice = db.prepare(
+    'SELECT o.*, oi.attempt AS invoice_attempt FROM order_invoices oi JOIN orders o ON o.id = oi.order_id WHERE oi.invoice_id = ?',
+  );
+  const history = db.prepare('INSERT INTO order_history (order_id, at, from_state, to_state, reason) VALUES (?, ?, ?, ?, ?)');
+
+  return {
+    /** Inserts the order with its reference and idempotency key in one statement pair (caller: durably). */
+    insert(order: NewOrder, deviceId: string, dbId: string): OrderRow {
+      const now = clock.now();
+      // The id is only known after the insert; the reference and key derive from it, so write a
+      // placeholder that is unique by construction and replace it in the same transaction.
+      const placeholder = `pending-${now}-${Math.random()}`;
+      const { lastInsertRowid } = db.prepare(
+        `INSERT INTO orders (reference, attempt, idempotency_key, source, slot, item_name, amount, currency, livemode,
+           provider, capture_mode, state, created_at, updated_at)
+         VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'creating', ?, ?)`,
+      ).run(placeholder, placeholder, order.source, order.slot, order.itemName, order.amount, order.currency,
+        order.livemode ? 1 : 0, order.provider, order.captureMode, now, now);
+      const id = Number(lastInsertRowid);
+      const reference = referenceFor(deviceId, dbId, id);
+      db.prepare('UPDATE orders SET reference = ?, idempotency_key = ? WHERE id = ?').run(reference, idempotencyKeyFor(reference, 1), id);
+      history.run(id, now, null, 'creating', `order from ${order.source}`);
+      return byId.get(id) as OrderRow;
+    },
+
+    get(id: number): OrderRow | undefined {
+      return byId.get(id) as OrderRow | undefined;
+    },
+
+    /** The order an invoice belongs to (any attempt), with the attempt the invoice was made for. */
+    getByInvoice(invoiceId: string): (OrderRow & { invoice_attempt: number }) | undefined {
+      return byInvoice.get(invoiceId) as (OrderRow & { invoice_attempt: number }) | undefined;
+    },
+
+    /** Records the invoice the provider returned for the order's current attempt. */
+    attachInvoice(id: number, invoice: { id: string; payUrl: string; expiresAt: number }): void {
+      const order = byId.get(id) as OrderRow;
+      db.prepare('INSERT INTO order_invoices (invoice_id, order_id, attempt, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING')
+        .run(invoice.id, id, order.attempt, clock.now());
+      db.prepare('UPDATE orders SET invoice_id = ?, pay_url = ?, expires_at = ?, updated_at = ? WHERE id = ?')
+        .run(invoice.id, invoice.payUrl, invoice.expiresAt, clock.now(), id);
+    },
+
+    /**
+     * Moves the order forward. Refuses (throws) a transition the state table does not allow; returns
+     * false when the order is no longer in `from` (someone else moved it first).
+     */
+    transition(id: number, from: OrderState, to: OrderState, reason: string, extra: { errorCode?: string; errorMessage?: string } = {}): boolean {
+      if (!canTransition(from, to)) throw new TransitionRefused(id, from, to);
+      const now = clock.now();
+      const stamp = STAMPS[to];
+      const result = db.prepare(
+        `UPDATE orders SET state = ?, updated_at = ?, error_code = coalesce(?, error_code), error_message = coalesce(?, error_message)
+         ${stamp ? `, ${stamp} = coalesce(${stamp}, ?)` : ''} WHERE id = ? AND state = ?`,
+      ).run(...[to, now, extra.errorCode ?? null, extra.errorMessage ?? null, ...(stamp ? [now] : []), id, from]);
+      if (result.changes === 0) return false;
+      history.run(id, now, from, to, reason);
+      return true;
+    },
+
+    list(filter: { state?: string; from?: number; to?: number; limit?: number } = {}): OrderRow[] {
+      return db.prepare(
+        `SELECT * FROM orders WHERE (? IS NULL OR state = ?) AND (? IS NULL OR created_at >= ?) AND (? IS NULL OR created_at < ?)
+         ORDER BY id DESC LIMIT ?`,
+      ).all(filter.state ?? null, filter.state ?? null, filter.from ?? null, filter.from ?? null, filter.to ?? null, filter.to ?? null, filter.limit ?? 1_000_000) as OrderRow[];
+    },
+
+    inStates(states: readonly OrderState[]): OrderRow[] {
+      return db.prepare(`SELECT * FROM orders WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY id`).all(...states) as OrderRow[];
+    },
+
+    countByState(): { state: string; n: number }[] {
+      return db.prepare('SELECT state, count(*) AS n FROM orders GROUP BY state').all() as { state: string; n: number }[];
+    },
+
+    latest(): OrderRow | undefined {
+      return db.prepare('SELECT * FROM orders ORDER BY id DESC LIMIT 1').get() as OrderRow | undefined;
+    },
+
+    history(id: number): { at: string; from: string | null; to: string; reason: string }[] {
+      const rows = db.prepare('SELECT at, from_state, to_state, reason FROM order_history WHERE order_id = ? ORDER BY rowid').all(id) as
+        { at: number; from_state: string | null; to_state: string; reason: string }[];
+      return rows.map((r) => ({ at: toIso(r.at)!, from: r.from_state, to: r.to_state, reason: r.reason }));
+    },
+  };
+}
+
+export type OrderRepository = ReturnType<typeof createOrderRepository>;

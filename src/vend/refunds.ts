@@ -1,0 +1,157 @@
+import type { Db } from '../store/index.js';
+import { inTransaction } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import { errorMessage } from '../util/errors.js';
+import type { Outbox } from '../outbox/index.js';
+import type { PaymentProvider } from '../payments/types.js';
+import { ProviderError } from '../payments/types.js';
+import type { Ledger } from '../ledger/index.js';
+import { createOrderRepository } from '../orders/index.js';
+
+export interface RefundRow {
+  invoice_id: string;
+  order_id: number;
+  idempotency_key: string;
+  kind: 'refund' | 'void';
+  amount: number;
+  reason: string;
+  state: 'requested' | 'sending' | 'pending' | 'unknown' | 'succeeded' | 'failed';
+  provider_refund_id: string | null;
+  attempts: number;
+  next_check_at: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  alarmed_at: number | null;
+}
+
+export interface RefundWorkerSettings {
+  /** How often a refund with an unknown or pending outcome is checked by reading the invoice. */
+  checkIntervalMs: number;
+  /** Unknown for this long → alarm for a person. */
+  unknownAlarmMs: number;
+}
+
+/**
+ * Sends each requested refund once, with its derived key. An unknown outcome is never re-sent: it is
+ * settled by reading the invoice (refunded → done; still paid → read again; too long → alarm).
+ */
+export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger }, settings: RefundWorkerSettings) {
+  const { db, clock, outbox, provider, ledger } = deps;
+  const log = deps.logger.child({ module: 'refunds' });
+  const orders = createOrderRepository({ db, clock });
+  let running: Promise<void> | null = null;
+
+  const get = (invoiceId: string) => db.prepare('SELECT * FROM refunds WHERE invoice_id = ?').get(invoiceId) as RefundRow | undefined;
+  const update = (invoiceId: string, fields: Partial<RefundRow>) => {
+    const keys = Object.keys(fields);
+    db.prepare(`UPDATE refunds SET ${keys.map((k) => `${k} = ?`).join(', ')}, updated_at = ? WHERE invoice_id = ?`)
+      .run(...keys.map((k) => (fields as Record<string, unknown>)[k]), clock.now(), invoiceId);
+  };
+
+  /** Marks the refund done and, when it was the order's own invoice, the order refunded. */
+  function complete(row: RefundRow, detail: string): void {
+    inTransaction(db, () => {
+      const current = get(row.invoice_id);
+      if (!current || current.state === 'succeeded') return;
+      update(row.invoice_id, { state: 'succeeded', last_error: null });
+      const order = orders.get(row.order_id);
+      if (order && order.state === 'refunding' && order.invoice_id === row.invoice_id) {
+        orders.transition(order.id, 'refunding', 'refunded', detail);
+      }
+      outbox.clearAlarm(`refund_unknown/${row.order_id}`);
+      outbox.event('refund.succeeded', { orderId: row.order_id, invoiceId: row.invoice_id, kind: row.kind, amount: row.amount });
+      outbox.count('refunds_succeeded');
+    });
+    log.info({ orderId: row.order_id, invoiceId: row.invoice_id, kind: row.kind }, 'refund completed');
+  }
+
+  async function send(row: RefundRow): Promise<void> {
+    // Claim first: a crash between this commit and the provider's answer leaves `sending`, which
+    // recovery turns into `unknown` — settled by reading, never by sending again.
+    const claimed = inTransaction(db, () =>
+      db.prepare("UPDATE refunds SET state = 'sending', attempts = attempts + 1, updated_at = ? WHERE invoice_id = ? AND state = 'requested'")
+        .run(clock.now(), row.invoice_id).changes === 1);
+    if (!claimed) return;
+    try {
+      if (row.kind === 'void') {
+        const invoice = await provider.cancelInvoice(row.invoice_id);
+        if (invoice.status === 'canceled' || invoice.status === 'expired') return complete(row, 'authorization canceled');
+        return markUnknown(row, `after cancel the invoice is ${invoice.status}`, 'pending');
+      }
+      const result = await provider.refund({ invoiceId: row.invoice_id, amount: row.amount, idempotencyKey: row.idempotency_key });
+      if (result.status === 'succeeded') return complete({ ...row }, 'refund succeeded');
+      if (result.status === 'failed') {
+        inTransaction(db, () => {
+          update(row.invoice_id, { state: 'failed', last_error: result.detail ?? 'provider refused the refund', provider_refund_id: result.refundId ?? null });
+          outbox.raiseAlarm(`refund_failed/${row.order_id}`, 'critical', 'the provider refused a refund: give the money back by hand', { orderId: row.order_id, invoiceId: row.invoice_id });
+          outbox.event('refund.failed', { orderId: row.order_id, invoiceId: row.invoice_id, detail: result.detail ?? null });
+        });
+        return;
+      }
+      markUnknown(row, result.detail ?? result.status, result.status === 'pending' ? 'pending' : 'unknown', result.refundId);
+    } catch (err) {
+      // Whatever failed, we cannot know whether money moved: read, never re-send.
+      markUnknown(row, errorMessage(err), 'unknown');
+    }
+  }
+
+  function markUnknown(row: RefundRow, detail: string, state: 'pending' | 'unknown', refundId?: string): void {
+    inTransaction(db, () => {
+      update(row.invoice_id, { state, last_error: detail, next_check_at: clock.now() + settings.checkIntervalMs, ...(refundId ? { provider_refund_id: refundId } : {}) });
+      if (state === 'unknown') outbox.event('refund.unknown', { orderId: row.order_id, invoiceId: row.invoice_id, detail });
+    });
+    log.warn({ orderId: row.order_id, invoiceId: row.invoice_id, state, detail }, 'refund outcome not known yet: will read the invoice');
+  }
+
+  async function check(row: RefundRow): Promise<void> {
+    try {
+      const invoice = await provider.getInvoice(row.invoice_id);
+      ledger.observe({ invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode, amount: invoice.amount, currency: invoice.currency, channel: 'refund' });
+      const done = row.kind === 'void' ? invoice.status === 'canceled' || invoice.status === 'expired' : invoice.status === 'refunded';
+      if (done) return complete(row, `invoice is ${invoice.status}`);
+    } catch (err) {
+      if (!(err instanceof ProviderError)) log.error({ err, invoiceId: row.invoice_id }, 'refund check failed');
+    }
+    const now = clock.now();
+    inTransaction(db, () => {
+      update(row.invoice_id, { next_check_at: now + settings.checkIntervalMs });
+      if (!row.alarmed_at && now - row.created_at >= settings.unknownAlarmMs) {
+        update(row.invoice_id, { alarmed_at: now });
+        outbox.raiseAlarm(`refund_unknown/${row.order_id}`, 'critical', 'a refund has had no confirmed outcome for too long: check it with the provider', {
+          orderId: row.order_id, invoiceId: row.invoice_id, since: new Date(row.created_at).toISOString(),
+        });
+      }
+    });
+  }
+
+  async function runOnce(): Promise<void> {
+    const requested = db.prepare("SELECT * FROM refunds WHERE state = 'requested' ORDER BY created_at").all() as RefundRow[];
+    for (const row of requested) await send(row);
+    const due = db.prepare("SELECT * FROM refunds WHERE state IN ('pending', 'unknown') AND coalesce(next_check_at, 0) <= ? ORDER BY next_check_at").all(clock.now()) as RefundRow[];
+    for (const row of due) await check(row);
+  }
+
+  return {
+    /** Crash recovery: a refund that was being sent has an unknown outcome. */
+    recover(): number {
+      return inTransaction(db, () => db.prepare("UPDATE refunds SET state = 'unknown', next_check_at = 0, last_error = 'process stopped while sending', updated_at = ? WHERE state = 'sending'").run(clock.now()).changes);
+    },
+    /** Processes what is due; concurrent calls share one pass. */
+    run(): Promise<void> {
+      running ??= runOnce().finally(() => { running = null; });
+      return running;
+    },
+    /** Check this invoice's refund now (a webhook or poll brought refund evidence). */
+    expedite(invoiceId: string): void {
+      db.prepare("UPDATE refunds SET next_check_at = 0 WHERE invoice_id = ? AND state IN ('pending', 'unknown')").run(invoiceId);
+    },
+    list(states?: RefundRow['state'][]): RefundRow[] {
+      const rows = db.prepare('SELECT * FROM refunds ORDER BY created_at').all() as RefundRow[];
+      return states ? rows.filter((r) => states.includes(r.state)) : rows;
+    },
+  };
+}
+
+export type RefundWorker = ReturnType<typeof createRefundWorker>;

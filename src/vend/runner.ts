@@ -1,0 +1,214 @@
+import type { Db } from '../store/index.js';
+import { durably, inTransaction } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import { errorMessage, ErrorCodes } from '../util/errors.js';
+import type { Outbox } from '../outbox/index.js';
+import type { Actuator, VendOutcome, VendRequest } from '../hardware/index.js';
+import type { PaymentProvider } from '../payments/types.js';
+import { createOrderRepository, type OrderRow } from '../orders/index.js';
+import { createVendJobRepository } from './jobs.js';
+import { createSettlement } from './settlement.js';
+
+export interface VendRunnerSettings {
+  mode: 'vending' | 'turnstile';
+  vendTimeoutMs: number;
+  notPassedPolicy: 'refund' | 'keep';
+}
+
+export interface VendRunnerDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  outbox: Outbox;
+  actuator: Actuator;
+  provider: PaymentProvider;
+  /** Test-only crash points (the process SIGKILLs itself); a no-op in production. */
+  crashPoint?: (name: string) => void;
+  /** Called after every settled vend or state change, so the screen and MQTT state follow. */
+  onChange?: () => void;
+}
+
+/**
+ * Claim → fire → settle. The claim is committed with synchronous=FULL before the actuator is touched
+ * (invariant 6); a crash after it leaves `firing`, which start-up turns into `uncertain` — never a refire.
+ */
+export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSettings) {
+  const { db, clock, outbox, actuator, provider } = deps;
+  const log = deps.logger.child({ module: 'vend' });
+  const orders = createOrderRepository({ db, clock });
+  const jobs = createVendJobRepository(db);
+  const settlement = createSettlement({ db, clock, outbox });
+  const { queueRefund, markUncertain } = settlement;
+  const crash = deps.crashPoint ?? (() => {});
+  let running: Promise<void> | null = null;
+  let firing: Promise<void> | null = null;
+  let stopped = false;
+
+  const requestFor = (order: OrderRow): VendRequest => ({
+    orderId: order.id, reference: order.reference, slot: order.slot, amount: order.amount, currency: order.currency, mode: settings.mode,
+  });
+
+  /** Claims one job durably. Returns the order to fire, or null when there is nothing (more) to do. */
+  function claimNext(): OrderRow | null {
+    return durably(db, () => {
+      let job = jobs.nextQueued();
+      let order = job && orders.get(job.order_id)!;
+      while (job && order && order.state !== 'paid' && order.state !== 'authorized') {
+        // The order moved on (an operator refunded it before the vend): the job is void.
+        jobs.finish(job.order_id, 'queued', 'failed', 'skipped', `order was ${order.state}`, clock.now());
+        job = jobs.nextQueued();
+        order = job && orders.get(job.order_id)!;
+      }
+      if (!job || !order) return null;
+      if (!jobs.claim(job.order_id, clock.now())) return null;
+      orders.transition(order.id, order.state, 'vending', 'vend claimed');
+      outbox.event('vend.started', { orderId: order.id, reference: order.reference, slot: order.slot });
+      return orders.get(order.id)!;
+    });
+  }
+
+  async function fire(order: OrderRow): Promise<VendOutcome | { result: 'unknown'; detail: string }> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<VendOutcome>((resolve) => {
+      timer = setTimeout(() => resolve({ result: 'failed', reason: `no answer from the ${actuator.kind} actuator within ${settings.vendTimeoutMs} ms` }), settings.vendTimeoutMs);
+    });
+    try {
+      return await Promise.race([actuator.fire(requestFor(order)), timeout]);
+    } catch (err) {
+      return { result: 'failed', reason: errorMessage(err) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  function settle(order: OrderRow, outcome: { result: string; reason?: string; detail?: string }): void {
+    const now = clock.now();
+    const detail = 'reason' in outcome && outcome.reason ? outcome.reason : outcome.detail ?? null;
+    inTransaction(db, () => {
+      if (outcome.result === 'vended' || (outcome.result === 'not_passed' && settings.notPassedPolicy === 'keep')) {
+        jobs.finish(order.id, 'firing', 'done', outcome.result, detail, now);
+        orders.transition(order.id, 'vending', 'vended', outcome.result === 'vended' ? 'vend succeeded' : 'nobody passed; policy keeps the fare');
+        if (order.capture_mode === 'manual') jobs.setCapture(order.id, 'pending');
+        outbox.event('vend.succeeded', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result });
+        outbox.count('vends_succeeded');
+      } else if (outcome.result === 'failed' || outcome.result === 'not_passed') {
+        jobs.finish(order.id, 'firing', 'failed', outcome.result, detail, now);
+        orders.transition(order.id, 'vending', 'vend_failed', detail ?? outcome.result, { errorCode: ErrorCodes.VEND_FAILED, errorMessage: detail ?? outcome.result });
+        orders.transition(order.id, 'vend_failed', 'refunding', 'vend failed: money goes back');
+        outbox.event('vend.failed', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result, detail });
+        outbox.count('vends_failed');
+        queueRefund(order, `vend ${outcome.result}: ${detail ?? ''}`.trim());
+      } else {
+        // The machine may or may not have delivered: a person decides (invariant 3).
+        markUncertain(order, detail ?? 'the actuator could not say whether it delivered');
+      }
+    });
+  }
+
+  async function runOnce(): Promise<void> {
+    while (!stopped) {
+      const order = claimNext();
+      if (!order) return;
+      deps.onChange?.();
+      crash('after_claim_commit');
+      log.info({ orderId: order.id, reference: order.reference, slot: order.slot }, 'vend firing');
+      const current = fire(order);
+      firing = current.then(() => {});
+      const outcome = await current;
+      crash('after_actuation');
+      settle(order, outcome);
+      firing = null;
+      crash('after_settle');
+      log.info({ orderId: order.id, outcome: outcome.result }, 'vend settled');
+      deps.onChange?.();
+    }
+  }
+
+  async function capturePending(): Promise<void> {
+    for (const job of jobs.pendingCaptures()) {
+      const order = orders.get(job.order_id)!;
+      try {
+        const invoice = await provider.captureInvoice(order.invoice_id!);
+        if (invoice.status === 'paid' || invoice.status === 'refunded' || invoice.status === 'partially_refunded') {
+          inTransaction(db, () => {
+            jobs.setCapture(order.id, 'done');
+            outbox.event('capture.succeeded', { orderId: order.id, reference: order.reference, invoiceId: order.invoice_id });
+          });
+        } else {
+          throw new Error(`capture left the invoice ${invoice.status}`);
+        }
+      } catch (err) {
+        log.error({ err, orderId: order.id }, 'capture failed; will retry');
+        inTransaction(db, () => outbox.raiseAlarm(`capture_failed/${order.id}`, 'warning', 'capturing a vended order failed; retrying', { orderId: order.id, detail: errorMessage(err) }));
+      }
+    }
+  }
+
+  return {
+    /**
+     * Start-up recovery. A job left `firing` crashed between claim and result: it becomes uncertain
+     * (never refired). Where the machine can tell (serial status command), the outcome is settled.
+     */
+    async recover(): Promise<{ uncertain: number[]; settled: number[] }> {
+      const uncertain: number[] = [];
+      const settledIds: number[] = [];
+      for (const job of jobs.inState('firing')) {
+        const order = orders.get(job.order_id)!;
+        inTransaction(db, () => markUncertain(order, 'the service stopped while the vend was in progress'));
+        uncertain.push(order.id);
+        log.error({ orderId: order.id, reference: order.reference }, 'vend interrupted by a restart: marked uncertain');
+      }
+      if (actuator.queryOutcome) {
+        for (const job of jobs.inState('uncertain')) {
+          const order = orders.get(job.order_id)!;
+          const answer = await actuator.queryOutcome(requestFor(order)).catch(() => 'unknown' as const);
+          if (answer === 'unknown') continue;
+          this.resolve(order.id, answer === 'vended', `machine reported ${answer}`);
+          settledIds.push(order.id);
+        }
+      }
+      return { uncertain, settled: settledIds };
+    },
+
+    /** Processes queued jobs one at a time; concurrent calls share one pass. */
+    run(): Promise<void> {
+      if (stopped) return Promise.resolve();
+      running ??= runOnce().finally(() => { running = null; });
+      return running;
+    },
+
+    capturePending,
+
+    /** A person (CLI, MQTT) settles an uncertain vend: vended keeps the money, not vended refunds it. */
+    resolve(orderId: number, vended: boolean, by = 'operator'): OrderRow {
+      const order = settlement.resolve(orderId, vended, by);
+      deps.onChange?.();
+      return order;
+    },
+
+    /** An operator gives the money back for a vended (or paid, not yet vended) order. */
+    refund(orderId: number, by = 'operator'): OrderRow {
+      const order = settlement.refund(orderId, by);
+      deps.onChange?.();
+      return order;
+    },
+
+    /** True while an actuation is in progress. */
+    busy(): boolean {
+      return firing !== null;
+    },
+
+    /** Stops claiming new jobs and waits (bounded) for the actuation in progress to settle. */
+    async stop(graceMs = settings.vendTimeoutMs): Promise<void> {
+      stopped = true;
+      const pending = running;
+      if (!pending) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([pending, new Promise<void>((resolve) => { timer = setTimeout(resolve, graceMs); })]);
+      clearTimeout(timer);
+    },
+  };
+}
+
+export type VendRunner = ReturnType<typeof createVendRunner>;

@@ -1,0 +1,91 @@
+import type { Db } from '../store/index.js';
+import { inTransaction } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import { ErrorCodes, VendgateError } from '../util/errors.js';
+import type { Outbox } from '../outbox/index.js';
+import { refundKeyFor } from '../ledger/index.js';
+import { createOrderRepository, type OrderRow } from '../orders/index.js';
+import { createVendJobRepository } from './jobs.js';
+
+/**
+ * Decisions about a vend that are pure database work: queue a refund, park an uncertain vend, and a
+ * person's settlement of one. Shared by the runner, the CLI (`vendgate resolve`) and MQTT commands.
+ */
+export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox }) {
+  const { db, clock, outbox } = deps;
+  const orders = createOrderRepository({ db, clock });
+  const jobs = createVendJobRepository(db);
+
+  /** Queues the money back for the order's own invoice (void for a held authorization). Caller owns the tx. */
+  function queueRefund(order: OrderRow, reason: string): void {
+    const invoiceId = order.invoice_id!;
+    const kind = order.capture_mode === 'manual' && order.state !== 'vended' ? 'void' : 'refund';
+    const now = clock.now();
+    const inserted = db.prepare(
+      `INSERT INTO refunds (invoice_id, order_id, idempotency_key, kind, amount, reason, state, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'requested', ?, ?) ON CONFLICT DO NOTHING`,
+    ).run(invoiceId, order.id, refundKeyFor(order.reference, order.attempt), kind, order.amount, reason, now, now).changes === 1;
+    if (inserted) {
+      outbox.event('refund.requested', { orderId: order.id, reference: order.reference, invoiceId, kind, amount: order.amount, reason });
+      outbox.count('refunds_requested');
+    }
+  }
+
+  /** The machine may or may not have delivered: a person decides (invariant 3). Caller owns the tx. */
+  function markUncertain(order: OrderRow, detail: string): void {
+    jobs.finish(order.id, 'firing', 'uncertain', 'uncertain', detail, clock.now());
+    orders.transition(order.id, 'vending', 'vend_uncertain', detail, { errorCode: ErrorCodes.VEND_UNCERTAIN, errorMessage: detail });
+    outbox.event('vend.uncertain', { orderId: order.id, reference: order.reference, slot: order.slot, detail });
+    outbox.raiseAlarm(`vend_uncertain/${order.id}`, 'critical', 'a paid vend may or may not have delivered: check the machine, then run vendgate resolve', {
+      orderId: order.id, reference: order.reference, slot: order.slot, detail,
+    });
+    outbox.count('vends_uncertain');
+  }
+
+  function mustGet(orderId: number): OrderRow {
+    const order = orders.get(orderId);
+    if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no order ${orderId}`, { httpStatus: 404 });
+    return order;
+  }
+
+  return {
+    queueRefund,
+    markUncertain,
+
+    /** A person settles an uncertain vend: vended keeps the money, not vended gives it back. */
+    resolve(orderId: number, vended: boolean, by = 'operator'): OrderRow {
+      inTransaction(db, () => {
+        const order = mustGet(orderId);
+        if (order.state !== 'vend_uncertain') {
+          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only vend_uncertain orders are resolved`, { httpStatus: 409 });
+        }
+        jobs.finish(orderId, 'uncertain', 'resolved', vended ? 'resolved_vended' : 'resolved_not_vended', by, clock.now());
+        if (vended) {
+          orders.transition(orderId, 'vend_uncertain', 'vended', `resolved as vended by ${by}`);
+          if (order.capture_mode === 'manual') jobs.setCapture(orderId, 'pending');
+        } else {
+          orders.transition(orderId, 'vend_uncertain', 'refunding', `resolved as not vended by ${by}`);
+          queueRefund(order, `not vended (resolved by ${by})`);
+        }
+        outbox.clearAlarm(`vend_uncertain/${orderId}`);
+        outbox.event('vend.resolved', { orderId, reference: order.reference, vended, by });
+      });
+      return orders.get(orderId)!;
+    },
+
+    /** An operator gives the money back for a paid (not yet vended) or vended order. */
+    refund(orderId: number, by = 'operator'): OrderRow {
+      inTransaction(db, () => {
+        const order = mustGet(orderId);
+        if (order.state !== 'vended' && order.state !== 'paid' && order.state !== 'authorized') {
+          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only paid or vended orders can be refunded`, { httpStatus: 409 });
+        }
+        orders.transition(orderId, order.state, 'refunding', `refund requested by ${by}`);
+        queueRefund(order, `requested by ${by}`);
+      });
+      return orders.get(orderId)!;
+    },
+  };
+}
+
+export type Settlement = ReturnType<typeof createSettlement>;
