@@ -1,34 +1,130 @@
 import type { Settings } from '../settings/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
+import { ErrorCodes, VendgateError } from '../util/errors.js';
+import { INPUT_NAMES } from '../settings/sections/actuator.js';
 import type { Actuator, HardwareInputs } from './types.js';
 import { createSimActuator } from './sim.js';
+import { busForSettings, type HardwareBus } from './bus.js';
+import { createRelayActuator } from './relay.js';
+import { createGpioInputs } from './inputs.js';
+import { loadOnoffGpio, type GpioConstructor, type Level } from './gpio/onoff.js';
+import { sysfsNumberForBcm } from './gpio/chip-map.js';
+import { openSysfsOutput, type DigitalOutput } from './gpio/output.js';
+import { openGpiosetOutput } from './gpio/gpioset.js';
+import { createSerialConnection, type SerialBinding } from './serial/connection.js';
+import { createLineSerialActuator } from './serial/line-profile.js';
+import { createMdbSerialActuator } from './serial/mdb-profile.js';
 
 export * from './types.js';
 export { createSimActuator, type SimFailMode } from './sim.js';
+export { createHardwareBus, type HardwareBus, type BusEvent } from './bus.js';
+export { checkHardware, type HardwareCheck } from './checks.js';
+export { runMachineSimulator, type MachineSimulator, type MachineSimulatorOptions } from './machine-simulator.js';
+export type { GpioConstructor, GpioLine } from './gpio/onoff.js';
+export type { SerialBinding } from './serial/connection.js';
 
 export interface HardwareDeps {
   clock: Clock;
   logger: Logger;
+  /**
+   * Joins the actuator and the inputs (MDB vend requests and serial line changes reach
+   * `inputs.on`; the turnstile hears the passage sensor and the fire alarm). Default: one bus per
+   * settings object, so createActuator and createInputs called with the same settings share it.
+   */
+  bus?: HardwareBus;
+  /** sysfs root for the GPIO chip lookup; tests point it at test/fixtures/sysfs/<board>. */
+  sysfsRoot?: string;
+  /** onoff's Gpio constructor; tests pass a fake. Default: import('onoff') when a pin is first used. */
+  Gpio?: GpioConstructor;
+  /** serialport binding; tests pass @serialport/binding-mock's MockBinding. */
+  serialBinding?: SerialBinding;
+  /** The gpioset executable; tests pass a fake script. */
+  gpiosetCommand?: string;
 }
 
-/** Builds the actuator named by `actuator.kind`. Native modules are loaded only for the kind in use. */
-export async function createActuator(deps: HardwareDeps, settings: Readonly<Settings>): Promise<Actuator> {
-  switch (settings.actuator.kind) {
-    case 'sim':
-      return createSimActuator(deps, settings.actuator.sim);
-    default:
-      throw new Error(`actuator.kind ${settings.actuator.kind} is not available in this build`);
+function hardwareLogger(deps: HardwareDeps): Logger {
+  return deps.logger.child({ module: 'hardware' });
+}
+
+/** Throws when the relay pin is also an input pin (inputs among themselves are checked by the schema). */
+export function assertNoPinConflicts(settings: Readonly<Settings>): void {
+  if (settings.actuator.kind !== 'relay') return;
+  const relayPin = settings.actuator.relay.pin;
+  for (const name of INPUT_NAMES) {
+    if (settings.inputs[name]?.pin === relayPin) {
+      throw new VendgateError(ErrorCodes.CONFIG_INVALID, `inputs.${name}.pin: BCM ${relayPin} is already actuator.relay.pin — an input and the relay need different pins`);
+    }
   }
 }
 
-/** Builds the configured inputs (button, inhibit, fire alarm, passage). None configured → no-op inputs. */
-export async function createInputs(_deps: HardwareDeps, _settings: Readonly<Settings>): Promise<HardwareInputs> {
-  const listeners: ((event: never) => void)[] = [];
-  return {
-    async start() {},
-    on(listener) { listeners.push(listener as never); },
-    read() { return {}; },
-    async stop() {},
-  };
+async function gpioFor(deps: HardwareDeps): Promise<GpioConstructor> {
+  return deps.Gpio ?? loadOnoffGpio();
+}
+
+/** Builds the actuator named by `actuator.kind`. Native modules are loaded only for the kind in use, at start(). */
+export async function createActuator(deps: HardwareDeps, settings: Readonly<Settings>): Promise<Actuator> {
+  const logger = hardwareLogger(deps);
+  const bus = deps.bus ?? busForSettings(settings, logger);
+  const actuator = settings.actuator;
+  switch (actuator.kind) {
+    case 'sim':
+      return createSimActuator(deps, actuator.sim);
+    case 'relay': {
+      assertNoPinConflicts(settings);
+      const relay = actuator.relay;
+      const pin = relay.pin!; // the schema requires it for kind relay
+      const openOutput = async (initialLevel: Level): Promise<DigitalOutput> => {
+        if (relay.driver === 'gpioset') {
+          return openGpiosetOutput({ command: deps.gpiosetCommand, chip: relay.chip ?? 'gpiochip0', offset: pin, initialLevel, logger });
+        }
+        const Gpio = await gpioFor(deps);
+        const { number } = await sysfsNumberForBcm(pin, deps.sysfsRoot);
+        return openSysfsOutput(Gpio, number, initialLevel);
+      };
+      return createRelayActuator({ logger, bus, openOutput }, {
+        relay,
+        turnstile: actuator.turnstile,
+        mode: settings.device.mode,
+        passageConfigured: settings.inputs.passage !== undefined,
+        vendTimeoutMs: actuator.vendTimeoutMs,
+      });
+    }
+    case 'serial': {
+      const serial = actuator.serial;
+      const connection = createSerialConnection({ path: serial.path!, baudRate: serial.baudRate, binding: deps.serialBinding, reconnectMaxMs: serial.reconnectMaxMs, logger });
+      if (serial.profile === 'mdb') {
+        const knownItems = new Set(settings.device.catalog.map((item) => item.slot));
+        return createMdbSerialActuator({ logger, bus, connection, knownItems }, serial);
+      }
+      return createLineSerialActuator({ clock: deps.clock, logger, bus, connection }, serial);
+    }
+  }
+}
+
+/**
+ * Builds the configured inputs (button, inhibit, fire alarm, passage). `on()` also carries what the
+ * actuator reports (serial line up/down, MDB vend requests and cancels). No pin configured → onoff
+ * is never loaded.
+ */
+export async function createInputs(deps: HardwareDeps, settings: Readonly<Settings>): Promise<HardwareInputs> {
+  const logger = hardwareLogger(deps);
+  const bus = deps.bus ?? busForSettings(settings, logger);
+  assertNoPinConflicts(settings);
+  return createGpioInputs({
+    logger,
+    bus,
+    async openInput(bcmPin) {
+      const Gpio = await gpioFor(deps);
+      const { number } = await sysfsNumberForBcm(bcmPin, deps.sysfsRoot);
+      return new Gpio(number, 'in', 'both');
+    },
+  }, settings.inputs);
+}
+
+/** Both at once, sharing one bus. */
+export async function createHardware(deps: HardwareDeps, settings: Readonly<Settings>): Promise<{ actuator: Actuator; inputs: HardwareInputs; bus: HardwareBus }> {
+  const bus = deps.bus ?? busForSettings(settings, hardwareLogger(deps));
+  const withBus = { ...deps, bus };
+  return { actuator: await createActuator(withBus, settings), inputs: await createInputs(withBus, settings), bus };
 }

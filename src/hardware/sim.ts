@@ -4,7 +4,7 @@ import type { Actuator, VendOutcome, VendRequest } from './types.js';
 import type { Clock } from '../util/clock.js';
 import { sleep } from '../util/clock.js';
 
-export type SimFailMode = 'none' | 'fail' | 'hang' | 'not_passed';
+export type SimFailMode = 'none' | 'fail' | 'nak' | 'timeout' | 'hang' | 'not_passed';
 
 export interface SimActuatorSettings {
   logPath: string;
@@ -14,8 +14,10 @@ export interface SimActuatorSettings {
 
 /**
  * The simulated machine. Every actuation appends one JSON line to `logPath`: that file is the
- * physical truth tests and operators read. A failed or not-passed vend writes no line (nothing came
- * out); a hang never returns, so the runner's timeout decides.
+ * physical truth tests and operators read. A failed, refused (nak) or not-passed vend writes no line
+ * (nothing came out); `timeout` is the machine that vends but never answers: it writes the line and
+ * reports `unknown`, the case where refunding would be wrong. A hang never returns, so the runner's
+ * timeout decides.
  */
 export function createSimActuator(deps: { clock: Clock }, settings: SimActuatorSettings): Actuator & { setFailMode(mode: SimFailMode): void } {
   let failMode = settings.failMode;
@@ -31,12 +33,14 @@ export function createSimActuator(deps: { clock: Clock }, settings: SimActuatorS
       if (settings.durationMs > 0) await sleep(settings.durationMs);
       switch (failMode) {
         case 'fail': return { result: 'failed', reason: 'simulated motor jam' };
+        case 'nak': return { result: 'failed', reason: 'machine answered "NAK" (simulated)' };
         case 'hang': return new Promise<VendOutcome>(() => {});
         case 'not_passed': return { result: 'not_passed', detail: 'simulated: nobody passed' };
-        case 'none': break;
+        case 'timeout': case 'none': break;
       }
       const line = { orderId: request.orderId, reference: request.reference, slot: request.slot, amount: request.amount, at: new Date(deps.clock.now()).toISOString() };
       appendFileSync(settings.logPath, `${JSON.stringify(line)}\n`);
+      if (failMode === 'timeout') return { result: 'unknown', detail: 'simulated: command sent, no answer from the machine' };
       return { result: 'vended' };
     },
     health() {

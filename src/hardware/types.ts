@@ -19,7 +19,13 @@ export type VendOutcome =
   /** Definitely not delivered (NAK, error line, relay error, line down before sending). */
   | { result: 'failed'; reason: string }
   /** Turnstile opened but nobody passed within passTimeoutMs. */
-  | { result: 'not_passed'; detail?: string };
+  | { result: 'not_passed'; detail?: string }
+  /**
+   * The command may have reached the machine but no answer said what happened (serial timeout or
+   * disconnect after writing, relay error mid pulse train). Neither vended nor refundable: the core
+   * parks the order as vend_uncertain and never refunds it blindly.
+   */
+  | { result: 'unknown'; detail: string };
 
 export interface ActuatorHealth {
   ok: boolean;
@@ -31,8 +37,10 @@ export interface Actuator {
   /** Drives outputs to their safe state and opens devices. Called once before any fire(). */
   start(): Promise<void>;
   /**
-   * Delivers one vend. Called only after the claim is committed to disk. Must resolve within
-   * `actuator.vendTimeoutMs` (the runner also enforces it); a throw counts as `failed`.
+   * Delivers one vend. Called only after the claim is committed to disk. Resolves within
+   * `actuator.vendTimeoutMs` (the settings default it to the actuator's worst case + 5 s). Returns
+   * `failed` only when nothing was delivered for sure; `unknown` when a command went out unanswered.
+   * The actuators in this folder catch their own errors and never throw (a throw counts as `failed`).
    */
   fire(request: VendRequest): Promise<VendOutcome>;
   /**
