@@ -69,7 +69,8 @@ export function decideObservation(
   status: CanonicalStatus,
   captureMode: 'automatic' | 'manual',
 ): ObservationDecision {
-  const waiting = state === 'creating' || state === 'awaiting_payment';
+  // An order in `creating` has no invoice on file yet, so nothing can be observed for it.
+  const waiting = state === 'awaiting_payment';
   const closedUnpaid = state === 'canceled' || state === 'expired' || state === 'failed';
   switch (status) {
     case 'pending':

@@ -1,0 +1,62 @@
+import { join } from 'node:path';
+import { parseSettings, type SettingsInput } from '../../src/settings/index.js';
+import { openDatabase, databaseId } from '../../src/store/index.js';
+import { createManualClock } from '../../src/util/clock.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { createOutbox } from '../../src/outbox/index.js';
+import { createLedger } from '../../src/ledger/index.js';
+import { createOrderService, createProviderHealth } from '../../src/orders/index.js';
+import { createFakeProvider } from '../fakes/provider.js';
+import { tempDir } from './temp.js';
+
+export const CATALOG = [
+  { slot: 'A1', name: 'Water', price: 1500 },
+  { slot: 'A2', name: 'Cola', price: 2500 },
+];
+
+/** Test settings: vending demo device on a temp directory; `overrides` merged per section. */
+export function testSettings(dir: string, overrides: Partial<Record<keyof SettingsInput, Record<string, unknown>>> = {}) {
+  return parseSettings({
+    device: { id: 'vm-test', mode: 'vending', currency: 'MNT', catalog: CATALOG, ...overrides.device },
+    provider: { name: 'sandbox', invoiceTtlSec: 120, ...overrides.provider },
+    storage: { path: join(dir, 'vendgate.db'), ...overrides.storage },
+    actuator: { kind: 'sim', sim: { logPath: join(dir, 'actuations.jsonl'), durationMs: 0 }, ...overrides.actuator },
+    mqtt: { url: '', ...overrides.mqtt },
+    log: { level: 'silent' },
+    poll: { intervalMs: 100, ...overrides.poll },
+    http: { local: { host: '127.0.0.1', port: 0 }, webhook: { host: '127.0.0.1', port: 0 } },
+    ...(overrides.policy ? { policy: overrides.policy } : {}),
+  });
+}
+
+/** The money path on a real SQLite file with a scriptable provider and a manual clock. */
+export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
+  const dir = tempDir();
+  const settings = testSettings(dir.path, overrides);
+  const clock = createManualClock();
+  const logger = silentLogger();
+  const db = openDatabase(settings.storage.path);
+  const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
+  const fake = createFakeProvider({ livemode: settings.device.livemode, now: clock.now });
+  const ledger = createLedger({ db, clock, logger, outbox });
+  const health = createProviderHealth(clock);
+  const outOfService = new Map<string, string>();
+  const orders = createOrderService({
+    db, clock, logger, outbox, provider: fake.provider, ledger, health, deviceId: settings.device.id, dbId: databaseId(db),
+    outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
+  }, settings);
+  return {
+    dir, settings, clock, logger, db, outbox, fake, ledger, health, orders, outOfService,
+    close() { db.close(); dir.cleanup(); },
+    /** Observes the fake provider's current view of an invoice through the ledger. */
+    async observe(invoiceId: string, channel: 'poll' | 'webhook' = 'poll') {
+      const invoice = await fake.provider.getInvoice(invoiceId);
+      return ledger.observe({ invoiceId, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode, amount: invoice.amount, currency: invoice.currency, channel });
+    },
+    count(sql: string, ...params: unknown[]): number {
+      return (db.prepare(sql).get(...params) as { n: number }).n;
+    },
+  };
+}
+
+export type Core = ReturnType<typeof buildCore>;
