@@ -1,0 +1,63 @@
+import { readFileSync } from 'node:fs';
+import type { IClientOptions } from 'mqtt';
+import type { MqttSettings } from './types.js';
+import type { Topics } from './topics.js';
+
+/** Thrown when the TLS files cannot be read: a configuration problem, named with its path. */
+export class MqttConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MqttConfigError';
+  }
+}
+
+/**
+ * mqtt.js options for one connection attempt. Reconnecting is ours (reconnectPeriod 0): every
+ * attempt is a fresh client, so nothing of a dead connection (its in-memory store) leaks into the next.
+ */
+export function clientOptions(settings: MqttSettings, deviceId: string, topics: Topics): IClientOptions {
+  const options: IClientOptions = {
+    clientId: `${settings.prefix}-${deviceId}`,
+    clean: false,
+    // aedes speaks only 3.1.1; Mosquitto, EMQX and HiveMQ all do too.
+    protocolVersion: 4,
+    keepalive: settings.keepaliveSec,
+    connectTimeout: settings.connectTimeoutMs,
+    reconnectPeriod: 0,
+    queueQoSZero: false,
+    will: { topic: topics.status, payload: Buffer.from('offline'), qos: 1, retain: true },
+  };
+  if (settings.username !== undefined) options.username = settings.username;
+  if (settings.password !== undefined) options.password = settings.password;
+  if (isTls(settings.url)) {
+    options.rejectUnauthorized = settings.rejectUnauthorized;
+    if (settings.caPath) options.ca = readPem(settings.caPath, 'caPath');
+    if (settings.certPath) options.cert = readPem(settings.certPath, 'certPath');
+    if (settings.keyPath) options.key = readPem(settings.keyPath, 'keyPath');
+  }
+  return options;
+}
+
+export function isTls(url: string): boolean {
+  return url.startsWith('mqtts://') || url.startsWith('wss://');
+}
+
+/** The URL without user:password@, for logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z]+:\/\/)[^@/]*@/i, '$1');
+}
+
+/** Exponential backoff with ±20 % jitter so a fleet does not reconnect in lockstep after a broker restart. */
+export function backoffDelay(attempt: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
+  const base = Math.min(maxMs, minMs * 2 ** Math.min(attempt, 20));
+  return Math.round(Math.min(maxMs, base * (0.8 + 0.4 * random())));
+}
+
+function readPem(path: string, key: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new MqttConfigError(`mqtt.${key}: cannot read ${path} (${code}); check the path and that the vendgate user may read it`);
+  }
+}

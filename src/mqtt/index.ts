@@ -1,0 +1,6 @@
+export { createMqtt } from './service.js';
+export { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
+export { CommandErrorCodes, COMMAND_NAMES, type CommandResult } from './commands.js';
+export { createTopics, type Topics } from './topics.js';
+export { MqttConfigError } from './connection.js';
+export type { DeviceControl, DeviceStateSummary, Mqtt, MqttDeps, MqttSettings } from './types.js';

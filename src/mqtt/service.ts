@@ -1,0 +1,284 @@
+import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
+import { inTransaction } from '../store/index.js';
+import { createTopics } from './topics.js';
+import { createOutboxPublisher } from './publisher.js';
+import { createCommandHandler, type CommandResult } from './commands.js';
+import { clientOptions, backoffDelay, redactUrl } from './connection.js';
+import { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
+import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
+import { discoveryMessages } from './home-assistant.js';
+import type { Mqtt, MqttDeps, MqttSettings } from './types.js';
+
+/** The outbox table is polled this often as a safety net for a missed kick(). */
+const POLL_INTERVAL_MS = 1_000;
+/** How long stop() waits for `offline` and the last PUBACKs before dropping the connection. */
+const STOP_GRACE_MS = 2_000;
+
+/**
+ * Operator monitoring over MQTT: publishes the outbox, presence, state and telemetry, and answers
+ * commands. The broker being away never blocks or fails the service: it reconnects in the background.
+ */
+export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
+  const { outbox, clock, control, deviceId } = deps;
+  const log = deps.logger.child({ module: 'mqtt' });
+  const topics = createTopics(settings.prefix, deviceId);
+  const publisher = createOutboxPublisher({ outbox, logger: log, topics }, { maxInflight: settings.maxInflight, maxRows: settings.outboxMaxRows });
+  const transaction = <T>(fn: () => T): T => (deps.db ? inTransaction(deps.db, fn) : fn());
+  const dbPath = deps.db && !deps.db.memory ? deps.db.name : null;
+
+  let url = settings.url;
+  let options: IClientOptions | null = null;
+  let broker: EmbeddedBroker | null = null;
+  let client: MqttClient | null = null;
+  let connectedSince: number | null = null;
+  let attempt = 0;
+  let started = false;
+  let stopped = false;
+  let stopping: Promise<void> | null = null;
+  let lastState: string | null = null;
+  let selftestPayload: string | null = null;
+  let kickScheduled = false;
+  let telemetryRunning = false;
+  const timers: NodeJS.Timeout[] = [];
+  let reconnectTimer: NodeJS.Timeout | null = null;
+
+  const commands = createCommandHandler({
+    control, clock, logger: log, allowRemoteVend: settings.allowRemoteVend,
+    reply: (name: string, result: CommandResult) => send(topics.result(name), JSON.stringify(result), false),
+  });
+
+  /** Publishes on the live connection with QoS 1; dropped when there is none (callers republish on connect). */
+  function send(topic: string, payload: string, retain: boolean, done?: (err?: Error) => void): boolean {
+    const c = client;
+    if (!c || connectedSince === null) return false;
+    c.publish(topic, payload, { qos: 1, retain }, (err) => {
+      if (err && client === c) log.warn({ err, topic }, 'MQTT publish failed');
+      done?.(err ?? undefined);
+    });
+    return true;
+  }
+
+  function publishState(): void {
+    if (connectedSince === null) return;
+    let payload: string;
+    try {
+      const s = control.state();
+      payload = JSON.stringify({ mode: s.mode, phase: s.phase, orderId: s.orderId, reference: s.reference, since: s.since, ...(s.reason ? { reason: s.reason } : {}) });
+    } catch (err) {
+      log.warn({ err }, 'could not read the device state');
+      return;
+    }
+    if (payload === lastState) return;
+    if (send(topics.state, payload, true)) lastState = payload;
+  }
+
+  function publishSelftestNow(): void {
+    const payload = selftestPayload;
+    if (payload === null) return;
+    send(topics.selftest, payload, true, (err) => {
+      if (!err && selftestPayload === payload) selftestPayload = null;
+    });
+  }
+
+  async function telemetryTick(): Promise<void> {
+    if (telemetryRunning || stopped) return;
+    telemetryRunning = true;
+    try {
+      const system = await readSystem({ dbPath });
+      if (stopped) return;
+      if (checkDiskAlarm({ outbox, logger: log, transaction }, system.disk, settings.diskLowFreeMb * 1024 * 1024)) kick();
+      if (connectedSince === null) return;
+      let app: Record<string, unknown> = {};
+      try {
+        app = control.telemetry();
+      } catch (err) {
+        log.warn({ err }, 'the app could not provide telemetry');
+      }
+      const payload = telemetryPayload({ deviceId, now: clock.now(), outbox, system, connectedSince, app });
+      send(topics.telemetry, JSON.stringify(payload), false);
+    } catch (err) {
+      log.warn({ err }, 'telemetry failed');
+    } finally {
+      telemetryRunning = false;
+    }
+  }
+
+  function onConnect(c: MqttClient, sessionPresent: boolean): void {
+    if (client !== c || stopped) return;
+    attempt = 0;
+    connectedSince = clock.now();
+    log.info({ url: redactUrl(url), clientId: options?.clientId, sessionPresent }, 'MQTT connected');
+    // Subscribed on every connect: a restarted broker may have lost the persistent session.
+    c.subscribe(topics.commands, { qos: 1 }, (err) => {
+      if (err && client === c) log.warn({ err }, 'could not subscribe to commands');
+    });
+    send(topics.status, 'online', true);
+    lastState = null;
+    publishState();
+    if (settings.homeAssistant) {
+      const mode = safeMode();
+      for (const message of discoveryMessages({ discoveryPrefix: settings.homeAssistantPrefix, deviceId, mode, topics })) {
+        send(message.topic, message.payload, true);
+      }
+    }
+    publishSelftestNow();
+    publisher.attach({
+      publish: (topic, payload, retain, done) => c.publish(topic, payload, { qos: 1, retain }, (err) => done(err ?? undefined)),
+    });
+    void telemetryTick();
+  }
+
+  function onClose(c: MqttClient): void {
+    if (client !== c) return;
+    const wasConnected = connectedSince !== null;
+    connectedSince = null;
+    client = null;
+    publisher.detach();
+    c.end(true);
+    if (stopped) return;
+    const delay = backoffDelay(attempt, settings.reconnectMinMs, settings.reconnectMaxMs);
+    attempt += 1;
+    if (wasConnected) log.warn({ url: redactUrl(url), retryInMs: delay }, 'MQTT connection lost; reconnecting');
+    else log.debug({ url: redactUrl(url), retryInMs: delay, attempt }, 'MQTT broker unreachable; retrying');
+    reconnectTimer = setTimeout(connect, delay);
+    reconnectTimer.unref();
+  }
+
+  function connect(): void {
+    reconnectTimer = null;
+    if (stopped || !options) return;
+    const c = mqttConnect(url, options);
+    client = c;
+    c.on('connect', (connack) => onConnect(c, connack.sessionPresent));
+    c.on('close', () => onClose(c));
+    c.on('error', (err) => {
+      if (client !== c) return;
+      const code = (err as { code?: unknown }).code;
+      if (code === 4 || code === 5) log.error({ err }, 'the broker refused the credentials: check mqtt.username and VENDGATE_MQTT_PASSWORD');
+      else if (attempt === 0) log.warn({ err, url: redactUrl(url) }, 'MQTT connection error');
+    });
+    c.on('message', (topic, payload, packet) => {
+      if (client !== c) return;
+      const name = topics.commandName(topic);
+      if (name !== null && !topic.endsWith('/result')) void commands.handle(name, payload, packet.retain);
+    });
+  }
+
+  function kick(): void {
+    if (kickScheduled || stopped) return;
+    kickScheduled = true;
+    setImmediate(() => {
+      kickScheduled = false;
+      publisher.pump();
+    });
+  }
+
+  function safeMode(): string {
+    try {
+      return control.state().mode;
+    } catch {
+      return 'vending';
+    }
+  }
+
+  async function start(): Promise<void> {
+    if (started) return;
+    started = true;
+    if (settings.url === '') {
+      log.info('MQTT disabled (mqtt.url is empty)');
+      return;
+    }
+    if (settings.url === 'embedded') {
+      try {
+        broker = await startEmbeddedBroker({ host: '127.0.0.1', port: settings.embeddedPort });
+        url = broker.url;
+        log.info({ url }, 'embedded MQTT broker listening');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') {
+          log.error({ err }, 'the embedded MQTT broker could not start; running without MQTT');
+          return;
+        }
+        // The demo on a machine that already runs Mosquitto: publish to that broker instead.
+        url = `mqtt://127.0.0.1:${settings.embeddedPort}`;
+        log.error({ port: settings.embeddedPort, url }, 'port taken by another broker (Mosquitto?): the embedded broker is not started; connecting to the one already there');
+      }
+    }
+    try {
+      options = clientOptions(settings, deviceId, topics);
+    } catch (err) {
+      log.error({ err }, 'MQTT not started: fix the TLS settings');
+      return;
+    }
+    control.onStateChange(publishState);
+    try {
+      publisher.prune();
+    } catch (err) {
+      log.error({ err }, 'outbox prune failed');
+    }
+    const poll = setInterval(() => {
+      try {
+        publisher.prune();
+      } catch (err) {
+        log.error({ err }, 'outbox prune failed');
+      }
+      publisher.pump();
+    }, POLL_INTERVAL_MS);
+    const telemetry = setInterval(() => void telemetryTick(), settings.telemetryIntervalSec * 1000);
+    for (const timer of [poll, telemetry]) {
+      timer.unref();
+      timers.push(timer);
+    }
+    log.info({ url: redactUrl(url), clientId: options.clientId, base: topics.base }, 'MQTT starting');
+    connect();
+  }
+
+  async function stopOnce(): Promise<void> {
+    stopped = true;
+    for (const timer of timers.splice(0)) clearInterval(timer);
+    if (reconnectTimer) clearTimeout(reconnectTimer);
+    const c = client;
+    if (c && connectedSince !== null) {
+      // A clean stop says so itself: the last will only covers a crash or a lost network.
+      const offlineState = { ...(lastState ? JSON.parse(lastState) as object : { mode: safeMode() }), phase: 'offline', orderId: null, reference: null, since: new Date(clock.now()).toISOString() };
+      await withTimeout(Promise.all([
+        new Promise<void>((resolve) => { if (!send(topics.state, JSON.stringify(offlineState), true, () => resolve())) resolve(); }),
+        new Promise<void>((resolve) => { if (!send(topics.status, 'offline', true, () => resolve())) resolve(); }),
+      ]), STOP_GRACE_MS);
+      // end(false) waits for the outbox rows still in flight, so their PUBACKs still delete them.
+      const ended = await withTimeout(new Promise<void>((resolve) => c.end(false, {}, () => resolve())), STOP_GRACE_MS);
+      if (!ended) c.stream?.destroy();
+    } else if (c) {
+      c.end(true);
+    }
+    client = null;
+    connectedSince = null;
+    publisher.detach();
+    if (broker) await broker.close();
+    if (started && settings.url !== '') log.info('MQTT stopped');
+  }
+
+  return {
+    start,
+    stop() {
+      stopping ??= stopOnce();
+      return stopping;
+    },
+    kick,
+    connected: () => connectedSince !== null,
+    publishSelftest(report) {
+      selftestPayload = JSON.stringify({ at: new Date(clock.now()).toISOString(), report });
+      publishSelftestNow();
+    },
+  };
+}
+
+/** Resolves true when `promise` settled in time, false on timeout. */
+async function withTimeout(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,76 @@
+import type { DeviceControl, DeviceStateSummary } from '../../src/mqtt/index.js';
+import { ErrorCodes, VendgateError } from '../../src/util/index.js';
+
+/**
+ * A DeviceControl that records what MQTT asked of it. Orders in `vendUncertain` can be resolved,
+ * orders in `paid` refunded; anything else fails the way the app does (VendgateError with a code).
+ */
+export interface FakeDeviceControl extends DeviceControl {
+  calls: {
+    outOfService: { on: boolean; reason: string }[];
+    resolve: { orderId: number; vended: boolean }[];
+    refund: number[];
+    testVend: (string | null)[];
+    selftest: number;
+  };
+  vendUncertain: Set<number>;
+  paid: Set<number>;
+  telemetryValues: Record<string, unknown>;
+  selftestResult: { ok: boolean; report: unknown };
+  /** Changes the state and notifies listeners, as the app does on every change. */
+  setState(patch: Partial<DeviceStateSummary>): void;
+  /** Notifies listeners without changing anything (the app notifies on every ledger record). */
+  notify(): void;
+}
+
+export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {}): FakeDeviceControl {
+  let current: DeviceStateSummary = {
+    mode: 'vending', phase: 'idle', orderId: null, reference: null, since: '2026-11-29T12:00:00.000Z', ...initial,
+  };
+  const listeners: (() => void)[] = [];
+  const fake: FakeDeviceControl = {
+    calls: { outOfService: [], resolve: [], refund: [], testVend: [], selftest: 0 },
+    vendUncertain: new Set(),
+    paid: new Set(),
+    telemetryValues: { uptimeSec: 42, counters: { orders_created: 3 }, lastPollAt: null, lastWebhookAt: null },
+    selftestResult: { ok: true, report: { checks: [{ name: 'database', ok: true }] } },
+    state: () => ({ ...current }),
+    setOutOfService(on, reason) {
+      fake.calls.outOfService.push({ on, reason });
+      fake.setState(on ? { phase: 'out_of_service', reason } : { phase: 'idle', reason: null });
+    },
+    async resolve(orderId, vended) {
+      fake.calls.resolve.push({ orderId, vended });
+      if (!fake.vendUncertain.has(orderId)) {
+        throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is not vend_uncertain`, { httpStatus: 409 });
+      }
+      fake.vendUncertain.delete(orderId);
+      return { orderId, state: vended ? 'vended' : 'refund_requested' };
+    },
+    async refund(orderId) {
+      fake.calls.refund.push(orderId);
+      if (!fake.paid.has(orderId)) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no paid order ${orderId}`, { httpStatus: 404 });
+      return { orderId, state: 'refund_requested' };
+    },
+    async testVend(slot) {
+      fake.calls.testVend.push(slot);
+      return { slot, result: 'vended' };
+    },
+    async runSelftest() {
+      fake.calls.selftest += 1;
+      return fake.selftestResult;
+    },
+    telemetry: () => ({ ...fake.telemetryValues }),
+    onStateChange(listener) {
+      listeners.push(listener);
+    },
+    setState(patch) {
+      current = { ...current, ...patch };
+      fake.notify();
+    },
+    notify() {
+      for (const listener of listeners) listener();
+    },
+  };
+  return fake;
+}
