@@ -22,6 +22,8 @@ export interface AppDeps {
   provider?: PaymentProvider;
   /** Replaces the actuator named in the settings (tests). */
   actuator?: Actuator;
+  /** Replaces the inputs named in the settings (tests). */
+  inputs?: HardwareInputs;
   /** Test-only: named points at which the process kills itself (crash tests). */
   crashPoint?: (name: string) => void;
 }
@@ -84,7 +86,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     provider ??= createProvider({ clock, logger }, settings);
 
     const actuator = deps.actuator ?? await createActuator({ clock, logger }, settings);
-    const inputs = await createInputs({ clock, logger }, settings);
+    const inputs = deps.inputs ?? await createInputs({ clock, logger }, settings);
     const outOfService = new Map<string, string>();
     const listeners = new Set<() => void>();
     const notify = () => { for (const listener of listeners) listener(); };
