@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { FaultConfig, SimulatorRecords } from './types.js';
 import type { PayPageView, ProviderBackend, SimContext } from './context.js';
 import { faultProblems } from './faults.js';
-import { SimHttpError, checkObjectBody } from './http-error.js';
+import { SimHttpError, checkObjectBody } from './request-checks.js';
 
 export interface AdminActions {
   getFaults(): FaultConfig;

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { SimulatorRecords } from './types.js';
 import type { ApiResult, ApiRoute, ProviderBackend, SimContext } from './context.js';
 import { headerValue } from './context.js';
-import { SimHttpError, checkObjectBody, isPositiveInteger, normalisedJson, readIdempotencyKey } from './http-error.js';
+import { SimHttpError, checkObjectBody, isPositiveInteger, normalisedJson, readIdempotencyKey } from './request-checks.js';
 import { createGeregeState, parseCreateBody } from './gerege-state.js';
 import { signGeregeWebhook } from './signing.js';
 

@@ -1,6 +1,6 @@
 import type { InvoiceRecord } from './types.js';
 import type { SimContext } from './context.js';
-import { SimHttpError, checkObjectBody, isPositiveInteger } from './http-error.js';
+import { SimHttpError, checkObjectBody, isPositiveInteger } from './request-checks.js';
 
 export type IntentStatus =
   | 'requires_payment' | 'claimed' | 'processing' | 'requires_capture' | 'succeeded' | 'canceled' | 'expired';

@@ -1,6 +1,6 @@
 import type { InvoiceRecord } from './types.js';
 import type { SimContext } from './context.js';
-import { SimHttpError, checkObjectBody, isPositiveInteger } from './http-error.js';
+import { SimHttpError, checkObjectBody, isPositiveInteger } from './request-checks.js';
 
 export type InvoiceStatus = 'new' | 'pending' | 'paid' | 'failed' | 'expired' | 'cancelled' | 'partially_refunded' | 'refunded';
 

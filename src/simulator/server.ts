@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Logger } from '../util/index.js';
 import type { ApiResult, ApiRoute, ProviderBackend, SimContext } from './context.js';
 import { drawRequestFaults, type RequestFaults } from './faults.js';
-import { SimHttpError } from './http-error.js';
+import { SimHttpError } from './request-checks.js';
 import { registerAdminRoutes, type AdminActions } from './admin-routes.js';
 
 const NO_REQUEST_FAULTS: RequestFaults = { reject: null, lostResponse: false };
