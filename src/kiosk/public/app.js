@@ -1,0 +1,356 @@
+// The customer's screen. No framework and no build step: the Pi's browser loads this file as is.
+// Every string that comes from the server or the settings (product names, references) reaches the
+// DOM through textContent; the QR SVG is parsed and checked before it is inserted.
+
+const LOCALES = { mn: 'mn-MN', kk: 'kk-KZ', ru: 'ru-RU', en: 'en-GB' };
+const PROVIDER_NAMES = { sandbox: 'Sandbox', gerege: 'Gerege', qutpay: 'QutPay' };
+// Same rule as src/kiosk/money.ts: tugrik and tenge are charged in whole units.
+const WHOLE_UNIT_CURRENCIES = new Set(['MNT', 'KZT']);
+// Turnstile standing QR: replaced this long before expiry so nobody scans a code about to die.
+const RENEW_BEFORE_MS = 10_000;
+const RECONNECT_MS = 2_000;
+const ERROR_SCREEN_MIN_MS = 5_000;
+// Phases whose screen the page leaves on its own after resultScreenSec, should no push arrive.
+const RESULT_PHASES = new Set(['vended', 'refunded', 'failed', 'expired', 'canceled']);
+const SCREENS = ['connecting', 'catalog', 'fare', 'creating', 'pay', 'progress', 'done', 'refund', 'operator', 'error'];
+
+const view = {
+  state: null,
+  offsetMs: 0,
+  dicts: {},
+  chosenLang: null,
+  connected: false,
+  creating: false,
+  created: null,
+  error: null,
+  renewing: false,
+  renewedOrderId: null,
+  dismissedOrderId: null,
+  lastScreen: 'connecting',
+  catalogKey: '',
+  qrSource: '',
+};
+
+const $ = (id) => document.getElementById(id);
+const serverNow = () => Date.now() + view.offsetMs;
+
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
+}
+
+// ---------- language ----------
+
+function language() {
+  return view.chosenLang ?? view.state?.language ?? 'en';
+}
+
+function t(key, vars = {}) {
+  const text = view.dicts[language()]?.[key] ?? view.dicts.en?.[key] ?? '';
+  return text.replace(/\{(\w+)\}/g, (_, name) => String(vars[name] ?? ''));
+}
+
+async function loadLanguage(lang) {
+  if (view.dicts[lang]) return;
+  const res = await fetch(`/i18n/${lang}.json`);
+  if (!res.ok) throw new Error(`i18n ${lang}: ${res.status}`);
+  view.dicts[lang] = await res.json();
+}
+
+function useLanguage(lang) {
+  loadLanguage(lang).then(render, () => setTimeout(() => useLanguage(lang), RECONNECT_MS));
+}
+
+function formatMoney(amount, currency) {
+  const locale = LOCALES[language()];
+  try {
+    const iso = new Intl.NumberFormat(locale, { style: 'currency', currency }).resolvedOptions();
+    const digits = WHOLE_UNIT_CURRENCIES.has(currency) ? 0 : iso.maximumFractionDigits;
+    return new Intl.NumberFormat(locale, {
+      style: 'currency', currency, currencyDisplay: 'narrowSymbol',
+      minimumFractionDigits: digits, maximumFractionDigits: digits,
+    }).format(amount / 10 ** digits);
+  } catch {
+    return `${amount} ${currency}`;
+  }
+}
+
+// ---------- talking to the server ----------
+
+async function api(method, path, body) {
+  const init = { method, headers: {} };
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  const data = await res.json().catch(() => null);
+  if (!res.ok) throw Object.assign(new Error('api'), { status: res.status, code: data?.error?.code });
+  return data;
+}
+
+function applyState(state, fromFetch) {
+  // A fetched state may be older than one pushed meanwhile; the push stream itself is ordered.
+  if (fromFetch && view.state && Date.parse(state.now) < Date.parse(view.state.now)) return;
+  view.offsetMs = Date.parse(state.now) - Date.now();
+  view.state = state;
+  const order = state.order;
+  if (view.created && (order?.orderId === view.created.orderId || state.phase !== 'idle')) view.created = null;
+  if (!view.chosenLang && !view.dicts[state.language]) useLanguage(state.language);
+  render();
+}
+
+function refreshState() {
+  api('GET', '/api/state').then((state) => applyState(state, true), () => {});
+}
+
+function connect() {
+  const events = new EventSource('/api/events');
+  events.addEventListener('open', () => {
+    view.connected = true;
+    refreshState();
+    render();
+  });
+  events.addEventListener('state', (event) => {
+    view.connected = true;
+    try {
+      applyState(JSON.parse(event.data), false);
+    } catch {
+      refreshState();
+    }
+  });
+  events.addEventListener('error', () => {
+    view.connected = false;
+    render();
+    // EventSource retries network errors itself but gives up after an HTTP error; then start over.
+    if (events.readyState === EventSource.CLOSED) {
+      events.close();
+      setTimeout(connect, RECONNECT_MS);
+    }
+  });
+}
+
+const ERROR_KEYS = {
+  VG_ERR_DEVICE_BUSY: 'errorBusy',
+  VG_ERR_UNKNOWN_SLOT: 'errorUnknownSlot',
+  VG_ERR_BAD_REQUEST: 'errorUnknownSlot',
+};
+
+async function createOrder(slot) {
+  if (view.creating) return;
+  view.creating = true;
+  view.error = null;
+  render();
+  try {
+    const created = await api('POST', '/api/orders', slot === undefined ? {} : { slot });
+    if (view.state?.order?.orderId !== created.orderId) view.created = { ...created, slot: slot ?? null };
+  } catch (err) {
+    view.error = { key: ERROR_KEYS[err.code] ?? 'errorUnavailable', retry: () => createOrder(slot), until: Date.now() + errorScreenMs() };
+    refreshState();
+  } finally {
+    view.creating = false;
+    render();
+  }
+}
+
+async function cancelOrder(orderId) {
+  try {
+    await api('POST', `/api/orders/${orderId}/cancel`);
+    if (view.created?.orderId === orderId) view.created = null;
+  } catch {
+    // Most likely paid meanwhile: the state on the server says what to show.
+  }
+  refreshState();
+}
+
+async function renewStandingQr(orderId) {
+  view.renewing = true;
+  render();
+  await cancelOrder(orderId);
+  view.renewing = false;
+  render();
+}
+
+function errorScreenMs() {
+  return Math.max(ERROR_SCREEN_MIN_MS, (view.state?.resultScreenSec ?? 0) * 1000);
+}
+
+// ---------- deciding what to show ----------
+
+function payModel() {
+  const state = view.state;
+  if (state.phase === 'awaiting_payment' && state.order) {
+    const o = state.order;
+    return { orderId: o.orderId, itemName: o.itemName, amount: o.amount, currency: o.currency, provider: o.provider, expiresAt: o.expiresAt, qrSvg: state.qrSvg };
+  }
+  const c = view.created;
+  if (!c) return null;
+  const item = state.catalog.find((entry) => entry.slot === c.slot);
+  return { orderId: c.orderId, itemName: item?.name ?? '', amount: item?.price ?? state.fare ?? 0, currency: state.currency, provider: state.provider, expiresAt: c.expiresAt, qrSvg: c.qrSvg };
+}
+
+function screenFor() {
+  const state = view.state;
+  if (!state) return 'connecting';
+  if (view.error && Date.now() < view.error.until) return 'error';
+  view.error = null;
+  let phase = state.phase;
+  if (RESULT_PHASES.has(phase) && serverNow() >= Date.parse(state.since) + state.resultScreenSec * 1000) phase = 'idle';
+  if (phase === 'expired' || phase === 'canceled') phase = 'idle';
+  if (phase === 'failed' && state.order && state.order.orderId === view.dismissedOrderId) phase = 'idle';
+  if (view.renewing) return 'creating';
+  if (phase === 'idle') {
+    if (view.created && Date.parse(view.created.expiresAt) > serverNow()) return 'pay';
+    view.created = null;
+    if (view.creating) return 'creating';
+    if (state.mode === 'turnstile') {
+      if (state.autoStart && view.connected) {
+        queueMicrotask(() => createOrder(undefined));
+        return 'creating';
+      }
+      return 'fare';
+    }
+    return 'catalog';
+  }
+  switch (phase) {
+    case 'creating': return 'creating';
+    case 'awaiting_payment': return 'pay';
+    case 'paid': case 'vending': return 'progress';
+    case 'vended': return 'done';
+    case 'vend_failed': case 'refunding': case 'refunded': return 'refund';
+    case 'failed': return 'error';
+    case 'vend_uncertain': case 'out_of_service': case 'offline': return 'operator';
+    default: return 'connecting';
+  }
+}
+
+// ---------- drawing ----------
+
+function render() {
+  const screen = screenFor();
+  if (screen !== view.lastScreen) {
+    // A customer's language choice lasts until the machine is free again.
+    if ((screen === 'catalog' || screen === 'fare') && view.lastScreen !== 'connecting') view.chosenLang = null;
+    view.lastScreen = screen;
+  }
+  const lang = language();
+  document.documentElement.lang = lang;
+  document.body.dataset.screen = screen;
+  document.body.dataset.phase = view.state?.phase ?? '';
+  for (const name of SCREENS) $(`screen-${name}`).hidden = name !== screen;
+  for (const el of document.querySelectorAll('[data-i18n]')) setText(el, t(el.dataset.i18n));
+  for (const button of document.querySelectorAll('[data-lang]')) button.setAttribute('aria-pressed', String(button.dataset.lang === lang));
+  $('banner').hidden = view.connected || !view.state;
+  const state = view.state;
+  if (!state) return;
+  const turnstile = state.mode === 'turnstile';
+  if (screen === 'catalog') drawCatalog(state);
+  if (screen === 'fare') setText($('fare-amount'), formatMoney(state.fare ?? 0, state.currency));
+  if (screen === 'creating') setText($('creating-text'), t(view.renewing ? 'renewing' : 'preparing'));
+  if (screen === 'pay') drawPay(state);
+  if (screen === 'progress') setText($('progress-text'), t(turnstile ? 'openingGate' : 'dispensing'));
+  if (screen === 'done') setText($('done-text'), t(turnstile ? 'pleasePass' : 'takeItem'));
+  if (screen === 'error') setText($('error-text'), t(view.error?.key ?? 'errorUnavailable'));
+  $('error-retry').hidden = !view.error?.retry;
+  if (screen === 'operator') {
+    setText($('operator-device'), t('deviceLabel', { id: state.deviceId }));
+    setText($('operator-order'), state.order ? t('orderLabel', { ref: state.order.reference }) : '');
+  }
+}
+
+function drawCatalog(state) {
+  const key = JSON.stringify([language(), state.currency, state.catalog]);
+  if (key === view.catalogKey) return;
+  view.catalogKey = key;
+  const list = $('catalog');
+  list.replaceChildren(...state.catalog.map((item) => {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'product';
+    button.dataset.slot = item.slot;
+    const name = document.createElement('span');
+    name.className = 'name';
+    name.textContent = item.name;
+    const price = document.createElement('span');
+    price.className = 'price';
+    price.textContent = formatMoney(item.price, state.currency);
+    const slot = document.createElement('span');
+    slot.className = 'slot';
+    slot.textContent = t('slotLabel', { slot: item.slot });
+    button.append(name, price, slot);
+    const entry = document.createElement('li');
+    entry.append(button);
+    return entry;
+  }));
+  $('catalog-empty').hidden = state.catalog.length > 0;
+}
+
+function drawPay(state) {
+  const pay = payModel();
+  if (!pay) return;
+  setText($('pay-item'), pay.itemName || (state.mode === 'turnstile' ? t('fareTitle') : ''));
+  setText($('pay-amount'), formatMoney(pay.amount, pay.currency));
+  setText($('pay-provider'), t('payWith', { provider: PROVIDER_NAMES[pay.provider] ?? pay.provider }));
+  $('cancel').dataset.orderId = String(pay.orderId);
+  $('cancel').hidden = state.mode === 'turnstile' && state.autoStart;
+  drawQr(pay.qrSvg);
+  drawCountdown(state, pay);
+}
+
+function drawCountdown(state, pay) {
+  const remainingMs = pay.expiresAt ? Date.parse(pay.expiresAt) - serverNow() : NaN;
+  if (Number.isNaN(remainingMs)) return setText($('countdown'), '');
+  const seconds = Math.max(0, Math.ceil(remainingMs / 1000));
+  const time = `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, '0')}`;
+  setText($('countdown'), seconds > 0 ? t('timeLeft', { time }) : t('timeUp'));
+  if (state.mode === 'turnstile' && state.autoStart && remainingMs <= RENEW_BEFORE_MS && view.renewedOrderId !== pay.orderId) {
+    view.renewedOrderId = pay.orderId;
+    renewStandingQr(pay.orderId);
+  }
+}
+
+// The server renders the QR (qrcode); only an <svg> made of <path>s is accepted into the page.
+function drawQr(svgText) {
+  if (!svgText || svgText === view.qrSource) return;
+  const doc = new DOMParser().parseFromString(svgText, 'image/svg+xml');
+  const root = doc.documentElement;
+  const allowed = new Set(['fill', 'stroke', 'd']);
+  const safe = root.namespaceURI === 'http://www.w3.org/2000/svg' && root.localName === 'svg' &&
+    [...root.children].every((el) => el.localName === 'path' && el.children.length === 0 &&
+      [...el.attributes].every((attr) => allowed.has(attr.name)));
+  if (!safe) return;
+  root.setAttribute('aria-hidden', 'true');
+  $('qr').replaceChildren(document.importNode(root, true));
+  view.qrSource = svgText;
+}
+
+// ---------- input ----------
+
+function onTap(event) {
+  const target = event.target.closest('button');
+  if (!target || target.disabled) return;
+  if (target.dataset.lang) {
+    view.chosenLang = target.dataset.lang;
+    useLanguage(target.dataset.lang);
+    render();
+  } else if (target.dataset.slot) {
+    createOrder(target.dataset.slot);
+  } else if (target.id === 'pay-to-enter') {
+    createOrder(undefined);
+  } else if (target.id === 'cancel') {
+    cancelOrder(Number(target.dataset.orderId));
+  } else if (target.id === 'error-retry') {
+    const retry = view.error?.retry;
+    view.error = null;
+    if (retry) retry(); else render();
+  } else if (target.id === 'error-back') {
+    if (!view.error && view.state?.phase === 'failed') view.dismissedOrderId = view.state.order?.orderId ?? null;
+    view.error = null;
+    render();
+  }
+}
+
+document.addEventListener('click', onTap);
+useLanguage('en');
+connect();
+// Countdown, result screens running out, error screens timing out.
+setInterval(render, 250);

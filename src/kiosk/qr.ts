@@ -1,0 +1,33 @@
+import QRCode from 'qrcode';
+
+/** Renders pay URLs as QR SVGs. The same URL is asked for on every state push, so results are cached. */
+export interface QrRenderer {
+  svg(url: string): Promise<string>;
+}
+
+/** Few orders are on screen at once; a small cache keeps memory flat on a Pi Zero. */
+const DEFAULT_CACHE_ENTRIES = 16;
+
+export function createQrRenderer(maxEntries = DEFAULT_CACHE_ENTRIES): QrRenderer {
+  const cache = new Map<string, Promise<string>>();
+  return {
+    svg(url) {
+      const hit = cache.get(url);
+      if (hit) {
+        // Re-insert so the Map's insertion order doubles as least-recently-used order.
+        cache.delete(url);
+        cache.set(url, hit);
+        return hit;
+      }
+      const rendered = QRCode.toString(url, { type: 'svg', margin: 1 });
+      cache.set(url, rendered);
+      rendered.catch(() => cache.delete(url));
+      while (cache.size > maxEntries) {
+        const oldest = cache.keys().next().value;
+        if (oldest === undefined) break;
+        cache.delete(oldest);
+      }
+      return rendered;
+    },
+  };
+}

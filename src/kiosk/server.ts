@@ -1,0 +1,111 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import fastifyStatic from '@fastify/static';
+import { fileURLToPath } from 'node:url';
+import type { AddressInfo } from 'node:net';
+import type { KioskDeps } from './types.js';
+import type { Clock, Logger } from '../util/index.js';
+import { createQrRenderer } from './qr.js';
+import { installErrorHandling } from './http-errors.js';
+import { registerApiRoutes } from './api-routes.js';
+import { DEFAULT_SSE_PING_MS, registerEventRoutes, type EventStreams } from './events.js';
+import { registerSandboxRoutes } from './sandbox-routes.js';
+import { SECURITY_HEADERS } from './security-headers.js';
+import { STOP_GRACE_MS, trackConnections } from './connections.js';
+
+/** An order body is `{"slot":"A1"}`; anything near this size is not one. */
+export const DEFAULT_BODY_LIMIT_BYTES = 4_096;
+
+export interface KioskServerSettings {
+  /** 127.0.0.1 unless the page runs on another machine; never exposed through the tunnel. */
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  bodyLimitBytes?: number;
+  /** Interval of the SSE keep-alive comment. */
+  ssePingMs?: number;
+}
+
+export interface KioskServer {
+  /** Listens; resolves with the address actually bound. */
+  start(): Promise<{ url: string; port: number }>;
+  /** Ends SSE streams and closes the listener. Safe to call twice, and before start(). */
+  stop(): Promise<void>;
+  /** fastify's inject(): requests without a socket, for tests. */
+  inject: FastifyInstance['inject'];
+}
+
+const PUBLIC_DIR = fileURLToPath(new URL('./public/', import.meta.url));
+
+export function createKioskServer(
+  deps: KioskDeps & { logger: Logger; clock: Clock },
+  settings: KioskServerSettings,
+): KioskServer {
+  const log = deps.logger.child({ module: 'kiosk' });
+  const bodyLimit = settings.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  let built: { app: FastifyInstance; streams: EventStreams; connections: ReturnType<typeof trackConnections> } | undefined;
+  let stopping: Promise<void> | undefined;
+
+  // Built on first use, not here: constructors do nothing.
+  function build() {
+    if (built) return built;
+    const app = Fastify({ logger: false, bodyLimit, forceCloseConnections: false });
+    const connections = trackConnections(app.server);
+    // Only JSON bodies are accepted; fastify's default text/plain parser would turn "wrong content type" into a 400.
+    app.removeContentTypeParser('text/plain');
+    installErrorHandling(app, log, bodyLimit);
+    app.addHook('onSend', async (request, reply, payload) => {
+      reply.headers(SECURITY_HEADERS);
+      if (!request.url.startsWith('/sandbox/assets/') && reply.getHeader('cache-control') === undefined) {
+        if (request.url.startsWith('/api/') || request.url === '/healthz' || request.url === '/metrics') {
+          reply.header('cache-control', 'no-store');
+        }
+      }
+      return payload;
+    });
+    const qr = createQrRenderer();
+    registerApiRoutes(app, deps, qr);
+    const streams = registerEventRoutes(app, deps, qr, log, settings.ssePingMs ?? DEFAULT_SSE_PING_MS);
+    if (deps.sandbox) registerSandboxRoutes(app, deps.sandbox, deps.clock);
+    // Hijacked SSE responses and spare browser connections would keep close() waiting.
+    app.addHook('preClose', async () => {
+      streams.closeAll();
+      connections.closeIdle();
+    });
+    app.register(fastifyStatic, {
+      root: PUBLIC_DIR,
+      index: 'index.html',
+      // The kiosk browser must pick up a new page after an update without a cache flush.
+      cacheControl: false,
+      setHeaders: (reply) => reply.header('cache-control', 'no-cache'),
+    });
+    built = { app, streams, connections };
+    return built;
+  }
+
+  return {
+    async start() {
+      const { app } = build();
+      await app.listen({ host: settings.host, port: settings.port });
+      const { port } = app.server.address() as AddressInfo;
+      const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+      log.info({ host: settings.host, port }, 'local listener started');
+      return { url: `http://${host}:${port}`, port };
+    },
+    stop() {
+      if (!built) return Promise.resolve();
+      const { app, connections } = built;
+      stopping ??= (async () => {
+        const cutOff = setTimeout(() => connections.closeAll(), STOP_GRACE_MS);
+        try {
+          await app.close();
+        } finally {
+          clearTimeout(cutOff);
+        }
+        log.info({}, 'local listener stopped');
+      })();
+      return stopping;
+    },
+    inject: ((...args: Parameters<FastifyInstance['inject']>) =>
+      (build().app.inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
+  };
+}
