@@ -78,6 +78,8 @@ export function createRelayActuator(deps: RelayActuatorDeps, options: RelayActua
         energized++;
         await sleep(relay.pulseMs, signal);
         await out.set(levelFor(false));
+        // A pulse cut short by stop() may or may not have registered with the machine.
+        if (signal.aborted) throw new Error('stopped during the pulse train');
         if (i < count - 1) await sleep(relay.gapMs, signal);
       }
       await out.verify?.();
@@ -89,20 +91,22 @@ export function createRelayActuator(deps: RelayActuatorDeps, options: RelayActua
     }
   }
 
-  function waitForPassage(): { promise: Promise<boolean>; cancel(): void } {
-    let done: (passed: boolean) => void = () => {};
-    const promise = new Promise<boolean>((resolve) => { done = resolve; });
-    const timer = setTimeout(() => finish(false), turnstile.passTimeoutMs);
-    const off = deps.bus.subscribe((event) => { if (event.type === 'passage') finish(true); });
-    const onStop = () => finish(false);
-    stopController.signal.addEventListener('abort', onStop, { once: true });
-    function finish(passed: boolean) {
+  type PassResult = 'passed' | 'timeout' | 'stopped';
+  function waitForPassage(): { promise: Promise<PassResult>; cancel(): void } {
+    let done: (result: PassResult) => void = () => {};
+    const promise = new Promise<PassResult>((resolve) => { done = resolve; });
+    const timer = setTimeout(() => finish('timeout'), turnstile.passTimeoutMs);
+    const off = deps.bus.subscribe((event) => { if (event.type === 'passage') finish('passed'); });
+    const signal = stopController.signal;
+    const onStop = () => finish('stopped');
+    signal.addEventListener('abort', onStop, { once: true });
+    function finish(result: PassResult) {
       clearTimeout(timer);
       off();
-      stopController.signal.removeEventListener('abort', onStop);
-      done(passed);
+      signal.removeEventListener('abort', onStop);
+      done(result);
     }
-    return { promise, cancel: () => finish(false) };
+    return { promise, cancel: () => finish('stopped') };
   }
 
   async function fireOnce(out: DigitalOutput, request: VendRequest, count: number): Promise<VendOutcome> {
@@ -115,14 +119,15 @@ export function createRelayActuator(deps: RelayActuatorDeps, options: RelayActua
       await driveSafe();
       log.error({ err: error, orderId: request.orderId, energized, count }, 'relay error during vend');
       if (energized === 0) return { result: 'failed', reason: `relay error before the first pulse: ${errorMessage(error)}` };
-      return { result: 'unknown', detail: `relay error after ${energized} of ${count} pulses: ${errorMessage(error)}` };
+      return { result: 'unknown', detail: `vend interrupted after ${energized} of ${count} pulses: ${errorMessage(error)}` };
     }
     // A fire alarm raised mid-pulse must leave the gate open, not released by the pulse's end.
     if (holdOpenForAlarm()) await driveSafe();
     if (!passage) return { result: 'vended', detail: count > 1 ? `${count} pulses` : undefined };
     if (!deps.bus.state.inputsRunning) log.error({ orderId: request.orderId }, 'passage sensor configured but the inputs are not running: the pass cannot be confirmed');
     const passed = await passage.promise;
-    if (passed) return { result: 'vended', detail: 'pass confirmed by the passage sensor' };
+    if (passed === 'passed') return { result: 'vended', detail: 'pass confirmed by the passage sensor' };
+    if (passed === 'stopped') return { result: 'unknown', detail: 'stopped while the gate was open: the pass could not be watched' };
     return { result: 'not_passed', detail: `no pass within ${turnstile.passTimeoutMs} ms` };
   }
 

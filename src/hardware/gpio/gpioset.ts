@@ -100,23 +100,29 @@ export async function openGpiosetOutput(options: GpiosetOptions): Promise<Digita
     });
   }
 
-  /** Set when a holder died on its own; every later set() refuses until the output is reopened. */
+  /** Set when a holder died on its own; verify() reports it once. */
   let fault: string | null = null;
+  let current: Level | null = null;
 
   await hold(options.initialLevel, true);
+  current = options.initialLevel;
   return {
     description: `gpioset v${version} ${options.chip} line ${options.offset}`,
     async set(level) {
       if (closed) throw new Error('gpioset output is closed');
-      if (fault) throw new VendgateError(ErrorCodes.HARDWARE, fault);
+      if (level === current && holder) return;
       await stopHolder();
+      current = null;
       // No settle wait here: it would stretch every pulse. verify() checks the train afterwards.
       await hold(level, false);
+      current = level;
     },
     async verify() {
       if (closed) throw new Error('gpioset output is closed');
       await new Promise((resolve) => setTimeout(resolve, settleMs));
-      if (fault) throw new VendgateError(ErrorCodes.HARDWARE, fault);
+      const found = fault;
+      fault = null;
+      if (found) throw new VendgateError(ErrorCodes.HARDWARE, found);
     },
     async close() {
       if (closed) return;

@@ -65,10 +65,15 @@ const serialSchema = z.object({
   errorPattern: pattern('^(ERR|NAK)\\b'),
   /** Per step (waiting for the line, for the answer, for a status answer). Default 5000 (line), 60000 (mdb: the machine reports after dispensing). */
   timeoutMs: z.number().int().min(100).max(300_000).optional(),
-  /** Line profile: asks the machine about the last vend after a crash or a missing answer. */
+  /**
+   * Line profile: asks the machine about the last vend after a crash or a missing answer. The
+   * answer patterns name the slot so an older vend of another slot never settles this one; put
+   * {reference} in vendCommand and the patterns when the machine can echo it (then a stale answer
+   * for the same slot cannot either).
+   */
   statusCommand: template.optional(),
-  statusVendedPattern: pattern('^(DONE|VENDED)\\b'),
-  statusNotVendedPattern: pattern('^(FAILED|NONE|IDLE)\\b'),
+  statusVendedPattern: pattern('^(DONE|VENDED) {slot}\\b'),
+  statusNotVendedPattern: pattern('^(FAILED {slot}\\b|NONE$)'),
   /** Longest wait between two reopen attempts after the device disappeared. */
   reconnectMaxMs: z.number().int().min(100).max(300_000).default(10_000),
   mdb: mdbSchema.prefault({}),

@@ -1,0 +1,113 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { createHardwareBus, createInputs, type HardwareEvent, type HardwareInputs } from '../../src/hardware/index.js';
+import { silentLogger, systemClock } from '../../src/util/index.js';
+import { createFakeGpio } from './fakes/fake-gpio.js';
+import { hardwareSettings } from './fakes/settings.js';
+
+const pi3 = fileURLToPath(new URL('../fixtures/sysfs/pi3', import.meta.url));
+const BUTTON = 512 + 5;
+const INHIBIT = 512 + 6;
+
+describe('GPIO inputs', () => {
+  let inputs: HardwareInputs | undefined;
+  beforeEach(() => { vi.useFakeTimers(); });
+  afterEach(async () => {
+    await inputs?.stop();
+    inputs = undefined;
+    vi.useRealTimers();
+  });
+
+  async function watch(config: Record<string, unknown>) {
+    const gpio = createFakeGpio();
+    gpio.setInput(BUTTON, 1);
+    gpio.setInput(INHIBIT, 1);
+    const bus = createHardwareBus();
+    inputs = await createInputs({ clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi3, bus }, hardwareSettings({ inputs: config }));
+    const events: HardwareEvent[] = [];
+    inputs.on((event) => events.push(event));
+    await inputs.start();
+    return { gpio, events, bus, inputs };
+  }
+
+  it('a button press emits one button event after the debounce, however much the contact bounces', async () => {
+    const { gpio, events } = await watch({ button: { pin: 5, debounceMs: 30 } });
+    gpio.setInput(BUTTON, 0);
+    await vi.advanceTimersByTimeAsync(3);
+    gpio.setInput(BUTTON, 1);
+    await vi.advanceTimersByTimeAsync(3);
+    gpio.setInput(BUTTON, 0);
+    await vi.advanceTimersByTimeAsync(29);
+    expect(events).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(events).toEqual([{ type: 'button' }]);
+    gpio.setInput(BUTTON, 1); // release: no event
+    await vi.advanceTimersByTimeAsync(30);
+    expect(events).toEqual([{ type: 'button' }]);
+  });
+
+  it('a spike shorter than the debounce emits nothing', async () => {
+    const { gpio, events } = await watch({ button: { pin: 5, debounceMs: 30 } });
+    gpio.setInput(BUTTON, 0);
+    await vi.advanceTimersByTimeAsync(10);
+    gpio.setInput(BUTTON, 1);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(events).toEqual([]);
+  });
+
+  it('inhibit reports active and inactive; activeLow false reads high as active', async () => {
+    const { gpio, events } = await watch({ inhibit: { pin: 6, activeLow: false, debounceMs: 0 } });
+    expect(events).toEqual([{ type: 'inhibit', active: true }]); // high at start = active, reported at once
+    gpio.setInput(INHIBIT, 0);
+    gpio.setInput(INHIBIT, 1);
+    expect(events).toEqual([{ type: 'inhibit', active: true }, { type: 'inhibit', active: false }, { type: 'inhibit', active: true }]);
+  });
+
+  it('read() gives the debounced levels, null for inputs not configured', async () => {
+    const { gpio } = await watch({ button: { pin: 5, debounceMs: 10 } });
+    expect(inputs!.read()).toEqual({ button: false, inhibit: null, fireAlarm: null, passage: null });
+    gpio.setInput(BUTTON, 0);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(inputs!.read()).toMatchObject({ button: true });
+  });
+
+  it('stop releases the pins and is safe twice; edges after stop emit nothing', async () => {
+    const { gpio, events } = await watch({ button: { pin: 5, debounceMs: 0 } });
+    await inputs!.stop();
+    await inputs!.stop();
+    expect(gpio.pin(BUTTON).exported).toBe(false);
+    expect(gpio.pin(BUTTON).watchers).toHaveLength(0);
+    expect(events).toEqual([]);
+  });
+
+  it('with no pin configured, start loads no GPIO library at all', async () => {
+    const settings = hardwareSettings();
+    inputs = await createInputs({ clock: systemClock, logger: silentLogger(), sysfsRoot: '/nonexistent', bus: createHardwareBus() }, settings);
+    await expect(inputs.start()).resolves.toBeUndefined();
+    expect(inputs.read()).toEqual({ button: null, inhibit: null, fireAlarm: null, passage: null });
+  });
+
+  it('a pin that cannot be mapped fails start with the input name and what to check', async () => {
+    const gpio = createFakeGpio();
+    inputs = await createInputs({ clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: '/nonexistent', bus: createHardwareBus() }, hardwareSettings({ inputs: { button: { pin: 5 } } }));
+    await expect(inputs.start()).rejects.toThrow(/inputs\.button on BCM 5: no sysfs GPIO at .*driver: gpioset/);
+  });
+
+  it('on() also carries what the actuator reports, but never the internal passage edges', async () => {
+    const { bus, events } = await watch({});
+    bus.emit({ type: 'vend_request', item: '12', amount: 150 });
+    bus.emit({ type: 'passage' });
+    bus.emit({ type: 'line', up: false, detail: 'unplugged' });
+    expect(events).toEqual([{ type: 'vend_request', item: '12', amount: 150 }, { type: 'line', up: false, detail: 'unplugged' }]);
+  });
+
+  it('a listener that throws does not stop the others from hearing the event', async () => {
+    const { bus, events } = await watch({});
+    const bad = vi.fn(() => { throw new Error('bug in a listener'); });
+    inputs!.on(bad);
+    inputs!.on((event) => events.push(event));
+    bus.emit({ type: 'button' });
+    expect(bad).toHaveBeenCalled();
+    expect(events).toEqual([{ type: 'button' }, { type: 'button' }]);
+  });
+});
