@@ -63,7 +63,7 @@ describe('webhook faults', () => {
 
   it('webhookOutage fails every attempt without reaching the receiver; retries deliver once it ends', async () => {
     const receiver = await startReceiver();
-    const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, webhookRetryDelaysMs: [10], faults: { webhookOutage: true } });
+    const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, webhookRetryDelaysMs: [30], faults: { webhookOutage: true } });
     await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-7');
     await waitFor(() => sim.records().deliveries.length >= 2, 'two failed attempts');
     expect(receiver.received).toHaveLength(0);
