@@ -53,8 +53,9 @@ describe('retry matrix: creates with an Idempotency-Key', () => {
     const { client, requests } = await setup(script({ hang: true }, OK), { requestTimeoutMs: 150 });
     const response = await client.request(create());
     expect(response.status).toBe(201);
-    expect(requests).toHaveLength(2);
-    expect(requests[1]!.body).toBe(requests[0]!.body);
+    // At least one retry; a loaded machine may need more than 150 ms for the good answer too.
+    expect(requests.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(requests.map((r) => `${r.headers['idempotency-key']}|${r.body}`)).size).toBe(1);
   });
 
   it('a body cut short mid-transfer counts as a network error and is retried', async () => {
