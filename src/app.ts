@@ -1,6 +1,6 @@
 import { dirname, join } from 'node:path';
 import type { Settings } from './settings/index.js';
-import { openDatabase, databaseId, type Db } from './store/index.js';
+import { openDatabase, databaseId, createRetention, type Db, type Retention } from './store/index.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, type Logger } from './util/logger.js';
 import { createOutbox, type Outbox } from './outbox/index.js';
@@ -62,6 +62,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   let ctx: AppContext | null = null;
   let kiosk: KioskServer | null = null;
   let housekeeping: NodeJS.Timeout | null = null;
+  let retention: Retention | null = null;
   let stopping: Promise<void> | null = null;
 
   async function start(): Promise<{ localUrl: string }> {
@@ -150,6 +151,9 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       void vend.capturePending();
     }, Math.min(1_000, settings.poll.intervalMs));
     housekeeping.unref();
+    // Old finished orders and webhook bodies go in small batches, well after start-up.
+    retention = createRetention({ db, clock, logger }, { retentionDays: settings.storage.retentionDays });
+    retention.start();
 
     log.info({ localUrl: listening.url, deviceId: settings.device.id, provider: provider.name, actuator: actuator.kind, mode: settings.device.mode }, 'vendgate ready');
     return { localUrl: listening.url };
@@ -161,6 +165,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     log.info('stopping: no new orders');
     // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
     if (housekeeping) clearInterval(housekeeping);
+    await retention?.stop();
     await kiosk?.stop();
     await poller.stop();
     await inputs.stop();

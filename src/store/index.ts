@@ -1,1 +1,2 @@
 export { openDatabase, migrate, listMigrations, databaseId, inTransaction, durably, type Db, type OpenOptions } from './open.js';
+export { createRetention, type Retention, type RetentionSettings, type PruneCounts } from './retention.js';
