@@ -81,6 +81,10 @@ export const RETRY_DEFAULTS = {
   readMaxRetryAfterMs: 1_000,
   /** No attempt is started with less time than this before the deadline. */
   minAttemptMs: 100,
+  /** A `Retry-After: 0` must not turn into a tight loop against a provider that is shedding load. */
+  minRetryAfterMs: 250,
+  /** A second bound beside the deadline, should a clock ever stand still. */
+  createMaxAttempts: 30,
 } as const;
 
 type Attempt =
@@ -98,7 +102,7 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
     const url = buildUrl(baseUrl, req.path, req.query);
     const init = buildInit(req);
     const deadlineAt = req.deadlineAt ?? (req.retry === 'create' ? deps.clock.now() + options.createDeadlineMs : Infinity);
-    const maxAttempts = req.retry === 'create' ? Infinity : req.retry === 'read' ? 1 + RETRY_DEFAULTS.readRetries : 1;
+    const maxAttempts = req.retry === 'create' ? RETRY_DEFAULTS.createMaxAttempts : req.retry === 'read' ? 1 + RETRY_DEFAULTS.readRetries : 1;
 
     for (let attempt = 1; ; attempt += 1) {
       const remaining = deadlineAt - deps.clock.now();
@@ -170,11 +174,12 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
   }
 
   function retryDelay(policy: RetryPolicy, attempt: number, retryAfterMs: number | undefined): number | undefined {
+    const wait = retryAfterMs === undefined ? undefined : Math.max(retryAfterMs, RETRY_DEFAULTS.minRetryAfterMs);
     if (policy === 'read') {
-      if (retryAfterMs !== undefined) return retryAfterMs <= RETRY_DEFAULTS.readMaxRetryAfterMs ? retryAfterMs : undefined;
+      if (wait !== undefined) return wait <= RETRY_DEFAULTS.readMaxRetryAfterMs ? wait : undefined;
       return backoff(attempt, RETRY_DEFAULTS.readBackoffBaseMs, RETRY_DEFAULTS.readBackoffCapMs, random);
     }
-    if (retryAfterMs !== undefined) return retryAfterMs;
+    if (wait !== undefined) return wait;
     return backoff(attempt, RETRY_DEFAULTS.backoffBaseMs, RETRY_DEFAULTS.backoffCapMs, random);
   }
 

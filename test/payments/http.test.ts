@@ -71,6 +71,22 @@ describe('retry matrix: creates with an Idempotency-Key', () => {
     expect(requests).toHaveLength(2);
   });
 
+  it('429 with Retry-After: 0 still waits a moment instead of hammering', async () => {
+    const { client, delays } = await setup(script({ status: 429, headers: { 'retry-after': '0' }, json: {} }, OK));
+    await client.request(create());
+    expect(delays).toEqual([RETRY_DEFAULTS.minRetryAfterMs]);
+  });
+
+  it('a create stops after a bounded number of attempts even if the clock stands still', async () => {
+    server = await startFakeProviderServer(script({ status: 429, headers: { 'retry-after': '0' }, json: {} }));
+    const client = createProviderHttpClient(
+      { clock: createManualClock(), logger: silentLogger(), sleep: async () => {}, random: () => 0.5 },
+      { provider: 'test', baseUrl: server.url, requestTimeoutMs: 2_000, createDeadlineMs: 20_000 },
+    );
+    await expect(client.request(create())).rejects.toMatchObject({ kind: 'rate_limited' });
+    expect(server.requests).toHaveLength(RETRY_DEFAULTS.createMaxAttempts);
+  });
+
   it('429 without Retry-After falls back to the backoff schedule', async () => {
     const { client, delays } = await setup(script({ status: 429, json: {} }, OK));
     await client.request(create());
