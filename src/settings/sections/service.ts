@@ -19,6 +19,16 @@ export const httpSchema = z.object({
     /** Public URL of the webhook listener through the tunnel (selftest round trip). */
     publicUrl: z.url().optional(),
     bodyLimitBytes: z.number().int().min(1_024).max(1_048_576).default(65_536),
+    /** First wait before the worker retries an event whose GET failed; doubles per attempt. */
+    retryBaseMs: z.number().int().min(10).max(60_000).default(1_000),
+    /** Longest wait between two retries of one event. */
+    retryMaxMs: z.number().int().min(100).max(3_600_000).default(300_000),
+    /** An event that failed this many times raises the webhook_stuck alarm (and keeps being retried). */
+    alarmAfterAttempts: z.number().int().min(1).max(1_000).default(5),
+    /** The poller found a payment and no webhook for it came within this: run the Events backfill. */
+    silenceGraceSec: z.number().int().min(1).max(3_600).default(30),
+    /** A device without a backfill cursor reads the Events API this far back. */
+    backfillLookbackSec: z.number().int().min(60).max(2_592_000).default(86_400),
   }).prefault({}),
   local: listener('127.0.0.1', 8080).prefault({}),
 });

@@ -1,0 +1,212 @@
+import type { Db } from '../store/index.js';
+import { inTransaction } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import type { Outbox } from '../outbox/index.js';
+import { ProviderError, type PaymentProvider } from '../payments/types.js';
+import type { WebhookInbox } from './webhook/index.js';
+
+export interface BackfillDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  provider: PaymentProvider;
+  outbox: Outbox;
+  inbox: WebhookInbox;
+  /** New rows went into the inbox (the worker's notify). */
+  onInserted?: () => void;
+}
+
+export interface BackfillSettings {
+  /** The poller found a payment and no webhook for it came within this: the channel may be down. */
+  silenceGraceSec: number;
+  /** A device without a cursor reads this far back. */
+  lookbackSec: number;
+  /** First wait after a failed run; doubles up to retryMaxMs. Defaults 5 s and 5 min. */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+}
+
+export interface BackfillResult {
+  /** The provider has no Events API (QutPay): the poller is the only catch-up. */
+  skipped: boolean;
+  pages: number;
+  seen: number;
+  inserted: number;
+}
+
+/** meta key of the last event read, `{ eventId, createdSec }`. */
+export const BACKFILL_CURSOR_KEY = 'webhook_backfill_cursor';
+export const WEBHOOK_SILENT_ALARM = 'webhook_silent';
+/** A run never reads more than this many pages; the next trigger continues from the cursor. */
+const MAX_PAGES = 200;
+
+interface Cursor {
+  eventId: string;
+  createdSec: number;
+}
+
+/**
+ * Events API catch-up. At start-up, and when the webhook channel has gone silent while the poller
+ * found payments (a tunnel outage), it pages the provider's events from the last one seen and puts
+ * them into the same inbox, so a missed event is handled exactly like a delivered one.
+ */
+export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
+  const { db, clock, provider, outbox, inbox } = deps;
+  const log = deps.logger.child({ module: 'backfill' });
+  const retryBaseMs = settings.retryBaseMs ?? 5_000;
+  const retryMaxMs = settings.retryMaxMs ?? 300_000;
+  const readCursor = db.prepare('SELECT value FROM meta WHERE key = ?');
+  const writeCursor = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+  const timers = new Set<NodeJS.Timeout>();
+  let running: Promise<BackfillResult> | null = null;
+  let rerun = false;
+  let failures = 0;
+  let silentAlarmOpen = false;
+  let stopped = true;
+
+  function later(ms: number, fn: () => void): void {
+    const timer = setTimeout(() => { timers.delete(timer); fn(); }, ms);
+    timer.unref?.();
+    timers.add(timer);
+  }
+
+  function cursor(): Cursor | null {
+    const row = readCursor.get(BACKFILL_CURSOR_KEY) as { value: string } | undefined;
+    if (!row) return null;
+    try {
+      const parsed = JSON.parse(row.value) as Partial<Cursor>;
+      return typeof parsed.eventId === 'string' && typeof parsed.createdSec === 'number' ? { eventId: parsed.eventId, createdSec: parsed.createdSec } : null;
+    } catch {
+      return null;
+    }
+  }
+
+  async function readAll(): Promise<BackfillResult> {
+    const listEvents = provider.listEvents?.bind(provider);
+    if (!listEvents) return { skipped: true, pages: 0, seen: 0, inserted: 0 };
+    const start = cursor();
+    const fallback = { createdAfterSec: start?.createdSec ?? Math.floor(clock.now() / 1000) - settings.lookbackSec };
+    let query: { createdAfterSec?: number; startingAfter?: string } = start ? { startingAfter: start.eventId } : fallback;
+    const result: BackfillResult = { skipped: false, pages: 0, seen: 0, inserted: 0 };
+    while (result.pages < MAX_PAGES) {
+      let page;
+      try {
+        page = await listEvents(query);
+      } catch (err) {
+        // The provider forgot the cursor's event (retention): read by time instead; the inbox dedupes the overlap.
+        if (err instanceof ProviderError && err.kind === 'rejected' && query.startingAfter !== undefined && result.pages === 0) {
+          log.warn({ startingAfter: query.startingAfter }, 'the provider no longer knows the backfill cursor; reading by time');
+          query = fallback;
+          continue;
+        }
+        throw err;
+      }
+      result.pages += 1;
+      result.seen += page.events.length;
+      const now = clock.now();
+      const last = page.events.at(-1);
+      result.inserted += inTransaction(db, () => {
+        let inserted = 0;
+        for (const { event, rawBody } of page.events) {
+          const stored = inbox.add(event, rawBody, provider.name, 'backfill', now);
+          if (stored.inserted && stored.handled) inserted += 1;
+        }
+        if (last) {
+          const createdSec = last.event.createdAt === null ? Math.floor(now / 1000) : Math.floor(last.event.createdAt / 1000);
+          writeCursor.run(BACKFILL_CURSOR_KEY, JSON.stringify({ eventId: last.event.eventId, createdSec }));
+        }
+        return inserted;
+      });
+      if (!page.hasMore || !last) break;
+      query = { startingAfter: last.event.eventId };
+    }
+    return result;
+  }
+
+  async function runOnce(reason: string): Promise<BackfillResult> {
+    const started = clock.now();
+    let result: BackfillResult;
+    do {
+      rerun = false;
+      result = await readAll();
+    } while (rerun && !stopped);
+    failures = 0;
+    if (result.inserted > 0) deps.onInserted?.();
+    if (!result.skipped) log.info({ reason, pages: result.pages, seen: result.seen, inserted: result.inserted, ms: clock.now() - started }, 'backfill done');
+    return result;
+  }
+
+  function run(reason: string): Promise<BackfillResult> {
+    if (running) {
+      rerun = true;
+      return running;
+    }
+    running = runOnce(reason)
+      .catch((err: unknown) => {
+        failures += 1;
+        const wait = Math.min(retryMaxMs, retryBaseMs * 2 ** (failures - 1));
+        log.warn({ err, reason, failures, retryInMs: wait }, 'backfill failed; will retry');
+        if (!stopped) later(wait, () => { void run(`retry: ${reason}`); });
+        throw err;
+      })
+      .finally(() => { running = null; });
+    return running;
+  }
+
+  function raiseSilent(invoiceId: string, lastWebhookAt: number | null): void {
+    if (silentAlarmOpen) return;
+    silentAlarmOpen = true;
+    inTransaction(db, () => outbox.raiseAlarm(WEBHOOK_SILENT_ALARM, 'warning',
+      'no webhook arrived while the poller found a payment: is the tunnel down? Payments are still found by polling', {
+        invoiceId, lastWebhookAt: lastWebhookAt === null ? null : new Date(lastWebhookAt).toISOString(),
+      }));
+    log.warn({ invoiceId, lastWebhookAt }, 'webhook channel silent while the poller found a payment');
+  }
+
+  /** After the grace period: did the webhook for this payment come, and did any webhook come at all? */
+  function checkAfterGrace(invoiceId: string, foundAt: number): void {
+    if (stopped) return;
+    const graceMs = settings.silenceGraceSec * 1000;
+    if (inbox.hasWebhookFor(invoiceId, foundAt - graceMs)) return;
+    const lastWebhookAt = inbox.lastWebhookAt();
+    if (lastWebhookAt === null || lastWebhookAt < foundAt) raiseSilent(invoiceId, lastWebhookAt);
+    void run('a payment found by polling had no webhook').catch(() => {});
+  }
+
+  return {
+    /** The start-up catch-up; does not wait for the provider. */
+    start(): void {
+      if (!stopped) return;
+      stopped = false;
+      silentAlarmOpen = outbox.openAlarms().some((alarm) => alarm.name === WEBHOOK_SILENT_ALARM);
+      void run('start-up').catch(() => {});
+    },
+    /** Reads the Events API from the cursor now. Single flight: a call during a run makes it read again. */
+    run,
+    /** The poller recorded a payment before any webhook did: check the webhook channel after the grace period. */
+    paymentPolled(invoiceId: string): void {
+      if (stopped) return;
+      const foundAt = clock.now();
+      later(settings.silenceGraceSec * 1000, () => checkAfterGrace(invoiceId, foundAt));
+    },
+    /** A verified webhook arrived: the channel works. Clears the silence alarm and catches up on the gap. */
+    webhookReceived(): void {
+      if (!silentAlarmOpen || stopped) return;
+      silentAlarmOpen = false;
+      inTransaction(db, () => outbox.clearAlarm(WEBHOOK_SILENT_ALARM));
+      log.info('webhooks arrive again');
+      void run('webhooks resumed').catch(() => {});
+    },
+    /** The cursor, for the selftest and tests. */
+    cursor,
+    async stop(): Promise<void> {
+      stopped = true;
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      await running?.catch(() => {});
+    },
+  };
+}
+
+export type Backfill = ReturnType<typeof createBackfill>;

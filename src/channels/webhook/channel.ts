@@ -1,0 +1,106 @@
+import type { Db } from '../../store/index.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
+import type { Outbox } from '../../outbox/index.js';
+import type { PaymentProvider } from '../../payments/types.js';
+import type { Ledger } from '../../ledger/index.js';
+import { createOrderRepository } from '../../orders/index.js';
+import { createBackfill, type Backfill } from '../backfill.js';
+import { createWebhookInbox, type WebhookInbox } from './inbox.js';
+import { createWebhookServer, type WebhookServer } from './server.js';
+import { createWebhookWorker, type WebhookWorker } from './worker.js';
+
+export interface WebhookChannelDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  provider: PaymentProvider;
+  ledger: Ledger;
+  outbox: Outbox;
+  /** Webhook signing secrets, all accepted (rotation). */
+  secrets: readonly string[];
+}
+
+export interface WebhookChannelSettings {
+  host: string;
+  port: number;
+  bodyLimitBytes: number;
+  toleranceSec: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  alarmAfterAttempts: number;
+  silenceGraceSec: number;
+  backfillLookbackSec: number;
+}
+
+/** A signed webhook the embedded sandbox wants delivered to our own listener. */
+export interface LocalDelivery {
+  rawBody: Buffer;
+  headers: Record<string, string>;
+}
+
+/**
+ * The whole webhook channel as the app wires it: listener → inbox → worker, plus the Events
+ * backfill. start() listens, resumes leftovers and catches up; stop() is safe twice.
+ */
+export function createWebhookChannel(deps: WebhookChannelDeps, settings: WebhookChannelSettings) {
+  const { db, clock, provider } = deps;
+  const log = deps.logger.child({ module: 'webhook' });
+  const inbox: WebhookInbox = createWebhookInbox(db);
+  const orders = createOrderRepository({ db, clock });
+  const worker: WebhookWorker = createWebhookWorker({
+    ...deps, inbox, knowsInvoice: (invoiceId) => orders.getByInvoice(invoiceId) !== undefined,
+  }, settings);
+  const backfill: Backfill = createBackfill({ ...deps, inbox, onInserted: () => worker.notify() }, {
+    silenceGraceSec: settings.silenceGraceSec, lookbackSec: settings.backfillLookbackSec,
+  });
+  const server: WebhookServer = createWebhookServer({
+    provider, inbox, clock, logger: deps.logger, secrets: deps.secrets, toleranceSec: settings.toleranceSec,
+    onAccepted: () => worker.notify(),
+    onDelivered: () => backfill.webhookReceived(),
+  }, settings);
+  let url: string | null = null;
+  let stopping: Promise<void> | null = null;
+
+  return {
+    inbox,
+    worker,
+    backfill,
+    server,
+    /** The listener's base URL once started (http://127.0.0.1:<port> when bound to all interfaces). */
+    url: () => url,
+    async start(): Promise<{ url: string; port: number }> {
+      const listening = await server.start();
+      url = listening.url;
+      worker.start();
+      backfill.start();
+      return listening;
+    },
+    /** The poller recorded a payment before any webhook did (the ledger wrapper calls this). */
+    paymentPolled(invoiceId: string): void {
+      backfill.paymentPolled(invoiceId);
+    },
+    /** POSTs a sandbox webhook to our own listener, so the demo exercises the same path as a tunnel. */
+    deliverLocally(delivery: LocalDelivery): void {
+      if (!url || stopping) {
+        log.debug('sandbox webhook before the listener is up: the backfill picks it up');
+        return;
+      }
+      fetch(`${url}/webhooks/${provider.name}`, { method: 'POST', headers: delivery.headers, body: delivery.rawBody })
+        .then((response) => response.arrayBuffer().then(() => {
+          if (!response.ok) log.warn({ status: response.status }, 'own listener refused a sandbox webhook');
+        }))
+        .catch((err: unknown) => log.debug({ err }, 'sandbox webhook not delivered; the poller covers it'));
+    },
+    stop(): Promise<void> {
+      stopping ??= (async () => {
+        await server.stop();
+        await backfill.stop();
+        await worker.stop();
+      })();
+      return stopping;
+    },
+  };
+}
+
+export type WebhookChannel = ReturnType<typeof createWebhookChannel>;

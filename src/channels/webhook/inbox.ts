@@ -1,0 +1,101 @@
+import type { Db } from '../../store/index.js';
+import type { WebhookEvent } from '../../payments/types.js';
+
+/** Where a row came from: delivered to the listener, or read from the provider's Events API. */
+export type InboxSource = 'webhook' | 'backfill';
+
+export interface InboxRow {
+  event_id: string;
+  provider: string;
+  type: string;
+  object_id: string | null;
+  livemode: number | null;
+  raw_body: Buffer;
+  source: InboxSource;
+  received_at: number;
+  processed_at: number | null;
+  attempts: number;
+  next_attempt_at: number | null;
+  last_error: string | null;
+}
+
+/**
+ * Event types whose object we re-read. Anything else (a type added in a provider's minor version,
+ * an object we do not track) is stored for audit and dedupe, marked processed, and ignored.
+ */
+const HANDLED_TYPE = /^(payment_intent|invoice|refund)\./;
+
+export function isHandledEvent(event: Pick<WebhookEvent, 'type' | 'objectId'>): boolean {
+  return event.objectId !== null && HANDLED_TYPE.test(event.type);
+}
+
+/** The SQL of `webhook_events`: the durable, deduplicating inbox both the listener and the backfill feed. */
+export function createWebhookInbox(db: Db) {
+  const insert = db.prepare(
+    `INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
+  );
+  const due = db.prepare(
+    `SELECT * FROM webhook_events
+      WHERE processed_at IS NULL AND coalesce(next_attempt_at, 0) <= ?
+      ORDER BY received_at, rowid LIMIT ?`,
+  );
+  const nextDue = db.prepare('SELECT min(coalesce(next_attempt_at, 0)) AS at FROM webhook_events WHERE processed_at IS NULL');
+  const processed = db.prepare('UPDATE webhook_events SET processed_at = ?, last_error = ? WHERE event_id = ? AND processed_at IS NULL');
+  const failed = db.prepare(
+    'UPDATE webhook_events SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE event_id = ? AND processed_at IS NULL RETURNING attempts',
+  );
+  const get = db.prepare('SELECT * FROM webhook_events WHERE event_id = ?');
+  const since = db.prepare('SELECT * FROM webhook_events WHERE received_at >= ? ORDER BY received_at, rowid');
+  const webhookForObject = db.prepare("SELECT 1 FROM webhook_events WHERE object_id = ? AND source = 'webhook' AND received_at >= ? LIMIT 1");
+  const lastWebhook = db.prepare("SELECT max(received_at) AS at FROM webhook_events WHERE source = 'webhook'");
+  const counts = db.prepare('SELECT count(*) AS total, count(*) - count(processed_at) AS unprocessed FROM webhook_events');
+
+  return {
+    /**
+     * Stores a verified event once. Returns false when its id is already there (a duplicate). An
+     * event the worker has nothing to do for is stored already processed.
+     */
+    add(event: WebhookEvent, rawBody: Buffer, provider: string, source: InboxSource, now: number): { inserted: boolean; handled: boolean } {
+      const handled = isHandledEvent(event);
+      const livemode = event.livemode === null ? null : event.livemode ? 1 : 0;
+      const result = insert.run(event.eventId, provider, event.type, event.objectId, livemode, rawBody, source, now, handled ? null : now);
+      return { inserted: result.changes === 1, handled };
+    },
+    /** Unprocessed rows whose retry time has come, oldest first. */
+    due(now: number, limit: number): InboxRow[] {
+      return due.all(now, limit) as InboxRow[];
+    },
+    /** When the next unprocessed row becomes due (ms), or null when the inbox is empty. */
+    nextDueAt(): number | null {
+      return (nextDue.get() as { at: number | null }).at;
+    },
+    markProcessed(eventId: string, now: number, note: string | null = null): boolean {
+      return processed.run(now, note, eventId).changes === 1;
+    },
+    /** Counts a failed attempt and schedules the next; returns the attempts so far. */
+    markFailed(eventId: string, nextAttemptAt: number, error: string): number {
+      const row = failed.get(nextAttemptAt, error.slice(0, 500), eventId) as { attempts: number } | undefined;
+      return row?.attempts ?? 0;
+    },
+    get(eventId: string): InboxRow | undefined {
+      return get.get(eventId) as InboxRow | undefined;
+    },
+    /** Every stored event received at or after `sinceMs`, processed or not (replay). */
+    since(sinceMs: number): InboxRow[] {
+      return since.all(sinceMs) as InboxRow[];
+    },
+    /** True when a webhook (not a backfilled event) about this invoice was delivered at or after `sinceMs`. */
+    hasWebhookFor(objectId: string, sinceMs = 0): boolean {
+      return webhookForObject.get(objectId, sinceMs) !== undefined;
+    },
+    lastWebhookAt(): number | null {
+      return (lastWebhook.get() as { at: number | null }).at;
+    },
+    counts(): { total: number; unprocessed: number } {
+      return counts.get() as { total: number; unprocessed: number };
+    },
+  };
+}
+
+export type WebhookInbox = ReturnType<typeof createWebhookInbox>;

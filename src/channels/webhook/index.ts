@@ -1,0 +1,13 @@
+/**
+ * The webhook channel: a fastify listener on the tunnel port (raw body, verify, store once, 2xx
+ * fast), the durable inbox in `webhook_events`, and the worker that re-reads each event's object and
+ * observes it. The Events API backfill (../backfill.ts) feeds the same inbox.
+ */
+export { createWebhookServer, SKEW_WARN_SEC, type WebhookServer, type WebhookServerDeps, type WebhookServerSettings } from './server.js';
+export { createWebhookInbox, isHandledEvent, type WebhookInbox, type InboxRow, type InboxSource } from './inbox.js';
+export {
+  createWebhookWorker, stuckAlarmName,
+  type WebhookWorker, type WebhookWorkerDeps, type WebhookWorkerSettings, type ReplayReport, type RowOutcome,
+} from './worker.js';
+export { verifyWithIndex, dateSkewSec } from './verify.js';
+export { createWebhookChannel, type WebhookChannel, type WebhookChannelDeps, type WebhookChannelSettings, type LocalDelivery } from './channel.js';

@@ -1,0 +1,166 @@
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
+import { ErrorCodes } from '../../util/errors.js';
+import { WebhookVerificationError, type PaymentProvider } from '../../payments/types.js';
+import type { WebhookInbox } from './inbox.js';
+import { dateSkewSec, verifyWithIndex } from './verify.js';
+
+/** PROVIDERS.md: a provider `Date` this far from our clock is worth a warning (signatures allow 300 s). */
+export const SKEW_WARN_SEC = 60;
+/** Refusals and skew warnings are logged at most this often per reason, so a flood cannot fill the journal. */
+const LOG_THROTTLE_MS = 10_000;
+
+export interface WebhookServerDeps {
+  provider: PaymentProvider;
+  inbox: WebhookInbox;
+  clock: Clock;
+  logger: Logger;
+  /** All accepted at once (rotation). Never logged. */
+  secrets: readonly string[];
+  toleranceSec: number;
+  /** A new event the worker must process was stored. Called after the commit; must not throw. */
+  onAccepted?: (eventId: string) => void;
+  /** Any verified delivery, new or duplicate: the tunnel and the provider's sending work. */
+  onDelivered?: () => void;
+}
+
+export interface WebhookServerSettings {
+  /** 0.0.0.0 on a device: the tunnel connects to it. */
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  bodyLimitBytes: number;
+}
+
+export interface WebhookServer {
+  /** Listens; resolves with the address actually bound. */
+  start(): Promise<{ url: string; port: number }>;
+  /** Closes the listener. Safe to call twice, and before start(). */
+  stop(): Promise<void>;
+  /** fastify's inject(): requests without a socket, for tests. */
+  inject: FastifyInstance['inject'];
+}
+
+/**
+ * The only listener the tunnel exposes: `POST /webhooks/<provider>` and `GET /webhooks/health`,
+ * nothing else. The body is kept as raw bytes and verified before anything reads it; a verified
+ * event is stored once (dedupe by id) and answered at once — no network call in the handler.
+ */
+export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookServerSettings): WebhookServer {
+  const { provider, inbox, clock } = deps;
+  const log = deps.logger.child({ module: 'webhook' });
+  const path = `/webhooks/${provider.name}`;
+  const lastLogged = new Map<string, { at: number; suppressed: number }>();
+  let app: FastifyInstance | null = null;
+  let stopping: Promise<void> | null = null;
+
+  /** True when this kind of line may be logged now; counts the ones held back. */
+  function mayLog(kind: string): { ok: boolean; suppressed: number } {
+    const now = clock.now();
+    const entry = lastLogged.get(kind);
+    if (entry && now - entry.at < LOG_THROTTLE_MS) {
+      entry.suppressed += 1;
+      return { ok: false, suppressed: 0 };
+    }
+    lastLogged.set(kind, { at: now, suppressed: 0 });
+    return { ok: true, suppressed: entry?.suppressed ?? 0 };
+  }
+
+  function refuse(reply: FastifyReply, status: number, code: string, reason: string) {
+    const gate = mayLog(`refused:${reason}`);
+    if (gate.ok) log.warn({ status, reason, suppressedSinceLast: gate.suppressed }, 'webhook refused');
+    return reply.code(status).send({ error: code, reason });
+  }
+
+  async function receive(request: FastifyRequest, reply: FastifyReply) {
+    const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    const now = clock.now();
+    const skew = dateSkewSec(request.headers, now);
+    if (skew !== null && Math.abs(skew) > SKEW_WARN_SEC && mayLog('skew').ok) {
+      log.warn({ skewSec: skew }, "the provider's Date header differs from this device's clock: check NTP");
+    }
+
+    let verified;
+    try {
+      verified = verifyWithIndex(provider, rawBody, request.headers, { secrets: deps.secrets, toleranceSec: deps.toleranceSec, now });
+    } catch (err) {
+      if (err instanceof WebhookVerificationError) {
+        const code = err.reason === 'malformed_body' ? ErrorCodes.WEBHOOK_MALFORMED : ErrorCodes.WEBHOOK_SIGNATURE;
+        if (err.reason === 'no_secrets') log.error('no webhook secret is configured: every webhook is refused');
+        return refuse(reply, 400, code, err.reason);
+      }
+      // An adapter that throws something else on hostile bytes is still bad input, not our failure.
+      log.error({ err }, 'webhook verification threw unexpectedly');
+      return refuse(reply, 400, ErrorCodes.WEBHOOK_MALFORMED, 'unverifiable');
+    }
+
+    const { event, secretIndex } = verified;
+    let stored;
+    try {
+      stored = inbox.add(event, rawBody, provider.name, 'webhook', now);
+    } catch (err) {
+      // The provider retries on 5xx: nothing is lost by refusing now.
+      log.error({ err, eventId: event.eventId }, 'webhook not stored: database error');
+      return reply.code(500).send({ error: ErrorCodes.DATABASE, reason: 'storage_failed' });
+    }
+    deps.onDelivered?.();
+    if (stored.inserted && stored.handled) deps.onAccepted?.(event.eventId);
+    if (stored.inserted) {
+      log.info({ eventId: event.eventId, type: event.type, objectId: event.objectId, secretIndex, handled: stored.handled }, 'webhook accepted');
+    } else {
+      log.debug({ eventId: event.eventId, type: event.type, secretIndex }, 'duplicate webhook acknowledged');
+    }
+    return reply.code(200).send({ received: true, duplicate: !stored.inserted });
+  }
+
+  // Built on first use, not in the factory: constructors do nothing.
+  function build(): FastifyInstance {
+    if (app) return app;
+    const server = Fastify({ logger: false, bodyLimit: settings.bodyLimitBytes, forceCloseConnections: 'idle' });
+    server.register(async (scope) => {
+      // Raw bytes for the signature, and nothing but JSON: other content types get 415 before the handler.
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) => done(null, body));
+      scope.post(path, { bodyLimit: settings.bodyLimitBytes }, receive);
+    });
+    server.get('/webhooks/health', async (_request, reply) => {
+      reply.header('cache-control', 'no-store');
+      return { status: 'ok' };
+    });
+    server.setNotFoundHandler((_request, reply) => {
+      reply.code(404).send({ error: 'not_found' });
+    });
+    server.setErrorHandler((err: FastifyError, _request, reply) => {
+      const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+      if (status === 500) {
+        log.error({ err }, 'webhook listener error');
+        return reply.code(500).send({ error: 'internal' });
+      }
+      const reason = status === 413 ? 'body_too_large' : status === 415 ? 'unsupported_media_type' : (err.code ?? 'bad_request').toLowerCase();
+      return refuse(reply, status, ErrorCodes.WEBHOOK_MALFORMED, reason);
+    });
+    app = server;
+    return server;
+  }
+
+  return {
+    async start() {
+      const server = build();
+      await server.listen({ host: settings.host, port: settings.port });
+      const { port } = server.server.address() as AddressInfo;
+      const host = settings.host === '0.0.0.0' || settings.host === '::' ? '127.0.0.1' : settings.host;
+      const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      log.info({ url, path }, 'webhook listener ready');
+      return { url, port };
+    },
+    stop() {
+      stopping ??= (async () => {
+        if (app) await app.close();
+      })();
+      return stopping;
+    },
+    inject: ((...args: Parameters<FastifyInstance['inject']>) => (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
+  };
+}

@@ -1,0 +1,239 @@
+import type { Db } from '../../store/index.js';
+import { inTransaction } from '../../store/index.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
+import { errorMessage } from '../../util/errors.js';
+import type { Outbox } from '../../outbox/index.js';
+import { ProviderError, type PaymentProvider } from '../../payments/types.js';
+import type { Ledger, ObserveResult } from '../../ledger/index.js';
+import { isHandledEvent, type InboxRow, type WebhookInbox } from './inbox.js';
+
+export interface WebhookWorkerDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  provider: PaymentProvider;
+  ledger: Ledger;
+  outbox: Outbox;
+  inbox: WebhookInbox;
+  /**
+   * False when no order of this device has the invoice: the event (another device of the same
+   * merchant) is acknowledged and ignored without a GET. Without it, the ledger decides after the GET.
+   */
+  knowsInvoice?: (invoiceId: string) => boolean;
+}
+
+export interface WebhookWorkerSettings {
+  retryBaseMs: number;
+  retryMaxMs: number;
+  alarmAfterAttempts: number;
+  /** Rows processed at the same time (each is a GET). Default 4. */
+  concurrency?: number;
+}
+
+export type RowOutcome = 'recorded' | 'duplicate' | 'ignored' | 'rejected' | 'failed';
+
+export interface ReplayReport {
+  events: number;
+  outcomes: Record<RowOutcome, number>;
+}
+
+const BATCH = 50;
+/** Even with nothing due, look again this often: a row written by another process (replay CLI) is found. */
+const SAFETY_SWEEP_MS = 30_000;
+
+/** The webhook_stuck alarm of one event. */
+export const stuckAlarmName = (eventId: string) => `webhook_stuck/${eventId}`;
+
+/**
+ * Drains the inbox: for each unprocessed event, GET the object's current state (never the event
+ * body's status), observe() it, mark the row processed. A failing row backs off on its own schedule
+ * and raises an alarm after `alarmAfterAttempts` without holding up the others. Rows a crash left
+ * unprocessed are found by start(): everything it needs is in the table.
+ */
+export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWorkerSettings) {
+  const { db, clock, provider, ledger, outbox, inbox } = deps;
+  const log = deps.logger.child({ module: 'webhook-worker' });
+  const concurrency = Math.max(1, settings.concurrency ?? 4);
+  const inFlight = new Set<string>();
+  const cooling = new Map<string, number>();
+  let pass: Promise<void> | null = null;
+  let again = false;
+  let timer: NodeJS.Timeout | null = null;
+  let stopped = true;
+
+  function finish(row: InboxRow, note: string | null): void {
+    inTransaction(db, () => {
+      inbox.markProcessed(row.event_id, clock.now(), note);
+      if (row.attempts >= settings.alarmAfterAttempts) outbox.clearAlarm(stuckAlarmName(row.event_id));
+    });
+  }
+
+  function fail(row: InboxRow, err: unknown): RowOutcome {
+    const attempt = row.attempts + 1;
+    const backoff = Math.min(settings.retryMaxMs, settings.retryBaseMs * 2 ** (attempt - 1));
+    const wait = err instanceof ProviderError && err.retryAfterMs !== undefined ? Math.max(err.retryAfterMs, backoff) : backoff;
+    const message = errorMessage(err);
+    const attempts = inTransaction(db, () => {
+      const counted = inbox.markFailed(row.event_id, clock.now() + wait, message);
+      if (counted === settings.alarmAfterAttempts) {
+        outbox.raiseAlarm(stuckAlarmName(row.event_id), 'warning', 'a webhook event keeps failing; the poller still watches its invoice', {
+          eventId: row.event_id, invoiceId: row.object_id, attempts: counted, lastError: message,
+        });
+      }
+      return counted;
+    });
+    log.warn({ err, eventId: row.event_id, invoiceId: row.object_id, attempts, retryInMs: wait }, 'webhook event failed; will retry');
+    return 'failed';
+  }
+
+  /** The worker path: also what `vendgate replay` runs, with channel 'replay'. */
+  async function processRow(row: InboxRow, channel: 'webhook' | 'backfill' | 'replay'): Promise<RowOutcome> {
+    const invoiceId = row.object_id;
+    if (invoiceId === null || !isHandledEvent({ type: row.type, objectId: invoiceId })) {
+      finish(row, 'event type not handled');
+      return 'ignored';
+    }
+    if (deps.knowsInvoice && !deps.knowsInvoice(invoiceId)) {
+      finish(row, 'not an invoice of this device');
+      log.debug({ eventId: row.event_id, invoiceId }, 'event for an invoice this device does not know: ignored');
+      return 'ignored';
+    }
+    let result: ObserveResult;
+    try {
+      const invoice = await provider.getInvoice(invoiceId);
+      result = ledger.observe({
+        invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode,
+        amount: invoice.amount, currency: invoice.currency, channel, eventId: row.event_id,
+      });
+    } catch (err) {
+      if (err instanceof ProviderError && err.kind === 'not_found') {
+        finish(row, 'the provider does not know this object');
+        log.warn({ eventId: row.event_id, invoiceId }, 'webhook event about an object the provider does not know: ignored');
+        return 'ignored';
+      }
+      return fail(row, err);
+    }
+    switch (result.outcome) {
+      case 'unknown_invoice':
+        finish(row, 'not an invoice of this device');
+        return 'ignored';
+      case 'rejected':
+        finish(row, `rejected: ${result.reason}`);
+        return 'rejected';
+      default:
+        finish(row, null);
+        return result.outcome;
+    }
+  }
+
+  /** Runs rows `concurrency` at a time. `keepGoing` is checked between rows (stop() ends a pass early). */
+  async function runRows(
+    rows: InboxRow[],
+    channelOf: (row: InboxRow) => 'webhook' | 'backfill' | 'replay',
+    keepGoing: () => boolean,
+    tally: (outcome: RowOutcome) => void = () => {},
+  ): Promise<void> {
+    let next = 0;
+    const lane = async () => {
+      while (next < rows.length && keepGoing()) {
+        const row = rows[next++]!;
+        if (inFlight.has(row.event_id)) continue;
+        inFlight.add(row.event_id);
+        try {
+          tally(await processRow(row, channelOf(row)));
+        } catch (err) {
+          // Not even the failure could be recorded (database error): keep away from the row for a while.
+          cooling.set(row.event_id, clock.now() + settings.retryBaseMs);
+          log.error({ err, eventId: row.event_id }, 'webhook event could not be processed');
+          tally('failed');
+        } finally {
+          inFlight.delete(row.event_id);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, rows.length) }, lane));
+  }
+
+  function dueRows(): InboxRow[] {
+    const now = clock.now();
+    for (const [id, until] of cooling) if (until <= now) cooling.delete(id);
+    return inbox.due(now, BATCH).filter((row) => !inFlight.has(row.event_id) && !cooling.has(row.event_id));
+  }
+
+  async function drainOnce(): Promise<void> {
+    do {
+      again = false;
+      for (;;) {
+        if (stopped) return;
+        const rows = dueRows();
+        if (rows.length === 0) break;
+        await runRows(rows, (row) => (row.source === 'backfill' ? 'backfill' : 'webhook'), () => !stopped);
+      }
+    } while (again && !stopped);
+  }
+
+  function scheduleNext(): void {
+    if (stopped) return;
+    if (timer) clearTimeout(timer);
+    const at = inbox.nextDueAt();
+    const now = clock.now();
+    let wait = SAFETY_SWEEP_MS;
+    if (at !== null && at > now) wait = Math.min(SAFETY_SWEEP_MS, at - now);
+    // Due but not taken: only rows cooling down after a database error. Do not spin on them.
+    else if (at !== null) wait = cooling.size > 0 ? settings.retryBaseMs : 0;
+    timer = setTimeout(kick, wait);
+    timer.unref?.();
+  }
+
+  function kick(): void {
+    if (stopped) return;
+    if (pass) {
+      again = true;
+      return;
+    }
+    pass = drainOnce()
+      .catch((err) => log.error({ err }, 'webhook worker pass failed'))
+      .finally(() => {
+        pass = null;
+        scheduleNext();
+      });
+  }
+
+  return {
+    /** Starts draining, beginning with rows a crash left unprocessed. */
+    start(): void {
+      if (!stopped) return;
+      stopped = false;
+      const { unprocessed } = inbox.counts();
+      if (unprocessed > 0) log.info({ unprocessed }, 'resuming webhook events left unprocessed');
+      kick();
+    },
+    /** A new row is in the inbox (in-process; the handler never waits for this). */
+    notify(): void {
+      kick();
+    },
+    /** Resolves when the current pass (if any) is over. Tests and the bench use it. */
+    async idle(): Promise<void> {
+      while (pass) await pass;
+    },
+    /**
+     * Re-runs stored events received since `sinceMs` through the worker path with channel 'replay'.
+     * Safe at any time: the ledger records each (invoice, status) once.
+     */
+    async replay(sinceMs: number): Promise<ReplayReport> {
+      const rows = inbox.since(sinceMs).filter((row) => isHandledEvent({ type: row.type, objectId: row.object_id }));
+      const outcomes: Record<RowOutcome, number> = { recorded: 0, duplicate: 0, ignored: 0, rejected: 0, failed: 0 };
+      await runRows(rows, () => 'replay', () => true, (outcome) => { outcomes[outcome] += 1; });
+      return { events: rows.length, outcomes };
+    },
+    async stop(): Promise<void> {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      await pass;
+    },
+  };
+}
+
+export type WebhookWorker = ReturnType<typeof createWebhookWorker>;

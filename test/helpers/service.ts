@@ -1,0 +1,223 @@
+/**
+ * Runs the REAL compiled service (`node dist/main.js start --config <tmp yaml>`) as a child process,
+ * for tests that need the whole thing: kiosk e2e, crash tests, chaos, soak. Build first
+ * (`npm test` does; alone: `npm run build`).
+ *
+ *   const svc = await startService({ config: { poll: { intervalMs: 100 } }, env: { VENDGATE_CRASH_AT: 'after_claim_commit' } });
+ *   svc.localUrl, svc.webhookUrl          // http://127.0.0.1:<port>; both stay the same across restart()
+ *   svc.dir, svc.dbPath, svc.configPath   // the temp directory: database, sandbox.db, actuations.jsonl
+ *   await svc.waitFor(() => svc.readSimLog().length === 1, 5_000, 'one actuation');
+ *   svc.readSimLog()                      // the sim actuator's JSON lines: the physical truth
+ *   svc.logs()                            // parsed JSON log lines of every run so far
+ *   await svc.kill('SIGKILL'); await svc.restart({ env: {} });
+ *   await svc.stop();                     // SIGTERM and wait; then removes the temp dir it made
+ *
+ * Defaults: sandbox provider, sim actuator (20 ms), MQTT off, both listeners on 127.0.0.1 with free
+ * ports chosen before the first start (so a simulator can be given the webhook URL up front).
+ * `config` is merged section by section over the defaults; secrets go in `env` (the loader refuses
+ * them in the file): VENDGATE_WEBHOOK_SECRETS, VENDGATE_PROVIDER_CLIENT_SECRET, VENDGATE_PROVIDER_API_KEY.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+
+const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
+
+export interface ServiceOptions {
+  /** Merged over the defaults, section by section (nested plain objects are merged, arrays replaced). */
+  config?: Record<string, unknown>;
+  /** Extra environment of the child (on top of this process's). */
+  env?: Record<string, string>;
+  /** Use this directory instead of a fresh temp one (it is then not removed by stop()). */
+  dir?: string;
+  /** Ports to use; free ones are picked when absent. */
+  localPort?: number;
+  webhookPort?: number;
+  /** How long to wait for `vendgate ready`. Default 15 s. */
+  readyTimeoutMs?: number;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface Service {
+  readonly localUrl: string;
+  readonly webhookUrl: string;
+  readonly dir: string;
+  readonly dbPath: string;
+  readonly configPath: string;
+  /** The running child's pid, or null between a kill and a restart. */
+  readonly pid: number | null;
+  /** Parsed JSON log lines (stdout) of every run so far; non-JSON lines are skipped. */
+  logs(): Record<string, any>[];
+  /** stderr of every run so far. */
+  stderr(): string;
+  /** The sim actuator log, one object per actuation. */
+  readSimLog(): { orderId: number; slot?: string | null; at?: string; [key: string]: unknown }[];
+  /** Polls `predicate` (sync or async) until it returns a truthy value; throws after `timeoutMs`. */
+  waitFor<T>(predicate: () => T | Promise<T>, timeoutMs?: number, what?: string): Promise<T>;
+  /** Sends a signal and waits for the process to exit. */
+  kill(signal?: NodeJS.Signals): Promise<Exit>;
+  /** Resolves when the current run exits by itself (e.g. a crash point). */
+  exited(): Promise<Exit>;
+  /** Starts again on the same directory, config and ports (after kill() or a crash); `env` defaults to the first start's. */
+  restart(options?: { env?: Record<string, string> }): Promise<void>;
+  /** SIGTERM, wait for the exit, then remove the temp directory if this helper made it. Safe twice. */
+  stop(): Promise<void>;
+}
+
+/** A TCP port that was free a moment ago (listen on 0, read it, close). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitFor<T>(predicate: () => T | Promise<T>, timeoutMs = 10_000, what = 'a condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await predicate();
+      if (value) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    out[key] = isPlainObject(value) && isPlainObject(out[key]) ? merge(out[key] as Record<string, unknown>, value) : value;
+  }
+  return out;
+}
+
+// A test that fails before stop() must not leave services running after the worker exits.
+const live = new Set<ChildProcess>();
+process.once('exit', () => { for (const child of live) child.kill('SIGKILL'); });
+
+export async function startService(options: ServiceOptions = {}): Promise<Service> {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} does not exist: run \`npm run build\` first (npm test does)`);
+  const ownDir = options.dir === undefined;
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'vendgate-svc-'));
+  const localPort = options.localPort ?? await freePort();
+  const webhookPort = options.webhookPort ?? await freePort();
+  const dbPath = join(dir, 'vendgate.db');
+  const simLogPath = join(dir, 'actuations.jsonl');
+  const defaults = {
+    device: { id: 'svc-test', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }, { slot: 'A2', name: 'Cola', price: 2500 }] },
+    provider: { name: 'sandbox', invoiceTtlSec: 120 },
+    poll: { intervalMs: 200 },
+    http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: webhookPort } },
+    storage: { path: dbPath },
+    actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 20 } },
+    mqtt: { url: '' },
+    log: { level: 'info' },
+  };
+  const configPath = join(dir, 'config.yaml');
+  writeFileSync(configPath, stringify(merge(defaults, options.config ?? {})));
+
+  const lines: string[] = [];
+  let stderrText = '';
+  let child: ChildProcess | null = null;
+  let exit: Promise<Exit> = Promise.resolve({ code: null, signal: null });
+  let stopped = false;
+
+  async function launch(env: Record<string, string>): Promise<void> {
+    const proc = spawn(process.execPath, [MAIN, 'start', '--config', configPath], {
+      env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child = proc;
+    live.add(proc);
+    const firstLine = lines.length;
+    let buffer = '';
+    proc.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const parts = buffer.split('\n');
+      buffer = parts.pop()!;
+      lines.push(...parts);
+    });
+    proc.stderr!.on('data', (chunk: Buffer) => { stderrText += chunk.toString(); });
+    let exited: Exit | null = null;
+    exit = new Promise((resolve) => proc.once('exit', (code, signal) => {
+      live.delete(proc);
+      if (child === proc) child = null;
+      exited = { code, signal };
+      resolve(exited);
+    }));
+    await waitFor(() => {
+      if (exited) throw new Error(`the service exited before it was ready (${JSON.stringify(exited)}):\n${stderrText}\n${lines.slice(firstLine).join('\n')}`);
+      return lines.slice(firstLine).some((line) => line.includes('"vendgate ready"'));
+    }, options.readyTimeoutMs ?? 15_000, 'the service to log "vendgate ready"').catch((err: Error) => {
+      // Keep the cause readable: the early-exit message, not "timed out … : Error: …".
+      throw exited ? new Error(err.message.replace(/^timed out.*?: Error: /s, '')) : err;
+    });
+  }
+
+  await launch(options.env ?? {});
+
+  const service: Service = {
+    localUrl: `http://127.0.0.1:${localPort}`,
+    webhookUrl: `http://127.0.0.1:${webhookPort}`,
+    dir,
+    dbPath,
+    configPath,
+    get pid() { return child?.pid ?? null; },
+    logs() {
+      const parsed: Record<string, any>[] = [];
+      for (const line of lines) {
+        try { parsed.push(JSON.parse(line)); } catch { /* a non-JSON line (a QR in a terminal) */ }
+      }
+      return parsed;
+    },
+    stderr: () => stderrText,
+    readSimLog() {
+      if (!existsSync(simLogPath)) return [];
+      return readFileSync(simLogPath, 'utf8').split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line));
+    },
+    waitFor,
+    async kill(signal = 'SIGKILL') {
+      const running = child;
+      if (!running) return exit;
+      running.kill(signal);
+      return exit;
+    },
+    exited: () => exit,
+    async restart(restartOptions = {}) {
+      if (child) throw new Error('restart() while the service is running: kill() it first');
+      await launch(restartOptions.env ?? options.env ?? {});
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      if (child) {
+        const running = child;
+        const forced = setTimeout(() => running.kill('SIGKILL'), 10_000);
+        running.kill('SIGTERM');
+        await exit;
+        clearTimeout(forced);
+      }
+      if (ownDir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return service;
+}
