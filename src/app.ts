@@ -11,6 +11,7 @@ import { createActuator, createInputs, type Actuator, type HardwareInputs } from
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
+import { createWebhookChannel, type WebhookChannel } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createDeviceView, type DeviceView } from './device-view.js';
 import { handleHardwareEvent } from './hardware-events.js';
@@ -43,6 +44,7 @@ export interface AppContext {
   vend: VendRunner;
   refunds: RefundWorker;
   poller: Poller;
+  webhooks: WebhookChannel;
   actuator: Actuator;
   inputs: HardwareInputs;
   view: DeviceView;
@@ -104,6 +106,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
           if (result.vendQueued) void vend.run();
           if (result.refundQueued) void refunds.run();
           if (result.refundEvidence) refunds.expedite(observation.invoiceId);
+          // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
+          if (observation.channel === 'poll' && (observation.status === 'paid' || observation.status === 'authorized')) webhooks.paymentPolled(observation.invoiceId);
           notify();
         }
         return result;
@@ -123,9 +127,14 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       onClosedUnpaid: (order, reason) => { if (order.source === 'mdb') void actuator.denySession?.(reason); },
     }, settings);
     const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
+    const webhookSecrets = settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
+    const webhooks = createWebhookChannel({ db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets }, {
+      ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec,
+    });
+    sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
     const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners });
 
-    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, actuator, inputs, view };
+    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, actuator, inputs, view };
 
     // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
     await actuator.start();
@@ -141,6 +150,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const listening = await kiosk.start();
     kioskPort = listening.port;
 
+    const webhookListening = await webhooks.start();
     poller.start();
     void vend.run();
     void refunds.run();
@@ -155,18 +165,19 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     retention = createRetention({ db, clock, logger }, { retentionDays: settings.storage.retentionDays });
     retention.start();
 
-    log.info({ localUrl: listening.url, deviceId: settings.device.id, provider: provider.name, actuator: actuator.kind, mode: settings.device.mode }, 'vendgate ready');
+    log.info({ localUrl: listening.url, webhookUrl: webhookListening.url, deviceId: settings.device.id, provider: provider.name, actuator: actuator.kind, mode: settings.device.mode }, 'vendgate ready');
     return { localUrl: listening.url };
   }
 
   async function stopOnce(): Promise<void> {
     if (!ctx) return;
-    const { poller, vend, actuator, inputs, db, sandbox } = ctx;
+    const { poller, webhooks, vend, actuator, inputs, db, sandbox } = ctx;
     log.info('stopping: no new orders');
     // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
     if (housekeeping) clearInterval(housekeeping);
     await retention?.stop();
     await kiosk?.stop();
+    await webhooks.stop();
     await poller.stop();
     await inputs.stop();
     await vend.stop();

@@ -5,6 +5,8 @@ import { type CliIo, EXIT, print, UsageError } from './io.js';
 import { startCommand } from './start.js';
 import { ordersCommand, resolveCommand } from './orders.js';
 import { simulateCommand } from './simulate.js';
+import { replayCommand } from './replay.js';
+import { reconcileCommand } from './reconcile.js';
 
 export { type CliIo, EXIT } from './io.js';
 
@@ -13,6 +15,9 @@ const USAGE = `usage: vendgate <command> [options]
   start [--config FILE]                       run the gateway (npm start)
   orders [--state S] [--json] [--limit N]     list orders, newest first
   resolve ORDER --vended|--not-vended         settle an uncertain vend (not vended → refund)
+  replay [--since ISO]                        re-run stored webhook events (GET + observe); default: last 24 h
+  reconcile [--since ISO] [--json]            paid invoices without a vend or refund here, vends without
+                                              a paid invoice there; exit 1 when any (default: last 24 h)
   simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]
                                               run the payment provider simulator alone
 
@@ -32,6 +37,7 @@ const OPTIONS = {
   'webhook-url': { type: 'string' },
   faults: { type: 'string' },
   seed: { type: 'string' },
+  since: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -48,6 +54,8 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       case 'start': return await startCommand({ config: values.config }, io, extra);
       case 'orders': return ordersCommand({ config: values.config, state: values.state, json: values.json, limit: values.limit }, io);
       case 'resolve': return resolveCommand({ config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] }, io);
+      case 'replay': return await replayCommand({ config: values.config, since: values.since }, io);
+      case 'reconcile': return await reconcileCommand({ config: values.config, since: values.since, json: values.json }, io);
       case 'simulate': return await simulateCommand({ provider: values.provider, port: values.port, host: values.host, webhookUrl: values['webhook-url'], faults: values.faults, seed: values.seed }, io);
       default: throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
     }
