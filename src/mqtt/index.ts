@@ -4,3 +4,4 @@ export { CommandErrorCodes, COMMAND_NAMES, type CommandResult } from './commands
 export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
 export type { DeviceControl, DeviceStateSummary, Mqtt, MqttDeps, MqttSettings } from './types.js';
+export { checkMqttRoundTrip, publishSelftestResult, brokerUrl, type MqttCheckResult, type MqttCheckFailure } from './check.js';

@@ -240,12 +240,14 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     if (c && connectedSince !== null) {
       // A clean stop says so itself: the last will only covers a crash or a lost network.
       const offlineState = { ...(lastState ? JSON.parse(lastState) as object : { mode: safeMode() }), phase: 'offline', orderId: null, reference: null, since: new Date(clock.now()).toISOString() };
-      await withTimeout(Promise.all([
+      // A connection that dies meanwhile never acknowledges: stop waiting as soon as it is gone.
+      const closed = new Promise<void>((resolve) => c.once('close', () => resolve()));
+      await withTimeout(Promise.race([closed, Promise.all([
         new Promise<void>((resolve) => { if (!send(topics.state, JSON.stringify(offlineState), true, () => resolve())) resolve(); }),
         new Promise<void>((resolve) => { if (!send(topics.status, 'offline', true, () => resolve())) resolve(); }),
-      ]), STOP_GRACE_MS);
+      ])]), STOP_GRACE_MS);
       // end(false) waits for the outbox rows still in flight, so their PUBACKs still delete them.
-      const ended = await withTimeout(new Promise<void>((resolve) => c.end(false, {}, () => resolve())), STOP_GRACE_MS);
+      const ended = await withTimeout(Promise.race([closed, new Promise<void>((resolve) => c.end(false, {}, () => resolve()))]), STOP_GRACE_MS);
       if (!ended) c.stream?.destroy();
     } else if (c) {
       c.end(true);

@@ -28,7 +28,7 @@ export const mqttSchema = z.object({
   maxInflight: z.number().int().min(1).max(100).default(10),
   telemetryIntervalSec: z.number().int().min(5).max(86_400).default(60),
   /** The disk_low alarm opens when the database's file system has less free space than this. */
-  diskLowFreeMb: z.number().int().min(1).max(1_000_000).default(200),
+  diskLowFreeMb: z.number().int().min(1).max(100_000_000).default(200),
   allowRemoteVend: z.boolean().default(false),
   homeAssistant: z.boolean().default(false),
   /** Home Assistant's discovery prefix (its `mqtt.discovery_prefix`). */

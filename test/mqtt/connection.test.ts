@@ -1,0 +1,177 @@
+import { describe, expect, it } from 'vitest';
+import { createServer as createTcpServer, type AddressInfo, type Server } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Aedes, type AedesOptions } from 'aedes';
+import { startEmbeddedBroker } from '../../src/mqtt/index.js';
+import { backoffDelay } from '../../src/mqtt/connection.js';
+import { mqttSchema } from '../../src/settings/sections/mqtt.js';
+import { captureLogger, createDevice, onCleanup, watching } from './harness.js';
+import { retainedNow } from './watch.js';
+
+const TLS = (name: string) => fileURLToPath(new URL(`./fixtures/tls/${name}`, import.meta.url));
+
+/** An aedes broker with its own options (credentials) on a TCP or TLS listener; records client ids that got in. */
+async function customBroker(options: AedesOptions, tls?: Parameters<typeof createTlsServer>[0]) {
+  const aedes = await Aedes.createBroker(options);
+  const admitted: string[] = [];
+  aedes.on('clientReady', (client) => admitted.push(client.id));
+  aedes.on('clientError', () => {});
+  aedes.on('connectionError', () => {});
+  const server: Server = tls ? createTlsServer(tls, (socket) => aedes.handle(socket)) : createTcpServer((socket) => aedes.handle(socket));
+  server.on('tlsClientError', () => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  onCleanup(async () => {
+    await new Promise<void>((resolve) => aedes.close(() => resolve()));
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { port: (server.address() as AddressInfo).port, admitted };
+}
+
+async function freePort(): Promise<number> {
+  const server = createTcpServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('connection', () => {
+  it('an empty mqtt.url disables MQTT: start and stop do nothing', async () => {
+    const log = captureLogger();
+    const device = createDevice('', {}, { logger: log.logger });
+    await device.mqtt.start();
+    device.write(3);
+    device.mqtt.publishSelftest({ ok: true });
+    expect(device.mqtt.connected()).toBe(false);
+    await device.mqtt.stop();
+    expect(device.outbox.depth()).toBe(3);
+    expect(log.text()).toContain('MQTT disabled');
+  });
+
+  it('start() returns at once when the broker is unreachable, and the device connects when it appears', async () => {
+    const port = await freePort();
+    const device = createDevice(`mqtt://127.0.0.1:${port}`);
+    await device.mqtt.start();
+    expect(device.mqtt.connected()).toBe(false);
+    const broker = await startEmbeddedBroker({ port });
+    onCleanup(() => broker.close());
+    await until(() => device.mqtt.connected(), 'the device to connect once the broker is up');
+  });
+
+  it('url embedded starts an in-process broker on embeddedPort and closes it on stop', async () => {
+    const port = await freePort();
+    const device = createDevice('embedded', { embeddedPort: port });
+    await device.mqtt.start();
+    await until(() => device.mqtt.connected(), 'the device to connect to its embedded broker');
+    const url = `mqtt://127.0.0.1:${port}`;
+    expect((await retainedNow(url, `${device.base}/#`)).get(`${device.base}/status`)).toBe('online');
+    await device.mqtt.stop();
+    // The port is free again: nothing is left listening.
+    const again = await startEmbeddedBroker({ port });
+    await again.close();
+  });
+
+  it('url embedded with the port already taken by a broker publishes to that broker instead of failing', async () => {
+    const existing = await startEmbeddedBroker({ port: 0 });
+    onCleanup(() => existing.close());
+    const log = captureLogger();
+    const device = createDevice('embedded', { embeddedPort: existing.port }, { logger: log.logger });
+    const watcher = await watching(existing.url, [`${device.base}/status`]);
+    await device.mqtt.start();
+    await watcher.next(`${device.base}/status`, (m) => m.payload === 'online');
+    expect(log.text()).toContain('port taken by another broker');
+  });
+
+  it('logs in with username and password, and never logs the password', async () => {
+    const password = 's3cret-Pa55word';
+    const check: AedesOptions['authenticate'] = (_client, username, pass, done) => {
+      if (username === 'device' && pass?.toString() === password) return done(null, true);
+      return done(Object.assign(new Error('bad credentials'), { returnCode: 4 }), null);
+    };
+    const broker = await customBroker({ authenticate: check });
+    const url = `mqtt://127.0.0.1:${broker.port}`;
+
+    const good = captureLogger();
+    const device = createDevice(url, { username: 'device', password }, { logger: good.logger });
+    await device.mqtt.start();
+    await until(() => device.mqtt.connected(), 'the device to log in');
+    expect(broker.admitted).toEqual([`${device.prefix}-${device.deviceId}`]);
+
+    const bad = captureLogger();
+    const intruder = createDevice(url, { username: 'device', password: `${password}-wrong` }, { logger: bad.logger });
+    await intruder.mqtt.start();
+    await until(() => bad.text().includes('refused the credentials'), 'the refusal to be logged');
+    expect(intruder.mqtt.connected()).toBe(false);
+
+    await device.mqtt.stop();
+    await intruder.mqtt.stop();
+    for (const text of [good.text(), bad.text()]) expect(text).not.toContain(password);
+  });
+
+  it('connects over TLS with the CA from caPath and a client certificate', async () => {
+    const broker = await customBroker({}, {
+      key: readFileSync(TLS('server.key')), cert: readFileSync(TLS('server.pem')),
+      ca: readFileSync(TLS('ca.pem')), requestCert: true, rejectUnauthorized: true,
+    });
+    const device = createDevice(`mqtts://localhost:${broker.port}`, { caPath: TLS('ca.pem'), certPath: TLS('client.pem'), keyPath: TLS('client.key') });
+    await device.mqtt.start();
+    await until(() => device.mqtt.connected(), 'the TLS connection');
+    expect(broker.admitted).toHaveLength(1);
+  });
+
+  it('refuses a broker certificate it cannot verify, and keeps the service running', async () => {
+    const broker = await customBroker({}, { key: readFileSync(TLS('server.key')), cert: readFileSync(TLS('server.pem')) });
+    const log = captureLogger();
+    const device = createDevice(`mqtts://localhost:${broker.port}`, {}, { logger: log.logger });
+    await device.mqtt.start();
+    await until(() => log.text().includes('MQTT connection error'), 'the TLS failure to be logged');
+    expect(device.mqtt.connected()).toBe(false);
+    expect(broker.admitted).toEqual([]);
+  });
+
+  it('a TLS file that cannot be read is logged with its path and MQTT stays off, without throwing', async () => {
+    const log = captureLogger();
+    const device = createDevice('mqtts://localhost:8883', { caPath: '/nonexistent/ca.pem' }, { logger: log.logger });
+    await device.mqtt.start();
+    expect(log.text()).toContain('mqtt.caPath: cannot read /nonexistent/ca.pem (ENOENT)');
+    expect(device.mqtt.connected()).toBe(false);
+  });
+
+  it('reconnect waits double after each failure, with jitter, up to the maximum', () => {
+    const at = (attempt: number, random: number) => backoffDelay(attempt, 1_000, 60_000, () => random);
+    expect([0, 1, 2, 3].map((n) => at(n, 0.5))).toEqual([1_000, 2_000, 4_000, 8_000]);
+    expect(at(2, 0)).toBe(3_200);
+    expect(at(2, 1)).toBe(4_800);
+    expect(at(10, 1)).toBe(60_000);
+    expect(at(500, 0.5)).toBe(60_000);
+  });
+});
+
+describe('mqtt settings', () => {
+  const problems = (input: Record<string, unknown>) => {
+    const result = mqttSchema.safeParse(input);
+    return result.success ? [] : result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  };
+
+  it('accepts the defaults: the embedded broker, prefix vendgate, remote vend off', () => {
+    expect(mqttSchema.parse({})).toMatchObject({ url: 'embedded', prefix: 'vendgate', allowRemoteVend: false, rejectUnauthorized: true, homeAssistant: false });
+  });
+
+  it('names each mistake: a URL that is not a broker, a certificate without its key, TLS files on a plain URL', () => {
+    expect(problems({ url: 'localhost:1883' })[0]).toContain("'embedded', or a broker URL");
+    expect(problems({ url: 'mqtts://b:8883', certPath: '/c.pem' })).toEqual(['keyPath: certPath and keyPath go together (client certificate and its key)']);
+    expect(problems({ url: 'mqtt://b:1883', caPath: '/ca.pem' })).toEqual(['caPath: TLS files need a TLS url (mqtts://host:8883)']);
+    expect(problems({ password: 'x' })).toEqual(['username: a password (VENDGATE_MQTT_PASSWORD) needs mqtt.username']);
+    expect(problems({ prefix: 'a/b' })).toEqual(['prefix: no /, # or +']);
+  });
+});
