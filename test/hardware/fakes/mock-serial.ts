@@ -1,4 +1,9 @@
-import { MockBinding, type MockPortBinding } from '@serialport/binding-mock';
+import { SerialPortMock } from 'serialport';
+
+// @serialport/binding-mock's MockBinding (its CommonJS build, the one serialport itself loads),
+// reached through serialport because the package's "exports" hide its type declarations.
+const MockBinding = SerialPortMock.binding;
+type MockPortBinding = Awaited<ReturnType<typeof MockBinding.open>>;
 
 /**
  * serialport's MockBinding plus what it lacks: a way to pull the cable. `unplug()` fails the
@@ -40,7 +45,7 @@ export function createMockSerial(path = '/dev/ttyMOCK0') {
     },
     unplug(): void {
       unplugged = true;
-      const port = current() as (MockPortBinding & { pendingRead: ((err?: Error) => void) | null; read: MockPortBinding['read'] }) | undefined;
+      const port = current() as unknown as { pendingRead: ((err?: Error) => void) | null; read: MockPortBinding['read'] } | undefined;
       if (!port) return;
       const gone = Object.assign(new Error('device disconnected (EIO)'), { code: 'EIO' });
       port.read = async () => { throw gone; };

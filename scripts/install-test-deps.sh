@@ -1,0 +1,38 @@
+#!/bin/sh
+# System packages the e2e tests need (npm run test:e2e):
+#   socat    — a pseudo-terminal pair that serves as a real serial line (test/e2e/serial*.test.ts)
+#   chromium — the kiosk page in a real browser (playwright-core, executablePath /usr/bin/chromium)
+# Idempotent: installs only what is missing; runs apt-get update only when something is.
+# Debian/Ubuntu/Raspberry Pi OS. Run as root or with sudo available.
+set -eu
+
+missing=""
+command -v socat >/dev/null 2>&1 || missing="$missing socat"
+[ -x /usr/bin/chromium ] || missing="$missing chromium"
+
+if [ -z "$missing" ]; then
+  echo "install-test-deps: socat and chromium already present"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  as_root=""
+elif command -v sudo >/dev/null 2>&1; then
+  as_root="sudo"
+else
+  echo "install-test-deps: need root (or sudo) to install:$missing" >&2
+  exit 1
+fi
+
+echo "install-test-deps: installing$missing"
+$as_root apt-get update
+# shellcheck disable=SC2086 # word splitting of the package list is intended
+DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y --no-install-recommends $missing
+
+for tool in $missing; do
+  case "$tool" in
+    chromium) [ -x /usr/bin/chromium ] || { echo "install-test-deps: /usr/bin/chromium still missing (on Ubuntu the chromium package is a snap shim: install Debian's chromium or point the kiosk e2e test at another binary)" >&2; exit 1; } ;;
+    *) command -v "$tool" >/dev/null 2>&1 || { echo "install-test-deps: $tool still missing" >&2; exit 1; } ;;
+  esac
+done
+echo "install-test-deps: done"
