@@ -40,6 +40,8 @@ function eventFor(name: InputName, active: boolean): BusEvent | null {
 export function createGpioInputs(deps: GpioInputsDeps, settings: InputsSettings): HardwareInputs {
   const log = deps.logger;
   const watched: WatchedInput[] = [];
+  /** Listeners registered with on(): removed at stop, so a stopped app hears nothing more. */
+  const subscriptions: (() => void)[] = [];
   let started = false;
 
   const isActive = (input: { activeLow: boolean }, level: Level) => (level === 1) !== input.activeLow;
@@ -109,14 +111,17 @@ export function createGpioInputs(deps: GpioInputsDeps, settings: InputsSettings)
       deps.bus.setInputsRunning(true);
       for (const input of watched) {
         log.info({ input: input.name, active: input.active }, 'input watched');
-        // An alarm or inhibit already active at start must stop sales now, not at its next edge.
-        if (input.active && (input.name === 'fireAlarm' || input.name === 'inhibit')) deps.bus.emit(eventFor(input.name, true)!);
+        if (input.name !== 'fireAlarm' && input.name !== 'inhibit') continue;
+        // An alarm or inhibit already active must stop sales now, not at its next edge; one the bus
+        // still remembers from an earlier run but that has cleared must release the gate.
+        const remembered = input.name === 'fireAlarm' ? deps.bus.state.fireAlarm : deps.bus.state.inhibit;
+        if (input.active || remembered) deps.bus.emit(eventFor(input.name, input.active)!);
       }
     },
     on(listener) {
-      deps.bus.subscribe((event) => {
+      subscriptions.push(deps.bus.subscribe((event) => {
         if (event.type !== 'passage') listener(event as HardwareEvent);
-      });
+      }));
     },
     read() {
       const levels: Record<string, boolean | null> = {};
@@ -128,6 +133,7 @@ export function createGpioInputs(deps: GpioInputsDeps, settings: InputsSettings)
       return levels;
     },
     async stop() {
+      for (const unsubscribe of subscriptions.splice(0)) unsubscribe();
       if (!started) return;
       started = false;
       deps.bus.setInputsRunning(false);

@@ -101,6 +101,26 @@ describe('GPIO inputs', () => {
     expect(events).toEqual([{ type: 'vend_request', item: '12', amount: 150 }, { type: 'line', up: false, detail: 'unplugged' }]);
   });
 
+  it('after stop, listeners registered with on() hear nothing more (an app restarted on the same settings)', async () => {
+    const { bus, events } = await watch({});
+    await inputs!.stop();
+    bus.emit({ type: 'button' });
+    expect(events).toEqual([]);
+  });
+
+  it('an alarm the shared bus remembers from an earlier run is cleared when the pin reads inactive at start', async () => {
+    const gpio = createFakeGpio();
+    gpio.setInput(512 + 23, 0);
+    const bus = createHardwareBus();
+    bus.emit({ type: 'fire_alarm', active: true });
+    inputs = await createInputs({ clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi3, bus }, hardwareSettings({ inputs: { fireAlarm: { pin: 23, activeLow: false } } }));
+    const events: HardwareEvent[] = [];
+    inputs.on((event) => events.push(event));
+    await inputs.start();
+    expect(events).toEqual([{ type: 'fire_alarm', active: false }]);
+    expect(bus.state.fireAlarm).toBe(false);
+  });
+
   it('a listener that throws does not stop the others from hearing the event', async () => {
     const { bus, events } = await watch({});
     const bad = vi.fn(() => { throw new Error('bug in a listener'); });

@@ -76,6 +76,15 @@ describe('serial line profile', () => {
     expect(ignored).toEqual(['\x00\ufffd#?noise', 'BUSY']);
   });
 
+  it('bytes without a line feed (wrong baud rate) are dropped after 4 KiB with a warning, and later lines still count', async () => {
+    const m = await machine();
+    const outcome = m.actuator.fire(request());
+    await m.answer('VEND A1', 'x'.repeat(5_000));
+    await waitFor(() => m.log.entries().some((e) => e.msg?.toString().startsWith('no line feed from the machine')), { what: 'warning' });
+    m.mock.emit('\r\nOK A1\r\n');
+    await expect(outcome).resolves.toMatchObject({ result: 'vended' });
+  });
+
   it('a line from the machine outside any vend is logged and changes nothing', async () => {
     const m = await machine();
     m.mock.emit('HELLO\r\n');

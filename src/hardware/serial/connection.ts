@@ -36,6 +36,8 @@ export interface SerialConnection {
 }
 
 const FIRST_RETRY_MS = 250;
+/** Longest run of bytes without a line feed kept for the parser. */
+const MAX_LINE_BYTES = 4_096;
 
 interface PortLike {
   open(callback: (err: Error | null) => void): void;
@@ -46,6 +48,7 @@ interface PortLike {
   unpipe(destination?: NodeJS.WritableStream): void;
   on(event: 'close', listener: (err: (Error & { disconnected?: boolean }) | null) => void): void;
   on(event: 'error', listener: (err: Error) => void): void;
+  on(event: 'data', listener: (chunk: Buffer) => void): void;
   removeAllListeners(): void;
   readonly isOpen: boolean;
 }
@@ -113,11 +116,25 @@ export function createSerialConnection(options: SerialConnectionOptions): Serial
       }
       port = candidate;
       retryMs = FIRST_RETRY_MS;
-      parser = candidate.pipe(new ReadlineParser({ delimiter: '\n' }));
-      parser.on('data', (raw: string) => {
-        const line = raw.replace(/\r+$/, '').replace(/^\r+/, '');
-        if (line.length === 0) return;
-        for (const listener of [...lineListeners]) listener(line);
+      let sinceLineEnd = 0;
+      const attachParser = () => {
+        parser = candidate.pipe(new ReadlineParser({ delimiter: '\n' }));
+        parser.on('data', (raw: string) => {
+          sinceLineEnd = 0;
+          const line = raw.replace(/\r+$/, '').replace(/^\r+/, '');
+          if (line.length === 0) return;
+          for (const listener of [...lineListeners]) listener(line);
+        });
+      };
+      attachParser();
+      // The parser buffers until a line feed: a wrong baud rate or CR-only line ends would grow it forever.
+      candidate.on('data', (chunk: Buffer) => {
+        sinceLineEnd += chunk.length;
+        if (sinceLineEnd <= MAX_LINE_BYTES || port !== candidate) return;
+        log.warn({ path: options.path, bytes: sinceLineEnd }, 'no line feed from the machine: bytes dropped (check baudRate and that lines end with \\n)');
+        sinceLineEnd = 0;
+        if (parser) candidate.unpipe(parser);
+        attachParser();
       });
       candidate.on('close', (closeErr) => {
         if (port === candidate) {
