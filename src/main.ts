@@ -4,6 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { runCli, EXIT } from './cli/index.js';
+import { startWatchdog, watchdogIntervalMs, watchdogDatabasePath, databaseProbe, type Watchdog } from './selftest/index.js';
 
 /** systemd Type=notify: Node has no Unix datagram sockets, so `systemd-notify` sends for us (NotifyAccess=all). */
 function notify(state: string): void {
@@ -11,6 +12,22 @@ function notify(state: string): void {
   const child = spawn('systemd-notify', [state], { stdio: 'ignore' });
   child.on('error', () => {});
   child.unref();
+}
+
+// WatchdogSec=: ping from READY=1 to STOPPING=1, and only while the event loop turns and the database answers.
+let watchdog: Watchdog | null = null;
+function notifyAndWatch(state: string): void {
+  notify(state);
+  if (state === 'READY=1' && !watchdog) {
+    const intervalMs = watchdogIntervalMs(process.env, process.pid);
+    const dbPath = intervalMs === null ? null : watchdogDatabasePath(process.argv.slice(2), process.env);
+    if (intervalMs !== null && dbPath !== null) {
+      const database = databaseProbe(dbPath);
+      const running = startWatchdog({ intervalMs, probe: database.probe, notify });
+      watchdog = { stop() { running.stop(); database.close(); } };
+    }
+  }
+  if (state === 'STOPPING=1') watchdog?.stop();
 }
 
 const stopSignal = new Promise<string>((resolve) => {
@@ -29,6 +46,6 @@ process.on('unhandledRejection', (reason) => {
 });
 
 const code = await runCli(process.argv.slice(2), {
-  stdout: process.stdout, stderr: process.stderr, env: process.env, stopSignal, notify, isTty: Boolean(process.stderr.isTTY),
+  stdout: process.stdout, stderr: process.stderr, env: process.env, stopSignal, notify: notifyAndWatch, isTty: Boolean(process.stderr.isTTY),
 }, { crashPoint });
 process.exit(code);

@@ -5,6 +5,8 @@ import { type CliIo, EXIT, print, UsageError } from './io.js';
 import { startCommand } from './start.js';
 import { ordersCommand, resolveCommand } from './orders.js';
 import { simulateCommand } from './simulate.js';
+import { selftestCommand } from './selftest.js';
+import { exportCommand } from './export.js';
 import { replayCommand } from './replay.js';
 import { reconcileCommand } from './reconcile.js';
 
@@ -18,6 +20,10 @@ const USAGE = `usage: vendgate <command> [options]
   replay [--since ISO]                        re-run stored webhook events (GET + observe); default: last 24 h
   reconcile [--since ISO] [--json]            paid invoices without a vend or refund here, vends without
                                               a paid invoice there; exit 1 when any (default: last 24 h)
+  selftest [--json] [--actuate [--yes]] [--expect-service]
+                                              check everything on site; exit 0 only when nothing FAILs
+                                              (--actuate: one test vend after you type yes; --yes for scripts)
+  export [--from ISO] [--to ISO]              orders created in [from, to) as CSV, for accounting
   simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]
                                               run the payment provider simulator alone
 
@@ -38,6 +44,11 @@ const OPTIONS = {
   faults: { type: 'string' },
   seed: { type: 'string' },
   since: { type: 'string' },
+  actuate: { type: 'boolean' },
+  yes: { type: 'boolean' },
+  'expect-service': { type: 'boolean' },
+  from: { type: 'string' },
+  to: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -56,6 +67,8 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       case 'resolve': return resolveCommand({ config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] }, io);
       case 'replay': return await replayCommand({ config: values.config, since: values.since }, io);
       case 'reconcile': return await reconcileCommand({ config: values.config, since: values.since, json: values.json }, io);
+      case 'selftest': return await selftestCommand({ config: values.config, json: values.json, actuate: values.actuate, yes: values.yes, expectService: values['expect-service'] }, io);
+      case 'export': return await exportCommand({ config: values.config, from: values.from, to: values.to }, io);
       case 'simulate': return await simulateCommand({ provider: values.provider, port: values.port, host: values.host, webhookUrl: values['webhook-url'], faults: values.faults, seed: values.seed }, io);
       default: throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
     }

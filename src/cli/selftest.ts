@@ -1,0 +1,114 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { loadSettings, SettingsError, type LoadedSettings } from '../settings/index.js';
+import {
+  runSelftest, settingsFailureReport, formatReport, formatReportJson, describeActuation, type SelftestDeps,
+} from '../selftest/index.js';
+import { type CliIo, EXIT, print } from './io.js';
+
+export interface SelftestCommandOptions {
+  config?: string;
+  json?: boolean;
+  actuate?: boolean;
+  /** Confirms --actuate without asking (scripts); never implies --actuate. */
+  yes?: boolean;
+  /** A stopped service is a FAIL (install and update scripts run it after starting the service). */
+  expectService?: boolean;
+}
+
+/** The terminal the confirmation is read from; process.stdin unless a test gives another. */
+export type ConfirmInput = NodeJS.ReadableStream & { isTTY?: boolean };
+
+/**
+ * `vendgate selftest [--config FILE] [--json] [--actuate [--yes]] [--expect-service]`. Exit 0 only
+ * when nothing FAILs; 78 when the settings do not load; 64 when --actuate cannot be confirmed.
+ */
+export async function selftestCommand(
+  options: SelftestCommandOptions,
+  io: CliIo & { stdin?: ConfirmInput },
+  deps: SelftestDeps = {},
+): Promise<number> {
+  const t0 = Date.now();
+  let loaded: LoadedSettings;
+  try {
+    loaded = loadSettings({ path: options.config, env: io.env });
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    const report = settingsFailureReport(err, t0, Date.now() - t0);
+    print(io.stdout, options.json ? formatReportJson(report) : formatReport(report, { color: isTty(io.stdout) }));
+    return EXIT.CONFIG;
+  }
+  const { settings } = loaded;
+  const notes: string[] = [];
+  const dropped = dropToDatabaseOwner(settings.storage.path);
+  if (dropped) notes.push(dropped);
+
+  let actuate = false;
+  if (options.actuate) {
+    const what = describeActuation(settings);
+    if (options.yes) {
+      actuate = true;
+    } else {
+      const stdin = io.stdin ?? process.stdin;
+      if (!stdin.isTTY) {
+        print(io.stderr, `vendgate: --actuate moves hardware (${what}); stdin is not a terminal, so nobody can confirm. Add --yes to confirm from a script.`);
+        return EXIT.USAGE;
+      }
+      actuate = await confirm(stdin, io.stderr, `--actuate will send ${what}.\nMake sure nobody is in the way. Type yes to go ahead: `);
+      if (!actuate) notes.push('--actuate not confirmed: nothing was moved');
+    }
+  }
+
+  const run = await runSelftest({
+    settings, source: loaded.source, environment: loaded.environment, actuate, expectService: options.expectService ?? false,
+  }, deps);
+  notes.push(...run.notes);
+  if (options.json) {
+    print(io.stdout, formatReportJson(run.report));
+    for (const note of notes) print(io.stderr, note);
+  } else {
+    print(io.stdout, formatReport(run.report, { color: isTty(io.stdout), notes }));
+  }
+  return run.report.ok ? EXIT.OK : EXIT.FAILURE;
+}
+
+function isTty(stream: NodeJS.WritableStream): boolean {
+  return Boolean((stream as { isTTY?: boolean }).isTTY);
+}
+
+function confirm(input: ConfirmInput, output: NodeJS.WritableStream, question: string): Promise<boolean> {
+  return new Promise((resolveAnswer) => {
+    const rl = createInterface({ input, output, terminal: false });
+    let answered = false;
+    rl.question(question, (answer) => {
+      answered = true;
+      rl.close();
+      resolveAnswer(answer.trim().toLowerCase() === 'yes');
+    });
+    rl.on('close', () => { if (!answered) resolveAnswer(false); });
+  });
+}
+
+/**
+ * Run as root (sudo), the selftest would create the database's -wal/-shm files, the sandbox file
+ * or the sim log as root, and the service (user vendgate) could no longer write them. So it becomes
+ * the owner of the database directory first, with that user's groups (gpio, dialout), which is
+ * also who the service runs as.
+ */
+function dropToDatabaseOwner(storagePath: string): string | null {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null;
+  const path = resolve(storagePath);
+  const target = existsSync(path) ? path : existsSync(dirname(path)) ? dirname(path) : null;
+  if (!target) return null;
+  const { uid, gid } = statSync(target);
+  if (uid === 0) return null;
+  try {
+    (process as unknown as { initgroups(user: number, group: number): void }).initgroups(uid, gid);
+  } catch {
+    // No passwd entry for the uid: keep going with the primary group only.
+  }
+  process.setgid!(gid);
+  process.setuid!(uid);
+  return `ran as uid ${uid} (the owner of ${target}), not root, so the service can still write every file`;
+}

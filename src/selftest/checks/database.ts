@@ -1,0 +1,107 @@
+import { existsSync, statSync } from 'node:fs';
+import { statfs } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import type { Settings } from '../../settings/index.js';
+import { openDatabase, inTransaction, listMigrations, type Db } from '../../store/index.js';
+import type { CheckResult } from '../types.js';
+import { describeError, fail, pass, warn } from '../helpers.js';
+
+/** Below this the service can no longer be trusted to commit (WAL growth, migrations). */
+const DISK_FAIL_MB = 50;
+
+export interface DatabaseCheck {
+  result: CheckResult;
+  /** Open and healthy enough to read: the pending-problem checks and the stored result use it. */
+  db: Db | null;
+  /** False when there is no database file yet (the service never started). */
+  exists: boolean;
+  /** Closes the connection if the selftest opened it (never the service's own). */
+  close(): void;
+}
+
+function hintFor(err: unknown, path: string): string {
+  const code = (err as { code?: string }).code ?? '';
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+    return `the file is damaged: stop the service, move ${path} aside (keep it for analysis), restore the latest backup or let the service create a new one, then run the selftest again`;
+  }
+  if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM' || code === 'EACCES') {
+    return `the service user must own the directory: sudo chown -R vendgate:vendgate ${dirname(path)}; run the selftest as that user (sudo -u vendgate …)`;
+  }
+  if (code === 'SQLITE_BUSY') return 'another process held a write lock for more than 5 s: look for a stuck vendgate command (ps aux | grep vendgate)';
+  if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR') return 'the disk is full or failing: check df -h and the SD card';
+  return 'see the detail; journalctl -u vendgate -n 50 may say more';
+}
+
+/**
+ * Opens the database as a second connection (WAL lets it share the file with the running service),
+ * runs the integrity check, confirms WAL and that a commit succeeds. A missing file is not created:
+ * that is the service's first start, and a file created by the wrong user would lock the service out.
+ */
+export function checkDatabase(settings: Readonly<Settings>, live: Db | undefined): DatabaseCheck {
+  const name = 'database';
+  const path = settings.storage.path;
+  const none = { exists: true, close() {} };
+  let db: Db;
+  let owned = false;
+  if (live) {
+    db = live;
+  } else {
+    if (path !== ':memory:' && !existsSync(path)) {
+      return { ...none, exists: false, db: null, result: warn(name, `no database yet at ${resolve(path)}`, 'the service creates it at its first start: sudo systemctl start vendgate') };
+    }
+    try {
+      db = openDatabase(path);
+      owned = true;
+    } catch (err) {
+      return { ...none, db: null, result: fail(name, `cannot open ${resolve(path)}: ${describeError(err)}`, hintFor(err, path)) };
+    }
+  }
+  const close = () => { if (owned && db.open) db.close(); };
+  try {
+    // Inside the service the full check would stall its event loop for seconds on a big file.
+    const pragma = live ? 'quick_check' : 'integrity_check';
+    const problems = (db.pragma(pragma) as Record<string, string>[]).map((row) => Object.values(row)[0]).filter((v) => v !== 'ok');
+    if (problems.length > 0) {
+      close();
+      return { ...none, db: null, result: fail(name, `${pragma} found ${problems.length} problem(s): ${problems[0]}`, hintFor({ code: 'SQLITE_CORRUPT' }, path)) };
+    }
+    const journal = String(db.pragma('journal_mode', { simple: true }));
+    if (journal !== 'wal') {
+      return { exists: true, db, close, result: fail(name, `journal_mode is ${journal}, not wal`, 'the service and the selftest share the file safely only in WAL mode: restart the service, which sets it') };
+    }
+    inTransaction(db, () => {
+      db.prepare("INSERT INTO meta (key, value) VALUES ('selftest_write_probe', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(new Date().toISOString());
+      db.prepare("DELETE FROM meta WHERE key = 'selftest_write_probe'").run();
+    });
+    const version = Number(db.pragma('user_version', { simple: true }));
+    const latest = listMigrations().at(-1)?.version ?? 0;
+    const size = path === ':memory:' ? 0 : statSync(path).size;
+    const schema = version === latest ? `schema ${version}` : `schema ${version} (this build knows ${latest})`;
+    return { exists: true, db, close, result: pass(name, `${resolve(path)}: ${pragma} ok, WAL, writable, ${schema}, ${formatMb(size)}`) };
+  } catch (err) {
+    return { exists: true, db: null, close, result: fail(name, `${resolve(path)}: ${describeError(err)}`, hintFor(err, path)) };
+  }
+}
+
+export async function checkDisk(settings: Readonly<Settings>): Promise<CheckResult> {
+  const name = 'disk';
+  const dir = dirname(resolve(settings.storage.path));
+  let stats;
+  try {
+    stats = await statfs(existsSync(dir) ? dir : dirname(dir));
+  } catch (err) {
+    return warn(name, `cannot read free space of ${dir}: ${describeError(err)}`, 'df -h shows it');
+  }
+  const freeBytes = stats.bavail * stats.bsize;
+  const freeMb = freeBytes / 1024 / 1024;
+  const detail = `${formatMb(freeBytes)} free of ${formatMb(stats.blocks * stats.bsize)} on the file system of ${dir}`;
+  const hint = 'free space: sudo journalctl --vacuum-size=100M, remove old releases in /opt/vendgate/releases, lower storage.retentionDays';
+  if (freeMb < DISK_FAIL_MB) return fail(name, detail, hint);
+  if (freeMb < settings.mqtt.diskLowFreeMb) return warn(name, detail, hint);
+  return pass(name, detail);
+}
+
+function formatMb(bytes: number): string {
+  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(1)} GB`;
+  return `${(bytes / 1024 ** 2).toFixed(1)} MB`;
+}

@@ -1,0 +1,114 @@
+import type { Settings } from '../../settings/index.js';
+import type { CheckResult, Exec } from '../types.js';
+import { fail, listenerUrl, pass, probe, warn, type Probe } from '../helpers.js';
+
+/** What the selftest found out about the service before the other checks run. */
+export interface ServiceState {
+  running: boolean;
+  /** How we know, for the details ("local listener answered", "systemd: active", …). */
+  how: string;
+  /** True inside the service itself (MQTT cmd/selftest). */
+  inProcess: boolean;
+  expected: boolean;
+  localUrl: string | null;
+  webhookUrl: string | null;
+  local: Probe | null;
+  webhook: Probe | null;
+}
+
+const PROBE_TIMEOUT_MS = 1_500;
+const UNIT = 'vendgate';
+
+/**
+ * Asks the listeners (over HTTP, never by binding their ports) and systemd whether the service is
+ * running. The selftest runs beside the service: it must not take its ports, serial port or pins.
+ */
+export async function detectService(
+  settings: Readonly<Settings>,
+  deps: { fetch: typeof fetch; exec: Exec },
+  options: { urls?: { local?: string; webhook?: string }; inProcess: boolean; expectService: boolean },
+): Promise<ServiceState> {
+  const { local: localConf, webhook: webhookConf } = settings.http;
+  // Port 0 means "any free port": only the service knows which one it got.
+  const localUrl = options.urls?.local ?? (localConf.port === 0 ? null : listenerUrl(localConf.host, localConf.port));
+  const webhookUrl = options.urls?.webhook ?? (webhookConf.port === 0 ? null : listenerUrl(webhookConf.host, webhookConf.port));
+  const [local, webhook, systemd] = await Promise.all([
+    localUrl ? probe(deps.fetch, `${localUrl}/healthz`, PROBE_TIMEOUT_MS) : Promise.resolve(null),
+    webhookUrl ? probe(deps.fetch, `${webhookUrl}/webhooks/health`, PROBE_TIMEOUT_MS) : Promise.resolve(null),
+    options.inProcess ? Promise.resolve(null) : deps.exec('systemctl', ['is-active', UNIT], PROBE_TIMEOUT_MS),
+  ]);
+  const systemdActive = systemd?.code === 0 && systemd.stdout.trim() === 'active';
+  let how = 'not running';
+  if (options.inProcess) how = 'selftest runs inside the service';
+  else if (local?.kind === 'answered') how = 'local listener answered';
+  else if (webhook?.kind === 'answered') how = 'webhook listener answered';
+  else if (systemdActive) how = `systemd: ${UNIT} is active`;
+  return {
+    running: how !== 'not running',
+    how,
+    inProcess: options.inProcess,
+    expected: options.expectService,
+    localUrl,
+    webhookUrl,
+    local,
+    webhook,
+  };
+}
+
+const NOT_RUNNING_HINT = 'start it: sudo systemctl start vendgate (or npm start for the demo); journalctl -u vendgate -n 50 says why it stopped';
+
+/** The line for a listener that refused: the service is simply off (WARN), or it should be on (FAIL). */
+function refused(name: string, service: ServiceState, what: string, port: number | string): CheckResult {
+  if (service.running) {
+    return fail(name, `the service is running (${service.how}) but nothing listens on port ${port}`, `journalctl -u vendgate -n 50 shows why the ${what} did not start (port taken? sudo ss -ltnp 'sport = :${port}')`);
+  }
+  if (service.expected) return fail(name, 'service not running', NOT_RUNNING_HINT);
+  return warn(name, 'service not running', NOT_RUNNING_HINT);
+}
+
+function portOf(url: string): string {
+  return new URL(url).port || '80';
+}
+
+/** `GET /webhooks/health` on the webhook listener (the one the tunnel forwards to). */
+export function webhookListenerCheck(service: ServiceState): CheckResult {
+  const name = 'webhook.listener';
+  if (!service.webhookUrl || !service.webhook) {
+    return warn(name, 'http.webhook.port is 0 (any free port): cannot be probed from outside the service', 'give the webhook listener a fixed port; the tunnel needs one');
+  }
+  const port = portOf(service.webhookUrl);
+  const p = service.webhook;
+  if (p.kind === 'refused') return refused(name, service, 'webhook listener', port);
+  if (p.kind === 'error') return fail(name, `${service.webhookUrl}/webhooks/health: ${p.message}`, 'the listener accepts connections but does not answer: journalctl -u vendgate -n 50');
+  if (p.status >= 200 && p.status < 300) return pass(name, `${service.webhookUrl}/webhooks/health answered in ${p.ms} ms`);
+  return fail(name, `${service.webhookUrl}/webhooks/health answered HTTP ${p.status}: not vendgate's webhook listener`, `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it or change http.webhook.port`);
+}
+
+/** `GET /healthz` on the local listener: the service's own view (provider reachable, taking orders). */
+export function localListenerCheck(service: ServiceState): CheckResult {
+  const name = 'local.listener';
+  if (!service.localUrl || !service.local) {
+    return warn(name, 'http.local.port is 0 (any free port): cannot be probed from outside the service', 'give the local listener a fixed port; the kiosk page needs one');
+  }
+  const port = portOf(service.localUrl);
+  const p = service.local;
+  if (p.kind === 'refused') return refused(name, service, 'local listener', port);
+  if (p.kind === 'error') return fail(name, `${service.localUrl}/healthz: ${p.message}`, 'the listener accepts connections but does not answer: journalctl -u vendgate -n 50');
+  const health = parseHealth(p.body);
+  if (p.status === 200) return pass(name, `${service.localUrl}/healthz answered in ${p.ms} ms${health ? `: ${health}` : ''}`);
+  if (p.status === 503 && health !== null) {
+    return fail(name, `the service reports a problem: ${health}`, 'the lines above name the cause (provider, out of service by an input or over MQTT)');
+  }
+  return fail(name, `${service.localUrl}/healthz answered HTTP ${p.status}: not vendgate's local listener`, `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it or change http.local.port`);
+}
+
+/** `{ok, checks: {provider: {ok, detail}, …}}` → "provider: reachable; service: taking orders". */
+function parseHealth(body: string): string | null {
+  try {
+    const parsed = JSON.parse(body) as { checks?: Record<string, { ok?: boolean; detail?: string }> };
+    if (!parsed.checks || typeof parsed.checks !== 'object') return null;
+    return Object.entries(parsed.checks).map(([key, c]) => `${key}: ${c.detail ?? (c.ok ? 'ok' : 'not ok')}`).join('; ');
+  } catch {
+    return null;
+  }
+}

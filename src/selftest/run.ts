@@ -1,0 +1,130 @@
+import { publishSelftestResult } from '../mqtt/index.js';
+import type { SettingsError } from '../settings/index.js';
+import { systemClock } from '../util/clock.js';
+import { silentLogger } from '../util/logger.js';
+import type { CheckResult, SelftestDeps, SelftestOptions, SelftestReport } from './types.js';
+import { bounded, defaultExec, describeError, fail, pass } from './helpers.js';
+import { detectService, localListenerCheck, webhookListenerCheck } from './checks/listeners.js';
+import { checkDatabase, checkDisk } from './checks/database.js';
+import { checkPending } from './checks/pending.js';
+import { checkClock, checkProvider, type ProviderCheck } from './checks/provider.js';
+import { checkTunnel } from './checks/tunnel.js';
+import { checkMqtt } from './checks/mqtt.js';
+import { checkHardwareLines } from './checks/hardware.js';
+import { storeSelftestResult } from './result-store.js';
+
+export const SELFTEST_REPORT_VERSION = 1;
+const DEFAULT_CHECK_TIMEOUT_MS = 5_000;
+
+export interface SelftestRun {
+  report: SelftestReport;
+  /** What happened to the result (stored, published), for the footer. Not part of the report. */
+  notes: string[];
+}
+
+/**
+ * Runs every check against the components the service itself would build from these settings.
+ * Checks that do not depend on each other run at the same time; each has an upper bound, so the
+ * whole run stays within seconds even when a host does not answer. Never throws.
+ */
+export async function runSelftest(
+  options: SelftestOptions & { store?: boolean; publish?: boolean },
+  deps: SelftestDeps = {},
+): Promise<SelftestRun> {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger ?? silentLogger();
+  const fetchFn = deps.fetch ?? globalThis.fetch;
+  const exec = deps.exec ?? defaultExec;
+  const { settings } = options;
+  const timeoutMs = options.checkTimeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS;
+  const startedAt = clock.now();
+  const t0 = Date.now();
+  const notes: string[] = [];
+
+  const env = options.environment.length ? options.environment.join(', ') : 'none';
+  const settingsLine = pass('settings', `${options.source} (environment: ${env}); device ${settings.device.id} (${settings.device.mode}, ${settings.device.livemode ? 'live' : 'test'}), provider ${settings.provider.name}, actuator ${settings.actuator.kind}`);
+
+  const service = await detectService(settings, { fetch: fetchFn, exec }, { urls: options.urls, inProcess: deps.live !== undefined, expectService: options.expectService ?? false });
+  // Synchronous and first: the tunnel and pending checks read the database.
+  const database = checkDatabase(settings, deps.live?.db);
+  try {
+    const providerHint = 'check the network and provider.baseUrl';
+    let providerCheck: ProviderCheck | null = null;
+    let mqttReachable = false;
+    const hardwareBudget = Math.max(timeoutMs, settings.actuator.serial.timeoutMs + 3_000) + (options.actuate ? settings.actuator.vendTimeoutMs : 0);
+    const [disk, providerAndClock, tunnel, mqtt, hardware] = await Promise.all([
+      bounded('disk', timeoutMs, 'df -h', () => checkDisk(settings)),
+      (async () => {
+        const provider = await bounded('provider', timeoutMs + 3_000, providerHint, async () => {
+          providerCheck = await checkProvider(settings, { clock, logger, fetch: deps.fetch, provider: deps.provider ?? deps.live?.provider });
+          return providerCheck.result;
+        });
+        const clockLine = await bounded('clock', timeoutMs, 'timedatectl status', () => checkClock(settings, { clock, exec }, (providerCheck as ProviderCheck | null)?.serverDate));
+        return [...clockLine, ...provider];
+      })(),
+      bounded('webhook.tunnel', timeoutMs * 2, 'systemctl status vendgate-tunnel', async () => {
+        const line = await checkTunnel(settings, { fetch: fetchFn, db: database.db, now: () => clock.now() }, service, timeoutMs);
+        return line ? [line] : [];
+      }),
+      bounded('mqtt', timeoutMs + 1_000, 'check mqtt.url', async () => {
+        const checked = await checkMqtt(settings, service, { deviceId: settings.device.id, timeoutMs });
+        mqttReachable = checked.reachable;
+        return checked.result;
+      }),
+      bounded('hardware', hardwareBudget, 'check the wiring', () => checkHardwareLines(settings, { clock, logger, hardware: deps.hardware, live: deps.live }, service, options.actuate ?? false)),
+    ]);
+    const pending = (() => {
+      try {
+        return checkPending(database.db, settings, clock.now(), database.exists);
+      } catch (err) {
+        return [fail('pending', `could not read the queues: ${describeError(err)}`, 'see the database line')];
+      }
+    })();
+
+    const checks: CheckResult[] = [
+      settingsLine, database.result, ...disk, ...providerAndClock,
+      webhookListenerCheck(service), ...tunnel, localListenerCheck(service), ...mqtt, ...hardware, ...pending,
+    ];
+    const report: SelftestReport = {
+      version: SELFTEST_REPORT_VERSION,
+      ok: checks.every((c) => c.status !== 'FAIL'),
+      startedAt: new Date(startedAt).toISOString(),
+      durationMs: Date.now() - t0,
+      config: { source: options.source, environment: [...options.environment], deviceId: settings.device.id },
+      checks,
+    };
+
+    if (options.store !== false) {
+      if (database.db) {
+        try {
+          storeSelftestResult(database.db, report);
+          notes.push('result stored in the database (meta.selftest_last)');
+        } catch (err) {
+          notes.push(`result not stored: ${describeError(err)}`);
+        }
+      } else {
+        notes.push('result not stored: the database is not available');
+      }
+    }
+    if (options.publish !== false && mqttReachable) {
+      const published = await publishSelftestResult(settings.mqtt, { deviceId: settings.device.id, timeoutMs, report, at: report.startedAt });
+      notes.push(published.detail);
+    }
+    return { report, notes };
+  } finally {
+    database.close();
+  }
+}
+
+/** The report for settings that do not load: one FAIL line listing every problem. */
+export function settingsFailureReport(err: SettingsError, startedAtMs: number, durationMs: number): SelftestReport {
+  const problems = err.problems.join('; ');
+  return {
+    version: SELFTEST_REPORT_VERSION,
+    ok: false,
+    startedAt: new Date(startedAtMs).toISOString(),
+    durationMs,
+    config: { source: err.source, environment: [], deviceId: null },
+    checks: [fail('settings', `${err.source}: ${problems}`, 'fix the listed keys (docs/operations.md lists every key); the service would exit with code 78 on this file')],
+  };
+}

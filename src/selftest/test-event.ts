@@ -1,0 +1,71 @@
+import { randomBytes } from 'node:crypto';
+import {
+  GEREGE_EVENT_ID_HEADER, GEREGE_SIGNATURE_HEADER, QUTPAY_SIGNATURE_HEADER,
+  signGeregeTestPayload, signQutpayTestPayload, type ProviderName,
+} from '../payments/index.js';
+import { SANDBOX_SIGNATURE_HEADER, signSandboxPayload } from '../payments/sandbox/index.js';
+
+/**
+ * The event type of the tunnel round trip. The listener verifies and stores it like any event (so
+ * the selftest can find it in `webhook_events`), and the inbox marks it processed at once: it is no
+ * payment type, so nothing is re-read and no order is touched.
+ */
+export const SELFTEST_EVENT_TYPE = 'vendgate.selftest';
+
+export interface SignedTestEvent {
+  /** The inbox key the listener stores it under. */
+  eventId: string;
+  path: string;
+  body: Buffer;
+  headers: Record<string, string>;
+}
+
+/** A webhook signed exactly as the provider would sign it, with the device's own secret. */
+export function signedTestEvent(provider: ProviderName, options: { secret: string; livemode: boolean; nowMs: number; nonce?: string }): SignedTestEvent {
+  const nonce = options.nonce ?? randomBytes(8).toString('hex');
+  const nowSec = Math.floor(options.nowMs / 1000);
+  const path = `/webhooks/${provider}`;
+  switch (provider) {
+    case 'gerege': {
+      const eventId = `evt_selftest_${nonce}`;
+      const body = Buffer.from(JSON.stringify({
+        id: eventId, object: 'event', type: SELFTEST_EVENT_TYPE, livemode: options.livemode, created: nowSec,
+        data: { object: { id: `st_selftest_${nonce}`, object: 'selftest' } },
+      }));
+      return {
+        eventId, path, body,
+        headers: {
+          'content-type': 'application/json',
+          [GEREGE_EVENT_ID_HEADER]: eventId,
+          [GEREGE_SIGNATURE_HEADER]: signGeregeTestPayload(body, options.secret, nowSec),
+        },
+      };
+    }
+    case 'qutpay': {
+      const invoiceId = `inv_selftest_${nonce}`;
+      const body = Buffer.from(JSON.stringify({
+        event: SELFTEST_EVENT_TYPE, created: new Date(options.nowMs).toISOString(),
+        invoice: { id: invoiceId, status: 'selftest', livemode: options.livemode },
+      }));
+      return {
+        eventId: `${invoiceId}:selftest`, path, body,
+        headers: { 'content-type': 'application/json', [QUTPAY_SIGNATURE_HEADER]: signQutpayTestPayload(body, options.secret) },
+      };
+    }
+    case 'sandbox': {
+      const eventId = `evt_selftest_${nonce}`;
+      const body = Buffer.from(JSON.stringify({
+        id: eventId, object: 'event', type: SELFTEST_EVENT_TYPE, livemode: false, created: nowSec,
+        data: { object: { id: `st_selftest_${nonce}` } },
+      }));
+      return {
+        eventId, path, body,
+        headers: {
+          'content-type': 'application/json',
+          'sandbox-event-id': eventId,
+          [SANDBOX_SIGNATURE_HEADER]: signSandboxPayload(body, options.secret, nowSec),
+        },
+      };
+    }
+  }
+}

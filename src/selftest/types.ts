@@ -1,0 +1,74 @@
+import type { Settings } from '../settings/index.js';
+import type { Db } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import type { PaymentProvider } from '../payments/index.js';
+import type { Actuator, HardwareDeps, HardwareInputs } from '../hardware/index.js';
+
+export type CheckStatus = 'PASS' | 'WARN' | 'FAIL';
+
+/** One line of the report. `name` is stable (scripts match on it); `hint` is '' when there is nothing to do. */
+export interface CheckResult {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  hint: string;
+}
+
+/** The `--json` document. Version 1: fields are only ever added, never renamed or removed. */
+export interface SelftestReport {
+  version: 1;
+  /** True when no check FAILed. */
+  ok: boolean;
+  startedAt: string;
+  durationMs: number;
+  config: {
+    /** The settings file that was read. */
+    source: string;
+    /** Names (never values) of the environment variables that contributed. */
+    environment: string[];
+    deviceId: string | null;
+  };
+  checks: CheckResult[];
+}
+
+/** Runs a command with a time limit (timedatectl, systemctl). Never throws: a missing binary is `code: null`. */
+export type Exec = (command: string, args: string[], timeoutMs: number) => Promise<{ code: number | null; stdout: string; error?: string }>;
+
+/** The components of a running service, when the selftest runs inside it (MQTT cmd/selftest). */
+export interface LiveComponents {
+  db: Db;
+  provider: PaymentProvider;
+  actuator: Actuator;
+  inputs: HardwareInputs;
+}
+
+export interface SelftestDeps {
+  clock?: Clock;
+  logger?: Logger;
+  /** Inside the service: use its components instead of building (and locking) a second set. */
+  live?: LiveComponents;
+  /** Replaces the provider the settings name (tests). */
+  provider?: PaymentProvider;
+  /** Passed to createActuator/createInputs (tests: fake Gpio, serial mock binding, sysfs fixture). */
+  hardware?: Omit<HardwareDeps, 'clock' | 'logger'>;
+  fetch?: typeof fetch;
+  exec?: Exec;
+}
+
+export interface SelftestOptions {
+  settings: Readonly<Settings>;
+  source: string;
+  environment: string[];
+  /** The person confirmed a test actuation (the CLI asks; never set without asking). */
+  actuate?: boolean;
+  /** A stopped service is a FAIL, not a WARN (install and update scripts, after starting it). */
+  expectService?: boolean;
+  /**
+   * Where the listeners really are, when the caller knows better than the settings (the service
+   * itself with port 0, tests). Base URLs without a trailing slash.
+   */
+  urls?: { local?: string; webhook?: string };
+  /** Upper bound of one network check. Default 5000 ms. */
+  checkTimeoutMs?: number;
+}
