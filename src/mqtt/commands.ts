@@ -48,6 +48,8 @@ export function createCommandHandler(deps: {
   allowRemoteVend: boolean;
   /** Publishes a result on `cmd/<name>/result` (not retained). */
   reply(name: string, result: CommandResult): void;
+  /** A selftest run by command also updates the retained `selftest` topic (with its report). */
+  onSelftest?(report: unknown): void;
 }): CommandHandler {
   const { control, clock, logger, reply } = deps;
   const recent = new Map<string, Promise<CommandResult>>();
@@ -61,8 +63,11 @@ export function createCommandHandler(deps: {
         control.setOutOfService(on, reason ?? 'set over MQTT');
         return control.state();
       }
-      case 'selftest':
-        return control.runSelftest();
+      case 'selftest': {
+        const outcome = await control.runSelftest();
+        deps.onSelftest?.(outcome.report);
+        return outcome;
+      }
       case 'resolve': {
         const { orderId, vended } = schemas.resolve.parse(body);
         return control.resolve(orderId, vended);

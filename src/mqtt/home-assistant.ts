@@ -37,7 +37,7 @@ export function discoveryMessages(options: {
   };
   const sensor = (name: string, config: Record<string, unknown>) => ({
     topic: `${discoveryPrefix}/sensor/${deviceId}_${name}/config`,
-    payload: JSON.stringify({ unique_id: `vendgate_${deviceId}_${name}`, object_id: `vendgate_${deviceId}_${name}`, ...common, ...config }),
+    payload: JSON.stringify({ unique_id: `vendgate_${deviceId}_${name}`, ...common, ...config }),
   });
   return [
     sensor('state', {

@@ -2,7 +2,7 @@ import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mq
 import { inTransaction } from '../store/index.js';
 import { createTopics } from './topics.js';
 import { createOutboxPublisher } from './publisher.js';
-import { createCommandHandler, type CommandResult } from './commands.js';
+import { createCommandHandler, CommandErrorCodes, type CommandResult } from './commands.js';
 import { clientOptions, backoffDelay, redactUrl } from './connection.js';
 import { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
 import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
@@ -44,7 +44,18 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
 
   const commands = createCommandHandler({
     control, clock, logger: log, allowRemoteVend: settings.allowRemoteVend,
-    reply: (name: string, result: CommandResult) => send(topics.result(name), JSON.stringify(result), false),
+    reply: (name: string, result: CommandResult) => {
+      let payload: string;
+      try {
+        payload = JSON.stringify(result);
+      } catch (err) {
+        // A result the app cannot serialise (a cycle, a BigInt) still gets an answer.
+        log.error({ err, command: name }, 'command result is not JSON');
+        payload = JSON.stringify({ requestId: result.requestId, ok: false, error: { code: CommandErrorCodes.COMMAND_FAILED, message: 'the result could not be serialised' } });
+      }
+      send(topics.result(name), payload, false);
+    },
+    onSelftest: (report) => publishSelftest(report),
   });
 
   /** Publishes on the live connection with QoS 1; dropped when there is none (callers republish on connect). */
@@ -70,6 +81,11 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     }
     if (payload === lastState) return;
     if (send(topics.state, payload, true)) lastState = payload;
+  }
+
+  function publishSelftest(report: unknown): void {
+    selftestPayload = JSON.stringify({ at: new Date(clock.now()).toISOString(), report });
+    publishSelftestNow();
   }
 
   function publishSelftestNow(): void {
@@ -267,10 +283,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     },
     kick,
     connected: () => connectedSince !== null,
-    publishSelftest(report) {
-      selftestPayload = JSON.stringify({ at: new Date(clock.now()).toISOString(), report });
-      publishSelftestNow();
-    },
+    publishSelftest,
   };
 }
 

@@ -86,11 +86,13 @@ describe('commands over MQTT', () => {
     await watcher.next(`${device.base}/state`, (m) => JSON.parse(m.payload).phase === 'out_of_service');
   });
 
-  it('selftest runs the app selftest and returns its report', async () => {
-    const { device, command } = await connectedDevice();
+  it('selftest runs the app selftest, returns its report and updates the retained selftest topic', async () => {
+    const { device, watcher, command } = await connectedDevice();
     const reply = await command('selftest', { requestId: 's-1' }, 's-1');
     expect(reply).toMatchObject({ ok: true, result: { ok: true, report: { checks: [{ name: 'database', ok: true }] } } });
     expect(device.control.calls.selftest).toBe(1);
+    const published = await watcher.next(`${device.base}/selftest`);
+    expect(JSON.parse(published.payload)).toMatchObject({ report: { checks: [{ name: 'database', ok: true }] } });
   });
 
   it('a retained command is ignored when the device connects', async () => {
