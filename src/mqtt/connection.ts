@@ -61,3 +61,14 @@ function readPem(path: string, key: string): Buffer {
     throw new MqttConfigError(`mqtt.${key}: cannot read ${path} (${code}); check the path and that the vendgate user may read it`);
   }
 }
+
+/** Resolves true when `promise` settled in time, false on timeout. */
+export async function withTimeout(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

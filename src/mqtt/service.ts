@@ -3,7 +3,7 @@ import { inTransaction } from '../store/index.js';
 import { createTopics } from './topics.js';
 import { createOutboxPublisher } from './publisher.js';
 import { createCommandHandler, CommandErrorCodes, type CommandResult } from './commands.js';
-import { clientOptions, backoffDelay, redactUrl } from './connection.js';
+import { clientOptions, backoffDelay, redactUrl, withTimeout } from './connection.js';
 import { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
 import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
 import { discoveryMessages } from './home-assistant.js';
@@ -285,15 +285,4 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     connected: () => connectedSince !== null,
     publishSelftest,
   };
-}
-
-/** Resolves true when `promise` settled in time, false on timeout. */
-async function withTimeout(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
-  try {
-    return await Promise.race([promise.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
