@@ -2,10 +2,9 @@
 // Every string that comes from the server or the settings (product names, references) reaches the
 // DOM through textContent; the QR SVG is parsed and checked before it is inserted.
 
-const LOCALES = { mn: 'mn-MN', kk: 'kk-KZ', ru: 'ru-RU', en: 'en-GB' };
+import { formatMoney, hasDictionary, loadDictionary, translate } from './text.js';
+
 const PROVIDER_NAMES = { sandbox: 'Sandbox', gerege: 'Gerege', qutpay: 'QutPay' };
-// Same rule as src/kiosk/money.ts: tugrik and tenge are charged in whole units.
-const WHOLE_UNIT_CURRENCIES = new Set(['MNT', 'KZT']);
 // Turnstile standing QR: replaced this long before expiry so nobody scans a code about to die.
 const RENEW_BEFORE_MS = 10_000;
 const RECONNECT_MS = 2_000;
@@ -17,7 +16,6 @@ const SCREENS = ['connecting', 'catalog', 'fare', 'creating', 'pay', 'progress',
 const view = {
   state: null,
   offsetMs: 0,
-  dicts: {},
   chosenLang: null,
   connected: false,
   creating: false,
@@ -45,34 +43,14 @@ function language() {
 }
 
 function t(key, vars = {}) {
-  const text = view.dicts[language()]?.[key] ?? view.dicts.en?.[key] ?? '';
-  return text.replace(/\{(\w+)\}/g, (_, name) => String(vars[name] ?? ''));
-}
-
-async function loadLanguage(lang) {
-  if (view.dicts[lang]) return;
-  const res = await fetch(`/i18n/${lang}.json`);
-  if (!res.ok) throw new Error(`i18n ${lang}: ${res.status}`);
-  view.dicts[lang] = await res.json();
+  return translate(language(), key, vars);
 }
 
 function useLanguage(lang) {
-  loadLanguage(lang).then(render, () => setTimeout(() => useLanguage(lang), RECONNECT_MS));
+  loadDictionary(lang).then(render, () => setTimeout(() => useLanguage(lang), RECONNECT_MS));
 }
 
-function formatMoney(amount, currency) {
-  const locale = LOCALES[language()];
-  try {
-    const iso = new Intl.NumberFormat(locale, { style: 'currency', currency }).resolvedOptions();
-    const digits = WHOLE_UNIT_CURRENCIES.has(currency) ? 0 : iso.maximumFractionDigits;
-    return new Intl.NumberFormat(locale, {
-      style: 'currency', currency, currencyDisplay: 'narrowSymbol',
-      minimumFractionDigits: digits, maximumFractionDigits: digits,
-    }).format(amount / 10 ** digits);
-  } catch {
-    return `${amount} ${currency}`;
-  }
-}
+const money = (amount, currency) => formatMoney(amount, currency, language());
 
 // ---------- talking to the server ----------
 
@@ -95,7 +73,7 @@ function applyState(state, fromFetch) {
   view.state = state;
   const order = state.order;
   if (view.created && (order?.orderId === view.created.orderId || state.phase !== 'idle')) view.created = null;
-  if (!view.chosenLang && !view.dicts[state.language]) useLanguage(state.language);
+  if (!view.chosenLang && !hasDictionary(state.language)) useLanguage(state.language);
   render();
 }
 
@@ -244,7 +222,9 @@ function render() {
   if (!state) return;
   const turnstile = state.mode === 'turnstile';
   if (screen === 'catalog') drawCatalog(state);
-  if (screen === 'fare') setText($('fare-amount'), formatMoney(state.fare ?? 0, state.currency));
+  // Offline, a tap could only fail: the buttons wait for the connection to come back.
+  for (const button of document.querySelectorAll('.product, #pay-to-enter')) button.disabled = !view.connected;
+  if (screen === 'fare') setText($('fare-amount'), money(state.fare ?? 0, state.currency));
   if (screen === 'creating') setText($('creating-text'), t(view.renewing ? 'renewing' : 'preparing'));
   if (screen === 'pay') drawPay(state);
   if (screen === 'progress') setText($('progress-text'), t(turnstile ? 'openingGate' : 'dispensing'));
@@ -258,7 +238,7 @@ function render() {
 }
 
 function drawCatalog(state) {
-  const key = JSON.stringify([language(), state.currency, state.catalog]);
+  const key = JSON.stringify([language(), hasDictionary(language()), state.currency, state.catalog]);
   if (key === view.catalogKey) return;
   view.catalogKey = key;
   const list = $('catalog');
@@ -272,7 +252,7 @@ function drawCatalog(state) {
     name.textContent = item.name;
     const price = document.createElement('span');
     price.className = 'price';
-    price.textContent = formatMoney(item.price, state.currency);
+    price.textContent = money(item.price, state.currency);
     const slot = document.createElement('span');
     slot.className = 'slot';
     slot.textContent = t('slotLabel', { slot: item.slot });
@@ -287,8 +267,9 @@ function drawCatalog(state) {
 function drawPay(state) {
   const pay = payModel();
   if (!pay) return;
-  setText($('pay-item'), pay.itemName || (state.mode === 'turnstile' ? t('fareTitle') : ''));
-  setText($('pay-amount'), formatMoney(pay.amount, pay.currency));
+  // A turnstile order's item is the service's own word for a pass; the customer reads it in their language.
+  setText($('pay-item'), state.mode === 'turnstile' ? t('passTitle') : pay.itemName);
+  setText($('pay-amount'), money(pay.amount, pay.currency));
   setText($('pay-provider'), t('payWith', { provider: PROVIDER_NAMES[pay.provider] ?? pay.provider }));
   $('cancel').dataset.orderId = String(pay.orderId);
   $('cancel').hidden = state.mode === 'turnstile' && state.autoStart;
