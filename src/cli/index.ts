@@ -5,6 +5,7 @@ import { type CliIo, EXIT, print, UsageError } from './io.js';
 import { startCommand } from './start.js';
 import { ordersCommand, resolveCommand } from './orders.js';
 import { simulateCommand } from './simulate.js';
+import { simulateMachineCommand } from './simulate-machine.js';
 import { selftestCommand } from './selftest.js';
 import { exportCommand } from './export.js';
 import { replayCommand } from './replay.js';
@@ -26,6 +27,9 @@ const USAGE = `usage: vendgate <command> [options]
   export [--from ISO] [--to ISO]              orders created in [from, to) as CSV, for accounting
   simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]
                                               run the payment provider simulator alone
+  simulate-machine --path TTY [--profile line|mdb] [--baud N] [--fail-slots A2,B1] [--fail-rate P]
+                   [--silent-slots A1] [--vend-delay-ms N] [--session-timeout-ms N] [--auto-vend ITEM:AMOUNT:MS]
+                                              play a serial vending machine / MDB board on a pty (development)
 
   --config FILE  defaults to $VENDGATE_CONFIG, then /etc/vendgate/config.yaml, then the demo config
 Exit codes: 0 ok, 1 runtime failure, 64 usage, 78 bad configuration.`;
@@ -41,6 +45,15 @@ const OPTIONS = {
   port: { type: 'string' },
   host: { type: 'string' },
   'webhook-url': { type: 'string' },
+  path: { type: 'string' },
+  profile: { type: 'string' },
+  baud: { type: 'string' },
+  'fail-slots': { type: 'string' },
+  'fail-rate': { type: 'string' },
+  'silent-slots': { type: 'string' },
+  'vend-delay-ms': { type: 'string' },
+  'session-timeout-ms': { type: 'string' },
+  'auto-vend': { type: 'string' },
   faults: { type: 'string' },
   seed: { type: 'string' },
   since: { type: 'string' },
@@ -69,6 +82,10 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       case 'reconcile': return await reconcileCommand({ config: values.config, since: values.since, json: values.json }, io);
       case 'selftest': return await selftestCommand({ config: values.config, json: values.json, actuate: values.actuate, yes: values.yes, expectService: values['expect-service'] }, io);
       case 'export': return await exportCommand({ config: values.config, from: values.from, to: values.to }, io);
+      case 'simulate-machine': return await simulateMachineCommand({
+        path: values.path, profile: values.profile, baud: values.baud, failSlots: values['fail-slots'], failRate: values['fail-rate'],
+        silentSlots: values['silent-slots'], vendDelayMs: values['vend-delay-ms'], sessionTimeoutMs: values['session-timeout-ms'], autoVend: values['auto-vend'],
+      }, io, io.stdin ?? process.stdin);
       case 'simulate': return await simulateCommand({ provider: values.provider, port: values.port, host: values.host, webhookUrl: values['webhook-url'], faults: values.faults, seed: values.seed }, io);
       default: throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
     }

@@ -8,6 +8,8 @@ export interface CliIo {
   /** Tells systemd (Type=notify) about readiness, stopping and watchdog pings; no-op elsewhere. */
   notify: (state: 'READY=1' | 'STOPPING=1' | 'WATCHDOG=1' | string) => void;
   isTty: boolean;
+  /** Operator input for interactive commands (simulate-machine, selftest --actuate). */
+  stdin?: NodeJS.ReadableStream;
 }
 
 /** Exit codes: 0 ok, 1 runtime failure, 78 bad configuration (systemd does not restart on it). */

@@ -68,15 +68,20 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     });
   }
 
-  async function fire(order: OrderRow): Promise<VendOutcome | { result: 'unknown'; detail: string }> {
+  /**
+   * The actuator answers for itself: `failed` only when it knows nothing was delivered. A driver that
+   * throws or outlives its own worst case (vendTimeoutMs) may have touched the machine, so the
+   * outcome is unknown: the order is parked for a person, never refunded or refired blindly.
+   */
+  async function fire(order: OrderRow): Promise<VendOutcome> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<VendOutcome>((resolve) => {
-      timer = setTimeout(() => resolve({ result: 'failed', reason: `no answer from the ${actuator.kind} actuator within ${settings.vendTimeoutMs} ms` }), settings.vendTimeoutMs);
+      timer = setTimeout(() => resolve({ result: 'unknown', detail: `no answer from the ${actuator.kind} actuator within ${settings.vendTimeoutMs} ms` }), settings.vendTimeoutMs);
     });
     try {
       return await Promise.race([actuator.fire(requestFor(order)), timeout]);
     } catch (err) {
-      return { result: 'failed', reason: errorMessage(err) };
+      return { result: 'unknown', detail: `actuator error: ${errorMessage(err)}` };
     } finally {
       clearTimeout(timer);
     }

@@ -70,8 +70,6 @@ describe('vend runner', () => {
   it.each([
     ['fails', () => ({ result: 'failed', reason: 'motor jam' }) as VendOutcome],
     ['nobody passes', () => ({ result: 'not_passed' }) as VendOutcome],
-    ['throws', () => { throw new Error('EIO'); }],
-    ['hangs past the timeout', () => new Promise<VendOutcome>(() => {})],
   ])('a vend that %s is refunded exactly once', async (_name, outcome) => {
     const actuator = scripted(outcome);
     const { vend, refunds } = setup(core, actuator, { vendTimeoutMs: 50 });
@@ -82,6 +80,23 @@ describe('vend runner', () => {
     await refunds.run();
     expect(core.orders.get(order.id)!.state).toBe('refunded');
     expect(core.fake.callsOf('refund')).toEqual([{ method: 'refund', arg: { invoiceId: order.invoice_id, amount: 1500, idempotencyKey: `${order.reference}-refund` } }]);
+    expect(actuator.fired).toBe(1);
+  });
+
+  it.each([
+    ['throws', () => { throw new Error('EIO'); }],
+    ['hangs past its timeout', () => new Promise<VendOutcome>(() => {})],
+    ['sent the command but got no answer', () => ({ result: 'unknown', detail: 'no answer' }) as VendOutcome],
+  ])('a vend whose actuator %s is parked as uncertain for a person: no refund, no second fire', async (_name, outcome) => {
+    const actuator = scripted(outcome);
+    const { vend, refunds } = setup(core, actuator, { vendTimeoutMs: 50 });
+    const order = await paidOrder(core);
+    await vend.run();
+    await vend.run();
+    await refunds.run();
+    expect(core.orders.get(order.id)!.state).toBe('vend_uncertain');
+    expect(core.outbox.openAlarms().map((a) => a.name)).toEqual([`vend_uncertain/${order.id}`]);
+    expect(core.fake.callsOf('refund')).toEqual([]);
     expect(actuator.fired).toBe(1);
   });
 
