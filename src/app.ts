@@ -15,6 +15,8 @@ import { createWebhookChannel, type WebhookChannel } from './channels/webhook/in
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createDeviceView, type DeviceView } from './device-view.js';
 import { handleHardwareEvent } from './hardware-events.js';
+import { createMqtt, type Mqtt } from './mqtt/index.js';
+import { createDeviceControl } from './device-control.js';
 
 export interface AppDeps {
   clock?: Clock;
@@ -25,6 +27,8 @@ export interface AppDeps {
   actuator?: Actuator;
   /** Replaces the inputs named in the settings (tests). */
   inputs?: HardwareInputs;
+  /** The settings file this app was built from (reported by the in-process selftest). */
+  configSource?: string;
   /** Test-only: named points at which the process kills itself (crash tests). */
   crashPoint?: (name: string) => void;
 }
@@ -45,6 +49,7 @@ export interface AppContext {
   refunds: RefundWorker;
   poller: Poller;
   webhooks: WebhookChannel;
+  mqtt: Mqtt;
   actuator: Actuator;
   inputs: HardwareInputs;
   view: DeviceView;
@@ -92,7 +97,9 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const inputs = deps.inputs ?? await createInputs({ clock, logger }, settings);
     const outOfService = new Map<string, string>();
     const listeners = new Set<() => void>();
-    const notify = () => { for (const listener of listeners) listener(); };
+    let mqtt: Mqtt | null = null;
+    // Every state change may have written outbox rows: publish them now, not at the next poll.
+    const notify = () => { for (const listener of listeners) listener(); mqtt?.kick(); };
 
     const baseLedger = createLedger({ db, clock, logger, outbox });
     let vend: VendRunner;
@@ -134,7 +141,12 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
     const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners });
 
-    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, actuator, inputs, view };
+    let urls: { local?: string; webhook?: string } = {};
+    mqtt = createMqtt({
+      db, outbox, clock, logger, deviceId: settings.device.id,
+      control: createDeviceControl({ ctx: () => ctx!, outOfService, listeners, notify, urls: () => urls, source: deps.configSource ?? '(in memory)' }),
+    }, settings.mqtt);
+    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view };
 
     // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
     await actuator.start();
@@ -151,6 +163,9 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     kioskPort = listening.port;
 
     const webhookListening = await webhooks.start();
+    urls = { local: listening.url, webhook: webhookListening.url };
+    // Connects in the background: a broker that is down never holds up the money path.
+    await mqtt.start();
     poller.start();
     void vend.run();
     void refunds.run();
@@ -182,6 +197,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await inputs.stop();
     await vend.stop();
     await actuator.stop();
+    await ctx.mqtt.stop();
     sandbox?.close();
     db.close();
     log.info('stopped');

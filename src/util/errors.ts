@@ -23,6 +23,9 @@ export const ErrorCodes = {
   VEND_UNCERTAIN: 'VG_ERR_VEND_UNCERTAIN',
   HARDWARE: 'VG_ERR_HARDWARE',
   DATABASE: 'VG_ERR_DATABASE',
+  UNKNOWN_COMMAND: 'VG_ERR_UNKNOWN_COMMAND',
+  REMOTE_VEND_DISABLED: 'VG_ERR_REMOTE_VEND_DISABLED',
+  COMMAND_FAILED: 'VG_ERR_COMMAND_FAILED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
