@@ -76,7 +76,7 @@ describe('what the machine tells us becomes orders and service state', () => {
     inputs.emit({ type: 'inhibit', active: true });
     const refused = await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' });
     expect(refused.status).toBe(503);
-    expect((await (await fetch(`${localUrl}/api/state`)).json()).phase).toBe('out_of_service');
+    expect(((await (await fetch(`${localUrl}/api/state`)).json()) as { phase: string }).phase).toBe('out_of_service');
     inputs.emit({ type: 'inhibit', active: false });
     const accepted = await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' });
     expect(accepted.status).toBe(201);

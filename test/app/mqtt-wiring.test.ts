@@ -35,7 +35,7 @@ describe('the service as operators see it over MQTT', () => {
   it('publishes presence, state, and every event of a paid order in seq order', async () => {
     const { base, localUrl, ctx } = await start();
     await watcher.next(`${base}/status`, (m) => m.payload === 'online');
-    const created = await (await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' })).json();
+    const created = await (await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' })).json() as { invoiceId: string };
     await ctx.sandbox!.payments.pay(created.invoiceId);
     await watcher.until(() => watcher.on(`${base}/events`).some((m) => JSON.parse(m.payload).type === 'vend.succeeded'), 'vend.succeeded');
     const events = watcher.on(`${base}/events`).map((m) => JSON.parse(m.payload) as { type: string; seq: number; id: string });
@@ -59,7 +59,7 @@ describe('the service as operators see it over MQTT', () => {
     expect(refused.status).toBe(503);
     await watcher.publish(`${base}/cmd/out_of_service`, JSON.stringify({ requestId: 'r-2', on: false }));
     await watcher.next(`${base}/cmd/out_of_service/result`, (m) => m.payload.includes('r-2'));
-    await waitFor(async () => (await fetch(`${localUrl}/api/state`).then((r) => r.json())).phase === 'idle', { what: 'idle again' });
+    await waitFor(async () => ((await fetch(`${localUrl}/api/state`).then((r) => r.json())) as { phase: string }).phase === 'idle', { what: 'idle again' });
   });
 
   it('a remote test vend is refused unless allowed in the settings, and nothing is actuated', async () => {

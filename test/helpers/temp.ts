@@ -9,13 +9,13 @@ export function tempDir(prefix = 'vendgate-test-'): { path: string; cleanup: () 
 }
 
 /** Waits until `predicate` returns a truthy value, polling every `intervalMs`; fails after `timeoutMs`. */
-export async function waitFor<T>(predicate: () => T | Promise<T>, options: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+export async function waitFor<T>(predicate: () => T | Promise<T>, options: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   let last: unknown;
   for (;;) {
     try {
       const value = await predicate();
-      if (value) return value;
+      if (value) return value as Exclude<T, false | null | undefined | 0 | ''>;
     } catch (err) {
       last = err;
     }
