@@ -10,6 +10,21 @@ export interface SimActuatorSettings {
   logPath: string;
   durationMs: number;
   failMode: SimFailMode;
+  /** Share of actuations that fail as failMode says (`fail` when none); undefined → all of them. */
+  failRate?: number;
+  failSeed?: number;
+}
+
+/** mulberry32: a small seeded generator, so a soak run's machine failures replay with its seed. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
 }
 
 /**
@@ -22,6 +37,11 @@ export interface SimActuatorSettings {
 export function createSimActuator(deps: { clock: Clock }, settings: SimActuatorSettings): Actuator & { setFailMode(mode: SimFailMode): void } {
   let failMode = settings.failMode;
   let started = false;
+  const draw = seededRandom(settings.failSeed ?? 1);
+  const modeForThisVend = (): SimFailMode => {
+    if (settings.failRate === undefined) return failMode;
+    return draw() < settings.failRate ? (failMode === 'none' ? 'fail' : failMode) : 'none';
+  };
   return {
     kind: 'sim',
     async start() {
@@ -30,8 +50,9 @@ export function createSimActuator(deps: { clock: Clock }, settings: SimActuatorS
     },
     async fire(request: VendRequest): Promise<VendOutcome> {
       if (!started) return { result: 'failed', reason: 'actuator not started' };
+      const mode = modeForThisVend();
       if (settings.durationMs > 0) await sleep(settings.durationMs);
-      switch (failMode) {
+      switch (mode) {
         case 'fail': return { result: 'failed', reason: 'simulated motor jam' };
         case 'nak': return { result: 'failed', reason: 'machine answered "NAK" (simulated)' };
         case 'hang': return new Promise<VendOutcome>(() => {});
@@ -40,7 +61,7 @@ export function createSimActuator(deps: { clock: Clock }, settings: SimActuatorS
       }
       const line = { orderId: request.orderId, reference: request.reference, slot: request.slot, amount: request.amount, at: new Date(deps.clock.now()).toISOString() };
       appendFileSync(settings.logPath, `${JSON.stringify(line)}\n`);
-      if (failMode === 'timeout') return { result: 'unknown', detail: 'simulated: command sent, no answer from the machine' };
+      if (mode === 'timeout') return { result: 'unknown', detail: 'simulated: command sent, no answer from the machine' };
       return { result: 'vended' };
     },
     health() {

@@ -90,6 +90,10 @@ const actuatorObject = z.object({
      * no answer after the command was sent (`timeout` → outcome unknown) or (turnstile) nobody passes.
      */
     failMode: z.enum(['none', 'fail', 'nak', 'timeout', 'hang', 'not_passed']).default('none'),
+    /** Soak and development: the share (0..1) of actuations that fail as failMode says (`fail` when none); unset → every one does. */
+    failRate: z.number().min(0).max(1).optional(),
+    /** Seed of the failRate draws, so a run can be replayed. */
+    failSeed: z.number().int().min(0).max(4_294_967_295).default(1),
   }).strict().prefault({}),
   relay: relaySchema.prefault({}),
   serial: serialSchema.prefault({}),
