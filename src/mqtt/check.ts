@@ -49,6 +49,7 @@ function classify(err: unknown): MqttCheckFailure {
   // CONNACK return codes 4 (bad user name or password) and 5 (not authorized), MQTT 5 0x86/0x87.
   if (typeof e.code === 'number' && [4, 5, 134, 135].includes(e.code)) return 'auth';
   if (/not authori[sz]ed|bad user ?name or password/i.test(e.message ?? '')) return 'auth';
+  if (/connack timeout/i.test(e.message ?? '')) return 'timeout';
   return 'error';
 }
 

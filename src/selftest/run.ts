@@ -59,7 +59,10 @@ export async function runSelftest(
           providerCheck = await checkProvider(settings, { clock, logger, fetch: deps.fetch, provider: deps.provider ?? deps.live?.provider });
           return providerCheck.result;
         });
-        const clockLine = await bounded('clock', timeoutMs, 'timedatectl status', () => checkClock(settings, { clock, exec }, (providerCheck as ProviderCheck | null)?.serverDate));
+        const clockLine = await bounded('clock', timeoutMs, 'timedatectl status', () => {
+          const checked = providerCheck as ProviderCheck | null;
+          return checkClock(settings, { clock, exec }, checked?.serverDate, checked?.result.status === 'PASS');
+        });
         return [...clockLine, ...provider];
       })(),
       bounded('webhook.tunnel', timeoutMs * 2, 'systemctl status vendgate-tunnel', async () => {

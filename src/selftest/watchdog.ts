@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadSettings } from '../settings/index.js';
 import { openDatabase, type Db } from '../store/index.js';
@@ -32,7 +33,7 @@ export function startWatchdog(options: { intervalMs: number; probe: () => void; 
     }
     options.notify('WATCHDOG=1');
   };
-  tick();
+  // The first ping comes one interval after READY=1, well inside WatchdogSec.
   const timer = setInterval(tick, options.intervalMs);
   timer.unref();
   return {
@@ -44,16 +45,22 @@ export function startWatchdog(options: { intervalMs: number; probe: () => void; 
 }
 
 /**
- * A second, read-only connection that reads a real page of the service's database. Reopened after
- * an error, so a transient problem does not stop the pings for good.
+ * A second, read-only connection that reads a real page of the service's database. It also notices
+ * the file being removed or replaced under the service (an open connection would go on reading the
+ * deleted inode). Reopened after an error, so a transient problem does not stop the pings for good.
  */
 export function databaseProbe(path: string): { probe(): void; close(): void } {
   let db: Db | null = null;
+  let inode = 0;
   return {
     probe() {
       try {
-        db ??= openDatabase(path, { readonly: true });
+        if (!db) {
+          db = openDatabase(path, { readonly: true });
+          inode = statSync(path).ino;
+        }
         db.prepare('SELECT count(*) AS n FROM meta').get();
+        if (statSync(path).ino !== inode) throw new Error(`${path} was replaced while the service had it open`);
       } catch (err) {
         try { db?.close(); } catch { /* already broken */ }
         db = null;

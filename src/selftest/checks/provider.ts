@@ -102,6 +102,7 @@ export async function checkClock(
   settings: Readonly<Settings>,
   deps: { clock: Clock; exec: Exec },
   serverDate: ProviderCheck['serverDate'],
+  providerAnswered = serverDate !== undefined,
 ): Promise<CheckResult> {
   const name = 'clock';
   const now = deps.clock.now();
@@ -111,7 +112,9 @@ export async function checkClock(
   const synced = timedatectl.code === 0 ? timedatectl.stdout.trim() === 'yes' : null;
   // The Date header has one-second resolution: a second of difference is no evidence at all.
   const skewMs = serverDate ? serverDate.ours - serverDate.theirs : null;
-  const skewText = skewMs === null ? '' : `${Math.abs(skewMs) <= 1_000 ? 'within 1 s of' : `${Math.round(skewMs / 1000)} s off`} the provider's clock`;
+  const skewText = skewMs === null ? ''
+    : Math.abs(skewMs) <= 1_000 ? "within 1 s of the provider's clock"
+      : `${Math.round(Math.abs(skewMs) / 1000)} s ${skewMs < 0 ? 'behind' : 'ahead of'} the provider's clock`;
   const toleranceMs = settings.provider.toleranceSec * 1000;
   if (skewMs !== null && Math.abs(skewMs) > toleranceMs / 2) {
     return fail(name, `${skewText}: signed webhooks are refused beyond ${settings.provider.toleranceSec} s`, hint);
@@ -121,6 +124,7 @@ export async function checkClock(
   if (synced === false) return warn(name, ['not synchronised (timedatectl)', skewText].filter(Boolean).join('; '), hint);
   if (skewBad) return warn(name, skewText, hint);
   if (skewMs !== null) return pass(name, `${skewText} (timedatectl unavailable: ${timedatectl.error ?? 'no answer'})`);
-  return warn(name, `cannot tell: timedatectl unavailable (${timedatectl.error ?? 'no answer'}) and ${settings.provider.name === 'sandbox' ? 'the sandbox has no clock of its own' : 'the provider sent no Date header'}`,
+  const noReference = settings.provider.name === 'sandbox' ? 'the sandbox has no clock of its own' : providerAnswered ? 'the provider sent no Date header' : 'the provider did not answer';
+  return warn(name, `cannot tell: timedatectl unavailable (${timedatectl.error ?? 'no answer'}) and ${noReference}`,
     'on the Pi: timedatectl status (systemd-timesyncd keeps the clock)');
 }
