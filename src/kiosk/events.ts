@@ -31,7 +31,8 @@ export function registerEventRoutes(
 ): EventStreams {
   const streams = new Set<() => void>();
 
-  app.get('/api/events', (_request, reply) => {
+  // No HEAD twin: a HEAD would open a stream and a subscription that nobody reads.
+  app.get('/api/events', { exposeHeadRoute: false }, (_request, reply) => {
     reply.hijack();
     const res: ServerResponse = reply.raw;
     res.writeHead(200, {

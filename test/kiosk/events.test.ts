@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createFakeKioskDeps } from '../fakes/kiosk-deps.js';
-import { openEventStream, startKiosk, waitFor } from './harness.js';
+import { connect } from 'node:net';
+import { STOP_GRACE_MS } from '../../src/kiosk/connections.js';
+import { kioskForInject, openEventStream, startKiosk, waitFor } from './harness.js';
 
 describe('GET /api/events (SSE)', () => {
   it('sends the current state on connect, then every pushed change, in order', async () => {
@@ -72,8 +74,6 @@ describe('GET /api/events (SSE)', () => {
 
 describe('stopping the listener', () => {
   it('does not wait for a connection that never carried a request (browser preconnect)', async () => {
-    const { connect } = await import('node:net');
-    const { STOP_GRACE_MS } = await import('../../src/kiosk/connections.js');
     const { server, port } = await startKiosk(createFakeKioskDeps());
     const spare = connect(port, '127.0.0.1');
     await new Promise((resolve) => spare.once('connect', resolve));
@@ -100,5 +100,14 @@ describe('stopping the listener', () => {
     release();
     expect((await pending).status).toBe(201);
     await stopping;
+  });
+});
+
+describe('GET /api/events without a reader', () => {
+  it('answers HEAD with 404 instead of opening a stream nobody reads', async () => {
+    const deps = createFakeKioskDeps();
+    const res = await kioskForInject(deps).inject({ method: 'HEAD', url: '/api/events' });
+    expect(res.statusCode).toBe(404);
+    expect(deps.listenerCount()).toBe(0);
   });
 });
