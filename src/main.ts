@@ -23,7 +23,11 @@ function notifyAndWatch(state: string): void {
     const dbPath = intervalMs === null ? null : watchdogDatabasePath(process.argv.slice(2), process.env);
     if (intervalMs !== null && dbPath !== null) {
       const database = databaseProbe(dbPath);
-      const running = startWatchdog({ intervalMs, probe: database.probe, notify });
+      const running = startWatchdog({
+        intervalMs, probe: database.probe, notify,
+        // journald keeps this line: it says why systemd is about to restart the service.
+        onUnhealthy: (err) => process.stderr.write(`vendgate: watchdog: not pinging systemd: ${err instanceof Error ? err.message : String(err)}\n`),
+      });
       watchdog = { stop() { running.stop(); database.close(); } };
     }
   }

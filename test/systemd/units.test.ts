@@ -1,0 +1,133 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { settingsSchema } from '../../src/settings/index.js';
+import { loadSettings } from '../../src/settings/index.js';
+import { tempDir } from '../helpers/temp.js';
+
+const SYSTEMD = new URL('../../systemd/', import.meta.url).pathname;
+const EXAMPLES = new URL('../../config/examples/', import.meta.url).pathname;
+const UNITS = ['vendgate.service', 'vendgate-tunnel.service', 'vendgate-kiosk.service'];
+const HAS_ANALYZE = spawnSync('systemd-analyze', ['--version']).status === 0;
+
+/** `Key=value` lines per section; a key given twice keeps every value, in order. */
+function unit(name: string): Record<string, Record<string, string[]>> {
+  const sections: Record<string, Record<string, string[]>> = {};
+  let current = '';
+  for (const raw of readFileSync(join(SYSTEMD, name), 'utf8').split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const header = /^\[(.+)\]$/.exec(line);
+    if (header) { current = header[1]!; sections[current] ??= {}; continue; }
+    const eq = line.indexOf('=');
+    const key = line.slice(0, eq);
+    (sections[current]![key] ??= []).push(line.slice(eq + 1));
+  }
+  return sections;
+}
+
+/**
+ * systemd-analyze verify on copies of the units. It also checks that every Exec binary exists; the
+ * ones this build machine does not have (cloudflared, cage) become stubs, everything else is as shipped.
+ */
+function verify(files: Record<string, string>): { status: number | null; output: string } {
+  const dir = tempDir('vendgate-units-');
+  try {
+    const paths: string[] = [];
+    for (const [name, text] of Object.entries(files)) {
+      const rewritten = text.replace(/^(Exec\w*=[-+!@:]*)(\/\S+)/gm, (match, prefix: string, binary: string) => {
+        if (existsSync(binary)) return match;
+        const stub = join(dir.path, `stub-${binary.split('/').pop()}`);
+        writeFileSync(stub, '#!/bin/sh\nexit 0\n');
+        chmodSync(stub, 0o755);
+        return `${prefix}${stub}`;
+      });
+      const path = join(dir.path, name);
+      writeFileSync(path, rewritten);
+      paths.push(path);
+    }
+    const result = spawnSync('systemd-analyze', ['verify', '--man=no', ...paths], { encoding: 'utf8' });
+    return { status: result.status, output: `${result.stdout}${result.stderr}`.trim() };
+  } finally {
+    dir.cleanup();
+  }
+}
+
+describe('systemd units', () => {
+  it.skipIf(!HAS_ANALYZE)('every unit passes systemd-analyze verify without a single warning', () => {
+    const files = Object.fromEntries(UNITS.map((name) => [name, readFileSync(join(SYSTEMD, name), 'utf8')]));
+    const { status, output } = verify(files);
+    expect(output).toBe('');
+    expect(status).toBe(0);
+  });
+
+  it.skipIf(!HAS_ANALYZE)('the verification does catch a broken unit (so the test above means something)', () => {
+    const broken = readFileSync(join(SYSTEMD, 'vendgate.service'), 'utf8').replace('Restart=always', 'Restart=allways\nWatchDogSec=30');
+    const { output } = verify({ 'vendgate.service': broken });
+    expect(output).toMatch(/restart specifier, ignoring: allways/);
+    expect(output).toMatch(/Unknown key 'WatchDogSec'/);
+  });
+
+  it('vendgate.service: notify with watchdog, restarts except on bad configuration, its own user in gpio and dialout', () => {
+    const service = unit('vendgate.service').Service!;
+    expect(service.Type).toEqual(['notify']);
+    expect(service.NotifyAccess).toEqual(['all']);
+    expect(Number(service.WatchdogSec)).toBeGreaterThanOrEqual(10);
+    expect(service.Restart).toEqual(['always']);
+    expect(service.RestartPreventExitStatus).toEqual(['78']);
+    expect(service.User).toEqual(['vendgate']);
+    expect(service.SupplementaryGroups![0]!.split(/\s+/)).toEqual(expect.arrayContaining(['gpio', 'dialout']));
+    expect(service.StateDirectory).toEqual(['vendgate']);
+    expect(service.EnvironmentFile).toEqual(['/etc/vendgate/secrets.env']);
+    expect(service.ExecStart![0]).toMatch(/^\/usr\/bin\/node \/opt\/vendgate\/current\/dist\/main\.js start --config \/etc\/vendgate\/config\.yaml$/);
+    expect(unit('vendgate.service').Unit!.StartLimitIntervalSec).toEqual(['0']);
+  });
+
+  it('vendgate.service hardening leaves GPIO, serial and V8 working', () => {
+    const service = unit('vendgate.service').Service!;
+    expect(service.ProtectSystem).toEqual(['strict']);
+    expect(service.NoNewPrivileges).toEqual(['yes']);
+    // Each of these breaks the device (DEPENDENCIES.md): V8's JIT, /dev/tty* and /dev/gpiochip*, sysfs export.
+    for (const key of ['MemoryDenyWriteExecute', 'PrivateDevices', 'ProtectKernelTunables', 'ProtectClock', 'DeviceAllow', 'DevicePolicy']) {
+      expect(service[key], key).toBeUndefined();
+    }
+  });
+
+  it('vendgate.service waits on stop longer than the slowest vend any example configures', () => {
+    const stopSec = Number(unit('vendgate.service').Service!.TimeoutStopSec);
+    const env = { VENDGATE_PROVIDER_CLIENT_SECRET: 'x', VENDGATE_PROVIDER_API_KEY: 'qp_live_x', VENDGATE_WEBHOOK_SECRETS: 'x' };
+    for (const file of readdirSync(EXAMPLES)) {
+      const raw = parse(readFileSync(join(EXAMPLES, file), 'utf8')) as { mqtt?: { username?: string } };
+      const { settings } = loadSettings({ path: join(EXAMPLES, file), env: raw.mqtt?.username ? { ...env, VENDGATE_MQTT_PASSWORD: 'x' } : env });
+      expect(settings.actuator.vendTimeoutMs / 1000, file).toBeLessThan(stopSec - 10);
+    }
+  });
+
+  it('the tunnel exposes only /webhooks/ of the webhook listener and ends in 404', () => {
+    const service = unit('vendgate-tunnel.service').Service!;
+    expect(service.ExecStart![0]).toMatch(/^\/usr\/bin\/cloudflared .*--config \/etc\/vendgate\/cloudflared\.yml tunnel run$/);
+    expect(service.DynamicUser).toEqual(['yes']);
+
+    const defaults = settingsSchema.parse({ device: { id: 'x', catalog: [{ slot: 'A', name: 'a', price: 1 }] } }).http;
+    const config = parse(readFileSync(join(SYSTEMD, 'cloudflared.yml.example'), 'utf8')) as { ingress: { hostname?: string; path?: string; service: string }[] };
+    const rules = config.ingress;
+    const last = rules.at(-1)!;
+    expect(last).toEqual({ service: 'http_status:404' });
+    for (const rule of rules.slice(0, -1)) {
+      expect(rule.path).toBe('^/webhooks/');
+      expect(rule.service).toBe(`http://127.0.0.1:${defaults.webhook.port}`);
+    }
+    expect(JSON.stringify(rules)).not.toContain(`:${defaults.local.port}`);
+  });
+
+  it('the kiosk shows the local page in Chromium kiosk mode, after the gateway is ready', () => {
+    const kiosk = unit('vendgate-kiosk.service');
+    const defaults = settingsSchema.parse({ device: { id: 'x', catalog: [{ slot: 'A', name: 'a', price: 1 }] } }).http;
+    expect(kiosk.Service!.ExecStart![0]).toMatch(/chromium .*--kiosk .*http:\/\/127\.0\.0\.1:(\d+)\/$/);
+    expect(kiosk.Service!.ExecStart![0]).toContain(`http://127.0.0.1:${defaults.local.port}/`);
+    expect(kiosk.Unit!.After!.join(' ')).toContain('vendgate.service');
+    expect(kiosk.Service!.Restart).toEqual(['always']);
+  });
+});
