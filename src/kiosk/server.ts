@@ -35,6 +35,7 @@ export interface KioskServer {
 }
 
 const PUBLIC_DIR = fileURLToPath(new URL('./public/', import.meta.url));
+const LIVE_PATHS = /^\/(api\/|healthz|metrics)/;
 
 export function createKioskServer(
   deps: KioskDeps & { logger: Logger; clock: Clock },
@@ -55,11 +56,8 @@ export function createKioskServer(
     installErrorHandling(app, log, bodyLimit);
     app.addHook('onSend', async (request, reply, payload) => {
       reply.headers(SECURITY_HEADERS);
-      if (!request.url.startsWith('/sandbox/assets/') && reply.getHeader('cache-control') === undefined) {
-        if (request.url.startsWith('/api/') || request.url === '/healthz' || request.url === '/metrics') {
-          reply.header('cache-control', 'no-store');
-        }
-      }
+      // Live answers must never come from a cache after a restart.
+      if (LIVE_PATHS.test(request.url) && reply.getHeader('cache-control') === undefined) reply.header('cache-control', 'no-store');
       return payload;
     });
     const qr = createQrRenderer();

@@ -154,3 +154,15 @@ describe('local API routes', () => {
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
   });
 });
+
+describe('caching', () => {
+  it('marks live answers no-store and the page no-cache, so a restart never shows stale data', async () => {
+    const server = kioskForInject(createFakeKioskDeps());
+    for (const url of ['/api/state', '/healthz', '/metrics', '/api/orders/404']) {
+      expect((await server.inject({ method: 'GET', url })).headers['cache-control'], url).toBe('no-store');
+    }
+    for (const url of ['/', '/app.js', '/i18n/en.json']) {
+      expect((await server.inject({ method: 'GET', url })).headers['cache-control'], url).toBe('no-cache');
+    }
+  });
+});

@@ -71,8 +71,8 @@ function applyState(state, fromFetch) {
   if (fromFetch && view.state && Date.parse(state.now) < Date.parse(view.state.now)) return;
   view.offsetMs = Date.parse(state.now) - Date.now();
   view.state = state;
-  const order = state.order;
-  if (view.created && (order?.orderId === view.created.orderId || state.phase !== 'idle')) view.created = null;
+  // Our new order is on the server's screen now (or a later one is): stop showing the local copy.
+  if (view.created && state.order && state.order.orderId >= view.created.orderId) view.created = null;
   if (!view.chosenLang && !hasDictionary(state.language)) useLanguage(state.language);
   render();
 }
@@ -206,8 +206,10 @@ function screenFor() {
 function render() {
   const screen = screenFor();
   if (screen !== view.lastScreen) {
-    // A customer's language choice lasts until the machine is free again.
-    if ((screen === 'catalog' || screen === 'fare') && view.lastScreen !== 'connecting') view.chosenLang = null;
+    // A customer's language choice lasts until their purchase is over (done, refunded, canceled, expired).
+    const customerLeft = view.lastScreen === 'done' || view.lastScreen === 'refund' ||
+      (view.lastScreen === 'pay' && (screen === 'catalog' || screen === 'fare'));
+    if (customerLeft) view.chosenLang = null;
     view.lastScreen = screen;
   }
   const lang = language();
