@@ -60,7 +60,8 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
   const writeCursor = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
   const timers = new Set<NodeJS.Timeout>();
   let running: Promise<BackfillResult> | null = null;
-  let rerun = false;
+  /** Why another pass is wanted (a trigger that came during a run), or null. */
+  let rerunReason: string | null = null;
   let failures = 0;
   let silentAlarmOpen = false;
   let stopped = true;
@@ -124,22 +125,26 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
     return result;
   }
 
-  async function runOnce(reason: string): Promise<BackfillResult> {
-    const started = clock.now();
-    let result: BackfillResult;
-    do {
-      rerun = false;
+  async function runOnce(firstReason: string): Promise<BackfillResult> {
+    let reason: string | null = firstReason;
+    let result: BackfillResult = { skipped: false, pages: 0, seen: 0, inserted: 0 };
+    // A trigger during a pass asks for another: events may have been created after this pass listed.
+    while (reason !== null && !stopped) {
+      const started = clock.now();
       result = await readAll();
-    } while (rerun && !stopped);
-    failures = 0;
-    if (result.inserted > 0) deps.onInserted?.();
-    if (!result.skipped) log.info({ reason, pages: result.pages, seen: result.seen, inserted: result.inserted, ms: clock.now() - started }, 'backfill done');
+      failures = 0;
+      if (result.inserted > 0) deps.onInserted?.();
+      if (result.skipped) break;
+      log.info({ reason, pages: result.pages, seen: result.seen, inserted: result.inserted, ms: clock.now() - started }, 'backfill done');
+      reason = rerunReason;
+      rerunReason = null;
+    }
     return result;
   }
 
   function run(reason: string): Promise<BackfillResult> {
     if (running) {
-      rerun = true;
+      rerunReason = reason;
       return running;
     }
     running = runOnce(reason)

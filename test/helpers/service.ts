@@ -60,7 +60,7 @@ export interface Service {
   /** The sim actuator log, one object per actuation. */
   readSimLog(): { orderId: number; slot?: string | null; at?: string; [key: string]: unknown }[];
   /** Polls `predicate` (sync or async) until it returns a truthy value; throws after `timeoutMs`. */
-  waitFor<T>(predicate: () => T | Promise<T>, timeoutMs?: number, what?: string): Promise<T>;
+  waitFor<T>(predicate: () => T | Falsy | Promise<T | Falsy>, timeoutMs?: number, what?: string): Promise<T>;
   /** Sends a signal and waits for the process to exit. */
   kill(signal?: NodeJS.Signals): Promise<Exit>;
   /** Resolves when the current run exits by itself (e.g. a crash point). */
@@ -84,13 +84,15 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function waitFor<T>(predicate: () => T | Promise<T>, timeoutMs = 10_000, what = 'a condition'): Promise<T> {
+type Falsy = null | undefined | false | 0 | '';
+
+export async function waitFor<T>(predicate: () => T | Falsy | Promise<T | Falsy>, timeoutMs = 10_000, what = 'a condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
     try {
       const value = await predicate();
-      if (value) return value;
+      if (value) return value as T;
     } catch (err) {
       lastError = err;
     }
