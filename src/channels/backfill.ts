@@ -64,7 +64,10 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
   let rerunReason: string | null = null;
   let failures = 0;
   let silentAlarmOpen = false;
+  /** Not started (or stopped): no timers, no alarms. run() still works (the CLI uses it without start()). */
   let stopped = true;
+  /** stop() was called: no further passes or retries. */
+  let halted = false;
 
   function later(ms: number, fn: () => void): void {
     const timer = setTimeout(() => { timers.delete(timer); fn(); }, ms);
@@ -126,20 +129,19 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
   }
 
   async function runOnce(firstReason: string): Promise<BackfillResult> {
-    let reason: string | null = firstReason;
-    let result: BackfillResult = { skipped: false, pages: 0, seen: 0, inserted: 0 };
-    // A trigger during a pass asks for another: events may have been created after this pass listed.
-    while (reason !== null && !stopped) {
+    let reason = firstReason;
+    for (;;) {
       const started = clock.now();
-      result = await readAll();
+      const result = await readAll();
       failures = 0;
       if (result.inserted > 0) deps.onInserted?.();
-      if (result.skipped) break;
+      if (result.skipped) return result;
       log.info({ reason, pages: result.pages, seen: result.seen, inserted: result.inserted, ms: clock.now() - started }, 'backfill done');
+      // A trigger during a pass asks for another: events may have been created after this pass listed.
+      if (rerunReason === null || halted) return result;
       reason = rerunReason;
       rerunReason = null;
     }
-    return result;
   }
 
   function run(reason: string): Promise<BackfillResult> {
@@ -207,6 +209,7 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
     cursor,
     async stop(): Promise<void> {
       stopped = true;
+      halted = true;
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       await running?.catch(() => {});

@@ -106,6 +106,28 @@ describe('Events backfill', () => {
     expect(rows().map((r) => r.event_id)).toEqual(['evt_1', 'evt_2', 'evt_3']);
   });
 
+  it('reads again after the current pass when a trigger comes during it', async () => {
+    const { api, rows } = setup({ pageSize: 10 });
+    api.add(1, core.clock.now());
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const list = api.listEvents;
+    let calls = 0;
+    const slowFirst = async (query: Parameters<typeof list>[0]) => { calls += 1; if (calls === 1) await gate; return list(query); };
+    const provider: PaymentProvider = { ...core.fake.provider, listEvents: slowFirst };
+    const gated = createBackfill({ db: core.db, clock: core.clock, logger: core.logger, provider, outbox: core.outbox, inbox: createWebhookInbox(core.db) }, { silenceGraceSec: GRACE_SEC, lookbackSec: 3_600 });
+    const first = gated.run('first');
+    await vi.advanceTimersByTimeAsync(0);
+    // An event is created after the first pass asked for its page, and a second trigger arrives.
+    api.add(1, core.clock.now());
+    const second = gated.run('second');
+    expect(second).toBe(first);
+    release();
+    await first;
+    expect(calls).toBe(2);
+    expect(rows().map((r) => r.event_id)).toEqual(['evt_1', 'evt_2']);
+  });
+
   it('skips providers without an Events API', async () => {
     const { backfill, rows } = setup({ withEvents: false });
     expect(await backfill.run('test')).toEqual({ skipped: true, pages: 0, seen: 0, inserted: 0 });
