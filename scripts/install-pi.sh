@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# Installs vendgate on Raspberry Pi OS: from a fresh system to a running, supervised service.
+# Safe to run again: it never overwrites /etc/vendgate/config.yaml or secrets.env, and a re-run
+# brings code, units and permissions back to what this version expects.
+#
+#   sudo scripts/install-pi.sh [--example NAME] [--kiosk]
+#
+#   --example NAME  the config/examples/NAME.yaml written to /etc/vendgate/config.yaml when there is
+#                   none yet (default: sandbox — starts without credentials or wiring)
+#   --kiosk         also install cage + Chromium and enable vendgate-kiosk.service (the screen)
+#
+# Run it from a checkout (or an unpacked release) of vendgate. update.sh reuses its functions.
+# For tests, every system path is placed under $VENDGATE_ROOT (default: the real root).
+
+set -Eeuo pipefail
+
+ROOT="${VENDGATE_ROOT:-}"
+APP_DIR="$ROOT/opt/vendgate"
+ETC_DIR="$ROOT/etc/vendgate"
+STATE_DIR="$ROOT/var/lib/vendgate"
+UNIT_DIR="$ROOT/etc/systemd/system"
+BIN_DIR="$ROOT/usr/local/bin"
+SERVICE_USER=vendgate
+KIOSK_USER=vendgate-kiosk
+NODE_MIN_MAJOR=20
+NODE_RECOMMENDED_MAJOR=22
+NODESOURCE_HINT="curl -fsSL https://deb.nodesource.com/setup_${NODE_RECOMMENDED_MAJOR}.x | sudo -E bash - && sudo apt-get install -y nodejs"
+
+SCRIPT_NAME="$(basename "$0")"
+step() { printf '\n==> %s\n' "$*"; }
+info() { printf '    %s\n' "$*"; }
+warn() { printf '    warning: %s\n' "$*" >&2; }
+die() { printf '\n%s: error: %s\n' "$SCRIPT_NAME" "$*" >&2; exit 1; }
+on_error() { die "stopped at line $1 (command: $2). Nothing after this step was done; fix the cause and run the script again."; }
+
+# The checkout this script belongs to.
+source_dir() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
+
+require_root() {
+  if [ -z "$ROOT" ] && [ "$(id -u)" -ne 0 ]; then die "run as root: sudo $0 $*"; fi
+}
+
+check_machine() {
+  step "Checking the machine"
+  local model_file="$ROOT/proc/device-tree/model" model=""
+  if [ -r "$model_file" ]; then model="$(tr -d '\0' < "$model_file")"; fi
+  case "$model" in
+    "Raspberry Pi"*) info "model: $model" ;;
+    *)
+      if [ "${VENDGATE_ALLOW_ANY_MACHINE:-}" = 1 ]; then
+        warn "not a Raspberry Pi (${model:-no $model_file}); continuing because VENDGATE_ALLOW_ANY_MACHINE=1"
+      else
+        die "this is not a Raspberry Pi (${model:-no $model_file}). GPIO and serial settings assume one; set VENDGATE_ALLOW_ANY_MACHINE=1 to install anyway"
+      fi ;;
+  esac
+  local os_id="" codename="" pretty=""
+  if [ -r "$ROOT/etc/os-release" ]; then
+    os_id="$(sed -n 's/^ID=//p' "$ROOT/etc/os-release" | tr -d '"')"
+    codename="$(sed -n 's/^VERSION_CODENAME=//p' "$ROOT/etc/os-release" | tr -d '"')"
+    pretty="$(sed -n 's/^PRETTY_NAME=//p' "$ROOT/etc/os-release" | tr -d '"')"
+  fi
+  case "$os_id" in
+    debian|raspbian) info "os: ${pretty:-$os_id $codename}" ;;
+    *) die "Raspberry Pi OS (Debian) is required; found ${pretty:-nothing in $ROOT/etc/os-release}" ;;
+  esac
+  case "$codename" in
+    bookworm|trixie) ;;
+    *) warn "tested on Raspberry Pi OS bookworm and trixie; this is '${codename:-unknown}'" ;;
+  esac
+  case "$(uname -m)" in
+    aarch64|x86_64) ;;
+    *) warn "a 32-bit system ($(uname -m)): use 64-bit Raspberry Pi OS, where Node ${NODE_RECOMMENDED_MAJOR} and the native modules have prebuilt binaries" ;;
+  esac
+}
+
+check_node() {
+  step "Checking Node.js"
+  local node version major
+  node="$(command -v node || true)"
+  if [ -z "$node" ]; then die "Node.js is not installed. Node ${NODE_RECOMMENDED_MAJOR} LTS is recommended: $NODESOURCE_HINT"; fi
+  version="$("$node" --version)"
+  major="${version#v}"
+  major="${major%%.*}"
+  if [ "$major" -lt "$NODE_MIN_MAJOR" ]; then
+    die "Node $version is too old (vendgate needs ${NODE_MIN_MAJOR} or newer; ${NODE_RECOMMENDED_MAJOR} recommended): $NODESOURCE_HINT"
+  fi
+  if [ "$major" -lt "$NODE_RECOMMENDED_MAJOR" ]; then
+    warn "Node $version works, but on ${NODE_RECOMMENDED_MAJOR} the native modules install prebuilt (on $version better-sqlite3 compiles for minutes): $NODESOURCE_HINT"
+  fi
+  NODE_BIN="$node"
+  info "node: $NODE_BIN $version"
+}
+
+install_packages() {
+  step "Installing the build tools for native modules (better-sqlite3, serialport) and libgpiod tools"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential python3 gpiod
+  if [ "${WITH_KIOSK:-0}" = 1 ]; then
+    info "kiosk: cage and chromium"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cage chromium
+  fi
+}
+
+create_users() {
+  step "Creating the service user '$SERVICE_USER' (groups gpio, dialout) and directories"
+  local group
+  for group in gpio dialout; do
+    getent group "$group" > /dev/null || groupadd --system "$group"
+  done
+  if getent passwd "$SERVICE_USER" > /dev/null; then
+    info "user $SERVICE_USER exists"
+  else
+    useradd --system --user-group --home-dir /var/lib/vendgate --no-create-home --shell /usr/sbin/nologin "$SERVICE_USER"
+  fi
+  usermod -a -G gpio,dialout "$SERVICE_USER"
+  if [ "${WITH_KIOSK:-0}" = 1 ]; then
+    getent passwd "$KIOSK_USER" > /dev/null || useradd --system --user-group --create-home --shell /usr/sbin/nologin "$KIOSK_USER"
+    usermod -a -G video,render,input "$KIOSK_USER"
+  fi
+  install -d -m 0755 "$APP_DIR" "$APP_DIR/releases" "$BIN_DIR" "$UNIT_DIR"
+  install -d -m 0750 "$ETC_DIR" "$STATE_DIR"
+  chown "root:$SERVICE_USER" "$ETC_DIR"
+  chown "$SERVICE_USER:$SERVICE_USER" "$STATE_DIR"
+}
+
+# Builds a release directory from a source tree and prints its path. Never touches `current`.
+build_release() {
+  local src="$1" version stamp dest n=1
+  version="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$src/package.json" | head -n 1)"
+  stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+  dest="$APP_DIR/releases/${version:-0}-$stamp"
+  while [ -e "$dest" ]; do n=$((n + 1)); dest="$APP_DIR/releases/${version:-0}-$stamp-$n"; done
+  if [ ! -f "$src/dist/main.js" ]; then
+    info "no dist/ in $src: building it (npm ci, npm run build)" >&2
+    (cd "$src" && npm ci --no-audit --no-fund && npm run build) >&2
+  fi
+  info "copying the app to $dest" >&2
+  install -d -m 0755 "$dest"
+  cp -R "$src/package.json" "$src/package-lock.json" "$src/dist" "$src/config" "$src/systemd" "$src/scripts" "$dest/"
+  if [ -d "$src/docs" ]; then cp -R "$src/docs" "$dest/"; fi
+  info "npm ci --omit=dev (native modules build here if no prebuilt binary fits)" >&2
+  (cd "$dest" && npm ci --omit=dev --no-audit --no-fund) >&2
+  printf '%s\n' "$dest"
+}
+
+# Points `current` at a release in one rename, so the service never sees a half-switched link.
+switch_current() {
+  ln -sfn "$1" "$APP_DIR/current.new"
+  mv -T "$APP_DIR/current.new" "$APP_DIR/current"
+}
+
+install_release() {
+  step "Installing the application"
+  local release
+  release="$(build_release "$(source_dir)")"
+  switch_current "$release"
+  info "current → $release"
+}
+
+write_config() {
+  step "Configuration in $ETC_DIR"
+  local example="$APP_DIR/current/config/examples/${EXAMPLE:-sandbox}.yaml"
+  [ -f "$example" ] || die "no example named '${EXAMPLE:-sandbox}': see $APP_DIR/current/config/examples/"
+  if [ -e "$ETC_DIR/config.yaml" ]; then
+    info "config.yaml exists: left as it is"
+  else
+    install -m 0640 "$example" "$ETC_DIR/config.yaml"
+    chown "root:$SERVICE_USER" "$ETC_DIR/config.yaml"
+    info "wrote config.yaml from $(basename "$example"): edit device.id, provider, actuator"
+  fi
+  if [ -e "$ETC_DIR/secrets.env" ]; then
+    info "secrets.env exists: left as it is"
+  else
+    install -m 0640 "$APP_DIR/current/systemd/secrets.env.example" "$ETC_DIR/secrets.env"
+    chown "root:$SERVICE_USER" "$ETC_DIR/secrets.env"
+    info "wrote secrets.env (empty): put the provider's secrets there"
+  fi
+  # Reference copies, refreshed on every run: the real files are only ever written by a person.
+  install -m 0644 "$APP_DIR/current/systemd/cloudflared.yml.example" "$ETC_DIR/cloudflared.yml.example"
+}
+
+write_cli() {
+  step "Command line: $BIN_DIR/vendgate"
+  cat > "$BIN_DIR/vendgate.new" <<EOF
+#!/bin/sh
+# vendgate on this device: the service's node, code, configuration and secrets (written by install-pi.sh).
+set -eu
+# shellcheck source=/dev/null
+if [ -r "$ETC_DIR/secrets.env" ]; then set -a; . "$ETC_DIR/secrets.env"; set +a; fi
+export VENDGATE_CONFIG="\${VENDGATE_CONFIG:-$ETC_DIR/config.yaml}"
+exec "$NODE_BIN" "$APP_DIR/current/dist/main.js" "\$@"
+EOF
+  chmod 0755 "$BIN_DIR/vendgate.new"
+  mv -f "$BIN_DIR/vendgate.new" "$BIN_DIR/vendgate"
+}
+
+install_units() {
+  step "systemd units"
+  local unit
+  for unit in vendgate.service vendgate-tunnel.service vendgate-kiosk.service; do
+    install -m 0644 "$APP_DIR/current/systemd/$unit" "$UNIT_DIR/$unit"
+  done
+  # The units expect /usr/bin/node (NodeSource, apt); any other node gets a drop-in.
+  if [ "$NODE_BIN" != /usr/bin/node ]; then
+    install -d -m 0755 "$UNIT_DIR/vendgate.service.d"
+    printf '[Service]\nExecStart=\nExecStart=%s /opt/vendgate/current/dist/main.js start --config /etc/vendgate/config.yaml\n' "$NODE_BIN" > "$UNIT_DIR/vendgate.service.d/node.conf"
+    info "node is $NODE_BIN: drop-in vendgate.service.d/node.conf"
+  fi
+  systemctl daemon-reload
+  systemctl enable vendgate.service
+  if [ -f "$ETC_DIR/cloudflared.yml" ] && [ -f "$ETC_DIR/tunnel.json" ]; then
+    systemctl enable --now vendgate-tunnel.service
+  else
+    info "tunnel not configured yet (docs/operations.md, Tunnel): vendgate-tunnel stays disabled"
+  fi
+  if [ "${WITH_KIOSK:-0}" = 1 ]; then systemctl enable vendgate-kiosk.service; fi
+}
+
+# Starts (or restarts onto the new code) and waits for READY=1: `systemctl restart` of a
+# Type=notify unit returns only when the service is ready, or fails.
+start_service() {
+  step "Starting vendgate"
+  systemctl restart vendgate.service || die "vendgate did not start: journalctl -u vendgate -n 50 says why"
+  info "vendgate is running"
+}
+
+run_selftest() {
+  step "Selftest"
+  if "$BIN_DIR/vendgate" selftest --expect-service; then
+    return 0
+  fi
+  return 1
+}
+
+main() {
+  EXAMPLE=sandbox
+  WITH_KIOSK=0
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --example) EXAMPLE="${2:?--example needs a name, e.g. turnstile-passage}"; shift 2 ;;
+      --kiosk) WITH_KIOSK=1; shift ;;
+      -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+      *) die "unknown option $1 (see --help)" ;;
+    esac
+  done
+  trap 'on_error "$LINENO" "$BASH_COMMAND"' ERR
+  require_root "$@"
+  check_machine
+  check_node
+  install_packages
+  create_users
+  install_release
+  write_config
+  write_cli
+  install_units
+  start_service
+  if ! run_selftest; then
+    die "the selftest found problems: fix the FAIL lines above (docs/operations.md explains each), then: sudo vendgate selftest"
+  fi
+  step "Done"
+  info "edit $ETC_DIR/config.yaml and $ETC_DIR/secrets.env, then: sudo systemctl restart vendgate && sudo vendgate selftest"
+}
+
+# Sourced by update.sh for its functions; run directly, it installs.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then main "$@"; fi

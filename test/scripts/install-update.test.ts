@@ -1,0 +1,120 @@
+import { readlinkSync, writeFileSync, appendFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fakePi, type FakePi } from './fake-system.js';
+
+let pi: FakePi | null = null;
+afterEach(async () => {
+  await pi?.cleanup();
+  pi = null;
+});
+
+const current = (p: FakePi) => basename(readlinkSync(join(p.root, 'opt/vendgate/current')));
+
+describe('scripts/install-pi.sh', () => {
+  it('takes a Raspberry Pi to a running, enabled service that passes its selftest', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+
+    const result = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
+
+    expect(result.stderr).not.toMatch(/error/);
+    expect(result.code).toBe(0);
+    for (const step of ['Checking the machine', 'Checking Node.js', 'Installing the build tools', 'Creating the service user', 'Installing the application', 'systemd units', 'Starting vendgate', 'Selftest', 'Done']) {
+      expect(result.stdout).toContain(`==> ${step}`);
+    }
+    expect(result.stdout).toMatch(/^PASS +local\.listener/m);
+    expect(result.stdout).toMatch(/OK: nothing failed/);
+    const calls = pi.calls();
+    expect(calls).toContainEqual(expect.stringMatching(/^apt-get install -y -qq build-essential python3 gpiod$/));
+    expect(calls).toContainEqual(expect.stringMatching(/^useradd --system .* vendgate$/));
+    expect(calls).toContain('usermod -a -G gpio,dialout vendgate');
+    expect(calls).toContain('npm ci --omit=dev --no-audit --no-fund');
+    expect(calls).toContain('systemctl enable vendgate.service');
+    expect(current(pi)).toMatch(/^1\.0\.0-/);
+    expect(pi.read('etc/vendgate/config.yaml')).toContain('pi-test');
+    expect(pi.exists('etc/vendgate/secrets.env')).toBe(true);
+    expect(pi.read('etc/systemd/system/vendgate.service')).toContain('Type=notify');
+    expect(pi.read('usr/local/bin/vendgate')).toContain('/opt/vendgate/current/dist/main.js');
+  });
+
+  it('is safe to run again: configuration and secrets are kept, the user is not created twice', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], src)).code).toBe(0);
+    appendFileSync(join(pi.root, 'etc/vendgate/config.yaml'), '# edited by the technician\n');
+    writeFileSync(join(pi.root, 'etc/vendgate/secrets.env'), 'VENDGATE_WEBHOOK_SECRETS=whsec_kept\n');
+
+    const again = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
+
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('config.yaml exists: left as it is');
+    expect(pi.read('etc/vendgate/config.yaml')).toContain('# edited by the technician');
+    expect(pi.read('etc/vendgate/secrets.env')).toBe('VENDGATE_WEBHOOK_SECRETS=whsec_kept\n');
+    expect(pi.calls().filter((c) => c.startsWith('useradd'))).toHaveLength(1);
+    expect(again.stdout).toMatch(/OK: nothing failed/);
+  });
+
+  it('stops at the first problem with a clear message: not a Pi, Node too old', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+    writeFileSync(join(pi.root, 'proc/device-tree/model'), 'Generic x86 PC\0');
+
+    const notPi = await pi.run('install-pi.sh', [], src);
+    expect(notPi.code).toBe(1);
+    expect(notPi.stderr).toMatch(/install-pi\.sh: error: this is not a Raspberry Pi \(Generic x86 PC\)/);
+    expect(pi.calls()).toEqual([]);
+
+    writeFileSync(join(pi.root, 'proc/device-tree/model'), 'Raspberry Pi 3 Model B Rev 1.2\0');
+    writeFileSync(join(pi.bin, 'node'), '#!/bin/sh\necho v18.19.0\n', { mode: 0o755 });
+    const oldNode = await pi.run('install-pi.sh', [], src);
+    expect(oldNode.code).toBe(1);
+    expect(oldNode.stderr).toMatch(/Node v18\.19\.0 is too old .*deb\.nodesource\.com\/setup_22\.x/);
+    expect(pi.calls()).toEqual([]);
+  });
+});
+
+describe('scripts/update.sh', () => {
+  it('switches to the new release, backs up and migrates the database, and keeps the previous release', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const before = current(pi);
+
+    const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
+
+    expect(update.stderr).not.toMatch(/error/);
+    expect(update.code).toBe(0);
+    expect(current(pi)).toMatch(/^1\.1\.0-/);
+    expect(update.stdout).toContain(`Updated: ${before} → ${current(pi)}`);
+    expect(update.stdout).toMatch(/database backed up to .*backups\/vendgate-\d{8}T\d{6}Z\.db/);
+    expect(update.stdout).toMatch(/schema version \d+/);
+    expect(update.stdout).toMatch(/OK: nothing failed/);
+    expect(pi.exists(`opt/vendgate/releases/${before}`)).toBe(true);
+    // Stopped before the switch, started after it.
+    const calls = pi.calls();
+    expect(calls.lastIndexOf('systemctl stop vendgate.service')).toBeLessThan(calls.lastIndexOf('systemctl restart vendgate.service'));
+  });
+
+  it('rolls back to the previous release when the new one does not start, and says so', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const before = current(pi);
+    const broken = pi.source('2.0.0', (dir) => writeFileSync(join(dir, 'dist/main.js'), "process.stderr.write('boom\\n'); process.exit(1);\n"));
+
+    const update = await pi.run('update.sh', [broken], broken);
+
+    expect(update.code).toBe(1);
+    expect(update.stderr).toContain(`Rolling back to ${before} (the new release did not start)`);
+    expect(update.stderr).toMatch(/update failed \(the new release did not start\); rolled back to .* passes its selftest/);
+    expect(current(pi)).toBe(before);
+    expect(pi.read('vendgate-service.log')).toContain('"vendgate ready"');
+  });
+
+  it('refuses to run where vendgate was never installed', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+    const update = await pi.run('update.sh', [src], src);
+    expect(update.code).toBe(1);
+    expect(update.stderr).toMatch(/vendgate is not installed here .* run scripts\/install-pi\.sh first/);
+  });
+});
