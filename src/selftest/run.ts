@@ -109,7 +109,8 @@ export async function runSelftest(
         notes.push('result not stored: the database is not available');
       }
     }
-    if (options.publish !== false && mqttReachable) {
+    // Inside the service its own MQTT connection publishes the report (Mqtt.publishSelftest).
+    if ((options.publish ?? deps.live === undefined) && mqttReachable) {
       const published = await publishSelftestResult(settings.mqtt, { deviceId: settings.device.id, timeoutMs, report, at: report.startedAt });
       notes.push(published.detail);
     }

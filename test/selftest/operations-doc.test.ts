@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import { settingsSchema } from '../../src/settings/index.js';
+import { ErrorCodes } from '../../src/util/errors.js';
+
+const DOC = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+
+/** Dotted paths of every object key in the schema (through defaults, optionals and transforms). */
+function keyPaths(schema: z.ZodType, prefix = ''): string[] {
+  let current = schema as unknown as { def: Record<string, any> };
+  for (;;) {
+    const def = current.def;
+    if (['default', 'prefault', 'optional', 'nullable', 'readonly', 'catch'].includes(def.type)) current = def.innerType;
+    else if (def.type === 'pipe') current = def.in;
+    else break;
+  }
+  if (current.def.type !== 'object') return [];
+  return Object.entries(current.def.shape as Record<string, z.ZodType>).flatMap(([key, child]) => {
+    const path = prefix ? `${prefix}.${key}` : key;
+    return [path, ...keyPaths(child, path)];
+  });
+}
+
+describe('docs/operations.md (the operators\' part of the README)', () => {
+  it('documents every configuration key', () => {
+    const all = keyPaths(settingsSchema as unknown as z.ZodType);
+    // Leaves: the keys a person sets (sections and groups such as http.webhook only hold them).
+    const keys = all.filter((path) => !all.some((other) => other.startsWith(`${path}.`)));
+    expect(keys.length).toBeGreaterThan(80);
+    expect(keys.filter((path) => !DOC.includes(`\`${path}\``))).toEqual([]);
+  });
+
+  it('lists every stable error code with what to do', () => {
+    const missing = Object.values(ErrorCodes).filter((code) => !new RegExp(`^\\| \`${code}\` \\| .+ \\| .+ \\|$`, 'm').test(DOC));
+    expect(missing).toEqual([]);
+  });
+
+  it('explains every selftest line', () => {
+    const names = ['settings', 'database', 'disk', 'clock', 'provider', 'webhook.listener', 'webhook.tunnel', 'local.listener', 'mqtt',
+      'serial', 'gpio', 'actuator', 'inputs', 'actuate', 'pending.uncertain_vends', 'pending.refunds', 'pending.webhooks', 'pending.outbox', 'pending.alarms'];
+    expect(names.filter((name) => !DOC.includes(`| \`${name}\` |`))).toEqual([]);
+  });
+});
