@@ -23,6 +23,16 @@ async function retained(url: string, topic: string): Promise<string> {
   }
 }
 
+/** A shared broker (MQTT_TEST_URL) keeps retained messages: leave none behind. */
+async function clearRetained(url: string, topic: string): Promise<void> {
+  const client = connect(url, { protocolVersion: 4, clean: true, reconnectPeriod: 0 });
+  await new Promise<void>((resolve) => {
+    client.on('connect', () => client.publish(topic, '', { qos: 1, retain: true }, () => resolve()));
+    client.on('error', () => resolve());
+  });
+  client.end(true);
+}
+
 describe('selftest against a running demo service', () => {
   it('a healthy demo device passes every check, within seconds, and the result is stored and published retained', async () => {
     const broker = await testBroker();
@@ -63,7 +73,9 @@ describe('selftest against a running demo service', () => {
       db.close();
     }
     // … and published retained where operators look for it.
-    const message = JSON.parse(await retained(broker.url, `vendgate/${deviceId}/selftest`)) as { report: { startedAt: string; ok: boolean } };
+    const topic = `vendgate/${deviceId}/selftest`;
+    onCleanup(() => clearRetained(broker.url, topic));
+    const message = JSON.parse(await retained(broker.url, topic)) as { report: { startedAt: string; ok: boolean } };
     expect(message.report.startedAt).toBe(report.startedAt);
     expect(message.report.ok).toBe(true);
 
