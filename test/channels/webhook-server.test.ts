@@ -27,6 +27,18 @@ describe('webhook listener', () => {
     expect(listener.delivered()).toBe(2);
   });
 
+  it('stores concurrent deliveries (committed together) each once, and answers each after its commit', async () => {
+    const listener = await startListener();
+    const bodies = Array.from({ length: 30 }, (_, i) => geregeEventBody({ id: `evt_burst_${i}` }));
+    // The same event twice in one burst: one row, one duplicate answer.
+    bodies.push(bodies[0]!);
+    const answers = await Promise.all(bodies.map((body) => listener.post(body, listener.signedHeaders(body))));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(answers.filter((a) => a.json.duplicate)).toHaveLength(1);
+    expect(listener.rows()).toHaveLength(30);
+    expect(new Set(listener.accepted).size).toBe(30);
+  });
+
   it('stores an unknown event type already processed and answers 2xx, without handing it to the worker', async () => {
     const listener = await startListener();
     const body = geregeEventBody({ id: 'evt_new_type', type: 'payout.paid' });

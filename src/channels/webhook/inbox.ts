@@ -1,16 +1,17 @@
 import type { Db } from '../../store/index.js';
 import type { WebhookEvent } from '../../payments/types.js';
+import { createGroupCommit } from './group-commit.js';
 
 /** Where a row came from: delivered to the listener, or read from the provider's Events API. */
 export type InboxSource = 'webhook' | 'backfill';
 
+/** A row as the worker sees it (without the raw body, which only audits and `get` need). */
 export interface InboxRow {
   event_id: string;
   provider: string;
   type: string;
   object_id: string | null;
   livemode: number | null;
-  raw_body: Buffer;
   source: InboxSource;
   received_at: number;
   processed_at: number | null;
@@ -18,6 +19,8 @@ export interface InboxRow {
   next_attempt_at: number | null;
   last_error: string | null;
 }
+
+const ROW_COLUMNS = 'event_id, provider, type, object_id, livemode, source, received_at, processed_at, attempts, next_attempt_at, last_error';
 
 /**
  * Event types whose object we re-read. Anything else (a type added in a provider's minor version,
@@ -35,10 +38,12 @@ export function createWebhookInbox(db: Db) {
     `INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
   );
+  // rowid order is arrival order (received_at is set at insert), and it lets SQLite walk the partial
+  // index of unprocessed rows without sorting a backlog. The raw body stays on disk: the worker re-reads by GET.
   const due = db.prepare(
-    `SELECT * FROM webhook_events
+    `SELECT ${ROW_COLUMNS} FROM webhook_events
       WHERE processed_at IS NULL AND coalesce(next_attempt_at, 0) <= ?
-      ORDER BY received_at, rowid LIMIT ?`,
+      ORDER BY rowid LIMIT ?`,
   );
   const nextDue = db.prepare('SELECT min(coalesce(next_attempt_at, 0)) AS at FROM webhook_events WHERE processed_at IS NULL');
   const processed = db.prepare('UPDATE webhook_events SET processed_at = ?, last_error = ? WHERE event_id = ? AND processed_at IS NULL');
@@ -46,21 +51,28 @@ export function createWebhookInbox(db: Db) {
     'UPDATE webhook_events SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE event_id = ? AND processed_at IS NULL RETURNING attempts',
   );
   const get = db.prepare('SELECT * FROM webhook_events WHERE event_id = ?');
-  const since = db.prepare('SELECT * FROM webhook_events WHERE received_at >= ? ORDER BY received_at, rowid');
+  const since = db.prepare(`SELECT ${ROW_COLUMNS} FROM webhook_events WHERE received_at >= ? ORDER BY received_at, rowid`);
   const webhookForObject = db.prepare("SELECT 1 FROM webhook_events WHERE object_id = ? AND source = 'webhook' AND received_at >= ? LIMIT 1");
   const lastWebhook = db.prepare("SELECT max(received_at) AS at FROM webhook_events WHERE source = 'webhook'");
   const counts = db.prepare('SELECT count(*) AS total, count(*) - count(processed_at) AS unprocessed FROM webhook_events');
+
+  function add(event: WebhookEvent, rawBody: Buffer, provider: string, source: InboxSource, now: number): { inserted: boolean; handled: boolean } {
+    const handled = isHandledEvent(event);
+    const livemode = event.livemode === null ? null : event.livemode ? 1 : 0;
+    const result = insert.run(event.eventId, provider, event.type, event.objectId, livemode, rawBody, source, now, handled ? null : now);
+    return { inserted: result.changes === 1, handled };
+  }
+  const addGrouped = createGroupCommit(db, (a: Parameters<typeof add>) => add(...a));
 
   return {
     /**
      * Stores a verified event once. Returns false when its id is already there (a duplicate). An
      * event the worker has nothing to do for is stored already processed.
      */
-    add(event: WebhookEvent, rawBody: Buffer, provider: string, source: InboxSource, now: number): { inserted: boolean; handled: boolean } {
-      const handled = isHandledEvent(event);
-      const livemode = event.livemode === null ? null : event.livemode ? 1 : 0;
-      const result = insert.run(event.eventId, provider, event.type, event.objectId, livemode, rawBody, source, now, handled ? null : now);
-      return { inserted: result.changes === 1, handled };
+    add,
+    /** add() for the listener: deliveries of the same event-loop turn share one commit; resolves once committed. */
+    addCommitted(event: WebhookEvent, rawBody: Buffer, provider: string, source: InboxSource, now: number): Promise<{ inserted: boolean; handled: boolean }> {
+      return addGrouped([event, rawBody, provider, source, now]);
     },
     /** Unprocessed rows whose retry time has come, oldest first. */
     due(now: number, limit: number): InboxRow[] {
@@ -78,8 +90,8 @@ export function createWebhookInbox(db: Db) {
       const row = failed.get(nextAttemptAt, error.slice(0, 500), eventId) as { attempts: number } | undefined;
       return row?.attempts ?? 0;
     },
-    get(eventId: string): InboxRow | undefined {
-      return get.get(eventId) as InboxRow | undefined;
+    get(eventId: string): (InboxRow & { raw_body: Buffer }) | undefined {
+      return get.get(eventId) as (InboxRow & { raw_body: Buffer }) | undefined;
     },
     /** Every stored event received at or after `sinceMs`, processed or not (replay). */
     since(sinceMs: number): InboxRow[] {

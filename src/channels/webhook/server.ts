@@ -99,7 +99,7 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     const { event, secretIndex } = verified;
     let stored;
     try {
-      stored = inbox.add(event, rawBody, provider.name, 'webhook', now);
+      stored = await inbox.addCommitted(event, rawBody, provider.name, 'webhook', now);
     } catch (err) {
       // The provider retries on 5xx: nothing is lost by refusing now.
       log.error({ err, eventId: event.eventId }, 'webhook not stored: database error');

@@ -87,18 +87,22 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     return 'failed';
   }
 
+  /** Why a row needs no GET at all (acknowledged and ignored), or null when it does. */
+  function ignoreReason(row: InboxRow): string | null {
+    if (row.object_id === null || !isHandledEvent({ type: row.type, objectId: row.object_id })) return 'event type not handled';
+    if (deps.knowsInvoice && !deps.knowsInvoice(row.object_id)) return 'not an invoice of this device';
+    return null;
+  }
+
   /** The worker path: also what `vendgate replay` runs, with channel 'replay'. */
   async function processRow(row: InboxRow, channel: 'webhook' | 'backfill' | 'replay'): Promise<RowOutcome> {
-    const invoiceId = row.object_id;
-    if (invoiceId === null || !isHandledEvent({ type: row.type, objectId: invoiceId })) {
-      finish(row, 'event type not handled');
+    const reason = ignoreReason(row);
+    if (reason !== null) {
+      finish(row, reason);
+      log.debug({ eventId: row.event_id, invoiceId: row.object_id, reason }, 'webhook event ignored');
       return 'ignored';
     }
-    if (deps.knowsInvoice && !deps.knowsInvoice(invoiceId)) {
-      finish(row, 'not an invoice of this device');
-      log.debug({ eventId: row.event_id, invoiceId }, 'event for an invoice this device does not know: ignored');
-      return 'ignored';
-    }
+    const invoiceId = row.object_id!;
     let result: ObserveResult;
     try {
       const invoice = await provider.getInvoice(invoiceId);
@@ -168,7 +172,16 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
         if (stopped) return;
         const rows = dueRows();
         if (rows.length === 0) break;
-        await runRows(rows, (row) => (row.source === 'backfill' ? 'backfill' : 'webhook'), () => !stopped);
+        // Events of other devices (or of types we ignore) need no GET: acknowledge them in one commit.
+        const work: InboxRow[] = [];
+        inTransaction(db, () => {
+          for (const row of rows) {
+            const reason = ignoreReason(row);
+            if (reason === null) work.push(row);
+            else finish(row, reason);
+          }
+        });
+        await runRows(work, (row) => (row.source === 'backfill' ? 'backfill' : 'webhook'), () => !stopped);
       }
     } while (again && !stopped);
   }
