@@ -38,17 +38,7 @@ migrate_database() {
     # The settings are validated as the service sees them: with its secrets.
     # shellcheck source=/dev/null
     if [ -r "$ETC_DIR/secrets.env" ]; then set -a; . "$ETC_DIR/secrets.env"; set +a; fi
-    export VENDGATE_APP="$APP_DIR/current" VENDGATE_CONFIG="$ETC_DIR/config.yaml"
-    # shellcheck disable=SC2016 # JavaScript template literals, not shell expansions.
-    runuser -u "$SERVICE_USER" -- "$NODE_BIN" --input-type=module -e '
-    const app = process.env.VENDGATE_APP;
-    const { loadSettings } = await import(`${app}/dist/settings/index.js`);
-    const { openDatabase } = await import(`${app}/dist/store/index.js`);
-    const { settings } = loadSettings({ env: process.env });
-    const db = openDatabase(settings.storage.path);
-    console.log(`    schema version ${db.pragma("user_version", { simple: true })} at ${settings.storage.path}`);
-    db.close();
-  '
+    runuser -u "$SERVICE_USER" -- "$NODE_BIN" "$APP_DIR/current/dist/main.js" migrate --config "$ETC_DIR/config.yaml"
   )
 }
 

@@ -1,4 +1,3 @@
-import { dirname, join } from 'node:path';
 import type { Settings } from './settings/index.js';
 import { openDatabase, databaseId, createRetention, type Db, type Retention } from './store/index.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -9,7 +8,7 @@ import { createOrderService, createProviderHealth, type OrderService, type Provi
 import { createVendRunner, createRefundWorker, type VendRunner, type RefundWorker } from './vend/index.js';
 import { createActuator, createInputs, type Actuator, type HardwareInputs } from './hardware/index.js';
 import { createProvider, type PaymentProvider } from './payments/index.js';
-import { createSandboxProvider, type SandboxProvider } from './payments/sandbox/index.js';
+import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
 import { createWebhookChannel, type WebhookChannel } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
@@ -27,8 +26,9 @@ export interface AppDeps {
   actuator?: Actuator;
   /** Replaces the inputs named in the settings (tests). */
   inputs?: HardwareInputs;
-  /** The settings file this app was built from (reported by the in-process selftest). */
+  /** The settings file this app was built from and the environment variables that contributed (names only). */
   configSource?: string;
+  configEnvironment?: string[];
   /** Test-only: named points at which the process kills itself (crash tests). */
   crashPoint?: (name: string) => void;
 }
@@ -85,7 +85,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     let provider = deps.provider;
     if (!provider && settings.provider.name === 'sandbox') {
       sandbox = createSandboxProvider({ clock, logger }, {
-        dbPath: join(dirname(settings.storage.path), 'sandbox.db'),
+        dbPath: sandboxDbPath(settings.storage.path),
         payUrl: (id) => `${localBase()}/sandbox/pay/${id}`,
         webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
       });
@@ -144,7 +144,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     let urls: { local?: string; webhook?: string } = {};
     mqtt = createMqtt({
       db, outbox, clock, logger, deviceId: settings.device.id,
-      control: createDeviceControl({ ctx: () => ctx!, outOfService, listeners, notify, urls: () => urls, source: deps.configSource ?? '(in memory)' }),
+      control: createDeviceControl({ ctx: () => ctx!, outOfService, listeners, notify, urls: () => urls, source: deps.configSource ?? '(in memory)', environment: deps.configEnvironment ?? [] }),
     }, settings.mqtt);
     ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view };
 

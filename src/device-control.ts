@@ -13,6 +13,7 @@ export interface DeviceControlDeps {
   /** Where the running service listens (for the in-process selftest). */
   urls: () => { local?: string; webhook?: string };
   source: string;
+  environment: string[];
 }
 
 /**
@@ -68,7 +69,7 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
     async runSelftest() {
       const ctx = deps.ctx();
       const run = await runSelftest(
-        { settings: ctx.settings, source: deps.source, environment: [], urls: deps.urls(), store: true },
+        { settings: ctx.settings, source: deps.source, environment: deps.environment, urls: deps.urls(), store: true },
         { clock: ctx.clock, logger: ctx.logger, live: { db: ctx.db, provider: ctx.provider, actuator: ctx.actuator, inputs: ctx.inputs } },
       );
       return { ok: run.report.ok, report: run.report };

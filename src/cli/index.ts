@@ -6,6 +6,7 @@ import { startCommand } from './start.js';
 import { ordersCommand, resolveCommand } from './orders.js';
 import { simulateCommand } from './simulate.js';
 import { simulateMachineCommand } from './simulate-machine.js';
+import { migrateCommand } from './migrate.js';
 import { selftestCommand } from './selftest.js';
 import { exportCommand } from './export.js';
 import { replayCommand } from './replay.js';
@@ -18,6 +19,7 @@ const USAGE = `usage: vendgate <command> [options]
   start [--config FILE]                       run the gateway (npm start)
   orders [--state S] [--json] [--limit N]     list orders, newest first
   resolve ORDER --vended|--not-vended         settle an uncertain vend (not vended → refund)
+  migrate [--config FILE]                     apply pending database migrations (update.sh)
   replay [--since ISO]                        re-run stored webhook events (GET + observe); default: last 24 h
   reconcile [--since ISO] [--json]            paid invoices without a vend or refund here, vends without
                                               a paid invoice there; exit 1 when any (default: last 24 h)
@@ -82,6 +84,7 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       case 'reconcile': return await reconcileCommand({ config: values.config, since: values.since, json: values.json }, io);
       case 'selftest': return await selftestCommand({ config: values.config, json: values.json, actuate: values.actuate, yes: values.yes, expectService: values['expect-service'] }, io);
       case 'export': return await exportCommand({ config: values.config, from: values.from, to: values.to }, io);
+      case 'migrate': return migrateCommand({ config: values.config }, io);
       case 'simulate-machine': return await simulateMachineCommand({
         path: values.path, profile: values.profile, baud: values.baud, failSlots: values['fail-slots'], failRate: values['fail-rate'],
         silentSlots: values['silent-slots'], vendDelayMs: values['vend-delay-ms'], sessionTimeoutMs: values['session-timeout-ms'], autoVend: values['auto-vend'],

@@ -1,11 +1,10 @@
-import { dirname, join } from 'node:path';
 import { loadSettings, type Settings } from '../settings/index.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { createOutbox } from '../outbox/index.js';
 import { createLedger } from '../ledger/index.js';
 import { createOrderRepository } from '../orders/index.js';
 import { createProvider, type PaymentProvider } from '../payments/index.js';
-import { createSandboxProvider } from '../payments/sandbox/index.js';
+import { createSandboxProvider, sandboxDbPath } from '../payments/sandbox/index.js';
 import { createWebhookInbox, createWebhookWorker } from '../channels/webhook/index.js';
 import { systemClock, toIso } from '../util/clock.js';
 import { createLogger } from '../util/logger.js';
@@ -30,7 +29,7 @@ export function providerForCli(settings: Readonly<Settings>, io: CliIo): { provi
   const logger = createLogger({ level: 'warn', destination: io.stderr });
   if (settings.provider.name === 'sandbox') {
     const sandbox = createSandboxProvider({ clock: systemClock, logger }, {
-      dbPath: join(dirname(settings.storage.path), 'sandbox.db'),
+      dbPath: sandboxDbPath(settings.storage.path),
       payUrl: (id) => `http://127.0.0.1:${settings.http.local.port}/sandbox/pay/${id}`,
       webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
     });

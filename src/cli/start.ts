@@ -10,7 +10,7 @@ export async function startCommand(options: { config?: string }, io: CliIo, extr
   const { settings } = loaded;
   const logger = createLogger({ level: settings.log.level, destination: io.stdout });
   logger.info({ config: loaded.source, environment: loaded.environment }, 'settings loaded');
-  const app = createApp(settings, { logger, crashPoint: extra.crashPoint, configSource: loaded.source });
+  const app = createApp(settings, { logger, crashPoint: extra.crashPoint, configSource: loaded.source, configEnvironment: loaded.environment });
   let ready: { localUrl: string };
   try {
     ready = await app.start();

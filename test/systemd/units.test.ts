@@ -1,17 +1,12 @@
-import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { settingsSchema } from '../../src/settings/index.js';
 import { loadSettings } from '../../src/settings/index.js';
-import { tempDir } from '../helpers/temp.js';
 
 const SYSTEMD = new URL('../../systemd/', import.meta.url).pathname;
 const EXAMPLES = new URL('../../config/examples/', import.meta.url).pathname;
-const UNITS = ['vendgate.service', 'vendgate-tunnel.service', 'vendgate-kiosk.service'];
-const HAS_ANALYZE = spawnSync('systemd-analyze', ['--version']).status === 0;
-
 /** `Key=value` lines per section; a key given twice keeps every value, in order. */
 function unit(name: string): Record<string, Record<string, string[]>> {
   const sections: Record<string, Record<string, string[]>> = {};
@@ -28,48 +23,7 @@ function unit(name: string): Record<string, Record<string, string[]>> {
   return sections;
 }
 
-/**
- * systemd-analyze verify on copies of the units. It also checks that every Exec binary exists; the
- * ones this build machine does not have (cloudflared, cage) become stubs, everything else is as shipped.
- */
-function verify(files: Record<string, string>): { status: number | null; output: string } {
-  const dir = tempDir('vendgate-units-');
-  try {
-    const paths: string[] = [];
-    for (const [name, text] of Object.entries(files)) {
-      const rewritten = text.replace(/^(Exec\w*=[-+!@:]*)(\/\S+)/gm, (match, prefix: string, binary: string) => {
-        if (existsSync(binary)) return match;
-        const stub = join(dir.path, `stub-${binary.split('/').pop()}`);
-        writeFileSync(stub, '#!/bin/sh\nexit 0\n');
-        chmodSync(stub, 0o755);
-        return `${prefix}${stub}`;
-      });
-      const path = join(dir.path, name);
-      writeFileSync(path, rewritten);
-      paths.push(path);
-    }
-    const result = spawnSync('systemd-analyze', ['verify', '--man=no', ...paths], { encoding: 'utf8' });
-    return { status: result.status, output: `${result.stdout}${result.stderr}`.trim() };
-  } finally {
-    dir.cleanup();
-  }
-}
-
 describe('systemd units', () => {
-  it.skipIf(!HAS_ANALYZE)('every unit passes systemd-analyze verify without a single warning', () => {
-    const files = Object.fromEntries(UNITS.map((name) => [name, readFileSync(join(SYSTEMD, name), 'utf8')]));
-    const { status, output } = verify(files);
-    expect(output).toBe('');
-    expect(status).toBe(0);
-  });
-
-  it.skipIf(!HAS_ANALYZE)('the verification does catch a broken unit (so the test above means something)', () => {
-    const broken = readFileSync(join(SYSTEMD, 'vendgate.service'), 'utf8').replace('Restart=always', 'Restart=allways\nWatchDogSec=30');
-    const { output } = verify({ 'vendgate.service': broken });
-    expect(output).toMatch(/restart specifier, ignoring: allways/);
-    expect(output).toMatch(/Unknown key 'WatchDogSec'/);
-  });
-
   it('vendgate.service: notify with watchdog, restarts except on bad configuration, its own user in gpio and dialout', () => {
     const service = unit('vendgate.service').Service!;
     expect(service.Type).toEqual(['notify']);

@@ -1,7 +1,6 @@
-import { dirname, join } from 'node:path';
 import type { Settings } from '../../settings/index.js';
 import { createProvider, ProviderError, type PaymentProvider } from '../../payments/index.js';
-import { createSandboxProvider } from '../../payments/sandbox/index.js';
+import { createSandboxProvider, sandboxDbPath } from '../../payments/sandbox/index.js';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import type { CheckResult, Exec } from '../types.js';
@@ -37,7 +36,7 @@ export async function checkProvider(
   if (!provider && conf.name === 'sandbox') {
     // The same construction as app.ts: the sandbox keeps its invoices next to the database.
     const sandbox = createSandboxProvider({ clock: deps.clock, logger: deps.logger }, {
-      dbPath: join(dirname(settings.storage.path), 'sandbox.db'),
+      dbPath: sandboxDbPath(settings.storage.path),
       payUrl: (id) => `/sandbox/pay/${id}`,
       webhookSecret: conf.webhookSecrets[0] ?? 'sandbox-webhook-secret',
     });
