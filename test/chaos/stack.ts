@@ -78,21 +78,21 @@ export async function startGeregeStack(options: { config?: Record<string, unknow
       return answer?.status === 200 ? answer.json as OrderAnswer : null;
     },
     /**
-     * KNOWN GAP (reported to the lead): a refund whose POST failed before the provider acted (5xx,
-     * 429, timeout) is marked `unknown` and never re-sent, although the same Idempotency-Key makes a
-     * re-send safe at Gerege; the order stays `refunding` until a person acts (refund_unknown alarm).
-     * True for such an order: its refund is `unknown` and the provider has no refund for the invoice.
+     * KNOWN GAP (reported to the lead), Gerege: a refund whose outcome became `unknown` — its POST
+     * failed (5xx, 429, timeout, lost response) or the service was killed while sending — is never
+     * re-sent, although the same Idempotency-Key makes a re-send safe at Gerege, and reading the
+     * intent cannot settle it (a Gerege intent stays `succeeded`; refunds are separate `re_` objects).
+     * The order stays `refunding` with a refund_unknown alarm for a person. True for such an order.
      */
-    refundNeverSent(orderId: number): boolean {
-      const row = query<{ invoice_id: string }>("SELECT invoice_id FROM refunds WHERE order_id = ? AND state = 'unknown'", orderId)[0];
-      return row !== undefined && !sim.records().refunds.some((r) => r.invoiceId === row.invoice_id);
+    refundStuckUnknown(orderId: number): boolean {
+      return query("SELECT 1 FROM refunds WHERE order_id = ? AND state = 'unknown'", orderId).length > 0;
     },
-    /** Waits until the order is settled (or, see refundNeverSent, stuck on the known refund gap). */
+    /** Waits until the order is settled (or, see refundStuckUnknown, stuck on the known refund gap). */
     async waitSettled(orderId: number, timeoutMs = 30_000): Promise<OrderAnswer> {
       try {
         return await waitFor(async () => {
           const order = await this.order(orderId);
-          if (order && order.state === 'refunding' && this.refundNeverSent(orderId)) return order;
+          if (order && order.state === 'refunding' && this.refundStuckUnknown(orderId)) return order;
           return order && SETTLED.includes(order.state) ? order : null;
         }, timeoutMs, `order ${orderId} to settle`);
       } catch (err) {

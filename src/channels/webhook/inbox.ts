@@ -54,7 +54,7 @@ export function createWebhookInbox(db: Db) {
   const since = db.prepare(`SELECT ${ROW_COLUMNS} FROM webhook_events WHERE received_at >= ? ORDER BY received_at, rowid`);
   const webhookForObject = db.prepare("SELECT 1 FROM webhook_events WHERE object_id = ? AND source = 'webhook' AND received_at >= ? LIMIT 1");
   const lastWebhook = db.prepare("SELECT max(received_at) AS at FROM webhook_events WHERE source = 'webhook'");
-  const counts = db.prepare('SELECT count(*) AS total, count(*) - count(processed_at) AS unprocessed FROM webhook_events');
+  const unprocessed = db.prepare('SELECT count(*) AS n FROM webhook_events WHERE processed_at IS NULL');
 
   function add(event: WebhookEvent, rawBody: Buffer, provider: string, source: InboxSource, now: number): { inserted: boolean; handled: boolean } {
     const handled = isHandledEvent(event);
@@ -104,8 +104,8 @@ export function createWebhookInbox(db: Db) {
     lastWebhookAt(): number | null {
       return (lastWebhook.get() as { at: number | null }).at;
     },
-    counts(): { total: number; unprocessed: number } {
-      return counts.get() as { total: number; unprocessed: number };
+    unprocessedCount(): number {
+      return (unprocessed.get() as { n: number }).n;
     },
   };
 }

@@ -61,6 +61,8 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
   let again = false;
   let timer: NodeJS.Timeout | null = null;
   let stopped = true;
+  /** The last pass failed as a whole (database trouble): the next waits retryBaseMs instead of spinning. */
+  let lastPassFailed = false;
 
   function finish(row: InboxRow, note: string | null): void {
     inTransaction(db, () => {
@@ -186,15 +188,26 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     } while (again && !stopped);
   }
 
+  function nextWait(): number {
+    if (lastPassFailed) return settings.retryBaseMs;
+    const at = inbox.nextDueAt();
+    const now = clock.now();
+    if (at === null) return SAFETY_SWEEP_MS;
+    if (at > now) return Math.min(SAFETY_SWEEP_MS, at - now);
+    // Due but not taken: only rows cooling down after a database error. Do not spin on them.
+    return cooling.size > 0 ? settings.retryBaseMs : 0;
+  }
+
   function scheduleNext(): void {
     if (stopped) return;
     if (timer) clearTimeout(timer);
-    const at = inbox.nextDueAt();
-    const now = clock.now();
-    let wait = SAFETY_SWEEP_MS;
-    if (at !== null && at > now) wait = Math.min(SAFETY_SWEEP_MS, at - now);
-    // Due but not taken: only rows cooling down after a database error. Do not spin on them.
-    else if (at !== null) wait = cooling.size > 0 ? settings.retryBaseMs : 0;
+    let wait: number;
+    try {
+      wait = nextWait();
+    } catch (err) {
+      log.error({ err }, 'webhook inbox unreadable; trying again');
+      wait = settings.retryBaseMs;
+    }
     timer = setTimeout(kick, wait);
     timer.unref?.();
   }
@@ -206,7 +219,11 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
       return;
     }
     pass = drainOnce()
-      .catch((err) => log.error({ err }, 'webhook worker pass failed'))
+      .then(() => { lastPassFailed = false; })
+      .catch((err) => {
+        lastPassFailed = true;
+        log.error({ err }, 'webhook worker pass failed');
+      })
       .finally(() => {
         pass = null;
         scheduleNext();
@@ -218,7 +235,7 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     start(): void {
       if (!stopped) return;
       stopped = false;
-      const { unprocessed } = inbox.counts();
+      const unprocessed = inbox.unprocessedCount();
       if (unprocessed > 0) log.info({ unprocessed }, 'resuming webhook events left unprocessed');
       kick();
     },
@@ -226,7 +243,7 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     notify(): void {
       kick();
     },
-    /** Resolves when the current pass (if any) is over. Tests and the bench use it. */
+    /** Resolves when the current pass (if any) is over (tests). */
     async idle(): Promise<void> {
       while (pass) await pass;
     },
