@@ -1,0 +1,203 @@
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSimulator } from '../../dist/simulator/index.js';
+import { openDatabase } from '../../dist/store/index.js';
+import { startBroker } from './broker.mjs';
+import { createDriver, sleep } from './driver.mjs';
+import { createRandom } from './random.mjs';
+import { createServiceProcess, freePort } from './service.mjs';
+import { verify } from './verify.mjs';
+
+/**
+ * One soak run: the real compiled service against the Gerege simulator with webhooks on and every
+ * fault, SIGKILLed at random moments and restarted, a sim actuator that sometimes fails, an MQTT
+ * broker that goes away and comes back, and a stream of customers. Then everything drains and the
+ * four witnesses (database, simulator, actuator log, broker) are checked against the invariants.
+ */
+
+/** Probabilities per request / delivery; `webhookOutage` windows are driven by the chaos loop. */
+export const FAULTS_ALL = {
+  duplicateWebhook: 0.1, reorderWebhooks: 0.1, delayWebhookMs: 20, dropWebhook: 0.05, lateStaleEvent: 0.1,
+  rateLimit: 0.02, serverError: 0.03, timeout: 0.01, lostResponse: 0.02, refundUnknown: 0,
+};
+
+export function parseFaults(spec) {
+  if (spec === 'all') return { ...FAULTS_ALL, outages: true };
+  if (spec === 'none' || spec === '') return { outages: false };
+  const out = { outages: false };
+  for (const name of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (name === 'webhookOutage') out.outages = true;
+    else if (name in FAULTS_ALL) out[name] = FAULTS_ALL[name];
+    else throw new Error(`unknown fault "${name}"; known: all, none, webhookOutage, ${Object.keys(FAULTS_ALL).join(', ')}`);
+  }
+  return out;
+}
+
+const PREFIX = 'vendgate';
+
+function percentiles(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? null;
+  return { n: sorted.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted.at(-1) ?? null };
+}
+const UNSETTLED_STATES = "('creating', 'awaiting_payment', 'paid', 'authorized', 'vending', 'refunding')";
+
+export async function runSoak(options) {
+  const { orders: total, seed, killEverySec, mqtt: mqttEnabled = true, failRate = 0.05, drainTimeoutMs = 120_000, log = () => {} } = options;
+  const faults = parseFaults(options.faults ?? 'all');
+  const { outages, ...simFaults } = faults;
+  const random = createRandom(seed);
+  const chaosRandom = createRandom((seed ^ 0x5bd1e995) >>> 0);
+  const dir = mkdtempSync(join(tmpdir(), 'vendgate-soak-'));
+  const dbPath = join(dir, 'vendgate.db');
+  const simLogPath = join(dir, 'actuations.jsonl');
+  const deviceId = `soak-${seed}`;
+  const startedAt = Date.now();
+  const localPort = await freePort();
+  const webhookPort = await freePort();
+  const broker = mqttEnabled ? await startBroker() : null;
+  const sim = createSimulator({ provider: 'gerege', seed, webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege`, faults: simFaults });
+  await sim.start();
+
+  // Soak instrumentation (not part of the product): a trigger copies every committed outbox row, the
+  // ground truth for "did operators see every event?". The migrations run first, as the service would.
+  openDatabase(dbPath).close();
+  const instrument = new Database(dbPath);
+  instrument.exec(`CREATE TABLE soak_outbox_log (seq INTEGER, id TEXT, kind TEXT, topic TEXT);
+    CREATE TRIGGER soak_outbox_log AFTER INSERT ON outbox BEGIN INSERT INTO soak_outbox_log VALUES (NEW.seq, NEW.id, NEW.kind, NEW.topic); END;`);
+  instrument.close();
+
+  let segment = 0;
+  const config = () => ({
+    device: { id: deviceId, mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }, { slot: 'A2', name: 'Cola', price: 2500 }] },
+    provider: { name: 'gerege', baseUrl: sim.url, clientId: 'sim-client', invoiceTtlSec: 30, requestTimeoutMs: 1_000, createDeadlineMs: 6_000, refundUnknownAlarmSec: 60 },
+    poll: { intervalMs: 200, maxBackoffMs: 2_000, lateGraceSec: 60 },
+    http: {
+      local: { host: '127.0.0.1', port: localPort },
+      webhook: { host: '127.0.0.1', port: webhookPort, retryBaseMs: 100, retryMaxMs: 2_000, silenceGraceSec: 2, backfillLookbackSec: 3_600 },
+    },
+    storage: { path: dbPath },
+    // A different failure mode and draw sequence in every segment between two kills.
+    actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 10, failMode: segment % 2 === 0 ? 'fail' : 'nak', failRate, failSeed: seed * 1_000 + segment } },
+    mqtt: broker ? { url: broker.url, prefix: PREFIX, reconnectMinMs: 200, reconnectMaxMs: 1_000, connectTimeoutMs: 2_000 } : { url: '' },
+    log: { level: 'info' },
+  });
+  const service = createServiceProcess({
+    configPath: join(dir, 'config.yaml'), config,
+    env: { VENDGATE_PROVIDER_CLIENT_SECRET: 'sim-secret', VENDGATE_WEBHOOK_SECRETS: 'whsec_simulator' },
+  });
+  const readyTimes = [];
+  readyTimes.push((await service.start()).readyMs);
+
+  const kills = [];
+  const stats = { behaviours: {}, finalStates: {}, createFailed: {}, createWaits: {}, slowOrders: [], createMs: [], orderMs: [], payments: 0, retriedRequests: 0, brokerStops: 0, outages: 0 };
+  let stopping = false;
+  let served = 0;
+  const chaosDone = [];
+  const pause = async (ms) => { const end = Date.now() + ms; while (!stopping && Date.now() < end) await sleep(Math.min(50, end - Date.now())); };
+
+  if (killEverySec > 0) {
+    chaosDone.push((async () => {
+      while (!stopping) {
+        await pause(killEverySec * 1_000 * (0.5 + chaosRandom.next()));
+        if (stopping) break;
+        await service.kill('SIGKILL');
+        // What the disk says at the instant of death: was the machine moving?
+        const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+        const firing = db.prepare("SELECT order_id FROM vend_jobs WHERE state = 'firing'").pluck().get() ?? null;
+        db.close();
+        kills.push({ at: Date.now() - startedAt, afterOrders: served, firingOrderId: firing });
+        segment += 1;
+        readyTimes.push((await service.start()).readyMs);
+        log(`kill ${kills.length} after ${served} orders${firing === null ? '' : ` (order ${firing} was firing)`}`);
+      }
+    })());
+  }
+  if (broker) {
+    chaosDone.push((async () => {
+      while (!stopping) {
+        await pause(chaosRandom.int(3_000, 9_000));
+        if (stopping) break;
+        await broker.stop();
+        stats.brokerStops += 1;
+        await pause(chaosRandom.int(300, 2_000));
+        await broker.start();
+      }
+      await broker.start();
+    })());
+  }
+  if (outages) {
+    chaosDone.push((async () => {
+      while (!stopping) {
+        await pause(chaosRandom.int(5_000, 15_000));
+        if (stopping) break;
+        sim.setFaults({ webhookOutage: true });
+        stats.outages += 1;
+        await pause(chaosRandom.int(500, 3_000));
+        sim.setFaults({ webhookOutage: false });
+      }
+      sim.setFaults({ webhookOutage: false });
+    })());
+  }
+
+  const localUrl = `http://127.0.0.1:${localPort}`;
+  const driver = createDriver({ localUrl, sim, random, stats, isStopping: () => false });
+  let driveError = null;
+  try {
+    for (served = 0; served < total; served += 1) {
+      await driver.customer();
+      if ((served + 1) % 500 === 0) log(`${served + 1} orders in ${((Date.now() - startedAt) / 1000).toFixed(0)} s`);
+    }
+  } catch (err) {
+    driveError = err;
+  }
+  const driveMs = Date.now() - startedAt;
+
+  // Drain: no more chaos; the last customer's QR is closed; everything settles and is published.
+  stopping = true;
+  await Promise.all(chaosDone);
+  if (!service.running) readyTimes.push((await service.start()).readyMs);
+  const drainStarted = Date.now();
+  let drained = false;
+  let lastOpen = null;
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  try {
+    while (Date.now() - drainStarted < drainTimeoutMs) {
+      for (const id of db.prepare("SELECT id FROM orders WHERE state = 'awaiting_payment'").pluck().all()) await driver.cancel(id).catch(() => {});
+      lastOpen = {
+        orders: db.prepare(`SELECT count(*) FROM orders WHERE state IN ${UNSETTLED_STATES}`).pluck().get(),
+        refunds: db.prepare("SELECT count(*) FROM refunds WHERE state NOT IN ('succeeded', 'failed')").pluck().get(),
+        webhooks: db.prepare('SELECT count(*) FROM webhook_events WHERE processed_at IS NULL').pluck().get(),
+        outbox: mqttEnabled ? db.prepare('SELECT count(*) FROM outbox').pluck().get() : 0,
+      };
+      if (Object.values(lastOpen).every((n) => n === 0)) { drained = true; break; }
+      await sleep(100);
+    }
+  } finally {
+    db.close();
+  }
+  await service.kill('SIGTERM');
+  await sim.stop();
+  await broker?.stop();
+
+  const report = verify({ dbPath, simLogPath, records: sim.records(), received: broker?.received ?? [], deviceId, prefix: PREFIX, kills, mqttEnabled });
+  if (driveError) report.violations.push(`the customers could not go on: ${driveError.message}`);
+  if (!drained) report.violations.push(`not settled ${drainTimeoutMs / 1000} s after the last order: ${JSON.stringify(lastOpen)}`);
+  const records = sim.records();
+  Object.assign(report, {
+    seed, faults: options.faults ?? 'all', killEverySec, mqttEnabled, failRate,
+    wallMs: Date.now() - startedAt, driveMs, drainMs: Date.now() - drainStarted,
+    ordersPerSec: total / (driveMs / 1000),
+    kills: kills.length, restarts: service.starts - 1, readyMs: { max: Math.max(...readyTimes), median: readyTimes.sort((a, b) => a - b)[Math.floor(readyTimes.length / 2)] },
+    brokerStops: stats.brokerStops, webhookOutages: stats.outages,
+    customers: stats.behaviours, finalStates: stats.finalStates, createFailed: stats.createFailed, createWaits: stats.createWaits,
+    slowOrders: stats.slowOrders.length,
+    createMs: percentiles(stats.createMs), orderMs: percentiles(stats.orderMs),
+    providerRequests: records.requests.length, webhookDeliveries: records.deliveries.length,
+    dir: options.keepDir ? dir : null,
+  });
+  if (!options.keepDir) rmSync(dir, { recursive: true, force: true });
+  return report;
+}
