@@ -8,7 +8,8 @@ import { SETTLED, seededRandom, startGeregeStack, type GeregeStack, type OrderAn
  * the same time, with faults. Checked from the sim actuator log (the physical truth), the
  * simulator's records (the provider's truth) and the service's database.
  *
- * Size: CHAOS_ORDERS (default 20; e.g. CHAOS_ORDERS=500 for a long run), seed: CHAOS_SEED.
+ * Size: CHAOS_ORDERS (default 20; e.g. CHAOS_ORDERS=500 for a long run), seed: CHAOS_SEED,
+ * CHAOS_DEBUG=1 prints each order's action and the channel that saw each payment.
  */
 const ORDERS = Number(process.env.CHAOS_ORDERS ?? 20);
 const SEED = Number(process.env.CHAOS_SEED ?? 7);
