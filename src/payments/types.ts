@@ -93,6 +93,12 @@ export interface PaymentProvider {
   captureInvoice(invoiceId: string): Promise<Invoice>;
   /** Never retried blindly: an unknown outcome is returned as `status: 'unknown'`. */
   refund(request: RefundRequest): Promise<RefundResult>;
+  /**
+   * Learns the outcome of a refund whose answer was lost, where the provider guarantees that the
+   * same idempotency key and body return the same refund and never move money twice (Gerege).
+   * Absent where a refund must never be sent again (QutPay): the invoice is read instead.
+   */
+  confirmRefund?(request: RefundRequest): Promise<RefundResult>;
   /** Verifies a webhook on its raw bytes and parses it. Throws WebhookVerificationError. */
   verifyWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>, context: VerifyContext): WebhookEvent;
   /** Events API paging (Gerege). Absent where the provider has none. */

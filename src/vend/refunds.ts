@@ -34,8 +34,10 @@ export interface RefundWorkerSettings {
 }
 
 /**
- * Sends each requested refund once, with its derived key. An unknown outcome is never re-sent: it is
- * settled by reading the invoice (refunded → done; still paid → read again; too long → alarm).
+ * Sends each requested refund once, with its derived key. An unknown outcome is never re-sent
+ * blindly: where the provider guarantees that the same key returns the same refund (Gerege) it is
+ * asked again with that key; elsewhere (QutPay) the invoice is read (refunded → done; still paid →
+ * read again). Unsettled for too long → alarm for a person.
  */
 export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger }, settings: RefundWorkerSettings) {
   const { db, clock, outbox, provider, ledger } = deps;
@@ -69,7 +71,7 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
 
   async function send(row: RefundRow): Promise<void> {
     // Claim first: a crash between this commit and the provider's answer leaves `sending`, which
-    // recovery turns into `unknown` — settled by reading, never by sending again.
+    // recovery turns into `unknown` — settled by check(), never by a blind second send.
     const claimed = inTransaction(db, () =>
       db.prepare("UPDATE refunds SET state = 'sending', attempts = attempts + 1, updated_at = ? WHERE invoice_id = ? AND state = 'requested'")
         .run(clock.now(), row.invoice_id).changes === 1);
@@ -82,19 +84,21 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
       }
       const result = await provider.refund({ invoiceId: row.invoice_id, amount: row.amount, idempotencyKey: row.idempotency_key });
       if (result.status === 'succeeded') return complete({ ...row }, 'refund succeeded');
-      if (result.status === 'failed') {
-        inTransaction(db, () => {
-          update(row.invoice_id, { state: 'failed', last_error: result.detail ?? 'provider refused the refund', provider_refund_id: result.refundId ?? null });
-          outbox.raiseAlarm(`refund_failed/${row.order_id}`, 'critical', 'the provider refused a refund: give the money back by hand', { orderId: row.order_id, invoiceId: row.invoice_id });
-          outbox.event('refund.failed', { orderId: row.order_id, invoiceId: row.invoice_id, detail: result.detail ?? null });
-        });
-        return;
-      }
+      if (result.status === 'failed') return fail(row, result.detail ?? 'provider refused the refund', result.refundId);
       markUnknown(row, result.detail ?? result.status, result.status === 'pending' ? 'pending' : 'unknown', result.refundId);
     } catch (err) {
-      // Whatever failed, we cannot know whether money moved: read, never re-send.
+      // Whatever failed, we cannot know whether money moved: check() settles it.
       markUnknown(row, errorMessage(err), 'unknown');
     }
+  }
+
+  function fail(row: RefundRow, detail: string, refundId?: string): void {
+    inTransaction(db, () => {
+      update(row.invoice_id, { state: 'failed', last_error: detail, provider_refund_id: refundId ?? null });
+      outbox.raiseAlarm(`refund_failed/${row.order_id}`, 'critical', 'the provider refused a refund: give the money back by hand', { orderId: row.order_id, invoiceId: row.invoice_id });
+      outbox.event('refund.failed', { orderId: row.order_id, invoiceId: row.invoice_id, detail });
+    });
+    log.error({ orderId: row.order_id, invoiceId: row.invoice_id, detail }, 'refund refused by the provider');
   }
 
   function markUnknown(row: RefundRow, detail: string, state: 'pending' | 'unknown', refundId?: string): void {
@@ -107,10 +111,17 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
 
   async function check(row: RefundRow): Promise<void> {
     try {
-      const invoice = await provider.getInvoice(row.invoice_id);
-      ledger.observe({ invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode, amount: invoice.amount, currency: invoice.currency, channel: 'refund' });
-      const done = row.kind === 'void' ? invoice.status === 'canceled' || invoice.status === 'expired' : invoice.status === 'refunded';
-      if (done) return complete(row, `invoice is ${invoice.status}`);
+      if (row.kind === 'refund' && provider.confirmRefund) {
+        // Safe by the provider's contract: the same key and body return the same refund.
+        const result = await provider.confirmRefund({ invoiceId: row.invoice_id, amount: row.amount, idempotencyKey: row.idempotency_key });
+        if (result.status === 'succeeded') return complete(row, 'refund confirmed by the provider');
+        if (result.status === 'failed') return fail(row, result.detail ?? 'provider refused the refund', result.refundId);
+      } else {
+        const invoice = await provider.getInvoice(row.invoice_id);
+        ledger.observe({ invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode, amount: invoice.amount, currency: invoice.currency, channel: 'refund' });
+        const done = row.kind === 'void' ? invoice.status === 'canceled' || invoice.status === 'expired' : invoice.status === 'refunded';
+        if (done) return complete(row, `invoice is ${invoice.status}`);
+      }
     } catch (err) {
       if (!(err instanceof ProviderError)) log.error({ err, invoiceId: row.invoice_id }, 'refund check failed');
     }

@@ -16,6 +16,8 @@ export function createFakeProvider(options: { livemode?: boolean; now?: () => nu
     transformCreate?: (invoice: Invoice) => Invoice;
     getError?: (id: string) => Error | undefined;
     refund?: (request: RefundRequest) => RefundResult | Promise<RefundResult>;
+    /** Set to offer confirmRefund (a provider whose refund keys are idempotent, like Gerege). */
+    confirmRefund?: (request: RefundRequest) => RefundResult | Promise<RefundResult>;
   } = {};
 
   const provider: PaymentProvider = {
@@ -59,6 +61,14 @@ export function createFakeProvider(options: { livemode?: boolean; now?: () => nu
       if (hooks.refund) return hooks.refund(request);
       set(request.invoiceId, 'refunded');
       return { status: 'succeeded', refundId: `re_${request.invoiceId}` };
+    },
+    get confirmRefund() {
+      const confirm = hooks.confirmRefund;
+      if (!confirm) return undefined;
+      return async (request: RefundRequest) => {
+        calls.push({ method: 'confirmRefund', arg: request });
+        return confirm(request);
+      };
     },
     verifyWebhook() {
       throw new WebhookVerificationError('bad_signature', 'fake provider takes no webhooks');

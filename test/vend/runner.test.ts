@@ -178,6 +178,18 @@ describe('refund worker', () => {
     expect(core.orders.get(order.id)!.state).toBe('refunded');
   });
 
+  it('asks again with the same key where the provider makes that safe, and completes on its answer', async () => {
+    let moved = 0;
+    core.fake.hooks.confirmRefund = () => ({ status: 'succeeded', refundId: 're_1' });
+    const { order, refunds } = await failedVend(() => { moved++; return { status: 'unknown' }; });
+    core.clock.advance(1_000);
+    await refunds.run();
+    expect(core.orders.get(order.id)!.state).toBe('refunded');
+    const keys = core.fake.calls.filter((c) => c.method === 'refund' || c.method === 'confirmRefund').map((c) => [c.method, (c.arg as { idempotencyKey: string }).idempotencyKey]);
+    expect(keys).toEqual([['refund', `${order.reference}-refund`], ['confirmRefund', `${order.reference}-refund`]]);
+    expect(moved).toBe(1);
+  });
+
   it('raises an alarm when a refund stays unknown too long', async () => {
     const { order, refunds } = await failedVend(() => ({ status: 'unknown' }));
     core.clock.advance(61_000);

@@ -134,6 +134,15 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
       return status ? { status, refundId: refund.id } : { status: 'unknown', refundId: refund.id, detail: `refund status ${refund.status}` };
     },
 
+    /**
+     * Gerege answers the same Idempotency-Key and body with the same `re_…` object, never a second
+     * refund (seed 003), and its intent stays `succeeded` after a refund: asking again is the only
+     * way to learn what happened to a refund whose answer was lost.
+     */
+    confirmRefund(request: RefundRequest): Promise<RefundResult> {
+      return this.refund(request);
+    },
+
     verifyWebhook: (rawBody, headers, context) => verifyGeregeWebhook(rawBody, headers, context).event,
 
     async listEvents(query): Promise<EventPage> {

@@ -1,0 +1,47 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { orderRequest, startHarness, type Harness } from './provider-harness.js';
+
+describe('gerege: a refund whose answer was lost', () => {
+  let harness: Harness;
+  afterEach(async () => { await harness?.stop(); });
+
+  it('is confirmed by asking again with the same key, and the money moves once', async () => {
+    harness = await startHarness('gerege');
+    const invoice = await harness.provider.createInvoice(orderRequest());
+    await harness.sim.pay(invoice.id);
+    const request = { invoiceId: invoice.id, amount: invoice.amount, idempotencyKey: `${invoice.reference}-refund` };
+
+    // The provider commits the refund, then the connection drops before we hear the answer.
+    harness.faultsForCalls(1, { lostResponse: 1 });
+    expect((await harness.provider.refund(request)).status).toBe('unknown');
+    // Reading the intent cannot tell: a Gerege intent stays succeeded after a refund.
+    expect((await harness.provider.getInvoice(invoice.id)).status).toBe('paid');
+
+    const confirmed = await harness.provider.confirmRefund!(request);
+    expect(confirmed.status).toBe('succeeded');
+    expect(harness.records().refunds.filter((r) => r.invoiceId === invoice.id)).toHaveLength(1);
+  });
+
+  it('sends the refund when the first attempt never reached the provider', async () => {
+    harness = await startHarness('gerege');
+    const invoice = await harness.provider.createInvoice(orderRequest());
+    await harness.sim.pay(invoice.id);
+    const request = { invoiceId: invoice.id, amount: invoice.amount, idempotencyKey: `${invoice.reference}-refund` };
+    harness.faultsForCalls(1, { serverError: 1 });
+    expect((await harness.provider.refund(request)).status).toBe('unknown');
+    expect(harness.records().refunds).toHaveLength(0);
+    expect((await harness.provider.confirmRefund!(request)).status).toBe('succeeded');
+    expect(harness.records().refunds).toHaveLength(1);
+  });
+});
+
+describe('qutpay offers no way to ask a refund again', () => {
+  it('has no confirmRefund: an unknown QutPay refund is settled by reading the invoice', async () => {
+    const harness = await startHarness('qutpay');
+    try {
+      expect(harness.provider.confirmRefund).toBeUndefined();
+    } finally {
+      await harness.stop();
+    }
+  });
+});
