@@ -77,22 +77,11 @@ export async function startGeregeStack(options: { config?: Record<string, unknow
       const answer = await call('GET', `/api/orders/${orderId}`).catch(() => null);
       return answer?.status === 200 ? answer.json as OrderAnswer : null;
     },
-    /**
-     * KNOWN GAP (reported to the lead), Gerege: a refund whose outcome became `unknown` — its POST
-     * failed (5xx, 429, timeout, lost response) or the service was killed while sending — is never
-     * re-sent, although the same Idempotency-Key makes a re-send safe at Gerege, and reading the
-     * intent cannot settle it (a Gerege intent stays `succeeded`; refunds are separate `re_` objects).
-     * The order stays `refunding` with a refund_unknown alarm for a person. True for such an order.
-     */
-    refundStuckUnknown(orderId: number): boolean {
-      return query("SELECT 1 FROM refunds WHERE order_id = ? AND state = 'unknown'", orderId).length > 0;
-    },
-    /** Waits until the order is settled (or, see refundStuckUnknown, stuck on the known refund gap). */
+    /** Waits until the order is settled: vended, refunded, or uncertain for a person. */
     async waitSettled(orderId: number, timeoutMs = 30_000): Promise<OrderAnswer> {
       try {
         return await waitFor(async () => {
           const order = await this.order(orderId);
-          if (order && order.state === 'refunding' && this.refundStuckUnknown(orderId)) return order;
           return order && SETTLED.includes(order.state) ? order : null;
         }, timeoutMs, `order ${orderId} to settle`);
       } catch (err) {
