@@ -1,4 +1,8 @@
-import jsQR from 'jsqr';
+import jsQRModule from 'jsqr';
+
+type DecodeQr = (data: Uint8ClampedArray, width: number, height: number) => { data: string } | null;
+// jsqr is CommonJS: under NodeNext its default export arrives as the module object's `default`.
+const jsQR = ((jsQRModule as unknown as { default?: DecodeQr }).default ?? jsQRModule) as unknown as DecodeQr;
 
 /**
  * Reads a QR code back out of the SVG that `qrcode` renders: the dark modules are one stroked path

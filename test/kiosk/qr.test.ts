@@ -10,7 +10,7 @@ describe('the QR the kiosk serves', () => {
     const res = await fetch(`${url}/api/orders`, {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}',
     });
-    const body = await res.json();
+    const body = await res.json() as { payUrl: string; qrSvg: string };
     expect(body.payUrl).toBe(`${FAKE_PAY_BASE}sb_1`);
     expect(decodeQrSvg(body.qrSvg)).toBe(body.payUrl);
     // And it is what qrcode itself renders for that URL, with a one-module margin.

@@ -37,7 +37,7 @@ export function fakeExec(options: { ntp?: 'yes' | 'no' | 'missing'; systemdActiv
     }
     if (command === 'systemctl') return options.systemdActive ? { code: 0, stdout: 'active\n' } : { code: 3, stdout: 'inactive\n' };
     return { code: null, stdout: '', error: `spawn ${command} ENOENT` };
-  }) as Exec & { calls: string[] };
+  }) as unknown as Exec & { calls: string[] };
   exec.calls = calls;
   return exec;
 }
