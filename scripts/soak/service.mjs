@@ -74,6 +74,7 @@ export function createServiceProcess({ configPath, config, env, readyTimeoutMs =
   return {
     start,
     get running() { return child !== null; },
+    get pid() { return child?.pid ?? null; },
     get starts() { return starts; },
     stderr: () => stderr,
     /** Sends the signal and waits for the exit. */

@@ -1,0 +1,79 @@
+import { readFileSync, statSync, openSync, readSync, closeSync, existsSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+
+/** Shared helpers of the benchmarks: percentiles, process memory, the sim actuator log, the machine. */
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function percentiles(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q) => (sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]);
+  const round = (v) => (v === null ? null : Math.round(v * 1000) / 1000);
+  return { n: sorted.length, p50: round(at(0.5)), p90: round(at(0.9)), p99: round(at(0.99)), max: round(sorted.at(-1) ?? null), min: round(sorted[0] ?? null) };
+}
+
+export const median = (values) => percentiles(values).p50;
+
+/** Resident set size of a process, from /proc (Linux): what the kernel really holds for it. */
+export function rssMb(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+  return Math.round((kb / 1024) * 10) / 10;
+}
+
+export function machine() {
+  const cpu = cpus();
+  return {
+    cpu: cpu[0]?.model ?? 'unknown', cpus: cpu.length, memoryGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version, platform: `${process.platform}-${process.arch}`,
+  };
+}
+
+/** Follows the sim actuator's JSON-lines log by reading only what was appended since the last call. */
+export function followSimLog(path) {
+  let offset = 0;
+  let rest = '';
+  return function newLines() {
+    if (!existsSync(path)) return [];
+    const size = statSync(path).size;
+    if (size <= offset) return [];
+    const buffer = Buffer.alloc(size - offset);
+    const fd = openSync(path, 'r');
+    try { readSync(fd, buffer, 0, buffer.length, offset); } finally { closeSync(fd); }
+    offset = size;
+    const text = rest + buffer.toString('utf8');
+    const lines = text.split('\n');
+    rest = lines.pop();
+    return lines.filter((l) => l.trim() !== '').map((l) => JSON.parse(l));
+  };
+}
+
+export async function postJson(url, body) {
+  const response = await fetch(url, {
+    method: 'POST', headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(15_000),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+export async function getJson(url) {
+  const response = await fetch(url, { signal: AbortSignal.timeout(15_000) });
+  return { status: response.status, body: await response.json() };
+}
+
+/** Polls `predicate` every `intervalMs` until truthy; throws after `timeoutMs`. */
+export async function waitFor(predicate, { timeoutMs = 30_000, intervalMs = 5, what = 'a condition' } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await predicate();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
+
+/** A result row: the figure, its value, the target beside it, and whether it is met (null: no target). */
+export function row(figure, value, target = '', ok = null, detail = undefined) {
+  return { figure, value, target, ok, ...(detail === undefined ? {} : { detail }) };
+}
