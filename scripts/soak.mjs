@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 /**
  * npm run soak -- --orders N --faults all|none|name,… --kill-every S --seed X [--no-mqtt] [--fail-rate P] [--json FILE] [--keep]
- *                  [--allow-refund-gap]  (count Gerege refunds parked by the known gap, not as violations)
  *
  * The real compiled service against the Gerege simulator with every fault, SIGKILL restarts at
  * random moments, a sim actuator that sometimes fails and an MQTT broker that comes and goes. Prints
@@ -21,7 +20,6 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     'fail-rate': { type: 'string', default: '0.05' },
     'no-mqtt': { type: 'boolean', default: false },
-    'allow-refund-gap': { type: 'boolean', default: false },
     json: { type: 'string' },
     keep: { type: 'boolean', default: false },
     quiet: { type: 'boolean', default: false },
@@ -39,7 +37,7 @@ const number = (name, min) => {
 
 const options = {
   orders: number('orders', 1), faults: values.faults, killEverySec: number('kill-every', 0), seed: number('seed', 0),
-  failRate: number('fail-rate', 0), mqtt: !values['no-mqtt'], keepDir: values.keep, allowRefundGap: values['allow-refund-gap'],
+  failRate: number('fail-rate', 0), mqtt: !values['no-mqtt'], keepDir: values.keep,
   log: values.quiet ? () => {} : (line) => process.stderr.write(`soak: ${line}\n`),
 };
 process.stderr.write(`soak: ${options.orders} orders, faults ${options.faults}, kill every ~${options.killEverySec} s, seed ${options.seed}\n`);

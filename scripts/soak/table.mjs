@@ -8,7 +8,7 @@ export function soakRows(r) {
     ['uncertain', r.uncertain, `≤ kills while firing (${r.killsWhileFiring})`, r.uncertain <= r.killsWhileFiring],
     ['double vends', r.doubleVends, '0', r.doubleVends === 0],
     ['paid but unsettled', r.paidButUnsettled, '0', r.paidButUnsettled === 0],
-    ['refunds left to a person (known Gerege gap)', r.refundsLeftToPerson, r.allowRefundGap ? 'tolerated in this run' : '0', r.allowRefundGap ? null : r.refundsLeftToPerson === 0],
+    ['refunds left to a person (unknown outcome)', r.refundsLeftToPerson, '0', r.refundsLeftToPerson === 0],
     ['invoices per order', r.invoicesPerOrder.toFixed(3), '1 per attempt', r.extraInvoices === 0],
   ];
   if (r.mqttEnabled) {

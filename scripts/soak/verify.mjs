@@ -14,16 +14,10 @@ export function readSimLog(path) {
   return readFileSync(path, 'utf8').split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line));
 }
 
-/**
- * KNOWN GAP (reported to the lead, also in test/chaos/stack.ts): a Gerege refund whose outcome
- * became unknown (its POST failed, or the service was killed while sending) is never re-sent,
- * although its Idempotency-Key makes that safe, and reading the intent cannot settle it. Such an
- * order stays `refunding` with a refund_unknown alarm for a person. They are counted on their own
- * row; they are violations unless `allowRefundGap`.
- */
-export const REFUND_GAP_SQL = "SELECT 1 FROM refunds r JOIN alarms a ON a.name = 'refund_unknown/' || r.order_id WHERE r.order_id = ? AND r.state = 'unknown'";
+/** A refund parked for a person: unknown outcome, alarm raised. Never expected; counted on its own row. */
+export const REFUND_PARKED_SQL = "SELECT 1 FROM refunds r JOIN alarms a ON a.name = 'refund_unknown/' || r.order_id WHERE r.order_id = ? AND r.state = 'unknown'";
 
-export function verify({ dbPath, simLogPath, records, received, deviceId, prefix, kills, mqttEnabled, allowRefundGap = false }) {
+export function verify({ dbPath, simLogPath, records, received, deviceId, prefix, kills, mqttEnabled }) {
   const db = new Database(dbPath, { readonly: true });
   try {
     const orders = db.prepare('SELECT id, reference, state, invoice_id, paid_at FROM orders').all();
@@ -64,11 +58,12 @@ export function verify({ dbPath, simLogPath, records, received, deviceId, prefix
       const kept = order.invoice_id === invoice.id && SETTLED.has(order.state);
       if (!kept && !refundedInvoiceIds.has(invoice.id)) unsettled.add(order.id);
     }
-    const parked = db.prepare(REFUND_GAP_SQL);
+    // A refund whose outcome stayed unknown long enough to alarm: money not back without a person.
+    const parked = db.prepare(REFUND_PARKED_SQL);
     const refundsLeftToPerson = [...unsettled].filter((id) => byId.get(id).state === 'refunding' && parked.get(id));
     for (const id of refundsLeftToPerson) unsettled.delete(id);
-    if (refundsLeftToPerson.length > 0 && !allowRefundGap) {
-      violations.push(`${refundsLeftToPerson.length} refunds left to a person by the known Gerege refund gap (unknown outcome, never re-sent): orders ${refundsLeftToPerson.slice(0, 10).join(', ')}`);
+    if (refundsLeftToPerson.length > 0) {
+      violations.push(`${refundsLeftToPerson.length} refunds left to a person (unknown outcome, refund_unknown alarm): orders ${refundsLeftToPerson.slice(0, 10).join(', ')}`);
     }
     if (unsettled.size > 0) {
       const refundOf = db.prepare('SELECT state, last_error FROM refunds WHERE order_id = ?');
@@ -138,7 +133,6 @@ export function verify({ dbPath, simLogPath, records, received, deviceId, prefix
       doubleVends,
       paidButUnsettled: unsettled.size,
       refundsLeftToPerson: refundsLeftToPerson.length,
-      allowRefundGap,
       invoicesPerOrder: ordersWithInvoice === 0 ? 0 : invoices.length / ordersWithInvoice,
       extraInvoices,
       actuations: actuations.length,
