@@ -1,4 +1,4 @@
-import { readlinkSync, writeFileSync, appendFileSync } from 'node:fs';
+import { readlinkSync, renameSync, writeFileSync, appendFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakePi, type FakePi } from './fake-system.js';
@@ -99,15 +99,33 @@ describe('scripts/update.sh', () => {
     pi = await fakePi();
     expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
     const before = current(pi);
+    // Migrates fine, then dies at start.
+    const broken = pi.source('2.0.0', (dir) => {
+      renameSync(join(dir, 'dist/main.js'), join(dir, 'dist/main-real.js'));
+      writeFileSync(join(dir, 'dist/main.js'), "if (process.argv[2] === 'start') { process.stderr.write('boom\\n'); process.exit(1); }\nawait import('./main-real.js');\n");
+    });
+
+    const update = await pi.run('update.sh', [broken], broken);
+
+    expect(update.code).toBe(1);
+    expect(update.stdout).toMatch(/schema version \d+/);
+    expect(update.stderr).toContain(`Rolling back to ${before} (the new release did not start)`);
+    expect(update.stderr).toMatch(/update failed \(the new release did not start\); rolled back to .* passes its selftest/);
+    expect(current(pi)).toBe(before);
+    expect(pi.read('vendgate-service.log')).toContain('"vendgate ready"');
+  });
+
+  it('rolls back when the new release cannot even migrate the database', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const before = current(pi);
     const broken = pi.source('2.0.0', (dir) => writeFileSync(join(dir, 'dist/main.js'), "process.stderr.write('boom\\n'); process.exit(1);\n"));
 
     const update = await pi.run('update.sh', [broken], broken);
 
     expect(update.code).toBe(1);
-    expect(update.stderr).toContain(`Rolling back to ${before} (the new release did not start)`);
-    expect(update.stderr).toMatch(/update failed \(the new release did not start\); rolled back to .* passes its selftest/);
+    expect(update.stderr).toContain(`Rolling back to ${before} (the migration failed)`);
     expect(current(pi)).toBe(before);
-    expect(pi.read('vendgate-service.log')).toContain('"vendgate ready"');
   });
 
   it('refuses to run where vendgate was never installed', async () => {

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { settingsSchema } from '../../src/settings/index.js';
 import { ErrorCodes } from '../../src/util/errors.js';
 
-const DOC = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+const DOC = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 
 /** Dotted paths of every object key in the schema (through defaults, optionals and transforms). */
 function keyPaths(schema: z.ZodType, prefix = ''): string[] {
@@ -22,7 +22,7 @@ function keyPaths(schema: z.ZodType, prefix = ''): string[] {
   });
 }
 
-describe('docs/operations.md (the operators\' part of the README)', () => {
+describe('README.md, the part for the people who run it', () => {
   it('documents every configuration key', () => {
     const all = keyPaths(settingsSchema as unknown as z.ZodType);
     // Leaves: the keys a person sets (sections and groups such as http.webhook only hold them).
