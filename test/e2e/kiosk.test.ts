@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { readSimLog, startService, writeServiceConfig } from '../crash/run-service.js';
+import { readSimLog, startService, writeServiceConfig } from './kiosk-service.js';
 import { tempDir, waitFor } from '../helpers/temp.js';
 import { freePort, launchChromium, layoutProblems, screenshot, waitForScreen } from '../kiosk/browser.js';
 import { decodeQrSvg } from '../kiosk/qr-svg.js';

@@ -1,3 +1,5 @@
+// The kiosk e2e's launcher: one config file started several times on the same fixed port (the
+// page must reconnect to the same URL). Other tests use test/helpers/service.ts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
