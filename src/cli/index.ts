@@ -2,15 +2,6 @@ import { parseArgs } from 'node:util';
 import { SettingsError } from '../settings/index.js';
 import { VendgateError } from '../util/errors.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
-import { startCommand } from './start.js';
-import { ordersCommand, resolveCommand } from './orders.js';
-import { simulateCommand } from './simulate.js';
-import { simulateMachineCommand } from './simulate-machine.js';
-import { migrateCommand } from './migrate.js';
-import { selftestCommand } from './selftest.js';
-import { exportCommand } from './export.js';
-import { replayCommand } from './replay.js';
-import { reconcileCommand } from './reconcile.js';
 
 export { type CliIo, EXIT } from './io.js';
 
@@ -67,7 +58,10 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** Runs one subcommand and returns the exit code. Never exits the process itself. */
+/**
+ * Runs one subcommand and returns the exit code. Never exits the process itself. Each subcommand is
+ * loaded when it runs, so the service never carries the simulator's or the selftest's code.
+ */
 export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (name: string) => void } = {}): Promise<number> {
   try {
     const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -77,19 +71,19 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       return command || values.help ? EXIT.OK : EXIT.USAGE;
     }
     switch (command) {
-      case 'start': return await startCommand({ config: values.config }, io, extra);
-      case 'orders': return ordersCommand({ config: values.config, state: values.state, json: values.json, limit: values.limit }, io);
-      case 'resolve': return resolveCommand({ config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] }, io);
-      case 'replay': return await replayCommand({ config: values.config, since: values.since }, io);
-      case 'reconcile': return await reconcileCommand({ config: values.config, since: values.since, json: values.json }, io);
-      case 'selftest': return await selftestCommand({ config: values.config, json: values.json, actuate: values.actuate, yes: values.yes, expectService: values['expect-service'] }, io);
-      case 'export': return await exportCommand({ config: values.config, from: values.from, to: values.to }, io);
-      case 'migrate': return migrateCommand({ config: values.config }, io);
-      case 'simulate-machine': return await simulateMachineCommand({
+      case 'start': return await (await import('./start.js')).startCommand({ config: values.config }, io, extra);
+      case 'orders': return await (await import('./orders.js')).ordersCommand({ config: values.config, state: values.state, json: values.json, limit: values.limit }, io);
+      case 'resolve': return await (await import('./orders.js')).resolveCommand({ config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] }, io);
+      case 'replay': return await (await import('./replay.js')).replayCommand({ config: values.config, since: values.since }, io);
+      case 'reconcile': return await (await import('./reconcile.js')).reconcileCommand({ config: values.config, since: values.since, json: values.json }, io);
+      case 'selftest': return await (await import('./selftest.js')).selftestCommand({ config: values.config, json: values.json, actuate: values.actuate, yes: values.yes, expectService: values['expect-service'] }, io);
+      case 'export': return await (await import('./export.js')).exportCommand({ config: values.config, from: values.from, to: values.to }, io);
+      case 'migrate': return await (await import('./migrate.js')).migrateCommand({ config: values.config }, io);
+      case 'simulate-machine': return await (await import('./simulate-machine.js')).simulateMachineCommand({
         path: values.path, profile: values.profile, baud: values.baud, failSlots: values['fail-slots'], failRate: values['fail-rate'],
         silentSlots: values['silent-slots'], vendDelayMs: values['vend-delay-ms'], sessionTimeoutMs: values['session-timeout-ms'], autoVend: values['auto-vend'],
       }, io, io.stdin ?? process.stdin);
-      case 'simulate': return await simulateCommand({ provider: values.provider, port: values.port, host: values.host, webhookUrl: values['webhook-url'], faults: values.faults, seed: values.seed }, io);
+      case 'simulate': return await (await import('./simulate.js')).simulateCommand({ provider: values.provider, port: values.port, host: values.host, webhookUrl: values['webhook-url'], faults: values.faults, seed: values.seed }, io);
       default: throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
     }
   } catch (err) {

@@ -1,5 +1,4 @@
 import { createServer, type Socket } from 'node:net';
-import { Aedes } from 'aedes';
 
 export interface EmbeddedBroker {
   url: string;
@@ -14,6 +13,8 @@ export interface EmbeddedBroker {
  */
 export async function startEmbeddedBroker(options: { host?: string; port?: number } = {}): Promise<EmbeddedBroker> {
   const host = options.host ?? '127.0.0.1';
+  // Loaded only when a broker is wanted: a device that talks to the operator's broker never pays for it.
+  const { Aedes } = await import('aedes');
   const broker = await Aedes.createBroker();
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
