@@ -9,6 +9,7 @@ import { createBackfill, type Backfill } from '../backfill.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createWebhookServer, type WebhookServer } from './server.js';
 import { createWebhookWorker, type WebhookWorker } from './worker.js';
+import { createClockSkewAlarm } from './clock-skew.js';
 
 export interface WebhookChannelDeps {
   db: Db;
@@ -54,10 +55,12 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
   const backfill: Backfill = createBackfill({ ...deps, inbox, onInserted: () => worker.notify() }, {
     silenceGraceSec: settings.silenceGraceSec, lookbackSec: settings.backfillLookbackSec,
   });
+  const clockSkew = createClockSkewAlarm({ db: deps.db, outbox: deps.outbox });
   const server: WebhookServer = createWebhookServer({
     provider, inbox, clock, logger: deps.logger, secrets: deps.secrets, toleranceSec: settings.toleranceSec,
     onAccepted: () => worker.notify(),
     onDelivered: () => backfill.webhookReceived(),
+    onClockSkew: (skewSec) => clockSkew.observe(skewSec),
   }, settings);
   let url: string | null = null;
   let stopping: Promise<void> | null = null;

@@ -24,6 +24,8 @@ export interface WebhookServerDeps {
   onAccepted?: (eventId: string) => void;
   /** Any verified delivery, new or duplicate: the tunnel and the provider's sending work. */
   onDelivered?: () => void;
+  /** The provider's Date header against our clock, in seconds, on every delivery that has one. */
+  onClockSkew?: (skewSec: number) => void;
 }
 
 export interface WebhookServerSettings {
@@ -81,6 +83,7 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     if (skew !== null && Math.abs(skew) > SKEW_WARN_SEC && mayLog('skew').ok) {
       log.warn({ skewSec: skew }, "the provider's Date header differs from this device's clock: check NTP");
     }
+    if (skew !== null) deps.onClockSkew?.(skew);
 
     let verified;
     try {
