@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/index.js';
 import { startService } from '../helpers/service.js';
 
-const VEND_MS = 1_500;
+// Long enough that a test process descheduled on a loaded machine still sees the vend in progress.
+const VEND_MS = 4_000;
 
 function query<T>(dbPath: string, sql: string, ...params: unknown[]): T | undefined {
   const db = openDatabase(dbPath, { readonly: true });
