@@ -1,1 +1,1 @@
-export { createLedger, refundKeyFor, type Ledger, type Observation, type ObserveResult, type Channel } from './ledger.js';
+export { createLedger, refundKeyFor, queueRefundFor, type Ledger, type Observation, type ObserveResult, type Channel } from './ledger.js';

@@ -50,6 +50,25 @@ export function refundKeyFor(reference: string, attempt: number): string {
   return attempt <= 1 ? `${reference}-refund` : `${reference}-refund-${attempt}`;
 }
 
+/**
+ * Queues the money back for one paid invoice: at most one refund per invoice, with the key derived
+ * from the order, and its outbox event in the caller's transaction. The one place refunds are queued.
+ */
+export function queueRefundFor(
+  deps: { db: Db; outbox: Outbox },
+  refund: { id: number; reference: string; amount: number; invoiceId: string; attempt: number; kind: 'refund' | 'void'; reason: string; now: number },
+): boolean {
+  const queued = deps.db.prepare(
+    `INSERT INTO refunds (invoice_id, order_id, idempotency_key, kind, amount, reason, state, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, 'requested', ?, ?) ON CONFLICT DO NOTHING`,
+  ).run(refund.invoiceId, refund.id, refundKeyFor(refund.reference, refund.attempt), refund.kind, refund.amount, refund.reason, refund.now, refund.now).changes === 1;
+  if (queued) {
+    deps.outbox.event('refund.requested', { orderId: refund.id, reference: refund.reference, invoiceId: refund.invoiceId, kind: refund.kind, amount: refund.amount, reason: refund.reason });
+    deps.outbox.count('refunds_requested');
+  }
+  return queued;
+}
+
 export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox }): Ledger {
   const { db, clock, outbox } = deps;
   const log = deps.logger.child({ module: 'ledger' });
@@ -61,11 +80,6 @@ export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbo
   const insertVendJob = db.prepare(
     "INSERT INTO vend_jobs (order_id, state, slot, created_at) VALUES (?, 'queued', ?, ?) ON CONFLICT DO NOTHING",
   );
-  const insertRefund = db.prepare(
-    `INSERT INTO refunds (invoice_id, order_id, idempotency_key, kind, amount, reason, state, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, 'requested', ?, ?) ON CONFLICT DO NOTHING`,
-  );
-
   function observeInTransaction(o: Observation): ObserveResult {
     const order = orders.getByInvoice(o.invoiceId);
     if (!order) return { outcome: 'unknown_invoice' };
@@ -124,12 +138,7 @@ export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbo
   }
 
   function queueRefund(order: { id: number; reference: string; amount: number }, invoiceId: string, attempt: number, kind: 'refund' | 'void', reason: string, now: number): boolean {
-    const queued = insertRefund.run(invoiceId, order.id, refundKeyFor(order.reference, attempt), kind, order.amount, reason, now, now).changes === 1;
-    if (queued) {
-      outbox.event('refund.requested', { orderId: order.id, reference: order.reference, invoiceId, kind, amount: order.amount, reason });
-      outbox.count('refunds_requested');
-    }
-    return queued;
+    return queueRefundFor({ db, outbox }, { ...order, invoiceId, attempt, kind, reason, now });
   }
 
   return {

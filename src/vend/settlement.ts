@@ -3,7 +3,7 @@ import { inTransaction } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
-import { refundKeyFor } from '../ledger/index.js';
+import { queueRefundFor } from '../ledger/index.js';
 import { createOrderRepository, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 
@@ -18,17 +18,8 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
 
   /** Queues the money back for the order's own invoice (void for a held authorization). Caller owns the tx. */
   function queueRefund(order: OrderRow, reason: string): void {
-    const invoiceId = order.invoice_id!;
     const kind = order.capture_mode === 'manual' && order.state !== 'vended' ? 'void' : 'refund';
-    const now = clock.now();
-    const inserted = db.prepare(
-      `INSERT INTO refunds (invoice_id, order_id, idempotency_key, kind, amount, reason, state, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'requested', ?, ?) ON CONFLICT DO NOTHING`,
-    ).run(invoiceId, order.id, refundKeyFor(order.reference, order.attempt), kind, order.amount, reason, now, now).changes === 1;
-    if (inserted) {
-      outbox.event('refund.requested', { orderId: order.id, reference: order.reference, invoiceId, kind, amount: order.amount, reason });
-      outbox.count('refunds_requested');
-    }
+    queueRefundFor({ db, outbox }, { ...order, invoiceId: order.invoice_id!, kind, reason, now: clock.now() });
   }
 
   /** The machine may or may not have delivered: a person decides (invariant 3). Caller owns the tx. */
