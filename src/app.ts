@@ -1,5 +1,5 @@
 import type { Settings } from './settings/index.js';
-import { openDatabase, databaseId, createRetention, type Db, type Retention } from './store/index.js';
+import { openDatabase, databaseId, createRetention, createCheckpointer, type Checkpointer, type Db, type Retention } from './store/index.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, type Logger } from './util/logger.js';
 import { createOutbox, type Outbox } from './outbox/index.js';
@@ -70,12 +70,16 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   let kiosk: KioskServer | null = null;
   let housekeeping: NodeJS.Timeout | null = null;
   let retention: Retention | null = null;
+  let checkpointer: Checkpointer | null = null;
   let stopping: Promise<void> | null = null;
 
   async function start(): Promise<{ localUrl: string }> {
     const startedAt = clock.now();
     const db = openDatabase(settings.storage.path);
     const dbId = databaseId(db);
+    // WAL checkpoints between customers, not inside a webhook's or a vend claim's commit.
+    checkpointer = createCheckpointer({ db, logger });
+    checkpointer.start();
     const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
     const health = createProviderHealth(clock);
     const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
@@ -199,6 +203,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await actuator.stop();
     await ctx.mqtt.stop();
     sandbox?.close();
+    checkpointer?.stop();
     db.close();
     log.info('stopped');
   }

@@ -20,6 +20,7 @@ export type RetryPolicy = 'create' | 'read' | 'none';
 
 export interface HttpClientDeps {
   clock: Clock;
+  /** Bound to the provider by the adapter (`provider` is on every line already). */
   logger: Logger;
   /** Defaults to Node's global fetch (undici, keep-alive). */
   fetch?: typeof fetch;
@@ -118,7 +119,7 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
           providerCode: error.providerCode, httpStatus: error.httpStatus, retryAfterMs: error.retryAfterMs, cause: error.cause,
         });
       }
-      log.warn({ provider: options.provider, method: req.method, path: req.path, attempt, kind: error.kind, httpStatus: error.httpStatus, delayMs },
+      log.warn({ method: req.method, path: req.path, attempt, kind: error.kind, httpStatus: error.httpStatus, delayMs },
         'provider call failed, retrying');
       await sleep(delayMs);
     }
