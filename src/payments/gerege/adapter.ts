@@ -8,6 +8,7 @@ import {
 } from '../types.js';
 import { createProviderHttpClient, parseWire, type HttpClientDeps, type HttpRequest, type HttpResponse } from '../http.js';
 import { findInvoiceMismatch, validateCreateRequest } from '../invoice-checks.js';
+import { sendRefund } from '../refund.js';
 import { mapGeregeRefundStatus, mapGeregeStatus } from './status.js';
 import { createTokenSource } from './token.js';
 import { geregeEventListSchema, geregeIntentSchema, geregeRefundSchema, type GeregeIntent } from './wire.js';
@@ -107,31 +108,17 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
     cancelInvoice: (invoiceId) => intentCall('POST', invoiceId, '/cancel', 'gerege cancel payment intent'),
     captureInvoice: (invoiceId) => intentCall('POST', invoiceId, '/capture', 'gerege capture payment intent'),
 
-    async refund(request: RefundRequest): Promise<RefundResult> {
-      let response: HttpResponse;
-      try {
-        response = await authed({
+    refund(request: RefundRequest): Promise<RefundResult> {
+      return sendRefund(log, request, {
+        send: () => authed({
           method: 'POST',
           path: `/payment-intents/${encodeURIComponent(request.invoiceId)}/refunds`,
           headers: { 'idempotency-key': request.idempotencyKey },
           json: { amount: request.amount },
           retry: 'none',
-        });
-      } catch (err) {
-        const unknown = refundOutcomeUnknown(err);
-        if (unknown === undefined) throw err;
-        log.warn({ invoiceId: request.invoiceId, detail: unknown }, 'refund outcome unknown, not retried');
-        return { status: 'unknown', detail: unknown };
-      }
-      let refund;
-      try {
-        refund = parseWire(geregeRefundSchema, response.body, 'gerege refund');
-      } catch (err) {
-        // A 2xx we cannot read: the money may well have moved.
-        return { status: 'unknown', detail: (err as Error).message };
-      }
-      const status = mapGeregeRefundStatus(refund.status);
-      return status ? { status, refundId: refund.id } : { status: 'unknown', refundId: refund.id, detail: `refund status ${refund.status}` };
+        }),
+        schema: geregeRefundSchema, mapStatus: mapGeregeRefundStatus, what: 'gerege refund',
+      });
     },
 
     /**
@@ -179,9 +166,3 @@ function withBearer(request: HttpRequest, token: string): HttpRequest {
   return { ...request, headers: { ...request.headers, authorization: `Bearer ${token}` } };
 }
 
-/** Errors after which a refund may or may not have happened: described, never retried. */
-function refundOutcomeUnknown(err: unknown): string | undefined {
-  if (!(err instanceof ProviderError)) return undefined;
-  if (['network', 'timeout', 'server', 'malformed', 'processing'].includes(err.kind)) return err.message;
-  return undefined;
-}

@@ -8,6 +8,7 @@ import {
 } from '../types.js';
 import { createProviderHttpClient, parseWire, type HttpClientDeps, type HttpRequest, type HttpResponse } from '../http.js';
 import { findInvoiceMismatch, validateCreateRequest } from '../invoice-checks.js';
+import { sendRefund } from '../refund.js';
 import { mapQutpayRefundStatus, mapQutpayStatus } from './status.js';
 import { qutpayInvoiceSchema, qutpayRefundSchema, type QutpayInvoice } from './wire.js';
 import { verifyQutpayWebhook } from './webhook.js';
@@ -98,31 +99,17 @@ export function createQutpayProvider(deps: HttpClientDeps, config: QutpayConfig)
       throw new ProviderError('rejected', `qutpay has no manual capture (invoice ${invoiceId}): use provider.captureMode automatic`);
     },
 
-    async refund(request: RefundRequest): Promise<RefundResult> {
-      let response: HttpResponse;
-      try {
-        response = await call({
+    refund(request: RefundRequest): Promise<RefundResult> {
+      return sendRefund(log, request, {
+        send: () => call({
           method: 'POST',
           path: `/api/v1/invoices/${encodeURIComponent(request.invoiceId)}/refund`,
           headers: { 'idempotency-key': request.idempotencyKey },
           json: { amount: request.amount },
           retry: 'none',
-        });
-      } catch (err) {
-        const unknown = refundOutcomeUnknown(err);
-        if (unknown === undefined) throw err;
-        log.warn({ invoiceId: request.invoiceId, detail: unknown }, 'refund outcome unknown, not retried');
-        return { status: 'unknown', detail: unknown };
-      }
-      let refund;
-      try {
-        refund = parseWire(qutpayRefundSchema, response.body, 'qutpay refund');
-      } catch (err) {
-        // A 2xx we cannot read: the money may well have moved.
-        return { status: 'unknown', detail: (err as Error).message };
-      }
-      const status = mapQutpayRefundStatus(refund.status);
-      return status ? { status, refundId: refund.id } : { status: 'unknown', refundId: refund.id, detail: `refund status ${refund.status}` };
+        }),
+        schema: qutpayRefundSchema, mapStatus: mapQutpayRefundStatus, unknownCodes: REFUND_UNKNOWN_CODES, what: 'qutpay refund',
+      });
     },
 
     verifyWebhook: (rawBody, headers, context) => verifyQutpayWebhook(rawBody, headers, context).event,
@@ -136,11 +123,4 @@ export function createQutpayProvider(deps: HttpClientDeps, config: QutpayConfig)
       };
     },
   };
-}
-
-function refundOutcomeUnknown(err: unknown): string | undefined {
-  if (!(err instanceof ProviderError)) return undefined;
-  if (err.providerCode !== undefined && REFUND_UNKNOWN_CODES.includes(err.providerCode)) return err.message;
-  if (['network', 'timeout', 'server', 'malformed', 'processing'].includes(err.kind)) return err.message;
-  return undefined;
 }
