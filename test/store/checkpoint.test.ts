@@ -91,6 +91,20 @@ describe('WAL checkpoints', () => {
     expect(rowsInMainFile(dir.path, path)).toBe(900);
   });
 
+  it('cuts the WAL file back after a burst instead of leaving it at its largest', () => {
+    const checkpointer = createCheckpointer({ db, logger: silentLogger() }, { intervalMs: 60_000 });
+    checkpointer.start();
+    for (let i = 0; i < 100; i += 1) insert(400);
+    expect(statSync(`${path}-wal`).size).toBeGreaterThan(8 * 1024 * 1024);
+    const done = checkpointer.tick();
+    expect(done).toMatchObject({ reason: 'bound' });
+    expect(done!.checkpointed).toBe(done!.walFrames);
+    // The next write starts the WAL over and truncates the file.
+    insert(1);
+    expect(statSync(`${path}-wal`).size).toBeLessThanOrEqual(8 * 1024 * 1024);
+    checkpointer.stop();
+  });
+
   it('on its timer, copies what a quiet device wrote into the database file', async () => {
     const checkpointer = createCheckpointer({ db, logger: silentLogger() }, { intervalMs: 20 });
     checkpointer.start();
