@@ -18,6 +18,7 @@ import type { Logger } from '../util/logger.js';
  * WAL is recovered by SQLite on the next open. Fewer, larger checkpoints also rewrite the same
  * pages of the database file less often, which an SD card's wear appreciates.
  */
+
 /** The WAL file is truncated to this after a checkpoint (SQLite otherwise keeps it at its largest). */
 const WAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024;
 
