@@ -1,4 +1,4 @@
-import type { Db } from '../store/index.js';
+import { prepared, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import { toIso } from '../util/clock.js';
 import { canTransition, type OrderState } from './state.js';
@@ -80,7 +80,7 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
       // The id is only known after the insert; the reference and key derive from it, so write a
       // placeholder that is unique by construction and replace it in the same transaction.
       const placeholder = `pending-${now}-${Math.random()}`;
-      const { lastInsertRowid } = db.prepare(
+      const { lastInsertRowid } = prepared(db, 
         `INSERT INTO orders (reference, attempt, idempotency_key, source, slot, item_name, amount, currency, livemode,
            provider, capture_mode, state, created_at, updated_at)
          VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'creating', ?, ?)`,
@@ -88,7 +88,7 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
         order.livemode ? 1 : 0, order.provider, order.captureMode, now, now);
       const id = Number(lastInsertRowid);
       const reference = referenceFor(deviceId, dbId, id);
-      db.prepare('UPDATE orders SET reference = ?, idempotency_key = ? WHERE id = ?').run(reference, idempotencyKeyFor(reference, 1), id);
+      prepared(db, 'UPDATE orders SET reference = ?, idempotency_key = ? WHERE id = ?').run(reference, idempotencyKeyFor(reference, 1), id);
       history.run(id, now, null, 'creating', `order from ${order.source}`);
       return byId.get(id) as OrderRow;
     },
@@ -105,9 +105,9 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
     /** Records the invoice the provider returned for the order's current attempt. */
     attachInvoice(id: number, invoice: { id: string; payUrl: string; expiresAt: number }): void {
       const order = byId.get(id) as OrderRow;
-      db.prepare('INSERT INTO order_invoices (invoice_id, order_id, attempt, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING')
+      prepared(db, 'INSERT INTO order_invoices (invoice_id, order_id, attempt, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING')
         .run(invoice.id, id, order.attempt, clock.now());
-      db.prepare('UPDATE orders SET invoice_id = ?, pay_url = ?, expires_at = ?, updated_at = ? WHERE id = ?')
+      prepared(db, 'UPDATE orders SET invoice_id = ?, pay_url = ?, expires_at = ?, updated_at = ? WHERE id = ?')
         .run(invoice.id, invoice.payUrl, invoice.expiresAt, clock.now(), id);
     },
 
@@ -119,7 +119,7 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
       if (!canTransition(from, to)) throw new TransitionRefused(id, from, to);
       const now = clock.now();
       const stamp = STAMPS[to];
-      const result = db.prepare(
+      const result = prepared(db, 
         `UPDATE orders SET state = ?, updated_at = ?, error_code = coalesce(?, error_code), error_message = coalesce(?, error_message)
          ${stamp ? `, ${stamp} = coalesce(${stamp}, ?)` : ''} WHERE id = ? AND state = ?`,
       ).run(...[to, now, extra.errorCode ?? null, extra.errorMessage ?? null, ...(stamp ? [now] : []), id, from]);
@@ -129,26 +129,26 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
     },
 
     list(filter: { state?: string; from?: number; to?: number; limit?: number } = {}): OrderRow[] {
-      return db.prepare(
+      return prepared(db, 
         `SELECT * FROM orders WHERE (? IS NULL OR state = ?) AND (? IS NULL OR created_at >= ?) AND (? IS NULL OR created_at < ?)
          ORDER BY id DESC LIMIT ?`,
       ).all(filter.state ?? null, filter.state ?? null, filter.from ?? null, filter.from ?? null, filter.to ?? null, filter.to ?? null, filter.limit ?? 1_000_000) as OrderRow[];
     },
 
     inStates(states: readonly OrderState[]): OrderRow[] {
-      return db.prepare(`SELECT * FROM orders WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY id`).all(...states) as OrderRow[];
+      return prepared(db, `SELECT * FROM orders WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY id`).all(...states) as OrderRow[];
     },
 
     countByState(): { state: string; n: number }[] {
-      return db.prepare('SELECT state, count(*) AS n FROM orders GROUP BY state').all() as { state: string; n: number }[];
+      return prepared(db, 'SELECT state, count(*) AS n FROM orders GROUP BY state').all() as { state: string; n: number }[];
     },
 
     latest(): OrderRow | undefined {
-      return db.prepare('SELECT * FROM orders ORDER BY id DESC LIMIT 1').get() as OrderRow | undefined;
+      return prepared(db, 'SELECT * FROM orders ORDER BY id DESC LIMIT 1').get() as OrderRow | undefined;
     },
 
     history(id: number): { at: string; from: string | null; to: string; reason: string }[] {
-      const rows = db.prepare('SELECT at, from_state, to_state, reason FROM order_history WHERE order_id = ? ORDER BY rowid').all(id) as
+      const rows = prepared(db, 'SELECT at, from_state, to_state, reason FROM order_history WHERE order_id = ? ORDER BY rowid').all(id) as
         { at: number; from_state: string | null; to_state: string; reason: string }[];
       return rows.map((r) => ({ at: toIso(r.at)!, from: r.from_state, to: r.to_state, reason: r.reason }));
     },

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../store/index.js';
+import { prepared, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 
 /** Order lifecycle events operators see on `<prefix>/<deviceId>/events`. Past tense, dotted. */
@@ -69,7 +69,7 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
       return id;
     },
     raiseAlarm(name, severity, message, detail = {}) {
-      const existing = db.prepare('SELECT raised_at FROM alarms WHERE name = ?').get(name) as { raised_at: number } | undefined;
+      const existing = prepared(db, 'SELECT raised_at FROM alarms WHERE name = ?').get(name) as { raised_at: number } | undefined;
       const raisedAt = existing?.raised_at ?? clock.now();
       upsertAlarm.run(name, severity, message, JSON.stringify(detail), raisedAt);
       const payload = JSON.stringify({ name, severity, message, since: new Date(raisedAt).toISOString(), deviceId, ...detail });
@@ -83,26 +83,26 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
       addCounter.run(name, by);
     },
     openAlarms() {
-      return db.prepare('SELECT * FROM alarms ORDER BY raised_at').all() as AlarmRow[];
+      return prepared(db, 'SELECT * FROM alarms ORDER BY raised_at').all() as AlarmRow[];
     },
     counters() {
-      const rows = db.prepare('SELECT name, value FROM counters').all() as { name: string; value: number }[];
+      const rows = prepared(db, 'SELECT name, value FROM counters').all() as { name: string; value: number }[];
       return Object.fromEntries(rows.map((r) => [r.name, r.value]));
     },
     pending(limit) {
-      return db.prepare('SELECT * FROM outbox ORDER BY seq LIMIT ?').all(limit) as OutboxRow[];
+      return prepared(db, 'SELECT * FROM outbox ORDER BY seq LIMIT ?').all(limit) as OutboxRow[];
     },
     depth() {
-      return (db.prepare('SELECT count(*) AS n FROM outbox').get() as { n: number }).n;
+      return (prepared(db, 'SELECT count(*) AS n FROM outbox').get() as { n: number }).n;
     },
     acknowledge(seq) {
-      db.prepare('DELETE FROM outbox WHERE seq = ?').run(seq);
+      prepared(db, 'DELETE FROM outbox WHERE seq = ?').run(seq);
     },
     prune(maxRows) {
       const excess = this.depth() - maxRows;
       if (excess <= 0) return 0;
       // Alarms are never pruned: a lost clear would leave an alarm standing forever.
-      const dropped = db.prepare(
+      const dropped = prepared(db, 
         "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE kind = 'event' ORDER BY seq LIMIT ?)",
       ).run(excess).changes;
       if (dropped > 0) addCounter.run('outbox_dropped', dropped);

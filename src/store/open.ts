@@ -63,6 +63,27 @@ export function databaseId(db: Db): string {
   return row.value;
 }
 
+const statementCaches = new WeakMap<Db, Map<string, Database.Statement>>();
+
+/**
+ * `db.prepare(sql)`, compiled once per connection and kept: for SQL run on every order, poll or
+ * publish, where preparing each time costs a parse and a native allocation per call. Not for a
+ * statement whose mode is changed (`pluck`, `raw`, `expand`) or that is iterated: those are shared.
+ */
+export function prepared(db: Db, sql: string): Database.Statement {
+  let cache = statementCaches.get(db);
+  if (!cache) {
+    cache = new Map();
+    statementCaches.set(db, cache);
+  }
+  let statement = cache.get(sql);
+  if (!statement) {
+    statement = db.prepare(sql);
+    cache.set(sql, statement);
+  }
+  return statement;
+}
+
 /** Runs `fn` in a BEGIN IMMEDIATE transaction. `fn` must be synchronous (an await would commit early). */
 export function inTransaction<T>(db: Db, fn: () => T): T {
   return db.transaction(fn).immediate();

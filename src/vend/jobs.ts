@@ -1,4 +1,4 @@
-import type { Db } from '../store/index.js';
+import { prepared, type Db } from '../store/index.js';
 
 export type VendJobState = 'queued' | 'firing' | 'done' | 'failed' | 'uncertain' | 'resolved';
 
@@ -18,27 +18,27 @@ export interface VendJobRow {
 export function createVendJobRepository(db: Db) {
   return {
     get(orderId: number): VendJobRow | undefined {
-      return db.prepare('SELECT * FROM vend_jobs WHERE order_id = ?').get(orderId) as VendJobRow | undefined;
+      return prepared(db, 'SELECT * FROM vend_jobs WHERE order_id = ?').get(orderId) as VendJobRow | undefined;
     },
     nextQueued(): VendJobRow | undefined {
-      return db.prepare("SELECT * FROM vend_jobs WHERE state = 'queued' ORDER BY created_at, order_id LIMIT 1").get() as VendJobRow | undefined;
+      return prepared(db, "SELECT * FROM vend_jobs WHERE state = 'queued' ORDER BY created_at, order_id LIMIT 1").get() as VendJobRow | undefined;
     },
     inState(state: VendJobState): VendJobRow[] {
-      return db.prepare('SELECT * FROM vend_jobs WHERE state = ? ORDER BY order_id').all(state) as VendJobRow[];
+      return prepared(db, 'SELECT * FROM vend_jobs WHERE state = ? ORDER BY order_id').all(state) as VendJobRow[];
     },
     /** queued → firing. Returns false when another runner (or a restart) got there first. */
     claim(orderId: number, now: number): boolean {
-      return db.prepare("UPDATE vend_jobs SET state = 'firing', claimed_at = ? WHERE order_id = ? AND state = 'queued'").run(now, orderId).changes === 1;
+      return prepared(db, "UPDATE vend_jobs SET state = 'firing', claimed_at = ? WHERE order_id = ? AND state = 'queued'").run(now, orderId).changes === 1;
     },
     finish(orderId: number, from: VendJobState, to: VendJobState, outcome: string, detail: string | null, now: number): boolean {
-      return db.prepare('UPDATE vend_jobs SET state = ?, outcome = ?, detail = ?, finished_at = ? WHERE order_id = ? AND state = ?')
+      return prepared(db, 'UPDATE vend_jobs SET state = ?, outcome = ?, detail = ?, finished_at = ? WHERE order_id = ? AND state = ?')
         .run(to, outcome, detail, now, orderId, from).changes === 1;
     },
     setCapture(orderId: number, state: VendJobRow['capture_state']): void {
-      db.prepare('UPDATE vend_jobs SET capture_state = ? WHERE order_id = ?').run(state, orderId);
+      prepared(db, 'UPDATE vend_jobs SET capture_state = ? WHERE order_id = ?').run(state, orderId);
     },
     pendingCaptures(): VendJobRow[] {
-      return db.prepare("SELECT * FROM vend_jobs WHERE capture_state = 'pending' ORDER BY order_id").all() as VendJobRow[];
+      return prepared(db, "SELECT * FROM vend_jobs WHERE capture_state = 'pending' ORDER BY order_id").all() as VendJobRow[];
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Db } from '../store/index.js';
-import { inTransaction } from '../store/index.js';
+import { inTransaction, prepared } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { errorMessage } from '../util/errors.js';
@@ -45,10 +45,10 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
   const orders = createOrderRepository({ db, clock });
   let running: Promise<void> | null = null;
 
-  const get = (invoiceId: string) => db.prepare('SELECT * FROM refunds WHERE invoice_id = ?').get(invoiceId) as RefundRow | undefined;
+  const get = (invoiceId: string) => prepared(db, 'SELECT * FROM refunds WHERE invoice_id = ?').get(invoiceId) as RefundRow | undefined;
   const update = (invoiceId: string, fields: Partial<RefundRow>) => {
     const keys = Object.keys(fields);
-    db.prepare(`UPDATE refunds SET ${keys.map((k) => `${k} = ?`).join(', ')}, updated_at = ? WHERE invoice_id = ?`)
+    prepared(db, `UPDATE refunds SET ${keys.map((k) => `${k} = ?`).join(', ')}, updated_at = ? WHERE invoice_id = ?`)
       .run(...keys.map((k) => (fields as Record<string, unknown>)[k]), clock.now(), invoiceId);
   };
 
@@ -73,7 +73,7 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
     // Claim first: a crash between this commit and the provider's answer leaves `sending`, which
     // recovery turns into `unknown` — settled by check(), never by a blind second send.
     const claimed = inTransaction(db, () =>
-      db.prepare("UPDATE refunds SET state = 'sending', attempts = attempts + 1, updated_at = ? WHERE invoice_id = ? AND state = 'requested'")
+      prepared(db, "UPDATE refunds SET state = 'sending', attempts = attempts + 1, updated_at = ? WHERE invoice_id = ? AND state = 'requested'")
         .run(clock.now(), row.invoice_id).changes === 1);
     if (!claimed) return;
     try {
@@ -138,16 +138,16 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
   }
 
   async function runOnce(): Promise<void> {
-    const requested = db.prepare("SELECT * FROM refunds WHERE state = 'requested' ORDER BY created_at").all() as RefundRow[];
+    const requested = prepared(db, "SELECT * FROM refunds WHERE state = 'requested' ORDER BY created_at").all() as RefundRow[];
     for (const row of requested) await send(row);
-    const due = db.prepare("SELECT * FROM refunds WHERE state IN ('pending', 'unknown') AND coalesce(next_check_at, 0) <= ? ORDER BY next_check_at").all(clock.now()) as RefundRow[];
+    const due = prepared(db, "SELECT * FROM refunds WHERE state IN ('pending', 'unknown') AND coalesce(next_check_at, 0) <= ? ORDER BY next_check_at").all(clock.now()) as RefundRow[];
     for (const row of due) await check(row);
   }
 
   return {
     /** Crash recovery: a refund that was being sent has an unknown outcome. */
     recover(): number {
-      return inTransaction(db, () => db.prepare("UPDATE refunds SET state = 'unknown', next_check_at = 0, last_error = 'process stopped while sending', updated_at = ? WHERE state = 'sending'").run(clock.now()).changes);
+      return inTransaction(db, () => prepared(db, "UPDATE refunds SET state = 'unknown', next_check_at = 0, last_error = 'process stopped while sending', updated_at = ? WHERE state = 'sending'").run(clock.now()).changes);
     },
     /** Processes what is due; concurrent calls share one pass. */
     run(): Promise<void> {
@@ -156,10 +156,10 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
     },
     /** Check this invoice's refund now (a webhook or poll brought refund evidence). */
     expedite(invoiceId: string): void {
-      db.prepare("UPDATE refunds SET next_check_at = 0 WHERE invoice_id = ? AND state IN ('pending', 'unknown')").run(invoiceId);
+      prepared(db, "UPDATE refunds SET next_check_at = 0 WHERE invoice_id = ? AND state IN ('pending', 'unknown')").run(invoiceId);
     },
     list(states?: RefundRow['state'][]): RefundRow[] {
-      const rows = db.prepare('SELECT * FROM refunds ORDER BY created_at').all() as RefundRow[];
+      const rows = prepared(db, 'SELECT * FROM refunds ORDER BY created_at').all() as RefundRow[];
       return states ? rows.filter((r) => states.includes(r.state)) : rows;
     },
   };

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, databaseId, listMigrations, durably } from '../../src/store/index.js';
+import { openDatabase, databaseId, listMigrations, durably, prepared } from '../../src/store/index.js';
 import { tempDir } from '../helpers/temp.js';
 
 describe('store', () => {
@@ -17,6 +17,20 @@ describe('store', () => {
     expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(db.pragma('user_version', { simple: true })).toBe(listMigrations().at(-1)!.version);
     db.close();
+  });
+
+  it('prepares a statement once per connection and reuses it, and never across connections', () => {
+    const a = openDatabase(join(dir.path, 'a.db'));
+    const b = openDatabase(join(dir.path, 'b.db'));
+    const sql = "SELECT value FROM meta WHERE key = 'db_id'";
+    const first = prepared(a, sql);
+    expect(prepared(a, sql)).toBe(first);
+    expect(prepared(b, sql)).not.toBe(first);
+    // Each answers from its own file.
+    expect(prepared(a, sql).get()).toEqual({ value: databaseId(a) });
+    expect(prepared(b, sql).get()).toEqual({ value: databaseId(b) });
+    a.close();
+    b.close();
   });
 
   it('keeps its database id across reopenings and makes a new one for a new database', () => {

@@ -5,6 +5,7 @@ import { dirname } from 'node:path';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import { ErrorCodes, VendgateError } from '../../util/errors.js';
+import { prepared } from '../../store/index.js';
 import {
   ProviderError, WebhookVerificationError,
   type CanonicalStatus, type CreateInvoiceRequest, type Invoice, type PaymentProvider, type RefundResult, type WebhookEvent,
@@ -70,7 +71,7 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
   }
 
   function read(id: string): Row {
-    const row = open().prepare('SELECT * FROM sandbox_invoices WHERE id = ?').get(id) as Row | undefined;
+    const row = prepared(open(), 'SELECT * FROM sandbox_invoices WHERE id = ?').get(id) as Row | undefined;
     if (!row) throw new ProviderError('not_found', `sandbox has no invoice ${id}`, { httpStatus: 404, providerCode: 'not_found' });
     if (row.status === 'pending' && row.expires_at <= deps.clock.now()) return setStatus(row, 'expired');
     return row;
@@ -91,8 +92,8 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
     }));
     const event = JSON.parse(body.toString()) as { id: string; created: number };
     open().transaction(() => {
-      open().prepare('UPDATE sandbox_invoices SET status = ? WHERE id = ?').run(status, row.id);
-      open().prepare('INSERT INTO sandbox_events (id, created, body) VALUES (?, ?, ?)').run(event.id, event.created, body.toString());
+      prepared(open(), 'UPDATE sandbox_invoices SET status = ? WHERE id = ?').run(status, row.id);
+      prepared(open(), 'INSERT INTO sandbox_events (id, created, body) VALUES (?, ?, ?)').run(event.id, event.created, body.toString());
     })();
     const headers = {
       'content-type': 'application/json',
@@ -107,7 +108,7 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
     name: 'sandbox',
     async createInvoice(request: CreateInvoiceRequest) {
       const bodyHash = createHash('sha256').update(JSON.stringify([request.reference, request.amount, request.currency, request.description, request.captureMode])).digest('hex');
-      const existing = open().prepare('SELECT * FROM sandbox_invoices WHERE idempotency_key = ?').get(request.idempotencyKey) as Row | undefined;
+      const existing = prepared(open(), 'SELECT * FROM sandbox_invoices WHERE idempotency_key = ?').get(request.idempotencyKey) as Row | undefined;
       if (existing) {
         if (existing.body_hash !== bodyHash) throw new ProviderError('conflict', 'idempotency key reused with a different body', { httpStatus: 409, providerCode: 'idempotency_conflict' });
         return toInvoice(read(existing.id), true);
@@ -118,7 +119,7 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
         reference: request.reference, amount: request.amount, currency: request.currency, description: request.description,
         status: 'pending', capture_method: request.captureMode, created_at: now, expires_at: now + request.expiresInSec * 1000,
       };
-      open().prepare(`INSERT INTO sandbox_invoices VALUES (@id, @idempotency_key, @body_hash, @reference, @amount, @currency,
+      prepared(open(), `INSERT INTO sandbox_invoices VALUES (@id, @idempotency_key, @body_hash, @reference, @amount, @currency,
         @description, @status, @capture_method, @created_at, @expires_at)`).run(row);
       return toInvoice(row);
     },
@@ -147,9 +148,9 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
     },
     async listEvents(query) {
       const after = query.startingAfter
-        ? (open().prepare('SELECT seq FROM sandbox_events WHERE id = ?').get(query.startingAfter) as { seq: number } | undefined)?.seq ?? 0
+        ? (prepared(open(), 'SELECT seq FROM sandbox_events WHERE id = ?').get(query.startingAfter) as { seq: number } | undefined)?.seq ?? 0
         : 0;
-      const rows = open().prepare('SELECT id, body FROM sandbox_events WHERE seq > ? AND created >= ? ORDER BY seq LIMIT 101')
+      const rows = prepared(open(), 'SELECT id, body FROM sandbox_events WHERE seq > ? AND created >= ? ORDER BY seq LIMIT 101')
         .all(after, query.createdAfterSec ?? 0) as { id: string; body: string }[];
       const page = rows.slice(0, 100);
       return {
