@@ -80,7 +80,7 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
       // The id is only known after the insert; the reference and key derive from it, so write a
       // placeholder that is unique by construction and replace it in the same transaction.
       const placeholder = `pending-${now}-${Math.random()}`;
-      const { lastInsertRowid } = prepared(db, 
+      const { lastInsertRowid } = prepared(db,
         `INSERT INTO orders (reference, attempt, idempotency_key, source, slot, item_name, amount, currency, livemode,
            provider, capture_mode, state, created_at, updated_at)
          VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'creating', ?, ?)`,
@@ -119,7 +119,7 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
       if (!canTransition(from, to)) throw new TransitionRefused(id, from, to);
       const now = clock.now();
       const stamp = STAMPS[to];
-      const result = prepared(db, 
+      const result = prepared(db,
         `UPDATE orders SET state = ?, updated_at = ?, error_code = coalesce(?, error_code), error_message = coalesce(?, error_message)
          ${stamp ? `, ${stamp} = coalesce(${stamp}, ?)` : ''} WHERE id = ? AND state = ?`,
       ).run(...[to, now, extra.errorCode ?? null, extra.errorMessage ?? null, ...(stamp ? [now] : []), id, from]);
@@ -129,7 +129,7 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
     },
 
     list(filter: { state?: string; from?: number; to?: number; limit?: number } = {}): OrderRow[] {
-      return prepared(db, 
+      return prepared(db,
         `SELECT * FROM orders WHERE (? IS NULL OR state = ?) AND (? IS NULL OR created_at >= ?) AND (? IS NULL OR created_at < ?)
          ORDER BY id DESC LIMIT ?`,
       ).all(filter.state ?? null, filter.state ?? null, filter.from ?? null, filter.from ?? null, filter.to ?? null, filter.to ?? null, filter.limit ?? 1_000_000) as OrderRow[];

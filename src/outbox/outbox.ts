@@ -102,7 +102,7 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
       const excess = this.depth() - maxRows;
       if (excess <= 0) return 0;
       // Alarms are never pruned: a lost clear would leave an alarm standing forever.
-      const dropped = prepared(db, 
+      const dropped = prepared(db,
         "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE kind = 'event' ORDER BY seq LIMIT ?)",
       ).run(excess).changes;
       if (dropped > 0) addCounter.run('outbox_dropped', dropped);
