@@ -9,12 +9,12 @@
  *   npm run build && node scripts/bench/memory-long.mjs [--orders 40000]
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createServiceProcess, freePort } from '../soak/service.mjs';
 import { postJson, waitFor } from './lib.mjs';
+import { brokerListening } from './resources.mjs';
 
 const { values } = parseArgs({ options: { orders: { type: 'string', default: '40000' } } });
 const ORDERS = Number(values.orders);
@@ -31,11 +31,7 @@ setInterval(() => {
 }, 5000).unref();
 `);
 
-const broker = await new Promise((resolve) => {
-  const socket = createConnection({ host: '127.0.0.1', port: 1883 });
-  socket.once('connect', () => { socket.destroy(); resolve(true); });
-  socket.once('error', () => resolve(false));
-});
+const broker = await brokerListening();
 const localPort = await freePort();
 const webhookPort = await freePort();
 const service = createServiceProcess({

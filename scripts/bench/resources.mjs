@@ -10,7 +10,7 @@ import { percentiles, postJson, row, rssMb, sleep, waitFor } from './lib.mjs';
  * demo configuration (sandbox provider in process, sim actuator), MQTT to the local broker when one
  * listens on 1883 (as on a device), otherwise off.
  */
-function brokerListening() {
+export function brokerListening() {
   return new Promise((resolve) => {
     const socket = createConnection({ host: '127.0.0.1', port: 1883 });
     socket.once('connect', () => { socket.destroy(); resolve(true); });
