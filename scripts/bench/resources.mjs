@@ -45,7 +45,11 @@ export async function resourcesBench({ log, quick }) {
       if (i < (quick ? 2 : 5)) await service.kill('SIGTERM');
     }
     const { pid } = service;
+    // 5 s after ready the start-up garbage is still resident; V8 gives it back once the process has
+    // been idle a while (its memory reducer). Both are reported; the settled one is the device's idle.
     await sleep(5_000);
+    const earlyMb = rssMb(pid);
+    await sleep(quick ? 10_000 : 55_000);
     const idleMb = rssMb(pid);
 
     const orders = quick ? 500 : 10_000;
@@ -65,9 +69,9 @@ export async function resourcesBench({ log, quick }) {
     return {
       name: 'resources',
       settings: { mqtt: mqtt ? 'local broker on 1883' : 'off', orders },
-      results: { idleMb, afterMb, orders, ordersMs, ordersPerSec: orders / (ordersMs / 1000), readyMs, firstReadyMs: firstReady, warmReadyMs: warm },
+      results: { earlyMb, idleMb, afterMb, orders, ordersMs, ordersPerSec: orders / (ordersMs / 1000), readyMs, firstReadyMs: firstReady, warmReadyMs: warm },
       rows: [
-        row(`RSS idle (MQTT ${mqtt ? 'connected' : 'off'})`, `${idleMb} MB`, '≤ 80 MB', idleMb <= 80),
+        row(`RSS idle, 60 s after ready (MQTT ${mqtt ? 'connected' : 'off'}); 5 s after ready`, `${idleMb} MB; ${earlyMb} MB`, '≤ 80 MB', idleMb <= 80),
         row(`RSS after ${orders.toLocaleString('en')} orders (paid and vended, ${(orders / (ordersMs / 1000)).toFixed(0)} orders/s)`, `${afterMb} MB`, 'informational', null),
         row('start-up to ready (spawn → "vendgate ready"), median of restarts; first start', `${warm.p50} ms; ${firstReady} ms`, '≤ 1000 ms', warm.p50 <= 1000 && firstReady <= 1000),
       ],
