@@ -1,11 +1,10 @@
 import { spawn } from 'node:child_process';
-import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../soak/service.mjs';
-import { row, sleep } from './lib.mjs';
+import { BENCH_WEBHOOK_SECRET as SECRET, row, signedRequest, sleep } from './lib.mjs';
 
 /**
  * Webhook ingest: the webhook engineer's scripts/bench/webhook.mjs (the service's listener vs a bare
@@ -13,20 +12,7 @@ import { row, sleep } from './lib.mjs';
  * against a bare 204 route measured in the same run, with the same signed requests.
  */
 const ROOT = new URL('../../', import.meta.url).pathname;
-const SECRET = 'bench-webhook-secret';
 
-function signedRequest(request) {
-  const id = `evt_${randomBytes(12).toString('hex')}`;
-  const body = JSON.stringify({
-    id, object: 'event', type: 'invoice.paid', livemode: false, created: Math.floor(Date.now() / 1000),
-    data: { object: { id: `sb_${randomBytes(8).toString('hex')}`, status: 'paid', amount: 1500, currency: 'MNT', reference: 'other-device-x-1' } },
-  });
-  const t = Math.floor(Date.now() / 1000);
-  const v1 = createHmac('sha256', SECRET).update(`${t}.`).update(body).digest('hex');
-  request.body = body;
-  request.headers = { ...request.headers, 'content-type': 'application/json', 'sandbox-signature': `t=${t},v1=${v1}`, 'sandbox-event-id': id };
-  return request;
-}
 
 async function cannon(url, path, { connections, duration, rate }) {
   const result = await autocannon({

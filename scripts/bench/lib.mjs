@@ -1,4 +1,5 @@
 import { readFileSync, statSync, openSync, readSync, closeSync, existsSync } from 'node:fs';
+import { createHmac, randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 
 /** Shared helpers of the benchmarks: percentiles, process memory, the sim actuator log, the machine. */
@@ -76,4 +77,21 @@ export async function waitFor(predicate, { timeoutMs = 30_000, intervalMs = 5, w
 /** A result row: the figure, its value, the target beside it, and whether it is met (null: no target). */
 export function row(figure, value, target = '', ok = null, detail = undefined) {
   return { figure, value, target, ok, ...(detail === undefined ? {} : { detail }) };
+}
+
+/** The webhook secret the benchmarks give the service (VENDGATE_WEBHOOK_SECRETS) and sign with. */
+export const BENCH_WEBHOOK_SECRET = 'bench-webhook-secret';
+
+/** A sandbox event (the shape the demo provider sends) for an invoice of another device, signed now. */
+export function signedRequest(request) {
+  const id = `evt_${randomBytes(12).toString('hex')}`;
+  const body = JSON.stringify({
+    id, object: 'event', type: 'invoice.paid', livemode: false, created: Math.floor(Date.now() / 1000),
+    data: { object: { id: `sb_${randomBytes(8).toString('hex')}`, status: 'paid', amount: 1500, currency: 'MNT', reference: 'other-device-x-1' } },
+  });
+  const t = Math.floor(Date.now() / 1000);
+  const v1 = createHmac('sha256', BENCH_WEBHOOK_SECRET).update(`${t}.`).update(body).digest('hex');
+  request.body = body;
+  request.headers = { ...request.headers, 'content-type': 'application/json', 'sandbox-signature': `t=${t},v1=${v1}`, 'sandbox-event-id': id };
+  return request;
 }

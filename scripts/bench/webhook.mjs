@@ -11,17 +11,16 @@
  * throughput, p99 < 10 ms at 200 req/s.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { stringify } from 'yaml';
+import { freePort } from '../soak/service.mjs';
+import { BENCH_WEBHOOK_SECRET as SECRET, signedRequest } from './lib.mjs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const SECRET = 'bench-webhook-secret';
 const { values: args } = parseArgs({
   options: {
     'no-build': { type: 'boolean' },
@@ -34,16 +33,6 @@ const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const RATE = Number(args.rate);
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitUntilUp(url, child, what) {
   const deadline = Date.now() + 20_000;
@@ -68,19 +57,6 @@ function stop(child) {
   });
 }
 
-/** A sandbox event (the shape the demo provider sends) for an invoice of another device, signed now. */
-function signedRequest(request) {
-  const id = `evt_${randomBytes(12).toString('hex')}`;
-  const body = JSON.stringify({
-    id, object: 'event', type: 'invoice.paid', livemode: false, created: Math.floor(Date.now() / 1000),
-    data: { object: { id: `sb_${randomBytes(8).toString('hex')}`, status: 'paid', amount: 1500, currency: 'MNT', reference: 'other-device-x-1' } },
-  });
-  const t = Math.floor(Date.now() / 1000);
-  const v1 = createHmac('sha256', SECRET).update(`${t}.`).update(body).digest('hex');
-  request.body = body;
-  request.headers = { ...request.headers, 'content-type': 'application/json', 'sandbox-signature': `t=${t},v1=${v1}`, 'sandbox-event-id': id };
-  return request;
-}
 
 async function cannon(url, options) {
   const result = await autocannon({
