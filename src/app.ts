@@ -1,5 +1,5 @@
 import type { Settings } from './settings/index.js';
-import { openDatabase, databaseId, createRetention, createCheckpointer, type Checkpointer, type Db, type Retention } from './store/index.js';
+import { openDatabase, databaseId, checkLineage, recordLineage, createRetention, createCheckpointer, inTransaction, type Checkpointer, type Db, type Retention } from './store/index.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, type Logger } from './util/logger.js';
 import { createOutbox, type Outbox } from './outbox/index.js';
@@ -77,10 +77,24 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const startedAt = clock.now();
     const db = openDatabase(settings.storage.path);
     const dbId = databaseId(db);
+    const lineage = checkLineage(db, settings.storage.path);
     // WAL checkpoints between customers, not inside a webhook's or a vend claim's commit.
-    checkpointer = createCheckpointer({ db, logger });
+    const lineageMark = { highWater: lineage.highWater };
+    checkpointer = createCheckpointer({ db, logger }, {
+      quietMs: 60_000,
+      onCheckpoint: () => recordLineage(db, settings.storage.path, lineageMark),
+    });
     checkpointer.start();
     const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
+    if (lineage.detail) {
+      // Order ids restart in a restored database; references do not (a nonce per order), so no old
+      // key is reused. Said loudly, and every recent invoice is compared with the provider at once.
+      log.warn({ restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail }, 'this database is not the one this machine last ran on');
+      inTransaction(db, () => {
+        outbox.raiseAlarm(lineage.restored ? 'database_restored' : 'database_cloned', 'warning', `${lineage.detail}; recent invoices are being reconciled with the provider`, { highWater: lineage.highWater });
+        outbox.event('database.restored', { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail });
+      });
+    }
     const health = createProviderHealth(clock);
     const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
     let kioskPort = settings.http.local.port;
@@ -105,7 +119,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // Every state change may have written outbox rows: publish them now, not at the next poll.
     const notify = () => { for (const listener of listeners) listener(); mqtt?.kick(); };
 
-    const baseLedger = createLedger({ db, clock, logger, outbox });
+    const baseLedger = createLedger({ db, clock, logger, outbox }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
     let vend: VendRunner;
     let refunds: RefundWorker;
     // Every channel observes through this: a queued vend or refund starts at once, not at the next tick.
@@ -143,6 +157,13 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec,
     });
     sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
+    // After an outage of the provider every unsettled invoice is read again and the Events API is
+    // read from the last event seen: a payment made meanwhile is found whatever its webhook did.
+    health.onRecovered(() => {
+      log.info('payment provider reachable again: reading every unsettled invoice and the events missed');
+      poller.pollAllNow();
+      void webhooks.backfill.run('provider reachable again').catch(() => {});
+    });
     const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners });
 
     let urls: { local?: string; webhook?: string } = {};
@@ -204,6 +225,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await ctx.mqtt.stop();
     sandbox?.close();
     checkpointer?.stop();
+    recordLineage(db, settings.storage.path, { highWater: -1 });
     db.close();
     log.info('stopped');
   }

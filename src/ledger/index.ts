@@ -1,1 +1,1 @@
-export { createLedger, refundKeyFor, queueRefundFor, type Ledger, type Observation, type ObserveResult, type Channel } from './ledger.js';
+export { createLedger, type Ledger, type LedgerSettings, type Observation, type ObserveResult, type Channel, observationOf } from './ledger.js';

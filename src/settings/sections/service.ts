@@ -10,8 +10,18 @@ export const pollSchema = z.object({
   intervalMs: z.number().int().min(100).max(60_000).default(2_000),
   /** Longest wait between polls after errors. */
   maxBackoffMs: z.number().int().min(1_000).max(300_000).default(30_000),
-  /** How long a closed (canceled/expired by us) invoice is still polled for a late payment. */
-  lateGraceSec: z.number().int().min(0).max(86_400).default(600),
+  /**
+   * A payment first seen up to this long after its QR expired is still vended (the customer may be
+   * waiting); later it is refunded (the customer has gone). Every invoice is read until the
+   * provider's final answer either way: no local timer stops following one.
+   */
+  lateGraceSec: z.number().int().min(0).max(86_400).default(120),
+  /** How often the reconciliation loop compares recent invoices with the provider. */
+  reconcileEveryMin: z.number().int().min(1).max(1_440).default(60),
+  /** How far back the reconciliation loop looks. */
+  reconcileDays: z.number().int().min(1).max(90).default(7),
+  /** At most this many provider reads per hour for reconciliation (it never competes with sales). */
+  reconcileReadsPerHour: z.number().int().min(1).max(10_000).default(120),
 });
 
 export const httpSchema = z.object({
