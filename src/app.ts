@@ -3,7 +3,7 @@ import { openDatabase, databaseId, checkLineage, recordLineage, createRetention,
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, type Logger } from './util/logger.js';
 import { createOutbox, type Outbox } from './outbox/index.js';
-import { createLedger, type Ledger } from './ledger/index.js';
+import { createLedger, createReconciler, type Ledger, type Reconciler } from './ledger/index.js';
 import { createOrderService, createProviderHealth, type OrderService, type ProviderHealth } from './orders/index.js';
 import { createVendRunner, createRefundWorker, type VendRunner, type RefundWorker } from './vend/index.js';
 import { createActuator, createInputs, type Actuator, type HardwareInputs } from './hardware/index.js';
@@ -71,6 +71,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   let housekeeping: NodeJS.Timeout | null = null;
   let retention: Retention | null = null;
   let checkpointer: Checkpointer | null = null;
+  let reconciler: Reconciler | null = null;
   let stopping: Promise<void> | null = null;
 
   async function start(): Promise<{ localUrl: string }> {
@@ -192,6 +193,14 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // Connects in the background: a broker that is down never holds up the money path.
     await mqtt.start();
     poller.start();
+    reconciler = createReconciler({ db, clock, logger, outbox, provider, ledger }, {
+      everyMs: settings.poll.reconcileEveryMin * 60_000, days: settings.poll.reconcileDays, readsPerHour: settings.poll.reconcileReadsPerHour,
+    });
+    reconciler.start();
+    if (lineage.detail) {
+      reconciler.compareAllAgain();
+      void reconciler.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
+    }
     void vend.run();
     void refunds.run();
     housekeeping = setInterval(() => {
@@ -219,13 +228,18 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await kiosk?.stop();
     await webhooks.stop();
     await poller.stop();
+    await reconciler?.stop();
     await inputs.stop();
     await vend.stop();
     await actuator.stop();
     await ctx.mqtt.stop();
     sandbox?.close();
     checkpointer?.stop();
-    recordLineage(db, settings.storage.path, { highWater: -1 });
+    try {
+      recordLineage(db, settings.storage.path, { highWater: -1 });
+    } catch (err) {
+      log.warn({ err }, 'could not write the lineage mark beside the database');
+    }
     db.close();
     log.info('stopped');
   }
