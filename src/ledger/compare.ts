@@ -34,8 +34,10 @@ export const LOCAL_INVOICES_SQL = `
     LEFT JOIN refunds r ON r.invoice_id = oi.invoice_id`;
 
 const MONEY: readonly CanonicalStatus[] = ['paid', 'authorized', 'partially_refunded'];
-/** A local state in which the service is still working on the payment (not a finding while it runs). */
-export const IN_PROGRESS_STATES = ['creating', 'awaiting_payment', 'paid', 'authorized', 'vending', 'refunding'];
+/** A local state in which the service is still working on a payment it has seen (not a finding while it runs). */
+export const IN_PROGRESS_STATES = ['paid', 'authorized', 'vending', 'refunding'];
+/** Not compared by the loop at all: the live path (poller, expiry) still owns these. */
+export const LIVE_STATES = ['creating', 'awaiting_payment', ...IN_PROGRESS_STATES];
 
 function vendedHere(row: LocalInvoice): boolean {
   if (!row.current) return false;

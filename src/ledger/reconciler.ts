@@ -3,7 +3,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { PaymentProvider } from '../payments/types.js';
-import { compareWithProvider, IN_PROGRESS_STATES, LOCAL_INVOICES_SQL, type LocalInvoice } from './compare.js';
+import { compareWithProvider, LIVE_STATES, LOCAL_INVOICES_SQL, type LocalInvoice } from './compare.js';
 import { observationOf, type Ledger } from './ledger.js';
 
 export interface ReconcilerSettings {
@@ -45,7 +45,7 @@ export function createReconciler(deps: { db: Db; clock: Clock; logger: Logger; o
     const rows = due(now, Math.max(0, settings.readsPerHour - reads.length));
     let mismatches = 0;
     for (const row of rows) {
-      if (IN_PROGRESS_STATES.includes(row.state)) continue;
+      if (LIVE_STATES.includes(row.state)) continue;
       reads.push(clock.now());
       let invoice;
       try {
