@@ -35,7 +35,7 @@ describe('local API: only the kiosk can drive it', () => {
     send(svc.localUrl, { method: 'POST', path: '/api/orders', headers: { ...json, ...headers }, body: JSON.stringify({ slot }) });
 
   beforeAll(async () => {
-    svc = await startService({ config: { http: { local: { allowedHosts: ['kiosk.local'], ordersPerMinute: 5 } } } });
+    svc = await startService({ config: { http: { local: { allowedHosts: ['kiosk.local'], ordersPerMinute: 5, doublePressWindowMs: 3_000 } } } });
     sandbox = new Database(join(svc.dir, 'sandbox.db'), { readonly: true });
     vendgate = new Database(svc.dbPath, { readonly: true });
   });

@@ -45,7 +45,7 @@ export const httpSchema = z.object({
     /** A second order press for the same item within this returns the first order (one invoice, one QR). */
     doublePressWindowMs: z.number().int().min(0).max(60_000).default(3_000),
     /** Orders (invoices) the local API creates at most per minute; beyond it 429. */
-    ordersPerMinute: z.number().int().min(1).max(600).default(10),
+    ordersPerMinute: z.number().int().min(1).max(1_000_000).default(10),
   }).prefault({}),
 }).strict();
 
