@@ -50,12 +50,13 @@ describe('local API: only the kiosk can drive it', () => {
     expect(created.status).toBe(201);
     const id = created.json.orderId as number;
     const host = new URL(svc.localUrl).host;
-    for (const headers of [
+    const attempts: Record<string, string>[] = [
       { origin: 'http://evil.example', host },
       { origin: 'http://evil.example', host, 'content-type': 'application/x-www-form-urlencoded' },
       { origin: 'null', host, 'content-type': 'text/plain' },
       { origin: 'http://evil.example', host, 'content-type': 'application/json' },
-    ]) {
+    ];
+    for (const headers of attempts) {
       const answer = await send(svc.localUrl, { method: 'POST', path: `/api/orders/${id}/cancel`, headers, body: headers['content-type'] === 'application/json' ? '{}' : 'x=1' });
       expect(answer.status).toBe(403);
       expect(answer.json.error.code).toBe('VG_ERR_FORBIDDEN');
