@@ -87,6 +87,14 @@ describe('one instance per database (two real processes)', () => {
     expect(report.checks.find((c: { name: string }) => c.name === 'database')).toMatchObject({ status: 'PASS' });
   }, 90_000);
 
+  it('migrate refuses to run under the running service (exit 75) and leaves the database alone', async () => {
+    const before = snapshot(svc.dbPath);
+    const migrate = await runMain(['migrate', '--config', svc.configPath]);
+    expect(migrate.code).toBe(75);
+    expect(migrate.stderr).toContain(`process ${svc.pid}`);
+    expect(snapshot(svc.dbPath)).toEqual(before);
+  });
+
   it('after the holder is killed with SIGKILL, the lock is free at once: a new start succeeds', async () => {
     await svc.kill('SIGKILL');
     await svc.restart();
