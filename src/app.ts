@@ -1,5 +1,6 @@
 import type { Settings } from './settings/index.js';
-import { openDatabase, databaseId, checkLineage, recordLineage, createRetention, createCheckpointer, inTransaction, type Checkpointer, type Db, type Retention } from './store/index.js';
+import { openDatabase, databaseId, checkLineage, recordLineage, createRetention, createCheckpointer, inTransaction, acquireInstanceLock, type Checkpointer, type Db, type InstanceLock, type Retention } from './store/index.js';
+import { bindListener, listenerLimits, type BoundListener } from './util/http-listener.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, type Logger } from './util/logger.js';
 import { createOutbox, type Outbox } from './outbox/index.js';
@@ -73,9 +74,24 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   let checkpointer: Checkpointer | null = null;
   let reconciler: Reconciler | null = null;
   let stopping: Promise<void> | null = null;
+  let instanceLock: InstanceLock | null = null;
+  let bound: { local?: BoundListener; webhook?: BoundListener } = {};
+
+  /**
+   * Start order: the instance lock (a second service on this database stops here, having changed
+   * nothing), then both ports (a port in use stops here, before the database exists), then the
+   * database, recovery, and only then the listeners serve (requests meanwhile get 503).
+   */
+  async function claimLockAndPorts(): Promise<void> {
+    instanceLock = acquireInstanceLock(settings.storage.path);
+    const { local, webhook } = settings.http;
+    bound.local = await bindListener({ host: local.host, port: local.port, portSetting: 'http.local.port' }, listenerLimits(local));
+    bound.webhook = await bindListener({ host: webhook.host, port: webhook.port, portSetting: 'http.webhook.port' }, listenerLimits(webhook));
+  }
 
   async function start(): Promise<{ localUrl: string }> {
     const startedAt = clock.now();
+    await claimLockAndPorts();
     const db = openDatabase(settings.storage.path);
     const dbId = databaseId(db);
     const lineage = checkLineage(db, settings.storage.path);
@@ -98,7 +114,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     }
     const health = createProviderHealth(clock);
     const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
-    let kioskPort = settings.http.local.port;
+    const kioskPort = bound.local!.port;
 
     let sandbox: SandboxProvider | null = null;
     let provider = deps.provider;
@@ -154,7 +170,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     }, settings);
     const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
     const webhookSecrets = settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
-    const webhooks = createWebhookChannel({ db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets }, {
+    const webhooks = createWebhookChannel({ db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook }, {
       ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec,
     });
     sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
@@ -184,9 +200,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     inputs.on((event) => handleHardwareEvent(ctx!, outOfService, event, notify));
     await inputs.start();
 
-    kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock }, { host: settings.http.local.host, port: settings.http.local.port });
+    kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock, listener: bound.local }, settings.http.local);
     const listening = await kiosk.start();
-    kioskPort = listening.port;
 
     const webhookListening = await webhooks.start();
     urls = { local: listening.url, webhook: webhookListening.url };
@@ -219,13 +234,19 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   }
 
   async function stopOnce(): Promise<void> {
-    if (!ctx) return;
+    if (!ctx) {
+      // start() failed early: give back what it claimed (the process's exit would do the same).
+      await Promise.all([bound.local?.close(), bound.webhook?.close()]);
+      instanceLock?.release();
+      return;
+    }
     const { poller, webhooks, vend, actuator, inputs, db, sandbox } = ctx;
     log.info('stopping: no new orders');
     // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
     if (housekeeping) clearInterval(housekeeping);
     await retention?.stop();
     await kiosk?.stop();
+    await bound.local?.close();
     await webhooks.stop();
     await poller.stop();
     await reconciler?.stop();
@@ -241,6 +262,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       log.warn({ err }, 'could not write the lineage mark beside the database');
     }
     db.close();
+    instanceLock?.release();
     log.info('stopped');
   }
 

@@ -2,3 +2,4 @@ export { openDatabase, migrate, listMigrations, databaseId, inTransaction, durab
 export { createRetention, type Retention, type RetentionSettings, type PruneCounts } from './retention.js';
 export { createCheckpointer, type Checkpointer, type CheckpointSettings, type CheckpointResult } from './checkpoint.js';
 export { checkLineage, recordLineage, lineagePath, machineIdentity, type LineageFinding } from './lineage.js';
+export { acquireInstanceLock, lockPathFor, InstanceLockedError, type InstanceLock } from './instance-lock.js';

@@ -87,8 +87,10 @@ export async function startProviderStack(options: StackOptions = {}) {
   }
 
   async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: any }> {
+    // Every state-changing request to the local API is JSON ({} when there is nothing to say).
+    const payload = method === 'POST' ? body ?? {} : body;
     const response = await fetch(`${svc.localUrl}${path}`, {
-      method, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      method, ...(payload === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) }),
     });
     const text = await response.text();
     return { status: response.status, json: text ? JSON.parse(text) : undefined };
