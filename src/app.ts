@@ -172,7 +172,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view };
 
     // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
-    const recovered = await money.recover();
+    const recovered = await money.recover({ restored: lineage.restored });
     if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown) log.warn(recovered, 'recovered from an interrupted run');
 
     inputs.on((event) => handleHardwareEvent(ctx!, outOfService, event, notify));

@@ -48,8 +48,12 @@ export interface MoneyPath {
   vend: VendRunner;
   refunds: RefundWorker;
   reconciler: Reconciler;
-  /** Start-up, before anything new is accepted: interrupted vends, unknown refunds, half-made and waiting orders. */
-  recover(): Promise<{ uncertain: number[]; settled: number[]; refundsUnknown: number }>;
+  /**
+   * Start-up, before anything new is accepted: interrupted vends, unknown refunds, half-made and
+   * waiting orders. `restored`: the database came back from a backup, so any paid order it shows
+   * not yet vended may have been delivered after the backup: parked for a person, never fired.
+   */
+  recover(options?: { restored?: boolean }): Promise<{ uncertain: number[]; settled: number[]; refundsUnknown: number }>;
   /** The housekeeping timer (expiry, queued work, captures) and the reconciliation loop. */
   start(): void;
   /** Stops the timers and waits for the vend and the refund in flight, so none is cut off by the database closing. */
@@ -62,6 +66,8 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
   const changed = () => deps.onChange?.();
   const baseLedger = createLedger({ db, clock, logger, outbox }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
   let housekeeping: NodeJS.Timeout | null = null;
+  /** During recovery nothing is fired from an observation; what recovery queued is looked at first. */
+  let recovering = false;
 
   // Every channel observes through this: a queued vend or refund starts at once, not at the next tick.
   const ledger: Ledger = {
@@ -69,7 +75,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       const result = baseLedger.observe(observation);
       if (result.outcome === 'recorded') {
         if (result.vendQueued) deps.crashPoint?.('after_ledger_commit');
-        if (deps.runWorkersOnObserve !== false) {
+        if (deps.runWorkersOnObserve !== false && !recovering) {
           if (result.vendQueued) void vend.run();
           if (result.refundQueued) void refunds.run();
         }
@@ -97,12 +103,18 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
   return {
     ledger, orders, vend, refunds, reconciler,
 
-    async recover() {
-      await actuator.start();
-      const recovered = await vend.recover();
-      const refundsUnknown = refunds.recover();
-      await orders.recover();
-      return { ...recovered, refundsUnknown };
+    async recover(options = {}) {
+      recovering = true;
+      try {
+        await actuator.start();
+        const recovered = await vend.recover();
+        const refundsUnknown = refunds.recover();
+        await orders.recover();
+        const parked = options.restored ? vend.parkQueued('restored database: this paid order may have been vended after the backup was taken; check the machine, then run vendgate resolve') : [];
+        return { ...recovered, uncertain: [...recovered.uncertain, ...parked], refundsUnknown };
+      } finally {
+        recovering = false;
+      }
     },
 
     start() {

@@ -264,6 +264,27 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       return { uncertain, settled: settledIds };
     },
 
+    /**
+     * A database restored from a backup: a queued vend may have been delivered after the backup was
+     * taken (the newer rows are gone), so it is never fired blindly — each becomes uncertain, with
+     * the alarm that asks a person to look at the machine.
+     */
+    parkQueued(detail: string): number[] {
+      const parked: number[] = [];
+      for (const job of jobs.inState('queued')) {
+        durably(db, () => {
+          const order = orders.get(job.order_id)!;
+          if (order.state !== 'paid' && order.state !== 'authorized') return;
+          if (!jobs.claim(order.id, clock.now())) return;
+          orders.transition(order.id, order.state, 'vending', 'vend claimed for a person: restored database');
+          markUncertain(orders.get(order.id)!, detail);
+          parked.push(order.id);
+        }, 'vend_claim');
+      }
+      if (parked.length) log.error({ orders: parked }, 'restored database: paid orders parked for a person instead of vended');
+      return parked;
+    },
+
     /** Processes queued jobs one at a time; concurrent calls share one pass. */
     run(): Promise<void> {
       if (stopped) return Promise.resolve();
