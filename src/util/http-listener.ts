@@ -78,7 +78,7 @@ export async function bindListener(address: ListenerAddress, limits: ListenerLim
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     if (handler) return handler(request, response);
     response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
-    response.end(JSON.stringify({ error: { code: 'VG_ERR_STARTING', message: 'starting up; try again in a second' } }));
+    response.end(JSON.stringify({ error: { code: ErrorCodes.STARTING, message: 'starting up; try again in a second' } }));
   });
 
   await new Promise<void>((resolve, reject) => {
