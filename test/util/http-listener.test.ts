@@ -15,7 +15,7 @@ describe('bound listener', () => {
     const early = await fetch(`${listener.url}/healthz`);
     expect(early.status).toBe(503);
     expect(early.headers.get('retry-after')).toBe('1');
-    expect((await early.json()).error.code).toBe('VG_ERR_STARTING');
+    expect(((await early.json()) as { error: { code: string } }).error.code).toBe('VG_ERR_STARTING');
     listener.serve((_request, response) => { response.end('served'); });
     expect(await (await fetch(`${listener.url}/healthz`)).text()).toBe('served');
   });
