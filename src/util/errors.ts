@@ -32,6 +32,7 @@ export const ErrorCodes = {
   PORT_IN_USE: 'VG_ERR_PORT_IN_USE',
   FORBIDDEN: 'VG_ERR_FORBIDDEN',
   RATE_LIMITED: 'VG_ERR_RATE_LIMITED',
+  STARTING: 'VG_ERR_STARTING',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
