@@ -14,7 +14,7 @@ import { createWebhookChannel, type WebhookChannel } from './channels/webhook/in
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createDeviceView, type DeviceView } from './device-view.js';
 import { handleHardwareEvent } from './hardware-events.js';
-import { createMqtt, type Mqtt } from './mqtt/index.js';
+import { createMqtt, createBrokerWebhookSubscription, type Mqtt, type BrokerWebhookSubscription } from './mqtt/index.js';
 import { createDeviceControl } from './device-control.js';
 
 export interface AppDeps {
@@ -72,6 +72,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   let retention: Retention | null = null;
   let checkpointer: Checkpointer | null = null;
   let stopping: Promise<void> | null = null;
+  let brokerWebhooks: BrokerWebhookSubscription | null = null;
 
   async function start(): Promise<{ localUrl: string }> {
     const startedAt = clock.now();
@@ -139,9 +140,18 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     }, settings);
     const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
     const webhookSecrets = settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
+    const webhookSource = settings.fleet.webhookSource;
     const webhooks = createWebhookChannel({ db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets }, {
       ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec,
+      // Fleet mode without a tunnel: the listener stays for health and local checks, unreachable from outside.
+      ...(webhookSource === 'broker' ? { host: '127.0.0.1' } : {}),
     });
+    // Fleet mode: the relay's webhooks for this device, from its persistent broker session.
+    brokerWebhooks = webhookSource === 'tunnel' ? null : createBrokerWebhookSubscription({
+      clock, logger, deviceId: settings.device.id, provider: provider.name,
+      referencePrefixes: [`${settings.device.id}-${dbId}-`],
+      ingest: (delivery) => webhooks.ingestFromBroker(delivery),
+    }, settings.mqtt);
     sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
     const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners });
 
@@ -170,6 +180,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     urls = { local: listening.url, webhook: webhookListening.url };
     // Connects in the background: a broker that is down never holds up the money path.
     await mqtt.start();
+    brokerWebhooks?.start();
     poller.start();
     void vend.run();
     void refunds.run();
@@ -196,6 +207,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     if (housekeeping) clearInterval(housekeeping);
     await retention?.stop();
     await kiosk?.stop();
+    await brokerWebhooks?.stop();
     await webhooks.stop();
     await poller.stop();
     await inputs.stop();
