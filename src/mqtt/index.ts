@@ -10,3 +10,4 @@ export {
   createFleetTopics, encodeWebhookMessage, decodeWebhookMessage, pickForwardedHeaders, parseRouteAnnouncement, FleetWireError,
   FORWARDED_HEADERS, ROUTE_VERSION, type FleetTopics, type ForwardedHeaders, type RouteAnnouncement,
 } from './fleet-wire.js';
+export { createRelayConnection, PublishNotAcknowledged, type RelayConnection, type RelayConnectionDeps } from './relay-connection.js';

@@ -49,6 +49,13 @@ export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.Proce
 export function loadSettings(options: { path?: string; env?: NodeJS.ProcessEnv } = {}): LoadedSettings {
   const env = options.env ?? process.env;
   const source = resolveConfigPath(options.path, env);
+  const raw = readSettingsFile(source, 'device, provider, …');
+  const { merged, environment } = mergeEnvironment(raw, env);
+  return { settings: parseSettings(merged, source), source, environment };
+}
+
+/** Reads a YAML settings file into a mapping; SettingsError for a missing file, bad YAML or a non-mapping. */
+export function readSettingsFile(source: string, sections: string): Record<string, unknown> {
   let text: string;
   try {
     text = readFileSync(source, 'utf8');
@@ -63,10 +70,9 @@ export function loadSettings(options: { path?: string; env?: NodeJS.ProcessEnv }
     throw new SettingsError(source, [`not valid YAML${where}: ${(err as Error).message.split('\n')[0]}`]);
   }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw new SettingsError(source, ['the file must be a YAML mapping with the sections device, provider, …']);
+    throw new SettingsError(source, [`the file must be a YAML mapping with the sections ${sections}`]);
   }
-  const { merged, environment } = mergeEnvironment(raw as Record<string, unknown>, env);
-  return { settings: parseSettings(merged, source), source, environment };
+  return raw as Record<string, unknown>;
 }
 
 /** Validates an object already in memory (tests, the selftest). */
@@ -99,7 +105,7 @@ function mergeEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv) 
   return { merged, environment };
 }
 
-function deepFreeze<T>(value: T): T {
+export function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object') {
     for (const child of Object.values(value)) deepFreeze(child);
     Object.freeze(value);
