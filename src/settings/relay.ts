@@ -62,13 +62,14 @@ export const relaySectionSchema = z.object({
 
 export const relaySettingsSchema = z.object({
   relay: relaySectionSchema.prefault({}),
-  mqtt: mqttSchema.prefault({}),
+  // Checked on the section itself, so this is listed beside the other sections' problems.
+  mqtt: mqttSchema.prefault({}).superRefine((mqtt, ctx) => {
+    if (mqtt.url === '' || mqtt.url === 'embedded') {
+      ctx.addIssue({ code: 'custom', path: ['url'], message: "the relay publishes to the fleet's broker: give its URL (mqtt://host:1883 or mqtts://host:8883)" });
+    }
+  }),
   log: logSchema.prefault({}),
-}).strict().superRefine((settings, ctx) => {
-  if (settings.mqtt.url === '' || settings.mqtt.url === 'embedded') {
-    ctx.addIssue({ code: 'custom', path: ['mqtt', 'url'], message: "the relay publishes to the fleet's broker: give its URL (mqtt://host:1883 or mqtts://host:8883)" });
-  }
-});
+}).strict();
 
 export type RelaySettings = z.infer<typeof relaySettingsSchema>;
 

@@ -4,13 +4,12 @@
  * (`dist/main.js relay`) behind one URL, N real gateway processes (`dist/main.js start`) with
  * webhooks from the broker, and the Gerege simulator sending every webhook to that one URL.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { connect, type MqttClient } from 'mqtt';
-import { readFileSync } from 'node:fs';
 import { createSimulator, type Simulator } from '../../src/simulator/index.js';
 import { decodeWebhookMessage } from '../../src/mqtt/index.js';
 import { freePort, startService, waitFor, type Service } from '../helpers/service.js';
@@ -52,10 +51,37 @@ export interface Fleet {
   stop(): Promise<void>;
 }
 
-async function mqttClient(url: string, username: string, password: string, clientId: string): Promise<MqttClient> {
-  const client = connect(url, { clientId, username, password, protocolVersion: 4, clean: true, reconnectPeriod: 200, ca: readFileSync(CA) });
+/**
+ * The two brokers from the shipped configs: B (the relays') first, then A (the devices'), bridged to
+ * B. Both read the same accounts (a password file each) and the shipped ACL.
+ */
+export async function startBrokers(dir: string, accounts: Record<string, string>): Promise<{ brokerA: Mosquitto; brokerB: Mosquitto }> {
+  const [portA, portB] = [await freePort(), await freePort()];
+  for (const name of ['a', 'b']) {
+    mkdirSync(join(dir, name), { recursive: true });
+    writePasswordFile(join(dir, name, 'fleet.passwd'), accounts);
+  }
+  const brokerB = mosquittoFrom('relay-broker.conf', { dir: join(dir, 'b'), port: portB });
+  const brokerA = mosquittoFrom('device-broker.conf', { dir: join(dir, 'a'), port: portA, bridgeTo: portB, bridgePassword: accounts.bridge });
+  await brokerB.start();
+  try {
+    await brokerA.start();
+  } catch (err) {
+    await brokerB.stop();
+    throw err;
+  }
+  return { brokerA, brokerB };
+}
+
+/** A client of a fleet broker with one of the accounts (TLS with the test CA). */
+/** A client of a fleet broker with one of the accounts (TLS with the test CA); rejects when refused. */
+export async function mqttClient(url: string, username: string, password: string, clientId: string, options: { clean?: boolean; reconnect?: boolean } = {}): Promise<MqttClient> {
+  const client = connect(url, { clientId, username, password, protocolVersion: 4, clean: options.clean ?? true, reconnectPeriod: options.reconnect ? 200 : 0, ca: readFileSync(CA) });
+  await new Promise<void>((resolve, reject) => {
+    client.once('connect', () => resolve());
+    client.once('error', reject);
+  });
   client.on('error', () => {});
-  await new Promise<void>((resolve) => client.once('connect', () => resolve()));
   return client;
 }
 
@@ -65,20 +91,11 @@ export async function startFleet(options: { devices: number; relays: number; jam
   const ids = Array.from({ length: options.devices }, (_, i) => `fl-${i}`);
   const accounts: Record<string, string> = { relay: password(), bridge: password(), operator: password() };
   for (const id of ids) accounts[id] = password();
-  const [portA, portB] = [await freePort(), await freePort()];
-  for (const name of ['a', 'b']) {
-    const brokerDir = join(dir, name);
-    (await import('node:fs')).mkdirSync(brokerDir, { recursive: true });
-    writePasswordFile(join(brokerDir, 'fleet.passwd'), accounts);
-  }
-  const brokerB = mosquittoFrom('relay-broker.conf', { dir: join(dir, 'b'), port: portB });
-  const brokerA = mosquittoFrom('device-broker.conf', { dir: join(dir, 'a'), port: portA, bridgeTo: portB, bridgePassword: accounts.bridge });
   const cleanup: (() => Promise<void> | void)[] = [() => rmSync(dir, { recursive: true, force: true })];
   const stop = async () => { for (const fn of cleanup.splice(0).reverse()) await fn(); };
   try {
-    await brokerB.start();
+    const { brokerA, brokerB } = await startBrokers(dir, accounts);
     cleanup.push(() => brokerB.stop());
-    await brokerA.start();
     cleanup.push(() => brokerA.stop());
 
     const relays: RelayProcess[] = [];
@@ -94,7 +111,7 @@ export async function startFleet(options: { devices: number; relays: number; jam
     const info = sim.info();
 
     const published: PublishedWebhook[] = [];
-    const spy = await mqttClient(brokerB.url, 'operator', accounts.operator!, `spy-${process.pid}`);
+    const spy = await mqttClient(brokerB.url, 'operator', accounts.operator!, `spy-${process.pid}`, { clean: false, reconnect: true });
     cleanup.push(() => spy.endAsync(true));
     spy.on('message', (topic, payload) => {
       const [, topicDevice] = topic.split('/');

@@ -3,7 +3,7 @@
  * (config/fleet/mosquitto/*.conf, fleet.acl) with only paths, ports and the bridge address rewritten.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { join } from 'node:path';
 import { waitFor } from '../helpers/service.js';
@@ -11,15 +11,15 @@ import { waitFor } from '../helpers/service.js';
 export const FLEET_CONFIG = new URL('../../config/fleet/', import.meta.url).pathname;
 export const TLS_DIR = new URL('../mqtt/fixtures/tls/', import.meta.url).pathname;
 
-export function mosquittoInstalled(): boolean {
-  return spawnSync('mosquitto', ['-h'], { stdio: 'ignore' }).error === undefined;
-}
+/** Debian installs the broker in /usr/sbin, which a non-root PATH may lack. */
+const MOSQUITTO = existsSync('/usr/sbin/mosquitto') ? '/usr/sbin/mosquitto' : 'mosquitto';
 
 /** A password file with one line per account (mosquitto_passwd hashes them). */
 export function writePasswordFile(path: string, accounts: Record<string, string>): void {
   let first = true;
   for (const [user, password] of Object.entries(accounts)) {
     const result = spawnSync('mosquitto_passwd', [...(first ? ['-c'] : []), '-b', path, user, password], { encoding: 'utf8' });
+    if (result.error) throw new Error(`mosquitto_passwd is missing: run scripts/install-test-deps.sh (Debian package mosquitto) (${result.error.message})`);
     if (result.status !== 0) throw new Error(`mosquitto_passwd failed for ${user}: ${result.stderr}`);
     first = false;
   }
@@ -76,7 +76,7 @@ export function mosquittoFrom(template: string, options: { dir: string; port: nu
     url: `mqtts://127.0.0.1:${port}`,
     async start() {
       if (child) return;
-      const proc = spawn('mosquitto', ['-c', confPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const proc = spawn(MOSQUITTO, ['-c', confPath], { stdio: ['ignore', 'pipe', 'pipe'] });
       child = proc;
       proc.stdout!.on('data', (c: Buffer) => { output += c.toString(); });
       proc.stderr!.on('data', (c: Buffer) => { output += c.toString(); });
