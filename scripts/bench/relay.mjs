@@ -129,9 +129,8 @@ async function throughput(broker, log) {
   return { viaRelay, bareRoute, atRate200: atRate, relayCpuSec, eventsPerCpuSecond: perCpuSec, deliveredToDevice: delivered - deliveredBefore, startupMs: relay.startupMs, rssIdleMb: rssIdle, rssLoadedMb: rssLoaded };
 }
 
-async function device({ name, simulator, brokerUrl, source }) {
+async function device({ name, simulator, brokerUrl, source, webhookPort }) {
   const localPort = await freePort();
-  const webhookPort = await freePort();
   const simLogPath = join(dir, `${name}.jsonl`);
   const service = createServiceProcess({
     configPath: join(dir, `${name}.yaml`),
@@ -145,32 +144,29 @@ async function device({ name, simulator, brokerUrl, source }) {
       actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 0 } },
       mqtt: { url: source === 'broker' ? brokerUrl : '', prefix: PREFIX, telemetryIntervalSec: 3_600 },
       fleet: { webhookSource: source },
-      log: { level: 'warn' },
+      // info: the harness waits for the "vendgate ready" line.
+      log: { level: 'info' },
     }),
     env: { VENDGATE_PROVIDER_CLIENT_SECRET: 'sim-secret', VENDGATE_WEBHOOK_SECRETS: SECRET },
   });
   await service.start();
-  return { service, simLogPath, localUrl: `http://127.0.0.1:${localPort}`, webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege` };
+  return { service, simLogPath, localUrl: `http://127.0.0.1:${localPort}` };
 }
 
 async function latency(broker, log) {
   const relayPort = await freePort();
-  const simTunnel = createSimulator({ provider: 'gerege', seed: 1601 });
+  const tunnelPort = await freePort();
+  // One simulator per path, the same in both but for where its webhooks go.
+  const simT = createSimulator({ provider: 'gerege', seed: 1601, webhookUrl: `http://127.0.0.1:${tunnelPort}/webhooks/gerege` });
   const relaySim = createSimulator({ provider: 'gerege', seed: 1602, webhookUrl: `http://127.0.0.1:${relayPort}/webhooks/gerege` });
-  await simTunnel.start();
+  await simT.start();
   await relaySim.start();
   const relayConfig = join(dir, 'relay-latency.yaml');
   writeFileSync(relayConfig, stringify({ relay: { id: 'latency', host: '127.0.0.1', port: relayPort, providers: ['gerege'] }, mqtt: { url: broker.url, prefix: PREFIX }, log: { level: 'warn' } }));
   const relay = child([MAIN, 'relay', '--config', relayConfig], { env: { ...process.env, VENDGATE_WEBHOOK_SECRETS: SECRET } });
   await waitFor(async () => (await fetch(`http://127.0.0.1:${relayPort}/webhooks/health`).catch(() => null))?.status === 200, { what: 'relay' });
-  const tunnel = await device({ name: 'lat-tunnel', simulator: simTunnel, source: 'tunnel' });
-  const viaBroker = await device({ name: 'lat-broker', simulator: relaySim, brokerUrl: broker.url, source: 'broker' });
-  // The tunnel device's simulator needs its URL, known only now.
-  const simT = createSimulator({ provider: 'gerege', seed: 1603, webhookUrl: tunnel.webhookUrl });
-  await simTunnel.stop();
-  await simT.start();
-  await tunnel.service.kill('SIGTERM');
-  const tunnelDevice = await device({ name: 'lat-tunnel2', simulator: simT, source: 'tunnel' });
+  const tunnelDevice = await device({ name: 'lat-tunnel', simulator: simT, source: 'tunnel', webhookPort: tunnelPort });
+  const viaBroker = await device({ name: 'lat-broker', simulator: relaySim, brokerUrl: broker.url, source: 'broker', webhookPort: await freePort() });
   // Relay: wait until it knows the broker device's route (retained, announced on connect).
   await sleep(500);
   const results = {};
