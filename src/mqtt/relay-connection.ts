@@ -18,6 +18,8 @@ export interface RelayConnectionDeps {
   replicaId: string;
   /** A device announced its route, or withdrew it (null: an empty retained message). */
   onRoute(deviceId: string, route: RouteAnnouncement | null): void;
+  /** ms since epoch (injected clock). */
+  now(): number;
 }
 
 export interface RelayConnection {
@@ -26,6 +28,8 @@ export interface RelayConnection {
   connected(): boolean;
   /** True once the route subscription was granted since the last connect (retained routes follow it). */
   routesSubscribed(): boolean;
+  /** When the route subscription was first granted in this process (ms), or null: before it, no route is known. */
+  firstSubscribedAt(): number | null;
   /** Resolves on the broker's PUBACK; rejects with PublishNotAcknowledged when none comes in time. */
   publish(topic: string, payload: Buffer, timeoutMs: number): Promise<void>;
 }
@@ -41,6 +45,7 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
   let client: MqttClient | null = null;
   let isConnected = false;
   let subscribed = false;
+  let firstSubscribedAt: number | null = null;
   let stopping: Promise<void> | null = null;
 
   return {
@@ -57,7 +62,10 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
         log.info({ url: redactUrl(settings.url), clientId: rest.clientId }, 'relay connected to the broker');
         c.subscribe(fleet.allRoutes, { qos: 1 }, (err) => {
           if (err) log.error({ err }, 'route subscription refused: check the relay account ACL (read <prefix>/+/route)');
-          else subscribed = true;
+          else {
+            subscribed = true;
+            firstSubscribedAt ??= deps.now();
+          }
         });
       });
       c.on('close', () => {
@@ -85,6 +93,7 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
     },
     connected: () => isConnected,
     routesSubscribed: () => subscribed,
+    firstSubscribedAt: () => firstSubscribedAt,
     publish(topic, payload, timeoutMs) {
       const c = client;
       if (!c || !isConnected) return Promise.reject(new PublishNotAcknowledged('not connected to the broker'));

@@ -45,7 +45,7 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
     : null;
   const locator = createLocator({ routes, logger: deps.logger, lookup, cacheSize: relay.routeLookup.cacheSize });
   const broker: RelayConnection = createRelayConnection({
-    logger: deps.logger, replicaId,
+    logger: deps.logger, replicaId, now: () => clock.now(),
     onRoute: (deviceId, route) => {
       routes.update(deviceId, route);
       log.debug({ deviceId, prefixes: route?.referencePrefixes ?? [] }, route ? 'device route announced' : 'device route withdrawn');

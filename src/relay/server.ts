@@ -33,6 +33,8 @@ export interface RelayServerSettings {
   providers: readonly string[];
   toleranceSec: number;
   publishTimeoutMs: number;
+  /** After start-up, an unknown reference is answered 503 (retry) this long: the retained routes may still be arriving. */
+  routesWarmupSec: number;
 }
 
 /**
@@ -44,6 +46,11 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
   const { counters, broker, locator, topics, clock } = deps;
   const log = deps.logger.child({ module: 'relay' });
   let app: FastifyInstance | null = null;
+
+  function warmingUp(): boolean {
+    const since = broker.firstSubscribedAt();
+    return since === null || clock.now() - since < settings.routesWarmupSec * 1000;
+  }
 
   async function receive(provider: string, request: FastifyRequest, reply: FastifyReply) {
     counters.received += 1;
@@ -61,6 +68,11 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
     if (location.kind === 'retry') {
       counters.retryLater += 1;
       return reply.code(503).send({ error: ErrorCodes.PROVIDER_UNAVAILABLE, reason: location.reason });
+    }
+    if (location.kind === 'unknown' && warmingUp()) {
+      // A 202 now would lose the webhook for a device whose route simply has not arrived yet.
+      counters.retryLater += 1;
+      return reply.code(503).send({ error: 'VG_ERR_BROKER_UNAVAILABLE', reason: 'routes_loading' });
     }
     if (location.kind === 'unknown') {
       // It may belong to another system on the same merchant account: accept, count, move on.

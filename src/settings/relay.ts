@@ -33,6 +33,11 @@ export const relaySectionSchema = z.object({
   toleranceSec: z.number().int().min(1).max(3_600).default(300),
   /** No PUBACK from the broker within this → 503, and the provider retries. */
   publishTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+  /**
+   * For this long after start-up an event for an unknown reference gets 503 (the provider retries)
+   * instead of 202: the devices' retained routes are still arriving from the broker.
+   */
+  routesWarmupSec: z.number().int().min(0).max(600).default(10),
   /** Counters are logged this often (and at stop). */
   statsIntervalSec: z.number().int().min(1).max(86_400).default(60),
   /** Routing refund events: the relay never moves money, so a read-only key is enough. */

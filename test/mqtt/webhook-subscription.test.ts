@@ -47,8 +47,9 @@ async function setup(options: { failFirst?: number } = {}) {
   await new Promise<void>((resolve) => relay.once('connect', () => resolve()));
   const topic = createFleetTopics(prefix).webhook(deviceId, 'gerege');
   const send = (event: { body: string; headers: Record<string, string> }) => relay.publishAsync(topic, encodeWebhookMessage(event.headers, Buffer.from(event.body)), { qos: 1 });
+  const sendRaw = (payload: Buffer) => relay.publishAsync(topic, payload, { qos: 1 });
   const rows = () => db.prepare('SELECT event_id, raw_body FROM webhook_events ORDER BY rowid').all() as { event_id: string; raw_body: Buffer }[];
-  return { broker, prefix, deviceId, make, send, rows, calls };
+  return { broker, prefix, deviceId, make, send, sendRaw, rows, calls };
 }
 
 describe('fleet webhooks, device side', () => {
@@ -73,10 +74,12 @@ describe('fleet webhooks, device side', () => {
     await s.send(good);
     await s.send(good);
     await s.send(tampered);
-    await waitFor(() => sub.stats().received === 3, 10_000, 'three deliveries');
+    // Not a fleet webhook message at all (no headers line): refused, acknowledged, nothing written.
+    await s.sendRaw(Buffer.from(good.body));
+    await waitFor(() => sub.stats().received === 4, 10_000, 'four deliveries');
     expect(s.rows().map((r) => r.event_id)).toEqual(['evt_a']);
     expect(s.rows()[0]!.raw_body.toString()).toBe(good.body);
-    expect(sub.stats()).toMatchObject({ stored: 1, duplicates: 1, refused: 1 });
+    expect(sub.stats()).toMatchObject({ stored: 1, duplicates: 1, refused: 2, notAcknowledged: 0 });
   });
 
   it('does not acknowledge a webhook whose inbox commit failed: the broker delivers it again', async () => {

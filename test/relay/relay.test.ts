@@ -16,7 +16,7 @@ afterEach(async () => { for (const fn of cleanups.splice(0).reverse()) await fn(
 
 function settingsFor(url: string, prefix: string, extra: Record<string, unknown> = {}) {
   return parseRelaySettings({
-    relay: { id: uniqueId('r'), port: 0, host: '127.0.0.1', providers: ['gerege', 'qutpay'], publishTimeoutMs: 500, webhookSecrets: { gerege: [SECRET], qutpay: [SECRET] }, ...extra },
+    relay: { id: uniqueId('r'), port: 0, host: '127.0.0.1', providers: ['gerege', 'qutpay'], publishTimeoutMs: 500, routesWarmupSec: 0, webhookSecrets: { gerege: [SECRET], qutpay: [SECRET] }, ...extra },
     mqtt: { url, prefix, reconnectMinMs: 100 },
     log: { level: 'silent' },
   });
@@ -100,6 +100,17 @@ describe('vendgate relay', () => {
     const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
     expect(answer.statusCode).toBe(202);
     expect(relay.stats()).toMatchObject({ unrouted: 1, published: 0, devices: 0 });
+  });
+
+  it('right after start-up answers an unknown reference with 503, not 202: its route may still be on the way', async () => {
+    const { broker, prefix } = await fleet();
+    const relay = await startRelay(broker.url, prefix, null, { routesWarmupSec: 600 });
+    await waitFor(() => relay.ready(), 10_000, 'the relay');
+    const event = geregeEvent('evt_early', { id: 'pi_e', reference: 'vm-9-aaaa-1' });
+    const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
+    expect(answer.statusCode).toBe(503);
+    expect(answer.json().reason).toBe('routes_loading');
+    expect(relay.stats()).toMatchObject({ unrouted: 0, retryLater: 1 });
   });
 
   it('routes a refund event by its payment intent with the read-only key, once per intent (cached)', async () => {
