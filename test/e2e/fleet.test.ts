@@ -94,8 +94,10 @@ describe(`fleet mode: ${DEVICES} gateways, ${RELAYS} relay replicas, two bridged
     for (const d of fleet.devices) {
       const fromBroker = fleet.query<{ n: number }>(d, "SELECT count(*) AS n FROM webhook_events WHERE source = 'webhook' AND type = 'payment_intent.succeeded'")[0]!.n;
       expect(fromBroker, `${d.id}: payments delivered by the relay`).toBeGreaterThan(0);
+      // The provider saw 2xx once the relay broker had it; the bridge and the device's commit follow.
       for (const p of paid.filter((x) => x.device === d)) {
-        expect(fleet.query(d, "SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded'", p.invoiceId), `${d.id} ${p.invoiceId}`).toHaveLength(1);
+        await waitFor(() => fleet.query(d, "SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded'", p.invoiceId).length === 1,
+          30_000, `${d.id}: the succeeded event of ${p.invoiceId} in its inbox`);
       }
       if (d.jammed) {
         expect(fleet.query(d, "SELECT 1 FROM webhook_events WHERE type = 'refund.succeeded' AND source = 'webhook'").length, `${d.id}: refund events routed by intent lookup`).toBeGreaterThan(0);

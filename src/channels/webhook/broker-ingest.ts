@@ -1,19 +1,9 @@
-import type { Clock } from '../../util/clock.js';
-import type { Logger } from '../../util/logger.js';
-import { WebhookVerificationError, type PaymentProvider } from '../../payments/types.js';
-import type { WebhookInbox } from './inbox.js';
+import { WebhookVerificationError } from '../../payments/types.js';
+import type { WebhookServerDeps } from './server.js';
 import { verifyWithIndex, type Headers } from './verify.js';
 
-export interface BrokerIngestDeps {
-  provider: PaymentProvider;
-  inbox: WebhookInbox;
-  clock: Clock;
-  logger: Logger;
-  secrets: readonly string[];
-  toleranceSec: number;
-  onAccepted?: (eventId: string) => void;
-  onDelivered?: () => void;
-}
+/** The listener's own dependencies, minus the HTTP-only ones: the two doors share one set of rules. */
+export type BrokerIngestDeps = Pick<WebhookServerDeps, 'provider' | 'inbox' | 'clock' | 'logger' | 'secrets' | 'toleranceSec' | 'onAccepted' | 'onDelivered'>;
 
 /**
  * Fleet mode: a webhook the relay carried over the broker enters the SAME inbox as one from the
