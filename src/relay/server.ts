@@ -46,6 +46,14 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
   const { counters, broker, locator, topics, clock } = deps;
   const log = deps.logger.child({ module: 'relay' });
   let app: FastifyInstance | null = null;
+  // A wrong secret refuses every webhook: say so in the journal, but at most once per reason per 10 s.
+  const lastWarned = new Map<string, number>();
+  function warnThrottled(reason: string, fields: Record<string, unknown>, message: string): void {
+    const now = clock.now();
+    if (now - (lastWarned.get(reason) ?? -Infinity) < 10_000) return;
+    lastWarned.set(reason, now);
+    log.warn({ reason, ...fields }, message);
+  }
 
   function warmingUp(): boolean {
     const since = broker.firstSubscribedAt();
@@ -61,6 +69,7 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
       counters.refused += 1;
       const reason = err instanceof WebhookVerificationError ? err.reason : 'unverifiable';
       const code = reason === 'malformed_body' || reason === 'unverifiable' ? ErrorCodes.WEBHOOK_MALFORMED : ErrorCodes.WEBHOOK_SIGNATURE;
+      warnThrottled(reason, { provider, refusedSoFar: counters.refused }, 'webhook refused: nothing published (check the webhook secret if this persists)');
       return reply.code(400).send({ error: code, reason });
     }
     // Verified, so JSON (the verify modules parsed it once already).
@@ -85,7 +94,7 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
       await broker.publish(topic, encodeWebhookMessage(pickForwardedHeaders(request.headers), rawBody), settings.publishTimeoutMs);
     } catch (err) {
       counters.notAcknowledged += 1;
-      log.warn({ err, topic }, 'webhook not acknowledged by the broker: 503, the provider retries');
+      warnThrottled('not_acknowledged', { err, topic, notAcknowledgedSoFar: counters.notAcknowledged }, 'webhook not acknowledged by the broker: 503, the provider retries');
       return reply.code(503).send({ error: 'VG_ERR_BROKER_UNAVAILABLE', reason: 'not_acknowledged' });
     }
     counters.published += 1;
