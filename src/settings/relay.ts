@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { mqttSchema } from './sections/mqtt.js';
 import { logSchema } from './sections/service.js';
 import { deepFreeze, readSettingsFile, SettingsError, SECRET_ENV } from './load.js';
+import { findUnknownKeys, withoutKeys } from './unknown-keys.js';
 
 /** `vendgate relay` reads this file when --config and VENDGATE_RELAY_CONFIG name none. */
 export const RELAY_CONFIG_PATH = '/etc/vendgate/relay.yaml';
@@ -114,9 +115,16 @@ export function loadRelaySettings(options: { path?: string; env?: NodeJS.Process
 }
 
 export function parseRelaySettings(input: unknown, source = '(in memory)'): Readonly<RelaySettings> {
-  const result = relaySettingsSchema.safeParse(input);
-  if (!result.success) {
-    throw new SettingsError(source, result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(top level)'}: ${issue.message}`));
+  // As for a device: a typo is an error with a suggestion, never a key zod silently drops.
+  const problems: string[] = [];
+  let checked = input;
+  if (input !== null && typeof input === 'object' && !Array.isArray(input)) {
+    const unknown = findUnknownKeys(relaySettingsSchema, input);
+    for (const { path, suggestion } of unknown) problems.push(`${path}: unknown key;${suggestion === null ? '' : ` did you mean "${suggestion}"?`}`);
+    checked = withoutKeys(input as Record<string, unknown>, unknown);
   }
+  const result = relaySettingsSchema.safeParse(checked);
+  if (!result.success) problems.push(...result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(top level)'}: ${issue.message}`));
+  if (problems.length > 0 || !result.success) throw new SettingsError(source, problems);
   return deepFreeze(result.data);
 }

@@ -40,6 +40,8 @@ describe('fleet settings', () => {
       'relay.port: Too big: expected number to be <=65535',
       'relay.providers.1: Invalid option: expected one of "gerege"|"qutpay"',
     ].sort());
+    expect(problems(() => parseRelaySettings({ relay: { publishTimeOutMs: 100, webhookSecrets: { gerege: ['w'] } }, mqtt: { url: 'mqtt://broker:1883' } })))
+      .toEqual(['relay.publishTimeOutMs: unknown key; did you mean "publishTimeoutMs"?']);
     const dir = tempDir('vendgate-relay-settings-');
     try {
       const path = join(dir.path, 'relay.yaml');
