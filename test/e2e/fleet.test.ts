@@ -9,7 +9,7 @@ import { startFleet, type Fleet, type FleetDevice } from '../fleet/fleet.js';
  * restarted while payments are in flight, a device cut off while it is paid. Size: FLEET_DEVICES
  * (default 3), FLEET_RELAYS (default 2); `npm run fleet` runs 20 × 3.
  */
-const DEVICES = Number(process.env.FLEET_DEVICES ?? 3);
+const DEVICES = Math.max(2, Number(process.env.FLEET_DEVICES ?? 3));
 const RELAYS = Number(process.env.FLEET_RELAYS ?? 2);
 const TIMEOUT_MS = 120_000 + DEVICES * 20_000;
 
@@ -52,6 +52,21 @@ describe(`fleet mode: ${DEVICES} gateways, ${RELAYS} relay replicas, two bridged
       await fleet.brokerA.stop();
       await fleet.brokerA.start();
     });
+
+    // A device loses its broker link while its customer pays; the process and its poller live on:
+    // the poller finds the payment, and the webhook waits in its session until the link is back.
+    const linked = fleet.devices.find((d) => d.brokerLink)!;
+    const linkedOrder = await fleet.createOrder(linked);
+    await linked.brokerLink!.cut();
+    await fleet.sim.pay(linkedOrder.invoiceId);
+    expect(await fleet.waitSettled(linked, linkedOrder.orderId)).toBe(linked.jammed ? 'refunded' : 'vended');
+    await waitFor(() => fleet.published.some((p) => p.topicDevice === linked.id && p.body.data?.object?.id === linkedOrder.invoiceId && p.body.type === 'payment_intent.succeeded'),
+      60_000, 'the payment published while the device is cut off');
+    expect(fleet.query(linked, "SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded'", linkedOrder.invoiceId)).toEqual([]);
+    await linked.brokerLink!.restore();
+    await waitFor(() => fleet.query(linked, "SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded' AND source = 'webhook'", linkedOrder.invoiceId).length === 1,
+      60_000, 'the session delivers the webhook once the link is back');
+    paid.push({ device: linked, orderId: linkedOrder.orderId, invoiceId: linkedOrder.invoiceId });
 
     // A device is cut off while its customer pays: the broker keeps its webhook in its session.
     const device = fleet.devices[0]!;

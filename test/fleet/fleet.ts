@@ -16,6 +16,7 @@ import { freePort, startService, waitFor, type Service } from '../helpers/servic
 import { mosquittoFrom, writePasswordFile, TLS_DIR, type Mosquitto } from './mosquitto.js';
 import { startLoadBalancer, type LoadBalancer } from './load-balancer.js';
 import { relayProcess, type RelayProcess } from './relay-process.js';
+import { startOutageProxy, type OutageProxy } from '../helpers/outage-proxy.js';
 
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
 const CA = join(TLS_DIR, 'ca.pem');
@@ -26,6 +27,8 @@ export interface FleetDevice {
   svc: Service;
   /** Every actuation jams (vend fails → refund): exercises refund events routed by intent lookup. */
   jammed: boolean;
+  /** The device's link to its broker, through a TCP proxy the test can cut (device 1 only). */
+  brokerLink: OutageProxy | null;
 }
 
 export interface PublishedWebhook {
@@ -140,6 +143,10 @@ export async function startFleet(options: { devices: number; relays: number; jam
     for (let i = 0; i < ids.length; i += 4) {
       const batch = await Promise.all(ids.slice(i, i + 4).map(async (id, k) => {
         const jammed = i + k >= ids.length - jammedCount;
+        // Device 1 reaches its broker through a proxy: cutting it is a network outage, the process lives on.
+        const brokerLink = i + k === 1 ? await startOutageProxy({ port: brokerA.port }) : null;
+        if (brokerLink) cleanup.push(() => brokerLink.stop());
+        const brokerUrl = brokerLink ? `mqtts://127.0.0.1:${new URL(brokerLink.url).port}` : brokerA.url;
         const svc = await startService({
           readyTimeoutMs: 60_000,
           config: {
@@ -149,13 +156,13 @@ export async function startFleet(options: { devices: number; relays: number; jam
             poll: { intervalMs: 3_000, maxBackoffMs: 5_000 },
             http: { webhook: { retryBaseMs: 200, retryMaxMs: 2_000, silenceGraceSec: 60 } },
             actuator: { sim: { durationMs: 20, ...(jammed ? { failMode: 'fail' } : {}) } },
-            mqtt: { url: brokerA.url, username: id, caPath: CA, reconnectMinMs: 200, reconnectMaxMs: 2_000, telemetryIntervalSec: 3_600 },
+            mqtt: { url: brokerUrl, username: id, caPath: CA, reconnectMinMs: 200, reconnectMaxMs: 2_000, telemetryIntervalSec: 3_600 },
             fleet: { webhookSource: 'broker' },
           },
           env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret!, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret, VENDGATE_MQTT_PASSWORD: accounts[id]! },
         });
         cleanup.push(() => svc.stop());
-        return { id, password: accounts[id]!, svc, jammed };
+        return { id, password: accounts[id]!, svc, jammed, brokerLink };
       }));
       devices.push(...batch);
     }
