@@ -4,9 +4,10 @@ import { bindListener, listenerLimits, type BoundListener } from './util/http-li
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, type Logger } from './util/logger.js';
 import { createOutbox, type Outbox } from './outbox/index.js';
-import { createLedger, createReconciler, type Ledger, type Reconciler } from './ledger/index.js';
-import { createOrderService, createProviderHealth, type OrderService, type ProviderHealth } from './orders/index.js';
-import { createVendRunner, createRefundWorker, type VendRunner, type RefundWorker } from './vend/index.js';
+import type { Ledger } from './ledger/index.js';
+import { createMoneyPath, type MoneyPath } from './money/index.js';
+import { createProviderHealth, type OrderService, type ProviderHealth } from './orders/index.js';
+import type { VendRunner, RefundWorker } from './vend/index.js';
 import { createActuator, createInputs, type Actuator, type HardwareInputs } from './hardware/index.js';
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
@@ -69,10 +70,9 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   const log = logger.child({ module: 'app' });
   let ctx: AppContext | null = null;
   let kiosk: KioskServer | null = null;
-  let housekeeping: NodeJS.Timeout | null = null;
   let retention: Retention | null = null;
   let checkpointer: Checkpointer | null = null;
-  let reconciler: Reconciler | null = null;
+  let moneyPath: MoneyPath | null = null;
   let stopping: Promise<void> | null = null;
   let brokerWebhooks: BrokerWebhookSubscription | null = null;
   let instanceLock: InstanceLock | null = null;
@@ -139,38 +139,19 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // Every state change may have written outbox rows: publish them now, not at the next poll.
     const notify = () => { for (const listener of listeners) listener(); mqtt?.kick(); };
 
-    const baseLedger = createLedger({ db, clock, logger, outbox }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
-    let vend: VendRunner;
-    let refunds: RefundWorker;
-    // Every channel observes through this: a queued vend or refund starts at once, not at the next tick.
-    const ledger: Ledger = {
-      observe(observation) {
-        const result = baseLedger.observe(observation);
-        if (result.outcome === 'recorded') {
-          if (result.vendQueued) deps.crashPoint?.('after_ledger_commit');
-          if (result.vendQueued) void vend.run();
-          if (result.refundQueued) void refunds.run();
-          if (result.refundEvidence) refunds.expedite(observation.invoiceId);
-          // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
-          if (observation.channel === 'poll' && (observation.status === 'paid' || observation.status === 'authorized')) webhooks.paymentPolled(observation.invoiceId);
-          notify();
-        }
-        return result;
-      },
-    };
-    refunds = createRefundWorker({ db, clock, logger, outbox, provider, ledger }, {
-      checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000), unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
-    });
-    vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: notify }, {
-      mode: settings.device.mode, vendTimeoutMs: settings.actuator.vendTimeoutMs, notPassedPolicy: settings.policy.notPassed,
-    });
-    const orders = createOrderService({
-      db, clock, logger, outbox, provider, ledger, health, deviceId: settings.device.id, dbId,
+    // The money path, composed once (src/money/): ledger, orders, vend jobs, refunds, reconciliation.
+    const money = createMoneyPath({
+      db, clock, logger, outbox, provider, actuator, health, deviceId: settings.device.id, dbId,
       outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
       crashPoint: deps.crashPoint,
       onChange: notify,
+      // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
+      onObserved: (observation) => {
+        if (observation.channel === 'poll' && (observation.status === 'paid' || observation.status === 'authorized')) webhooks.paymentPolled(observation.invoiceId);
+      },
       onClosedUnpaid: (order, reason) => { if (order.source === 'mdb') void actuator.denySession?.(reason); },
     }, settings);
+    const { ledger, orders, vend, refunds } = money;
     const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
     const webhookSecrets = settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
     const webhookSource = settings.fleet.webhookSource;
@@ -201,11 +182,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view };
 
     // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
-    await actuator.start();
-    const recovered = await vend.recover();
-    const refundsRecovered = refunds.recover();
-    await orders.recover();
-    if (recovered.uncertain.length || refundsRecovered) log.warn({ uncertain: recovered.uncertain, settled: recovered.settled, refundsUnknown: refundsRecovered }, 'recovered from an interrupted run');
+    const recovered = await money.recover();
+    if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown) log.warn(recovered, 'recovered from an interrupted run');
 
     inputs.on((event) => handleHardwareEvent(ctx!, outOfService, event, notify));
     await inputs.start();
@@ -219,23 +197,12 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await mqtt.start();
     brokerWebhooks?.start();
     poller.start();
-    reconciler = createReconciler({ db, clock, logger, outbox, provider, ledger }, {
-      everyMs: settings.poll.reconcileEveryMin * 60_000, days: settings.poll.reconcileDays, readsPerHour: settings.poll.reconcileReadsPerHour,
-    });
-    reconciler.start();
+    moneyPath = money;
+    money.start();
     if (lineage.detail) {
-      reconciler.compareAllAgain();
-      void reconciler.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
+      money.reconciler.compareAllAgain();
+      void money.reconciler.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
     }
-    void vend.run();
-    void refunds.run();
-    housekeeping = setInterval(() => {
-      void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
-      void vend.run();
-      void refunds.run();
-      void vend.capturePending();
-    }, Math.min(1_000, settings.poll.intervalMs));
-    housekeeping.unref();
     // Old finished orders and webhook bodies go in small batches, well after start-up.
     retention = createRetention({ db, clock, logger }, { retentionDays: settings.storage.retentionDays });
     retention.start();
@@ -251,19 +218,18 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       instanceLock?.release();
       return;
     }
-    const { poller, webhooks, vend, actuator, inputs, db, sandbox } = ctx;
+    const { poller, webhooks, actuator, inputs, db, sandbox } = ctx;
     log.info('stopping: no new orders');
     // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
-    if (housekeeping) clearInterval(housekeeping);
     await retention?.stop();
     await kiosk?.stop();
     await bound.local?.close();
     await brokerWebhooks?.stop();
     await webhooks.stop();
     await poller.stop();
-    await reconciler?.stop();
     await inputs.stop();
-    await vend.stop();
+    // The vend in progress and the refund in flight finish (their answers recorded) first.
+    await moneyPath?.stop();
     await actuator.stop();
     await ctx.mqtt.stop();
     sandbox?.close();

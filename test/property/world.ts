@@ -2,9 +2,10 @@ import { openDatabase, databaseId, type Db } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { createOutbox } from '../../src/outbox/index.js';
-import { createLedger, type Ledger } from '../../src/ledger/index.js';
-import { canTransition, createOrderService, createProviderHealth, type OrderState, type OrderService } from '../../src/orders/index.js';
-import { createVendRunner, createRefundWorker, type VendRunner, type RefundWorker } from '../../src/vend/index.js';
+import type { Ledger } from '../../src/ledger/index.js';
+import { canTransition, createProviderHealth, type OrderState, type OrderService } from '../../src/orders/index.js';
+import type { VendRunner, RefundWorker } from '../../src/vend/index.js';
+import { createMoneyPath, type MoneyPath } from '../../src/money/index.js';
 import type { Actuator, VendOutcome, VendRequest } from '../../src/hardware/index.js';
 import type { CanonicalStatus, PaymentProvider, RefundResult } from '../../src/payments/types.js';
 import { createFakeProvider } from '../fakes/provider.js';
@@ -35,6 +36,7 @@ export interface WorldOptions {
 
 interface Node {
   db: Db;
+  money: MoneyPath;
   ledger: Ledger;
   orders: OrderService;
   vend: VendRunner;
@@ -42,12 +44,15 @@ interface Node {
 }
 
 export const PAID_LIKE: readonly CanonicalStatus[] = ['paid', 'authorized'];
-const REFUND_CHECK_MS = 1_000;
 const REFUND_ALARM_MS = 60_000;
 
 export function createWorld(options: WorldOptions) {
   const dir = tempDir('vendgate-prop-');
-  const settings = testSettings(dir.path, { provider: { captureMode: options.captureMode, invoiceTtlSec: 120 } });
+  const settings = testSettings(dir.path, {
+    provider: { captureMode: options.captureMode, invoiceTtlSec: 120, refundUnknownAlarmSec: REFUND_ALARM_MS / 1000 },
+    // A hung actuation waits for the crash, never for this timer.
+    actuator: { vendTimeoutMs: 600_000 },
+  });
   const clock = createManualClock();
   const logger = silentLogger();
   const fake = createFakeProvider({ livemode: false, now: clock.now });
@@ -130,20 +135,17 @@ export function createWorld(options: WorldOptions) {
   function boot(): Node {
     const db = openDatabase(settings.storage.path);
     const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
-    const ledger = createLedger({ db, clock, logger, outbox });
     const health = createProviderHealth(clock);
-    const orders = createOrderService({
-      db, clock, logger, outbox, provider, ledger, health, deviceId: settings.device.id, dbId: databaseId(db), outOfService: () => null,
+    // The service's own composition of the money path; the steps of the test run each worker.
+    const money = createMoneyPath({
+      db, clock, logger, outbox, provider, actuator, health, deviceId: settings.device.id, dbId: databaseId(db),
+      outOfService: () => null, runWorkersOnObserve: false,
     }, settings);
-    const vend = createVendRunner({ db, clock, logger, outbox, actuator, provider }, { mode: 'vending', vendTimeoutMs: 600_000, notPassedPolicy: 'refund' });
-    const refunds = createRefundWorker({ db, clock, logger, outbox, provider, ledger }, { checkIntervalMs: REFUND_CHECK_MS, unknownAlarmMs: REFUND_ALARM_MS });
-    return { db, ledger, orders, vend, refunds };
+    return { db, money, ledger: money.ledger, orders: money.orders, vend: money.vend, refunds: money.refunds };
   }
 
   async function recover(): Promise<void> {
-    await node.vend.recover();
-    node.refunds.recover();
-    await node.orders.recover();
+    await node.money.recover();
   }
 
   function remember(): void {
