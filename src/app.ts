@@ -16,7 +16,7 @@ import { createWebhookChannel, type WebhookChannel } from './channels/webhook/in
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createDeviceView, type DeviceView } from './device-view.js';
 import { handleHardwareEvent } from './hardware-events.js';
-import { createMqtt, type Mqtt } from './mqtt/index.js';
+import { createMqtt, createBrokerWebhookSubscription, type Mqtt, type BrokerWebhookSubscription } from './mqtt/index.js';
 import { createDeviceControl } from './device-control.js';
 
 export interface AppDeps {
@@ -74,6 +74,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   let checkpointer: Checkpointer | null = null;
   let moneyPath: MoneyPath | null = null;
   let stopping: Promise<void> | null = null;
+  let brokerWebhooks: BrokerWebhookSubscription | null = null;
   let instanceLock: InstanceLock | null = null;
   let bound: { local?: BoundListener; webhook?: BoundListener } = {};
 
@@ -86,7 +87,9 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     instanceLock = acquireInstanceLock(settings.storage.path);
     const { local, webhook } = settings.http;
     bound.local = await bindListener({ host: local.host, port: local.port, portSetting: 'http.local.port' }, listenerLimits(local));
-    bound.webhook = await bindListener({ host: webhook.host, port: webhook.port, portSetting: 'http.webhook.port' }, listenerLimits(webhook));
+    // Fleet mode without a tunnel: the listener stays for health and local checks, unreachable from outside.
+    const webhookHost = settings.fleet.webhookSource === 'broker' ? '127.0.0.1' : webhook.host;
+    bound.webhook = await bindListener({ host: webhookHost, port: webhook.port, portSetting: 'http.webhook.port' }, listenerLimits(webhook));
   }
 
   async function start(): Promise<{ localUrl: string }> {
@@ -151,9 +154,16 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const { ledger, orders, vend, refunds } = money;
     const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
     const webhookSecrets = settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
+    const webhookSource = settings.fleet.webhookSource;
     const webhooks = createWebhookChannel({ db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook }, {
       ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec,
     });
+    // Fleet mode: the relay's webhooks for this device, from its persistent broker session.
+    brokerWebhooks = webhookSource === 'tunnel' ? null : createBrokerWebhookSubscription({
+      clock, logger, deviceId: settings.device.id, provider: provider.name,
+      referencePrefixes: [`${settings.device.id}-${dbId}-`],
+      ingest: (delivery) => webhooks.ingestFromBroker(delivery),
+    }, settings.mqtt);
     sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
     // After an outage of the provider every unsettled invoice is read again and the Events API is
     // read from the last event seen: a payment made meanwhile is found whatever its webhook did.
@@ -185,6 +195,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     urls = { local: listening.url, webhook: webhookListening.url };
     // Connects in the background: a broker that is down never holds up the money path.
     await mqtt.start();
+    brokerWebhooks?.start();
     poller.start();
     moneyPath = money;
     money.start();
@@ -213,6 +224,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await retention?.stop();
     await kiosk?.stop();
     await bound.local?.close();
+    await brokerWebhooks?.stop();
     await webhooks.stop();
     await poller.stop();
     await inputs.stop();

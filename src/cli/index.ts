@@ -10,6 +10,8 @@ export { type CliIo, EXIT } from './io.js';
 const USAGE = `usage: vendgate <command> [options]
 
   start [--config FILE]                       run the gateway (npm start)
+  relay [--config FILE]                       fleet mode: one webhook endpoint for a whole fleet, carried
+                                              by the broker (default $VENDGATE_RELAY_CONFIG, /etc/vendgate/relay.yaml)
   orders [--state S] [--json] [--limit N]     list orders, newest first
   resolve ORDER --vended|--not-vended         settle an uncertain vend (not vended → refund)
   migrate [--config FILE]                     apply pending database migrations (update.sh)
@@ -74,6 +76,7 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
     }
     switch (command) {
       case 'start': return await (await import('./start.js')).startCommand({ config: values.config }, io, extra);
+      case 'relay': return await (await import('./relay.js')).relayCommand({ config: values.config }, io);
       case 'orders': return await (await import('./orders.js')).ordersCommand({ config: values.config, state: values.state, json: values.json, limit: values.limit }, io);
       case 'resolve': return await (await import('./orders.js')).resolveCommand({ config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] }, io);
       case 'replay': return await (await import('./replay.js')).replayCommand({ config: values.config, since: values.since }, io);

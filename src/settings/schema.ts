@@ -4,6 +4,7 @@ import { providerSchema } from './sections/provider.js';
 import { pollSchema, httpSchema, storageSchema, logSchema, policySchema, kioskSchema } from './sections/service.js';
 import { actuatorSchema, inputsSchema } from './sections/actuator.js';
 import { mqttSchema } from './sections/mqtt.js';
+import { fleetSchema } from './sections/fleet.js';
 
 /** The one settings schema. Defaults live here and nowhere else. */
 export const settingsSchema = z.object({
@@ -18,7 +19,15 @@ export const settingsSchema = z.object({
   log: logSchema.prefault({}),
   policy: policySchema.prefault({}),
   kiosk: kioskSchema.prefault({}),
-}).strict();
+  fleet: fleetSchema.prefault({}),
+}).strict().superRefine((settings, ctx) => {
+  if (settings.fleet.webhookSource !== 'tunnel' && settings.mqtt.url === '') {
+    ctx.addIssue({ code: 'custom', path: ['fleet', 'webhookSource'], message: `${settings.fleet.webhookSource} needs a broker: set mqtt.url (the fleet's broker), or use tunnel` });
+  }
+  if (settings.fleet.webhookSource !== 'tunnel' && settings.provider.name === 'sandbox') {
+    ctx.addIssue({ code: 'custom', path: ['fleet', 'webhookSource'], message: 'the sandbox delivers its webhooks to this device itself: use tunnel' });
+  }
+});
 
 export type Settings = z.infer<typeof settingsSchema>;
 export type SettingsInput = z.input<typeof settingsSchema>;
