@@ -16,6 +16,7 @@ import { createDeviceView, type DeviceView } from './device-view.js';
 import { handleHardwareEvent } from './hardware-events.js';
 import { createMqtt, type Mqtt } from './mqtt/index.js';
 import { createDeviceControl } from './device-control.js';
+import { createCatalog, type Catalog } from './catalog/index.js';
 
 export interface AppDeps {
   clock?: Clock;
@@ -53,6 +54,7 @@ export interface AppContext {
   actuator: Actuator;
   inputs: HardwareInputs;
   view: DeviceView;
+  catalog: Catalog;
 }
 
 export interface App {
@@ -81,6 +83,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     checkpointer = createCheckpointer({ db, logger });
     checkpointer.start();
     const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
+    const catalog = createCatalog({ db, clock, logger, outbox }, settings);
     const health = createProviderHealth(clock);
     const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
     let kioskPort = settings.http.local.port;
@@ -97,7 +100,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     }
     provider ??= createProvider({ clock, logger }, settings);
 
-    const actuator = deps.actuator ?? await createActuator({ clock, logger }, settings);
+    const actuator = deps.actuator ?? await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings);
     const inputs = deps.inputs ?? await createInputs({ clock, logger }, settings);
     const outOfService = new Map<string, string>();
     const listeners = new Set<() => void>();
@@ -127,7 +130,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     refunds = createRefundWorker({ db, clock, logger, outbox, provider, ledger }, {
       checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000), unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
     });
-    vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: notify }, {
+    vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: notify, slots: catalog.slots }, {
       mode: settings.device.mode, vendTimeoutMs: settings.actuator.vendTimeoutMs, notPassedPolicy: settings.policy.notPassed,
     });
     const orders = createOrderService({
@@ -135,6 +138,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
       crashPoint: deps.crashPoint,
       onChange: notify,
+      catalog,
       onClosedUnpaid: (order, reason) => { if (order.source === 'mdb') void actuator.denySession?.(reason); },
     }, settings);
     const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
@@ -143,14 +147,16 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec,
     });
     sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
-    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners });
+    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners, catalog, notify });
 
     let urls: { local?: string; webhook?: string } = {};
     mqtt = createMqtt({
       db, outbox, clock, logger, deviceId: settings.device.id,
       control: createDeviceControl({ ctx: () => ctx!, outOfService, listeners, notify, urls: () => urls, source: deps.configSource ?? '(in memory)', environment: deps.configEnvironment ?? [] }),
     }, settings.mqtt);
-    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view };
+    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view, catalog };
+    // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
+    catalog.announce();
 
     // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
     await actuator.start();
@@ -173,7 +179,11 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     poller.start();
     void vend.run();
     void refunds.run();
+    let catalogGeneration = catalog.generation();
     housekeeping = setInterval(() => {
+      // A refill, cleared jam or rollback by the CLI (another process) reaches the screen within a tick.
+      const generation = catalog.generation();
+      if (generation !== catalogGeneration) { catalogGeneration = generation; notify(); }
       void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
       void vend.run();
       void refunds.run();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { deviceSchema } from './sections/device.js';
+import { deviceSchema, slotsSchema } from './sections/device.js';
 import { providerSchema } from './sections/provider.js';
 import { pollSchema, httpSchema, storageSchema, logSchema, policySchema, kioskSchema } from './sections/service.js';
 import { actuatorSchema, inputsSchema } from './sections/actuator.js';
@@ -18,7 +18,16 @@ export const settingsSchema = z.object({
   log: logSchema.prefault({}),
   policy: policySchema.prefault({}),
   kiosk: kioskSchema.prefault({}),
-}).strict();
+  slots: slotsSchema.prefault({}),
+}).strict().superRefine((settings, ctx) => {
+  const delivery = settings.inputs.delivery !== undefined || (settings.actuator.kind === 'sim' && settings.actuator.sim.dropSensor);
+  if (delivery && settings.device.mode !== 'vending') {
+    ctx.addIssue({ code: 'custom', path: ['inputs', 'delivery'], message: 'the delivery sensor confirms vends in vending mode; a turnstile confirms with inputs.passage' });
+  }
+  if (settings.inputs.delivery !== undefined && settings.actuator.kind === 'sim') {
+    ctx.addIssue({ code: 'custom', path: ['inputs', 'delivery'], message: 'the sim actuator has no chute: use actuator.sim.dropSensor: true to simulate the delivery sensor' });
+  }
+});
 
 export type Settings = z.infer<typeof settingsSchema>;
 export type SettingsInput = z.input<typeof settingsSchema>;

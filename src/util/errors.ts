@@ -28,6 +28,9 @@ export const ErrorCodes = {
   UNKNOWN_COMMAND: 'VG_ERR_UNKNOWN_COMMAND',
   REMOTE_VEND_DISABLED: 'VG_ERR_REMOTE_VEND_DISABLED',
   COMMAND_FAILED: 'VG_ERR_COMMAND_FAILED',
+  SOLD_OUT: 'VG_ERR_SOLD_OUT',
+  SLOT_JAMMED: 'VG_ERR_SLOT_JAMMED',
+  CATALOG_INVALID: 'VG_ERR_CATALOG_INVALID',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

@@ -27,6 +27,8 @@ export interface VendRunnerDeps {
   crashPoint?: (name: string) => void;
   /** Called after every settled vend or state change, so the screen and MQTT state follow. */
   onChange?: () => void;
+  /** Stock and jam counting (src/catalog/), told inside the settle transaction of a vending order. */
+  slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void };
 }
 
 /**
@@ -90,6 +92,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   function settle(order: OrderRow, outcome: { result: string; reason?: string; detail?: string }): void {
     const now = clock.now();
     const detail = 'reason' in outcome && outcome.reason ? outcome.reason : outcome.detail ?? null;
+    const slotted = settings.mode === 'vending' && order.slot !== null;
     inTransaction(db, () => {
       if (outcome.result === 'vended' || (outcome.result === 'not_passed' && settings.notPassedPolicy === 'keep')) {
         jobs.finish(order.id, 'firing', 'done', outcome.result, detail, now);
@@ -97,6 +100,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         if (order.capture_mode === 'manual') jobs.setCapture(order.id, 'pending');
         outbox.event('vend.succeeded', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result });
         outbox.count('vends_succeeded');
+        if (slotted) deps.slots?.delivered(order.slot!);
       } else if (outcome.result === 'failed' || outcome.result === 'not_passed') {
         jobs.finish(order.id, 'firing', 'failed', outcome.result, detail, now);
         orders.transition(order.id, 'vending', 'vend_failed', detail ?? outcome.result, { errorCode: ErrorCodes.VEND_FAILED, errorMessage: detail ?? outcome.result });
@@ -104,6 +108,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         outbox.event('vend.failed', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result, detail });
         outbox.count('vends_failed');
         queueRefund(order, `vend ${outcome.result}: ${detail ?? ''}`.trim());
+        if (slotted && outcome.result === 'failed') deps.slots?.failed(order.slot!, detail ?? 'vend failed');
       } else {
         // The machine may or may not have delivered: a person decides (invariant 3).
         markUncertain(order, detail ?? 'the actuator could not say whether it delivered');

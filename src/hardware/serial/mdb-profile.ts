@@ -14,7 +14,7 @@ export interface MdbSerialDeps {
   bus: HardwareBus;
   connection: SerialConnection;
   /** Items the machine may ask for (catalog slots); anything else is denied. */
-  knownItems: ReadonlySet<string>;
+  knownItems: { has(item: string): boolean };
 }
 
 interface Session {
