@@ -114,6 +114,9 @@ const ERROR_KEYS = {
   VG_ERR_DEVICE_BUSY: 'errorBusy',
   VG_ERR_UNKNOWN_SLOT: 'errorUnknownSlot',
   VG_ERR_BAD_REQUEST: 'errorUnknownSlot',
+  // Sold out or jammed between the screen's last update and the tap: "choose another".
+  VG_ERR_SOLD_OUT: 'errorUnknownSlot',
+  VG_ERR_SLOT_JAMMED: 'errorUnknownSlot',
 };
 
 async function createOrder(slot) {
