@@ -18,7 +18,7 @@ export interface SlotStateRow {
   updated_at: number;
 }
 
-/** The SQL of `catalog_versions` and `slot_state` (migration 002). Callers own the transaction. */
+/** The SQL of `catalog_versions` and `slot_state` (migration 003). Callers own the transaction. */
 export function createCatalogTables(db: Db) {
   return {
     currentVersion(): CatalogVersionRow | undefined {
