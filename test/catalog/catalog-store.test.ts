@@ -86,3 +86,30 @@ describe('catalog, stock and jam rules', () => {
     expect(catalog.slots.get('A2').stock).toBe(4);
   });
 });
+
+describe('stock where operators look: telemetry, metrics and Home Assistant', () => {
+  it('telemetry and /metrics carry each slot’s stock and the catalog version; discovery has a stock sensor per slot', async () => {
+    const { createApp } = await import('../../src/app.js');
+    const { discoveryMessages } = await import('../../src/mqtt/home-assistant.js');
+    const { createTopics } = await import('../../src/mqtt/index.js');
+    const dir = tempDir();
+    const app = createApp(testSettings(dir.path), { logger: silentLogger() });
+    try {
+      const { localUrl } = await app.start();
+      const ctx = app.context();
+      ctx.catalog.slots.refill('A1', 9, 'test');
+      expect(ctx.view.telemetry()).toMatchObject({ catalogVersion: 'settings', stock: { A1: 9, A2: null }, jammedSlots: [] });
+      const metrics = await (await fetch(`${localUrl}/metrics`)).text();
+      expect(metrics).toMatch(/^vendgate_slot_stock\{slot="A1"\} 9$/m);
+      expect(metrics).not.toMatch(/vendgate_slot_stock\{slot="A2"\}/);
+      const topics = createTopics('vendgate', 'vm-test');
+      const sensors = discoveryMessages({ discoveryPrefix: 'homeassistant', deviceId: 'vm-test', mode: 'vending', topics, slots: ['A1', 'A2'] });
+      const stockA1 = sensors.find((s) => s.topic === 'homeassistant/sensor/vm-test_stock_A1/config');
+      expect(JSON.parse(stockA1!.payload)).toMatchObject({ state_topic: 'vendgate/vm-test/telemetry', value_template: "{{ value_json.stock['A1'] }}" });
+      expect(sensors.some((s) => s.topic.endsWith('vm-test_catalog_version/config'))).toBe(true);
+    } finally {
+      await app.stop();
+      dir.cleanup();
+    }
+  });
+});

@@ -78,3 +78,27 @@ describe('stock per slot', () => {
     expect(query(svc, 'SELECT * FROM slot_state')).toEqual(before);
   });
 });
+
+describe('vendgate catalog --apply on site', () => {
+  let svc: Service | null = null;
+  afterEach(async () => { await svc?.stop(); svc = null; });
+
+  it('applies a YAML document, refuses a broken one with every problem and exit 1, and the service prices from it', async () => {
+    svc = await startService();
+    const { writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const good = join(svc.dir, 'catalog.yaml');
+    writeFileSync(good, 'version: site-1\nitems:\n  - { slot: A1, name: Water, names: { kk: Су }, price: 1700 }\n');
+    const bad = join(svc.dir, 'broken.yaml');
+    writeFileSync(bad, 'version: site-2\nitems:\n  - { slot: A1, name: Water, price: 0 }\n  - { slot: A1, name: "", price: 5 }\n');
+    const refused = await cli(svc, ['catalog', '--apply', bad]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/VG_ERR_CATALOG_INVALID: catalog not applied, nothing changed: items\.0\.price: .*; items\.1\.name: /);
+    const applied = await cli(svc, ['catalog', '--apply', good]);
+    expect(applied).toMatchObject({ code: 0 });
+    expect(applied.stdout).toMatch(/catalog site-1 applied \(was settings\)/);
+    const created = await order(svc, 'A1');
+    expect((await get(`${svc.localUrl}/api/orders/${created.body.orderId}`)).amount).toBe(1700);
+    expect(query(svc, 'SELECT version FROM catalog_versions')).toEqual([{ version: 'site-1' }]);
+  });
+});
