@@ -63,7 +63,7 @@ export function withDeliveryConfirmation(inner: Actuator, deps: { bus: HardwareB
         if (seen === 'drop') return { result: 'vended', detail: ['drop seen by the delivery sensor', outcome.detail].filter(Boolean).join('; ') };
         if (seen === 'stopped') return { result: 'unknown', detail: 'stopped while waiting for the delivery sensor: the drop could not be watched' };
         log.warn({ orderId: request.orderId, slot: request.slot, windowMs: options.windowMs }, 'machine reported a vend but the delivery sensor saw no drop');
-        return { result: 'failed', reason: `no drop at the delivery sensor within ${options.windowMs} ms (the machine said: ${outcome.detail ?? 'vended'})` };
+        return { result: 'failed', reason: `no drop at the delivery sensor within ${options.windowMs} ms (the machine said: ${outcome.detail ?? 'vended'})`, slotFault: true };
       } finally {
         watch.cancel();
       }

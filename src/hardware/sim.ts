@@ -60,10 +60,10 @@ export function createSimActuator(deps: { clock: Clock; bus?: HardwareBus }, set
       const mode = jammed ? 'fail' : modeForThisVend();
       if (settings.durationMs > 0) await sleep(settings.durationMs);
       switch (mode) {
-        case 'fail': return { result: 'failed', reason: jammed ? `simulated motor jam in slot ${request.slot}` : 'simulated motor jam' };
+        case 'fail': return { result: 'failed', reason: jammed ? `simulated motor jam in slot ${request.slot}` : 'simulated motor jam', slotFault: true };
         // The motor turned and the machine thinks it vended; nothing fell (no line: nothing came out).
         case 'no_drop': return { result: 'vended', detail: 'simulated: motor turned' };
-        case 'nak': return { result: 'failed', reason: 'machine answered "NAK" (simulated)' };
+        case 'nak': return { result: 'failed', reason: 'machine answered "NAK" (simulated)', slotFault: true };
         case 'hang': return new Promise<VendOutcome>(() => {});
         case 'not_passed': return { result: 'not_passed', detail: 'simulated: nobody passed' };
         case 'timeout': case 'none': break;

@@ -89,7 +89,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     }
   }
 
-  function settle(order: OrderRow, outcome: { result: string; reason?: string; detail?: string }): void {
+  function settle(order: OrderRow, outcome: { result: string; reason?: string; detail?: string; slotFault?: boolean }): void {
     const now = clock.now();
     const detail = 'reason' in outcome && outcome.reason ? outcome.reason : outcome.detail ?? null;
     const slotted = settings.mode === 'vending' && order.slot !== null;
@@ -108,7 +108,8 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         outbox.event('vend.failed', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result, detail });
         outbox.count('vends_failed');
         queueRefund(order, `vend ${outcome.result}: ${detail ?? ''}`.trim());
-        if (slotted && outcome.result === 'failed') deps.slots?.failed(order.slot!, detail ?? 'vend failed');
+        // Only the machine's own failure at this slot counts toward a jam, not a line that was down.
+        if (slotted && outcome.slotFault) deps.slots?.failed(order.slot!, detail ?? 'vend failed');
       } else {
         // The machine may or may not have delivered: a person decides (invariant 3).
         markUncertain(order, detail ?? 'the actuator could not say whether it delivered');

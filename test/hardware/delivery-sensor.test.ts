@@ -73,7 +73,7 @@ describe('delivery sensor on a relay vending machine (vend-detect)', () => {
     const m = await start(1_000);
     const outcome = m.actuator.fire(vend());
     await vi.advanceTimersByTimeAsync(200 + 1_000);
-    await expect(outcome).resolves.toEqual({ result: 'failed', reason: expect.stringMatching(/no drop at the delivery sensor within 1000 ms/) });
+    await expect(outcome).resolves.toEqual({ result: 'failed', reason: expect.stringMatching(/no drop at the delivery sensor within 1000 ms/), slotFault: true });
   });
 
   it('a drop of an earlier vend, before this one fired, does not confirm it', async () => {
