@@ -60,6 +60,11 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
 
     const stock = await cli(svc, ['stock']);
     expect(stock.stdout).toMatch(/A2 .*JAMMED/);
+    // The technician's selftest names the jammed slot and the command that clears it.
+    const selftest = JSON.parse((await cli(svc, ['selftest', '--json'])).stdout);
+    expect(selftest.checks.find((c: { name: string }) => c.name === 'slots.jammed')).toMatchObject({
+      status: 'WARN', detail: expect.stringMatching(/A2 \(2 failures, last: simulated motor jam in slot A2\)/), hint: expect.stringMatching(/vendgate clear-jam A2/),
+    });
     const cleared = await cli(svc, ['clear-jam', 'A2']);
     expect(cleared).toMatchObject({ code: 0 });
     expect(cleared.stdout).toMatch(/back in sale/);
