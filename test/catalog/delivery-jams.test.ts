@@ -27,6 +27,16 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
     expect(svc.readSimLog()).toEqual([]);
   });
 
+  it('in manual capture a missing drop releases the hold: voided, never captured', async () => {
+    svc = await startService({ config: { provider: { name: 'sandbox', captureMode: 'manual' }, actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true, failMode: 'no_drop' }, deliveryWindowMs: 300 } } });
+    const created = await order(svc, 'A1');
+    await pay(created.body.payUrl);
+    await orderReaches(svc, created.body.orderId, 'refunded');
+    expect(query(svc, 'SELECT kind, state FROM refunds')).toEqual([{ kind: 'void', state: 'succeeded' }]);
+    expect(query(svc, 'SELECT capture_state FROM vend_jobs')).toEqual([{ capture_state: null }]);
+    expect(svc.readSimLog()).toEqual([]);
+  });
+
   it('a drop within the window settles the vend as delivered', async () => {
     svc = await startService({ config: { actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true }, deliveryWindowMs: 2_000 } } });
     const created = await order(svc, 'A2');
