@@ -1,5 +1,7 @@
 import { parseArgs } from 'node:util';
 import { SettingsError } from '../settings/index.js';
+import { InstanceLockedError } from '../store/index.js';
+import { PortInUseError } from '../util/http-listener.js';
 import { VendgateError } from '../util/errors.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
 
@@ -30,7 +32,7 @@ const USAGE = `usage: vendgate <command> [options]
                                               play a serial vending machine / MDB board on a pty (development)
 
   --config FILE  defaults to $VENDGATE_CONFIG, then /etc/vendgate/config.yaml, then the demo config
-Exit codes: 0 ok, 1 runtime failure, 64 usage, 78 bad configuration.`;
+Exit codes: 0 ok, 1 runtime failure, 64 usage, 75 another vendgate runs on this database, 78 bad configuration (or a port in use).`;
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -98,9 +100,13 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       default: throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
     }
   } catch (err) {
-    if (err instanceof SettingsError) {
+    if (err instanceof SettingsError || err instanceof PortInUseError) {
       print(io.stderr, `vendgate: ${err.message}`);
       return EXIT.CONFIG;
+    }
+    if (err instanceof InstanceLockedError) {
+      print(io.stderr, `vendgate: ${err.code}: ${err.message}`);
+      return EXIT.ALREADY_RUNNING;
     }
     if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
       print(io.stderr, `vendgate: ${err.message}`);

@@ -3,6 +3,8 @@ import { loadSettings } from '../settings/index.js';
 import { createApp } from '../app.js';
 import { createLogger } from '../util/logger.js';
 import { type CliIo, EXIT, print } from './io.js';
+import { InstanceLockedError } from '../store/index.js';
+import { PortInUseError } from '../util/http-listener.js';
 
 /** `vendgate start [--config FILE]`: runs the service until SIGTERM/SIGINT. */
 export async function startCommand(options: { config?: string }, io: CliIo, extra: { crashPoint?: (name: string) => void } = {}): Promise<number> {
@@ -15,8 +17,10 @@ export async function startCommand(options: { config?: string }, io: CliIo, extr
   try {
     ready = await app.start();
   } catch (err) {
-    logger.fatal({ err }, 'could not start');
     await app.stop().catch(() => {});
+    // Another instance or a taken port: said plainly on stderr, with its own exit code (cli/index.ts).
+    if (err instanceof InstanceLockedError || err instanceof PortInUseError) throw err;
+    logger.fatal({ err }, 'could not start');
     return EXIT.FAILURE;
   }
   if (io.isTty) {

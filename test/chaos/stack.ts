@@ -49,6 +49,7 @@ export async function startProviderStack(options: StackOptions = {}) {
   const credentials: { config: Record<string, unknown>; env: Record<string, string> } = providerName === 'gerege'
     ? { config: { clientId: info.clientId }, env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret! } }
     : { config: {}, env: { VENDGATE_PROVIDER_API_KEY: info.apiKey! } };
+  const serviceEnv = { ...credentials.env, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret };
   let started: Service | undefined;
   try {
     started = await startService({
@@ -61,7 +62,7 @@ export async function startProviderStack(options: StackOptions = {}) {
         http: { webhook: { retryBaseMs: 100, retryMaxMs: 2_000, alarmAfterAttempts: 20, silenceGraceSec: 1 } },
         log: { level: 'info' },
       }, options.config ?? {}),
-      env: { ...credentials.env, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret },
+      env: serviceEnv,
     });
     // The start-up backfill first, so that a test decides which channel sees a payment first.
     if (providerName === 'gerege') {
@@ -86,8 +87,10 @@ export async function startProviderStack(options: StackOptions = {}) {
   }
 
   async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: any }> {
+    // Every state-changing request to the local API is JSON ({} when there is nothing to say).
+    const payload = method === 'POST' ? body ?? {} : body;
     const response = await fetch(`${svc.localUrl}${path}`, {
-      method, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      method, ...(payload === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) }),
     });
     const text = await response.text();
     return { status: response.status, json: text ? JSON.parse(text) : undefined };
@@ -97,6 +100,8 @@ export async function startProviderStack(options: StackOptions = {}) {
     sim,
     svc,
     proxy,
+    /** The secrets the service was started with (a restart with extra variables needs them too). */
+    env: serviceEnv,
     query,
     call,
     /** The order as the local API shows it; null while the service is down. */

@@ -50,7 +50,7 @@ describe('a create resumed after a restart', () => {
     const s = stack = await startProviderStack({ config: { provider: { invoiceTtlSec: 60 } } });
     await s.svc.kill('SIGTERM');
     // The invoice is created at the provider and the process dies before it records the answer.
-    await s.svc.restart({ env: { VENDGATE_CRASH_AT: 'after_invoice_create' } });
+    await s.svc.restart({ env: { ...s.env, VENDGATE_CRASH_AT: 'after_invoice_create' } });
     await s.call('POST', '/api/orders', { slot: 'A1' }).catch(() => null);
     await s.svc.exited();
     expect(s.sim.records().createCalls).toHaveLength(1);
@@ -59,7 +59,7 @@ describe('a create resumed after a restart', () => {
     const config = parse(readFileSync(s.svc.configPath, 'utf8'));
     config.provider.invoiceTtlSec = 90;
     writeFileSync(s.svc.configPath, stringify(config));
-    await s.svc.restart({ env: {} });
+    await s.svc.restart({ env: s.env });
 
     const resumed = await waitFor(async () => {
       const current = await s.order(1);
