@@ -18,6 +18,7 @@ import { createDeviceView, type DeviceView } from './device-view.js';
 import { handleHardwareEvent } from './hardware-events.js';
 import { createMqtt, createBrokerWebhookSubscription, type Mqtt, type BrokerWebhookSubscription } from './mqtt/index.js';
 import { createDeviceControl } from './device-control.js';
+import { createCatalog, type Catalog } from './catalog/index.js';
 
 export interface AppDeps {
   clock?: Clock;
@@ -55,6 +56,7 @@ export interface AppContext {
   actuator: Actuator;
   inputs: HardwareInputs;
   view: DeviceView;
+  catalog: Catalog;
 }
 
 export interface App {
@@ -115,6 +117,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
         outbox.event('database.restored', { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail });
       });
     }
+    const catalog = createCatalog({ db, clock, logger, outbox }, settings);
     const health = createProviderHealth(clock);
     const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
     const kioskPort = bound.local!.port;
@@ -131,7 +134,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     }
     provider ??= createProvider({ clock, logger }, settings);
 
-    const actuator = deps.actuator ?? await createActuator({ clock, logger }, settings);
+    const actuator = deps.actuator ?? await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings);
     const inputs = deps.inputs ?? await createInputs({ clock, logger }, settings);
     const outOfService = new Map<string, string>();
     const listeners = new Set<() => void>();
@@ -139,12 +142,19 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // Every state change may have written outbox rows: publish them now, not at the next poll.
     const notify = () => { for (const listener of listeners) listener(); mqtt?.kick(); };
 
+    let catalogGeneration = catalog.generation();
     // The money path, composed once (src/money/): ledger, orders, vend jobs, refunds, reconciliation.
     const money = createMoneyPath({
       db, clock, logger, outbox, provider, actuator, health, deviceId: settings.device.id, dbId,
       outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
       crashPoint: deps.crashPoint,
       onChange: notify,
+      catalog,
+      // A refill, cleared jam or rollback by the CLI (another process) reaches the screen within a tick.
+      onTick: () => {
+        const generation = catalog.generation();
+        if (generation !== catalogGeneration) { catalogGeneration = generation; notify(); }
+      },
       // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
       onObserved: (observation) => {
         if (observation.channel === 'poll' && (observation.status === 'paid' || observation.status === 'authorized')) webhooks.paymentPolled(observation.invoiceId);
@@ -172,14 +182,16 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       poller.pollAllNow();
       void webhooks.backfill.run('provider reachable again').catch(() => {});
     });
-    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners });
+    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners, catalog, notify });
 
     let urls: { local?: string; webhook?: string } = {};
     mqtt = createMqtt({
       db, outbox, clock, logger, deviceId: settings.device.id,
       control: createDeviceControl({ ctx: () => ctx!, outOfService, listeners, notify, urls: () => urls, source: deps.configSource ?? '(in memory)', environment: deps.configEnvironment ?? [] }),
     }, settings.mqtt);
-    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view };
+    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view, catalog };
+    // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
+    catalog.announce();
 
     // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
     const recovered = await money.recover({ restored: lineage.restored });

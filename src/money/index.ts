@@ -11,7 +11,7 @@ import type { Settings } from '../settings/index.js';
 import type { Actuator } from '../hardware/index.js';
 import type { PaymentProvider } from '../payments/types.js';
 import { createLedger, createReconciler, type Ledger, type Observation, type ObserveResult, type Reconciler } from '../ledger/index.js';
-import { createOrderService, type OrderRow, type OrderService, type ProviderHealth } from '../orders/index.js';
+import { createOrderService, type CatalogPort, type OrderRow, type OrderService, type ProviderHealth } from '../orders/index.js';
 import { createRefundWorker, createVendRunner, type RefundWorker, type VendRunner } from '../vend/index.js';
 
 export interface MoneyPathDeps {
@@ -32,6 +32,10 @@ export interface MoneyPathDeps {
   /** An observation was recorded (the app tells the webhook channel about polled payments). */
   onObserved?: (observation: Observation, result: ObserveResult) => void;
   onClosedUnpaid?: (order: OrderRow, reason: string) => void;
+  /** The live catalog (prices, stock, jams: src/catalog/). Absent: settings.device.catalog, always for sale. */
+  catalog?: CatalogPort & { slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void } };
+  /** Called on every housekeeping tick (the app notices a catalog changed by another process). */
+  onTick?: () => void;
   /**
    * Start queued vends and refunds the moment the ledger queues them (the service). Off in tests
    * that drive each worker step by step.
@@ -89,12 +93,13 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
   const refunds = createRefundWorker({ db, clock, logger, outbox, provider, ledger }, {
     checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000), unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
   });
-  const vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: changed }, {
+  const vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: changed, ...(deps.catalog?.slots ? { slots: deps.catalog.slots } : {}) }, {
     mode: settings.device.mode, vendTimeoutMs: settings.actuator.vendTimeoutMs, notPassedPolicy: settings.policy.notPassed,
   });
   const orders = createOrderService({
     db, clock, logger, outbox, provider, ledger, health, deviceId: deps.deviceId, dbId: deps.dbId,
     outOfService: deps.outOfService, crashPoint: deps.crashPoint, onChange: changed, onClosedUnpaid: deps.onClosedUnpaid,
+    ...(deps.catalog ? { catalog: deps.catalog } : {}),
   }, settings);
   const reconciler = createReconciler({ db, clock, logger, outbox, provider, ledger }, {
     everyMs: settings.poll.reconcileEveryMin * 60_000, days: settings.poll.reconcileDays, readsPerHour: settings.poll.reconcileReadsPerHour,
@@ -123,6 +128,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       void vend.run();
       void refunds.run();
       housekeeping = setInterval(() => {
+        deps.onTick?.();
         void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
         void vend.run();
         void refunds.run();
