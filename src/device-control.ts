@@ -1,12 +1,42 @@
-import type { AppContext } from './app.js';
 import type { DeviceControl } from './mqtt/index.js';
+import type { Settings } from './settings/index.js';
+import type { Db } from './store/index.js';
+import type { Clock } from './util/clock.js';
+import type { Logger } from './util/logger.js';
+import type { Outbox } from './outbox/index.js';
+import type { OrderService } from './orders/index.js';
+import type { VendRunner, RefundWorker } from './vend/index.js';
+import type { PaymentProvider } from './payments/index.js';
+import type { Actuator, HardwareInputs } from './hardware/index.js';
+import type { Catalog } from './catalog/index.js';
+import type { DeviceView } from './device-view.js';
 import { ErrorCodes, VendgateError } from './util/errors.js';
 import { inTransaction } from './store/index.js';
 import { orderView } from './orders/index.js';
 import { runSelftest } from './selftest/index.js';
 
+/**
+ * The services the operator's controls use, declared here (app.ts's context satisfies it) so that
+ * this file does not import app.ts, which imports it.
+ */
+export interface DeviceControlPorts {
+  settings: Readonly<Settings>;
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  outbox: Outbox;
+  provider: PaymentProvider;
+  orders: OrderService;
+  vend: VendRunner;
+  refunds: RefundWorker;
+  actuator: Actuator;
+  inputs: HardwareInputs;
+  view: DeviceView;
+  catalog: Catalog;
+}
+
 export interface DeviceControlDeps {
-  ctx: () => AppContext;
+  ctx: () => DeviceControlPorts;
   outOfService: Map<string, string>;
   listeners: Set<() => void>;
   notify: () => void;

@@ -1,13 +1,25 @@
-import type { AppContext } from './app.js';
-import type { HardwareEvent } from './hardware/index.js';
+import type { Actuator, HardwareEvent } from './hardware/index.js';
+import type { Db } from './store/index.js';
+import type { Logger } from './util/logger.js';
+import type { Outbox } from './outbox/index.js';
+import type { OrderService } from './orders/index.js';
 import { errorMessage } from './util/errors.js';
 import { inTransaction } from './store/index.js';
+
+/** The services the reactions to inputs use (app.ts's context satisfies it; no import back into app.ts). */
+export interface HardwareEventPorts {
+  db: Db;
+  logger: Logger;
+  outbox: Outbox;
+  orders: OrderService;
+  actuator: Actuator;
+}
 
 /**
  * Turns what the machine tells us into orders and service state. Hardware knows nothing of money;
  * this is where its signals meet the order service.
  */
-export function handleHardwareEvent(ctx: AppContext, outOfService: Map<string, string>, event: HardwareEvent, notify: () => void): void {
+export function handleHardwareEvent(ctx: HardwareEventPorts, outOfService: Map<string, string>, event: HardwareEvent, notify: () => void): void {
   const log = ctx.logger.child({ module: 'inputs' });
   const alarm = (name: string, on: boolean, message: string) => inTransaction(ctx.db, () => (on ? ctx.outbox.raiseAlarm(name, 'critical', message) : ctx.outbox.clearAlarm(name)));
   switch (event.type) {

@@ -3,8 +3,17 @@ import { inTransaction } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
-import { ProviderError, type PaymentProvider } from '../payments/types.js';
-import type { WebhookInbox } from './webhook/index.js';
+import { ProviderError, type PaymentProvider, type WebhookEvent } from '../payments/types.js';
+
+/**
+ * What the backfill needs of the webhook inbox (channels/webhook/inbox.ts satisfies it). Declared
+ * here so that backfill does not import webhook/, which imports backfill: no circle between the two.
+ */
+export interface BackfillInbox {
+  add(event: WebhookEvent, rawBody: Buffer, provider: string, source: 'backfill', now: number): { inserted: boolean; handled: boolean };
+  hasWebhookFor(objectId: string, sinceMs?: number): boolean;
+  lastWebhookAt(): number | null;
+}
 
 export interface BackfillDeps {
   db: Db;
@@ -12,7 +21,7 @@ export interface BackfillDeps {
   logger: Logger;
   provider: PaymentProvider;
   outbox: Outbox;
-  inbox: WebhookInbox;
+  inbox: BackfillInbox;
   /** New rows went into the inbox (the worker's notify). */
   onInserted?: () => void;
 }
