@@ -1,0 +1,131 @@
+/**
+ * The import boundaries of DESIGN.md ("Source layout" and "Rules of the house"), checked in CI by
+ * `npm run check:boundaries`. Known violations that exist today are listed, each one, in
+ * .dependency-cruiser-known-violations.json (see ARCHITECTURE.md, "Debt"); anything NEW fails.
+ * Regenerate the list only when a violation is removed: `npm run check:boundaries:baseline`.
+ */
+const moneyPath = '^src/(orders|ledger|vend|money)/';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    // --- circles -----------------------------------------------------------------------------
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A module reaches itself through its imports. Declare the port the importer needs in the importer instead (see BackfillInbox, DeviceControlPorts).',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    // Circles between folders: scripts/check-boundaries.mjs (with its known-debt list).
+
+    // --- DESIGN.md "nevers" ------------------------------------------------------------------
+    {
+      name: 'money-path-never-waits-on-the-broker',
+      severity: 'error',
+      comment: 'The money path (orders, ledger, vend, money) writes outbox rows in its own transactions; mqtt/ reads and publishes them. It never imports mqtt/, the mqtt library, the kiosk or the channels.',
+      from: { path: moneyPath },
+      to: { path: ['^src/(mqtt|kiosk|channels|relay|simulator|selftest|cli)/', '^src/app\\.ts$', 'node_modules/(mqtt|aedes|fastify|@fastify)/'] },
+    },
+    {
+      name: 'hardware-knows-no-money',
+      severity: 'error',
+      comment: 'hardware/ drives relays and serial lines; it knows nothing of payments, orders, the ledger or vend jobs.',
+      from: { path: '^src/hardware/' },
+      to: { path: ['^src/(payments|ledger|orders|vend|money|channels|outbox|mqtt|kiosk|catalog)/'] },
+    },
+    {
+      name: 'payment-adapters-translate-not-decide',
+      severity: 'error',
+      comment: 'payments/ adapters translate the provider; they import no ledger, channels, orders or vend.',
+      from: { path: '^src/payments/' },
+      to: { path: ['^src/(ledger|channels|orders|vend|money|outbox|mqtt|kiosk|hardware)/'] },
+    },
+    {
+      name: 'simulator-shares-nothing-with-payments',
+      severity: 'error',
+      comment: 'The provider simulator is the independent counterpart of the adapters, written from PROVIDERS.md: one bug must not pass on both sides of a contract test.',
+      from: { path: '^src/simulator/' },
+      to: { path: '^src/payments/' },
+    },
+    {
+      name: 'payments-use-no-simulator',
+      severity: 'error',
+      comment: 'The adapters do not borrow from the simulator either.',
+      from: { path: '^src/payments/' },
+      to: { path: '^src/simulator/' },
+    },
+    {
+      name: 'kiosk-moves-no-money',
+      severity: 'error',
+      comment: 'The kiosk never moves money or fires hardware itself: it gets its ports (KioskDeps) injected.',
+      from: { path: '^src/kiosk/' },
+      to: { path: '^src/(ledger|vend|orders|money|payments|hardware|store|channels|mqtt)/' },
+    },
+
+    // --- libraries only in their own folder ----------------------------------------------------
+    {
+      name: 'gpio-and-serial-only-in-hardware',
+      severity: 'error',
+      comment: 'onoff and serialport are imported only inside hardware/.',
+      from: { pathNot: '^src/hardware/' },
+      to: { path: 'node_modules/(onoff|serialport|@serialport)/' },
+    },
+    {
+      name: 'native-modules-load-lazily',
+      severity: 'error',
+      comment: 'Native modules are loaded with dynamic import() so a machine without GPIO or serial never loads them.',
+      from: { path: '^src/' },
+      to: { path: 'node_modules/(onoff|serialport|@serialport)/', dependencyTypesNot: ['dynamic-import', 'type-only'] },
+    },
+    {
+      name: 'mqtt-only-in-mqtt',
+      severity: 'error',
+      comment: 'The mqtt library and the embedded broker are imported only inside mqtt/ (relay/ uses mqtt/relay-connection.ts).',
+      from: { pathNot: '^src/mqtt/' },
+      to: { path: 'node_modules/(mqtt|aedes)/' },
+    },
+    {
+      name: 'fastify-only-in-listeners',
+      severity: 'error',
+      comment: 'fastify is imported only by the HTTP listeners: channels/webhook/, kiosk/, simulator/, relay/.',
+      from: { pathNot: '^src/(channels/webhook|kiosk|simulator|relay)/' },
+      to: { path: 'node_modules/(fastify|@fastify)/' },
+    },
+    {
+      name: 'no-dev-dependencies-in-src',
+      severity: 'error',
+      comment: 'The device installs with npm ci --omit=dev: src/ may not import a devDependency.',
+      from: { path: '^src/' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'only-main-and-cli-use-the-cli',
+      severity: 'error',
+      comment: 'cli/ is the top of the graph: nothing below it imports it (main.ts alone exits).',
+      from: { path: '^src/', pathNot: '^src/(cli/|main\\.ts$)' },
+      to: { path: '^src/(cli/|main\\.ts$)' },
+    },
+
+    // --- house style (reported, does not fail the build) -----------------------------------------
+    {
+      name: 'import-a-folder-through-its-index',
+      severity: 'warn',
+      comment: 'Other folders import only a folder\'s index.ts (util/ is a toolbox and exempt). Reported, not enforced: 40-odd imports of payments/types.ts and settings/sections/ predate the rule.',
+      from: { path: '^src/([^/]+)/' },
+      to: {
+        path: '^src/([^/]+)/.+',
+        pathNot: ['^src/$1/', '^src/util/', '^src/[^/]+/index\\.ts$', '^src/[^/]+/[^/]+/index\\.ts$'],
+      },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|test)/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    // Count `import type` too: a type-only import is still a dependency between two folders.
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
+    skipAnalysisNotInRules: true,
+  },
+};
