@@ -98,7 +98,7 @@ export function createKioskServer(
       index: 'index.html',
       // The kiosk browser must pick up a new page after an update without a cache flush.
       cacheControl: false,
-      setHeaders: (reply) => reply.header('cache-control', 'no-cache'),
+      setHeaders: (reply) => { reply.header('cache-control', 'no-cache'); },
     });
     built = { app, streams };
     return built;
