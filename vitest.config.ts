@@ -6,6 +6,8 @@ export default defineConfig({
     exclude: ['test/e2e/**', 'node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // Tests that spawn dist/main.js never run an old build: rebuilt (or refused) first.
+    globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,
   },

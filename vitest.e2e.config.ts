@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/e2e/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // Tests that spawn dist/main.js never run an old build: rebuilt (or refused) first.
+    globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 1,
   },

@@ -1,0 +1,56 @@
+/**
+ * Which test files make up `npm run test:unit`: every test outside test/e2e/ that starts no child
+ * process and no browser. Decided from the imports, not from a hand-kept list, so that a new test
+ * lands in the right part by itself: a test file is a "service" test when it, or a test helper it
+ * imports (followed through test/ and scripts/, not src/), imports node:child_process or playwright-core.
+ */
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+/**
+ * Tests that start no process but wait on real timeouts by design (a listener's header and idle
+ * timeouts, measured on real sockets): they run in the full suite, not in the quick one.
+ */
+export const REAL_TIME_TEST_FILES = ['test/fuzz/slow-partial.test.ts'];
+
+const SPAWNS = /from ['"](node:)?child_process['"]|from ['"]playwright-core['"]|import\(['"](node:)?child_process['"]\)/;
+const LOCAL_IMPORT = /(?:from|import\()\s*['"](\.{1,2}\/[^'"]+)['"]/g;
+
+function testFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return testFiles(path);
+    return name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
+/** Test files (relative to root, e.g. `test/store/open.test.ts`) that start a process or a browser. */
+export function serviceTestFiles(root: string): string[] {
+  const testDir = join(root, 'test');
+  const followed = [testDir + '/', join(root, 'scripts') + '/'];
+  const spawns = new Map<string, boolean>();
+  function reaches(file: string, seen: Set<string>): boolean {
+    const known = spawns.get(file);
+    if (known !== undefined) return known;
+    if (seen.has(file)) return false;
+    seen.add(file);
+    let source: string;
+    try {
+      source = readFileSync(file, 'utf8');
+    } catch {
+      return false;
+    }
+    let result = SPAWNS.test(source);
+    for (const match of source.matchAll(LOCAL_IMPORT)) {
+      if (result) break;
+      const target = resolve(dirname(file), match[1]!.replace(/\.js$/, '.ts'));
+      if (followed.some((dir) => target.startsWith(dir))) result = reaches(target, seen);
+    }
+    spawns.set(file, result);
+    return result;
+  }
+  return testFiles(testDir)
+    .filter((file) => !file.startsWith(join(testDir, 'e2e') + '/'))
+    .filter((file) => reaches(file, new Set()))
+    .map((file) => relative(root, file));
+}

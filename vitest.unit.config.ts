@@ -1,0 +1,16 @@
+import { defineConfig } from 'vitest/config';
+import { REAL_TIME_TEST_FILES, serviceTestFiles } from './test/suites.js';
+
+// `npm run test:unit`: everything that starts no child process and no browser (test/suites.ts
+// decides from the imports), less the few that wait on real socket timeouts by design.
+// Needs no build (nothing here runs dist/), so no globalSetup.
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    exclude: ['test/e2e/**', 'node_modules/**', ...serviceTestFiles(import.meta.dirname), ...REAL_TIME_TEST_FILES],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});
