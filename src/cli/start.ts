@@ -1,21 +1,35 @@
 import QRCode from 'qrcode';
 import { loadSettings } from '../settings/index.js';
 import { createApp } from '../app.js';
-import { createLogger } from '../util/logger.js';
+import { createServiceLogger, pickLogFormat } from '../util/logger.js';
+import { nodeSupport, maintainedNodeLines } from '../util/node-support.js';
+import { describeStartError } from './start-errors.js';
 import { type CliIo, EXIT, print } from './io.js';
 
 /** `vendgate start [--config FILE]`: runs the service until SIGTERM/SIGINT. */
 export async function startCommand(options: { config?: string }, io: CliIo, extra: { crashPoint?: (name: string) => void } = {}): Promise<number> {
   const loaded = loadSettings({ path: options.config, env: io.env });
   const { settings } = loaded;
-  const logger = createLogger({ level: settings.log.level, destination: io.stdout });
+  const logger = await createServiceLogger({ level: settings.log.level, destination: io.stdout, format: pickLogFormat(io.env, io.stdout) });
   logger.info({ config: loaded.source, environment: loaded.environment }, 'settings loaded');
+  const node = nodeSupport(process.version, Date.now());
+  if (node.status !== 'supported') {
+    logger.warn({ node: process.version, endOfLife: node.endOfLife, supported: maintainedNodeLines(Date.now()) },
+      node.status === 'end_of_life' ? 'this Node.js line is past its end of life (no security fixes): install a supported LTS' : 'this Node.js line was not tested with vendgate');
+  }
   const app = createApp(settings, { logger, crashPoint: extra.crashPoint, configSource: loaded.source, configEnvironment: loaded.environment });
   let ready: { localUrl: string };
   try {
     ready = await app.start();
   } catch (err) {
-    logger.fatal({ err }, 'could not start');
+    const problem = describeStartError(err, settings, loaded.source);
+    if (problem) {
+      // A setting or another program, not a bug: no stack trace, the sentence and what to do.
+      logger.fatal(problem, 'could not start');
+      print(io.stderr, `vendgate: could not start: ${problem.message}\n  ${problem.hint}`);
+    } else {
+      logger.fatal({ err }, 'could not start');
+    }
     await app.stop().catch(() => {});
     return EXIT.FAILURE;
   }
