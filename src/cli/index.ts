@@ -2,30 +2,12 @@ import { parseArgs } from 'node:util';
 import { SettingsError } from '../settings/index.js';
 import { VendgateError } from '../util/errors.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
+import { COMMANDS, commandUsage, usage } from './usage.js';
+import { versionLine } from '../version.js';
 
 export { type CliIo, EXIT } from './io.js';
 
-const USAGE = `usage: vendgate <command> [options]
 
-  start [--config FILE]                       run the gateway (npm start)
-  orders [--state S] [--json] [--limit N]     list orders, newest first
-  resolve ORDER --vended|--not-vended         settle an uncertain vend (not vended → refund)
-  migrate [--config FILE]                     apply pending database migrations (update.sh)
-  replay [--since ISO]                        re-run stored webhook events (GET + observe); default: last 24 h
-  reconcile [--since ISO] [--json]            paid invoices without a vend or refund here, vends without
-                                              a paid invoice there; exit 1 when any (default: last 24 h)
-  selftest [--json] [--actuate [--yes]] [--expect-service]
-                                              check everything on site; exit 0 only when nothing FAILs
-                                              (--actuate: one test vend after you type yes; --yes for scripts)
-  export [--from ISO] [--to ISO]              orders created in [from, to) as CSV, for accounting
-  simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]
-                                              run the payment provider simulator alone
-  simulate-machine --path TTY [--profile line|mdb] [--baud N] [--fail-slots A2,B1] [--fail-rate P]
-                   [--silent-slots A1] [--vend-delay-ms N] [--session-timeout-ms N] [--auto-vend ITEM:AMOUNT:MS]
-                                              play a serial vending machine / MDB board on a pty (development)
-
-  --config FILE  defaults to $VENDGATE_CONFIG, then /etc/vendgate/config.yaml, then the demo config
-Exit codes: 0 ok, 1 runtime failure, 64 usage, 78 bad configuration.`;
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -56,6 +38,7 @@ const OPTIONS = {
   from: { type: 'string' },
   to: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
 } as const;
 
 /**
@@ -66,9 +49,18 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
   try {
     const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
     const [command, ...rest] = positionals;
-    if (values.help || !command) {
-      print(command ? io.stdout : io.stderr, USAGE);
-      return command || values.help ? EXIT.OK : EXIT.USAGE;
+    if (values.version) {
+      print(io.stdout, versionLine());
+      return EXIT.OK;
+    }
+    // Asked-for help goes to stdout (`vendgate --help | less`); a missing command is a usage error.
+    if (values.help) {
+      print(io.stdout, command && command in COMMANDS ? commandUsage(command) : usage());
+      return command && !(command in COMMANDS) ? EXIT.USAGE : EXIT.OK;
+    }
+    if (!command) {
+      print(io.stderr, usage());
+      return EXIT.USAGE;
     }
     switch (command) {
       case 'start': return await (await import('./start.js')).startCommand({ config: values.config }, io, extra);
@@ -84,7 +76,7 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
         silentSlots: values['silent-slots'], vendDelayMs: values['vend-delay-ms'], sessionTimeoutMs: values['session-timeout-ms'], autoVend: values['auto-vend'],
       }, io, io.stdin ?? process.stdin);
       case 'simulate': return await (await import('./simulate.js')).simulateCommand({ provider: values.provider, port: values.port, host: values.host, webhookUrl: values['webhook-url'], faults: values.faults, seed: values.seed }, io);
-      default: throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
+      default: throw new UsageError(`unknown command "${command}"\n\n${usage()}`);
     }
   } catch (err) {
     if (err instanceof SettingsError) {

@@ -4,6 +4,7 @@ import { createApp } from '../app.js';
 import { createServiceLogger, pickLogFormat } from '../util/logger.js';
 import { nodeSupport, maintainedNodeLines } from '../util/node-support.js';
 import { describeStartError } from './start-errors.js';
+import { buildInfo } from '../version.js';
 import { type CliIo, EXIT, print } from './io.js';
 
 /** `vendgate start [--config FILE]`: runs the service until SIGTERM/SIGINT. */
@@ -11,7 +12,7 @@ export async function startCommand(options: { config?: string }, io: CliIo, extr
   const loaded = loadSettings({ path: options.config, env: io.env });
   const { settings } = loaded;
   const logger = await createServiceLogger({ level: settings.log.level, destination: io.stdout, format: pickLogFormat(io.env, io.stdout) });
-  logger.info({ config: loaded.source, environment: loaded.environment }, 'settings loaded');
+  logger.info({ config: loaded.source, environment: loaded.environment, ...buildInfo() }, 'settings loaded');
   const node = nodeSupport(process.version, Date.now());
   if (node.status !== 'supported') {
     logger.warn({ node: process.version, endOfLife: node.endOfLife, supported: maintainedNodeLines(Date.now()) },

@@ -7,6 +7,7 @@ import { clientOptions, backoffDelay, redactUrl, withTimeout } from './connectio
 import { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
 import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
 import { discoveryMessages } from './home-assistant.js';
+import { buildInfo } from '../version.js';
 import type { Mqtt, MqttDeps, MqttSettings } from './types.js';
 
 /** The outbox table is polled this often as a safety net for a missed kick(). */
@@ -133,7 +134,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     publishState();
     if (settings.homeAssistant) {
       const mode = safeMode();
-      for (const message of discoveryMessages({ discoveryPrefix: settings.homeAssistantPrefix, deviceId, mode, topics })) {
+      for (const message of discoveryMessages({ discoveryPrefix: settings.homeAssistantPrefix, deviceId, mode, topics, version: buildInfo().version, allowRemoteVend: settings.allowRemoteVend })) {
         send(message.topic, message.payload, true);
       }
     }
