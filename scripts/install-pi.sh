@@ -85,7 +85,7 @@ check_node() {
     die "Node $version is too old (vendgate needs ${NODE_MIN_MAJOR} or newer; ${NODE_RECOMMENDED_MAJOR} recommended): $NODESOURCE_HINT"
   fi
   if [ "$major" -lt "$NODE_RECOMMENDED_MAJOR" ]; then
-    warn "Node $version works, but on ${NODE_RECOMMENDED_MAJOR} the native modules install prebuilt (on $version better-sqlite3 compiles for minutes): $NODESOURCE_HINT"
+    warn "Node $version runs, but its line is past its end of life (no security fixes; vendgate supports 22 and 24), and on ${NODE_RECOMMENDED_MAJOR} the native modules install prebuilt: $NODESOURCE_HINT"
   fi
   NODE_BIN="$node"
   info "node: $NODE_BIN $version"
