@@ -12,6 +12,7 @@ import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './pa
 import { createPoller, type Poller } from './channels/poller.js';
 import { createWebhookChannel, type WebhookChannel } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
+import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createDeviceView, type DeviceView } from './device-view.js';
 import { handleHardwareEvent } from './hardware-events.js';
 import { createMqtt, type Mqtt } from './mqtt/index.js';
@@ -68,6 +69,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   const log = logger.child({ module: 'app' });
   let ctx: AppContext | null = null;
   let kiosk: KioskServer | null = null;
+  let sandboxLan: SandboxLanServer | null = null;
   let housekeeping: NodeJS.Timeout | null = null;
   let retention: Retention | null = null;
   let checkpointer: Checkpointer | null = null;
@@ -87,10 +89,15 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
 
     let sandbox: SandboxProvider | null = null;
     let provider = deps.provider;
+    // Demo: with provider.sandboxLanPort the pay URL (and so the QR) names this machine's LAN address.
+    const lan = settings.provider.name === 'sandbox' && settings.provider.sandboxLanPort > 0
+      ? { address: settings.provider.sandboxLanAddress ?? lanAddress(), port: settings.provider.sandboxLanPort } : null;
+    if (lan && !lan.address) log.warn({}, 'provider.sandboxLanPort is set but this machine has no LAN address: pay URLs stay on 127.0.0.1');
+    const payBase = () => (lan?.address ? `http://${lan.address.includes(':') ? `[${lan.address}]` : lan.address}:${lan.port}` : localBase());
     if (!provider && settings.provider.name === 'sandbox') {
       sandbox = createSandboxProvider({ clock, logger }, {
         dbPath: sandboxDbPath(settings.storage.path),
-        payUrl: (id) => `${localBase()}/sandbox/pay/${id}`,
+        payUrl: (id) => `${payBase()}/sandbox/pay/${id}`,
         webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
       });
       provider = sandbox.provider;
@@ -165,6 +172,10 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock }, { host: settings.http.local.host, port: settings.http.local.port });
     const listening = await kiosk.start();
     kioskPort = listening.port;
+    if (lan?.address && sandbox) {
+      sandboxLan = createSandboxLanServer({ sandbox: sandbox.payments, clock, logger }, { port: lan.port });
+      await sandboxLan.start();
+    }
 
     const webhookListening = await webhooks.start();
     urls = { local: listening.url, webhook: webhookListening.url };
@@ -196,6 +207,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     if (housekeeping) clearInterval(housekeeping);
     await retention?.stop();
     await kiosk?.stop();
+    await sandboxLan?.stop();
     await webhooks.stop();
     await poller.stop();
     await inputs.stop();

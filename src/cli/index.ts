@@ -37,6 +37,7 @@ const OPTIONS = {
   'expect-service': { type: 'boolean' },
   from: { type: 'string' },
   to: { type: 'string' },
+  lan: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'V' },
 } as const;
@@ -63,7 +64,7 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       return EXIT.USAGE;
     }
     switch (command) {
-      case 'start': return await (await import('./start.js')).startCommand({ config: values.config }, io, extra);
+      case 'start': return await (await import('./start.js')).startCommand({ config: values.config, lan: values.lan }, io, extra);
       case 'orders': return await (await import('./orders.js')).ordersCommand({ config: values.config, state: values.state, json: values.json, limit: values.limit }, io);
       case 'resolve': return await (await import('./orders.js')).resolveCommand({ config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] }, io);
       case 'replay': return await (await import('./replay.js')).replayCommand({ config: values.config, since: values.since }, io);

@@ -12,6 +12,7 @@ export interface StartProblem {
 function portSettings(settings: Readonly<Settings>): [setting: string, port: number][] {
   const ports: [string, number][] = [['http.local.port', settings.http.local.port], ['http.webhook.port', settings.http.webhook.port]];
   if (settings.mqtt.url === 'embedded') ports.push(['mqtt.embeddedPort', settings.mqtt.embeddedPort]);
+  if (settings.provider.sandboxLanPort > 0) ports.push(['provider.sandboxLanPort', settings.provider.sandboxLanPort]);
   return ports;
 }
 

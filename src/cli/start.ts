@@ -1,16 +1,24 @@
 import QRCode from 'qrcode';
-import { loadSettings } from '../settings/index.js';
+import { loadSettings, type Settings } from '../settings/index.js';
 import { createApp } from '../app.js';
 import { createServiceLogger, pickLogFormat } from '../util/logger.js';
 import { nodeSupport, maintainedNodeLines } from '../util/node-support.js';
 import { describeStartError } from './start-errors.js';
 import { buildInfo } from '../version.js';
-import { type CliIo, EXIT, print } from './io.js';
+import { type CliIo, EXIT, print, UsageError } from './io.js';
+
+/** `--lan`: the sandbox pay page on the LAN (its own port, 8090 unless the settings name one). */
+function withLanPayPage(settings: Readonly<Settings>): Readonly<Settings> {
+  if (settings.provider.name !== 'sandbox') throw new UsageError(`--lan is for the sandbox demo; provider ${settings.provider.name} shows its own pay page`);
+  return Object.freeze({ ...settings, provider: Object.freeze({ ...settings.provider, sandboxLanPort: settings.provider.sandboxLanPort || DEMO_LAN_PORT }) });
+}
+
+const DEMO_LAN_PORT = 8090;
 
 /** `vendgate start [--config FILE]`: runs the service until SIGTERM/SIGINT. */
-export async function startCommand(options: { config?: string }, io: CliIo, extra: { crashPoint?: (name: string) => void } = {}): Promise<number> {
+export async function startCommand(options: { config?: string; lan?: boolean }, io: CliIo, extra: { crashPoint?: (name: string) => void } = {}): Promise<number> {
   const loaded = loadSettings({ path: options.config, env: io.env });
-  const { settings } = loaded;
+  const settings = options.lan ? withLanPayPage(loaded.settings) : loaded.settings;
   const logger = await createServiceLogger({ level: settings.log.level, destination: io.stdout, format: pickLogFormat(io.env, io.stdout) });
   logger.info({ config: loaded.source, environment: loaded.environment, ...buildInfo() }, 'settings loaded');
   const node = nodeSupport(process.version, Date.now());
@@ -36,6 +44,7 @@ export async function startCommand(options: { config?: string }, io: CliIo, extr
   }
   if (io.isTty) {
     print(io.stderr, `\nvendgate is running. Kiosk page: ${ready.localUrl}/\n`);
+    if (settings.provider.sandboxLanPort > 0) print(io.stderr, `Phones on this network open the QR's pay page on port ${settings.provider.sandboxLanPort} of this machine (allow it in a firewall).\n`);
     // Show each new order's QR in the terminal, so the demo can be paid from a phone or a second window.
     const shown = new Set<number>();
     app.context().view.kioskDeps(undefined).subscribe((state) => {

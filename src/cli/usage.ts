@@ -1,6 +1,6 @@
 /** The command line's help: one entry per subcommand, so `vendgate <command> --help` shows only its own. */
 export const COMMANDS: Record<string, { usage: string; about: string }> = {
-  start: { usage: 'start [--config FILE]', about: 'run the gateway (npm start)' },
+  start: { usage: 'start [--config FILE] [--lan]', about: 'run the gateway (npm start); --lan: demo pay page and QR\non this machine\'s LAN address (provider.sandboxLanPort, 8090)' },
   orders: { usage: 'orders [--state S] [--json] [--limit N]', about: 'list orders, newest first' },
   resolve: { usage: 'resolve ORDER --vended|--not-vended', about: 'settle an uncertain vend (not vended → refund)' },
   migrate: { usage: 'migrate [--config FILE]', about: 'apply pending database migrations (update.sh)' },
