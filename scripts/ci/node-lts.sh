@@ -29,7 +29,7 @@ for major in "${majors[@]}"; do
     export PATH="$home/bin:$PATH" npm_config_nodedir="$home"
     npm ci --no-audit --no-fund
     echo "== node $(node --version): $command_to_run"
-    $command_to_run
+    bash -c "$command_to_run"
   )
   rm -rf "$copy"
 done
