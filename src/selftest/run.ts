@@ -129,6 +129,6 @@ export function settingsFailureReport(err: SettingsError, startedAtMs: number, d
     startedAt: new Date(startedAtMs).toISOString(),
     durationMs,
     config: { source: err.source, environment: [], deviceId: null },
-    checks: [fail('settings', `${err.source}: ${problems}`, 'fix the listed keys (docs/operations.md lists every key); the service would exit with code 78 on this file')],
+    checks: [fail('settings', `${err.source}: ${problems}`, 'fix the listed keys (README.md, "Every key", describes each); the service would exit with code 78 on this file')],
   };
 }
