@@ -284,7 +284,9 @@ setup_tunnel() {
   else
     sed -e "s/^tunnel: .*/tunnel: $tunnel_id/" -e "s/pay-vm-001\.example\.com/$TUNNEL_HOSTNAME/g" \
       "$APP_DIR/current/systemd/cloudflared.yml.example" > "$ETC_DIR/cloudflared.yml"
-    chmod 0600 "$ETC_DIR/cloudflared.yml"
+    # No secret in it (tunnel.json holds that): readable by the selftest, which runs as vendgate.
+    chmod 0640 "$ETC_DIR/cloudflared.yml"
+    chown "root:$SERVICE_USER" "$ETC_DIR/cloudflared.yml"
     info "wrote cloudflared.yml: https://$TUNNEL_HOSTNAME/webhooks/ → http://127.0.0.1:8787, everything else 404"
   fi
   systemctl enable --now vendgate-tunnel.service

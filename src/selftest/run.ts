@@ -9,6 +9,7 @@ import { checkDatabase, checkDisk } from './checks/database.js';
 import { checkPending } from './checks/pending.js';
 import { checkClock, checkProvider, type ProviderCheck } from './checks/provider.js';
 import { checkTunnel } from './checks/tunnel.js';
+import { checkTunnelIngress } from './checks/tunnel-ingress.js';
 import { checkMqtt } from './checks/mqtt.js';
 import { checkHardwareLines } from './checks/hardware.js';
 import { storeSelftestResult } from './result-store.js';
@@ -65,9 +66,10 @@ export async function runSelftest(
         });
         return [...clockLine, ...provider];
       })(),
-      bounded('webhook.tunnel', timeoutMs * 2, 'systemctl status vendgate-tunnel', async () => {
+      bounded('webhook.tunnel', timeoutMs * 3, 'systemctl status vendgate-tunnel', async () => {
+        const ingress = await checkTunnelIngress(settings, { exec, configPath: deps.tunnelConfigPath }, timeoutMs);
         const line = await checkTunnel(settings, { fetch: fetchFn, db: database.db, now: () => clock.now() }, service, timeoutMs);
-        return line ? [line] : [];
+        return [ingress, line].filter((l): l is CheckResult => l !== null);
       }),
       bounded('mqtt', timeoutMs + 1_000, 'check mqtt.url', async () => {
         const checked = await checkMqtt(settings, service, { deviceId: settings.device.id, timeoutMs });
