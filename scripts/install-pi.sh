@@ -211,7 +211,8 @@ EOF
 install_units() {
   step "systemd units"
   local unit
-  for unit in vendgate.service vendgate-tunnel.service vendgate-kiosk.service; do
+  # The textfile units are installed, not enabled: they need prometheus-node-exporter (docs/operations.md, Metrics).
+  for unit in vendgate.service vendgate-tunnel.service vendgate-kiosk.service vendgate-metrics-textfile.service vendgate-metrics-textfile.timer; do
     install -m 0644 "$APP_DIR/current/systemd/$unit" "$UNIT_DIR/$unit"
   done
   # The units expect /usr/bin/node (NodeSource, apt); any other node gets a drop-in.

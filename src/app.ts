@@ -14,6 +14,7 @@ import { createWebhookChannel, type WebhookChannel } from './channels/webhook/in
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createDeviceView, type DeviceView } from './device-view.js';
+import { createMetrics } from './metrics/index.js';
 import { handleHardwareEvent } from './hardware-events.js';
 import { createMqtt, type Mqtt } from './mqtt/index.js';
 import { createDeviceControl } from './device-control.js';
@@ -84,6 +85,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     checkpointer.start();
     const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
     const health = createProviderHealth(clock);
+    const metrics = createMetrics({ provider: settings.provider.name });
     const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
     let kioskPort = settings.http.local.port;
 
@@ -102,7 +104,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       });
       provider = sandbox.provider;
     }
-    provider ??= createProvider({ clock, logger }, settings);
+    provider ??= createProvider({ clock, logger, observeRequest: (sample) => metrics.observeProviderRequest(sample) }, settings);
 
     const actuator = deps.actuator ?? await createActuator({ clock, logger }, settings);
     const inputs = deps.inputs ?? await createInputs({ clock, logger }, settings);
@@ -134,7 +136,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     refunds = createRefundWorker({ db, clock, logger, outbox, provider, ledger }, {
       checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000), unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
     });
-    vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: notify }, {
+    vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: notify,
+      onSettled: (order, result) => { if (order.paid_at !== null) metrics.observeVend(result, (clock.now() - order.paid_at) / 1000); } }, {
       mode: settings.device.mode, vendTimeoutMs: settings.actuator.vendTimeoutMs, notPassedPolicy: settings.policy.notPassed,
     });
     const orders = createOrderService({
@@ -150,7 +153,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec,
     });
     sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
-    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners });
+    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners, metrics });
 
     let urls: { local?: string; webhook?: string } = {};
     mqtt = createMqtt({

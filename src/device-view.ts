@@ -5,6 +5,7 @@ import { orderView, screenPhase, type OrderService, type ProviderHealth } from '
 import type { Poller } from './channels/poller.js';
 import type { DeviceState, KioskDeps, SandboxPayments } from './kiosk/index.js';
 import { ORDER_STATES } from './orders/index.js';
+import type { Metrics } from './metrics/index.js';
 
 export interface DeviceViewDeps {
   settings: Readonly<Settings>;
@@ -16,6 +17,7 @@ export interface DeviceViewDeps {
   poller: Poller;
   startedAt: number;
   listeners: Set<() => void>;
+  metrics: Metrics;
 }
 
 /** What the screen, /metrics and MQTT telemetry read: derived from the database on every call. */
@@ -67,20 +69,13 @@ export function createDeviceView(deps: DeviceViewDeps) {
 
   function metrics(): string {
     const t = telemetry();
-    const lines: string[] = [];
-    const metric = (name: string, help: string, type: 'gauge' | 'counter', samples: [string, number][]) => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-      for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
-    };
-    metric('vendgate_orders', 'Orders by current state.', 'gauge',
-      Object.entries(t.ordersByState as Record<string, number>).map(([s, n]) => [`{state="${s}"}`, n]));
-    metric('vendgate_events_total', 'Money-path counters since the database was created.', 'counter',
-      Object.entries(t.counters as Record<string, number>).map(([c, n]) => [`{name="${c}"}`, n]));
-    metric('vendgate_outbox_depth', 'MQTT messages not yet acknowledged by the broker.', 'gauge', [['', t.outboxDepth as number]]);
-    metric('vendgate_open_alarms', 'Alarms waiting for a person.', 'gauge', [['', (t.openAlarms as string[]).length]]);
-    metric('vendgate_provider_reachable', '1 when the payment provider answers.', 'gauge', [['', health.reachable ? 1 : 0]]);
-    metric('vendgate_uptime_seconds', 'Seconds since the service started.', 'gauge', [['', t.uptimeSec as number]]);
-    return `${lines.join('\n')}\n`;
+    return deps.metrics.render({
+      counters: t.counters as Record<string, number>,
+      ordersByState: t.ordersByState as Record<string, number>,
+      outboxDepth: t.outboxDepth as number,
+      openAlarms: (t.openAlarms as string[]).length,
+      providerReachable: health.reachable,
+    });
   }
 
   return {

@@ -36,6 +36,9 @@ describe('scripts/install-pi.sh', () => {
     expect(pi.read('etc/vendgate/config.yaml')).toContain('pi-test');
     expect(pi.exists('etc/vendgate/secrets.env')).toBe(true);
     expect(pi.read('etc/systemd/system/vendgate.service')).toContain('Type=notify');
+    // Installed for a fleet's node_exporter, not enabled (it needs prometheus-node-exporter).
+    expect(pi.exists('etc/systemd/system/vendgate-metrics-textfile.timer')).toBe(true);
+    expect(pi.calls()).not.toContainEqual(expect.stringContaining('enable --now vendgate-metrics-textfile'));
     expect(pi.read('usr/local/bin/vendgate')).toContain('/opt/vendgate/current/dist/main.js');
   });
 

@@ -103,7 +103,7 @@ describe('systemd units', () => {
   });
 
   it('every Documentation= of every unit is a page that exists in the release', () => {
-    for (const name of ['vendgate.service', 'vendgate-tunnel.service', 'vendgate-kiosk.service']) {
+    for (const name of readdirSync(SYSTEMD).filter((f) => /\.(service|timer)$/.test(f))) {
       const docs = unit(name).Unit!.Documentation ?? [];
       expect(docs.length, name).toBeGreaterThan(0);
       for (const doc of docs.flatMap((d) => d.split(/\s+/))) {
