@@ -43,6 +43,8 @@ export function createDeviceView(deps: DeviceViewDeps) {
       currency: settings.device.currency,
       language: settings.kiosk.language,
       provider: settings.provider.name,
+      supportContact: settings.kiosk.supportContact ?? null,
+      paymentApps: settings.kiosk.paymentApps ?? null,
       catalog: settings.device.catalog.map((c) => ({ slot: c.slot, name: c.name, price: c.price })),
       fare: settings.device.fare ?? null,
       autoStart: settings.kiosk.autoStart,
