@@ -1,9 +1,10 @@
 import type { Settings } from './settings/index.js';
-import { openDatabase, databaseId, createRetention, createCheckpointer, type Checkpointer, type Db, type Retention } from './store/index.js';
+import { openDatabase, databaseId, checkLineage, recordLineage, createRetention, createCheckpointer, inTransaction, acquireInstanceLock, type Checkpointer, type Db, type InstanceLock, type Retention } from './store/index.js';
+import { bindListener, listenerLimits, type BoundListener } from './util/http-listener.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, type Logger } from './util/logger.js';
 import { createOutbox, type Outbox } from './outbox/index.js';
-import { createLedger, type Ledger } from './ledger/index.js';
+import { createLedger, createReconciler, type Ledger, type Reconciler } from './ledger/index.js';
 import { createOrderService, createProviderHealth, type OrderService, type ProviderHealth } from './orders/index.js';
 import { createVendRunner, createRefundWorker, type VendRunner, type RefundWorker } from './vend/index.js';
 import { createActuator, createInputs, type Actuator, type HardwareInputs } from './hardware/index.js';
@@ -74,20 +75,50 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   let housekeeping: NodeJS.Timeout | null = null;
   let retention: Retention | null = null;
   let checkpointer: Checkpointer | null = null;
+  let reconciler: Reconciler | null = null;
   let stopping: Promise<void> | null = null;
+  let instanceLock: InstanceLock | null = null;
+  let bound: { local?: BoundListener; webhook?: BoundListener } = {};
+
+  /**
+   * Start order: the instance lock (a second service on this database stops here, having changed
+   * nothing), then both ports (a port in use stops here, before the database exists), then the
+   * database, recovery, and only then the listeners serve (requests meanwhile get 503).
+   */
+  async function claimLockAndPorts(): Promise<void> {
+    instanceLock = acquireInstanceLock(settings.storage.path);
+    const { local, webhook } = settings.http;
+    bound.local = await bindListener({ host: local.host, port: local.port, portSetting: 'http.local.port' }, listenerLimits(local));
+    bound.webhook = await bindListener({ host: webhook.host, port: webhook.port, portSetting: 'http.webhook.port' }, listenerLimits(webhook));
+  }
 
   async function start(): Promise<{ localUrl: string }> {
     const startedAt = clock.now();
+    await claimLockAndPorts();
     const db = openDatabase(settings.storage.path);
     const dbId = databaseId(db);
+    const lineage = checkLineage(db, settings.storage.path);
     // WAL checkpoints between customers, not inside a webhook's or a vend claim's commit.
-    checkpointer = createCheckpointer({ db, logger });
+    const lineageMark = { highWater: lineage.highWater };
+    checkpointer = createCheckpointer({ db, logger }, {
+      quietMs: 60_000,
+      onCheckpoint: () => recordLineage(db, settings.storage.path, lineageMark),
+    });
     checkpointer.start();
     const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
+    if (lineage.detail) {
+      // Order ids restart in a restored database; references do not (a nonce per order), so no old
+      // key is reused. Said loudly, and every recent invoice is compared with the provider at once.
+      log.warn({ restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail }, 'this database is not the one this machine last ran on');
+      inTransaction(db, () => {
+        outbox.raiseAlarm(lineage.restored ? 'database_restored' : 'database_cloned', 'warning', `${lineage.detail}; recent invoices are being reconciled with the provider`, { highWater: lineage.highWater });
+        outbox.event('database.restored', { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail });
+      });
+    }
     const health = createProviderHealth(clock);
     const metrics = createMetrics({ provider: settings.provider.name });
     const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
-    let kioskPort = settings.http.local.port;
+    const kioskPort = bound.local!.port;
 
     let sandbox: SandboxProvider | null = null;
     let provider = deps.provider;
@@ -114,7 +145,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // Every state change may have written outbox rows: publish them now, not at the next poll.
     const notify = () => { for (const listener of listeners) listener(); mqtt?.kick(); };
 
-    const baseLedger = createLedger({ db, clock, logger, outbox });
+    const baseLedger = createLedger({ db, clock, logger, outbox }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
     let vend: VendRunner;
     let refunds: RefundWorker;
     // Every channel observes through this: a queued vend or refund starts at once, not at the next tick.
@@ -149,10 +180,17 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     }, settings);
     const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
     const webhookSecrets = settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
-    const webhooks = createWebhookChannel({ db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets }, {
+    const webhooks = createWebhookChannel({ db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook }, {
       ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec,
     });
     sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
+    // After an outage of the provider every unsettled invoice is read again and the Events API is
+    // read from the last event seen: a payment made meanwhile is found whatever its webhook did.
+    health.onRecovered(() => {
+      log.info('payment provider reachable again: reading every unsettled invoice and the events missed');
+      poller.pollAllNow();
+      void webhooks.backfill.run('provider reachable again').catch(() => {});
+    });
     const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners, metrics });
 
     let urls: { local?: string; webhook?: string } = {};
@@ -172,9 +210,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     inputs.on((event) => handleHardwareEvent(ctx!, outOfService, event, notify));
     await inputs.start();
 
-    kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock }, { host: settings.http.local.host, port: settings.http.local.port });
+    kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock, listener: bound.local }, settings.http.local);
     const listening = await kiosk.start();
-    kioskPort = listening.port;
     if (lan?.address && sandbox) {
       sandboxLan = createSandboxLanServer({ sandbox: sandbox.payments, clock, logger }, { port: lan.port });
       await sandboxLan.start();
@@ -185,6 +222,14 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // Connects in the background: a broker that is down never holds up the money path.
     await mqtt.start();
     poller.start();
+    reconciler = createReconciler({ db, clock, logger, outbox, provider, ledger }, {
+      everyMs: settings.poll.reconcileEveryMin * 60_000, days: settings.poll.reconcileDays, readsPerHour: settings.poll.reconcileReadsPerHour,
+    });
+    reconciler.start();
+    if (lineage.detail) {
+      reconciler.compareAllAgain();
+      void reconciler.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
+    }
     void vend.run();
     void refunds.run();
     housekeeping = setInterval(() => {
@@ -203,7 +248,12 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   }
 
   async function stopOnce(): Promise<void> {
-    if (!ctx) return;
+    if (!ctx) {
+      // start() failed early: give back what it claimed (the process's exit would do the same).
+      await Promise.all([bound.local?.close(), bound.webhook?.close()]);
+      instanceLock?.release();
+      return;
+    }
     const { poller, webhooks, vend, actuator, inputs, db, sandbox } = ctx;
     log.info('stopping: no new orders');
     // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
@@ -211,15 +261,23 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await retention?.stop();
     await kiosk?.stop();
     await sandboxLan?.stop();
+    await bound.local?.close();
     await webhooks.stop();
     await poller.stop();
+    await reconciler?.stop();
     await inputs.stop();
     await vend.stop();
     await actuator.stop();
     await ctx.mqtt.stop();
     sandbox?.close();
     checkpointer?.stop();
+    try {
+      recordLineage(db, settings.storage.path, { highWater: -1 });
+    } catch (err) {
+      log.warn({ err }, 'could not write the lineage mark beside the database');
+    }
     db.close();
+    instanceLock?.release();
     log.info('stopped');
   }
 

@@ -49,10 +49,11 @@ export function followSimLog(path) {
   };
 }
 
-export async function postJson(url, body) {
+export async function postJson(url, body = {}) {
+  // The local API takes state changes as JSON only: {} when there is nothing to say.
   const response = await fetch(url, {
-    method: 'POST', headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(15_000),
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body), signal: AbortSignal.timeout(15_000),
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : null };

@@ -39,7 +39,7 @@ const service = createServiceProcess({
   config: () => ({
     device: { id: 'memory', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
     provider: { name: 'sandbox' },
-    http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: webhookPort } },
+    http: { local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000 }, webhook: { host: '127.0.0.1', port: webhookPort } },
     storage: { path: join(dir, 'vendgate.db') },
     actuator: { kind: 'sim', sim: { logPath: join(dir, 'actuations.jsonl'), durationMs: 0 } },
     mqtt: broker ? { url: 'mqtt://127.0.0.1:1883', prefix: `memory-${process.pid}` } : { url: '' },

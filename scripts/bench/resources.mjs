@@ -28,7 +28,7 @@ export async function resourcesBench({ log, quick }) {
     config: () => ({
       device: { id: 'bench-rss', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
       provider: { name: 'sandbox' },
-      http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: webhookPort } },
+      http: { local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000 }, webhook: { host: '127.0.0.1', port: webhookPort } },
       storage: { path: join(dir, 'vendgate.db') },
       actuator: { kind: 'sim', sim: { logPath: join(dir, 'actuations.jsonl'), durationMs: 0 } },
       mqtt: mqtt ? { url: 'mqtt://127.0.0.1:1883', prefix: `bench-${process.pid}` } : { url: '' },

@@ -22,7 +22,7 @@ export async function startGeregeStack({ webhooks, intervalMs, invoiceTtlSec = 1
       device: { id: 'bench-001', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
       provider: { name: 'gerege', baseUrl: sim.url, clientId: 'sim-client', invoiceTtlSec },
       poll: { intervalMs },
-      http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: webhookPort } },
+      http: { local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000 }, webhook: { host: '127.0.0.1', port: webhookPort } },
       storage: { path: join(dir, 'vendgate.db') },
       // 0 ms: the figure is the software path, not a simulated motor.
       actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 0 } },

@@ -91,7 +91,7 @@ async function main() {
   writeFileSync(config, stringify({
     device: { id: 'bench-001', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
     provider: { name: 'sandbox' },
-    http: { webhook: { host: '127.0.0.1', port: webhookPort }, local: { host: '127.0.0.1', port: localPort } },
+    http: { webhook: { host: '127.0.0.1', port: webhookPort }, local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000 } },
     storage: { path: join(dir, 'vendgate.db') },
     actuator: { kind: 'sim', sim: { logPath: join(dir, 'actuations.jsonl') } },
     mqtt: { url: '' },

@@ -79,7 +79,7 @@ export function createDriver({ localUrl, sim, random, stats, isStopping }) {
     }
   }
 
-  const cancel = (orderId) => persist('cancel', () => call(`${localUrl}/api/orders/${orderId}/cancel`, { method: 'POST' }));
+  const cancel = (orderId) => persist('cancel', () => call(`${localUrl}/api/orders/${orderId}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }));
   const pay = (invoiceId) => sim.pay(invoiceId).then(() => true, () => false);
 
   return {

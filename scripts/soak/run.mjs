@@ -77,7 +77,8 @@ export async function runSoak(options) {
     provider: { name: 'gerege', baseUrl: sim.url, clientId: 'sim-client', invoiceTtlSec: 30, requestTimeoutMs: 1_000, createDeadlineMs: 6_000, refundUnknownAlarmSec: 10 },
     poll: { intervalMs: 200, maxBackoffMs: 2_000, lateGraceSec: 60 },
     http: {
-      local: { host: '127.0.0.1', port: localPort },
+      // A soak orders far faster than a customer and replaces open orders on purpose: no rate limit, no double-press merging.
+      local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000, doublePressWindowMs: 0 },
       webhook: { host: '127.0.0.1', port: webhookPort, retryBaseMs: 100, retryMaxMs: 2_000, silenceGraceSec: 2, backfillLookbackSec: 3_600 },
     },
     storage: { path: dbPath },

@@ -3,13 +3,12 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { PaymentProvider } from '../payments/types.js';
 import { ProviderError } from '../payments/types.js';
-import type { Ledger, ObserveResult } from '../ledger/index.js';
-import type { ProviderHealth } from '../orders/index.js';
+import { observationOf, type Ledger, type ObserveResult } from '../ledger/index.js';
+import { createOrderRepository, type ProviderHealth } from '../orders/index.js';
 
 export interface PollerSettings {
   intervalMs: number;
   maxBackoffMs: number;
-  lateGraceSec: number;
 }
 
 export interface PollerDeps {
@@ -28,9 +27,11 @@ const CLOSED_INTERVAL_FACTOR = 5;
 const PROBE_INTERVAL_MS = 15_000;
 
 /**
- * The channel that always works. While an invoice is open it is read every `intervalMs`; errors back
- * off (Retry-After on 429); an invoice leaves the list when the ledger has its final status. No open
- * invoice → no provider calls. Everything it needs is in the database, so a restart resumes it.
+ * The channel that always works. Every invoice this device created is read until the provider gives
+ * its final answer (paid, expired, refunded, canceled after its expiry): an open one every
+ * `intervalMs`, a closed one less often. Errors back off (Retry-After on 429), never drop an
+ * invoice. No unsettled invoice → no provider calls. Everything it needs is in the database, so a
+ * restart resumes it.
  */
 export function createPoller(deps: PollerDeps, settings: PollerSettings) {
   const { db, clock, provider, ledger, health } = deps;
@@ -43,18 +44,10 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings) {
   let stopped = true;
   const tickMs = Math.max(25, Math.min(250, Math.floor(settings.intervalMs / 4)));
 
-  const candidates = db.prepare(
-    `SELECT invoice_id, state FROM orders o
-      WHERE invoice_id IS NOT NULL AND (
-        state = 'awaiting_payment'
-        OR (state IN ('canceled', 'expired')
-            AND ? < coalesce(max(expires_at, closed_at), closed_at) + ?
-            AND NOT EXISTS (SELECT 1 FROM invoice_status_ledger l
-                             WHERE l.invoice_id = o.invoice_id AND l.status IN ('paid', 'authorized', 'expired'))))`,
-  );
+  const orders = createOrderRepository({ db, clock });
 
   function openInvoices(): { invoice_id: string; state: string }[] {
-    return candidates.all(clock.now(), settings.lateGraceSec * 1000) as { invoice_id: string; state: string }[];
+    return orders.unsettledInvoices().map((row) => ({ invoice_id: row.invoice_id, state: row.current && row.state === 'awaiting_payment' ? 'awaiting_payment' : 'closed' }));
   }
 
   async function pollOne(invoiceId: string, closed: boolean): Promise<void> {
@@ -63,10 +56,7 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings) {
       const invoice = await provider.getInvoice(invoiceId);
       lastPollAt = clock.now();
       health.ok();
-      const result = ledger.observe({
-        invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode,
-        amount: invoice.amount, currency: invoice.currency, channel: 'poll',
-      });
+      const result = ledger.observe(observationOf(invoice, 'poll'));
       deps.onObserved?.(result, invoiceId);
       due.set(invoiceId, { at: clock.now() + settings.intervalMs * (closed ? CLOSED_INTERVAL_FACTOR : 1), failures: 0 });
     } catch (err) {
@@ -119,6 +109,10 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings) {
       if (!stopped) return;
       stopped = false;
       schedule();
+    },
+    /** Reads every unsettled invoice at the next tick (the provider is reachable again after an outage). */
+    pollAllNow(): void {
+      for (const entry of due.values()) entry.at = 0;
     },
     /** Reads an invoice now (a webhook arrived, a new order was created). */
     pollNow(invoiceId: string): void {

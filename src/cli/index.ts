@@ -1,13 +1,13 @@
 import { parseArgs } from 'node:util';
 import { SettingsError } from '../settings/index.js';
+import { InstanceLockedError } from '../store/index.js';
+import { PortInUseError } from '../util/http-listener.js';
 import { VendgateError } from '../util/errors.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
 import { COMMANDS, commandUsage, usage } from './usage.js';
 import { versionLine } from '../version.js';
 
 export { type CliIo, EXIT } from './io.js';
-
-
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -80,9 +80,13 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       default: throw new UsageError(`unknown command "${command}"\n\n${usage()}`);
     }
   } catch (err) {
-    if (err instanceof SettingsError) {
+    if (err instanceof SettingsError || err instanceof PortInUseError) {
       print(io.stderr, `vendgate: ${err.message}`);
       return EXIT.CONFIG;
+    }
+    if (err instanceof InstanceLockedError) {
+      print(io.stderr, `vendgate: ${err.code}: ${err.message}`);
+      return EXIT.ALREADY_RUNNING;
     }
     if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
       print(io.stderr, `vendgate: ${err.message}`);

@@ -13,7 +13,7 @@ export interface CliIo {
 }
 
 /** Exit codes: 0 ok, 1 runtime failure, 78 bad configuration (systemd does not restart on it). */
-export const EXIT = { OK: 0, FAILURE: 1, USAGE: 64, CONFIG: 78 } as const;
+export const EXIT = { OK: 0, FAILURE: 1, USAGE: 64, ALREADY_RUNNING: 75, CONFIG: 78 } as const;
 
 export class UsageError extends Error {
   constructor(message: string) {

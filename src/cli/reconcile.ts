@@ -4,57 +4,17 @@ import { ProviderError, type CanonicalStatus, type PaymentProvider } from '../pa
 import { systemClock, toIso } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import { type CliIo, EXIT, print } from './io.js';
+import { compareWithProvider, IN_PROGRESS_STATES, LOCAL_INVOICES_SQL, type Finding, type LocalInvoice } from '../ledger/compare.js';
 import { parseSince, providerForCli } from './replay.js';
 
-/** One invoice of this device as the database sees it. */
-interface LocalInvoice {
-  invoice_id: string;
-  order_id: number;
-  reference: string;
-  state: string;
-  current: number;
-  vend_state: string | null;
-  vend_outcome: string | null;
-  refund_state: string | null;
-}
-
-export type FindingKind = 'paid_not_vended' | 'vended_not_paid' | 'unknown_here' | 'needs_a_person' | 'unreadable';
-
-export interface Finding {
-  kind: FindingKind;
-  invoiceId: string;
-  orderId: number | null;
-  reference: string | null;
-  providerStatus: string | null;
-  localState: string | null;
-  detail: string;
-}
-
-const MONEY: readonly CanonicalStatus[] = ['paid', 'authorized', 'partially_refunded'];
-/** A local state in which the service is still working on the payment (not a finding while it runs). */
-const IN_PROGRESS = ['paid', 'authorized', 'vending', 'refunding'];
 /** The Events API is read at most this many pages per run. */
 const MAX_EVENT_PAGES = 500;
+const MONEY: readonly CanonicalStatus[] = ['paid', 'authorized', 'partially_refunded'];
+const LOCAL_INVOICES = `${LOCAL_INVOICES_SQL} WHERE oi.created_at >= ? ORDER BY oi.created_at`;
 
-// Read-only report over the contract tables (DESIGN.md: operators read them); it writes nothing.
-const LOCAL_INVOICES = `
-  SELECT oi.invoice_id, o.id AS order_id, o.reference, o.state, (o.invoice_id = oi.invoice_id) AS current,
-         v.state AS vend_state, v.outcome AS vend_outcome, r.state AS refund_state
-    FROM order_invoices oi
-    JOIN orders o ON o.id = oi.order_id
-    LEFT JOIN vend_jobs v ON v.order_id = o.id
-    LEFT JOIN refunds r ON r.invoice_id = oi.invoice_id
-   WHERE oi.created_at >= ?
-   ORDER BY oi.created_at`;
-
-function vendedHere(row: LocalInvoice): boolean {
-  if (!row.current) return false;
-  return (row.vend_state === 'done' && row.vend_outcome !== null) || (row.vend_state === 'resolved' && row.vend_outcome === 'resolved_vended');
-}
-
-/** References are `<device.id>-<db>-<order>`: this device's, whatever database made them. Device ids are [a-z0-9-]. */
+/** References are `<device.id>-<db>-<order>[-<nonce>]`: this device's, whatever database made them. Device ids are [a-z0-9-]. */
 function ownsReference(deviceId: string, reference: unknown): boolean {
-  return typeof reference === 'string' && new RegExp(`^${deviceId}-[^-]+-\\d+$`).test(reference);
+  return typeof reference === 'string' && new RegExp(`^${deviceId}-[^-]+-\\d+(-[0-9a-f]+)?$`).test(reference);
 }
 
 /** The reference an event body carries (Gerege `data.object.reference`, sandbox too), if any. */
@@ -85,16 +45,9 @@ export async function reconcile(deps: { rows: LocalInvoice[]; provider: PaymentP
       findings.push({ ...base, kind: 'unreadable', providerStatus: null, detail: `could not read it from the provider: ${errorMessage(err)}` });
       continue;
     }
-    const vended = vendedHere(row);
-    const refundedHere = row.refund_state !== null && row.refund_state !== 'failed';
-    if (row.state === 'vend_uncertain') {
-      findings.push({ ...base, kind: 'needs_a_person', providerStatus, detail: `the vend may or may not have happened: vendgate resolve ${row.order_id} --vended|--not-vended` });
-    } else if (MONEY.includes(status) && !vended && !refundedHere) {
-      if (IN_PROGRESS.includes(row.state)) inProgress.push(`${row.invoice_id} (order ${row.order_id}, ${row.state})`);
-      else findings.push({ ...base, kind: 'paid_not_vended', providerStatus, detail: 'paid at the provider; no vend and no refund here' });
-    } else if (vended && !MONEY.includes(status) && status !== 'refunded') {
-      findings.push({ ...base, kind: 'vended_not_paid', providerStatus, detail: `vended here; the provider says ${providerStatus}` });
-    }
+    const finding = compareWithProvider(row, status, providerStatus);
+    if (finding) findings.push(finding);
+    else if (IN_PROGRESS_STATES.includes(row.state) && MONEY.includes(status)) inProgress.push(`${row.invoice_id} (order ${row.order_id}, ${row.state})`);
   }
 
   // Paid invoices of this device the database has no row for (a restored or replaced database).

@@ -1,4 +1,6 @@
 import type { Settings } from '../settings/index.js';
+import { InstanceLockedError } from '../store/index.js';
+import { PortInUseError } from '../util/http-listener.js';
 
 /** A start-up failure a person can act on: what happened, in plain words, and what to do. */
 export interface StartProblem {
@@ -22,6 +24,10 @@ function portSettings(settings: Readonly<Settings>): [setting: string, port: num
  * which is then logged with its stack as a bug.
  */
 export function describeStartError(err: unknown, settings: Readonly<Settings>, configSource: string): StartProblem | null {
+  if (err instanceof PortInUseError) return portInUse(err.code, err.port, err.setting, configSource);
+  if (err instanceof InstanceLockedError) {
+    return { code: err.code, holderPid: err.holderPid, lockPath: err.lockPath, message: 'another vendgate is already running on this database', hint: err.message };
+  }
   const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
   if (!e || typeof e !== 'object' || typeof e.code !== 'string') return null;
   const setting = portSettings(settings).find(([, port]) => port === e.port)?.[0];
@@ -29,11 +35,7 @@ export function describeStartError(err: unknown, settings: Readonly<Settings>, c
   const port = e.port ?? '?';
   switch (e.code) {
     case 'EADDRINUSE':
-      return {
-        code: e.code, port, setting: setting ?? null, address: e.address ?? null,
-        message: `port ${port}${where} is already in use by another program`,
-        hint: `find it with: sudo ss -ltnp 'sport = :${port}' — stop that program (another vendgate? sudo systemctl stop vendgate) or choose another port${setting ? ` in ${setting}` : ''}`,
-      };
+      return { ...portInUse(e.code, port, setting ?? null, configSource), address: e.address ?? null };
     case 'EACCES':
       return {
         code: e.code, port, setting: setting ?? null,
@@ -49,4 +51,12 @@ export function describeStartError(err: unknown, settings: Readonly<Settings>, c
     default:
       return null;
   }
+}
+
+function portInUse(code: string, port: number | string, setting: string | null, configSource: string): StartProblem {
+  return {
+    code, port, setting,
+    message: `port ${port}${setting ? ` (${setting} in ${configSource})` : ''} is already in use by another program`,
+    hint: `find it with: sudo ss -ltnp 'sport = :${port}' — stop that program (another vendgate? sudo systemctl stop vendgate) or choose another port${setting ? ` in ${setting}` : ''}`,
+  };
 }

@@ -14,6 +14,8 @@ function withLanPayPage(settings: Readonly<Settings>): Readonly<Settings> {
 }
 
 const DEMO_LAN_PORT = 8090;
+import { InstanceLockedError } from '../store/index.js';
+import { PortInUseError } from '../util/http-listener.js';
 
 /** `vendgate start [--config FILE]`: runs the service until SIGTERM/SIGINT. */
 export async function startCommand(options: { config?: string; lan?: boolean }, io: CliIo, extra: { crashPoint?: (name: string) => void } = {}): Promise<number> {
@@ -31,15 +33,13 @@ export async function startCommand(options: { config?: string; lan?: boolean }, 
   try {
     ready = await app.start();
   } catch (err) {
-    const problem = describeStartError(err, settings, loaded.source);
-    if (problem) {
-      // A setting or another program, not a bug: no stack trace, the sentence and what to do.
-      logger.fatal(problem, 'could not start');
-      print(io.stderr, `vendgate: could not start: ${problem.message}\n  ${problem.hint}`);
-    } else {
-      logger.fatal({ err }, 'could not start');
-    }
     await app.stop().catch(() => {});
+    // A setting or another program, not a bug: the sentence and what to do, no stack trace.
+    const problem = describeStartError(err, settings, loaded.source);
+    logger.fatal(problem ?? { err }, 'could not start');
+    // Another instance or a taken port: said plainly on stderr, with its own exit code (cli/index.ts).
+    if (err instanceof InstanceLockedError || err instanceof PortInUseError) throw err;
+    if (problem) print(io.stderr, `vendgate: could not start: ${problem.message}\n  ${problem.hint}`);
     return EXIT.FAILURE;
   }
   if (io.isTty) {

@@ -26,7 +26,7 @@ export const COMMANDS: Record<string, { usage: string; about: string }> = {
 
 const FOOTER = `  --config FILE  defaults to $VENDGATE_CONFIG, then /etc/vendgate/config.yaml, then the demo config
   --version      print the release, its commit and the Node.js running it
-Exit codes: 0 ok, 1 runtime failure, 64 usage, 78 bad configuration.`;
+Exit codes: 0 ok, 1 runtime failure, 64 usage, 75 another vendgate runs on this database, 78 bad configuration (or a port in use).`;
 
 const COLUMN = 46;
 

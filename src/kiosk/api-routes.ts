@@ -3,6 +3,7 @@ import type { DeviceState, KioskDeps, OrderView } from './types.js';
 import type { QrRenderer } from './qr.js';
 import { badRequest } from './http-errors.js';
 import { ErrorCodes, VendgateError } from '../util/index.js';
+import { OrderRateLimitError, type createOrderPress } from './order-press.js';
 
 /** Same rule as catalog slots in settings: short, no spaces or markup. */
 const SLOT_PATTERN = /^[A-Za-z0-9_-]{1,16}$/;
@@ -18,6 +19,7 @@ export async function withQr(state: DeviceState, qr: QrRenderer): Promise<StateW
 }
 
 export function parseCreateBody(body: unknown): { slot?: string } {
+  if (body === undefined) throw badRequest('the body is empty; send a JSON object such as {"slot":"A1"} ({} for a turnstile)');
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw badRequest('the body must be a JSON object such as {"slot":"A1"} ({} for a turnstile)');
   }
@@ -40,7 +42,7 @@ export function parseOrderId(raw: string): number {
   return id;
 }
 
-export function registerApiRoutes(app: FastifyInstance, deps: KioskDeps, qr: QrRenderer): void {
+export function registerApiRoutes(app: FastifyInstance, deps: KioskDeps, qr: QrRenderer, press: ReturnType<typeof createOrderPress>): void {
   const orderWithQr = async (order: OrderView) => ({
     ...order,
     ...(order.state === 'awaiting_payment' && order.payUrl ? { qrSvg: await qr.svg(order.payUrl) } : {}),
@@ -49,9 +51,17 @@ export function registerApiRoutes(app: FastifyInstance, deps: KioskDeps, qr: QrR
   app.post('/api/orders', async (request, reply) => {
     // Validate completely before the order service sees anything: bad input changes nothing.
     const { slot } = parseCreateBody(request.body);
-    const created = await deps.orders.create(slot === undefined ? { source: 'kiosk' } : { slot, source: 'kiosk' });
+    let pressed;
+    try {
+      pressed = await press.press(slot === undefined ? {} : { slot });
+    } catch (err) {
+      if (err instanceof OrderRateLimitError) reply.header('retry-after', String(err.retryAfterSec));
+      throw err;
+    }
+    const { created, repeated } = pressed;
     const qrSvg = created.payUrl ? await qr.svg(created.payUrl) : null;
-    return reply.code(201).send({
+    // A repeated press created nothing: 200 with the order it already has.
+    return reply.code(repeated ? 200 : 201).send({
       orderId: created.orderId,
       reference: created.reference,
       state: created.state,

@@ -1,1 +1,3 @@
-export { createLedger, refundKeyFor, queueRefundFor, type Ledger, type Observation, type ObserveResult, type Channel } from './ledger.js';
+export { createLedger, type Ledger, type LedgerSettings, type Observation, type ObserveResult, type Channel, observationOf } from './ledger.js';
+export { createReconciler, type Reconciler, type ReconcilerSettings } from './reconciler.js';
+export { compareWithProvider, type Finding, type FindingKind, type LocalInvoice } from './compare.js';

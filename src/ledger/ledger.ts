@@ -1,14 +1,15 @@
 import type { Db } from '../store/index.js';
-import { inTransaction } from '../store/index.js';
+import { inTransaction, prepared } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
-import type { CanonicalStatus } from '../payments/types.js';
-import { createOrderRepository, decideObservation, type OrderState } from '../orders/index.js';
+import type { CanonicalStatus, Invoice } from '../payments/types.js';
+import { createOrderRepository, decideObservation, isFinalReading, type OrderState } from '../orders/index.js';
+import { queueRefundFor, queueVendFor, refundExists } from '../vend/queue.js';
 
-export type Channel = 'poll' | 'webhook' | 'backfill' | 'create' | 'replay' | 'refund' | 'expiry';
+export type Channel = 'poll' | 'webhook' | 'backfill' | 'create' | 'replay' | 'refund' | 'expiry' | 'cancel' | 'recovery' | 'reconcile';
 
-/** One reading of an invoice's current state, from a GET (or the create response). */
+/** One reading of an invoice's current state, from a GET (or the create / cancel response). */
 export interface Observation {
   invoiceId: string;
   status: CanonicalStatus;
@@ -16,14 +17,25 @@ export interface Observation {
   livemode: boolean;
   amount: number;
   currency: string;
+  /** What was refunded at the provider, by anyone (absent or 0 when nothing). */
+  refundedAmount?: number;
   channel: Channel;
   /** The webhook event that led to the GET, when there was one. */
   eventId?: string;
 }
 
+/** The observation a read of `invoice` makes: one spelling for every channel. */
+export function observationOf(invoice: Invoice, channel: Channel, eventId?: string): Observation {
+  return {
+    invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode,
+    amount: invoice.amount, currency: invoice.currency, refundedAmount: invoice.refundedAmount ?? 0, channel,
+    ...(eventId ? { eventId } : {}),
+  };
+}
+
 export type ObserveResult =
   | { outcome: 'unknown_invoice' }
-  | { outcome: 'rejected'; reason: 'livemode_mismatch' | 'amount_mismatch'; orderId: number }
+  | { outcome: 'rejected'; reason: 'livemode_mismatch'; orderId: number }
   | { outcome: 'duplicate'; orderId: number }
   | {
       outcome: 'recorded';
@@ -39,48 +51,25 @@ export type ObserveResult =
 export interface Ledger {
   /**
    * The only function that moves an order because of money. One synchronous transaction: records
-   * (invoice, status) once, applies the forward-only decision, queues the vend or the refund, and
-   * writes the outbox rows. Safe to call any number of times from any channel, in any order.
+   * (invoice, status) once, applies the decision of the state table, queues the vend or the refund
+   * (through `vend/`), and writes the outbox rows. Safe to call any number of times from any
+   * channel, in any order.
    */
   observe(observation: Observation): ObserveResult;
 }
 
-/** The refund key of an invoice: derived from the order like the pay key, one per attempt. */
-export function refundKeyFor(reference: string, attempt: number): string {
-  return attempt <= 1 ? `${reference}-refund` : `${reference}-refund-${attempt}`;
+export interface LedgerSettings {
+  /** A payment first seen this long after the QR expired is refunded: the customer has gone. */
+  lateVendMs: number;
 }
 
-/**
- * Queues the money back for one paid invoice: at most one refund per invoice, with the key derived
- * from the order, and its outbox event in the caller's transaction. The one place refunds are queued.
- */
-export function queueRefundFor(
-  deps: { db: Db; outbox: Outbox },
-  refund: { id: number; reference: string; amount: number; invoiceId: string; attempt: number; kind: 'refund' | 'void'; reason: string; now: number },
-): boolean {
-  const queued = deps.db.prepare(
-    `INSERT INTO refunds (invoice_id, order_id, idempotency_key, kind, amount, reason, state, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, 'requested', ?, ?) ON CONFLICT DO NOTHING`,
-  ).run(refund.invoiceId, refund.id, refundKeyFor(refund.reference, refund.attempt), refund.kind, refund.amount, refund.reason, refund.now, refund.now).changes === 1;
-  if (queued) {
-    deps.outbox.event('refund.requested', { orderId: refund.id, reference: refund.reference, invoiceId: refund.invoiceId, kind: refund.kind, amount: refund.amount, reason: refund.reason });
-    deps.outbox.count('refunds_requested');
-  }
-  return queued;
-}
-
-export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox }): Ledger {
+export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox }, settings: LedgerSettings = { lateVendMs: 120_000 }): Ledger {
   const { db, clock, outbox } = deps;
   const log = deps.logger.child({ module: 'ledger' });
   const orders = createOrderRepository({ db, clock });
-  const insertLedger = db.prepare(
-    `INSERT INTO invoice_status_ledger (invoice_id, status, order_id, provider_status, channel, observed_at, evidence)
-     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-  );
-  const insertVendJob = db.prepare(
-    "INSERT INTO vend_jobs (order_id, state, slot, created_at) VALUES (?, 'queued', ?, ?) ON CONFLICT DO NOTHING",
-  );
-  function observeInTransaction(o: Observation): ObserveResult {
+
+  function observeInTransaction(observation: Observation): ObserveResult {
+    const o = { ...observation, refundedAmount: observation.refundedAmount ?? 0 };
     const order = orders.getByInvoice(o.invoiceId);
     if (!order) return { outcome: 'unknown_invoice' };
 
@@ -89,56 +78,64 @@ export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbo
       log.warn({ orderId: order.id, invoiceId: o.invoiceId, livemode: o.livemode }, 'observation livemode differs from the order: ignored');
       return { outcome: 'rejected', reason: 'livemode_mismatch', orderId: order.id };
     }
-    const moneyStatus = o.status === 'paid' || o.status === 'authorized';
-    if (moneyStatus && (o.amount !== order.amount || o.currency !== order.currency)) {
-      log.error({ orderId: order.id, invoiceId: o.invoiceId, amount: o.amount, currency: o.currency }, 'paid amount differs from the order: not vended');
-      outbox.raiseAlarm(`payment_mismatch/${order.id}`, 'critical', 'a payment does not match its order; check it with the provider', {
-        orderId: order.id, reference: order.reference, invoiceId: o.invoiceId, expected: order.amount, observed: o.amount,
-      });
-      return { outcome: 'rejected', reason: 'amount_mismatch', orderId: order.id };
-    }
 
     const now = clock.now();
-    const evidence = JSON.stringify({ providerStatus: o.providerStatus, amount: o.amount, currency: o.currency, eventId: o.eventId ?? null });
-    if (insertLedger.run(o.invoiceId, o.status, order.id, o.providerStatus, o.channel, now, evidence).changes === 0) {
+    // Following stops at the provider's final answer (the poller reads until then).
+    if (isFinalReading(o.status, now, order.invoice_id === o.invoiceId ? order.expires_at : null)) orders.markInvoiceSettled(o.invoiceId, now);
+    const evidence = JSON.stringify({ providerStatus: o.providerStatus, amount: o.amount, currency: o.currency, refundedAmount: o.refundedAmount, eventId: o.eventId ?? null });
+    const inserted = prepared(db,
+      `INSERT INTO invoice_status_ledger (invoice_id, status, order_id, provider_status, channel, observed_at, evidence)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    ).run(o.invoiceId, o.status, order.id, o.providerStatus, o.channel, now, evidence).changes === 1;
+    if (!inserted) {
       return { outcome: 'duplicate', orderId: order.id };
     }
     outbox.event('payment.observed', {
       orderId: order.id, reference: order.reference, invoiceId: o.invoiceId, status: o.status, channel: o.channel,
     });
-
     const refundEvidence = o.status === 'refunded' || o.status === 'partially_refunded' || o.status === 'canceled';
+    const moneyStatus = o.status === 'paid' || o.status === 'authorized' || o.status === 'partially_refunded';
+
     // A payment of an earlier attempt's invoice: the order has moved on, so the money goes back.
-    const staleAttempt = order.invoice_id !== o.invoiceId;
-    if (staleAttempt) {
-      let refundQueued = false;
-      if (moneyStatus) {
-        refundQueued = queueRefund(order, o.invoiceId, order.invoice_attempt, o.status === 'authorized' ? 'void' : 'refund', 'paid invoice of an earlier attempt', now);
-      }
+    if (order.invoice_id !== o.invoiceId) {
+      const rest = o.amount - o.refundedAmount;
+      const refundQueued = moneyStatus && rest > 0 && queueRefundFor({ db, outbox }, {
+        ...order, invoiceId: o.invoiceId, attempt: order.invoice_attempt, amount: rest,
+        kind: o.status === 'authorized' ? 'void' : 'refund', reason: 'paid invoice of an earlier attempt', now,
+      });
       return { outcome: 'recorded', orderId: order.id, from: order.state, to: null, vendQueued: false, refundQueued, refundEvidence };
     }
 
-    const decision = decideObservation(order.state, o.status, order.capture_mode);
+    const decision = decideObservation(order.state, {
+      status: o.status,
+      captureMode: order.capture_mode,
+      amountMatches: o.amount === order.amount && o.currency === order.currency,
+      paidAmount: o.amount,
+      refundedAmount: o.refundedAmount,
+      tooLateToServe: order.expires_at !== null && now > order.expires_at + settings.lateVendMs,
+    });
     let to: OrderState | null = null;
-    if (decision.to && orders.transition(order.id, order.state, decision.to, `${o.status} seen by ${o.channel}`)) {
+    if (decision.to && orders.transition(order.id, order.state, decision.to, `${o.status} seen by ${o.channel}${decision.refund ? `: ${decision.refund.reason}` : ''}`)) {
       to = decision.to;
       if (to === 'expired' || to === 'canceled') outbox.event(to === 'expired' ? 'order.expired' : 'order.canceled', { orderId: order.id, reference: order.reference, by: 'provider' });
       if (to === 'paid' || to === 'authorized') outbox.count('orders_paid');
     }
-    let vendQueued = false;
-    if (decision.queueVend && to) {
-      vendQueued = insertVendJob.run(order.id, order.slot, now).changes === 1;
-      if (vendQueued) outbox.event('vend.queued', { orderId: order.id, reference: order.reference, slot: order.slot });
-    }
-    let refundQueued = false;
-    if (decision.refund && to === 'refunding') {
-      refundQueued = queueRefund(order, o.invoiceId, order.attempt, decision.refund, `${o.status} after the order was ${order.state}`, now);
-    }
+    const vendQueued = decision.queueVend && to !== null && queueVendFor({ db, outbox }, order, now);
+    const refundQueued = decision.refund !== null && to === 'refunding' && !refundExists(db, o.invoiceId)
+      && queueRefundFor({ db, outbox }, { ...order, invoiceId: o.invoiceId, attempt: order.attempt, kind: decision.refund.kind, amount: decision.refund.amount, reason: decision.refund.reason, now });
+    if (decision.alarm && to !== null) raiseAlarm(decision.alarm, order, o);
     return { outcome: 'recorded', orderId: order.id, from: order.state, to, vendQueued, refundQueued, refundEvidence };
   }
 
-  function queueRefund(order: { id: number; reference: string; amount: number }, invoiceId: string, attempt: number, kind: 'refund' | 'void', reason: string, now: number): boolean {
-    return queueRefundFor({ db, outbox }, { ...order, invoiceId, attempt, kind, reason, now });
+  function raiseAlarm(alarm: 'payment_mismatch' | 'refunded_elsewhere', order: { id: number; reference: string; amount: number; currency: string }, o: Observation): void {
+    const detail = { orderId: order.id, reference: order.reference, invoiceId: o.invoiceId, expected: order.amount, paid: o.amount, currency: o.currency, refunded: o.refundedAmount };
+    if (alarm === 'payment_mismatch') {
+      log.error(detail, 'paid amount differs from the order: not vended, refunded');
+      outbox.raiseAlarm(`payment_mismatch/${order.id}`, 'critical', 'a payment did not match its order: it was not vended and is being refunded; check it with the provider', detail);
+    } else {
+      log.warn(detail, 'refunded at the provider before the vend: not vended');
+      outbox.raiseAlarm(`refunded_elsewhere/${order.id}`, 'warning', 'an order was refunded at the provider before it was vended: nothing was vended, any rest is refunded', detail);
+    }
   }
 
   return {

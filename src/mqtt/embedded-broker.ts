@@ -1,4 +1,22 @@
 import { createServer, type Socket } from 'node:net';
+import { timingSafeEqual } from 'node:crypto';
+
+/**
+ * Who may do what on the embedded broker. With a `login`, only a client presenting it may publish
+ * everywhere (the service itself, an operator sending commands); a wrong login is refused; an
+ * anonymous client may subscribe to everything (read) and publish only where
+ * `anonymousMayPublish` says (the selftest's probe) — never a command, so no local program can
+ * refund or vend by writing to `cmd/…`. Without a login the broker is open (tests).
+ */
+export interface EmbeddedBrokerAccess {
+  login: { username: string; password: string };
+  anonymousMayPublish?: (topic: string) => boolean;
+}
+
+function sameSecret(given: Buffer | undefined, expected: string): boolean {
+  const want = Buffer.from(expected);
+  return given !== undefined && given.length === want.length && timingSafeEqual(given, want);
+}
 
 export interface EmbeddedBroker {
   url: string;
@@ -11,11 +29,27 @@ export interface EmbeddedBroker {
  * An in-process MQTT 3.1.1 broker (aedes, memory only) for the demo and the tests. Rejects with the
  * listen error (EADDRINUSE when another broker already holds the port).
  */
-export async function startEmbeddedBroker(options: { host?: string; port?: number } = {}): Promise<EmbeddedBroker> {
+export async function startEmbeddedBroker(options: { host?: string; port?: number; access?: EmbeddedBrokerAccess } = {}): Promise<EmbeddedBroker> {
   const host = options.host ?? '127.0.0.1';
   // Loaded only when a broker is wanted: a device that talks to the operator's broker never pays for it.
   const { Aedes } = await import('aedes');
-  const broker = await Aedes.createBroker();
+  const access = options.access;
+  const trusted = new WeakSet<object>();
+  const broker = await Aedes.createBroker(access ? {
+    authenticate(client, username, password, done) {
+      if (username === undefined) return done(null, true);
+      if (username === access.login.username && sameSecret(password, access.login.password)) {
+        trusted.add(client);
+        return done(null, true);
+      }
+      done(Object.assign(new Error('bad user name or password'), { returnCode: 4 }), false);
+    },
+    authorizePublish(client, packet, done) {
+      if (packet.topic.startsWith('$SYS')) return done(new Error('$SYS topics are reserved'));
+      if ((client && trusted.has(client)) || access.anonymousMayPublish?.(packet.topic)) return done(null);
+      done(new Error(`anonymous clients may not publish to ${packet.topic}`));
+    },
+  } : {});
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
     sockets.add(socket);

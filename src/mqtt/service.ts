@@ -5,6 +5,7 @@ import { createOutboxPublisher } from './publisher.js';
 import { createCommandHandler, CommandErrorCodes, type CommandResult } from './commands.js';
 import { clientOptions, backoffDelay, redactUrl, withTimeout } from './connection.js';
 import { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
+import { randomBytes } from 'node:crypto';
 import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
 import { discoveryMessages } from './home-assistant.js';
 import { buildInfo } from '../version.js';
@@ -205,9 +206,19 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       log.info('MQTT disabled (mqtt.url is empty)');
       return;
     }
+    let login = settings;
     if (settings.url === 'embedded') {
+      // The service logs in with mqtt.username/VENDGATE_MQTT_PASSWORD when set (operators use the same
+      // login to send commands), else with one made up now; anonymous local clients only read.
+      const own = settings.username !== undefined && settings.password !== undefined
+        ? { username: settings.username, password: settings.password }
+        : { username: `vendgate-${randomBytes(4).toString('hex')}`, password: randomBytes(24).toString('base64url') };
       try {
-        broker = await startEmbeddedBroker({ host: '127.0.0.1', port: settings.embeddedPort });
+        broker = await startEmbeddedBroker({
+          host: '127.0.0.1', port: settings.embeddedPort,
+          access: { login: own, anonymousMayPublish: (topic) => topic === topics.selftest || topic.startsWith(`${topics.selftest}/`) },
+        });
+        login = { ...settings, ...own };
         url = broker.url;
         log.info({ url }, 'embedded MQTT broker listening');
       } catch (err) {
@@ -221,7 +232,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       }
     }
     try {
-      options = clientOptions(settings, deviceId, topics);
+      options = clientOptions(login, deviceId, topics);
     } catch (err) {
       log.error({ err }, 'MQTT not started: fix the TLS settings');
       return;

@@ -1,6 +1,7 @@
 import { prepared, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import { toIso } from '../util/clock.js';
+import { randomBytes } from 'node:crypto';
 import { canTransition, type OrderState } from './state.js';
 
 export interface OrderRow {
@@ -28,9 +29,19 @@ export interface OrderRow {
   vended_at: number | null;
   refunded_at: number | null;
   closed_at: number | null;
+  /** JSON of the attempt's create request, fixed with its key (see `CreateRequestFields`). */
+  create_request: string | null;
+}
+
+/** What an attempt's create request carries besides the order's own columns; fixed with its key. */
+export interface CreateRequestFields {
+  description: string;
+  expiresInSec: number;
+  captureMode: 'automatic' | 'manual';
 }
 
 export interface NewOrder {
+  request: CreateRequestFields;
   source: string;
   slot: string | null;
   itemName: string;
@@ -46,9 +57,19 @@ export function idempotencyKeyFor(reference: string, attempt: number): string {
   return attempt <= 1 ? `${reference}-pay` : `${reference}-pay-${attempt}`;
 }
 
-/** `<device.id>-<db>-<id>`: the db part keeps a re-imaged device from reusing its earlier keys. */
-export function referenceFor(deviceId: string, dbId: string, orderId: number): string {
-  return `${deviceId}-${dbId}-${orderId}`;
+/**
+ * `<device.id>-<db>-<id>-<nonce>`. The db part keeps a re-imaged device from reusing its earlier
+ * keys; the nonce, minted per order and written with it before any call, keeps a database restored
+ * from a backup (or an SD card cloned onto a second machine) from reusing them: order ids restart
+ * there, nonces do not repeat. Stable across retries because it is stored, not recomputed.
+ */
+export function referenceFor(deviceId: string, dbId: string, orderId: number, nonce: string): string {
+  return `${deviceId}-${dbId}-${orderId}-${nonce}`;
+}
+
+/** 8 hex characters (32 bits): two orders with the same id in two lineages collide once in 4 billion. */
+export function newOrderNonce(): string {
+  return randomBytes(4).toString('hex');
 }
 
 /** Timestamp columns a transition into a state sets, so reports need not scan the history. */
@@ -75,7 +96,7 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
 
   return {
     /** Inserts the order with its reference and idempotency key in one statement pair (caller: durably). */
-    insert(order: NewOrder, deviceId: string, dbId: string): OrderRow {
+    insert(order: NewOrder, deviceId: string, dbId: string, nonce = newOrderNonce()): OrderRow {
       const now = clock.now();
       // The id is only known after the insert; the reference and key derive from it, so write a
       // placeholder that is unique by construction and replace it in the same transaction.
@@ -87,8 +108,9 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
       ).run(placeholder, placeholder, order.source, order.slot, order.itemName, order.amount, order.currency,
         order.livemode ? 1 : 0, order.provider, order.captureMode, now, now);
       const id = Number(lastInsertRowid);
-      const reference = referenceFor(deviceId, dbId, id);
-      prepared(db, 'UPDATE orders SET reference = ?, idempotency_key = ? WHERE id = ?').run(reference, idempotencyKeyFor(reference, 1), id);
+      const reference = referenceFor(deviceId, dbId, id, nonce);
+      prepared(db, 'UPDATE orders SET reference = ?, idempotency_key = ?, create_request = ? WHERE id = ?')
+        .run(reference, idempotencyKeyFor(reference, 1), JSON.stringify(order.request), id);
       history.run(id, now, null, 'creating', `order from ${order.source}`);
       return byId.get(id) as OrderRow;
     },
@@ -109,6 +131,33 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
         .run(invoice.id, id, order.attempt, clock.now());
       prepared(db, 'UPDATE orders SET invoice_id = ?, pay_url = ?, expires_at = ?, updated_at = ? WHERE id = ?')
         .run(invoice.id, invoice.payUrl, invoice.expiresAt, clock.now(), id);
+    },
+
+    /**
+     * A new attempt for an order still in `creating` (its invoice answer was not one it made): a
+     * new key, derived like the first, and the request fixed again. Caller: durably.
+     */
+    newAttempt(id: number, request: CreateRequestFields): OrderRow {
+      const order = byId.get(id) as OrderRow;
+      const attempt = order.attempt + 1;
+      prepared(db, "UPDATE orders SET attempt = ?, idempotency_key = ?, create_request = ?, updated_at = ? WHERE id = ? AND state = 'creating'")
+        .run(attempt, idempotencyKeyFor(order.reference, attempt), JSON.stringify(request), clock.now(), id);
+      history.run(id, clock.now(), 'creating', 'creating', `attempt ${attempt}: a new key`);
+      return byId.get(id) as OrderRow;
+    },
+
+    /** The provider gave its final answer on the invoice: it is no longer followed. */
+    markInvoiceSettled(invoiceId: string, at: number): void {
+      prepared(db, 'UPDATE order_invoices SET settled_at = ? WHERE invoice_id = ? AND settled_at IS NULL').run(at, invoiceId);
+    },
+
+    /** Invoices without a final answer from the provider yet, with what the poller needs. */
+    unsettledInvoices(): { invoice_id: string; order_id: number; state: OrderState; current: number; expires_at: number | null }[] {
+      return prepared(db,
+        `SELECT oi.invoice_id, o.id AS order_id, o.state, (o.invoice_id = oi.invoice_id) AS current, o.expires_at
+           FROM order_invoices oi JOIN orders o ON o.id = oi.order_id
+          WHERE oi.settled_at IS NULL ORDER BY oi.created_at`,
+      ).all() as { invoice_id: string; order_id: number; state: OrderState; current: number; expires_at: number | null }[];
     },
 
     /**

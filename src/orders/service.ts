@@ -6,10 +6,15 @@ import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/types.js';
 import { ProviderError } from '../payments/types.js';
-import type { Ledger } from '../ledger/index.js';
+import { observationOf, type Ledger } from '../ledger/index.js';
 import type { Settings } from '../settings/index.js';
-import { createOrderRepository, type OrderRow } from './repository.js';
+import { createOrderRepository, type CreateRequestFields, type OrderRow } from './repository.js';
 import { IN_PROGRESS_STATES } from './state.js';
+
+/** A provider's clock may run this far from ours before a created time says "not made by us". */
+const CLOCK_SLACK_MS = 5 * 60_000;
+/** Attempts per order when the provider keeps answering with invoices the order did not make. */
+const MAX_ATTEMPTS = 3;
 
 export interface OrderInput {
   source: 'kiosk' | 'button' | 'mdb' | 'mqtt' | 'cli';
@@ -27,14 +32,22 @@ export interface ProviderHealth {
   lastOkAt: number | null;
   ok(): void;
   failed(err: unknown): void;
+  /** Called once each time the provider answers again after an outage (reads failed meanwhile). */
+  onRecovered(listener: () => void): void;
 }
 
 export function createProviderHealth(clock: Clock): ProviderHealth {
+  const listeners: (() => void)[] = [];
   return {
     reachable: true,
     lastError: null,
     lastOkAt: null,
-    ok() { this.reachable = true; this.lastError = null; this.lastOkAt = clock.now(); },
+    ok() {
+      const recovered = !this.reachable;
+      this.reachable = true; this.lastError = null; this.lastOkAt = clock.now();
+      if (recovered) for (const listener of listeners) listener();
+    },
+    onRecovered(listener) { listeners.push(listener); },
     failed(err) {
       if (err instanceof ProviderError && !err.transient) return;
       this.reachable = false;
@@ -87,24 +100,41 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     return { slot: item.slot, itemName: item.name, amount: item.price };
   }
 
+  /** The fields of a new attempt's request, from the settings of the moment its key is made. */
+  function requestFields(itemName: string): CreateRequestFields {
+    return { description: itemName, expiresInSec: settings.provider.invoiceTtlSec, captureMode: settings.provider.captureMode };
+  }
+
+  /** The attempt's request exactly as it was fixed with its key (invariant 4: byte-identical retries). */
   function requestFor(order: OrderRow) {
+    const fixed: CreateRequestFields = order.create_request ? JSON.parse(order.create_request) as CreateRequestFields : requestFields(order.item_name);
     return {
       idempotencyKey: order.idempotency_key,
       reference: order.reference,
       amount: order.amount,
       currency: order.currency,
-      description: order.item_name,
-      expiresInSec: settings.provider.invoiceTtlSec,
-      captureMode: order.capture_mode,
+      description: fixed.description,
+      expiresInSec: fixed.expiresInSec,
+      captureMode: fixed.captureMode,
     };
   }
 
-  /** A returned invoice that does not match the order means the key was used before for something else. */
-  function mismatch(order: OrderRow, invoice: Invoice): string | null {
+  /**
+   * Why a create answer is not an invoice this attempt made (null when it is): another reference,
+   * amount, currency or description; created before the order; already expired before it; or
+   * already paid or refunded — impossible for an attempt whose QR was never shown. Such an answer
+   * is a key used before (a restored database, a cloned card): it never vends.
+   */
+  function notMadeByThisAttempt(order: OrderRow, invoice: Invoice): string | null {
+    const request = requestFor(order);
     if (invoice.reference !== order.reference) return `reference ${invoice.reference} ≠ ${order.reference}`;
     if (invoice.amount !== order.amount) return `amount ${invoice.amount} ≠ ${order.amount}`;
     if (invoice.currency !== order.currency) return `currency ${invoice.currency} ≠ ${order.currency}`;
     if (invoice.livemode !== (order.livemode === 1)) return `livemode ${invoice.livemode} ≠ ${order.livemode === 1}`;
+    if (invoice.description !== undefined && invoice.description !== request.description) return `description ${JSON.stringify(invoice.description)} ≠ ${JSON.stringify(request.description)}`;
+    if (invoice.createdAt !== undefined && invoice.createdAt < order.created_at - CLOCK_SLACK_MS) return `created ${new Date(invoice.createdAt).toISOString()}, before the order`;
+    if (invoice.expiresAt < order.created_at - CLOCK_SLACK_MS) return `expired ${new Date(invoice.expiresAt).toISOString()}, before the order`;
+    if (!['pending', 'canceled', 'expired'].includes(invoice.status)) return `already ${invoice.providerStatus} although its QR was never shown`;
     return null;
   }
 
@@ -118,52 +148,72 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   }
 
   /** Calls the provider for an order in `creating` (new, or left by a crash) and records the result. */
-  async function obtainInvoice(order: OrderRow): Promise<OrderRow> {
-    let invoice: Invoice;
-    try {
-      invoice = await provider.createInvoice(requestFor(order));
-      health.ok();
-    } catch (err) {
-      health.failed(err);
-      if (err instanceof ProviderError && err.kind === 'conflict') {
-        inTransaction(db, () => outbox.raiseAlarm('idempotency_conflict', 'critical', 'the provider reports a reused idempotency key with a different body: a programming or configuration error', { orderId: order.id, reference: order.reference }));
-        fail(order, ErrorCodes.IDEMPOTENCY_CONFLICT, err.message);
-        throw new VendgateError(ErrorCodes.IDEMPOTENCY_CONFLICT, 'the payment provider refused the order; the operator has been alerted', { httpStatus: 502, cause: err });
+  async function obtainInvoice(first: OrderRow): Promise<OrderRow> {
+    let order = first;
+    for (;;) {
+      let invoice: Invoice;
+      try {
+        invoice = await provider.createInvoice(requestFor(order));
+        health.ok();
+      } catch (err) {
+        health.failed(err);
+        if (err instanceof ProviderError && err.kind === 'conflict') {
+          inTransaction(db, () => outbox.raiseAlarm('idempotency_conflict', 'critical', 'the provider reports a reused idempotency key with a different body: a programming or configuration error', { orderId: order.id, reference: order.reference }));
+          fail(order, ErrorCodes.IDEMPOTENCY_CONFLICT, err.message);
+          throw new VendgateError(ErrorCodes.IDEMPOTENCY_CONFLICT, 'the payment provider refused the order; the operator has been alerted', { httpStatus: 502, cause: err });
+        }
+        const transient = !(err instanceof ProviderError) || err.transient;
+        const code = transient ? ErrorCodes.PROVIDER_UNAVAILABLE : ErrorCodes.PROVIDER_REJECTED;
+        fail(order, code, errorMessage(err));
+        log.warn({ err, orderId: order.id }, 'invoice not created');
+        throw new VendgateError(code, transient ? 'the payment service is not reachable; please try again' : `the payment provider refused the order: ${errorMessage(err)}`, { httpStatus: transient ? 503 : 502, cause: err });
       }
-      const transient = !(err instanceof ProviderError) || err.transient;
-      const code = transient ? ErrorCodes.PROVIDER_UNAVAILABLE : ErrorCodes.PROVIDER_REJECTED;
-      fail(order, code, errorMessage(err));
-      log.warn({ err, orderId: order.id }, 'invoice not created');
-      throw new VendgateError(code, transient ? 'the payment service is not reachable; please try again' : `the payment provider refused the order: ${errorMessage(err)}`, { httpStatus: transient ? 503 : 502, cause: err });
+      crash('after_invoice_create');
+      const foreign = notMadeByThisAttempt(order, invoice);
+      if (!foreign) return attach(order, invoice);
+      // A key used before. Never vended; the alarm names it; the next attempt gets a new key.
+      log.error({ orderId: order.id, reference: order.reference, invoiceId: invoice.id, attempt: order.attempt, detail: foreign }, 'the create answer is an invoice this attempt did not make');
+      const give = order.attempt >= MAX_ATTEMPTS;
+      const current = order;
+      order = durably(db, () => {
+        outbox.raiseAlarm(`invoice_reused/${current.id}`, 'critical', 'the provider answered an order with an invoice it did not make (a key used before: restored or cloned database?); it was not vended', {
+          orderId: current.id, reference: current.reference, invoiceId: invoice.id, attempt: current.attempt, detail: foreign,
+        });
+        return give ? current : repo.newAttempt(current.id, requestFields(current.item_name));
+      }, 'order_attempt');
+      if (give) {
+        fail(order, ErrorCodes.INVOICE_MISMATCH, `provider returned an invoice this order did not make: ${foreign}`);
+        throw new VendgateError(ErrorCodes.INVOICE_MISMATCH, 'the payment provider returned an unexpected invoice; the operator has been alerted', { httpStatus: 502 });
+      }
     }
-    crash('after_invoice_create');
-    const wrong = mismatch(order, invoice);
-    if (wrong) {
-      inTransaction(db, () => outbox.raiseAlarm(`invoice_mismatch/${order.id}`, 'critical', 'the provider returned an invoice that does not match the order; its QR was not shown', { orderId: order.id, reference: order.reference, invoiceId: invoice.id, detail: wrong }));
-      fail(order, ErrorCodes.INVOICE_MISMATCH, `provider returned a different invoice: ${wrong}`);
-      throw new VendgateError(ErrorCodes.INVOICE_MISMATCH, 'the payment provider returned an unexpected invoice; the operator has been alerted', { httpStatus: 502 });
-    }
+  }
+
+  function attach(order: OrderRow, invoice: Invoice): OrderRow {
     inTransaction(db, () => {
       repo.attachInvoice(order.id, invoice);
       if (repo.transition(order.id, 'creating', 'awaiting_payment', invoice.replayed ? 'invoice recovered (replayed key)' : 'invoice created')) {
         outbox.event('invoice.created', { orderId: order.id, reference: order.reference, invoiceId: invoice.id, amount: order.amount, currency: order.currency, expiresAt: new Date(invoice.expiresAt).toISOString() });
       }
     });
-    // A replayed invoice may already be paid (crash after the customer paid): the ledger decides.
-    ledger.observe({ invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode, amount: invoice.amount, currency: invoice.currency, channel: 'create' });
+    // A replayed invoice may already be closed (a long restart): the ledger decides.
+    ledger.observe(observationOf(invoice, 'create'));
     changed();
     return repo.get(order.id)!;
   }
 
-  async function cancelAtProvider(order: OrderRow): Promise<void> {
-    if (!order.invoice_id) return;
-    try {
-      const invoice = await provider.cancelInvoice(order.invoice_id);
-      ledger.observe({ invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode, amount: invoice.amount, currency: invoice.currency, channel: 'expiry' });
-    } catch (err) {
-      // The poller keeps watching the invoice for a late payment; a cancel is an optimisation.
-      log.warn({ err, orderId: order.id, invoiceId: order.invoice_id }, 'cancel at the provider failed');
-    }
+  /**
+   * Closes a waiting order by the provider's current state, never by a local decision alone: the
+   * cancel is sent first and its answer decides. `paid` → the ledger vends it (the customer paid
+   * while choosing again); `canceled`/`expired` → closed as `to`. Throws when the provider cannot be
+   * asked: the order then stays waiting and followed.
+   */
+  async function closeAtProvider(order: OrderRow, to: 'canceled' | 'expired', reason: string): Promise<OrderRow> {
+    const invoice = await provider.cancelInvoice(order.invoice_id!);
+    health.ok();
+    if (invoice.status === 'canceled' || invoice.status === 'expired') closeUnpaid(order, to, reason);
+    ledger.observe(observationOf(invoice, to === 'expired' ? 'expiry' : 'cancel'));
+    changed();
+    return repo.get(order.id)!;
   }
 
   function closeUnpaid(order: OrderRow, to: 'canceled' | 'expired', reason: string): boolean {
@@ -179,6 +229,21 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     return closed;
   }
 
+  /** Reads a waiting order's invoice and lets the ledger decide; false when the provider did not answer. */
+  async function readWaiting(order: OrderRow, channel: 'recovery' | 'expiry'): Promise<boolean> {
+    try {
+      const invoice = await provider.getInvoice(order.invoice_id!);
+      health.ok();
+      ledger.observe(observationOf(invoice, channel));
+      changed();
+      return true;
+    } catch (err) {
+      health.failed(err);
+      log.warn({ err, orderId: order.id, invoiceId: order.invoice_id }, 'could not read a waiting order');
+      return false;
+    }
+  }
+
   return {
     async create(input: OrderInput): Promise<OrderRow> {
       const reason = deps.outOfService();
@@ -191,16 +256,23 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       if (repo.inStates(['creating']).length > 0) {
         throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait', { httpStatus: 409 });
       }
-      // One order at a time: a new choice replaces the one waiting for payment.
+      // One order at a time: a new choice replaces the one waiting for payment — by the provider's
+      // word. A waiting order that turns out paid is vended and this one refused.
       for (const open of repo.inStates(['awaiting_payment'])) {
-        if (closeUnpaid(open, 'canceled', 'replaced by a new order')) void cancelAtProvider(open);
+        const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
+          health.failed(err);
+          throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', { httpStatus: 503, cause: err });
+        });
+        if (after.state !== 'canceled' && after.state !== 'expired') {
+          throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait', { httpStatus: 409 });
+        }
       }
       const order = durably(db, () => {
-        const row = repo.insert({ source: input.source, slot: item.slot, itemName: item.itemName, amount: item.amount, currency: settings.device.currency, livemode: settings.device.livemode, provider: provider.name, captureMode: settings.provider.captureMode }, deps.deviceId, deps.dbId);
+        const row = repo.insert({ request: requestFields(item.itemName), source: input.source, slot: item.slot, itemName: item.itemName, amount: item.amount, currency: settings.device.currency, livemode: settings.device.livemode, provider: provider.name, captureMode: settings.provider.captureMode }, deps.deviceId, deps.dbId);
         outbox.event('order.created', { orderId: row.id, reference: row.reference, source: row.source, slot: row.slot, amount: row.amount, currency: row.currency });
         outbox.count('orders_created');
         return row;
-      });
+      }, 'order_insert');
       crash('after_order_insert');
       changed();
       log.info({ orderId: order.id, reference: order.reference, slot: order.slot, amount: order.amount }, 'order created');
@@ -218,31 +290,39 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       if (order.state !== 'awaiting_payment') {
         throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state} and can no longer be canceled`, { httpStatus: 409 });
       }
-      if (closeUnpaid(order, 'canceled', `canceled by ${by}`)) await cancelAtProvider(order);
-      return repo.get(orderId)!;
+      try {
+        return await closeAtProvider(order, 'canceled', `canceled by ${by}`);
+      } catch (err) {
+        health.failed(err);
+        throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable, so the order cannot be canceled yet; it stays open and is still watched', { httpStatus: 503, cause: err });
+      }
     },
 
     /**
-     * Expires orders whose invoice ran out. One last read first: a payment made in the last second
-     * is vended rather than refunded.
+     * Expires orders whose invoice ran out, by the provider's word: one last read (a payment made
+     * in the last second is vended), then the cancel, whose answer decides. When the provider
+     * cannot be reached the order stays waiting and followed — no local timer closes an invoice
+     * whose last read failed.
      */
     async expireDue(): Promise<void> {
       const now = clock.now();
       for (const order of repo.inStates(['awaiting_payment'])) {
         if (order.expires_at === null || order.expires_at > now) continue;
-        try {
-          const invoice = await provider.getInvoice(order.invoice_id!);
-          health.ok();
-          const result = ledger.observe({ invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode, amount: invoice.amount, currency: invoice.currency, channel: 'expiry' });
-          if (result.outcome === 'recorded' && result.to) { changed(); continue; }
-        } catch (err) {
+        if (!await readWaiting(order, 'expiry')) continue;
+        const current = repo.get(order.id)!;
+        if (current.state !== 'awaiting_payment') continue;
+        await closeAtProvider(current, 'expired', 'not paid in time').catch((err: unknown) => {
           health.failed(err);
-        }
-        if (closeUnpaid(order, 'expired', 'not paid in time')) await cancelAtProvider(order);
+          log.warn({ err, orderId: order.id }, 'expiry: the cancel did not reach the provider; the order stays watched');
+        });
       }
     },
 
-    /** Start-up: orders a crash left in `creating` get their invoice with the same key (invariant 4). */
+    /**
+     * Start-up, before any new order is taken: orders a crash left in `creating` get their invoice
+     * with the same key and body (invariant 4), and every waiting order is read (a payment made
+     * while the service was down is vended, not replaced).
+     */
     async recover(): Promise<void> {
       for (const order of repo.inStates(['creating'])) {
         log.warn({ orderId: order.id, reference: order.reference }, 'resuming an order interrupted while its invoice was created');
@@ -250,13 +330,14 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
           const resumed = await obtainInvoice(order);
           const ttlOver = resumed.expires_at !== null && resumed.expires_at <= clock.now();
           // The customer has long walked away from a QR that was never shown: close it.
-          if (resumed.state === 'awaiting_payment' && (ttlOver || order.created_at + settings.provider.invoiceTtlSec * 1000 < clock.now())) {
-            if (closeUnpaid(resumed, 'expired', 'interrupted by a restart')) await cancelAtProvider(resumed);
+          if (resumed.state === 'awaiting_payment' && (ttlOver || order.created_at + requestFor(order).expiresInSec * 1000 < clock.now())) {
+            await closeAtProvider(resumed, 'expired', 'interrupted by a restart');
           }
         } catch (err) {
           log.error({ err, orderId: order.id }, 'could not resume the order');
         }
       }
+      for (const order of repo.inStates(['awaiting_payment'])) await readWaiting(order, 'recovery');
     },
 
     list: repo.list,

@@ -15,19 +15,22 @@ export const ORDER_STATES: readonly OrderState[] = [
 
 const TRANSITIONS: Record<OrderState, readonly OrderState[]> = {
   creating: ['awaiting_payment', 'failed', 'canceled', 'expired'],
-  awaiting_payment: ['paid', 'authorized', 'canceled', 'expired'],
-  paid: ['vending', 'refunding'],
-  authorized: ['vending', 'refunding'],
-  vending: ['vended', 'vend_failed', 'vend_uncertain'],
+  // refunding: paid with the wrong amount, or too late to serve; refunded: the money went back elsewhere.
+  awaiting_payment: ['paid', 'authorized', 'canceled', 'expired', 'refunding', 'refunded'],
+  paid: ['vending', 'refunding', 'refunded'],
+  authorized: ['vending', 'refunding', 'refunded'],
+  // refunded: a vend interrupted by a restart whose invoice the provider shows refunded already.
+  vending: ['vended', 'vend_failed', 'vend_uncertain', 'refunded'],
   vend_failed: ['refunding'],
-  vend_uncertain: ['vended', 'refunding'],
+  // refunded: recovery found the invoice already refunded (or voided) at the provider.
+  vend_uncertain: ['vended', 'refunding', 'refunded'],
   // An operator may refund a vended order (complaint); nothing else leaves `vended`.
   vended: ['refunding'],
   refunding: ['refunded'],
   // A late payment on a closed order is refunded, never lost.
-  canceled: ['refunding'],
-  expired: ['refunding'],
-  failed: ['refunding'],
+  canceled: ['refunding', 'refunded'],
+  expired: ['refunding', 'refunded'],
+  failed: ['refunding', 'refunded'],
   refunded: [],
 };
 
@@ -50,47 +53,93 @@ export function isOpen(state: OrderState): boolean {
   return OPEN_STATES.includes(state);
 }
 
+/** What the ledger knows of one reading of an invoice, besides its status. */
+export interface ObservationFacts {
+  status: CanonicalStatus;
+  captureMode: 'automatic' | 'manual';
+  /** The money matches the order: amount and currency (livemode is checked before: never recorded). */
+  amountMatches: boolean;
+  /** What the customer paid, as the provider says. */
+  paidAmount: number;
+  /** What was already refunded at the provider, by anyone. */
+  refundedAmount: number;
+  /** The payment is seen so long after the QR expired that the customer has gone: give it back. */
+  tooLateToServe: boolean;
+}
+
 /** What an observation of the provider's status means for an order in a given state. */
 export interface ObservationDecision {
   to: OrderState | null;
   queueVend: boolean;
   /** `refund` gives paid money back; `void` cancels a held authorization (manual capture). */
-  refund: 'refund' | 'void' | null;
+  refund: { kind: 'refund' | 'void'; amount: number; reason: string } | null;
+  /** Something a person should know about, with the order. */
+  alarm: 'payment_mismatch' | 'refunded_elsewhere' | null;
 }
 
-const NOTHING: ObservationDecision = { to: null, queueVend: false, refund: null };
+const NOTHING: ObservationDecision = { to: null, queueVend: false, refund: null, alarm: null };
 
 /**
- * Decides by the current status, never by event type or arrival order (seed 000, rule 5). A status
- * that does not move the order forward decides nothing.
+ * The one place that chooses vend / refund / void / wait. Decides by the current status and the
+ * invoice's refunds, never by event type or arrival order (seed 000, rule 5). A status that does
+ * not move the order forward decides nothing.
  */
-export function decideObservation(
-  state: OrderState,
-  status: CanonicalStatus,
-  captureMode: 'automatic' | 'manual',
-): ObservationDecision {
+export function decideObservation(state: OrderState, facts: ObservationFacts): ObservationDecision {
   // An order in `creating` has no invoice on file yet, so nothing can be observed for it.
   const waiting = state === 'awaiting_payment';
   const closedUnpaid = state === 'canceled' || state === 'expired' || state === 'failed';
-  switch (status) {
+  // Money taken, goods not yet on their way: a vend job may be queued but is not claimed.
+  const beforeVend = state === 'paid' || state === 'authorized';
+  const rest = facts.paidAmount - facts.refundedAmount;
+  switch (facts.status) {
     case 'pending':
       return NOTHING;
     case 'authorized':
+    case 'paid': {
+      const held = facts.status === 'authorized';
       // Held money only counts in manual-capture mode; in automatic mode wait for `paid`.
-      if (waiting && captureMode === 'manual') return { ...NOTHING, to: 'authorized', queueVend: true };
-      if (closedUnpaid) return { ...NOTHING, to: 'refunding', refund: 'void' };
+      if (held && facts.captureMode !== 'manual' && waiting) return NOTHING;
+      const kind = held ? 'void' : 'refund';
+      if (waiting && !facts.amountMatches) {
+        return { to: 'refunding', queueVend: false, refund: { kind, amount: facts.paidAmount, reason: 'the payment does not match the order' }, alarm: 'payment_mismatch' };
+      }
+      if (waiting && facts.tooLateToServe) {
+        return { ...NOTHING, to: 'refunding', refund: { kind, amount: facts.paidAmount, reason: 'paid long after the QR expired: the customer has gone' } };
+      }
+      if (waiting) return { ...NOTHING, to: held ? 'authorized' : 'paid', queueVend: true };
+      if (closedUnpaid) return { ...NOTHING, to: 'refunding', refund: { kind, amount: facts.paidAmount, reason: `${facts.status} after the order was ${state}` } };
       return NOTHING;
-    case 'paid':
-      if (waiting) return { ...NOTHING, to: 'paid', queueVend: true };
-      if (closedUnpaid) return { ...NOTHING, to: 'refunding', refund: 'refund' };
-      return NOTHING;
+    }
     case 'canceled':
     case 'expired':
-      if (waiting) return { ...NOTHING, to: status };
+      if (waiting) return { ...NOTHING, to: facts.status };
+      return NOTHING;
+    case 'partially_refunded':
+      // Refunded in part elsewhere before any goods left: nothing is vended, the rest goes back.
+      if ((waiting || closedUnpaid || beforeVend) && rest > 0) {
+        return { to: 'refunding', queueVend: false, refund: { kind: 'refund', amount: rest, reason: 'partly refunded elsewhere before the vend: the rest goes back' }, alarm: 'refunded_elsewhere' };
+      }
       return NOTHING;
     case 'refunded':
-    case 'partially_refunded':
-      // Recorded; the refund worker, which owns refunds, completes the order from this evidence.
+      // The money already went back (the merchant's dashboard): never vend for it.
+      if (waiting || closedUnpaid || beforeVend) return { ...NOTHING, to: 'refunded', alarm: 'refunded_elsewhere' };
+      // Otherwise recorded; the refund worker, which owns refunds, completes the order from this evidence.
       return NOTHING;
+  }
+}
+
+/**
+ * Whether a reading is the provider's final answer on an invoice: nothing further can happen to it
+ * without a refund of ours. Until then the invoice is followed, whatever local timers say.
+ * `canceled` is final only after the expiry (QutPay: a QR may still be paid until expiresAt).
+ */
+export function isFinalReading(status: CanonicalStatus, readAt: number, expiresAt: number | null): boolean {
+  switch (status) {
+    case 'pending':
+      return false;
+    case 'canceled':
+      return expiresAt === null || readAt >= expiresAt;
+    default:
+      return true;
   }
 }

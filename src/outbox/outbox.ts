@@ -7,7 +7,8 @@ export type EventType =
   | 'order.created' | 'invoice.created' | 'order.failed' | 'payment.observed'
   | 'vend.queued' | 'vend.started' | 'vend.succeeded' | 'vend.failed' | 'vend.uncertain' | 'vend.resolved'
   | 'refund.requested' | 'refund.succeeded' | 'refund.unknown' | 'refund.failed'
-  | 'capture.succeeded' | 'order.expired' | 'order.canceled' | 'device.out_of_service';
+  | 'capture.succeeded' | 'capture.failed' | 'vend.settled_by_provider' | 'order.expired' | 'order.canceled' | 'device.out_of_service'
+  | 'reconcile.mismatch' | 'database.restored';
 
 export interface OutboxRow {
   seq: number;

@@ -12,6 +12,21 @@ export function validateCreateRequest(request: CreateInvoiceRequest): void {
 }
 
 /**
+ * A read of `requested` must answer with `requested`: an answer about another invoice is a faulty
+ * answer (a proxy's cache, a provider bug), never a reading of that other invoice.
+ */
+export function expectInvoice(requested: string, invoice: Invoice, what: string): Invoice {
+  if (invoice.id !== requested) throw new ProviderError('malformed', `${what}: asked for ${requested}, the answer is about ${invoice.id}`);
+  return invoice;
+}
+
+/** Where an invoice stands on refunds: the canonical status a read of it shows, given its refunds. */
+export function withRefunds(status: Invoice['status'], amount: number, refundedAmount: number): Invoice['status'] {
+  if (refundedAmount <= 0 || (status !== 'paid' && status !== 'partially_refunded' && status !== 'refunded')) return status;
+  return refundedAmount >= amount ? 'refunded' : 'partially_refunded';
+}
+
+/**
  * The fields of a returned invoice that differ from what was asked. Adapters return the provider's
  * values faithfully and log this; the core decides what a mismatch means (e.g. a QutPay replay of
  * an old key with another amount).

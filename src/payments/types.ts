@@ -40,6 +40,12 @@ export interface Invoice {
   payUrl: string;
   /** ms since epoch. */
   expiresAt: number;
+  /** The sum of the invoice's succeeded refunds, wherever they were made (absent or 0 when none). */
+  refundedAmount?: number;
+  /** ms since epoch the provider created it, when the provider says (Gerege `created`). */
+  createdAt?: number;
+  /** The description the provider holds, when it returns one. */
+  description?: string;
   /** True when the provider answered a replayed idempotency key with an earlier object. */
   replayed?: boolean;
 }

@@ -3,19 +3,35 @@ import { resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { settingsSchema, type Settings } from './schema.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
+import { findUnknownKeys, withoutKeys } from './unknown-keys.js';
 
 /** Where the device's configuration lives when neither --config nor VENDGATE_CONFIG names one. */
 export const DEVICE_CONFIG_PATH = '/etc/vendgate/config.yaml';
 /** The embedded demo, shipped with the code. */
 export const DEMO_CONFIG_PATH = resolve(new URL('../../config/default.yaml', import.meta.url).pathname);
 
-/** Secrets are read from the environment only, never from the YAML file. */
+/**
+ * Every secret, listed once: read from the environment only (systemd loads
+ * /etc/vendgate/secrets.env), refused in the YAML file, which is readable by more people and
+ * ends up in backups and support tickets.
+ */
+export const SECRET_SETTINGS = [
+  { path: 'provider.clientSecret', env: 'VENDGATE_PROVIDER_CLIENT_SECRET', list: false },
+  { path: 'provider.apiKey', env: 'VENDGATE_PROVIDER_API_KEY', list: false },
+  /** Comma-separated: all are accepted, so a rotation adds the new one before removing the old. */
+  { path: 'provider.webhookSecrets', env: 'VENDGATE_WEBHOOK_SECRETS', list: true },
+  { path: 'mqtt.password', env: 'VENDGATE_MQTT_PASSWORD', list: false },
+] as const;
+
+/** The same list by key, for callers that name one secret. */
 export const SECRET_ENV = {
-  clientSecret: 'VENDGATE_PROVIDER_CLIENT_SECRET',
-  apiKey: 'VENDGATE_PROVIDER_API_KEY',
-  webhookSecrets: 'VENDGATE_WEBHOOK_SECRETS',
-  mqttPassword: 'VENDGATE_MQTT_PASSWORD',
+  clientSecret: SECRET_SETTINGS[0].env,
+  apiKey: SECRET_SETTINGS[1].env,
+  webhookSecrets: SECRET_SETTINGS[2].env,
+  mqttPassword: SECRET_SETTINGS[3].env,
 } as const;
+
+const SECRETS_FILE = '/etc/vendgate/secrets.env';
 
 export class SettingsError extends VendgateError {
   readonly problems: string[];
@@ -65,37 +81,66 @@ export function loadSettings(options: { path?: string; env?: NodeJS.ProcessEnv }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw new SettingsError(source, ['the file must be a YAML mapping with the sections device, provider, …']);
   }
-  const { merged, environment } = mergeEnvironment(raw as Record<string, unknown>, env);
-  return { settings: parseSettings(merged, source), source, environment };
+  const problems: string[] = [];
+  const fromFile = withoutSecrets(raw as Record<string, unknown>, problems);
+  const { merged, environment } = mergeEnvironment(fromFile, env);
+  return { settings: validate(merged, source, problems), source, environment };
 }
 
 /** Validates an object already in memory (tests, the selftest). */
 export function parseSettings(input: unknown, source = '(in memory)'): Readonly<Settings> {
-  const result = settingsSchema.safeParse(input);
-  if (!result.success) {
-    const problems = result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(top level)'}: ${issue.message}`);
-    throw new SettingsError(source, problems);
+  return validate(input, source, []);
+}
+
+/**
+ * Unknown keys (with the likely intended one), then the schema, on what is left: every problem at
+ * once, each as `path: message`, together with those found before (`problems`).
+ */
+function validate(input: unknown, source: string, problems: string[]): Readonly<Settings> {
+  let checked = input;
+  if (input !== null && typeof input === 'object' && !Array.isArray(input)) {
+    const unknown = findUnknownKeys(settingsSchema, input);
+    for (const { path, suggestion } of unknown) {
+      const secret = SECRET_SETTINGS.find((s) => s.path === path.replace(/\.[^.]+$/, `.${suggestion}`));
+      const hint = suggestion === null ? '' : ` did you mean "${suggestion}"?`;
+      problems.push(`${path}: unknown key;${hint}${secret ? ` (a secret: set ${secret.env} in ${SECRETS_FILE}, never in the file)` : ''}`);
+    }
+    checked = withoutKeys(input as Record<string, unknown>, unknown);
   }
+  const result = settingsSchema.safeParse(checked);
+  if (!result.success) {
+    problems.push(...result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(top level)'}: ${issue.message}`));
+  }
+  if (problems.length > 0 || !result.success) throw new SettingsError(source, problems);
   return deepFreeze(result.data);
+}
+
+/** A copy without the secrets the file must not hold; each one found is a problem (its value never shown). */
+function withoutSecrets(raw: Record<string, unknown>, problems: string[]): Record<string, unknown> {
+  const copy = structuredClone(raw);
+  for (const { path, env } of SECRET_SETTINGS) {
+    const [section, key] = path.split('.') as [string, string];
+    const holder = copy[section];
+    if (holder && typeof holder === 'object' && key in holder) {
+      problems.push(`${path}: secrets are not read from the file; set ${env} in ${SECRETS_FILE}`);
+      delete (holder as Record<string, unknown>)[key];
+    }
+  }
+  return copy;
 }
 
 function mergeEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv) {
   const merged = structuredClone(raw);
   const environment: string[] = [];
-  const provider = (merged.provider ??= {}) as Record<string, unknown>;
-  const mqtt = (merged.mqtt ??= {}) as Record<string, unknown>;
-  for (const key of ['clientSecret', 'apiKey', 'webhookSecrets'] as const) {
-    if (key in provider) {
-      throw new SettingsError('(configuration file)', [`provider.${key}: secrets are not read from the file; set ${SECRET_ENV[key]} in /etc/vendgate/secrets.env`]);
-    }
+  for (const { path, env: name, list } of SECRET_SETTINGS) {
+    const value = env[name];
+    if (!value) continue;
+    const [section, key] = path.split('.') as [string, string];
+    const holder = (merged[section] ??= {}) as Record<string, unknown>;
+    if (holder === null || typeof holder !== 'object' || Array.isArray(holder)) continue; // the schema reports the section
+    holder[key] = list ? value.split(',').map((item) => item.trim()).filter(Boolean) : value;
+    environment.push(name);
   }
-  if (env[SECRET_ENV.clientSecret]) { provider.clientSecret = env[SECRET_ENV.clientSecret]; environment.push(SECRET_ENV.clientSecret); }
-  if (env[SECRET_ENV.apiKey]) { provider.apiKey = env[SECRET_ENV.apiKey]; environment.push(SECRET_ENV.apiKey); }
-  if (env[SECRET_ENV.webhookSecrets]) {
-    provider.webhookSecrets = env[SECRET_ENV.webhookSecrets]!.split(',').map((s) => s.trim()).filter(Boolean);
-    environment.push(SECRET_ENV.webhookSecrets);
-  }
-  if (env[SECRET_ENV.mqttPassword]) { mqtt.password = env[SECRET_ENV.mqttPassword]; environment.push(SECRET_ENV.mqttPassword); }
   return { merged, environment };
 }
 

@@ -56,6 +56,10 @@ export interface ProviderBackend {
   expire(id: string): void;
   fail(id: string): void;
   revokeTokens(): void;
+  /** The merchant refunds from the provider's dashboard (not through this API's caller). */
+  refundOutside(id: string, amount: number): void;
+  /** Reads of `id` (GET) answer with the object `otherId` instead; null undoes it. A faulty provider. */
+  answerReadsWith(id: string, otherId: string | null): void;
   /** What the pay page shows. `scanned`: the customer opened the page (Gerege: requires_payment → claimed). */
   view(id: string, scanned: boolean): PayPageView | undefined;
   webhookHeaders(event: OutgoingEvent, nowMs: number): Record<string, string>;

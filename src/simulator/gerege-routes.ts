@@ -25,6 +25,8 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
   const state = createGeregeState(ctx);
   const tokens = new Map<string, number>();
   const keys = new Map<string, KeyUse>();
+  /** answerReadsWith: GET of the key answers with the value's object. */
+  const readSwaps = new Map<string, string>();
 
   function requireToken(request: FastifyRequest): void {
     const header = headerValue(request, 'authorization') ?? '';
@@ -171,7 +173,8 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
       handler: (request) => {
         requireToken(request);
         ctx.records.getCalls.push({ id: intentParam(request), at: ctx.clock.now() });
-        return { status: 200, body: state.intentJson(state.get(intentParam(request))) };
+        const id = intentParam(request);
+        return { status: 200, body: state.intentJson(state.get(readSwaps.get(id) ?? id)) };
       },
     },
     { method: 'POST', url: '/payment-intents/:id/cancel', handler: stateAction('cancel') },
@@ -193,6 +196,13 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
       throw new SimHttpError(400, 'unsupported', 'Gerege has no failed status: a declined payment leaves the intent open');
     },
     revokeTokens: () => tokens.clear(),
+    refundOutside: (id, amount) => {
+      const intent = state.get(id);
+      if (intent.status !== 'succeeded') throw new SimHttpError(400, 'invalid_state', `payment intent ${id} is ${intent.status}; only succeeded intents can be refunded`);
+      if (amount > state.remainingRefundable(intent)) throw new SimHttpError(400, 'invalid_request', `amount ${amount} exceeds the refundable remainder`);
+      state.refund(intent, amount, `dashboard-${ctx.ids.token(12)}`);
+    },
+    answerReadsWith: (id, otherId) => { if (otherId === null) readSwaps.delete(id); else readSwaps.set(id, otherId); },
     view: state.view,
     webhookHeaders: (event, nowMs) => ({
       'content-type': 'application/json',

@@ -73,7 +73,16 @@ export function createGeregeState(ctx: SimContext) {
       id: intent.id, object: 'payment_intent', status: intent.status, amount: intent.amount,
       currency: intent.currency, reference: intent.reference, livemode: ctx.livemode,
       pay_url: `${ctx.baseUrl()}/__sim/pay/${intent.id}`, expires_at: intent.expiresAt, created: intent.created,
+      // Assumed field (PROVIDERS.md is silent): the sum of the intent's succeeded refunds, so one GET
+      // tells whether money went back — an intent stays `succeeded` after a refund.
+      amount_refunded: refundedAmount(intent.id),
     };
+  }
+
+  function refundedAmount(intentId: string): number {
+    let sum = 0;
+    for (const refund of refunds.values()) if (refund.intentId === intentId && refund.status === 'succeeded') sum += refund.amount;
+    return sum;
   }
 
   function refundJson(refund: GeregeRefund) {

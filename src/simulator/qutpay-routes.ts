@@ -20,6 +20,8 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
   const state = createQutpayState(ctx, options);
   const invoiceKeys = new Map<string, string>();
   const refundKeys = new Map<string, { invoiceId: string; refundId: string }>();
+  /** answerReadsWith: GET of the key answers with the value's object. */
+  const readSwaps = new Map<string, string>();
 
   function requireApiKey(request: FastifyRequest): void {
     if (headerValue(request, 'x-api-key') !== options.apiKey) throw new SimHttpError(401, 'unauthorized', 'a valid X-API-Key header is required');
@@ -121,7 +123,8 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
       handler: (request) => {
         requireApiKey(request);
         ctx.records.getCalls.push({ id: invoiceParam(request), at: ctx.clock.now() });
-        return { status: 200, body: state.invoiceWithRefunds(state.get(invoiceParam(request))) };
+        const id = invoiceParam(request);
+        return { status: 200, body: state.invoiceWithRefunds(state.get(readSwaps.get(id) ?? id)) };
       },
     },
     {
@@ -145,6 +148,13 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
     expire: state.expire,
     fail: state.fail,
     revokeTokens: () => undefined,
+    refundOutside: (id, amount) => {
+      const invoice = state.get(id);
+      if (invoice.status !== 'paid' && invoice.status !== 'partially_refunded') throw new SimHttpError(400, 'invalid_state', `invoice ${id} is ${invoice.status}; only paid invoices can be refunded`);
+      if (amount > state.remainingRefundable(invoice)) throw new SimHttpError(400, 'invalid_request', `amount ${amount} exceeds the refundable remainder`);
+      state.refund(invoice, amount, `dashboard-${ctx.ids.token(12)}`);
+    },
+    answerReadsWith: (id, otherId) => { if (otherId === null) readSwaps.delete(id); else readSwaps.set(id, otherId); },
     view: state.view,
     webhookHeaders: (event) => ({
       'content-type': 'application/json',

@@ -143,6 +143,8 @@ export function createSimulator(options: SimulatorOptions): Simulator {
     expire: (id) => backend.expire(id),
     fail: (id) => backend.fail(id),
     revokeTokens: () => backend.revokeTokens(),
+    refundOutside: (id, amount) => backend.refundOutside(id, amount),
+    answerReadsWith: (id, otherId) => backend.answerReadsWith(id, otherId),
     records: snapshot,
     waitForDeliveriesIdle: (timeoutMs = 10_000) => delivery.waitIdle(timeoutMs),
 

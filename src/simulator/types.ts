@@ -176,6 +176,10 @@ export interface Simulator {
   expire(id: string): void;
   /** QutPay: the bank declines (pending → failed). Gerege has no such status and throws. */
   fail(id: string): void;
+  /** The merchant refunds `amount` from the provider's dashboard (a refund this device did not ask for). */
+  refundOutside(id: string, amount: number): void;
+  /** Every GET of `id` answers with the object `otherId` (a faulty provider); null undoes it. */
+  answerReadsWith(id: string, otherId: string | null): void;
   /** Gerege: every issued token becomes invalid (the next call gets 401), to test token refresh. */
   revokeTokens(): void;
   /** Everything that happened, as a copy. */

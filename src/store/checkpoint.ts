@@ -30,6 +30,14 @@ export interface CheckpointSettings {
    * 3,000 WAL pages (12 MB) in the webhook benchmark, a checkpoint of ~10 ms.
    */
   maxChangesBetween?: number;
+  /**
+   * How long the database must have been quiet before a checkpoint. Default one tick; the service
+   * waits a minute, so that a run of sales costs one checkpoint. Durability does not depend on it:
+   * the money steps' commits are synced into the WAL itself.
+   */
+  quietMs?: number;
+  /** Called after each checkpoint (the lineage mark follows the database's progress). */
+  onCheckpoint?: () => void;
 }
 
 export interface CheckpointResult {
@@ -54,6 +62,10 @@ export function createCheckpointer(deps: { db: Db; logger: Logger }, settings: C
   const log = deps.logger.child({ module: 'store' });
   const intervalMs = settings.intervalMs ?? 250;
   const maxChangesBetween = settings.maxChangesBetween ?? 2_000;
+  // Quiet for this many ticks in a row before a checkpoint: one checkpoint (two syncs) for a whole
+  // run of sales instead of one per order.
+  const quietTicks = Math.max(1, Math.ceil((settings.quietMs ?? intervalMs) / intervalMs));
+  let quietFor = 0;
   const totalChanges = db.prepare('SELECT total_changes() AS n');
   const changes = () => (totalChanges.get() as { n: number }).n;
   let timer: NodeJS.Timeout | null = null;
@@ -62,16 +74,17 @@ export function createCheckpointer(deps: { db: Db; logger: Logger }, settings: C
 
   function tick(): CheckpointResult | null {
     const now = changes();
-    const quiet = now === atLastTick;
+    quietFor = now === atLastTick ? quietFor + 1 : 0;
     atLastTick = now;
     if (now === atLastCheckpoint) return null;
-    const reason = quiet ? 'quiet' : now - atLastCheckpoint >= maxChangesBetween ? 'bound' : null;
+    const reason = quietFor >= quietTicks ? 'quiet' : now - atLastCheckpoint >= maxChangesBetween ? 'bound' : null;
     if (reason === null) return null;
     const [row] = db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
     const walFrames = row?.log ?? 0;
     const checkpointed = row?.checkpointed ?? 0;
     // A reader (a CLI command) still using older pages stops a PASSIVE checkpoint short: try again next tick.
     if (checkpointed >= walFrames) atLastCheckpoint = now;
+    settings.onCheckpoint?.();
     return { walFrames, checkpointed, reason };
   }
 

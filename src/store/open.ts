@@ -90,13 +90,30 @@ export function inTransaction<T>(db: Db, fn: () => T): T {
 }
 
 /**
- * Runs `fn` in a transaction committed with synchronous=FULL: once it returns, the decision is on
- * disk even if the power is cut next. Used for the vend claim and the order/key insert.
+ * The money steps that precede an irreversible outside action (or that a person would otherwise
+ * have to settle after a power cut). Each commits through `durably()` under its name; the
+ * durability test fails when one of them stops doing so.
  */
-export function durably<T>(db: Db, fn: () => T): T {
+export type DurableStep = 'order_insert' | 'order_attempt' | 'vend_claim' | 'vend_settle' | 'refund_claim' | 'capture_claim';
+
+let commitObserver: ((step: DurableStep, synchronous: number) => void) | null = null;
+
+/** Test seam: told of every durable commit with the synchronous level it ran at (2 = FULL). */
+export function observeDurableCommits(observer: ((step: DurableStep, synchronous: number) => void) | null): void {
+  commitObserver = observer;
+}
+
+/**
+ * Runs `fn` in a transaction committed with synchronous=FULL: once it returns, the decision is on
+ * disk even if the power is cut next (in WAL mode FULL syncs the WAL at every commit; NORMAL only
+ * at checkpoints, so a power cut loses the newest NORMAL commits).
+ */
+export function durably<T>(db: Db, fn: () => T, step: DurableStep): T {
   db.pragma('synchronous = FULL');
   try {
-    return db.transaction(fn).immediate();
+    const result = db.transaction(fn).immediate();
+    commitObserver?.(step, db.pragma('synchronous', { simple: true }) as number);
+    return result;
   } finally {
     db.pragma('synchronous = NORMAL');
   }

@@ -2,3 +2,4 @@ export { createVendRunner, type VendRunner, type VendRunnerDeps, type VendRunner
 export { createRefundWorker, type RefundWorker, type RefundRow, type RefundWorkerSettings } from './refunds.js';
 export { createVendJobRepository, type VendJobRow, type VendJobState } from './jobs.js';
 export { createSettlement, type Settlement } from './settlement.js';
+export { queueRefundFor, queueVendFor, refundKeyFor, refundExists, type RefundToQueue } from './queue.js';

@@ -11,7 +11,10 @@ export interface VendJobRow {
   finished_at: number | null;
   outcome: string | null;
   detail: string | null;
-  capture_state: 'pending' | 'done' | 'failed' | null;
+  /** Manual capture: pending → sending (claimed) → done | pending again (backed off) | failed (given up). */
+  capture_state: 'pending' | 'sending' | 'done' | 'failed' | null;
+  capture_attempts: number;
+  next_capture_at: number | null;
 }
 
 /** The SQL of `vend_jobs`. Callers own the transaction. */
@@ -37,8 +40,21 @@ export function createVendJobRepository(db: Db) {
     setCapture(orderId: number, state: VendJobRow['capture_state']): void {
       prepared(db, 'UPDATE vend_jobs SET capture_state = ? WHERE order_id = ?').run(state, orderId);
     },
-    pendingCaptures(): VendJobRow[] {
-      return prepared(db, "SELECT * FROM vend_jobs WHERE capture_state = 'pending' ORDER BY order_id").all() as VendJobRow[];
+    /** Captures due now: pending and not backed off past `now`. */
+    pendingCaptures(now: number): VendJobRow[] {
+      return prepared(db, "SELECT * FROM vend_jobs WHERE capture_state = 'pending' AND coalesce(next_capture_at, 0) <= ? ORDER BY order_id").all(now) as VendJobRow[];
+    },
+    captures(state: NonNullable<VendJobRow['capture_state']>): VendJobRow[] {
+      return prepared(db, 'SELECT * FROM vend_jobs WHERE capture_state = ? ORDER BY order_id').all(state) as VendJobRow[];
+    },
+    /** pending → sending, before the capture call (caller: durably). */
+    claimCapture(orderId: number, now: number): boolean {
+      return prepared(db, "UPDATE vend_jobs SET capture_state = 'sending', capture_attempts = capture_attempts + 1, next_capture_at = ? WHERE order_id = ? AND capture_state = 'pending'")
+        .run(now, orderId).changes === 1;
+    },
+    /** Back to pending, not before `at`. */
+    retryCapture(orderId: number, at: number): void {
+      prepared(db, "UPDATE vend_jobs SET capture_state = 'pending', next_capture_at = ? WHERE order_id = ?").run(at, orderId);
     },
   };
 }

@@ -1,12 +1,12 @@
 import type { Db } from '../store/index.js';
-import { inTransaction, prepared } from '../store/index.js';
+import { durably, inTransaction, prepared } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { PaymentProvider } from '../payments/types.js';
 import { ProviderError } from '../payments/types.js';
-import type { Ledger } from '../ledger/index.js';
+import { observationOf, type Ledger } from '../ledger/index.js';
 import { createOrderRepository } from '../orders/index.js';
 
 export interface RefundRow {
@@ -69,12 +69,43 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
     log.info({ orderId: row.order_id, invoiceId: row.invoice_id, kind: row.kind }, 'refund completed');
   }
 
+  /**
+   * Decide by current state: the invoice is read before money is sent. Already refunded (the
+   * merchant's dashboard, or a refund whose record a power cut lost) → done without sending; in part
+   * → only the rest is sent. Returns the amount to send, or null when nothing is to be sent.
+   */
+  async function stillOwed(row: RefundRow): Promise<number | null> {
+    const invoice = await provider.getInvoice(row.invoice_id);
+    ledger.observe(observationOf(invoice, 'refund'));
+    if (row.kind === 'void') {
+      if (invoice.status === 'canceled' || invoice.status === 'expired') { complete(row, 'authorization already canceled at the provider'); return null; }
+      return row.amount;
+    }
+    const refundable = invoice.amount - (invoice.refundedAmount ?? 0);
+    if (invoice.status === 'refunded' || refundable <= 0) { complete(row, 'already refunded at the provider'); return null; }
+    return Math.min(row.amount, refundable);
+  }
+
   async function send(row: RefundRow): Promise<void> {
-    // Claim first: a crash between this commit and the provider's answer leaves `sending`, which
-    // recovery turns into `unknown` — settled by check(), never by a blind second send.
-    const claimed = inTransaction(db, () =>
+    let amount: number | null;
+    try {
+      amount = await stillOwed(row);
+    } catch (err) {
+      // Not readable now: nothing was sent; the next pass asks again.
+      log.warn({ err, orderId: row.order_id, invoiceId: row.invoice_id }, 'refund: could not read the invoice first; will try again');
+      return;
+    }
+    if (amount === null) return;
+    if (amount !== row.amount) {
+      inTransaction(db, () => update(row.invoice_id, { amount }));
+      row = { ...row, amount };
+    }
+    // Claim first, power-loss durable (synchronous=FULL): a crash or a power cut between this
+    // commit and the provider's answer leaves `sending`, which recovery turns into `unknown` —
+    // settled by check(), never by a blind second send.
+    const claimed = durably(db, () =>
       prepared(db, "UPDATE refunds SET state = 'sending', attempts = attempts + 1, updated_at = ? WHERE invoice_id = ? AND state = 'requested'")
-        .run(clock.now(), row.invoice_id).changes === 1);
+        .run(clock.now(), row.invoice_id).changes === 1, 'refund_claim');
     if (!claimed) return;
     try {
       if (row.kind === 'void') {
@@ -118,7 +149,7 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
         if (result.status === 'failed') return fail(row, result.detail ?? 'provider refused the refund', result.refundId);
       } else {
         const invoice = await provider.getInvoice(row.invoice_id);
-        ledger.observe({ invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode, amount: invoice.amount, currency: invoice.currency, channel: 'refund' });
+        ledger.observe(observationOf(invoice, 'refund'));
         const done = row.kind === 'void' ? invoice.status === 'canceled' || invoice.status === 'expired' : invoice.status === 'refunded';
         if (done) return complete(row, `invoice is ${invoice.status}`);
       }

@@ -5,7 +5,7 @@ import type { Logger } from '../util/logger.js';
 import { errorMessage, ErrorCodes } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Actuator, VendOutcome, VendRequest } from '../hardware/index.js';
-import type { PaymentProvider } from '../payments/types.js';
+import { ProviderError, type PaymentProvider } from '../payments/types.js';
 import { createOrderRepository, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 import { createSettlement } from './settlement.js';
@@ -14,7 +14,12 @@ export interface VendRunnerSettings {
   mode: 'vending' | 'turnstile';
   vendTimeoutMs: number;
   notPassedPolicy: 'refund' | 'keep';
+  /** Longest wait between two capture attempts (default 10 min). */
+  captureMaxBackoffMs?: number;
 }
+
+/** A capture that failed this many times raises its (one) alarm. */
+const CAPTURE_ALARM_AFTER = 3;
 
 export interface VendRunnerDeps {
   db: Db;
@@ -53,6 +58,8 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
 
   /** Claims one job durably. Returns the order to fire, or null when there is nothing (more) to do. */
   function claimNext(): OrderRow | null {
+    // Nothing queued (the usual idle tick): no transaction, no write, no sync.
+    if (!jobs.nextQueued()) return null;
     return durably(db, () => {
       let job = jobs.nextQueued();
       let order = job && orders.get(job.order_id)!;
@@ -67,7 +74,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       orders.transition(order.id, order.state, 'vending', 'vend claimed');
       outbox.event('vend.started', { orderId: order.id, reference: order.reference, slot: order.slot });
       return orders.get(order.id)!;
-    });
+    }, 'vend_claim');
   }
 
   /**
@@ -92,7 +99,9 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   function settle(order: OrderRow, outcome: { result: string; reason?: string; detail?: string }): void {
     const now = clock.now();
     const detail = 'reason' in outcome && outcome.reason ? outcome.reason : outcome.detail ?? null;
-    inTransaction(db, () => {
+    // Power-loss durable: a vend delivered just before a power cut comes back `vended`, not parked
+    // for a person (one sync per vend; measured in scripts/bench/fsync.mjs).
+    durably(db, () => {
       if (outcome.result === 'vended' || (outcome.result === 'not_passed' && settings.notPassedPolicy === 'keep')) {
         jobs.finish(order.id, 'firing', 'done', outcome.result, detail, now);
         orders.transition(order.id, 'vending', 'vended', outcome.result === 'vended' ? 'vend succeeded' : 'nobody passed; policy keeps the fare');
@@ -110,7 +119,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         // The machine may or may not have delivered: a person decides (invariant 3).
         markUncertain(order, detail ?? 'the actuator could not say whether it delivered');
       }
-    });
+    }, 'vend_settle');
   }
 
   async function runOnce(): Promise<void> {
@@ -133,24 +142,91 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     }
   }
 
+  /**
+   * Manual capture after a delivered vend. Each call is claimed durably first (`sending`), so a
+   * power cut mid-call is settled by reading the invoice, not by a second blind call. A failure
+   * backs off (doubling up to captureMaxBackoffMs) with one alarm; an answer that says capture can
+   * never succeed (the authorization was canceled, the provider refuses) gives up with one critical
+   * alarm: goods were handed out and the money was not taken.
+   */
   async function capturePending(): Promise<void> {
-    for (const job of jobs.pendingCaptures()) {
+    for (const job of jobs.pendingCaptures(clock.now())) {
       const order = orders.get(job.order_id)!;
+      const claimed = durably(db, () => jobs.claimCapture(order.id, clock.now()), 'capture_claim');
+      if (!claimed) continue;
+      let outcome: { done: true } | { done: false; permanent: boolean; detail: string };
       try {
         const invoice = await provider.captureInvoice(order.invoice_id!);
-        if (invoice.status === 'paid' || invoice.status === 'refunded' || invoice.status === 'partially_refunded') {
-          inTransaction(db, () => {
-            jobs.setCapture(order.id, 'done');
-            outbox.event('capture.succeeded', { orderId: order.id, reference: order.reference, invoiceId: order.invoice_id });
-          });
-        } else {
-          throw new Error(`capture left the invoice ${invoice.status}`);
-        }
+        outcome = captureOutcome(invoice.status, invoice.providerStatus);
       } catch (err) {
-        log.error({ err, orderId: order.id }, 'capture failed; will retry');
-        inTransaction(db, () => outbox.raiseAlarm(`capture_failed/${order.id}`, 'warning', 'capturing a vended order failed; retrying', { orderId: order.id, detail: errorMessage(err) }));
+        outcome = { done: false, permanent: err instanceof ProviderError && !err.transient && err.kind !== 'auth', detail: errorMessage(err) };
+      }
+      settleCapture(order, job.capture_attempts + 1, outcome);
+    }
+  }
+
+  function captureOutcome(status: string, providerStatus: string): { done: true } | { done: false; permanent: boolean; detail: string } {
+    if (status === 'paid' || status === 'refunded' || status === 'partially_refunded') return { done: true };
+    if (status === 'authorized') return { done: false, permanent: false, detail: `capture left the invoice ${providerStatus}` };
+    return { done: false, permanent: true, detail: `the authorization is ${providerStatus}: it can no longer be captured` };
+  }
+
+  function settleCapture(order: OrderRow, attempts: number, outcome: { done: true } | { done: false; permanent: boolean; detail: string }): void {
+    inTransaction(db, () => {
+      if (outcome.done) {
+        jobs.setCapture(order.id, 'done');
+        outbox.clearAlarm(`capture_failed/${order.id}`);
+        outbox.event('capture.succeeded', { orderId: order.id, reference: order.reference, invoiceId: order.invoice_id });
+        return;
+      }
+      if (outcome.permanent) {
+        jobs.setCapture(order.id, 'failed');
+        outbox.raiseAlarm(`capture_failed/${order.id}`, 'critical', 'a vended order could not be captured and never will be: the goods were handed out without the money; check it with the provider', {
+          orderId: order.id, reference: order.reference, invoiceId: order.invoice_id, detail: outcome.detail,
+        });
+        outbox.event('capture.failed', { orderId: order.id, reference: order.reference, invoiceId: order.invoice_id, detail: outcome.detail });
+        return;
+      }
+      const wait = Math.min(settings.captureMaxBackoffMs ?? 600_000, 1_000 * 2 ** Math.min(attempts, 20));
+      jobs.retryCapture(order.id, clock.now() + wait);
+      if (attempts === CAPTURE_ALARM_AFTER) {
+        outbox.raiseAlarm(`capture_failed/${order.id}`, 'warning', 'capturing a vended order keeps failing; still retrying, less and less often', {
+          orderId: order.id, reference: order.reference, invoiceId: order.invoice_id, attempts, detail: outcome.detail,
+        });
+      }
+    });
+    if (!outcome.done) log.warn({ orderId: order.id, attempts, permanent: outcome.permanent, detail: outcome.detail }, outcome.permanent ? 'capture given up' : 'capture failed; will retry later');
+  }
+
+  /** A power cut or crash during a capture call: the invoice says whether it happened. */
+  async function recoverCaptures(): Promise<void> {
+    for (const job of jobs.captures('sending')) {
+      const order = orders.get(job.order_id)!;
+      try {
+        const invoice = await provider.getInvoice(order.invoice_id!);
+        const outcome = captureOutcome(invoice.status, invoice.providerStatus);
+        if (outcome.done || outcome.permanent) settleCapture(order, job.capture_attempts, outcome);
+        else inTransaction(db, () => jobs.retryCapture(order.id, 0));
+      } catch (err) {
+        // Unreadable now: left `sending`; the next start-up (or the reconciliation loop) reads it again.
+        log.warn({ err, orderId: order.id }, 'capture interrupted and the invoice is not readable yet');
       }
     }
+  }
+
+  /**
+   * Before a vend interrupted by a restart is parked for a person: if the provider says the money
+   * already went back (refunded, or the authorization voided), the order is settled as refunded.
+   */
+  async function refundedAtProvider(order: OrderRow): Promise<string | null> {
+    try {
+      const invoice = await provider.getInvoice(order.invoice_id!);
+      if (invoice.status === 'refunded') return 'the invoice is already refunded at the provider';
+      if (order.capture_mode === 'manual' && (invoice.status === 'canceled' || invoice.status === 'expired')) return `the authorization is already ${invoice.providerStatus} at the provider`;
+    } catch (err) {
+      log.warn({ err, orderId: order.id }, 'recovery: the invoice is not readable; the vend is parked for a person');
+    }
+    return null;
   }
 
   return {
@@ -163,10 +239,22 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       const settledIds: number[] = [];
       for (const job of jobs.inState('firing')) {
         const order = orders.get(job.order_id)!;
+        const refunded = await refundedAtProvider(order);
+        if (refunded) {
+          inTransaction(db, () => {
+            jobs.finish(order.id, 'firing', 'failed', 'refunded_at_provider', refunded, clock.now());
+            orders.transition(order.id, 'vending', 'refunded', `interrupted vend: ${refunded}`);
+            outbox.event('vend.settled_by_provider', { orderId: order.id, reference: order.reference, detail: refunded });
+          });
+          settledIds.push(order.id);
+          log.warn({ orderId: order.id, reference: order.reference }, 'vend interrupted by a restart: already refunded at the provider, settled');
+          continue;
+        }
         inTransaction(db, () => markUncertain(order, 'the service stopped while the vend was in progress'));
         uncertain.push(order.id);
         log.error({ orderId: order.id, reference: order.reference }, 'vend interrupted by a restart: marked uncertain');
       }
+      await recoverCaptures();
       if (actuator.queryOutcome) {
         for (const job of jobs.inState('uncertain')) {
           const order = orders.get(job.order_id)!;

@@ -3,7 +3,7 @@ import { inTransaction } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
-import { queueRefundFor } from '../ledger/index.js';
+import { queueRefundFor } from './queue.js';
 import { createOrderRepository, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 

@@ -14,7 +14,7 @@ describe('poller', () => {
   // The poller runs on real timers and the wall clock; the core's manual clock only stamps rows.
   function start(intervalMs = 40) {
     poller = createPoller({ db: core.db, clock: systemClock, logger: core.logger, provider: core.fake.provider, ledger: core.ledger, health: core.health },
-      { intervalMs, maxBackoffMs: 2_000, lateGraceSec: 0 });
+      { intervalMs, maxBackoffMs: 2_000 });
     poller.start();
   }
   const gets = () => core.fake.callsOf('getInvoice').length;

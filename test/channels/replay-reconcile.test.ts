@@ -30,8 +30,8 @@ afterEach(async () => {
   svc = null;
 });
 
-async function post(url: string, body?: unknown) {
-  const response = await fetch(url, { method: 'POST', ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
+async function post(url: string, body: unknown = {}) {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const text = await response.text();
   return { status: response.status, json: text ? JSON.parse(text) : undefined };
 }

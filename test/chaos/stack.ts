@@ -1,6 +1,8 @@
 import Database from 'better-sqlite3';
 import { createSimulator, type FaultConfig, type Simulator } from '../../src/simulator/index.js';
+import type { Clock } from '../../src/util/clock.js';
 import { freePort, startService, waitFor, type Service } from '../helpers/service.js';
+import { startOutageProxy, type OutageProxy } from '../helpers/outage-proxy.js';
 
 /** Order states nothing automatic leaves (DESIGN.md invariant 3 allows vend_uncertain after a crash). */
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
@@ -12,38 +14,63 @@ export interface OrderAnswer {
   reference: string;
 }
 
+export interface StackOptions {
+  provider?: 'gerege' | 'qutpay';
+  config?: Record<string, unknown>;
+  faults?: Partial<FaultConfig>;
+  seed?: number;
+  /** The simulator's clock (e.g. running behind, so an invoice expires sooner for the device). */
+  simClock?: Clock;
+  /** Put a TCP proxy between the service and the simulator, so a test can cut the provider off. */
+  outage?: boolean;
+  /** Use this directory (a database restored from a backup copy); not removed by stop(). */
+  dir?: string;
+}
+
 /**
- * The real service (`node dist/main.js start`) against the Gerege simulator in this process: the
- * simulator delivers signed webhooks to the service's webhook listener, the service polls and reads
- * the Events API from the simulator.
+ * The real service (`node dist/main.js start`) against the Gerege or QutPay simulator in this
+ * process: the simulator delivers signed webhooks to the service's webhook listener, the service
+ * polls (and, for Gerege, reads the Events API) from the simulator — through an outage proxy when
+ * `outage` is set.
  */
-export async function startGeregeStack(options: { config?: Record<string, unknown>; faults?: Partial<FaultConfig>; seed?: number } = {}) {
+export async function startProviderStack(options: StackOptions = {}) {
+  const providerName = options.provider ?? 'gerege';
   const webhookPort = await freePort();
   const sim: Simulator = createSimulator({
-    provider: 'gerege', seed: options.seed ?? 1, webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege`,
+    provider: providerName, seed: options.seed ?? 1, webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/${providerName}`,
     // Gerege retries up to 8 times; these short waits keep a run brief while still outlasting a restart.
     webhookRetryDelaysMs: [100, 200, 400, 800, 1_600, 3_200, 6_400], webhookTimeoutMs: 2_000,
     ...(options.faults ? { faults: options.faults } : {}),
+    ...(options.simClock ? { clock: options.simClock } : {}),
   });
-  await sim.start();
+  const { port: simPort } = await sim.start();
+  const proxy: OutageProxy | null = options.outage ? await startOutageProxy({ port: simPort }) : null;
   const info = sim.info();
+  const credentials: { config: Record<string, unknown>; env: Record<string, string> } = providerName === 'gerege'
+    ? { config: { clientId: info.clientId }, env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret! } }
+    : { config: {}, env: { VENDGATE_PROVIDER_API_KEY: info.apiKey! } };
+  const serviceEnv = { ...credentials.env, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret };
   let started: Service | undefined;
   try {
     started = await startService({
       webhookPort,
+      ...(options.dir ? { dir: options.dir } : {}),
       config: deepMerge({
         device: { id: 'chaos-001' },
-        provider: { name: 'gerege', baseUrl: sim.url, clientId: info.clientId, invoiceTtlSec: 60, requestTimeoutMs: 1_000, createDeadlineMs: 15_000 },
+        provider: { name: providerName, baseUrl: proxy?.url ?? sim.url, ...credentials.config, invoiceTtlSec: 60, requestTimeoutMs: 1_000, createDeadlineMs: 15_000 },
         poll: { intervalMs: 100, maxBackoffMs: 2_000 },
         http: { webhook: { retryBaseMs: 100, retryMaxMs: 2_000, alarmAfterAttempts: 20, silenceGraceSec: 1 } },
         log: { level: 'info' },
       }, options.config ?? {}),
-      env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret!, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret },
+      env: serviceEnv,
     });
     // The start-up backfill first, so that a test decides which channel sees a payment first.
-    await waitFor(() => started!.logs().some((l) => l.msg === 'backfill done' && l.reason === 'start-up'), 15_000, 'the start-up backfill');
+    if (providerName === 'gerege') {
+      await waitFor(() => started!.logs().some((l) => l.msg === 'backfill done' && l.reason === 'start-up'), 15_000, 'the start-up backfill');
+    }
   } catch (err) {
     await started?.stop();
+    await proxy?.stop();
     await sim.stop();
     throw err;
   }
@@ -60,8 +87,10 @@ export async function startGeregeStack(options: { config?: Record<string, unknow
   }
 
   async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: any }> {
+    // Every state-changing request to the local API is JSON ({} when there is nothing to say).
+    const payload = method === 'POST' ? body ?? {} : body;
     const response = await fetch(`${svc.localUrl}${path}`, {
-      method, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      method, ...(payload === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) }),
     });
     const text = await response.text();
     return { status: response.status, json: text ? JSON.parse(text) : undefined };
@@ -70,6 +99,9 @@ export async function startGeregeStack(options: { config?: Record<string, unknow
   return {
     sim,
     svc,
+    proxy,
+    /** The secrets the service was started with (a restart with extra variables needs them too). */
+    env: serviceEnv,
     query,
     call,
     /** The order as the local API shows it; null while the service is down. */
@@ -104,12 +136,19 @@ export async function startGeregeStack(options: { config?: Record<string, unknow
     },
     async stop(): Promise<void> {
       await svc.stop();
+      await proxy?.stop();
       await sim.stop();
     },
   };
 }
 
-export type GeregeStack = Awaited<ReturnType<typeof startGeregeStack>>;
+/** The Gerege stack, as the chaos tests have always used it. */
+export function startGeregeStack(options: Omit<StackOptions, 'provider'> = {}) {
+  return startProviderStack({ ...options, provider: 'gerege' });
+}
+
+export type ProviderStack = Awaited<ReturnType<typeof startProviderStack>>;
+export type GeregeStack = ProviderStack;
 
 function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...base };

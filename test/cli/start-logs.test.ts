@@ -56,7 +56,7 @@ describe('service logs', () => {
     const { port } = await holdPort();
     const run = await startWithStdoutFile(config(dir, port, await freePort()), dir, { JOURNAL_STREAM: 'MATCH' });
 
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     for (const line of run.lines) expect(line).toMatch(/^<[2-7]>\{"level":"(fatal|error|warn|info|debug|trace)"/);
     const parsed = run.lines.map((line) => ({ priority: Number(/^<(\d)>/.exec(line)![1]), entry: JSON.parse(line.replace(/^<\d>/, '')) }));
     for (const { priority, entry } of parsed) expect(priority).toBe(JOURNAL_PRIORITY[entry.level]);
@@ -64,11 +64,11 @@ describe('service logs', () => {
     const fatal = parsed.find((p) => p.entry.msg === 'could not start')!;
     expect(fatal.priority).toBe(2);
     // Port in use: which port, which setting, how to find the other program; no stack trace.
-    expect(fatal.entry).toMatchObject({ code: 'EADDRINUSE', port, setting: 'http.local.port' });
+    expect(fatal.entry).toMatchObject({ code: 'VG_ERR_PORT_IN_USE', port, setting: 'http.local.port' });
     expect(fatal.entry.message).toContain(`port ${port} (http.local.port in ${join(dir, 'config.yaml')}) is already in use`);
     expect(fatal.entry.hint).toContain(`ss -ltnp 'sport = :${port}'`);
     expect(JSON.stringify(fatal.entry)).not.toMatch(/\bat .*\.js:\d+/);
-    expect(run.stderr).toContain(`could not start: port ${port} (http.local.port`);
+    expect(run.stderr).toContain(`http.local.port: port ${port} on 127.0.0.1 is already in use`);
   });
 
   it('a JOURNAL_STREAM inherited from elsewhere (not our stdout) leaves plain JSON lines with level names', async () => {
@@ -76,7 +76,7 @@ describe('service logs', () => {
     const { port } = await holdPort();
     const run = await startWithStdoutFile(config(dir, await freePort(), port), dir, { JOURNAL_STREAM: '1:2' });
 
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(78);
     const entries = run.lines.map((line) => JSON.parse(line));
     expect(entries.map((e) => e.level)).toEqual(expect.arrayContaining(['info', 'fatal']));
     expect(entries.find((e) => e.msg === 'could not start')).toMatchObject({ port, setting: 'http.webhook.port' });

@@ -14,7 +14,8 @@ describe('Gerege adapter against the simulator', () => {
     name: 'gerege',
     createPath: /^\/payment-intents$/,
     refundPath: /^\/payment-intents\/[^/]+\/refunds$/,
-    statusAfterFullRefund: 'paid',
+    // The intent stays succeeded; its amount_refunded says the money went back.
+    statusAfterFullRefund: 'refunded',
     mapStatus: mapGeregeStatus,
     statusWordOf: (body) => {
       const object = objectOf(body);

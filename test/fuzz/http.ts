@@ -100,7 +100,7 @@ export function bodyArbitrary(limitBytes: number): fc.Arbitrary<Buffer | null> {
 const validLocal: fc.Arbitrary<FuzzRequest> = fc.constantFrom(
   { path: '/api/orders', body: '{"slot":"A1"}' },
   { path: '/api/orders', body: '{"slot":"A2"}' },
-  { path: '/api/orders/{order}/cancel', body: null },
+  { path: '/api/orders/{order}/cancel', body: '{}' },
   { path: '/sandbox/pay/{invoice}', body: null },
   { path: '/sandbox/pay/{invoice}', body: null },
 ).map(({ path, body }): FuzzRequest => ({

@@ -42,7 +42,7 @@ describe('hardware settings', () => {
   });
 
   it('a misspelt key is an error, not silently ignored', () => {
-    expect(problems(() => hardwareSettings({ actuator: { relay: { pulsems: 200 } } }))).toEqual([expect.stringMatching(/^actuator\.relay: .*pulsems/)]);
+    expect(problems(() => hardwareSettings({ actuator: { relay: { pulsems: 200 } } }))).toEqual([expect.stringMatching(/^actuator\.relay\.pulsems: unknown key; did you mean "pulseMs"\?/)]);
   });
 
   it('an invalid answer pattern is rejected', () => {

@@ -129,7 +129,9 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     device: { id: 'svc-test', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }, { slot: 'A2', name: 'Cola', price: 2500 }] },
     provider: { name: 'sandbox', invoiceTtlSec: 120 },
     poll: { intervalMs: 200 },
-    http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: webhookPort } },
+    // Chaos, crash and soak runs order far faster than a customer and replace open orders on purpose:
+    // no order rate limit, no double-press merging (local-api-guard.test.ts sets its own).
+    http: { local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000, doublePressWindowMs: 0 }, webhook: { host: '127.0.0.1', port: webhookPort } },
     storage: { path: dbPath },
     actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 20 } },
     mqtt: { url: '' },

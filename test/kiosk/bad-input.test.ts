@@ -40,10 +40,10 @@ describe('bad input to the local API changes nothing', () => {
     },
   );
 
-  it('refuses a POST without a body with 400 and never calls create', async () => {
+  it('refuses a POST without a body (and so without a Content-Type) with 415 and never calls create', async () => {
     const deps = createFakeKioskDeps();
     const res = await kioskForInject(deps).inject({ method: 'POST', url: '/api/orders' });
-    expect(res.statusCode).toBe(400);
+    expect(res.statusCode).toBe(415);
     expect(deps.calls.create).toEqual([]);
   });
 
@@ -66,7 +66,7 @@ describe('bad input to the local API changes nothing', () => {
       const deps = createFakeKioskDeps();
       const server = kioskForInject(deps);
       const read = await server.inject({ method: 'GET', url: `/api/orders/${id}` });
-      const cancel = await server.inject({ method: 'POST', url: `/api/orders/${id}/cancel` });
+      const cancel = await server.inject({ method: 'POST', url: `/api/orders/${id}/cancel`, headers: { 'content-type': 'application/json' }, payload: '{}' });
       for (const res of [read, cancel]) {
         expect(res.statusCode).toBe(400);
         expect(res.json()).toEqual({ error: { code: 'VG_ERR_BAD_REQUEST', message: 'the order id must be a positive integer' } });

@@ -23,7 +23,7 @@ describe('errors from the order service reach the page as { error: { code, messa
     deps.orders.cancel = async () => {
       throw new VendgateError(ErrorCodes.ORDER_STATE, 'order 1 is paid and can no longer be canceled', { httpStatus: 409 });
     };
-    const res = await kioskForInject(deps).inject({ method: 'POST', url: '/api/orders/1/cancel' });
+    const res = await kioskForInject(deps).inject({ method: 'POST', url: '/api/orders/1/cancel', headers: { 'content-type': 'application/json' }, payload: '{}' });
     expect(res.statusCode).toBe(409);
     expect(res.json()).toEqual({ error: { code: 'VG_ERR_ORDER_STATE', message: 'order 1 is paid and can no longer be canceled' } });
   });

@@ -48,7 +48,7 @@ describe('local API routes', () => {
     const deps = createFakeKioskDeps();
     const server = kioskForInject(deps);
     await server.inject({ method: 'POST', url: '/api/orders', payload: { slot: 'A1' } });
-    const canceled = await server.inject({ method: 'POST', url: '/api/orders/1/cancel' });
+    const canceled = await server.inject({ method: 'POST', url: '/api/orders/1/cancel', headers: { 'content-type': 'application/json' }, payload: '{}' });
     expect(canceled.statusCode).toBe(200);
     expect(canceled.json()).toMatchObject({ orderId: 1, state: 'canceled' });
     expect(canceled.json()).not.toHaveProperty('qrSvg');

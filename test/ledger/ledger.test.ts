@@ -51,11 +51,12 @@ describe('ledger.observe', () => {
     expect(core.count('SELECT count(*) AS n FROM invoice_status_ledger')).toBe(ledgerRows);
   });
 
-  it('a payment of the wrong amount vends nothing and raises an alarm', async () => {
+  it('a payment of the wrong amount vends nothing, is refunded in full and raises an alarm', async () => {
     const order = await core.orders.create({ source: 'kiosk', slot: 'A2' });
     const result = core.ledger.observe({ invoiceId: order.invoice_id!, status: 'paid', providerStatus: 'paid', livemode: false, amount: 1, currency: 'MNT', channel: 'poll' });
-    expect(result).toMatchObject({ outcome: 'rejected', reason: 'amount_mismatch' });
+    expect(result).toMatchObject({ outcome: 'recorded', to: 'refunding', vendQueued: false, refundQueued: true });
     expect(vendJobs()).toBe(0);
+    expect(core.db.prepare('SELECT amount, kind FROM refunds').get()).toEqual({ amount: 1, kind: 'refund' });
     expect(core.outbox.openAlarms().map((a) => a.name)).toEqual([`payment_mismatch/${order.id}`]);
   });
 

@@ -84,7 +84,8 @@ export async function retainedNow(url: string, filter: string, timeoutMs = 5_000
   const client: MqttClient = connect(url, { clientId: `peek-${randomBytes(6).toString('hex')}`, protocolVersion: 4, clean: true, reconnectPeriod: 0 });
   client.on('error', () => {});
   const retained = new Map<string, string>();
-  const marker = `${filter.replace(/#$/, '')}peek/${randomBytes(4).toString('hex')}`;
+  // Under selftest/: the one place an anonymous client may publish on the service's embedded broker.
+  const marker = `${filter.replace(/#$/, '')}selftest/peek/${randomBytes(4).toString('hex')}`;
   try {
     await new Promise<void>((resolve, reject) => { client.once('connect', () => resolve()); client.once('error', reject); });
     const synced = new Promise<void>((resolve, reject) => {

@@ -19,7 +19,7 @@ describe('order service', () => {
     };
     const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
     expect(seenOnDisk).toEqual({ state: 'creating', idempotency_key: `${order.reference}-pay`, reference: order.reference });
-    expect(order.reference).toMatch(/^vm-test-[0-9a-f]{6}-1$/);
+    expect(order.reference).toMatch(/^vm-test-[0-9a-f]{6}-1-[0-9a-f]{8}$/);
     expect(order).toMatchObject({ state: 'awaiting_payment', amount: 1500, slot: 'A1', invoice_id: 'fk_1' });
   });
 
@@ -53,12 +53,26 @@ describe('order service', () => {
     expect(core.count('SELECT count(*) AS n FROM orders')).toBe(0);
   });
 
-  it('fails the order and never shows a QR when the provider returns an invoice for something else', async () => {
+  it('fails the order and never shows a QR when the provider keeps returning an invoice for something else', async () => {
+    const keys: string[] = [];
+    core.fake.hooks.beforeCreate = (request) => { keys.push(request.idempotencyKey); };
     core.fake.hooks.transformCreate = (invoice) => ({ ...invoice, amount: invoice.amount + 1 });
     await expect(core.orders.create({ source: 'kiosk', slot: 'A1' })).rejects.toMatchObject({ code: 'VG_ERR_INVOICE_MISMATCH' });
     const order = core.orders.get(1)!;
     expect(order).toMatchObject({ state: 'failed', invoice_id: null, pay_url: null, error_code: 'VG_ERR_INVOICE_MISMATCH' });
-    expect(core.outbox.openAlarms().map((a) => a.name)).toEqual(['invoice_mismatch/1']);
+    expect(core.outbox.openAlarms().map((a) => a.name)).toEqual(['invoice_reused/1']);
+    // Each attempt had a key of its own, derived from the order.
+    expect(keys).toEqual([`${order.reference}-pay`, `${order.reference}-pay-2`, `${order.reference}-pay-3`]);
+  });
+
+  it('an answer that is an old, already paid invoice (a key used before) is never vended: the next attempt gets a new key', async () => {
+    let calls = 0;
+    core.fake.hooks.transformCreate = (invoice) => (++calls === 1 ? { ...invoice, id: 'fk_old', status: 'paid', providerStatus: 'succeeded', replayed: true } : invoice);
+    const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
+    expect(order).toMatchObject({ state: 'awaiting_payment', attempt: 2, idempotency_key: `${order.reference}-pay-2` });
+    expect(order.invoice_id).not.toBe('fk_old');
+    expect(core.count('SELECT count(*) AS n FROM vend_jobs')).toBe(0);
+    expect(core.outbox.openAlarms().map((a) => a.name)).toEqual([`invoice_reused/${order.id}`]);
   });
 
   it('an idempotency conflict fails the order and raises an alarm', async () => {

@@ -123,7 +123,7 @@ describe('Gerege payment intents', () => {
     expect(call!.body).toBe('{"amount":1500,"currency":"MNT","reference":"vm-1-7","description":"Cola 0.5 l","capture_method":"automatic","expires_in":120}');
     expect(invoice).toEqual({
       id: 'pi_42', status: 'pending', providerStatus: 'requires_payment', amount: 1500, currency: 'MNT', reference: 'vm-1-7',
-      livemode: false, payUrl: 'https://pay.gerege.test/pi_42', expiresAt: 1_764_417_720_000,
+      livemode: false, payUrl: 'https://pay.gerege.test/pi_42', expiresAt: 1_764_417_720_000, refundedAmount: 0, createdAt: 1_764_417_600_000,
     });
   });
 

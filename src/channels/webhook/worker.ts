@@ -5,7 +5,7 @@ import type { Logger } from '../../util/logger.js';
 import { errorMessage } from '../../util/errors.js';
 import type { Outbox } from '../../outbox/index.js';
 import { ProviderError, type PaymentProvider } from '../../payments/types.js';
-import type { Ledger, ObserveResult } from '../../ledger/index.js';
+import { observationOf, type Ledger, type ObserveResult } from '../../ledger/index.js';
 import { isHandledEvent, type InboxRow, type WebhookInbox } from './inbox.js';
 
 export interface WebhookWorkerDeps {
@@ -108,10 +108,7 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     let result: ObserveResult;
     try {
       const invoice = await provider.getInvoice(invoiceId);
-      result = ledger.observe({
-        invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode,
-        amount: invoice.amount, currency: invoice.currency, channel, eventId: row.event_id,
-      });
+      result = ledger.observe(observationOf(invoice, channel, row.event_id));
     } catch (err) {
       if (err instanceof ProviderError && err.kind === 'not_found') {
         finish(row, 'the provider does not know this object');

@@ -137,7 +137,8 @@ async function createOrder(slot) {
 
 async function cancelOrder(orderId) {
   try {
-    await api('POST', `/api/orders/${orderId}/cancel`);
+    // The local API takes only JSON for anything that changes state (src/kiosk/request-guard.ts).
+    await api('POST', `/api/orders/${orderId}/cancel`, {});
     if (view.created?.orderId === orderId) view.created = null;
   } catch {
     // Most likely paid meanwhile: the state on the server says what to show.

@@ -7,7 +7,7 @@ import {
   type CreateInvoiceRequest, type EventPage, type Invoice, type PaymentProvider, type RefundRequest, type RefundResult,
 } from '../types.js';
 import { createProviderHttpClient, parseWire, type HttpClientDeps, type HttpRequest, type HttpResponse } from '../http.js';
-import { findInvoiceMismatch, validateCreateRequest } from '../invoice-checks.js';
+import { expectInvoice, findInvoiceMismatch, validateCreateRequest, withRefunds } from '../invoice-checks.js';
 import { sendRefund } from '../refund.js';
 import { mapGeregeRefundStatus, mapGeregeStatus } from './status.js';
 import { createTokenSource } from './token.js';
@@ -47,9 +47,11 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
 
   function toInvoice(body: unknown, what: string): Invoice {
     const intent = parseWire(geregeIntentSchema, body, what);
+    const refundedAmount = intent.amount_refunded ?? 0;
     return {
       id: intent.id,
-      status: canonical(intent),
+      // An intent stays `succeeded` after a refund (refunds are `re_` objects): its refunds say more.
+      status: withRefunds(canonical(intent), intent.amount, refundedAmount),
       providerStatus: intent.status,
       amount: intent.amount,
       currency: intent.currency,
@@ -57,6 +59,9 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
       livemode: intent.livemode,
       payUrl: intent.pay_url ?? '',
       expiresAt: intent.expires_at * 1_000,
+      refundedAmount,
+      ...(intent.created !== undefined ? { createdAt: intent.created * 1_000 } : {}),
+      ...(intent.description !== undefined ? { description: intent.description } : {}),
     };
   }
 
@@ -72,7 +77,7 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
 
   async function intentCall(method: 'GET' | 'POST', invoiceId: string, suffix: string, what: string): Promise<Invoice> {
     const response = await authed({ method, path: `/payment-intents/${encodeURIComponent(invoiceId)}${suffix}`, retry: 'read' });
-    return toInvoice(response.body, what);
+    return expectInvoice(invoiceId, toInvoice(response.body, what), what);
   }
 
   return {

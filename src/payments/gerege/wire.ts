@@ -15,6 +15,11 @@ export const geregeIntentSchema = z.object({
   pay_url: z.string().nullable(),
   /** Unix seconds. */
   expires_at: z.number().finite(),
+  /** Unix seconds. */
+  created: z.number().finite().optional(),
+  description: z.string().optional(),
+  /** Assumed (PROVIDERS.md is silent): the sum of the intent's succeeded refunds. */
+  amount_refunded: z.number().int().nonnegative().optional(),
 });
 export type GeregeIntent = z.infer<typeof geregeIntentSchema>;
 

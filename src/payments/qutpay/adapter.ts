@@ -7,7 +7,7 @@ import {
   type CreateInvoiceRequest, type Invoice, type PaymentProvider, type RefundRequest, type RefundResult,
 } from '../types.js';
 import { createProviderHttpClient, parseWire, type HttpClientDeps, type HttpRequest, type HttpResponse } from '../http.js';
-import { findInvoiceMismatch, validateCreateRequest } from '../invoice-checks.js';
+import { expectInvoice, findInvoiceMismatch, validateCreateRequest, withRefunds } from '../invoice-checks.js';
 import { sendRefund } from '../refund.js';
 import { mapQutpayRefundStatus, mapQutpayStatus } from './status.js';
 import { qutpayInvoiceSchema, qutpayRefundSchema, type QutpayInvoice } from './wire.js';
@@ -40,9 +40,12 @@ export function createQutpayProvider(deps: HttpClientDeps, config: QutpayConfig)
 
   function toInvoice(body: unknown, what: string): Invoice {
     const invoice = parseWire(qutpayInvoiceSchema, body, what);
+    const refundedAmount = (invoice.refunds ?? []).filter((r) => r.status === 'succeeded').reduce((sum, r) => sum + r.amount, 0);
     return {
       id: invoice.id,
-      status: canonical(invoice),
+      status: withRefunds(canonical(invoice), invoice.amount, refundedAmount),
+      refundedAmount,
+      ...(invoice.description !== undefined ? { description: invoice.description } : {}),
       providerStatus: invoice.status,
       amount: invoice.amount,
       currency: config.currency,
@@ -65,7 +68,7 @@ export function createQutpayProvider(deps: HttpClientDeps, config: QutpayConfig)
 
   async function invoiceCall(method: 'GET' | 'POST', invoiceId: string, suffix: string, what: string): Promise<Invoice> {
     const response = await call({ method, path: `/api/v1/invoices/${encodeURIComponent(invoiceId)}${suffix}`, retry: 'read' });
-    return toInvoice(response.body, what);
+    return expectInvoice(invoiceId, toInvoice(response.body, what), what);
   }
 
   return {

@@ -11,6 +11,9 @@ export const qutpayInvoiceSchema = z.object({
   expiresAt: z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'an ISO 8601 date'),
   livemode: z.boolean().optional(),
   idempotentReplay: z.boolean().optional(),
+  description: z.string().optional(),
+  /** GET and cancel carry the invoice's refunds. */
+  refunds: z.array(z.object({ id: z.string(), amount: z.number().int().nonnegative(), status: z.string() })).optional(),
 });
 export type QutpayInvoice = z.infer<typeof qutpayInvoiceSchema>;
 

@@ -81,6 +81,7 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
     return {
       id: row.id, status: row.status, providerStatus: row.status, amount: row.amount, currency: row.currency,
       reference: row.reference, livemode: false, payUrl: settings.payUrl(row.id), expiresAt: row.expires_at, replayed,
+      refundedAmount: row.status === 'refunded' ? row.amount : 0, createdAt: row.created_at ?? undefined,
     };
   }
 

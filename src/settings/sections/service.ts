@@ -1,21 +1,40 @@
 import { z } from 'zod';
+import { LOCAL_LISTENER_DEFAULTS, WEBHOOK_LISTENER_DEFAULTS, type ListenerLimits } from '../../util/http-listener.js';
 
-const listener = (host: string, port: number) =>
-  z.object({
+/** Address and the limits that keep slow or idle clients from holding the listener open. */
+const listener = (host: string, port: number, limits: Readonly<ListenerLimits>) =>
+  z.strictObject({
     host: z.string().min(1).default(host),
     port: z.number().int().min(0).max(65_535).default(port),
+    headersTimeoutMs: z.number().int().min(500).max(120_000).default(limits.headersTimeoutMs),
+    /** The whole request, body included: a body dripped byte by byte is cut after this. */
+    requestTimeoutMs: z.number().int().min(1_000).max(300_000).default(limits.requestTimeoutMs),
+    idleTimeoutMs: z.number().int().min(1_000).max(600_000).default(limits.idleTimeoutMs),
+    keepAliveTimeoutMs: z.number().int().min(100).max(120_000).default(limits.keepAliveTimeoutMs),
+    maxRequestsPerSocket: z.number().int().min(0).max(1_000_000).default(limits.maxRequestsPerSocket),
+    maxConnections: z.number().int().min(0).max(100_000).default(limits.maxConnections),
   });
 
-export const pollSchema = z.object({
+export const pollSchema = z.strictObject({
   intervalMs: z.number().int().min(100).max(60_000).default(2_000),
   /** Longest wait between polls after errors. */
   maxBackoffMs: z.number().int().min(1_000).max(300_000).default(30_000),
-  /** How long a closed (canceled/expired by us) invoice is still polled for a late payment. */
-  lateGraceSec: z.number().int().min(0).max(86_400).default(600),
+  /**
+   * A payment first seen up to this long after its QR expired is still vended (the customer may be
+   * waiting); later it is refunded (the customer has gone). Every invoice is read until the
+   * provider's final answer either way: no local timer stops following one.
+   */
+  lateGraceSec: z.number().int().min(0).max(86_400).default(120),
+  /** How often the reconciliation loop compares recent invoices with the provider. */
+  reconcileEveryMin: z.number().int().min(1).max(1_440).default(60),
+  /** How far back the reconciliation loop looks. */
+  reconcileDays: z.number().int().min(1).max(90).default(7),
+  /** At most this many provider reads per hour for reconciliation (it never competes with sales). */
+  reconcileReadsPerHour: z.number().int().min(1).max(10_000).default(120),
 });
 
 export const httpSchema = z.object({
-  webhook: listener('0.0.0.0', 8787).extend({
+  webhook: listener('0.0.0.0', 8787, WEBHOOK_LISTENER_DEFAULTS).extend({
     /** Public URL of the webhook listener through the tunnel (selftest round trip). */
     publicUrl: z.url().optional(),
     bodyLimitBytes: z.number().int().min(1_024).max(1_048_576).default(65_536),
@@ -30,24 +49,31 @@ export const httpSchema = z.object({
     /** A device without a backfill cursor reads the Events API this far back. */
     backfillLookbackSec: z.number().int().min(60).max(2_592_000).default(86_400),
   }).prefault({}),
-  local: listener('127.0.0.1', 8080).prefault({}),
-});
+  local: listener('127.0.0.1', 8080, LOCAL_LISTENER_DEFAULTS).extend({
+    /** Host names the kiosk page may be opened under besides 127.0.0.1, localhost and ::1 (DNS rebinding guard). */
+    allowedHosts: z.array(z.string().min(1).regex(/^[A-Za-z0-9.-]+$/, 'a host name such as kiosk.local, without port or scheme')).default([]),
+    /** A second order press for the same item within this returns the first order (one invoice, one QR). */
+    doublePressWindowMs: z.number().int().min(0).max(60_000).default(3_000),
+    /** Orders (invoices) the local API creates at most per minute; beyond it 429. */
+    ordersPerMinute: z.number().int().min(1).max(1_000_000).default(10),
+  }).prefault({}),
+}).strict();
 
-export const storageSchema = z.object({
+export const storageSchema = z.strictObject({
   path: z.string().min(1).default('./data/vendgate.db'),
   retentionDays: z.number().int().min(1).max(3_650).default(90),
 });
 
-export const logSchema = z.object({
+export const logSchema = z.strictObject({
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
-export const policySchema = z.object({
+export const policySchema = z.strictObject({
   /** Turnstile: what to do when nobody passed after the gate opened. */
   notPassed: z.enum(['refund', 'keep']).default('refund'),
 });
 
-export const kioskSchema = z.object({
+export const kioskSchema = z.strictObject({
   language: z.enum(['mn', 'kk', 'ru', 'en']).default('en'),
   /** Turnstile: show a standing QR that renews itself before it expires. */
   autoStart: z.boolean().default(false),

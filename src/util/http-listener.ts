@@ -1,0 +1,139 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { ErrorCodes, VendgateError } from './errors.js';
+
+/**
+ * The limits every listener applies to its clients, so that nobody can hold one open: a client that
+ * sends its headers or body slowly, or sits idle, is cut within seconds.
+ */
+export interface ListenerLimits {
+  /** The request line and headers must arrive within this. */
+  headersTimeoutMs: number;
+  /** The whole request, body included, must arrive within this (a body dripped byte by byte is cut). */
+  requestTimeoutMs: number;
+  /** A connection with no traffic either way for this long is closed. */
+  idleTimeoutMs: number;
+  /** A kept-alive connection waits this long for its next request. */
+  keepAliveTimeoutMs: number;
+  /** Requests served on one connection before it is closed (0: no limit). */
+  maxRequestsPerSocket: number;
+  /** Open connections at most; a new one beyond it pushes out the oldest (0: no limit). */
+  maxConnections: number;
+}
+
+export interface ListenerAddress {
+  host: string;
+  port: number;
+  /** The setting that names the port, for the message when it is taken ("http.webhook.port"). */
+  portSetting: string;
+}
+
+export class PortInUseError extends VendgateError {
+  readonly port: number;
+  readonly setting: string;
+
+  constructor(address: ListenerAddress, cause: unknown) {
+    super(ErrorCodes.PORT_IN_USE,
+      `${address.portSetting}: port ${address.port} on ${address.host} is already in use by another program. ` +
+      `See which one with: sudo ss -ltnp 'sport = :${address.port}' — stop it or choose another ${address.portSetting}. ` +
+      'Nothing was started and the database was not touched.',
+      { cause, details: { port: address.port, host: address.host, setting: address.portSetting } });
+    this.name = 'PortInUseError';
+    this.port = address.port;
+    this.setting = address.portSetting;
+  }
+}
+
+export interface BoundListener {
+  readonly server: Server;
+  readonly port: number;
+  /** http://host:port, with 127.0.0.1 for a wildcard bind. */
+  readonly url: string;
+  /** From now on requests go to `handler`; until then they are answered 503 (starting up). */
+  serve(handler: (request: IncomingMessage, response: ServerResponse) => void): void;
+  /** Stops accepting, closes idle connections now and every other one after `graceMs`. Safe twice. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** How often Node checks the header and request timeouts (its default, 30 s, is what let a drip-fed body live). */
+const TIMEOUT_CHECK_INTERVAL_MS = 500;
+
+/**
+ * Binds a port with the limits applied, before the rest of the service exists: the process owns
+ * both ports (or stops with PortInUseError) before the database is opened, and requests that arrive
+ * during start-up recovery get a 503 the provider retries instead of a refused connection.
+ */
+export async function bindListener(address: ListenerAddress, limits: ListenerLimits): Promise<BoundListener> {
+  const server = createServer({
+    connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, limits.headersTimeoutMs, limits.requestTimeoutMs),
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+  });
+  server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
+  // Node destroys a socket idle this long when nobody listens for 'timeout'.
+  server.setTimeout(limits.idleTimeoutMs);
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    // Sets iterate in insertion order: the first one is the oldest. A client that holds many
+    // connections open loses its oldest ones; a real request lasts milliseconds and is rarely the oldest.
+    if (limits.maxConnections > 0 && sockets.size >= limits.maxConnections) {
+      const oldest = sockets.values().next().value;
+      if (oldest) { sockets.delete(oldest); oldest.destroy(); }
+    }
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  let handler: ((request: IncomingMessage, response: ServerResponse) => void) | null = null;
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    if (handler) return handler(request, response);
+    response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
+    response.end(JSON.stringify({ error: { code: 'VG_ERR_STARTING', message: 'starting up; try again in a second' } }));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      server.off('listening', onListening);
+      reject(err.code === 'EADDRINUSE' ? new PortInUseError(address, err) : err);
+    };
+    const onListening = () => { server.off('error', onError); resolve(); };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen({ host: address.host, port: address.port });
+  });
+  const { port } = server.address() as AddressInfo;
+  const shownHost = address.host === '0.0.0.0' || address.host === '::' ? '127.0.0.1' : address.host;
+  let closing: Promise<void> | null = null;
+
+  return {
+    server,
+    port,
+    url: `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`,
+    serve(next) { handler = next; },
+    close(graceMs = 2_000) {
+      closing ??= new Promise<void>((resolve) => {
+        const cutOff = setTimeout(() => { for (const socket of sockets) socket.destroy(); }, graceMs);
+        cutOff.unref();
+        server.close(() => { clearTimeout(cutOff); resolve(); });
+        server.closeIdleConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+/** The webhook listener faces the internet through the tunnel: tight limits, a connection cap. */
+export const WEBHOOK_LISTENER_DEFAULTS: Readonly<ListenerLimits> = Object.freeze({
+  headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, idleTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxRequestsPerSocket: 1_000, maxConnections: 128,
+});
+
+/** The local listener: the same timeouts, but idle connections live longer than the SSE ping (15 s). */
+export const LOCAL_LISTENER_DEFAULTS: Readonly<ListenerLimits> = Object.freeze({
+  headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, idleTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000, maxRequestsPerSocket: 1_000, maxConnections: 0,
+});
+
+/** The limit fields of a listener's settings section. */
+export function listenerLimits(section: Readonly<ListenerLimits>): ListenerLimits {
+  const { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs, keepAliveTimeoutMs, maxRequestsPerSocket, maxConnections } = section;
+  return { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs, keepAliveTimeoutMs, maxRequestsPerSocket, maxConnections };
+}

@@ -1,0 +1,94 @@
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signSandboxPayload } from '../../src/payments/sandbox/signature.js';
+import { startService, type Service } from '../helpers/service.js';
+import { startSlowClients, type SlowClients } from '../helpers/slow-clients.js';
+
+/**
+ * Slow and idle clients against both listeners of the real service, over real sockets, with the
+ * default limits: nobody holds a listener open, and signed webhooks keep flowing meanwhile.
+ */
+const SECRET = 'sandbox-webhook-secret';
+
+function signedWebhook(url: string, id: string) {
+  const body = Buffer.from(JSON.stringify({
+    id, object: 'event', type: 'invoice.paid', livemode: false, created: Math.floor(Date.now() / 1000),
+    data: { object: { id: 'sb_unknown', object: 'invoice', status: 'paid', amount: 1500, currency: 'MNT', reference: 'x' } },
+  }));
+  return fetch(`${url}/webhooks/sandbox`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'sandbox-signature': signSandboxPayload(body, SECRET, Math.floor(Date.now() / 1000)) },
+    body,
+  });
+}
+
+describe('listener limits (default settings)', () => {
+  let svc: Service;
+  const clients: SlowClients[] = [];
+  const slow = (options: Parameters<typeof startSlowClients>[0]) => {
+    const started = startSlowClients(options);
+    clients.push(started);
+    return started;
+  };
+
+  beforeAll(async () => { svc = await startService(); });
+  afterAll(async () => {
+    for (const c of clients) c.stop();
+    await svc?.stop();
+  });
+
+  it('clients dripping a request body one byte at a time are cut within seconds, on both listeners', async () => {
+    const webhook = slow({ url: svc.webhookUrl, count: 20, mode: 'body' });
+    const local = slow({ url: svc.localUrl, count: 20, mode: 'body', path: '/api/orders' });
+    await svc.waitFor(() => webhook.closedByServer() === 20 && local.closedByServer() === 20, 30_000,
+      'the server to close all 40 slow-body connections');
+    expect(webhook.open() + local.open()).toBe(0);
+  }, 40_000);
+
+  it('clients that send their headers slowly, or nothing at all, are cut too', async () => {
+    const dripping = slow({ url: svc.webhookUrl, count: 10, mode: 'headers', dripEveryMs: 300 });
+    const silent = slow({ url: svc.webhookUrl, count: 10, mode: 'silent' });
+    const silentLocal = slow({ url: svc.localUrl, count: 10, mode: 'silent' });
+    await svc.waitFor(() => dripping.closedByServer() === 10 && silent.closedByServer() === 10 && silentLocal.closedByServer() === 10, 30_000,
+      'the server to close slow-header and silent connections');
+  }, 40_000);
+
+  it('signed webhooks keep flowing while 200 slow clients hang on (and reconnect when cut)', async () => {
+    const attack = slow({ url: svc.webhookUrl, count: 200, mode: 'body', reconnect: true, dripEveryMs: 500 });
+    await svc.waitFor(() => attack.open() >= 100, 20_000, 'the slow clients to hold connections');
+    const ids = Array.from({ length: 20 }, (_, i) => `evt_flow_${i}_${Date.now()}`);
+    for (const id of ids) {
+      const response = await signedWebhook(svc.webhookUrl, id);
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+    }
+    attack.stop();
+    const db = new Database(svc.dbPath, { readonly: true });
+    try {
+      const stored = db.prepare(`SELECT count(*) AS n FROM webhook_events WHERE event_id IN (${ids.map(() => '?').join(',')})`).get(...ids) as { n: number };
+      expect(stored.n).toBe(ids.length);
+    } finally {
+      db.close();
+    }
+  }, 60_000);
+});
+
+describe('webhook listener connection cap', () => {
+  let svc: Service;
+  let clients: SlowClients | null = null;
+  beforeAll(async () => {
+    // Long timeouts, so that only the cap can close these connections.
+    svc = await startService({ config: { http: { webhook: { maxConnections: 10, headersTimeoutMs: 60_000, requestTimeoutMs: 120_000, idleTimeoutMs: 120_000 } } } });
+  });
+  afterAll(async () => {
+    clients?.stop();
+    await svc?.stop();
+  });
+
+  it('beyond http.webhook.maxConnections the oldest connections are closed, and a webhook still gets through', async () => {
+    clients = startSlowClients({ url: svc.webhookUrl, count: 30, mode: 'silent' });
+    await svc.waitFor(() => clients!.closedByServer() >= 20 && clients!.open() <= 10, 20_000, 'the cap to close the oldest connections');
+    const response = await signedWebhook(svc.webhookUrl, `evt_cap_${Date.now()}`);
+    expect(response.status).toBe(200);
+  }, 40_000);
+});

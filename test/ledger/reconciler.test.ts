@@ -1,0 +1,58 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createReconciler } from '../../src/ledger/index.js';
+import { createVendRunner } from '../../src/vend/index.js';
+import type { Actuator } from '../../src/hardware/index.js';
+import { buildCore, type Core } from '../helpers/core.js';
+
+/** The reconciliation loop: bounded reads, alarms naming the order, silence when nothing is due. */
+
+let core: Core | null = null;
+afterEach(() => { core?.close(); core = null; });
+
+const machine: Actuator = { kind: 'sim', async start() {}, async stop() {}, health: () => ({ ok: true, detail: 'test' }), async fire() { return { result: 'vended' }; } };
+
+async function vendedOrder(c: Core, slot: string) {
+  const order = await c.orders.create({ source: 'kiosk', slot });
+  c.fake.set(order.invoice_id!, 'paid');
+  await c.observe(order.invoice_id!);
+  const vend = createVendRunner({ db: c.db, clock: c.clock, logger: c.logger, outbox: c.outbox, actuator: machine, provider: c.fake.provider }, { mode: 'vending', vendTimeoutMs: 1_000, notPassedPolicy: 'refund' });
+  await vend.run();
+  expect(c.orders.get(order.id)!.state).toBe('vended');
+  return order;
+}
+
+describe('the reconciliation loop', () => {
+  it('raises an alarm naming the order when the provider shows a refund nobody here made, within its read budget', async () => {
+    const c = core = buildCore();
+    const first = await vendedOrder(c, 'A1');
+    const second = await vendedOrder(c, 'A2');
+    const reconciler = createReconciler({ ...c, provider: c.fake.provider }, { everyMs: 3_600_000, days: 7, readsPerHour: 1 });
+    const reads = () => c.fake.calls.filter((call) => call.method === 'getInvoice').length;
+
+    // Nothing has settled long enough: no provider call at all.
+    const before = reads();
+    expect(await reconciler.run()).toBe(0);
+    expect(reads()).toBe(before);
+
+    // Later the merchant refunds the first order from the dashboard.
+    c.fake.set(first.invoice_id!, 'refunded');
+    c.clock.advance(10 * 60_000);
+    expect(await reconciler.run()).toBe(1);
+    expect(reads()).toBe(before + 1); // the budget: one read this hour
+    const alarm = c.outbox.openAlarms().find((a) => a.name === `reconcile/${first.id}`);
+    expect(alarm).toBeDefined();
+    expect(JSON.parse(alarm!.detail)).toMatchObject({ orderId: first.id, kind: 'refunded_not_here' });
+
+    // An hour on, the second is compared and agrees; the first is still reported.
+    c.clock.advance(3_600_000);
+    expect(await reconciler.run()).toBe(1);
+    expect(c.outbox.openAlarms().map((a) => a.name)).toEqual([`reconcile/${first.id}`]);
+    expect(c.orders.get(second.id)!.state).toBe('vended');
+
+    // Compared and unchanged since: nothing is due, no reads.
+    const settled = reads();
+    c.clock.advance(30 * 60_000);
+    await reconciler.run();
+    expect(reads()).toBe(settled);
+  });
+});

@@ -1,0 +1,58 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createApp, type App } from '../../src/app.js';
+import { observeDurableCommits, type DurableStep } from '../../src/store/index.js';
+import { createFakeProvider } from '../fakes/provider.js';
+import { testSettings } from '../helpers/core.js';
+import { tempDir } from '../helpers/temp.js';
+import { waitFor } from '../helpers/service.js';
+
+/**
+ * Power cuts, not only crashes: every money step that precedes an irreversible outside action (or
+ * that a person would otherwise settle after a cut) commits with synchronous=FULL. A later change
+ * that commits one of them through a plain transaction fails here, because the step is then never
+ * seen committing durably.
+ */
+
+const MONEY_STEPS: DurableStep[] = ['order_insert', 'vend_claim', 'vend_settle', 'refund_claim', 'capture_claim'];
+
+let app: App | null = null;
+let cleanup: (() => void) | null = null;
+afterEach(async () => {
+  observeDurableCommits(null);
+  await app?.stop();
+  cleanup?.();
+  app = null;
+  cleanup = null;
+});
+
+describe('power-loss durability of the money steps', () => {
+  it('the order/key insert, vend claim, vend settle, refund claim and capture claim each commit with synchronous=FULL', async () => {
+    const seen = new Map<DurableStep, number[]>();
+    observeDurableCommits((step, synchronous) => seen.set(step, [...(seen.get(step) ?? []), synchronous]));
+    const dir = tempDir();
+    cleanup = () => dir.cleanup();
+    const settings = testSettings(dir.path, { provider: { captureMode: 'manual' } });
+    const fake = createFakeProvider({ livemode: false });
+    app = createApp(settings, { provider: fake.provider });
+    await app.start();
+    const ctx = app.context();
+
+    // A sale: order, authorization, vend, capture.
+    const sold = await ctx.orders.create({ source: 'cli', slot: 'A1' });
+    fake.set(sold.invoice_id!, 'authorized');
+    ctx.poller.pollNow(sold.invoice_id!);
+    await waitFor(() => ctx.orders.get(sold.id)!.state === 'vended', 10_000, 'the vend');
+    await waitFor(() => fake.calls.some((c) => c.method === 'captureInvoice'), 10_000, 'the capture');
+
+    // An operator's refund of a vended order: the refund claim before the POST.
+    ctx.vend.refund(sold.id, 'test');
+    await waitFor(() => fake.calls.some((c) => c.method === 'refund'), 10_000, 'the refund');
+
+    for (const step of MONEY_STEPS) {
+      expect(seen.get(step), `${step} committed durably`).toBeDefined();
+      expect(new Set(seen.get(step)), `${step} ran at synchronous=FULL`).toEqual(new Set([2]));
+    }
+    // And the connection is back to NORMAL for everything else.
+    expect(ctx.db.pragma('synchronous', { simple: true })).toBe(1);
+  });
+});
