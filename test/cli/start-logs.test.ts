@@ -99,7 +99,7 @@ describe('service logs', () => {
     expect(text).toMatch(/INFO.*settings loaded/);
     expect(text).toMatch(/INFO.*vendgate ready/);
     expect(text).not.toMatch(/\{"level"/);
-  });
+  }, 90_000);
 });
 
 describe('log format and Node support rules', () => {

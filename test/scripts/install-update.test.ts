@@ -59,7 +59,7 @@ describe('scripts/install-pi.sh', () => {
     expect(again.stdout).toMatch(/OK: nothing failed/);
   });
 
-  it('--tunnel HOSTNAME sets up cloudflared on the Pi itself: Debian repository, login, tunnel, DNS route, config, unit; a re-run reuses all of it', async () => {
+  it('--tunnel HOSTNAME sets up cloudflared on the Pi itself: Debian repository, login, tunnel, DNS route, config, unit; a re-run reuses all of it', { timeout: 120_000 }, async () => {
     pi = await fakePi();
     const src = pi.source('1.0.0');
 
@@ -98,7 +98,7 @@ describe('scripts/install-pi.sh', () => {
     expect(result.stderr).toContain('is not a host name');
   });
 
-  it('waits for a synchronised clock: enables systemd-time-wait-sync with a 90 s limit', async () => {
+  it('waits for a synchronised clock: enables systemd-time-wait-sync with a 90 s limit', { timeout: 120_000 }, async () => {
     pi = await fakePi();
     expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
     expect(pi.calls()).toContain('systemctl enable systemd-time-wait-sync.service');
@@ -145,7 +145,7 @@ describe('scripts/update.sh', () => {
     expect(calls.lastIndexOf('systemctl stop vendgate.service')).toBeLessThan(calls.lastIndexOf('systemctl restart vendgate.service'));
   });
 
-  it('an update from a checkout builds the release from its sources, never the dist/ left in the checkout', async () => {
+  it('an update from a checkout builds the release from its sources, never the dist/ left in the checkout', { timeout: 120_000 }, async () => {
     pi = await fakePi();
     expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
     const checkout = pi.source('1.2.0', (dir) => {
