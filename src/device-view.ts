@@ -6,6 +6,7 @@ import type { Poller } from './channels/poller.js';
 import type { DeviceState, KioskDeps, SandboxPayments } from './kiosk/index.js';
 import { ORDER_STATES } from './orders/index.js';
 import type { Metrics } from './metrics/index.js';
+import type { Catalog } from './catalog/index.js';
 
 export interface DeviceViewDeps {
   settings: Readonly<Settings>;
@@ -18,6 +19,9 @@ export interface DeviceViewDeps {
   startedAt: number;
   listeners: Set<() => void>;
   metrics: Metrics;
+  catalog: Catalog;
+  /** After a change made here (a refill): the screen and MQTT follow. */
+  notify?: () => void;
 }
 
 /** What the screen, /metrics and MQTT telemetry read: derived from the database on every call. */
@@ -45,7 +49,10 @@ export function createDeviceView(deps: DeviceViewDeps) {
       provider: settings.provider.name,
       supportContact: settings.kiosk.supportContact ?? null,
       paymentApps: settings.kiosk.paymentApps ?? null,
-      catalog: settings.device.catalog.map((c) => ({ slot: c.slot, name: c.name, price: c.price })),
+      catalog: deps.catalog.offered().map((c) => ({
+        slot: c.slot, name: c.name, ...(c.names ? { names: c.names } : {}), price: c.price, available: c.available, unavailable: c.unavailable,
+      })),
+      catalogVersion: deps.catalog.current().version,
       fare: settings.device.fare ?? null,
       autoStart: settings.kiosk.autoStart,
       resultScreenSec: settings.kiosk.resultScreenSec,
@@ -66,6 +73,10 @@ export function createDeviceView(deps: DeviceViewDeps) {
       providerReachable: health.reachable,
       outboxDepth: outbox.depth(),
       openAlarms: outbox.openAlarms().map((a) => a.name),
+      catalogVersion: deps.catalog.current().version,
+      // Per slot: counted stock (null: not counted) and whether it is out of sale.
+      stock: Object.fromEntries(deps.catalog.offered().map((c) => [c.slot, c.stock])),
+      jammedSlots: deps.catalog.offered().filter((c) => c.unavailable === 'jammed').map((c) => c.slot),
     };
   }
 
@@ -77,6 +88,7 @@ export function createDeviceView(deps: DeviceViewDeps) {
       outboxDepth: t.outboxDepth as number,
       openAlarms: (t.openAlarms as string[]).length,
       providerReachable: health.reachable,
+      stock: t.stock as Record<string, number | null>,
     });
   }
 
@@ -117,6 +129,14 @@ export function createDeviceView(deps: DeviceViewDeps) {
           return { ok: Object.values(checks).every((c) => c.ok), checks };
         },
         metrics,
+        slots: {
+          list: () => deps.catalog.offered().map((item) => ({ ...deps.catalog.slots.get(item.slot), name: item.name, price: item.price, available: item.available })),
+          refill(slot, count) {
+            const result = deps.catalog.slots.refill(slot, count, 'local api');
+            deps.notify?.();
+            return result;
+          },
+        },
         ...(sandbox ? { sandbox } : {}),
       };
     },

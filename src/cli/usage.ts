@@ -1,6 +1,10 @@
 /** The command line's help: one entry per subcommand, so `vendgate <command> --help` shows only its own. */
 export const COMMANDS: Record<string, { usage: string; about: string }> = {
   start: { usage: 'start [--config FILE] [--lan]', about: 'run the gateway (npm start); --lan: demo pay page and QR\non this machine\'s LAN address (provider.sandboxLanPort, 8090)' },
+  relay: {
+    usage: 'relay [--config FILE]',
+    about: 'fleet mode: one webhook endpoint for a whole fleet, carried\nby the broker (default $VENDGATE_RELAY_CONFIG, /etc/vendgate/relay.yaml)',
+  },
   orders: { usage: 'orders [--state S] [--json] [--limit N]', about: 'list orders, newest first' },
   resolve: { usage: 'resolve ORDER --vended|--not-vended', about: 'settle an uncertain vend (not vended → refund)' },
   migrate: { usage: 'migrate [--config FILE]', about: 'apply pending database migrations (update.sh)' },
@@ -14,6 +18,13 @@ export const COMMANDS: Record<string, { usage: string; about: string }> = {
     about: 'check everything on site; exit 0 only when nothing FAILs\n(--actuate: one test vend after you type yes; --yes for scripts)',
   },
   export: { usage: 'export [--from ISO] [--to ISO]', about: 'orders created in [from, to) as CSV, for accounting' },
+  stock: { usage: 'stock [--json]', about: 'every slot: price, counted stock, sold out, jammed' },
+  refill: { usage: 'refill SLOT COUNT', about: 'set the items now in a slot (after filling it)' },
+  'clear-jam': { usage: 'clear-jam SLOT', about: 'put a jammed slot back in sale (after fixing it)' },
+  catalog: {
+    usage: 'catalog [--json] | --apply FILE | --rollback',
+    about: 'the catalog in use; apply a document (JSON/YAML); back one version',
+  },
   simulate: {
     usage: 'simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]',
     about: 'run the payment provider simulator alone',

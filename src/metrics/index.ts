@@ -35,6 +35,8 @@ export interface MetricsSnapshot {
   outboxDepth: number;
   openAlarms: number;
   providerReachable: boolean;
+  /** Counted items per slot; null where a slot was never refilled (not counted). */
+  stock: Record<string, number | null>;
 }
 
 export interface Metrics {
@@ -88,6 +90,8 @@ export function createMetrics(options: { provider: string }): Metrics {
       family('vendgate_mqtt_outbox_messages', 'MQTT messages not yet acknowledged by the broker.', 'gauge', [[{}, snapshot.outboxDepth]]);
       family('vendgate_open_alarms', 'Alarms waiting for a person.', 'gauge', [[{}, snapshot.openAlarms]]);
       family('vendgate_provider_up', '1 when the payment provider answers.', 'gauge', [[{}, snapshot.providerReachable ? 1 : 0]]);
+      family('vendgate_slot_stock', 'Counted stock per slot (slots never refilled are not counted).', 'gauge',
+        Object.entries(snapshot.stock).filter((entry): entry is [string, number] => entry[1] !== null).map(([slot, n]) => [{ slot }, n]));
       lines.push(...paidToActuation.render(), ...providerRequests.render(), ...processMetricLines());
       return `${lines.join('\n')}\n`;
     },

@@ -1,4 +1,5 @@
 import type { Topics } from './topics.js';
+import { buildInfo } from '../version.js';
 
 /** Counters the money path keeps (outbox.count names), shown as Home Assistant sensors. */
 const COUNTERS: [name: string, label: string][] = [
@@ -42,8 +43,12 @@ export function discoveryMessages(options: {
   deviceId: string;
   mode: string;
   topics: Topics;
-  version: string;
-  allowRemoteVend: boolean;
+  /** The release (device sw_version, origin); defaults to this build's. */
+  version?: string;
+  /** Offer the Test vend button (mqtt.allowRemoteVend) [false]. */
+  allowRemoteVend?: boolean;
+  /** Catalog slots: one stock sensor each (telemetry `stock.<slot>`). */
+  slots?: string[];
 }): { topic: string; payload: string }[] {
   const { discoveryPrefix, deviceId, topics } = options;
   const device = {
@@ -51,9 +56,9 @@ export function discoveryMessages(options: {
     name: `vendgate ${deviceId}`,
     manufacturer: 'vendgate',
     model: options.mode,
-    sw_version: options.version,
+    sw_version: options.version ?? buildInfo().version,
   };
-  const origin = { name: 'vendgate', sw_version: options.version };
+  const origin = { name: 'vendgate', sw_version: device.sw_version };
   const common = {
     availability_topic: topics.status,
     payload_available: 'online',
@@ -79,6 +84,14 @@ export function discoveryMessages(options: {
       name: 'MQTT backlog', state_topic: topics.telemetry, value_template: '{{ value_json.outboxDepth }}',
       state_class: 'measurement', entity_category: 'diagnostic',
     }),
+    entity('sensor', 'catalog_version', {
+      name: 'Catalog version', state_topic: topics.relative('catalog'), value_template: '{{ value_json.version }}',
+      entity_category: 'diagnostic', icon: 'mdi:tag-text',
+    }),
+    ...(options.slots ?? []).map((slot) => entity('sensor', `stock_${slot}`, {
+      name: `Stock ${slot}`, state_topic: topics.telemetry, value_template: `{{ value_json.stock['${slot}'] }}`,
+      state_class: 'measurement', icon: 'mdi:package-variant',
+    })),
     ...COUNTERS.map(([name, label]) => entity('sensor', name, {
       name: label, state_topic: topics.telemetry,
       value_template: `{{ value_json.counters.${name} | default(0) }}`, state_class: 'total_increasing',
