@@ -12,6 +12,7 @@ root=$(pwd)
 cache=${VENDGATE_NODE_CACHE:-${HOME:-/tmp}/.cache/vendgate-node}
 command_to_run=${VENDGATE_NODE_LTS_CMD:-npm test}
 majors=("$@")
+failed=""
 [ ${#majors[@]} -gt 0 ] || majors=(22 24)
 
 for major in "${majors[@]}"; do
@@ -24,12 +25,22 @@ for major in "${majors[@]}"; do
   # Tracked and new (not ignored) files: the tree as it is, without node_modules, dist or data.
   git -C "$root" ls-files -z --cached --others --exclude-standard | (cd "$root" && tar --null -T - -cf -) | tar -xf - -C "$copy"
   echo "== node $("$home/bin/node" --version) in $copy: npm ci (native modules build against its headers)"
-  (
+  # Every version runs even when an earlier one fails; the exit code says whether any did.
+  if (
     cd "$copy"
     export PATH="$home/bin:$PATH" npm_config_nodedir="$home"
     npm ci --no-audit --no-fund
     echo "== node $(node --version): $command_to_run"
     bash -c "$command_to_run"
-  )
+  ); then
+    echo "== node $major: passed"
+  else
+    echo "== node $major: FAILED" >&2
+    failed="$failed $major"
+  fi
   rm -rf "$copy"
 done
+if [ -n "$failed" ]; then
+  echo "== failed on node:$failed" >&2
+  exit 1
+fi
