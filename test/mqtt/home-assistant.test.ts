@@ -15,7 +15,9 @@ async function discovery(overrides: Record<string, unknown> = {}) {
   const prefix = `ha-${device.prefix}`;
   const watcher = await watching(url, [`${prefix}/#`, `${device.base}/cmd/+/result`]);
   await device.mqtt.start();
-  await watcher.until(() => watcher.messages.filter((m) => m.topic.startsWith(prefix)).length >= (overrides.allowRemoteVend ? 19 : 18), 'the discovery configs');
+  // The buttons come last: once the last one is here, every config is.
+  const last = `${prefix}/button/${device.deviceId}_${overrides.allowRemoteVend ? 'test_vend' : 'resume_selling'}/config`;
+  await watcher.until(() => watcher.messages.some((m) => m.topic === last), 'the discovery configs');
   const configs = new Map(watcher.messages.filter((m) => m.topic.startsWith(prefix)).map((m) => [m.topic.slice(prefix.length + 1), JSON.parse(m.payload) as Record<string, any>]));
   return { url, device, configs, watcher };
 }
