@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
 
 // Files tsconfig.test.json leaves out (code that runs inside the browser page, with the DOM lib)
 // cannot be linted with its types: they are checked by running them in Chromium.
-const testConfig = ts.readConfigFile('tsconfig.test.json', ts.sys.readFile).config;
+const testConfig = ts.readConfigFile(`${import.meta.dirname}/tsconfig.test.json`, ts.sys.readFile).config;
 const outsideTheTestProject = testConfig.exclude ?? [];
 
 export default tseslint.config(
