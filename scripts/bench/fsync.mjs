@@ -106,7 +106,8 @@ async function measureBuild({ label, main, orders, gapMs, quietWindowMs, idleMs,
     await sleep(500);
     const events = markCheckpoints(parseTrace(tracePath));
     for (const e of events) if (e.message) { const step = closes(e.message, e.text); if (step) boundaries.push({ t: e.t, closes: step }); }
-    const attributed = attribute(events, boundaries, 'stop (close)');
+    const window = [boundaries[0].t, boundaries.find((x) => x.closes === 'quiet after the last sale').t];
+    const attributed = attribute(events, boundaries, 'stop (close)', window);
     const idleWrites = attributed.filter((e) => e.step === 'idle');
     return {
       label, main, orders, gapMs, quietWindowMs, idleMs,

@@ -26,7 +26,7 @@ export function fileClass(path, dbName = 'vendgate.db') {
   if (name.startsWith(`${dbName}.lineage`)) return 'lineage';
   if (name.startsWith('sandbox.db')) return 'sandbox';
   if (name.endsWith('.jsonl')) return 'actuator-log';
-  if (path.startsWith('pipe:') || path.startsWith('socket:') || path.startsWith('TCP') || path.startsWith('UNIX') || path.startsWith('/dev/')) return null;
+  if (path.startsWith('pipe:') || path.startsWith('socket:') || path.startsWith('TCP') || path.startsWith('UNIX') || path.startsWith('anon_inode:') || path.startsWith('/dev/')) return null;
   return 'other';
 }
 
@@ -95,14 +95,16 @@ export function markCheckpoints(events) {
  * { t, closes } sorted by time (from the bench's own clock and from log messages); events after
  * the last boundary go to `tail`.
  */
-export function attribute(events, boundaries, tail = 'after') {
+export function attribute(events, boundaries, tail = 'after', checkpointWindow = [-Infinity, Infinity]) {
   const sorted = [...boundaries].sort((a, b) => a.t - b.t);
   let b = 0;
   const out = [];
   for (const e of events) {
     if (!e.file) continue;
     while (b < sorted.length && sorted[b].t < e.t) b += 1;
-    const step = e.checkpoint || e.walRestart ? (e.walRestart ? 'checkpoint: WAL restart header' : 'checkpoint') : (sorted[b]?.closes ?? tail);
+    // Checkpoints at start-up and at close stay with those: the per-order figure counts the sales'.
+    const inWindow = e.t >= checkpointWindow[0] && e.t <= checkpointWindow[1];
+    const step = inWindow && (e.checkpoint || e.walRestart) ? (e.walRestart ? 'checkpoint: WAL restart header' : 'checkpoint') : (sorted[b]?.closes ?? tail);
     out.push({ ...e, step });
   }
   return out;
