@@ -4,9 +4,10 @@ import { bindListener, listenerLimits, type BoundListener } from './util/http-li
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, type Logger } from './util/logger.js';
 import { createOutbox, type Outbox } from './outbox/index.js';
-import { createLedger, createReconciler, type Ledger, type Reconciler } from './ledger/index.js';
-import { createOrderService, createProviderHealth, type OrderService, type ProviderHealth } from './orders/index.js';
-import { createVendRunner, createRefundWorker, type VendRunner, type RefundWorker } from './vend/index.js';
+import type { Ledger } from './ledger/index.js';
+import { createMoneyPath, type MoneyPath } from './money/index.js';
+import { createProviderHealth, type OrderService, type ProviderHealth } from './orders/index.js';
+import type { VendRunner, RefundWorker } from './vend/index.js';
 import { createActuator, createInputs, type Actuator, type HardwareInputs } from './hardware/index.js';
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
@@ -15,8 +16,9 @@ import { createWebhookChannel, type WebhookChannel } from './channels/webhook/in
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createDeviceView, type DeviceView } from './device-view.js';
 import { handleHardwareEvent } from './hardware-events.js';
-import { createMqtt, type Mqtt } from './mqtt/index.js';
+import { createMqtt, createBrokerWebhookSubscription, type Mqtt, type BrokerWebhookSubscription } from './mqtt/index.js';
 import { createDeviceControl } from './device-control.js';
+import { createCatalog, type Catalog } from './catalog/index.js';
 
 export interface AppDeps {
   clock?: Clock;
@@ -54,6 +56,7 @@ export interface AppContext {
   actuator: Actuator;
   inputs: HardwareInputs;
   view: DeviceView;
+  catalog: Catalog;
 }
 
 export interface App {
@@ -69,11 +72,11 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   const log = logger.child({ module: 'app' });
   let ctx: AppContext | null = null;
   let kiosk: KioskServer | null = null;
-  let housekeeping: NodeJS.Timeout | null = null;
   let retention: Retention | null = null;
   let checkpointer: Checkpointer | null = null;
-  let reconciler: Reconciler | null = null;
+  let moneyPath: MoneyPath | null = null;
   let stopping: Promise<void> | null = null;
+  let brokerWebhooks: BrokerWebhookSubscription | null = null;
   let instanceLock: InstanceLock | null = null;
   let bound: { local?: BoundListener; webhook?: BoundListener } = {};
 
@@ -86,7 +89,9 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     instanceLock = acquireInstanceLock(settings.storage.path);
     const { local, webhook } = settings.http;
     bound.local = await bindListener({ host: local.host, port: local.port, portSetting: 'http.local.port' }, listenerLimits(local));
-    bound.webhook = await bindListener({ host: webhook.host, port: webhook.port, portSetting: 'http.webhook.port' }, listenerLimits(webhook));
+    // Fleet mode without a tunnel: the listener stays for health and local checks, unreachable from outside.
+    const webhookHost = settings.fleet.webhookSource === 'broker' ? '127.0.0.1' : webhook.host;
+    bound.webhook = await bindListener({ host: webhookHost, port: webhook.port, portSetting: 'http.webhook.port' }, listenerLimits(webhook));
   }
 
   async function start(): Promise<{ localUrl: string }> {
@@ -117,6 +122,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
         outbox.event('database.restored', { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail });
       });
     }
+    const catalog = createCatalog({ db, clock, logger, outbox }, settings);
     const health = createProviderHealth(clock);
     const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
     const kioskPort = bound.local!.port;
@@ -133,7 +139,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     }
     provider ??= createProvider({ clock, logger }, settings);
 
-    const actuator = deps.actuator ?? await createActuator({ clock, logger }, settings);
+    const actuator = deps.actuator ?? await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings);
     const inputs = deps.inputs ?? await createInputs({ clock, logger }, settings);
     const outOfService = new Map<string, string>();
     const listeners = new Set<() => void>();
@@ -141,43 +147,38 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // Every state change may have written outbox rows: publish them now, not at the next poll.
     const notify = () => { for (const listener of listeners) listener(); mqtt?.kick(); };
 
-    const baseLedger = createLedger({ db, clock, logger, outbox }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
-    let vend: VendRunner;
-    let refunds: RefundWorker;
-    // Every channel observes through this: a queued vend or refund starts at once, not at the next tick.
-    const ledger: Ledger = {
-      observe(observation) {
-        const result = baseLedger.observe(observation);
-        if (result.outcome === 'recorded') {
-          if (result.vendQueued) deps.crashPoint?.('after_ledger_commit');
-          if (result.vendQueued) void vend.run();
-          if (result.refundQueued) void refunds.run();
-          if (result.refundEvidence) refunds.expedite(observation.invoiceId);
-          // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
-          if (observation.channel === 'poll' && (observation.status === 'paid' || observation.status === 'authorized')) webhooks.paymentPolled(observation.invoiceId);
-          notify();
-        }
-        return result;
-      },
-    };
-    refunds = createRefundWorker({ db, clock, logger, outbox, provider, ledger }, {
-      checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000), unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
-    });
-    vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: notify }, {
-      mode: settings.device.mode, vendTimeoutMs: settings.actuator.vendTimeoutMs, notPassedPolicy: settings.policy.notPassed,
-    });
-    const orders = createOrderService({
-      db, clock, logger, outbox, provider, ledger, health, deviceId: settings.device.id, dbId,
+    let catalogGeneration = catalog.generation();
+    // The money path, composed once (src/money/): ledger, orders, vend jobs, refunds, reconciliation.
+    const money = createMoneyPath({
+      db, clock, logger, outbox, provider, actuator, health, deviceId: settings.device.id, dbId,
       outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
       crashPoint: deps.crashPoint,
       onChange: notify,
+      catalog,
+      // A refill, cleared jam or rollback by the CLI (another process) reaches the screen within a tick.
+      onTick: () => {
+        const generation = catalog.generation();
+        if (generation !== catalogGeneration) { catalogGeneration = generation; notify(); }
+      },
+      // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
+      onObserved: (observation) => {
+        if (observation.channel === 'poll' && (observation.status === 'paid' || observation.status === 'authorized')) webhooks.paymentPolled(observation.invoiceId);
+      },
       onClosedUnpaid: (order, reason) => { if (order.source === 'mdb') void actuator.denySession?.(reason); },
     }, settings);
+    const { ledger, orders, vend, refunds } = money;
     const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
     const webhookSecrets = settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
+    const webhookSource = settings.fleet.webhookSource;
     const webhooks = createWebhookChannel({ db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook }, {
       ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec,
     });
+    // Fleet mode: the relay's webhooks for this device, from its persistent broker session.
+    brokerWebhooks = webhookSource === 'tunnel' ? null : createBrokerWebhookSubscription({
+      clock, logger, deviceId: settings.device.id, provider: provider.name,
+      referencePrefixes: [`${settings.device.id}-${dbId}-`],
+      ingest: (delivery) => webhooks.ingestFromBroker(delivery),
+    }, settings.mqtt);
     sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
     // After an outage of the provider every unsettled invoice is read again and the Events API is
     // read from the last event seen: a payment made meanwhile is found whatever its webhook did.
@@ -186,21 +187,20 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       poller.pollAllNow();
       void webhooks.backfill.run('provider reachable again').catch(() => {});
     });
-    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners });
+    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners, catalog, notify });
 
     let urls: { local?: string; webhook?: string } = {};
     mqtt = createMqtt({
       db, outbox, clock, logger, deviceId: settings.device.id,
       control: createDeviceControl({ ctx: () => ctx!, outOfService, listeners, notify, urls: () => urls, source: deps.configSource ?? '(in memory)', environment: deps.configEnvironment ?? [] }),
     }, settings.mqtt);
-    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view };
+    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view, catalog };
+    // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
+    catalog.announce();
 
     // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
-    await actuator.start();
-    const recovered = await vend.recover();
-    const refundsRecovered = refunds.recover();
-    await orders.recover();
-    if (recovered.uncertain.length || refundsRecovered) log.warn({ uncertain: recovered.uncertain, settled: recovered.settled, refundsUnknown: refundsRecovered }, 'recovered from an interrupted run');
+    const recovered = await money.recover({ restored: lineage.restored });
+    if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown) log.warn(recovered, 'recovered from an interrupted run');
 
     inputs.on((event) => handleHardwareEvent(ctx!, outOfService, event, notify));
     await inputs.start();
@@ -212,24 +212,14 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     urls = { local: listening.url, webhook: webhookListening.url };
     // Connects in the background: a broker that is down never holds up the money path.
     await mqtt.start();
+    brokerWebhooks?.start();
     poller.start();
-    reconciler = createReconciler({ db, clock, logger, outbox, provider, ledger }, {
-      everyMs: settings.poll.reconcileEveryMin * 60_000, days: settings.poll.reconcileDays, readsPerHour: settings.poll.reconcileReadsPerHour,
-    });
-    reconciler.start();
+    moneyPath = money;
+    money.start();
     if (lineage.detail) {
-      reconciler.compareAllAgain();
-      void reconciler.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
+      money.reconciler.compareAllAgain();
+      void money.reconciler.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
     }
-    void vend.run();
-    void refunds.run();
-    housekeeping = setInterval(() => {
-      void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
-      void vend.run();
-      void refunds.run();
-      void vend.capturePending();
-    }, Math.min(1_000, settings.poll.intervalMs));
-    housekeeping.unref();
     // Old finished orders and webhook bodies go in small batches, well after start-up.
     retention = createRetention({ db, clock, logger }, { retentionDays: settings.storage.retentionDays });
     retention.start();
@@ -245,18 +235,18 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       instanceLock?.release();
       return;
     }
-    const { poller, webhooks, vend, actuator, inputs, db, sandbox } = ctx;
+    const { poller, webhooks, actuator, inputs, db, sandbox } = ctx;
     log.info('stopping: no new orders');
     // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
-    if (housekeeping) clearInterval(housekeeping);
     await retention?.stop();
     await kiosk?.stop();
     await bound.local?.close();
+    await brokerWebhooks?.stop();
     await webhooks.stop();
     await poller.stop();
-    await reconciler?.stop();
     await inputs.stop();
-    await vend.stop();
+    // The vend in progress and the refund in flight finish (their answers recorded) first.
+    await moneyPath?.stop();
     await actuator.stop();
     await ctx.mqtt.stop();
     sandbox?.close();

@@ -56,9 +56,10 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
       if (busy.length > 0 || vend.busy()) {
         throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is in progress; try the test vend when the machine is idle', { httpStatus: 409 });
       }
-      const item = settings.device.mode === 'vending' ? settings.device.catalog.find((c) => c.slot === slot) : null;
+      const items = deps.ctx().catalog.current().items;
+      const item = settings.device.mode === 'vending' ? items.find((c) => c.slot === slot) : null;
       if (settings.device.mode === 'vending' && !item) {
-        throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, `unknown slot "${slot ?? ''}"; this machine has: ${settings.device.catalog.map((c) => c.slot).join(', ')}`, { httpStatus: 400 });
+        throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, `unknown slot "${slot ?? ''}"; this machine has: ${items.map((c) => c.slot).join(', ')}`, { httpStatus: 400 });
       }
       logger.child({ module: 'control' }).warn({ slot }, 'remote test vend (no money)');
       return actuator.fire({
@@ -79,6 +80,29 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
     },
     onStateChange(listener) {
       deps.listeners.add(listener);
+    },
+    catalog: {
+      apply(document) {
+        const result = deps.ctx().catalog.apply(document, 'mqtt');
+        notify();
+        return result;
+      },
+      rollback() {
+        const result = deps.ctx().catalog.rollback('mqtt');
+        notify();
+        return result;
+      },
+      refill(slot, count) {
+        const result = deps.ctx().catalog.slots.refill(slot, count, 'mqtt');
+        notify();
+        return result;
+      },
+      clearJam(slot) {
+        const result = deps.ctx().catalog.slots.clearJam(slot, 'mqtt');
+        notify();
+        return result;
+      },
+      slots: () => deps.ctx().catalog.current().items.map((item) => item.slot),
     },
   };
 }

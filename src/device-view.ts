@@ -5,6 +5,7 @@ import { orderView, screenPhase, type OrderService, type ProviderHealth } from '
 import type { Poller } from './channels/poller.js';
 import type { DeviceState, KioskDeps, SandboxPayments } from './kiosk/index.js';
 import { ORDER_STATES } from './orders/index.js';
+import type { Catalog } from './catalog/index.js';
 
 export interface DeviceViewDeps {
   settings: Readonly<Settings>;
@@ -16,6 +17,9 @@ export interface DeviceViewDeps {
   poller: Poller;
   startedAt: number;
   listeners: Set<() => void>;
+  catalog: Catalog;
+  /** After a change made here (a refill): the screen and MQTT follow. */
+  notify?: () => void;
 }
 
 /** What the screen, /metrics and MQTT telemetry read: derived from the database on every call. */
@@ -41,7 +45,10 @@ export function createDeviceView(deps: DeviceViewDeps) {
       currency: settings.device.currency,
       language: settings.kiosk.language,
       provider: settings.provider.name,
-      catalog: settings.device.catalog.map((c) => ({ slot: c.slot, name: c.name, price: c.price })),
+      catalog: deps.catalog.offered().map((c) => ({
+        slot: c.slot, name: c.name, ...(c.names ? { names: c.names } : {}), price: c.price, available: c.available, unavailable: c.unavailable,
+      })),
+      catalogVersion: deps.catalog.current().version,
       fare: settings.device.fare ?? null,
       autoStart: settings.kiosk.autoStart,
       resultScreenSec: settings.kiosk.resultScreenSec,
@@ -62,6 +69,10 @@ export function createDeviceView(deps: DeviceViewDeps) {
       providerReachable: health.reachable,
       outboxDepth: outbox.depth(),
       openAlarms: outbox.openAlarms().map((a) => a.name),
+      catalogVersion: deps.catalog.current().version,
+      // Per slot: counted stock (null: not counted) and whether it is out of sale.
+      stock: Object.fromEntries(deps.catalog.offered().map((c) => [c.slot, c.stock])),
+      jammedSlots: deps.catalog.offered().filter((c) => c.unavailable === 'jammed').map((c) => c.slot),
     };
   }
 
@@ -79,6 +90,8 @@ export function createDeviceView(deps: DeviceViewDeps) {
     metric('vendgate_outbox_depth', 'MQTT messages not yet acknowledged by the broker.', 'gauge', [['', t.outboxDepth as number]]);
     metric('vendgate_open_alarms', 'Alarms waiting for a person.', 'gauge', [['', (t.openAlarms as string[]).length]]);
     metric('vendgate_provider_reachable', '1 when the payment provider answers.', 'gauge', [['', health.reachable ? 1 : 0]]);
+    metric('vendgate_slot_stock', 'Counted stock per slot (slots never refilled are not counted).', 'gauge',
+      Object.entries(t.stock as Record<string, number | null>).filter(([, n]) => n !== null).map(([slot, n]) => [`{slot="${slot}"}`, n as number]));
     metric('vendgate_uptime_seconds', 'Seconds since the service started.', 'gauge', [['', t.uptimeSec as number]]);
     return `${lines.join('\n')}\n`;
   }
@@ -120,6 +133,14 @@ export function createDeviceView(deps: DeviceViewDeps) {
           return { ok: Object.values(checks).every((c) => c.ok), checks };
         },
         metrics,
+        slots: {
+          list: () => deps.catalog.offered().map((item) => ({ ...deps.catalog.slots.get(item.slot), name: item.name, price: item.price, available: item.available })),
+          refill(slot, count) {
+            const result = deps.catalog.slots.refill(slot, count, 'local api');
+            deps.notify?.();
+            return result;
+          },
+        },
         ...(sandbox ? { sandbox } : {}),
       };
     },

@@ -43,6 +43,11 @@ export function createDriver({ localUrl, sim, random, stats, isStopping }) {
       if (res.status === 201) return res.body;
       if (Date.now() > deadline) throw new Error(`no order accepted for 90 s (last answer ${res.status} ${JSON.stringify(res.body)})`);
       const code = res.body?.error?.code;
+      // Sold out or jammed: this slot is not for sale; the customer leaves (the next one picks again).
+      if (code === 'VG_ERR_SOLD_OUT' || code === 'VG_ERR_SLOT_JAMMED') {
+        stats.createFailed[code] = (stats.createFailed[code] ?? 0) + 1;
+        return null;
+      }
       // Busy (the previous order is still vending) or the provider marked unreachable: a customer waits.
       if (res.status === 409 || code === 'VG_ERR_PROVIDER_UNAVAILABLE' || code === 'VG_ERR_OUT_OF_SERVICE') {
         stats.createWaits[code ?? res.status] = (stats.createWaits[code ?? res.status] ?? 0) + 1;
@@ -90,7 +95,7 @@ export function createDriver({ localUrl, sim, random, stats, isStopping }) {
     /** One customer. Returns what they did, for the run's counts. */
     async customer() {
       const behaviour = random.weighted(BEHAVIOURS);
-      const slot = random.chance(0.5) ? 'A1' : 'A2';
+      const slot = random.weighted({ A1: 45, A2: 35, B1: 20 });
       const payDelayMs = random.int(0, 30);
       const began = Date.now();
       const created = await createOrder(slot);

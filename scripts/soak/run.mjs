@@ -9,11 +9,14 @@ import { createDriver, sleep } from './driver.mjs';
 import { createRandom } from './random.mjs';
 import { createServiceProcess, freePort } from './service.mjs';
 import { verify } from './verify.mjs';
+import { catalogOperator, JAMMED_SLOT, prepareCatalogSoak, SOAK_CATALOG, technician, verifyCatalog } from './catalog-chaos.mjs';
 
 /**
  * One soak run: the real compiled service against the Gerege simulator with webhooks on and every
- * fault, SIGKILLed at random moments and restarted, a sim actuator that sometimes fails, an MQTT
- * broker that goes away and comes back, and a stream of customers. Then everything drains and the
+ * fault, SIGKILLed at random moments and restarted, a sim actuator that sometimes fails (jams, NAKs,
+ * motors that turn with nothing falling past the drop sensor) and a slot that always jams, an MQTT
+ * broker that goes away and comes back, an operator pushing new catalogs (some broken, some rolled
+ * back) over it, a technician clearing the jammed slot, and a stream of customers. Then everything drains and the
  * four witnesses (database, simulator, actuator log, broker) are checked against the invariants.
  */
 
@@ -52,6 +55,8 @@ export async function runSoak(options) {
   const { outages, ...simFaults } = faults;
   const random = createRandom(seed);
   const chaosRandom = createRandom((seed ^ 0x5bd1e995) >>> 0);
+  // Its own draws, so the kills, broker stops and outages of a seed stay where they were.
+  const catalogRandom = createRandom((seed ^ 0x27d4eb2f) >>> 0);
   const dir = mkdtempSync(join(tmpdir(), 'vendgate-soak-'));
   const dbPath = join(dir, 'vendgate.db');
   const simLogPath = join(dir, 'actuations.jsonl');
@@ -70,10 +75,12 @@ export async function runSoak(options) {
   instrument.exec(`CREATE TABLE soak_outbox_log (seq INTEGER, id TEXT, kind TEXT, topic TEXT);
     CREATE TRIGGER soak_outbox_log AFTER INSERT ON outbox BEGIN INSERT INTO soak_outbox_log VALUES (NEW.seq, NEW.id, NEW.kind, NEW.topic); END;`);
   instrument.close();
+  prepareCatalogSoak(dbPath, deviceId);
 
   let segment = 0;
   const config = () => ({
-    device: { id: deviceId, mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }, { slot: 'A2', name: 'Cola', price: 2500 }] },
+    device: { id: deviceId, mode: 'vending', currency: 'MNT', catalog: SOAK_CATALOG },
+    slots: { jamAfterFailures: 2, lowStockAt: 2 },
     provider: { name: 'gerege', baseUrl: sim.url, clientId: 'sim-client', invoiceTtlSec: 30, requestTimeoutMs: 1_000, createDeadlineMs: 6_000, refundUnknownAlarmSec: 10 },
     poll: { intervalMs: 200, maxBackoffMs: 2_000, lateGraceSec: 60 },
     http: {
@@ -83,7 +90,10 @@ export async function runSoak(options) {
     },
     storage: { path: dbPath },
     // A different failure mode and draw sequence in every segment between two kills.
-    actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 10, failMode: segment % 2 === 0 ? 'fail' : 'nak', failRate, failSeed: seed * 1_000 + segment } },
+    actuator: {
+      kind: 'sim', deliveryWindowMs: 300,
+      sim: { logPath: simLogPath, durationMs: 10, failMode: ['fail', 'nak', 'no_drop'][segment % 3], failRate, failSeed: seed * 1_000 + segment, dropSensor: true, jamSlots: [JAMMED_SLOT] },
+    },
     mqtt: broker ? { url: broker.url, prefix: PREFIX, reconnectMinMs: 200, reconnectMaxMs: 1_000, connectTimeoutMs: 2_000 } : { url: '' },
     log: { level: 'info' },
   });
@@ -95,7 +105,10 @@ export async function runSoak(options) {
   readyTimes.push((await service.start()).readyMs);
 
   const kills = [];
-  const stats = { behaviours: {}, finalStates: {}, createFailed: {}, createWaits: {}, slowOrders: [], createMs: [], orderMs: [], payments: 0, retriedRequests: 0, brokerStops: 0, outages: 0 };
+  const stats = {
+    behaviours: {}, finalStates: {}, createFailed: {}, createWaits: {}, slowOrders: [], createMs: [], orderMs: [], payments: 0, retriedRequests: 0, brokerStops: 0, outages: 0,
+    catalogPushes: { valid: 0, broken: 0, rollback: 0 }, catalogResults: {}, jamsCleared: 0, technicianErrors: [],
+  };
   let stopping = false;
   let served = 0;
   const chaosDone = [];
@@ -135,6 +148,8 @@ export async function runSoak(options) {
       await broker.start();
     })());
   }
+  if (broker) chaosDone.push(catalogOperator({ brokerUrl: broker.url, prefix: PREFIX, deviceId, random: catalogRandom, stats, isStopping: () => stopping, pause }));
+  chaosDone.push(technician({ dbPath, deviceId, random: catalogRandom, stats, isStopping: () => stopping, pause }));
   if (outages) {
     chaosDone.push((async () => {
       while (!stopping) {
@@ -191,6 +206,9 @@ export async function runSoak(options) {
   await broker?.stop();
 
   const report = verify({ dbPath, simLogPath, records: sim.records(), received: broker?.received ?? [], deviceId, prefix: PREFIX, kills, mqttEnabled });
+  const catalogVerdict = verifyCatalog({ dbPath, records: sim.records() });
+  report.violations.push(...catalogVerdict.violations, ...stats.technicianErrors.map((e) => `technician: ${e}`));
+  report.catalog = { ...catalogVerdict.figures, pushes: stats.catalogPushes, results: stats.catalogResults, jamsCleared: stats.jamsCleared };
   if (driveError) report.violations.push(`the customers could not go on: ${driveError.message}`);
   if (!drained) report.violations.push(`not settled ${drainTimeoutMs / 1000} s after the last order: ${JSON.stringify(lastOpen)}`);
   const records = sim.records();

@@ -10,6 +10,8 @@ export { type CliIo, EXIT } from './io.js';
 const USAGE = `usage: vendgate <command> [options]
 
   start [--config FILE]                       run the gateway (npm start)
+  relay [--config FILE]                       fleet mode: one webhook endpoint for a whole fleet, carried
+                                              by the broker (default $VENDGATE_RELAY_CONFIG, /etc/vendgate/relay.yaml)
   orders [--state S] [--json] [--limit N]     list orders, newest first
   resolve ORDER --vended|--not-vended         settle an uncertain vend (not vended → refund)
   migrate [--config FILE]                     apply pending database migrations (update.sh)
@@ -20,6 +22,11 @@ const USAGE = `usage: vendgate <command> [options]
                                               check everything on site; exit 0 only when nothing FAILs
                                               (--actuate: one test vend after you type yes; --yes for scripts)
   export [--from ISO] [--to ISO]              orders created in [from, to) as CSV, for accounting
+  stock [--json]                              every slot: price, counted stock, sold out, jammed
+  refill SLOT COUNT                           set the items now in a slot (after filling it)
+  clear-jam SLOT                              put a jammed slot back in sale (after fixing it)
+  catalog [--json] | --apply FILE | --rollback
+                                              the catalog in use; apply a document (JSON/YAML); back one version
   simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]
                                               run the payment provider simulator alone
   simulate-machine --path TTY [--profile line|mdb] [--baud N] [--fail-slots A2,B1] [--fail-rate P]
@@ -57,6 +64,8 @@ const OPTIONS = {
   'expect-service': { type: 'boolean' },
   from: { type: 'string' },
   to: { type: 'string' },
+  apply: { type: 'string' },
+  rollback: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -74,12 +83,17 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
     }
     switch (command) {
       case 'start': return await (await import('./start.js')).startCommand({ config: values.config }, io, extra);
+      case 'relay': return await (await import('./relay.js')).relayCommand({ config: values.config }, io);
       case 'orders': return await (await import('./orders.js')).ordersCommand({ config: values.config, state: values.state, json: values.json, limit: values.limit }, io);
       case 'resolve': return await (await import('./orders.js')).resolveCommand({ config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] }, io);
       case 'replay': return await (await import('./replay.js')).replayCommand({ config: values.config, since: values.since }, io);
       case 'reconcile': return await (await import('./reconcile.js')).reconcileCommand({ config: values.config, since: values.since, json: values.json }, io);
       case 'selftest': return await (await import('./selftest.js')).selftestCommand({ config: values.config, json: values.json, actuate: values.actuate, yes: values.yes, expectService: values['expect-service'] }, io);
       case 'export': return await (await import('./export.js')).exportCommand({ config: values.config, from: values.from, to: values.to }, io);
+      case 'stock': return (await import('./catalog.js')).stockCommand({ config: values.config, json: values.json }, io);
+      case 'refill': return (await import('./catalog.js')).refillCommand({ config: values.config, slot: rest[0], count: rest[1] }, io);
+      case 'clear-jam': return (await import('./catalog.js')).clearJamCommand({ config: values.config, slot: rest[0] }, io);
+      case 'catalog': return (await import('./catalog.js')).catalogCommand({ config: values.config, json: values.json, apply: values.apply, rollback: values.rollback }, io);
       case 'migrate': return await (await import('./migrate.js')).migrateCommand({ config: values.config }, io);
       case 'simulate-machine': return await (await import('./simulate-machine.js')).simulateMachineCommand({
         path: values.path, profile: values.profile, baud: values.baud, failSlots: values['fail-slots'], failRate: values['fail-rate'],

@@ -1,8 +1,14 @@
 import type { Logger } from '../util/logger.js';
 import type { HardwareEvent } from './types.js';
 
-/** Events inside hardware/: everything the core hears, plus passage edges only the turnstile needs. */
-export type BusEvent = HardwareEvent | { type: 'passage' };
+/**
+ * Events inside hardware/: everything the core hears, plus the edges only an actuator needs
+ * (passage for the turnstile, drop for the delivery sensor in a vending machine's chute).
+ */
+export type BusEvent = HardwareEvent | { type: 'passage' } | { type: 'drop' };
+
+/** Bus events the core never hears: they confirm a vend inside hardware/. */
+export const ACTUATOR_ONLY_EVENTS: ReadonlySet<BusEvent['type']> = new Set(['passage', 'drop']);
 
 /**
  * Joins the actuator and the inputs without the core wiring them: the serial actuator's vend

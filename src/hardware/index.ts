@@ -5,6 +5,7 @@ import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { INPUT_NAMES } from '../settings/sections/actuator.js';
 import type { Actuator, HardwareInputs } from './types.js';
 import { createSimActuator } from './sim.js';
+import { withDeliveryConfirmation } from './delivery.js';
 import { busForSettings, type HardwareBus } from './bus.js';
 import { createRelayActuator } from './relay.js';
 import { createGpioInputs } from './inputs.js';
@@ -18,6 +19,7 @@ import { createMdbSerialActuator } from './serial/mdb-profile.js';
 
 export * from './types.js';
 export { createSimActuator, type SimFailMode } from './sim.js';
+export { withDeliveryConfirmation } from './delivery.js';
 export { createHardwareBus, type HardwareBus, type BusEvent } from './bus.js';
 export { checkHardware, type HardwareCheck } from './checks.js';
 export { runMachineSimulator, type MachineSimulator, type MachineSimulatorOptions } from './machine-simulator.js';
@@ -41,6 +43,8 @@ export interface HardwareDeps {
   serialBinding?: SerialBinding;
   /** The gpioset executable; tests pass a fake script. */
   gpiosetCommand?: string;
+  /** MDB: items the machine may ask for, looked up at each request (the live catalog). Default: device.catalog's slots. */
+  knownItems?: { has(item: string): boolean };
 }
 
 function hardwareLogger(deps: HardwareDeps): Logger {
@@ -67,9 +71,11 @@ export async function createActuator(deps: HardwareDeps, settings: Readonly<Sett
   const logger = hardwareLogger(deps);
   const bus = deps.bus ?? busForSettings(settings, logger);
   const actuator = settings.actuator;
+  const deliverySensor = settings.device.mode === 'vending' && (settings.inputs.delivery !== undefined || (actuator.kind === 'sim' && actuator.sim.dropSensor));
+  const withDelivery = (inner: Actuator): Actuator => (deliverySensor ? withDeliveryConfirmation(inner, { bus, logger }, { windowMs: actuator.deliveryWindowMs }) : inner);
   switch (actuator.kind) {
     case 'sim':
-      return createSimActuator(deps, actuator.sim);
+      return withDelivery(createSimActuator({ clock: deps.clock, bus }, actuator.sim));
     case 'relay': {
       assertNoPinConflicts(settings);
       const relay = actuator.relay;
@@ -82,22 +88,22 @@ export async function createActuator(deps: HardwareDeps, settings: Readonly<Sett
         const { number } = await sysfsNumberForBcm(pin, deps.sysfsRoot);
         return openSysfsOutput(Gpio, number, initialLevel);
       };
-      return createRelayActuator({ logger, bus, openOutput }, {
+      return withDelivery(createRelayActuator({ logger, bus, openOutput }, {
         relay,
         turnstile: actuator.turnstile,
         mode: settings.device.mode,
         passageConfigured: settings.inputs.passage !== undefined,
         vendTimeoutMs: actuator.vendTimeoutMs,
-      });
+      }));
     }
     case 'serial': {
       const serial = actuator.serial;
       const connection = createSerialConnection({ path: serial.path!, baudRate: serial.baudRate, binding: deps.serialBinding, reconnectMaxMs: serial.reconnectMaxMs, logger });
       if (serial.profile === 'mdb') {
-        const knownItems = new Set(settings.device.catalog.map((item) => item.slot));
-        return createMdbSerialActuator({ logger, bus, connection, knownItems }, serial);
+        const knownItems = deps.knownItems ?? new Set(settings.device.catalog.map((item) => item.slot));
+        return withDelivery(createMdbSerialActuator({ logger, bus, connection, knownItems }, serial));
       }
-      return createLineSerialActuator({ clock: deps.clock, logger, bus, connection }, serial);
+      return withDelivery(createLineSerialActuator({ clock: deps.clock, logger, bus, connection }, serial));
     }
   }
 }

@@ -1,7 +1,7 @@
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import { INPUT_NAMES, type InputName, type InputsSettings } from '../settings/sections/actuator.js';
-import type { BusEvent, HardwareBus } from './bus.js';
+import { ACTUATOR_ONLY_EVENTS, type BusEvent, type HardwareBus } from './bus.js';
 import type { GpioLine, Level } from './gpio/onoff.js';
 import type { HardwareEvent, HardwareInputs } from './types.js';
 
@@ -27,13 +27,14 @@ function eventFor(name: InputName, active: boolean): BusEvent | null {
   switch (name) {
     case 'button': return active ? { type: 'button' } : null;
     case 'passage': return active ? { type: 'passage' } : null;
+    case 'delivery': return active ? { type: 'drop' } : null;
     case 'inhibit': return { type: 'inhibit', active };
     case 'fireAlarm': return { type: 'fire_alarm', active };
   }
 }
 
 /**
- * The GPIO inputs (button, inhibit, fire alarm, passage) with our own debounce: an edge restarts a
+ * The GPIO inputs (button, inhibit, fire alarm, passage, delivery) with our own debounce: an edge restarts a
  * timer and the level read when it runs out decides, so contact bounce and short spikes emit nothing.
  * `on()` also hears what the actuator reports through the bus (serial line, MDB vend requests).
  */
@@ -120,7 +121,7 @@ export function createGpioInputs(deps: GpioInputsDeps, settings: InputsSettings)
     },
     on(listener) {
       subscriptions.push(deps.bus.subscribe((event) => {
-        if (event.type !== 'passage') listener(event as HardwareEvent);
+        if (!ACTUATOR_ONLY_EVENTS.has(event.type)) listener(event as HardwareEvent);
       }));
     },
     read() {

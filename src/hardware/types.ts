@@ -16,8 +16,13 @@ export interface VendRequest {
 
 export type VendOutcome =
   | { result: 'vended'; detail?: string }
-  /** Definitely not delivered (NAK, error line, relay error, line down before sending). */
-  | { result: 'failed'; reason: string }
+  /**
+   * Definitely not delivered (NAK, error line, relay error, line down before sending). `slotFault`:
+   * the machine tried this slot and nothing came out (its error answer, no drop at the delivery
+   * sensor, a jam): counts toward taking the slot out of sale. Absent when nothing was tried (line
+   * down, busy, session gone): the slot is not to blame.
+   */
+  | { result: 'failed'; reason: string; slotFault?: true }
   /** Turnstile opened but nobody passed within passTimeoutMs. */
   | { result: 'not_passed'; detail?: string }
   /**

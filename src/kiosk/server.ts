@@ -5,6 +5,7 @@ import type { Clock, Logger } from '../util/index.js';
 import { createQrRenderer } from './qr.js';
 import { installErrorHandling } from './http-errors.js';
 import { registerApiRoutes } from './api-routes.js';
+import { registerSlotRoutes } from './slot-routes.js';
 import { DEFAULT_SSE_PING_MS, registerEventRoutes, type EventStreams } from './events.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
 import { registerStaticFiles } from './static-files.js';
@@ -84,6 +85,7 @@ export function createKioskServer(
       ordersPerMinute: settings.ordersPerMinute ?? ORDER_PRESS_DEFAULTS.ordersPerMinute,
     });
     registerApiRoutes(app, deps, qr, press);
+    if (deps.slots) registerSlotRoutes(app, deps.slots);
     const streams = registerEventRoutes(app, deps, qr, log, settings.ssePingMs ?? DEFAULT_SSE_PING_MS);
     if (deps.sandbox) registerSandboxRoutes(app, deps.sandbox, deps.clock);
     // Hijacked SSE responses and spare browser connections would keep close() waiting.

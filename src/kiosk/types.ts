@@ -39,7 +39,13 @@ export interface DeviceState {
   currency: string;
   language: 'mn' | 'kk' | 'ru' | 'en';
   provider: string;
-  catalog: { slot: string; name: string; price: number }[];
+  /**
+   * Every item of the catalog in use. `names` per language (the page shows its language's, else
+   * `name`); `available` false (sold out, jammed) is not offered to the customer.
+   */
+  catalog: { slot: string; name: string; names?: Partial<Record<'mn' | 'kk' | 'ru' | 'en', string>>; price: number; available: boolean; unavailable: 'sold_out' | 'jammed' | null }[];
+  /** The catalog version in use ("settings" until one was published). */
+  catalogVersion: string;
   fare: number | null;
   autoStart: boolean;
   resultScreenSec: number;
@@ -86,4 +92,12 @@ export interface KioskDeps {
   /** Prometheus text exposition for /metrics. */
   metrics(): string;
   sandbox?: SandboxPayments;
+  /** Stock per slot and refills (GET /api/slots, POST /api/slots/:slot/refill). */
+  slots?: KioskSlots;
+}
+
+export interface KioskSlots {
+  list(): unknown[];
+  /** Throws UNKNOWN_SLOT (400). */
+  refill(slot: string, count: number): unknown;
 }

@@ -17,7 +17,7 @@ export const CommandErrorCodes = {
 
 export type CommandResult =
   | { requestId: string | number | null; ok: true; result: unknown }
-  | { requestId: string | number | null; ok: false; error: { code: string; message: string } };
+  | { requestId: string | number | null; ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
 
 const requestId = z.union([z.string().min(1).max(128), z.number().int()]);
 
@@ -28,6 +28,11 @@ const schemas = {
   resolve: z.object({ requestId, orderId: z.number().int().positive(), vended: z.boolean() }).strict(),
   refund: z.object({ requestId, orderId: z.number().int().positive() }).strict(),
   test_vend: z.object({ requestId, slot: z.string().min(1).max(16).nullable().default(null) }).strict(),
+  // The document itself is checked by the catalog's own schema, so its errors name its own paths.
+  catalog: z.object({ requestId, catalog: z.unknown().refine((value) => value !== undefined, 'the catalog document {version, items} is missing') }).strict(),
+  catalog_rollback: z.object({ requestId }).strict(),
+  refill: z.object({ requestId, slot: z.string().min(1).max(16), count: z.number().int().min(0).max(10_000) }).strict(),
+  clear_jam: z.object({ requestId, slot: z.string().min(1).max(16) }).strict(),
 } as const;
 
 type CommandName = keyof typeof schemas;
@@ -81,7 +86,19 @@ export function createCommandHandler(deps: {
         }
         return control.testVend(slot);
       }
+      case 'catalog': return catalogControl().apply(schemas.catalog.parse(body).catalog);
+      case 'catalog_rollback': return catalogControl().rollback();
+      case 'refill': {
+        const { slot, count } = schemas.refill.parse(body);
+        return catalogControl().refill(slot, count);
+      }
+      case 'clear_jam': return catalogControl().clearJam(schemas.clear_jam.parse(body).slot);
     }
+  }
+
+  function catalogControl() {
+    if (!control.catalog) throw new CommandError(CommandErrorCodes.UNKNOWN_COMMAND, 'this device keeps no catalog (turnstile or no catalog control)');
+    return control.catalog;
   }
 
   async function execute(name: string, payload: Buffer): Promise<CommandResult> {
@@ -108,7 +125,8 @@ export function createCommandHandler(deps: {
       const result = await run(name, record);
       return { requestId: id, ok: true, result: result ?? null };
     } catch (err) {
-      if (err instanceof VendgateError || err instanceof CommandError) return failure(id, err.code, err.message);
+      if (err instanceof VendgateError) return failure(id, err.code, err.message, err.details);
+      if (err instanceof CommandError) return failure(id, err.code, err.message);
       logger.error({ err, command: name }, 'command failed unexpectedly');
       return failure(id, CommandErrorCodes.COMMAND_FAILED, err instanceof Error ? err.message : String(err));
     }
@@ -149,8 +167,8 @@ function isCommand(name: string): name is CommandName {
   return Object.hasOwn(schemas, name);
 }
 
-function failure(id: string | number | null, code: string, message: string): CommandResult {
-  return { requestId: id, ok: false, error: { code, message } };
+function failure(id: string | number | null, code: string, message: string, details?: Record<string, unknown>): CommandResult {
+  return { requestId: id, ok: false, error: { code, message, ...(details ? { details } : {}) } };
 }
 
 /** Exact repeats (a QoS 1 redelivery carries the same bytes) share one execution. */

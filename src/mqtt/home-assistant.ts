@@ -21,6 +21,8 @@ export function discoveryMessages(options: {
   deviceId: string;
   mode: string;
   topics: Topics;
+  /** Catalog slots: one stock sensor each (telemetry `stock.<slot>`). */
+  slots?: string[];
 }): { topic: string; payload: string }[] {
   const { discoveryPrefix, deviceId, topics } = options;
   const device = {
@@ -53,6 +55,14 @@ export function discoveryMessages(options: {
       name: 'MQTT backlog', state_topic: topics.telemetry, value_template: '{{ value_json.outboxDepth }}',
       state_class: 'measurement', entity_category: 'diagnostic',
     }),
+    sensor('catalog_version', {
+      name: 'Catalog version', state_topic: topics.relative('catalog'), value_template: '{{ value_json.version }}',
+      entity_category: 'diagnostic', icon: 'mdi:tag-text',
+    }),
+    ...(options.slots ?? []).map((slot) => sensor(`stock_${slot}`, {
+      name: `Stock ${slot}`, state_topic: topics.telemetry, value_template: `{{ value_json.stock['${slot}'] }}`,
+      state_class: 'measurement', icon: 'mdi:package-variant',
+    })),
     ...COUNTERS.map(([name, label]) => sensor(name, {
       name: label, state_topic: topics.telemetry,
       value_template: `{{ value_json.counters.${name} | default(0) }}`, state_class: 'total_increasing',

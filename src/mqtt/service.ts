@@ -134,7 +134,13 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     publishState();
     if (settings.homeAssistant) {
       const mode = safeMode();
-      for (const message of discoveryMessages({ discoveryPrefix: settings.homeAssistantPrefix, deviceId, mode, topics })) {
+      let slots: string[] = [];
+      try {
+        slots = control.catalog?.slots() ?? [];
+      } catch (err) {
+        log.warn({ err }, 'could not read the catalog slots for Home Assistant');
+      }
+      for (const message of discoveryMessages({ discoveryPrefix: settings.homeAssistantPrefix, deviceId, mode, topics, slots })) {
         send(message.topic, message.payload, true);
       }
     }

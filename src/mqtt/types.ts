@@ -35,6 +35,19 @@ export interface DeviceControl {
   telemetry(): Record<string, unknown>;
   /** Called on every change that may alter state(); MQTT publishes only when it really changed. */
   onStateChange(listener: () => void): void;
+  /** Catalog, stock and jams (src/catalog/). Absent: the catalog commands answer that this device has none. */
+  catalog?: CatalogControl;
+}
+
+/** `cmd/catalog`, `cmd/catalog_rollback`, `cmd/refill`, `cmd/clear_jam`. Each throws VendgateError. */
+export interface CatalogControl {
+  /** Validates the whole document (every problem in the error, nothing applied) and applies it. */
+  apply(document: unknown): unknown;
+  rollback(): unknown;
+  refill(slot: string, count: number): unknown;
+  clearJam(slot: string): unknown;
+  /** Slots of the catalog in use (Home Assistant gets a stock sensor per slot). */
+  slots(): string[];
 }
 
 export interface MqttDeps {

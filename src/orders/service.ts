@@ -72,6 +72,17 @@ export interface OrderServiceDeps {
   onChange?: () => void;
   /** An order closed without payment (MDB denies the machine's session). */
   onClosedUnpaid?: (order: OrderRow, reason: string) => void;
+  /** The live catalog (remote versions, stock, jams). Absent: settings.device.catalog, always for sale. */
+  catalog?: CatalogPort;
+}
+
+/** What the order service asks the catalog (src/catalog/): price and name of a slot, or why not. */
+export interface CatalogPort {
+  /** The item to price an order from; throws UNKNOWN_SLOT (400), SOLD_OUT / SLOT_JAMMED (409). */
+  forSale(slot: string | undefined): { slot: string; name: string; price: number };
+  /** MDB: throws SOLD_OUT / SLOT_JAMMED for a listed item that cannot be sold now. */
+  assertSellable(item: string): void;
+  item(slot: string): { name: string } | undefined;
 }
 
 export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>) {
@@ -86,11 +97,16 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       if (!input.item || !Number.isInteger(input.amount) || (input.amount ?? 0) <= 0) {
         throw new VendgateError(ErrorCodes.BAD_REQUEST, 'a machine vend request needs an item and a positive amount', { httpStatus: 400 });
       }
-      const listed = settings.device.catalog.find((c) => c.slot === input.item);
+      deps.catalog?.assertSellable(input.item);
+      const listed = deps.catalog ? deps.catalog.item(input.item) : settings.device.catalog.find((c) => c.slot === input.item);
       return { slot: input.item, itemName: listed?.name ?? `item ${input.item}`, amount: input.amount! };
     }
     if (settings.device.mode === 'turnstile') {
       return { slot: null, itemName: 'pass', amount: settings.device.fare! };
+    }
+    if (deps.catalog) {
+      const item = deps.catalog.forSale(input.slot);
+      return { slot: item.slot, itemName: item.name, amount: item.price };
     }
     const item = settings.device.catalog.find((c) => c.slot === input.slot);
     if (!item) {

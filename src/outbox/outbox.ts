@@ -8,7 +8,9 @@ export type EventType =
   | 'vend.queued' | 'vend.started' | 'vend.succeeded' | 'vend.failed' | 'vend.uncertain' | 'vend.resolved'
   | 'refund.requested' | 'refund.succeeded' | 'refund.unknown' | 'refund.failed'
   | 'capture.succeeded' | 'capture.failed' | 'vend.settled_by_provider' | 'order.expired' | 'order.canceled' | 'device.out_of_service'
-  | 'reconcile.mismatch' | 'database.restored';
+  | 'reconcile.mismatch' | 'database.restored'
+  | 'catalog.applied' | 'catalog.rejected' | 'catalog.rolled_back'
+  | 'slot.jammed' | 'slot.cleared' | 'stock.refilled' | 'stock.sold_out';
 
 export interface OutboxRow {
   seq: number;
@@ -39,6 +41,11 @@ export interface Outbox {
   raiseAlarm(name: string, severity: AlarmRow['severity'], message: string, detail?: Record<string, unknown>): void;
   /** Clears a retained alarm (publishes an empty retained message). No-op when it is not open. */
   clearAlarm(name: string): void;
+  /**
+   * Publishes `payload` retained on `topic` (relative), e.g. the applied catalog version. Stored as an
+   * alarm-kind row, so prune() never drops it: a lost retained state would stay wrong on the broker.
+   */
+  retain(topic: string, payload: string): void;
   /** Adds to a persistent counter (telemetry). */
   count(name: string, by?: number): void;
   openAlarms(): AlarmRow[];
@@ -79,6 +86,9 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
     clearAlarm(name) {
       if (deleteAlarm.run(name).changes === 0) return;
       insert.run(randomUUID(), 'alarm', `alarms/${name}`, '', 1, clock.now());
+    },
+    retain(topic, payload) {
+      insert.run(randomUUID(), 'alarm', topic, payload, 1, clock.now());
     },
     count(name, by = 1) {
       addCounter.run(name, by);

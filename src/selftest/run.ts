@@ -7,6 +7,7 @@ import { bounded, defaultExec, describeError, fail, pass } from './helpers.js';
 import { detectService, localListenerCheck, webhookListenerCheck } from './checks/listeners.js';
 import { checkDatabase, checkDisk } from './checks/database.js';
 import { checkPending } from './checks/pending.js';
+import { checkSlots } from './checks/slots.js';
 import { checkClock, checkProvider, type ProviderCheck } from './checks/provider.js';
 import { checkTunnel } from './checks/tunnel.js';
 import { checkMqtt } from './checks/mqtt.js';
@@ -78,7 +79,7 @@ export async function runSelftest(
     ]);
     const pending = (() => {
       try {
-        return checkPending(database.db, settings, clock.now(), database.exists);
+        return [...checkPending(database.db, settings, clock.now(), database.exists), ...checkSlots(database.db)];
       } catch (err) {
         return [fail('pending', `could not read the queues: ${describeError(err)}`, 'see the database line')];
       }

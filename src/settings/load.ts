@@ -65,6 +65,15 @@ export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.Proce
 export function loadSettings(options: { path?: string; env?: NodeJS.ProcessEnv } = {}): LoadedSettings {
   const env = options.env ?? process.env;
   const source = resolveConfigPath(options.path, env);
+  const raw = readSettingsFile(source, 'device, provider, …');
+  const problems: string[] = [];
+  const fromFile = withoutSecrets(raw, problems);
+  const { merged, environment } = mergeEnvironment(fromFile, env);
+  return { settings: validate(merged, source, problems), source, environment };
+}
+
+/** Reads a YAML settings file into a mapping; SettingsError for a missing file, bad YAML or a non-mapping. */
+export function readSettingsFile(source: string, sections: string): Record<string, unknown> {
   let text: string;
   try {
     text = readFileSync(source, 'utf8');
@@ -79,12 +88,9 @@ export function loadSettings(options: { path?: string; env?: NodeJS.ProcessEnv }
     throw new SettingsError(source, [`not valid YAML${where}: ${(err as Error).message.split('\n')[0]}`]);
   }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw new SettingsError(source, ['the file must be a YAML mapping with the sections device, provider, …']);
+    throw new SettingsError(source, [`the file must be a YAML mapping with the sections ${sections}`]);
   }
-  const problems: string[] = [];
-  const fromFile = withoutSecrets(raw as Record<string, unknown>, problems);
-  const { merged, environment } = mergeEnvironment(fromFile, env);
-  return { settings: validate(merged, source, problems), source, environment };
+  return raw as Record<string, unknown>;
 }
 
 /** Validates an object already in memory (tests, the selftest). */
@@ -144,7 +150,7 @@ function mergeEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv) 
   return { merged, environment };
 }
 
-function deepFreeze<T>(value: T): T {
+export function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object') {
     for (const child of Object.values(value)) deepFreeze(child);
     Object.freeze(value);

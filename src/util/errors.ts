@@ -32,6 +32,10 @@ export const ErrorCodes = {
   PORT_IN_USE: 'VG_ERR_PORT_IN_USE',
   FORBIDDEN: 'VG_ERR_FORBIDDEN',
   RATE_LIMITED: 'VG_ERR_RATE_LIMITED',
+  STARTING: 'VG_ERR_STARTING',
+  SOLD_OUT: 'VG_ERR_SOLD_OUT',
+  SLOT_JAMMED: 'VG_ERR_SLOT_JAMMED',
+  CATALOG_INVALID: 'VG_ERR_CATALOG_INVALID',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

@@ -17,7 +17,7 @@ export interface ListenerLimits {
   keepAliveTimeoutMs: number;
   /** Requests served on one connection before it is closed (0: no limit). */
   maxRequestsPerSocket: number;
-  /** Open connections at most; a new one beyond it pushes out the oldest (0: no limit). */
+  /** Open connections at most; a new one beyond it pushes out the most suspicious one (0: no limit). */
   maxConnections: number;
 }
 
@@ -73,22 +73,12 @@ export async function bindListener(address: ListenerAddress, limits: ListenerLim
   server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
   // Node destroys a socket idle this long when nobody listens for 'timeout'.
   server.setTimeout(limits.idleTimeoutMs);
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    // Sets iterate in insertion order: the first one is the oldest. A client that holds many
-    // connections open loses its oldest ones; a real request lasts milliseconds and is rarely the oldest.
-    if (limits.maxConnections > 0 && sockets.size >= limits.maxConnections) {
-      const oldest = sockets.values().next().value;
-      if (oldest) { sockets.delete(oldest); oldest.destroy(); }
-    }
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
+  const sockets = trackForCap(server, limits.maxConnections);
   let handler: ((request: IncomingMessage, response: ServerResponse) => void) | null = null;
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     if (handler) return handler(request, response);
     response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
-    response.end(JSON.stringify({ error: { code: 'VG_ERR_STARTING', message: 'starting up; try again in a second' } }));
+    response.end(JSON.stringify({ error: { code: ErrorCodes.STARTING, message: 'starting up; try again in a second' } }));
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -112,7 +102,7 @@ export async function bindListener(address: ListenerAddress, limits: ListenerLim
     serve(next) { handler = next; },
     close(graceMs = 2_000) {
       closing ??= new Promise<void>((resolve) => {
-        const cutOff = setTimeout(() => { for (const socket of sockets) socket.destroy(); }, graceMs);
+        const cutOff = setTimeout(() => { for (const socket of sockets.keys()) socket.destroy(); }, graceMs);
         cutOff.unref();
         server.close(() => { clearTimeout(cutOff); resolve(); });
         server.closeIdleConnections();
@@ -136,4 +126,52 @@ export const LOCAL_LISTENER_DEFAULTS: Readonly<ListenerLimits> = Object.freeze({
 export function listenerLimits(section: Readonly<ListenerLimits>): ListenerLimits {
   const { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs, keepAliveTimeoutMs, maxRequestsPerSocket, maxConnections } = section;
   return { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs, keepAliveTimeoutMs, maxRequestsPerSocket, maxConnections };
+}
+
+interface Connection {
+  /** The request being received or answered on it, if any. */
+  current: IncomingMessage | null;
+  /** Requests answered on it so far. */
+  served: number;
+  /** Since when it is in its present state (connected, request started, idle again). */
+  since: number;
+}
+
+/**
+ * The connection cap. At the cap a new connection pushes out one that is most likely hostile: first
+ * the oldest that never completed its headers or is still sending its body (slowloris), then the
+ * oldest idle keep-alive one, and only when every connection is being answered the oldest of
+ * those. An idle kept-alive connection of a real client (cloudflared, a provider) is thus not cut
+ * while a crowd of slow clients holds the rest.
+ */
+function trackForCap(server: Server, maxConnections: number): Map<Socket, Connection> {
+  const connections = new Map<Socket, Connection>();
+  const victim = (): Socket | undefined => {
+    let best: { socket: Socket; rank: number; since: number } | undefined;
+    for (const [socket, c] of connections) {
+      const rank = c.current === null ? (c.served === 0 ? 0 : 1) : (c.current.complete ? 2 : 0);
+      if (!best || rank < best.rank || (rank === best.rank && c.since < best.since)) best = { socket, rank, since: c.since };
+    }
+    return best?.socket;
+  };
+  server.on('connection', (socket: Socket) => {
+    if (maxConnections > 0 && connections.size >= maxConnections) {
+      const out = victim();
+      if (out) { connections.delete(out); out.destroy(); }
+    }
+    connections.set(socket, { current: null, served: 0, since: performance.now() });
+    socket.once('close', () => connections.delete(socket));
+  });
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const c = connections.get(request.socket);
+    if (!c) return;
+    c.current = request;
+    c.since = performance.now();
+    response.once('finish', () => {
+      c.current = null;
+      c.served += 1;
+      c.since = performance.now();
+    });
+  });
+  return connections;
 }

@@ -44,6 +44,7 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
   const log = deps.logger.child({ module: 'refunds' });
   const orders = createOrderRepository({ db, clock });
   let running: Promise<void> | null = null;
+  let stopped = false;
 
   const get = (invoiceId: string) => prepared(db, 'SELECT * FROM refunds WHERE invoice_id = ?').get(invoiceId) as RefundRow | undefined;
   const update = (invoiceId: string, fields: Partial<RefundRow>) => {
@@ -182,8 +183,14 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
     },
     /** Processes what is due; concurrent calls share one pass. */
     run(): Promise<void> {
+      if (stopped) return Promise.resolve();
       running ??= runOnce().finally(() => { running = null; });
       return running;
+    },
+    /** No new pass; the refund in flight finishes (its answer recorded) before this resolves. */
+    async stop(): Promise<void> {
+      stopped = true;
+      await running?.catch(() => {});
     },
     /** Check this invoice's refund now (a webhook or poll brought refund evidence). */
     expedite(invoiceId: string): void {

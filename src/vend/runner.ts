@@ -32,6 +32,8 @@ export interface VendRunnerDeps {
   crashPoint?: (name: string) => void;
   /** Called after every settled vend or state change, so the screen and MQTT state follow. */
   onChange?: () => void;
+  /** Stock and jam counting (src/catalog/), told inside the settle transaction of a vending order. */
+  slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void };
 }
 
 /**
@@ -94,9 +96,10 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     }
   }
 
-  function settle(order: OrderRow, outcome: { result: string; reason?: string; detail?: string }): void {
+  function settle(order: OrderRow, outcome: { result: string; reason?: string; detail?: string; slotFault?: boolean }): void {
     const now = clock.now();
     const detail = 'reason' in outcome && outcome.reason ? outcome.reason : outcome.detail ?? null;
+    const slotted = settings.mode === 'vending' && order.slot !== null;
     // Power-loss durable: a vend delivered just before a power cut comes back `vended`, not parked
     // for a person (one sync per vend; measured in scripts/bench/fsync.mjs).
     durably(db, () => {
@@ -106,6 +109,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         if (order.capture_mode === 'manual') jobs.setCapture(order.id, 'pending');
         outbox.event('vend.succeeded', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result });
         outbox.count('vends_succeeded');
+        if (slotted) deps.slots?.delivered(order.slot!);
       } else if (outcome.result === 'failed' || outcome.result === 'not_passed') {
         jobs.finish(order.id, 'firing', 'failed', outcome.result, detail, now);
         orders.transition(order.id, 'vending', 'vend_failed', detail ?? outcome.result, { errorCode: ErrorCodes.VEND_FAILED, errorMessage: detail ?? outcome.result });
@@ -113,6 +117,8 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         outbox.event('vend.failed', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result, detail });
         outbox.count('vends_failed');
         queueRefund(order, `vend ${outcome.result}: ${detail ?? ''}`.trim());
+        // Only the machine's own failure at this slot counts toward a jam, not a line that was down.
+        if (slotted && outcome.slotFault) deps.slots?.failed(order.slot!, detail ?? 'vend failed');
       } else {
         // The machine may or may not have delivered: a person decides (invariant 3).
         markUncertain(order, detail ?? 'the actuator could not say whether it delivered');
@@ -262,6 +268,27 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         }
       }
       return { uncertain, settled: settledIds };
+    },
+
+    /**
+     * A database restored from a backup: a queued vend may have been delivered after the backup was
+     * taken (the newer rows are gone), so it is never fired blindly — each becomes uncertain, with
+     * the alarm that asks a person to look at the machine.
+     */
+    parkQueued(detail: string): number[] {
+      const parked: number[] = [];
+      for (const job of jobs.inState('queued')) {
+        durably(db, () => {
+          const order = orders.get(job.order_id)!;
+          if (order.state !== 'paid' && order.state !== 'authorized') return;
+          if (!jobs.claim(order.id, clock.now())) return;
+          orders.transition(order.id, order.state, 'vending', 'vend claimed for a person: restored database');
+          markUncertain(orders.get(order.id)!, detail);
+          parked.push(order.id);
+        }, 'vend_claim');
+      }
+      if (parked.length) log.error({ orders: parked }, 'restored database: paid orders parked for a person instead of vended');
+      return parked;
     },
 
     /** Processes queued jobs one at a time; concurrent calls share one pass. */

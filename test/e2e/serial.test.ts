@@ -78,7 +78,7 @@ describe('serial vend over a socat pty pair', () => {
   it('line profile: a jammed slot fails, and a silent machine is settled by the status command', async () => {
     const s = await setup('line', { timeoutMs: 500, statusCommand: 'STATUS\r\n' }, { failSlots: ['A2'], silentSlots: ['A1'] });
     await waitFor(() => s.actuator.health().ok, { what: 'line up' });
-    await expect(s.actuator.fire(vend('A2', 250))).resolves.toEqual({ result: 'failed', reason: 'machine answered "ERR A2 JAM"' });
+    await expect(s.actuator.fire(vend('A2', 250))).resolves.toEqual({ result: 'failed', reason: 'machine answered "ERR A2 JAM"', slotFault: true });
     await expect(s.actuator.fire(vend('A1'))).resolves.toMatchObject({ result: 'vended', detail: expect.stringMatching(/status says vended/) });
     expect(s.machine.vends).toEqual([{ slot: 'A2', ok: false, answered: true }, { slot: 'A1', ok: true, answered: false }]);
   });

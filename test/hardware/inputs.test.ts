@@ -65,7 +65,7 @@ describe('GPIO inputs', () => {
 
   it('read() gives the debounced levels, null for inputs not configured', async () => {
     const { gpio } = await watch({ button: { pin: 5, debounceMs: 10 } });
-    expect(inputs!.read()).toEqual({ button: false, inhibit: null, fireAlarm: null, passage: null });
+    expect(inputs!.read()).toEqual({ button: false, inhibit: null, fireAlarm: null, passage: null, delivery: null });
     gpio.setInput(BUTTON, 0);
     await vi.advanceTimersByTimeAsync(10);
     expect(inputs!.read()).toMatchObject({ button: true });
@@ -84,7 +84,7 @@ describe('GPIO inputs', () => {
     const settings = hardwareSettings();
     inputs = await createInputs({ clock: systemClock, logger: silentLogger(), sysfsRoot: '/nonexistent', bus: createHardwareBus() }, settings);
     await expect(inputs.start()).resolves.toBeUndefined();
-    expect(inputs.read()).toEqual({ button: null, inhibit: null, fireAlarm: null, passage: null });
+    expect(inputs.read()).toEqual({ button: null, inhibit: null, fireAlarm: null, passage: null, delivery: null });
   });
 
   it('a pin that cannot be mapped fails start with the input name and what to check', async () => {

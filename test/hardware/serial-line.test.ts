@@ -54,7 +54,7 @@ describe('serial line profile', () => {
     const m = await machine();
     const outcome = m.actuator.fire(request());
     await m.answer('VEND A1', reply);
-    await expect(outcome).resolves.toEqual({ result: 'failed', reason: `machine answered "${line}"` });
+    await expect(outcome).resolves.toEqual({ result: 'failed', reason: `machine answered "${line}"`, slotFault: true });
   });
 
   it('fills {slot}, {amount} and {reference}, and only the answer for this reference counts', async () => {

@@ -87,7 +87,7 @@ describe('serial MDB profile (Qibixx-style board)', () => {
     const outcome = b.actuator.fire(chips());
     await waitFor(() => b.sent().endsWith('C,VEND,1.50\n'));
     b.mock.emit('c,ERR,VEND 3\r\nc,STATUS,ENABLED\r\n');
-    await expect(outcome).resolves.toEqual({ result: 'failed', reason: 'machine reported "c,ERR,VEND 3"' });
+    await expect(outcome).resolves.toEqual({ result: 'failed', reason: 'machine reported "c,ERR,VEND 3"', slotFault: true });
   });
 
   it.each([

@@ -4,8 +4,9 @@ import { openDatabase, databaseId } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { createOutbox } from '../../src/outbox/index.js';
-import { createLedger } from '../../src/ledger/index.js';
-import { createOrderService, createProviderHealth } from '../../src/orders/index.js';
+import { createProviderHealth } from '../../src/orders/index.js';
+import { createMoneyPath } from '../../src/money/index.js';
+import type { Actuator, VendRequest } from '../../src/hardware/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
 import { tempDir } from './temp.js';
 
@@ -38,15 +39,22 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
   const db = openDatabase(settings.storage.path);
   const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
   const fake = createFakeProvider({ livemode: settings.device.livemode, now: clock.now });
-  const ledger = createLedger({ db, clock, logger, outbox });
   const health = createProviderHealth(clock);
   const outOfService = new Map<string, string>();
-  const orders = createOrderService({
-    db, clock, logger, outbox, provider: fake.provider, ledger, health, deviceId: settings.device.id, dbId: databaseId(db),
-    outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
+  // A machine that always delivers and remembers what it was asked: the physical truth of a core test.
+  const fired: VendRequest[] = [];
+  const machine: Actuator = {
+    kind: 'sim', async start() {}, async stop() {}, health: () => ({ ok: true, detail: 'core test machine' }),
+    async fire(request) { fired.push(request); return { result: 'vended' }; },
+  };
+  // The same composition as the service; each worker runs only when the test says so.
+  const money = createMoneyPath({
+    db, clock, logger, outbox, provider: fake.provider, actuator: machine, health, deviceId: settings.device.id, dbId: databaseId(db),
+    outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null), runWorkersOnObserve: false,
   }, settings);
+  const { ledger, orders } = money;
   return {
-    dir, settings, clock, logger, db, outbox, fake, ledger, health, orders, outOfService,
+    dir, settings, clock, logger, db, outbox, fake, ledger, health, orders, outOfService, money, fired,
     close() { db.close(); dir.cleanup(); },
     /** Observes the fake provider's current view of an invoice through the ledger. */
     async observe(invoiceId: string, channel: 'poll' | 'webhook' = 'poll') {

@@ -7,9 +7,11 @@ import { createWorld, type ActuatorScript, type RefundScript, type World } from 
 /**
  * Model-based test of the money path: any sequence of customer payments, provider-side closes, both
  * channels' observations (current, duplicated, stale, reordered, of the wrong livemode), expiry,
- * customer cancels, vend and refund runs whose hardware or provider misbehaves, operator
- * resolutions, and SIGKILL-like crashes in the middle of a provider call or an actuation — then the
- * workers drain. The DESIGN.md invariants must hold after every step and at the end.
+ * customer cancels and new orders replacing a waiting one, vend and refund runs whose hardware or
+ * provider misbehaves, operator resolutions, SIGKILL-like crashes in the middle of a provider call
+ * or an actuation, the database restored from an earlier backup, the provider cut off for longer
+ * than any grace period, and refunds made from the merchant's dashboard — then the workers drain.
+ * The DESIGN.md invariants must hold after every step and at the end.
  */
 
 type Model = Record<string, never>;
@@ -176,6 +178,37 @@ class OperatorResolves extends Step {
   toString() { return `resolve(#${this.k})`; }
 }
 
+class TakeBackup extends Step {
+  async act(w: World) { w.takeBackup(); }
+  toString() { return 'backup'; }
+}
+
+/** The database comes back from the last backup (order ids restart; what came after is gone). */
+class RestoreBackup extends Step {
+  async act(w: World) { await w.restore(); }
+  toString() { return 'restore backup'; }
+}
+
+/** The provider is cut off (or back): longer than any grace period once ticks pass meanwhile. */
+class Outage extends Step {
+  constructor(readonly down: boolean) { super(); }
+  async act(w: World) { w.setOutage(this.down); }
+  toString() { return this.down ? 'provider cut off' : 'provider back'; }
+}
+
+/** The merchant refunds from the dashboard, in full or in part, whatever the device is doing. */
+class RefundOutside extends Step {
+  constructor(readonly k: number, readonly partial: boolean) { super(); }
+  async act(w: World) {
+    const id = pick([...w.fake.invoices.keys()], this.k);
+    const invoice = id ? w.fake.invoices.get(id) : undefined;
+    if (!invoice || invoice.status !== 'paid') return;
+    if (this.partial) w.fake.set(id!, 'partially_refunded', { refundedAmount: Math.floor(invoice.amount / 3) });
+    else w.fake.set(id!, 'refunded', { refundedAmount: invoice.amount });
+  }
+  toString() { return `refund outside(#${this.k}${this.partial ? ', partial' : ''})`; }
+}
+
 class Crash extends Step {
   async act(w: World) { await w.crash(); }
   toString() { return 'crash'; }
@@ -199,6 +232,12 @@ const commands = [
   fc.constant(new Capture()),
   k.map((i) => new OperatorResolves(i)),
   fc.constant(new Crash()),
+  fc.constant(new TakeBackup()),
+  fc.constant(new RestoreBackup()),
+  fc.boolean().map((down) => new Outage(down)),
+  fc.tuple(k, fc.boolean()).map(([i, partial]) => new RefundOutside(i, partial)),
+  // Replacing a waiting order: a payment, then at once a new choice.
+  k.map((i) => new Pay(i, false)),
 ];
 
 /** PROPERTY_RUNS=2000 for a long search. */

@@ -45,7 +45,8 @@ describe('gerege simulator: creating payment intents', () => {
     const api = await geregeClient(sim);
     const first = await api.post('/payment-intents', intentBody(), 'order-8812');
     expect(first.status).toBe(201);
-    expect(Object.keys(first.json)).toEqual(['id', 'object', 'status', 'amount', 'currency', 'reference', 'livemode', 'pay_url', 'expires_at', 'created']);
+    expect(Object.keys(first.json)).toEqual(['id', 'object', 'status', 'amount', 'currency', 'reference', 'livemode', 'pay_url', 'expires_at', 'created', 'amount_refunded']);
+    expect(first.json.amount_refunded).toBe(0);
     expect(first.json).toMatchObject({ object: 'payment_intent', status: 'requires_payment', amount: 1500, currency: 'MNT', reference: 'vm-001-42', livemode: false });
     expect(first.json.id).toMatch(/^pi_/);
     expect(first.json.expires_at - first.json.created).toBe(120);

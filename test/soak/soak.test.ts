@@ -14,7 +14,7 @@ const SEEDS = (process.env.SOAK_SEEDS ?? '11,12').split(',').map(Number);
 describe('soak: the real service under every fault, kills and a flapping broker', () => {
   it.each(SEEDS)('seed %i: one vend per order, every payment settled, one invoice per order, every MQTT event delivered', async (seed) => {
     const report = await runSoak({ orders: 15, faults: 'all', killEverySec: 2, seed, failRate: 0.1, drainTimeoutMs: 30_000 });
-    expect(report.violations, JSON.stringify({ byState: report.byState, kills: report.kills, mqtt: report.mqtt }, null, 2)).toEqual([]);
+    expect(report.violations, JSON.stringify({ byState: report.byState, kills: report.kills, mqtt: report.mqtt, catalog: report.catalog }, null, 2)).toEqual([]);
     expect(report.doubleVends).toBe(0);
     expect(report.paidButUnsettled).toBe(0);
     expect(report.refundsLeftToPerson).toBe(0);

@@ -84,4 +84,16 @@ describe('systemd units', () => {
     expect(kiosk.Unit!.After!.join(' ')).toContain('vendgate.service');
     expect(kiosk.Service!.Restart).toEqual(['always']);
   });
+
+  it('vendgate-relay.service runs the relay with its own settings and secrets, restarts except on bad configuration, no watchdog', () => {
+    const service = unit('vendgate-relay.service').Service!;
+    expect(service.ExecStart![0]).toMatch(/dist\/main\.js relay --config \/etc\/vendgate\/relay\.yaml$/);
+    expect(service.EnvironmentFile).toEqual(['/etc/vendgate/relay-secrets.env']);
+    expect(service.Type).toEqual(['notify']);
+    expect(service.Restart).toEqual(['always']);
+    expect(service.RestartPreventExitStatus).toEqual(['78']);
+    expect(service.DynamicUser).toEqual(['yes']);
+    // main.ts pings the watchdog only for `start` (it watches the device database); the relay has none.
+    expect(service.WatchdogSec).toBeUndefined();
+  });
 });

@@ -10,6 +10,7 @@ import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createWebhookServer, type WebhookServer } from './server.js';
 import { createWebhookWorker, type WebhookWorker } from './worker.js';
 import { createClockSkewAlarm } from './clock-skew.js';
+import { createBrokerIngest } from './broker-ingest.js';
 import type { BoundListener, ListenerLimits } from '../../util/http-listener.js';
 
 export interface WebhookChannelDeps {
@@ -66,6 +67,12 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
     onDelivered: () => backfill.webhookReceived(),
     onClockSkew: (skewSec) => clockSkew.observe(skewSec),
   }, settings);
+  // Fleet mode: webhooks the relay carried over the broker, into the same inbox with the same dedupe.
+  const ingestFromBroker = createBrokerIngest({
+    provider, inbox, clock, logger: deps.logger, secrets: deps.secrets, toleranceSec: settings.toleranceSec,
+    onAccepted: () => worker.notify(),
+    onDelivered: () => backfill.webhookReceived(),
+  });
   let url: string | null = null;
   let stopping: Promise<void> | null = null;
 
@@ -74,6 +81,7 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
     worker,
     backfill,
     server,
+    ingestFromBroker,
     /** The listener's base URL once started (http://127.0.0.1:<port> when bound to all interfaces). */
     url: () => url,
     async start(): Promise<{ url: string; port: number }> {

@@ -11,3 +11,4 @@ export {
 } from './worker.js';
 export { verifyWithIndex, dateSkewSec } from './verify.js';
 export { createWebhookChannel, type WebhookChannel, type WebhookChannelDeps, type WebhookChannelSettings, type LocalDelivery } from './channel.js';
+export { createBrokerIngest, type BrokerIngest, type BrokerIngestDeps } from './broker-ingest.js';

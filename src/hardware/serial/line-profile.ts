@@ -78,7 +78,7 @@ export function createLineSerialActuator(deps: LineSerialDeps, settings: SerialS
     }
     const status = await askStatus(request, timeoutMs, true);
     if (status === 'vended') return { result: 'vended', detail: `${why}; the machine's status says vended` };
-    if (status === 'not_vended') return { result: 'failed', reason: `${why}; the machine's status says not vended` };
+    if (status === 'not_vended') return { result: 'failed', reason: `${why}; the machine's status says not vended`, slotFault: true };
     return { result: 'unknown', detail: `${why}, and the status query got no usable answer: the machine may or may not have vended` };
   }
 
@@ -102,7 +102,7 @@ export function createLineSerialActuator(deps: LineSerialDeps, settings: SerialS
     log.info({ orderId: request.orderId, slot: request.slot, command: preview(command.trim()) }, 'vend command sent');
     const answer = await waiter.arm(timeoutMs);
     if (answer.kind === 'match' && answer.value === 'ok') return { result: 'vended', detail: preview(answer.line) };
-    if (answer.kind === 'match') return { result: 'failed', reason: `machine answered "${preview(answer.line)}"` };
+    if (answer.kind === 'match') return { result: 'failed', reason: `machine answered "${preview(answer.line)}"`, slotFault: true };
     const why = answer.kind === 'down' ? 'the serial line went down after the vend command was sent' : `no answer within ${timeoutMs} ms after the vend command was sent`;
     log.warn({ orderId: request.orderId, why }, 'vend command unanswered');
     return settleUnanswered(request, why);

@@ -14,7 +14,7 @@ export interface MdbSerialDeps {
   bus: HardwareBus;
   connection: SerialConnection;
   /** Items the machine may ask for (catalog slots); anything else is denied. */
-  knownItems: ReadonlySet<string>;
+  knownItems: { has(item: string): boolean };
 }
 
 interface Session {
@@ -185,7 +185,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       log.info({ orderId: request.orderId, item: current.item, amount: current.amount }, 'mdb vend approved');
       const answer = await waiter.arm(settings.timeoutMs);
       if (answer.kind === 'match' && answer.value === 'success') return { result: 'vended', detail: preview(answer.line) };
-      if (answer.kind === 'match' && answer.value === 'error') return { result: 'failed', reason: `machine reported "${preview(answer.line)}"` };
+      if (answer.kind === 'match' && answer.value === 'error') return { result: 'failed', reason: `machine reported "${preview(answer.line)}"`, slotFault: true };
       if (answer.kind === 'match') return { result: 'unknown', detail: `the session ended ("${preview(answer.line)}") after the approval without a vend result` };
       if (answer.kind === 'down') return { result: 'unknown', detail: 'the serial line went down after the approval was sent' };
       return { result: 'unknown', detail: `no vend result within ${settings.timeoutMs} ms after the approval` };

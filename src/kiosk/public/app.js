@@ -51,6 +51,9 @@ function useLanguage(lang) {
 }
 
 const money = (amount, currency) => formatMoney(amount, currency, language());
+// A product's name in the page's language where the catalog gives one, else its default name.
+const productName = (item) => item?.names?.[language()] ?? item?.name ?? '';
+const catalogItem = (slot) => view.state?.catalog.find((entry) => entry.slot === slot);
 
 // ---------- talking to the server ----------
 
@@ -111,6 +114,9 @@ const ERROR_KEYS = {
   VG_ERR_DEVICE_BUSY: 'errorBusy',
   VG_ERR_UNKNOWN_SLOT: 'errorUnknownSlot',
   VG_ERR_BAD_REQUEST: 'errorUnknownSlot',
+  // Sold out or jammed between the screen's last update and the tap: "choose another".
+  VG_ERR_SOLD_OUT: 'errorUnknownSlot',
+  VG_ERR_SLOT_JAMMED: 'errorUnknownSlot',
 };
 
 async function createOrder(slot) {
@@ -159,12 +165,12 @@ function payModel() {
   const state = view.state;
   if (state.phase === 'awaiting_payment' && state.order) {
     const o = state.order;
-    return { orderId: o.orderId, itemName: o.itemName, amount: o.amount, currency: o.currency, provider: o.provider, expiresAt: o.expiresAt, qrSvg: state.qrSvg };
+    return { orderId: o.orderId, itemName: catalogItem(o.slot)?.names?.[language()] ?? o.itemName, amount: o.amount, currency: o.currency, provider: o.provider, expiresAt: o.expiresAt, qrSvg: state.qrSvg };
   }
   const c = view.created;
   if (!c) return null;
-  const item = state.catalog.find((entry) => entry.slot === c.slot);
-  return { orderId: c.orderId, itemName: item?.name ?? '', amount: item?.price ?? state.fare ?? 0, currency: state.currency, provider: state.provider, expiresAt: c.expiresAt, qrSvg: c.qrSvg };
+  const item = catalogItem(c.slot);
+  return { orderId: c.orderId, itemName: productName(item), amount: item?.price ?? state.fare ?? 0, currency: state.currency, provider: state.provider, expiresAt: c.expiresAt, qrSvg: c.qrSvg };
 }
 
 function screenFor() {
@@ -245,14 +251,16 @@ function drawCatalog(state) {
   if (key === view.catalogKey) return;
   view.catalogKey = key;
   const list = $('catalog');
-  list.replaceChildren(...state.catalog.map((item) => {
+  // Sold-out and jammed slots are not offered: the API would refuse them anyway.
+  const offered = state.catalog.filter((item) => item.available !== false);
+  list.replaceChildren(...offered.map((item) => {
     const button = document.createElement('button');
     button.type = 'button';
     button.className = 'product';
     button.dataset.slot = item.slot;
     const name = document.createElement('span');
     name.className = 'name';
-    name.textContent = item.name;
+    name.textContent = productName(item);
     const price = document.createElement('span');
     price.className = 'price';
     price.textContent = money(item.price, state.currency);
@@ -264,7 +272,7 @@ function drawCatalog(state) {
     entry.append(button);
     return entry;
   }));
-  $('catalog-empty').hidden = state.catalog.length > 0;
+  $('catalog-empty').hidden = offered.length > 0;
 }
 
 function drawPay(state) {

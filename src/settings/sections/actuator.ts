@@ -87,13 +87,18 @@ const actuatorObject = z.object({
     durationMs: z.number().int().min(0).max(60_000).default(50),
     /**
      * Development only: every actuation fails (`fail`: jam, `nak`: the machine refuses), hangs, gets
-     * no answer after the command was sent (`timeout` → outcome unknown) or (turnstile) nobody passes.
+     * no answer after the command was sent (`timeout` → outcome unknown), (turnstile) nobody passes,
+     * or (`no_drop`) the motor turns and nothing falls past the delivery sensor.
      */
-    failMode: z.enum(['none', 'fail', 'nak', 'timeout', 'hang', 'not_passed']).default('none'),
+    failMode: z.enum(['none', 'fail', 'nak', 'timeout', 'hang', 'not_passed', 'no_drop']).default('none'),
     /** Soak and development: the share (0..1) of actuations that fail as failMode says (`fail` when none); unset → every one does. */
     failRate: z.number().min(0).max(1).optional(),
     /** Seed of the failRate draws, so a run can be replayed. */
     failSeed: z.number().int().min(0).max(4_294_967_295).default(1),
+    /** Slots whose motor is jammed: every vend there fails and nothing comes out (demo, soak). */
+    jamSlots: z.array(z.string().min(1).max(16)).default([]),
+    /** The simulated chute has a delivery sensor: a delivered item reports a drop; `no_drop` reports none. */
+    dropSensor: z.boolean().default(false),
   }).strict().prefault({}),
   relay: relaySchema.prefault({}),
   serial: serialSchema.prefault({}),
@@ -101,6 +106,11 @@ const actuatorObject = z.object({
     /** After the gate opened: no passage edge within this time → `not_passed`. */
     passTimeoutMs: z.number().int().min(1_000).max(120_000).default(8_000),
   }).strict().prefault({}),
+  /**
+   * Vending with a delivery sensor (inputs.delivery, or sim.dropSensor): after the machine says it
+   * vended, a drop must be seen within this; none → the vend failed and the money goes back.
+   */
+  deliveryWindowMs: z.number().int().min(100).max(60_000).default(3_000),
   /** Longest a vend may take before the runner gives up. Default: the configured actuator's worst case + 5 s, at least 30 s. */
   vendTimeoutMs: z.number().int().min(100).max(600_000).optional(),
 }).strict();
@@ -110,7 +120,7 @@ const TIMEOUT_MARGIN_MS = 5_000;
 /** How long one fire() can take at most with these settings (pulse trains depend on the amount: checked at fire time). */
 function worstCaseMs(actuator: z.infer<typeof actuatorObject>, serialTimeoutMs: number): number {
   switch (actuator.kind) {
-    case 'sim': return actuator.sim.durationMs;
+    case 'sim': return actuator.sim.durationMs + (actuator.sim.dropSensor ? actuator.deliveryWindowMs : 0);
     case 'relay': {
       const r = actuator.relay;
       return r.pulses * (r.pulseMs + r.gapMs) + actuator.turnstile.passTimeoutMs;
@@ -155,7 +165,7 @@ const inputSchema = z.object({
   debounceMs: z.number().int().min(0).max(5_000).default(50),
 }).strict();
 
-const INPUT_NAMES = ['button', 'inhibit', 'fireAlarm', 'passage'] as const;
+const INPUT_NAMES = ['button', 'inhibit', 'fireAlarm', 'passage', 'delivery'] as const;
 
 export const inputsSchema = z.object({
   /** Starts an order (turnstile without a screen). */
@@ -166,6 +176,8 @@ export const inputsSchema = z.object({
   fireAlarm: inputSchema.optional(),
   /** Turnstile PASS output: confirms that a person went through. */
   passage: inputSchema.optional(),
+  /** Vending: the delivery sensor (IR beam in the chute) confirms that an item fell; see actuator.deliveryWindowMs. */
+  delivery: inputSchema.optional(),
 }).strict().superRefine((inputs, ctx) => {
   const seen = new Map<number, string>();
   for (const name of INPUT_NAMES) {

@@ -1,0 +1,178 @@
+import { inTransaction, type Db } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import { ErrorCodes, VendgateError } from '../util/errors.js';
+import type { Outbox } from '../outbox/index.js';
+import type { CatalogItem, Settings } from '../settings/index.js';
+import { parseCatalogDocument, SETTINGS_VERSION, type CatalogDocument } from './document.js';
+import { createCatalogTables } from './tables.js';
+import { createSlots, type SlotView } from './slots.js';
+
+export interface CatalogDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  outbox: Outbox;
+}
+
+export type CatalogSettings = Pick<Readonly<Settings>, 'device' | 'slots'>;
+
+/** The catalog as it is applied now, for the retained `catalog` topic and the CLI. */
+export interface AppliedCatalog {
+  version: string;
+  source: string;
+  appliedAt: string | null;
+  items: CatalogItem[];
+}
+
+/** A catalog item with what the screen needs to offer it (or not). */
+export interface OfferedItem extends CatalogItem {
+  available: boolean;
+  /** Why it cannot be bought now. */
+  unavailable: 'sold_out' | 'jammed' | null;
+  stock: number | null;
+}
+
+/** Relative topic of the retained applied-catalog message. */
+export const CATALOG_TOPIC = 'catalog';
+
+/**
+ * The remote catalog and the slots' stock and jams. The current catalog is read from the database on
+ * every use (one indexed row, parsed again only when it changed), so the CLI, MQTT and the service see
+ * the same one. Applying is one transaction: an order is priced from whichever catalog was current
+ * when it was created and keeps that price (the amount is in its own row), so a push never reprices an
+ * order already on screen, and the next order gets the new prices.
+ */
+export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
+  const { db, clock, outbox } = deps;
+  const log = deps.logger.child({ module: 'catalog' });
+  const tables = createCatalogTables(db);
+  const fromSettings: AppliedCatalog = { version: SETTINGS_VERSION, source: 'settings', appliedAt: null, items: settings.device.catalog };
+  let cached: { seq: number; catalog: AppliedCatalog } | null = null;
+
+  function current(): AppliedCatalog {
+    const row = tables.currentVersion();
+    if (!row) return fromSettings;
+    if (cached?.seq !== row.seq) {
+      const document = JSON.parse(row.document) as CatalogDocument;
+      cached = { seq: row.seq, catalog: { version: row.version, source: row.source, appliedAt: new Date(row.applied_at).toISOString(), items: document.items } };
+    }
+    return cached.catalog;
+  }
+
+  const item = (slot: string): CatalogItem | undefined => current().items.find((entry) => entry.slot === slot);
+  const lowStockAt = (slot: string): number => item(slot)?.lowStockAt ?? settings.slots.lowStockAt;
+  const slots = createSlots({ db, clock, outbox, logger: deps.logger, tables, lowStockAt, knownSlot: (slot) => item(slot) !== undefined }, settings.slots);
+
+  /** Caller owns the transaction. */
+  function publishApplied(previous: string | null): void {
+    const applied = current();
+    outbox.retain(CATALOG_TOPIC, JSON.stringify({ version: applied.version, previousVersion: previous, source: applied.source, appliedAt: applied.appliedAt, items: applied.items }));
+  }
+
+  function refusalFor(slot: string): VendgateError | null {
+    const state = slots.get(slot);
+    if (state.jammed) {
+      return new VendgateError(ErrorCodes.SLOT_JAMMED, `slot ${slot} is out of order (${state.jamReason ?? 'jammed'}); please choose another product`, { httpStatus: 409, details: { slot } });
+    }
+    if (state.stock === 0) return new VendgateError(ErrorCodes.SOLD_OUT, `slot ${slot} is sold out; please choose another product`, { httpStatus: 409, details: { slot } });
+    return null;
+  }
+
+  function invalid(problems: string[], version: unknown): VendgateError {
+    inTransaction(db, () => outbox.event('catalog.rejected', { version: typeof version === 'string' || typeof version === 'number' ? String(version) : null, problems }));
+    return new VendgateError(ErrorCodes.CATALOG_INVALID, `catalog not applied, nothing changed: ${problems.join('; ')}`, { httpStatus: 400, details: { problems } });
+  }
+
+  return {
+    current,
+    item,
+    slots,
+
+    /**
+     * The item an order for `slot` is priced from, or the reason it cannot be sold: unknown slot
+     * (400), jammed or sold out (409). MDB: an item the catalog does not list is left to the caller.
+     */
+    forSale(slot: string | undefined): CatalogItem {
+      const items = current().items;
+      const found = slot === undefined ? undefined : items.find((entry) => entry.slot === slot);
+      if (!found) {
+        const names = items.map((entry) => entry.slot).join(', ');
+        throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, slot ? `unknown slot "${slot}"; this machine has: ${names}` : `choose a slot: ${names}`, { httpStatus: 400 });
+      }
+      const refusal = refusalFor(found.slot);
+      if (refusal) throw refusal;
+      return found;
+    },
+
+    /** Throws when a listed item cannot be sold now (jammed, sold out). */
+    assertSellable(slot: string): void {
+      if (!item(slot)) return;
+      const refusal = refusalFor(slot);
+      if (refusal) throw refusal;
+    },
+
+    /** Every item with its availability, for the screen (sold-out and jammed items are not offered). */
+    offered(): OfferedItem[] {
+      return current().items.map((entry) => {
+        const state: SlotView = slots.get(entry.slot);
+        const unavailable = state.jammed ? 'jammed' : state.stock === 0 ? 'sold_out' : null;
+        return { ...entry, available: unavailable === null, unavailable, stock: state.stock };
+      });
+    },
+
+    /**
+     * Validates and applies a catalog document in one transaction; every problem is reported and
+     * nothing changes when there is one. The same version again with the same content is a no-op;
+     * with other content it is refused (a fleet tool compares versions, so they must mean one thing).
+     */
+    apply(input: unknown, source: string): { version: string; previousVersion: string; changed: boolean } {
+      const version = (input as { version?: unknown } | null)?.version;
+      const parsed = parseCatalogDocument(input);
+      if (!parsed.ok) throw invalid(parsed.problems, version);
+      const document = parsed.document;
+      const serialized = JSON.stringify(document);
+      const result = inTransaction(db, () => {
+        const now = current();
+        const row = tables.currentVersion();
+        if (now.version === document.version) {
+          if (row?.document === serialized) return { version: document.version, previousVersion: now.version, changed: false };
+          return null;
+        }
+        tables.insertVersion(document.version, serialized, source, clock.now());
+        outbox.event('catalog.applied', { version: document.version, previousVersion: now.version, source, items: document.items.length });
+        publishApplied(now.version);
+        return { version: document.version, previousVersion: now.version, changed: true };
+      });
+      if (!result) throw invalid([`version: ${document.version} is already applied with different content; publish the change under a new version`], version);
+      if (result.changed) log.info({ version: result.version, previousVersion: result.previousVersion, source }, 'catalog applied');
+      return result;
+    },
+
+    /** Back to the catalog applied before the current one (the settings' catalog when there is none). */
+    rollback(source: string): { version: string; rolledBack: string } {
+      const result = inTransaction(db, () => {
+        const row = tables.currentVersion();
+        if (!row) return null;
+        tables.markRolledBack(row.seq, clock.now());
+        const back = current();
+        outbox.event('catalog.rolled_back', { from: row.version, to: back.version, source });
+        publishApplied(row.version);
+        return { version: back.version, rolledBack: row.version };
+      });
+      if (!result) throw new VendgateError(ErrorCodes.CATALOG_INVALID, `nothing to roll back: the catalog in use is the one in the settings (version "${SETTINGS_VERSION}")`, { httpStatus: 409 });
+      log.warn({ ...result, source }, 'catalog rolled back');
+      return result;
+    },
+
+    /** Start-up: the applied version is announced again (retained), in case the broker lost it. */
+    announce(): void {
+      inTransaction(db, () => publishApplied(null));
+    },
+
+    /** Changes when the catalog or a slot changed (also by the CLI from another process). */
+    generation: tables.generation,
+  };
+}
+
+export type Catalog = ReturnType<typeof createCatalog>;

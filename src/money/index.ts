@@ -1,0 +1,148 @@
+/**
+ * The money path, composed once: ledger → (orders, vend jobs, refunds) and the reconciliation loop,
+ * with the order of recovery and of stopping. `app.ts` and the tests build it through here, so a
+ * change of wiring is made in one place. Channels (poller, webhooks) observe through `ledger`.
+ */
+import type { Db } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import type { Outbox } from '../outbox/index.js';
+import type { Settings } from '../settings/index.js';
+import type { Actuator } from '../hardware/index.js';
+import type { PaymentProvider } from '../payments/types.js';
+import { createLedger, createReconciler, type Ledger, type Observation, type ObserveResult, type Reconciler } from '../ledger/index.js';
+import { createOrderService, type CatalogPort, type OrderRow, type OrderService, type ProviderHealth } from '../orders/index.js';
+import { createRefundWorker, createVendRunner, type RefundWorker, type VendRunner } from '../vend/index.js';
+
+export interface MoneyPathDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  outbox: Outbox;
+  provider: PaymentProvider;
+  actuator: Actuator;
+  health: ProviderHealth;
+  deviceId: string;
+  dbId: string;
+  /** Why the device takes no orders right now, or null. */
+  outOfService: () => string | null;
+  crashPoint?: (name: string) => void;
+  /** Something changed that the screen and MQTT should show. */
+  onChange?: () => void;
+  /** An observation was recorded (the app tells the webhook channel about polled payments). */
+  onObserved?: (observation: Observation, result: ObserveResult) => void;
+  onClosedUnpaid?: (order: OrderRow, reason: string) => void;
+  /** The live catalog (prices, stock, jams: src/catalog/). Absent: settings.device.catalog, always for sale. */
+  catalog?: CatalogPort & { slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void } };
+  /** Called on every housekeeping tick (the app notices a catalog changed by another process). */
+  onTick?: () => void;
+  /**
+   * Start queued vends and refunds the moment the ledger queues them (the service). Off in tests
+   * that drive each worker step by step.
+   */
+  runWorkersOnObserve?: boolean;
+}
+
+export type MoneyPathSettings = Pick<Readonly<Settings>, 'device' | 'provider' | 'poll' | 'actuator' | 'policy'>;
+
+export interface MoneyPath {
+  /** The ledger every channel observes through. */
+  ledger: Ledger;
+  orders: OrderService;
+  vend: VendRunner;
+  refunds: RefundWorker;
+  reconciler: Reconciler;
+  /**
+   * Start-up, before anything new is accepted: interrupted vends, unknown refunds, half-made and
+   * waiting orders. `restored`: the database came back from a backup, so any paid order it shows
+   * not yet vended may have been delivered after the backup: parked for a person, never fired.
+   */
+  recover(options?: { restored?: boolean }): Promise<{ uncertain: number[]; settled: number[]; refundsUnknown: number }>;
+  /** The housekeeping timer (expiry, queued work, captures) and the reconciliation loop. */
+  start(): void;
+  /** Stops the timers and waits for the vend and the refund in flight, so none is cut off by the database closing. */
+  stop(): Promise<void>;
+}
+
+export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings): MoneyPath {
+  const { db, clock, logger, outbox, provider, actuator, health } = deps;
+  const log = logger.child({ module: 'money' });
+  const changed = () => deps.onChange?.();
+  const baseLedger = createLedger({ db, clock, logger, outbox }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
+  let housekeeping: NodeJS.Timeout | null = null;
+  /** During recovery nothing is fired from an observation; what recovery queued is looked at first. */
+  let recovering = false;
+
+  // Every channel observes through this: a queued vend or refund starts at once, not at the next tick.
+  const ledger: Ledger = {
+    observe(observation) {
+      const result = baseLedger.observe(observation);
+      if (result.outcome === 'recorded') {
+        if (result.vendQueued) deps.crashPoint?.('after_ledger_commit');
+        if (deps.runWorkersOnObserve !== false && !recovering) {
+          if (result.vendQueued) void vend.run();
+          if (result.refundQueued) void refunds.run();
+        }
+        if (result.refundEvidence) refunds.expedite(observation.invoiceId);
+        deps.onObserved?.(observation, result);
+        changed();
+      }
+      return result;
+    },
+  };
+  const refunds = createRefundWorker({ db, clock, logger, outbox, provider, ledger }, {
+    checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000), unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
+  });
+  const vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: changed, ...(deps.catalog?.slots ? { slots: deps.catalog.slots } : {}) }, {
+    mode: settings.device.mode, vendTimeoutMs: settings.actuator.vendTimeoutMs, notPassedPolicy: settings.policy.notPassed,
+  });
+  const orders = createOrderService({
+    db, clock, logger, outbox, provider, ledger, health, deviceId: deps.deviceId, dbId: deps.dbId,
+    outOfService: deps.outOfService, crashPoint: deps.crashPoint, onChange: changed, onClosedUnpaid: deps.onClosedUnpaid,
+    ...(deps.catalog ? { catalog: deps.catalog } : {}),
+  }, settings);
+  const reconciler = createReconciler({ db, clock, logger, outbox, provider, ledger }, {
+    everyMs: settings.poll.reconcileEveryMin * 60_000, days: settings.poll.reconcileDays, readsPerHour: settings.poll.reconcileReadsPerHour,
+  });
+
+  return {
+    ledger, orders, vend, refunds, reconciler,
+
+    async recover(options = {}) {
+      recovering = true;
+      try {
+        await actuator.start();
+        const recovered = await vend.recover();
+        const refundsUnknown = refunds.recover();
+        await orders.recover();
+        const parked = options.restored ? vend.parkQueued('restored database: this paid order may have been vended after the backup was taken; check the machine, then run vendgate resolve') : [];
+        return { ...recovered, uncertain: [...recovered.uncertain, ...parked], refundsUnknown };
+      } finally {
+        recovering = false;
+      }
+    },
+
+    start() {
+      if (housekeeping) return;
+      reconciler.start();
+      void vend.run();
+      void refunds.run();
+      housekeeping = setInterval(() => {
+        deps.onTick?.();
+        void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
+        void vend.run();
+        void refunds.run();
+        void vend.capturePending();
+      }, Math.min(1_000, settings.poll.intervalMs));
+      housekeeping.unref();
+    },
+
+    async stop() {
+      if (housekeeping) clearInterval(housekeeping);
+      housekeeping = null;
+      await reconciler.stop();
+      await vend.stop();
+      await refunds.stop();
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import { hostname } from 'node:os';
+import type { RelaySettings } from '../settings/index.js';
+import { systemClock, type Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import { createGeregeProvider, type PaymentProvider } from '../payments/index.js';
+import { createFleetTopics, createRelayConnection, type RelayConnection } from '../mqtt/index.js';
+import { createRouteTable } from './routes.js';
+import { createLocator } from './locate.js';
+import { createCounters, type RelayCounters } from './counters.js';
+import { createRelayServer } from './server.js';
+
+export interface RelayDeps {
+  logger: Logger;
+  clock?: Clock;
+  /** Replaces the Gerege lookup client (tests). */
+  lookup?: PaymentProvider | null;
+}
+
+export interface Relay {
+  /** Listens and connects to the broker; the health route says 503 until the broker answered. */
+  start(): Promise<{ url: string; port: number }>;
+  stop(): Promise<void>;
+  stats(): RelayCounters & { devices: number; lookups: number; brokerConnected: boolean };
+  /** Resolves once the broker connection is up and the route subscription granted. */
+  ready(): boolean;
+  inject: ReturnType<typeof createRelayServer>['inject'];
+}
+
+/**
+ * `vendgate relay`: the fleet's one webhook endpoint. Stateless — no database, no money state, no
+ * per-device configuration — so replicas behind one load balancer are interchangeable.
+ */
+export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps): Relay {
+  const clock = deps.clock ?? systemClock;
+  const log = deps.logger.child({ module: 'relay' });
+  const { relay } = settings;
+  const replicaId = relay.id ?? `${hostname().toLowerCase().replace(/[^a-z0-9-]/g, '-')}-${process.pid}`;
+  const routes = createRouteTable();
+  const counters = createCounters();
+  const lookup = deps.lookup !== undefined ? deps.lookup : relay.routeLookup.baseUrl && relay.routeLookup.clientId && relay.routeLookup.clientSecret
+    ? createGeregeProvider({ clock, logger: deps.logger }, {
+      baseUrl: relay.routeLookup.baseUrl, clientId: relay.routeLookup.clientId, clientSecret: relay.routeLookup.clientSecret,
+      requestTimeoutMs: relay.routeLookup.requestTimeoutMs, createDeadlineMs: relay.routeLookup.requestTimeoutMs * 2,
+    })
+    : null;
+  const locator = createLocator({ routes, logger: deps.logger, lookup, cacheSize: relay.routeLookup.cacheSize });
+  const broker: RelayConnection = createRelayConnection({
+    logger: deps.logger, replicaId, now: () => clock.now(),
+    onRoute: (deviceId, route) => {
+      routes.update(deviceId, route);
+      log.debug({ deviceId, prefixes: route?.referencePrefixes ?? [] }, route ? 'device route announced' : 'device route withdrawn');
+    },
+  }, settings.mqtt);
+  const server = createRelayServer({
+    clock, logger: deps.logger, broker, topics: createFleetTopics(settings.mqtt.prefix), locator, counters, secrets: relay.webhookSecrets,
+  }, relay);
+  let statsTimer: NodeJS.Timeout | null = null;
+  let stopping: Promise<void> | null = null;
+
+  function stats() {
+    return { ...counters, devices: routes.devices(), lookups: locator.lookups(), brokerConnected: broker.connected() };
+  }
+
+  return {
+    async start() {
+      broker.start();
+      const listening = await server.start();
+      statsTimer = setInterval(() => log.info(stats(), 'relay counters'), relay.statsIntervalSec * 1000);
+      statsTimer.unref();
+      log.info({ url: listening.url, replicaId, providers: relay.providers, routeLookup: lookup !== null }, 'relay ready');
+      return listening;
+    },
+    stop() {
+      stopping ??= (async () => {
+        if (statsTimer) clearInterval(statsTimer);
+        // Inputs first: no new webhook is accepted, the ones in flight finish, then the broker goes.
+        await server.stop();
+        await broker.stop();
+        log.info(stats(), 'relay stopped');
+      })();
+      return stopping;
+    },
+    stats,
+    ready: () => broker.connected() && broker.routesSubscribed(),
+    inject: server.inject,
+  };
+}

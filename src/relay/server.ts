@@ -1,0 +1,141 @@
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import { ErrorCodes } from '../util/errors.js';
+import { verifyGeregeWebhook, verifyQutpayWebhook, WebhookVerificationError } from '../payments/index.js';
+import { encodeWebhookMessage, pickForwardedHeaders, type FleetTopics, type RelayConnection } from '../mqtt/index.js';
+import type { Locator } from './locate.js';
+import type { RelayCounters } from './counters.js';
+
+type Headers = Record<string, string | string[] | undefined>;
+
+/** The SAME pure verify modules the device runs (payments/<provider>/webhook.ts). */
+const VERIFY: Record<string, (raw: Buffer, headers: Headers, context: { secrets: readonly string[]; toleranceSec: number; now: number }) => unknown> = {
+  gerege: verifyGeregeWebhook,
+  qutpay: verifyQutpayWebhook,
+};
+
+export interface RelayServerDeps {
+  clock: Clock;
+  logger: Logger;
+  broker: RelayConnection;
+  topics: FleetTopics;
+  locator: Locator;
+  counters: RelayCounters;
+  secrets: Readonly<Record<string, readonly string[]>>;
+}
+
+export interface RelayServerSettings {
+  host: string;
+  port: number;
+  bodyLimitBytes: number;
+  providers: readonly string[];
+  toleranceSec: number;
+  publishTimeoutMs: number;
+  /** After start-up, an unknown reference is answered 503 (retry) this long: the retained routes may still be arriving. */
+  routesWarmupSec: number;
+}
+
+/**
+ * `POST /webhooks/<provider>` for the whole fleet, and `GET /webhooks/health` (503 without a broker,
+ * so a load balancer takes this replica out). Verify → locate → publish the raw body and signature
+ * headers, QoS 1 → 200 only after the PUBACK. Nothing else is served.
+ */
+export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSettings) {
+  const { counters, broker, locator, topics, clock } = deps;
+  const log = deps.logger.child({ module: 'relay' });
+  let app: FastifyInstance | null = null;
+  // A wrong secret refuses every webhook: say so in the journal, but at most once per reason per 10 s.
+  const lastWarned = new Map<string, number>();
+  function warnThrottled(reason: string, fields: Record<string, unknown>, message: string): void {
+    const now = clock.now();
+    if (now - (lastWarned.get(reason) ?? -Infinity) < 10_000) return;
+    lastWarned.set(reason, now);
+    log.warn({ reason, ...fields }, message);
+  }
+
+  function warmingUp(): boolean {
+    const since = broker.firstSubscribedAt();
+    return since === null || clock.now() - since < settings.routesWarmupSec * 1000;
+  }
+
+  async function receive(provider: string, request: FastifyRequest, reply: FastifyReply) {
+    counters.received += 1;
+    const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    try {
+      VERIFY[provider]!(rawBody, request.headers, { secrets: deps.secrets[provider] ?? [], toleranceSec: settings.toleranceSec, now: clock.now() });
+    } catch (err) {
+      counters.refused += 1;
+      const reason = err instanceof WebhookVerificationError ? err.reason : 'unverifiable';
+      const code = reason === 'malformed_body' || reason === 'unverifiable' ? ErrorCodes.WEBHOOK_MALFORMED : ErrorCodes.WEBHOOK_SIGNATURE;
+      warnThrottled(reason, { provider, refusedSoFar: counters.refused }, 'webhook refused: nothing published (check the webhook secret if this persists)');
+      return reply.code(400).send({ error: code, reason });
+    }
+    // Verified, so JSON (the verify modules parsed it once already).
+    const location = await locator.locate(provider, JSON.parse(rawBody.toString('utf8')));
+    if (location.kind === 'retry') {
+      counters.retryLater += 1;
+      return reply.code(503).send({ error: ErrorCodes.PROVIDER_UNAVAILABLE, reason: location.reason });
+    }
+    if (location.kind === 'unknown' && warmingUp()) {
+      // A 202 now would lose the webhook for a device whose route simply has not arrived yet.
+      counters.retryLater += 1;
+      return reply.code(503).send({ error: 'VG_ERR_BROKER_UNAVAILABLE', reason: 'routes_loading' });
+    }
+    if (location.kind === 'unknown') {
+      // It may belong to another system on the same merchant account: accept, count, move on.
+      counters.unrouted += 1;
+      log.debug({ provider, reason: location.reason }, 'webhook for no known device');
+      return reply.code(202).send({ received: true, routed: false });
+    }
+    const topic = topics.webhook(location.deviceId, provider);
+    try {
+      await broker.publish(topic, encodeWebhookMessage(pickForwardedHeaders(request.headers), rawBody), settings.publishTimeoutMs);
+    } catch (err) {
+      counters.notAcknowledged += 1;
+      warnThrottled('not_acknowledged', { err, topic, notAcknowledgedSoFar: counters.notAcknowledged }, 'webhook not acknowledged by the broker: 503, the provider retries');
+      return reply.code(503).send({ error: 'VG_ERR_BROKER_UNAVAILABLE', reason: 'not_acknowledged' });
+    }
+    counters.published += 1;
+    return reply.code(200).send({ received: true, device: location.deviceId });
+  }
+
+  function build(): FastifyInstance {
+    if (app) return app;
+    const server = Fastify({ logger: false, bodyLimit: settings.bodyLimitBytes, forceCloseConnections: 'idle' });
+    server.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) => done(null, body));
+      for (const provider of settings.providers) scope.post(`/webhooks/${provider}`, (request, reply) => receive(provider, request, reply));
+    });
+    server.get('/webhooks/health', async (_request, reply) => {
+      reply.header('cache-control', 'no-store');
+      const ok = broker.connected() && broker.routesSubscribed();
+      return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'no_broker' });
+    });
+    server.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not_found' }));
+    server.setErrorHandler((err: FastifyError, _request, reply) => {
+      const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+      if (status === 500) log.error({ err }, 'relay listener error');
+      else counters.refused += 1;
+      return reply.code(status).send({ error: status === 500 ? 'internal' : ErrorCodes.WEBHOOK_MALFORMED, reason: status === 413 ? 'body_too_large' : status === 415 ? 'unsupported_media_type' : (err.code ?? 'bad_request').toLowerCase() });
+    });
+    app = server;
+    return server;
+  }
+
+  return {
+    async start(): Promise<{ url: string; port: number }> {
+      const server = build();
+      await server.listen({ host: settings.host, port: settings.port });
+      const { port } = server.server.address() as AddressInfo;
+      const host = settings.host === '0.0.0.0' || settings.host === '::' ? '127.0.0.1' : settings.host;
+      return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, port };
+    },
+    async stop(): Promise<void> {
+      if (app) await app.close();
+    },
+    inject: ((...args: Parameters<FastifyInstance['inject']>) => (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
+  };
+}

@@ -1,0 +1,57 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createApp, type App } from '../../src/app.js';
+import { createHardware } from '../../src/hardware/index.js';
+import { silentLogger, systemClock } from '../../src/util/index.js';
+import { testSettings } from '../helpers/core.js';
+import { tempDir, waitFor } from '../helpers/temp.js';
+import { createMockSerial } from '../hardware/fakes/mock-serial.js';
+
+/**
+ * The whole app with the real MDB profile on serialport's mock line: the machine asks to sell an
+ * item, and what goes back on the wire is the answer the VMC gets.
+ */
+describe('an MDB machine asking for a sold-out item', () => {
+  let app: App | null = null;
+  let dir: ReturnType<typeof tempDir> | null = null;
+  afterEach(async () => { await app?.stop(); app = null; dir?.cleanup(); dir = null; });
+
+  async function start() {
+    dir = tempDir();
+    const mock = createMockSerial();
+    const settings = testSettings(dir.path, { actuator: { kind: 'serial', serial: { path: mock.path, profile: 'mdb', timeoutMs: 2_000, reconnectMaxMs: 200 } } });
+    const hardware = await createHardware({ clock: systemClock, logger: silentLogger(), serialBinding: mock.binding }, settings);
+    app = createApp(settings, { logger: silentLogger(), actuator: hardware.actuator, inputs: hardware.inputs });
+    const { localUrl } = await app.start();
+    await waitFor(() => mock.written().endsWith('C,1\n'), { what: 'the reader enabled' });
+    mock.emit('c,STATUS,ENABLED\r\n');
+    await waitFor(() => hardware.actuator.health().ok, { what: 'reader enabled by the machine' });
+    return { mock, localUrl, ctx: app.context() };
+  }
+
+  it('is denied on the wire (C,STOP) and never becomes an order; an item in stock still does', async () => {
+    const { mock, localUrl, ctx } = await start();
+    const refill = await fetch(`${localUrl}/api/slots/A2/refill`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"count":0}' });
+    expect(refill.status).toBe(200);
+    const mark = mock.written().length;
+    mock.emit('c,STATUS,VEND,25.00,A2\r\n');
+    await waitFor(() => mock.written().slice(mark).includes('C,STOP\n'), { what: 'C,STOP for the sold-out item' });
+    expect(ctx.orders.repo.latest()).toBeUndefined();
+
+    const next = mock.written().length;
+    mock.emit('c,STATUS,VEND,15.00,A1\r\n');
+    const created = await waitFor(() => ctx.orders.repo.latest()?.state === 'awaiting_payment' && ctx.orders.repo.latest(), { what: 'an order for A1' });
+    expect(created).toMatchObject({ source: 'mdb', slot: 'A1', amount: 1500 });
+    expect(mock.written().slice(next)).not.toContain('C,STOP');
+  });
+
+  it('a jammed item is denied the same way', async () => {
+    const { mock, ctx } = await start();
+    ctx.catalog.slots.failed('A1', 'test jam');
+    ctx.catalog.slots.failed('A1', 'test jam');
+    ctx.catalog.slots.failed('A1', 'test jam');
+    const mark = mock.written().length;
+    mock.emit('c,STATUS,VEND,15.00,A1\r\n');
+    await waitFor(() => mock.written().slice(mark).includes('C,STOP\n'), { what: 'C,STOP for the jammed item' });
+    expect(ctx.orders.repo.latest()).toBeUndefined();
+  });
+});

@@ -1,0 +1,160 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startService, type Service } from '../helpers/service.js';
+import { watch, type Watcher } from '../mqtt/watch.js';
+import { cli, get, order, orderReaches, pay, query } from './helpers.js';
+
+/**
+ * The remote catalog over a real broker: Mosquitto at 127.0.0.1:1883 (MQTT_TEST_URL to point
+ * elsewhere), the compiled service as a child process, an operator's client publishing commands.
+ */
+const BROKER = process.env.MQTT_TEST_URL ?? 'mqtt://127.0.0.1:1883';
+
+const V2 = {
+  version: '2026-12-01.1',
+  items: [
+    { slot: 'A1', name: 'Water', names: { mn: 'Ус', ru: 'Вода' }, price: 1800, lowStockAt: 3 },
+    { slot: 'B1', name: 'Juice', price: 3000 },
+  ],
+};
+
+describe('a catalog published over MQTT', () => {
+  let svc: Service | null = null;
+  let watcher: Watcher | null = null;
+  afterEach(async () => {
+    await svc?.stop();
+    svc = null;
+    await watcher?.clearRetained();
+    await watcher?.close();
+    watcher = null;
+  });
+
+  async function start() {
+    const deviceId = `cat-${randomBytes(4).toString('hex')}`;
+    const prefix = `vgcat${randomBytes(3).toString('hex')}`;
+    const base = `${prefix}/${deviceId}`;
+    watcher = await watch(BROKER, [`${base}/#`]);
+    svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix } } });
+    await watcher.next(`${base}/status`, (m) => m.payload === 'online', 15_000);
+    let n = 0;
+    const command = async (name: string, body: Record<string, unknown>) => {
+      const requestId = `${name}-${++n}`;
+      await watcher!.publish(`${base}/cmd/${name}`, JSON.stringify({ requestId, ...body }));
+      const result = await watcher!.next(`${base}/cmd/${name}/result`, (m) => JSON.parse(m.payload).requestId === requestId, 15_000);
+      return JSON.parse(result.payload);
+    };
+    const applied = (version: string) => watcher!.next(`${base}/catalog`, (m) => m.payload !== '' && JSON.parse(m.payload).version === version, 15_000);
+    return { base, command, applied };
+  }
+
+  const stateOf = async () => get(`${svc!.localUrl}/api/state`);
+
+  it('changes the price of the next order, not of the one on screen; survives a restart; rolls back in one command', async () => {
+    const { command, applied } = await start();
+    await applied('settings');
+    const onScreen = await order(svc!, 'A1');
+    expect(onScreen.status).toBe(201);
+
+    const result = await command('catalog', { catalog: V2 });
+    expect(result).toMatchObject({ ok: true, result: { version: V2.version, previousVersion: 'settings', changed: true } });
+    const retained = JSON.parse((await applied(V2.version)).payload);
+    expect(retained).toMatchObject({ version: V2.version, previousVersion: 'settings', source: 'mqtt', items: V2.items });
+
+    // The order already priced keeps its price, on screen and at the provider.
+    const state = await stateOf();
+    expect(state.order).toMatchObject({ orderId: onScreen.body.orderId, amount: 1500, state: 'awaiting_payment' });
+    expect(state.catalogVersion).toBe(V2.version);
+    expect(state.catalog).toEqual([
+      expect.objectContaining({ slot: 'A1', price: 1800, names: { mn: 'Ус', ru: 'Вода' }, available: true }),
+      expect.objectContaining({ slot: 'B1', price: 3000, available: true }),
+    ]);
+    await pay(onScreen.body.payUrl);
+    await orderReaches(svc!, onScreen.body.orderId, 'vended');
+    expect((await get(`${svc!.localUrl}/api/orders/${onScreen.body.orderId}`)).amount).toBe(1500);
+
+    const next = await order(svc!, 'A1');
+    expect(next.status).toBe(201);
+    expect((await get(`${svc!.localUrl}/api/orders/${next.body.orderId}`)).amount).toBe(1800);
+    const gone = await order(svc!, 'A2');
+    expect(gone.status).toBe(400);
+    expect(gone.body.error.message).toMatch(/unknown slot "A2"; this machine has: A1, B1/);
+
+    // A restart (and an update: the same database) keeps the applied catalog and announces it again.
+    await svc!.kill('SIGKILL');
+    const announced = watcher!.messages.length;
+    await svc!.restart();
+    expect((await stateOf()).catalogVersion).toBe(V2.version);
+    await watcher!.until(() => watcher!.messages.slice(announced).some((m) => m.topic.endsWith('/catalog') && m.payload.includes(V2.version)), 'the catalog announced after the restart', 15_000);
+    const afterRestart = await order(svc!, 'B1');
+    expect((await get(`${svc!.localUrl}/api/orders/${afterRestart.body.orderId}`)).amount).toBe(3000);
+
+    const back = await command('catalog_rollback', {});
+    expect(back).toMatchObject({ ok: true, result: { version: 'settings', rolledBack: V2.version } });
+    await applied('settings');
+    expect((await stateOf()).catalog.map((c: { slot: string; price: number }) => [c.slot, c.price])).toEqual([['A1', 1500], ['A2', 2500]]);
+    const nothingLeft = await command('catalog_rollback', {});
+    expect(nothingLeft).toMatchObject({ ok: false, error: { code: 'VG_ERR_CATALOG_INVALID' } });
+  });
+
+  it('a broken catalog changes nothing and the result names every problem', async () => {
+    const { command, applied } = await start();
+    expect((await command('catalog', { catalog: V2 })).ok).toBe(true);
+    await applied(V2.version);
+    const before = query(svc!, 'SELECT * FROM catalog_versions');
+    const broken = {
+      version: '2026-12-02.1',
+      items: [
+        { slot: 'A1', name: '', price: -5 },
+        { slot: 'A1', name: 'Again', price: 1.5, names: { de: 'Wasser' } },
+        { slot: 'bad slot', name: 'Spaces', price: 100, colour: 'red' },
+      ],
+    };
+    const result = await command('catalog', { catalog: broken });
+    expect(result.ok).toBe(false);
+    expect(result.error.code).toBe('VG_ERR_CATALOG_INVALID');
+    const problems: string[] = result.error.details.problems;
+    expect(problems).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^items\.0\.name: /),
+      expect.stringMatching(/^items\.0\.price: /),
+      expect.stringMatching(/^items\.1\.price: /),
+      expect.stringMatching(/^items\.1\.names\.de: |^items\.1\.names: /),
+      expect.stringMatching(/^items\.2\.slot: letters, digits/),
+      expect.stringMatching(/^items\.2: .*colour/),
+    ]));
+    expect(result.error.message).toMatch(/nothing changed/);
+    // Duplicate slots are caught by the same rule as device.catalog once the items themselves are valid.
+    const duplicate = await command('catalog', { catalog: { version: '2026-12-02.2', items: [{ slot: 'A1', name: 'x', price: 1 }, { slot: 'A1', name: 'y', price: 2 }] } });
+    expect(duplicate.error.details.problems).toEqual(['items.1.slot: slot "A1" appears twice']);
+    const noVersion = await command('catalog', { catalog: { items: [] } });
+    expect(noVersion.error.details.problems).toEqual(expect.arrayContaining([expect.stringMatching(/^version: /), expect.stringMatching(/^items: a catalog needs at least one item/)]));
+    const notJson = await command('catalog', {});
+    expect(notJson).toMatchObject({ ok: false, error: { code: 'VG_ERR_BAD_REQUEST' } });
+    const reused = await command('catalog', { catalog: { ...V2, items: [{ slot: 'A1', name: 'Water', price: 1 }] } });
+    expect(reused.error.message).toMatch(/already applied with different content/);
+
+    expect(query(svc!, 'SELECT * FROM catalog_versions')).toEqual(before);
+    expect((await stateOf()).catalogVersion).toBe(V2.version);
+    const priced = await order(svc!, 'A1');
+    expect((await get(`${svc!.localUrl}/api/orders/${priced.body.orderId}`)).amount).toBe(1800);
+    // The same document again is a no-op, not a new version.
+    expect(await command('catalog', { catalog: V2 })).toMatchObject({ ok: true, result: { changed: false } });
+    expect(query(svc!, 'SELECT count(*) AS n FROM catalog_versions')[0].n).toBe(1);
+  });
+
+  it('refill and clear_jam over MQTT; the CLI shows and rolls back the same catalog', async () => {
+    const { command } = await start();
+    expect(await command('refill', { slot: 'A1', count: 7 })).toMatchObject({ ok: true, result: { slot: 'A1', stock: 7 } });
+    expect(await command('refill', { slot: 'Q9', count: 7 })).toMatchObject({ ok: false, error: { code: 'VG_ERR_UNKNOWN_SLOT' } });
+    expect(await command('refill', { slot: 'A1', count: -2 })).toMatchObject({ ok: false, error: { code: 'VG_ERR_BAD_REQUEST' } });
+    expect(await command('clear_jam', { slot: 'A1' })).toMatchObject({ ok: true, result: { slot: 'A1', wasJammed: false } });
+    expect(query(svc!, "SELECT stock FROM slot_state WHERE slot = 'A1'")).toEqual([{ stock: 7 }]);
+
+    expect((await command('catalog', { catalog: V2 })).ok).toBe(true);
+    const shown = await cli(svc!, ['catalog']);
+    expect(shown.stdout).toMatch(new RegExp(`catalog version ${V2.version.replaceAll('.', '\\.')} \\(mqtt`));
+    expect(shown.stdout).toMatch(/A1 {2}1800 {2}Water mn: Ус, ru: Вода/);
+    const rolled = await cli(svc!, ['catalog', '--rollback']);
+    expect(rolled).toMatchObject({ code: 0 });
+    await svc!.waitFor(async () => (await stateOf()).catalogVersion === 'settings', 5_000, 'the screen on the settings catalog');
+  });
+});
