@@ -37,6 +37,8 @@ export function unitStart() {
   const nodeArgs = (env.VENDGATE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
   delete env.VENDGATE_NODE_FLAGS;
   delete env.NODE_ENV;
+  // Node 22's compile cache, in a directory this user may write (the unit's is /var/cache/vendgate).
+  if (env.NODE_COMPILE_CACHE) env.NODE_COMPILE_CACHE = join(tmpdir(), 'vendgate-bench-compile-cache');
   return { nodeArgs, env };
 }
 
