@@ -20,3 +20,20 @@ function walk(dir) {
   }
 }
 walk(src);
+
+// dist/build-info.json: the commit this build came from, for `vendgate --version`, telemetry,
+// Home Assistant and vendgate_build_info. update.sh passes VENDGATE_BUILD_COMMIT when it builds a
+// copy of the tree that has no .git.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+function gitCommit() {
+  try {
+    const commit = execFileSync('git', ['-C', root, 'rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return dirty ? `${commit}-dirty` : commit;
+  } catch {
+    return 'unknown';
+  }
+}
+mkdirSync(dist, { recursive: true });
+writeFileSync(join(dist, 'build-info.json'), `${JSON.stringify({ commit: process.env.VENDGATE_BUILD_COMMIT || gitCommit() })}\n`);

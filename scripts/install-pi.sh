@@ -3,11 +3,14 @@
 # Safe to run again: it never overwrites /etc/vendgate/config.yaml or secrets.env, and a re-run
 # brings code, units and permissions back to what this version expects.
 #
-#   sudo scripts/install-pi.sh [--example NAME] [--kiosk]
+#   sudo scripts/install-pi.sh [--example NAME] [--kiosk] [--tunnel HOSTNAME]
 #
-#   --example NAME  the config/examples/NAME.yaml written to /etc/vendgate/config.yaml when there is
-#                   none yet (default: sandbox — starts without credentials or wiring)
-#   --kiosk         also install cage + Chromium and enable vendgate-kiosk.service (the screen)
+#   --example NAME     the config/examples/NAME.yaml written to /etc/vendgate/config.yaml when there is
+#                      none yet (default: sandbox — starts without credentials or wiring)
+#   --kiosk            also install cage + Chromium and enable vendgate-kiosk.service (the screen)
+#   --tunnel HOSTNAME  also set up Cloudflare Tunnel for HOSTNAME, every step on this Pi: cloudflared
+#                      from Cloudflare's Debian repository, login (open the URL it prints anywhere),
+#                      the tunnel, its DNS route, /etc/vendgate/cloudflared.yml, vendgate-tunnel.service
 #
 # Run it from a checkout (or an unpacked release) of vendgate. update.sh reuses its functions.
 # For tests, every system path is placed under $VENDGATE_ROOT (default: the real root).
@@ -85,7 +88,7 @@ check_node() {
     die "Node $version is too old (vendgate needs ${NODE_MIN_MAJOR} or newer; ${NODE_RECOMMENDED_MAJOR} recommended): $NODESOURCE_HINT"
   fi
   if [ "$major" -lt "$NODE_RECOMMENDED_MAJOR" ]; then
-    warn "Node $version works, but on ${NODE_RECOMMENDED_MAJOR} the native modules install prebuilt (on $version better-sqlite3 compiles for minutes): $NODESOURCE_HINT"
+    warn "Node $version runs, but its line is past its end of life (no security fixes; vendgate supports 22 and 24), and on ${NODE_RECOMMENDED_MAJOR} the native modules install prebuilt: $NODESOURCE_HINT"
   fi
   NODE_BIN="$node"
   info "node: $NODE_BIN $version"
@@ -130,16 +133,27 @@ build_release() {
   stamp="$(date -u +%Y%m%dT%H%M%SZ)"
   dest="$APP_DIR/releases/${version:-0}-$stamp"
   while [ -e "$dest" ]; do n=$((n + 1)); dest="$APP_DIR/releases/${version:-0}-$stamp-$n"; done
-  if [ ! -f "$src/dist/main.js" ]; then
-    info "no dist/ in $src: building it (npm ci, npm run build)" >&2
-    (cd "$src" && npm ci --no-audit --no-fund && npm run build) >&2
-  fi
   info "copying the app to $dest" >&2
   install -d -m 0755 "$dest"
-  cp -R "$src/package.json" "$src/package-lock.json" "$src/dist" "$src/config" "$src/systemd" "$src/scripts" "$dest/"
-  if [ -d "$src/docs" ]; then cp -R "$src/docs" "$dest/"; fi
-  info "npm ci --omit=dev (native modules build here if no prebuilt binary fits)" >&2
-  (cd "$dest" && npm ci --omit=dev --no-audit --no-fund) >&2
+  cp -R "$src/package.json" "$src/package-lock.json" "$src/config" "$src/systemd" "$src/scripts" "$dest/"
+  local extra
+  for extra in docs README.md; do if [ -e "$src/$extra" ]; then cp -R "$src/$extra" "$dest/"; fi; done
+  if [ -d "$src/src" ]; then
+    # A checkout: build exactly these sources, never a dist/ left over from an earlier build.
+    local commit
+    commit="$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+    info "building $version from source (commit $commit): npm ci, npm run build, npm prune --omit=dev" >&2
+    cp -R "$src/src" "$src/tsconfig.json" "$dest/"
+    (cd "$dest" && npm ci --no-audit --no-fund && VENDGATE_BUILD_COMMIT="$commit" npm run build && npm prune --omit=dev --no-audit --no-fund) >&2
+    rm -rf "$dest/src" "$dest/tsconfig.json"
+  elif [ -f "$src/dist/main.js" ]; then
+    # An unpacked release: its dist/ is the release.
+    cp -R "$src/dist" "$dest/"
+    info "npm ci --omit=dev (native modules build here if no prebuilt binary fits)" >&2
+    (cd "$dest" && npm ci --omit=dev --no-audit --no-fund) >&2
+  else
+    die "$src has neither src/ (a checkout) nor dist/main.js (a release)"
+  fi
   printf '%s\n' "$dest"
 }
 
@@ -197,7 +211,8 @@ EOF
 install_units() {
   step "systemd units"
   local unit
-  for unit in vendgate.service vendgate-tunnel.service vendgate-kiosk.service; do
+  # The textfile units are installed, not enabled: they need prometheus-node-exporter (docs/operations.md, Metrics).
+  for unit in vendgate.service vendgate-tunnel.service vendgate-kiosk.service vendgate-metrics-textfile.service vendgate-metrics-textfile.timer; do
     install -m 0644 "$APP_DIR/current/systemd/$unit" "$UNIT_DIR/$unit"
   done
   # The units expect /usr/bin/node (NodeSource, apt); any other node gets a drop-in.
@@ -206,12 +221,21 @@ install_units() {
     printf '[Service]\nExecStart=\nExecStart=%s $VENDGATE_NODE_FLAGS /opt/vendgate/current/dist/main.js start --config /etc/vendgate/config.yaml\n' "$NODE_BIN" > "$UNIT_DIR/vendgate.service.d/node.conf"
     info "node is $NODE_BIN: drop-in vendgate.service.d/node.conf"
   fi
+  # time-sync.target means "synchronised" only with systemd-time-wait-sync; 90 s at most, so a
+  # device without network still starts (and shows its offline screen).
+  install -d -m 0755 "$UNIT_DIR/systemd-time-wait-sync.service.d"
+  printf '[Service]\nTimeoutStartSec=90s\n' > "$UNIT_DIR/systemd-time-wait-sync.service.d/vendgate.conf"
   systemctl daemon-reload
   systemctl enable vendgate.service
+  if systemctl enable systemd-time-wait-sync.service; then
+    info "systemd-time-wait-sync enabled: vendgate starts once the clock is synchronised (at most 90 s)"
+  else
+    warn "systemd-time-wait-sync.service is not available (chrony? enable chrony-wait.service): vendgate may start before the clock is set"
+  fi
   if [ -f "$ETC_DIR/cloudflared.yml" ] && [ -f "$ETC_DIR/tunnel.json" ]; then
     systemctl enable --now vendgate-tunnel.service
   else
-    info "tunnel not configured yet (docs/operations.md, Tunnel): vendgate-tunnel stays disabled"
+    info "tunnel not configured yet (install-pi.sh --tunnel HOSTNAME; docs/operations.md, Tunnel): vendgate-tunnel stays disabled"
   fi
   if [ "${WITH_KIOSK:-0}" = 1 ]; then systemctl enable vendgate-kiosk.service; fi
 }
@@ -222,6 +246,52 @@ start_service() {
   step "Starting vendgate"
   systemctl restart vendgate.service || die "vendgate did not start: journalctl -u vendgate -n 50 says why"
   info "vendgate is running"
+}
+
+# Cloudflare Tunnel for $TUNNEL_HOSTNAME with every step on this Pi. Idempotent: an existing
+# certificate, tunnel (tunnel.json) and cloudflared.yml are reused, never replaced.
+setup_tunnel() {
+  step "Cloudflare Tunnel for $TUNNEL_HOSTNAME (webhooks only)"
+  if command -v cloudflared > /dev/null; then
+    info "cloudflared: $(cloudflared --version 2>&1 | head -n 1)"
+  else
+    info "adding Cloudflare's Debian repository (pkg.cloudflare.com) and installing cloudflared"
+    install -d -m 0755 "$ROOT/usr/share/keyrings" "$ROOT/etc/apt/sources.list.d"
+    curl -fsSL https://pkg.cloudflare.com/cloudflare-main.gpg -o "$ROOT/usr/share/keyrings/cloudflare-main.gpg"
+    echo 'deb [signed-by=/usr/share/keyrings/cloudflare-main.gpg] https://pkg.cloudflare.com/cloudflared any main' > "$ROOT/etc/apt/sources.list.d/cloudflared.list"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cloudflared
+  fi
+  local cert="$ETC_DIR/cloudflared-cert.pem" device_id tunnel_id
+  device_id="$(sed -n 's/^  id: *["'"'"']\{0,1\}\([a-z0-9-]*\).*/\1/p' "$ETC_DIR/config.yaml" | head -n 1)"
+  if [ ! -f "$ETC_DIR/tunnel.json" ]; then
+    if [ ! -f "$cert" ]; then
+      info "log in to Cloudflare: open the URL below on any phone or computer and choose the zone of $TUNNEL_HOSTNAME (this waits)"
+      rm -f "${HOME:-/root}/.cloudflared/cert.pem"
+      cloudflared tunnel login
+      install -m 0600 "${HOME:-/root}/.cloudflared/cert.pem" "$cert"
+    fi
+    cloudflared --origincert "$cert" tunnel create --credentials-file "$ETC_DIR/tunnel.json" "vendgate-${device_id:-$TUNNEL_HOSTNAME}"
+    chmod 0600 "$ETC_DIR/tunnel.json"
+  else
+    info "tunnel.json exists: reusing that tunnel"
+  fi
+  tunnel_id="$(sed -n 's/.*"TunnelID" *: *"\([0-9a-f-]*\)".*/\1/p' "$ETC_DIR/tunnel.json")"
+  [ -n "$tunnel_id" ] || die "$ETC_DIR/tunnel.json has no TunnelID: move it aside and run again"
+  cloudflared --origincert "$cert" tunnel route dns "$tunnel_id" "$TUNNEL_HOSTNAME" \
+    || warn "could not route $TUNNEL_HOSTNAME to the tunnel (a DNS record that points elsewhere?): cloudflared tunnel route dns --overwrite-dns $tunnel_id $TUNNEL_HOSTNAME"
+  if [ -e "$ETC_DIR/cloudflared.yml" ]; then
+    info "cloudflared.yml exists: left as it is"
+  else
+    sed -e "s/^tunnel: .*/tunnel: $tunnel_id/" -e "s/pay-vm-001\.example\.com/$TUNNEL_HOSTNAME/g" \
+      "$APP_DIR/current/systemd/cloudflared.yml.example" > "$ETC_DIR/cloudflared.yml"
+    # No secret in it (tunnel.json holds that): readable by the selftest, which runs as vendgate.
+    chmod 0640 "$ETC_DIR/cloudflared.yml"
+    chown "root:$SERVICE_USER" "$ETC_DIR/cloudflared.yml"
+    info "wrote cloudflared.yml: https://$TUNNEL_HOSTNAME/webhooks/ → http://127.0.0.1:8787, everything else 404"
+  fi
+  systemctl enable --now vendgate-tunnel.service
+  info "now set http.webhook.publicUrl: https://$TUNNEL_HOSTNAME in $ETC_DIR/config.yaml and register https://$TUNNEL_HOSTNAME/webhooks/<provider> with the provider"
 }
 
 run_selftest() {
@@ -235,11 +305,15 @@ run_selftest() {
 main() {
   EXAMPLE=sandbox
   WITH_KIOSK=0
+  TUNNEL_HOSTNAME=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --example) EXAMPLE="${2:?--example needs a name, e.g. turnstile-passage}"; shift 2 ;;
       --kiosk) WITH_KIOSK=1; shift ;;
-      -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+      --tunnel)
+        TUNNEL_HOSTNAME="${2:?--tunnel needs the public host name, e.g. pay-vm-001.example.com}"; shift 2
+        [[ "$TUNNEL_HOSTNAME" =~ ^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$ ]] || die "--tunnel $TUNNEL_HOSTNAME is not a host name (e.g. pay-vm-001.example.com)" ;;
+      -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
       *) die "unknown option $1 (see --help)" ;;
     esac
   done
@@ -253,6 +327,7 @@ main() {
   write_config
   write_cli
   install_units
+  if [ -n "$TUNNEL_HOSTNAME" ]; then setup_tunnel; fi
   start_service
   if ! run_selftest; then
     die "the selftest found problems: fix the FAIL lines above (docs/operations.md explains each), then: sudo vendgate selftest"

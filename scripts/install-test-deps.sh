@@ -4,6 +4,7 @@
 #   chromium — the kiosk page in a real browser (playwright-core, executablePath /usr/bin/chromium)
 #   the shellcheck linter — the install and update scripts (test/e2e/scripts.test.ts)
 #   systemd  — systemd-analyze verify on the unit files (test/e2e/systemd-verify.test.ts)
+#   prometheus — for its promtool: /metrics through promtool check metrics (test/e2e/metrics-promtool.test.ts)
 #   mosquitto — two real bridged brokers with the shipped fleet ACL (test/e2e/fleet*.test.ts)
 # Idempotent: installs only what is missing; runs apt-get update only when something is.
 # Debian/Ubuntu/Raspberry Pi OS. Run as root or with sudo available.
@@ -14,10 +15,11 @@ command -v socat >/dev/null 2>&1 || missing="$missing socat"
 [ -x /usr/bin/chromium ] || missing="$missing chromium"
 command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
+command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || missing="$missing mosquitto"
 
 if [ -z "$missing" ]; then
-  echo "install-test-deps: socat, chromium, shellcheck, systemd-analyze and mosquitto already present"
+  echo "install-test-deps: socat, chromium, shellcheck, systemd-analyze, promtool and mosquitto already present"
   exit 0
 fi
 
@@ -37,6 +39,7 @@ DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y --no-install-recommen
 
 for tool in $missing; do
   case "$tool" in
+    prometheus) command -v promtool >/dev/null 2>&1 || { echo "install-test-deps: promtool still missing" >&2; exit 1; } ;;
     systemd) command -v systemd-analyze >/dev/null 2>&1 || { echo "install-test-deps: systemd-analyze still missing" >&2; exit 1; } ;;
     mosquitto) { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || { echo "install-test-deps: mosquitto still missing" >&2; exit 1; } ;;
     chromium) [ -x /usr/bin/chromium ] || { echo "install-test-deps: /usr/bin/chromium still missing (on Ubuntu the chromium package is a snap shim: install Debian's chromium or point the kiosk e2e test at another binary)" >&2; exit 1; } ;;

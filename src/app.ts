@@ -14,7 +14,9 @@ import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './pa
 import { createPoller, type Poller } from './channels/poller.js';
 import { createWebhookChannel, type WebhookChannel } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
+import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createDeviceView, type DeviceView } from './device-view.js';
+import { createMetrics } from './metrics/index.js';
 import { handleHardwareEvent } from './hardware-events.js';
 import { createMqtt, createBrokerWebhookSubscription, type Mqtt, type BrokerWebhookSubscription } from './mqtt/index.js';
 import { createDeviceControl } from './device-control.js';
@@ -72,6 +74,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   const log = logger.child({ module: 'app' });
   let ctx: AppContext | null = null;
   let kiosk: KioskServer | null = null;
+  let sandboxLan: SandboxLanServer | null = null;
+  let housekeeping: NodeJS.Timeout | null = null;
   let retention: Retention | null = null;
   let checkpointer: Checkpointer | null = null;
   let moneyPath: MoneyPath | null = null;
@@ -124,20 +128,26 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     }
     const catalog = createCatalog({ db, clock, logger, outbox }, settings);
     const health = createProviderHealth(clock);
+    const metrics = createMetrics({ provider: settings.provider.name });
     const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
     const kioskPort = bound.local!.port;
 
     let sandbox: SandboxProvider | null = null;
     let provider = deps.provider;
+    // Demo: with provider.sandboxLanPort the pay URL (and so the QR) names this machine's LAN address.
+    const lan = settings.provider.name === 'sandbox' && settings.provider.sandboxLanPort > 0
+      ? { address: settings.provider.sandboxLanAddress ?? lanAddress(), port: settings.provider.sandboxLanPort } : null;
+    if (lan && !lan.address) log.warn({}, 'provider.sandboxLanPort is set but this machine has no LAN address: pay URLs stay on 127.0.0.1');
+    const payBase = () => (lan?.address ? `http://${lan.address.includes(':') ? `[${lan.address}]` : lan.address}:${lan.port}` : localBase());
     if (!provider && settings.provider.name === 'sandbox') {
       sandbox = createSandboxProvider({ clock, logger }, {
         dbPath: sandboxDbPath(settings.storage.path),
-        payUrl: (id) => `${localBase()}/sandbox/pay/${id}`,
+        payUrl: (id) => `${payBase()}/sandbox/pay/${id}`,
         webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
       });
       provider = sandbox.provider;
     }
-    provider ??= createProvider({ clock, logger }, settings);
+    provider ??= createProvider({ clock, logger, observeRequest: (sample) => metrics.observeProviderRequest(sample) }, settings);
 
     const actuator = deps.actuator ?? await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings);
     const inputs = deps.inputs ?? await createInputs({ clock, logger }, settings);
@@ -154,6 +164,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
       crashPoint: deps.crashPoint,
       onChange: notify,
+      onSettled: (order, result) => { if (order.paid_at !== null) metrics.observeVend(result, (clock.now() - order.paid_at) / 1000); },
       catalog,
       // A refill, cleared jam or rollback by the CLI (another process) reaches the screen within a tick.
       onTick: () => {
@@ -187,7 +198,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       poller.pollAllNow();
       void webhooks.backfill.run('provider reachable again').catch(() => {});
     });
-    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners, catalog, notify });
+    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners, catalog, notify, metrics });
 
     let urls: { local?: string; webhook?: string } = {};
     mqtt = createMqtt({
@@ -207,6 +218,10 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
 
     kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock, listener: bound.local }, settings.http.local);
     const listening = await kiosk.start();
+    if (lan?.address && sandbox) {
+      sandboxLan = createSandboxLanServer({ sandbox: sandbox.payments, clock, logger }, { port: lan.port });
+      await sandboxLan.start();
+    }
 
     const webhookListening = await webhooks.start();
     urls = { local: listening.url, webhook: webhookListening.url };
@@ -240,6 +255,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
     await retention?.stop();
     await kiosk?.stop();
+    await sandboxLan?.stop();
     await bound.local?.close();
     await brokerWebhooks?.stop();
     await webhooks.stop();

@@ -5,6 +5,7 @@ import { orderView, screenPhase, type OrderService, type ProviderHealth } from '
 import type { Poller } from './channels/poller.js';
 import type { DeviceState, KioskDeps, SandboxPayments } from './kiosk/index.js';
 import { ORDER_STATES } from './orders/index.js';
+import type { Metrics } from './metrics/index.js';
 import type { Catalog } from './catalog/index.js';
 
 export interface DeviceViewDeps {
@@ -17,6 +18,7 @@ export interface DeviceViewDeps {
   poller: Poller;
   startedAt: number;
   listeners: Set<() => void>;
+  metrics: Metrics;
   catalog: Catalog;
   /** After a change made here (a refill): the screen and MQTT follow. */
   notify?: () => void;
@@ -45,6 +47,8 @@ export function createDeviceView(deps: DeviceViewDeps) {
       currency: settings.device.currency,
       language: settings.kiosk.language,
       provider: settings.provider.name,
+      supportContact: settings.kiosk.supportContact ?? null,
+      paymentApps: settings.kiosk.paymentApps ?? null,
       catalog: deps.catalog.offered().map((c) => ({
         slot: c.slot, name: c.name, ...(c.names ? { names: c.names } : {}), price: c.price, available: c.available, unavailable: c.unavailable,
       })),
@@ -78,22 +82,14 @@ export function createDeviceView(deps: DeviceViewDeps) {
 
   function metrics(): string {
     const t = telemetry();
-    const lines: string[] = [];
-    const metric = (name: string, help: string, type: 'gauge' | 'counter', samples: [string, number][]) => {
-      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-      for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
-    };
-    metric('vendgate_orders', 'Orders by current state.', 'gauge',
-      Object.entries(t.ordersByState as Record<string, number>).map(([s, n]) => [`{state="${s}"}`, n]));
-    metric('vendgate_events_total', 'Money-path counters since the database was created.', 'counter',
-      Object.entries(t.counters as Record<string, number>).map(([c, n]) => [`{name="${c}"}`, n]));
-    metric('vendgate_outbox_depth', 'MQTT messages not yet acknowledged by the broker.', 'gauge', [['', t.outboxDepth as number]]);
-    metric('vendgate_open_alarms', 'Alarms waiting for a person.', 'gauge', [['', (t.openAlarms as string[]).length]]);
-    metric('vendgate_provider_reachable', '1 when the payment provider answers.', 'gauge', [['', health.reachable ? 1 : 0]]);
-    metric('vendgate_slot_stock', 'Counted stock per slot (slots never refilled are not counted).', 'gauge',
-      Object.entries(t.stock as Record<string, number | null>).filter(([, n]) => n !== null).map(([slot, n]) => [`{slot="${slot}"}`, n as number]));
-    metric('vendgate_uptime_seconds', 'Seconds since the service started.', 'gauge', [['', t.uptimeSec as number]]);
-    return `${lines.join('\n')}\n`;
+    return deps.metrics.render({
+      counters: t.counters as Record<string, number>,
+      ordersByState: t.ordersByState as Record<string, number>,
+      outboxDepth: t.outboxDepth as number,
+      openAlarms: (t.openAlarms as string[]).length,
+      providerReachable: health.reachable,
+      stock: t.stock as Record<string, number | null>,
+    });
   }
 
   return {

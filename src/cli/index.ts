@@ -4,37 +4,10 @@ import { InstanceLockedError } from '../store/index.js';
 import { PortInUseError } from '../util/http-listener.js';
 import { VendgateError } from '../util/errors.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
+import { COMMANDS, commandUsage, usage } from './usage.js';
+import { versionLine } from '../version.js';
 
 export { type CliIo, EXIT } from './io.js';
-
-const USAGE = `usage: vendgate <command> [options]
-
-  start [--config FILE]                       run the gateway (npm start)
-  relay [--config FILE]                       fleet mode: one webhook endpoint for a whole fleet, carried
-                                              by the broker (default $VENDGATE_RELAY_CONFIG, /etc/vendgate/relay.yaml)
-  orders [--state S] [--json] [--limit N]     list orders, newest first
-  resolve ORDER --vended|--not-vended         settle an uncertain vend (not vended → refund)
-  migrate [--config FILE]                     apply pending database migrations (update.sh)
-  replay [--since ISO]                        re-run stored webhook events (GET + observe); default: last 24 h
-  reconcile [--since ISO] [--json]            paid invoices without a vend or refund here, vends without
-                                              a paid invoice there; exit 1 when any (default: last 24 h)
-  selftest [--json] [--actuate [--yes]] [--expect-service]
-                                              check everything on site; exit 0 only when nothing FAILs
-                                              (--actuate: one test vend after you type yes; --yes for scripts)
-  export [--from ISO] [--to ISO]              orders created in [from, to) as CSV, for accounting
-  stock [--json]                              every slot: price, counted stock, sold out, jammed
-  refill SLOT COUNT                           set the items now in a slot (after filling it)
-  clear-jam SLOT                              put a jammed slot back in sale (after fixing it)
-  catalog [--json] | --apply FILE | --rollback
-                                              the catalog in use; apply a document (JSON/YAML); back one version
-  simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]
-                                              run the payment provider simulator alone
-  simulate-machine --path TTY [--profile line|mdb] [--baud N] [--fail-slots A2,B1] [--fail-rate P]
-                   [--silent-slots A1] [--vend-delay-ms N] [--session-timeout-ms N] [--auto-vend ITEM:AMOUNT:MS]
-                                              play a serial vending machine / MDB board on a pty (development)
-
-  --config FILE  defaults to $VENDGATE_CONFIG, then /etc/vendgate/config.yaml, then the demo config
-Exit codes: 0 ok, 1 runtime failure, 64 usage, 75 another vendgate runs on this database, 78 bad configuration (or a port in use).`;
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -64,9 +37,11 @@ const OPTIONS = {
   'expect-service': { type: 'boolean' },
   from: { type: 'string' },
   to: { type: 'string' },
+  lan: { type: 'boolean' },
   apply: { type: 'string' },
   rollback: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
 } as const;
 
 /**
@@ -77,12 +52,21 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
   try {
     const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
     const [command, ...rest] = positionals;
-    if (values.help || !command) {
-      print(command ? io.stdout : io.stderr, USAGE);
-      return command || values.help ? EXIT.OK : EXIT.USAGE;
+    if (values.version) {
+      print(io.stdout, versionLine());
+      return EXIT.OK;
+    }
+    // Asked-for help goes to stdout (`vendgate --help | less`); a missing command is a usage error.
+    if (values.help) {
+      print(io.stdout, command && command in COMMANDS ? commandUsage(command) : usage());
+      return command && !(command in COMMANDS) ? EXIT.USAGE : EXIT.OK;
+    }
+    if (!command) {
+      print(io.stderr, usage());
+      return EXIT.USAGE;
     }
     switch (command) {
-      case 'start': return await (await import('./start.js')).startCommand({ config: values.config }, io, extra);
+      case 'start': return await (await import('./start.js')).startCommand({ config: values.config, lan: values.lan }, io, extra);
       case 'relay': return await (await import('./relay.js')).relayCommand({ config: values.config }, io);
       case 'orders': return await (await import('./orders.js')).ordersCommand({ config: values.config, state: values.state, json: values.json, limit: values.limit }, io);
       case 'resolve': return await (await import('./orders.js')).resolveCommand({ config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] }, io);
@@ -100,7 +84,7 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
         silentSlots: values['silent-slots'], vendDelayMs: values['vend-delay-ms'], sessionTimeoutMs: values['session-timeout-ms'], autoVend: values['auto-vend'],
       }, io, io.stdin ?? process.stdin);
       case 'simulate': return await (await import('./simulate.js')).simulateCommand({ provider: values.provider, port: values.port, host: values.host, webhookUrl: values['webhook-url'], faults: values.faults, seed: values.seed }, io);
-      default: throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
+      default: throw new UsageError(`unknown command "${command}"\n\n${usage()}`);
     }
   } catch (err) {
     if (err instanceof SettingsError || err instanceof PortInUseError) {

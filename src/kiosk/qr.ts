@@ -7,6 +7,7 @@ export interface QrRenderer {
 
 /** Few orders are on screen at once; a small cache keeps memory flat on a Pi Zero. */
 const DEFAULT_CACHE_ENTRIES = 16;
+export const QUIET_ZONE_MODULES = 4;
 
 export function createQrRenderer(maxEntries = DEFAULT_CACHE_ENTRIES): QrRenderer {
   const cache = new Map<string, Promise<string>>();
@@ -19,7 +20,8 @@ export function createQrRenderer(maxEntries = DEFAULT_CACHE_ENTRIES): QrRenderer
         cache.set(url, hit);
         return hit;
       }
-      const rendered = QRCode.toString(url, { type: 'svg', margin: 1 });
+      // ISO/IEC 18004 asks for a quiet zone of 4 modules: phone cameras find the code faster.
+      const rendered = QRCode.toString(url, { type: 'svg', margin: QUIET_ZONE_MODULES });
       cache.set(url, rendered);
       rendered.catch(() => cache.delete(url));
       while (cache.size > maxEntries) {

@@ -39,6 +39,10 @@ export interface DeviceState {
   currency: string;
   language: 'mn' | 'kk' | 'ru' | 'en';
   provider: string;
+  /** On every screen: whom to call. Null when kiosk.supportContact is not set. */
+  supportContact: string | null;
+  /** The apps that pay this provider's QR (kiosk.paymentApps); null: the page's line for the provider. */
+  paymentApps: string[] | null;
   /**
    * Every item of the catalog in use. `names` per language (the page shows its language's, else
    * `name`); `available` false (sold out, jammed) is not offered to the customer.

@@ -29,6 +29,8 @@ export interface MoneyPathDeps {
   crashPoint?: (name: string) => void;
   /** Something changed that the screen and MQTT should show. */
   onChange?: () => void;
+  /** Once per settled vend, with the order as claimed and the actuator's result (metrics). */
+  onSettled?: (order: OrderRow, result: string) => void;
   /** An observation was recorded (the app tells the webhook channel about polled payments). */
   onObserved?: (observation: Observation, result: ObserveResult) => void;
   onClosedUnpaid?: (order: OrderRow, reason: string) => void;
@@ -93,7 +95,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
   const refunds = createRefundWorker({ db, clock, logger, outbox, provider, ledger }, {
     checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000), unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
   });
-  const vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: changed, ...(deps.catalog?.slots ? { slots: deps.catalog.slots } : {}) }, {
+  const vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: changed, onSettled: deps.onSettled, ...(deps.catalog?.slots ? { slots: deps.catalog.slots } : {}) }, {
     mode: settings.device.mode, vendTimeoutMs: settings.actuator.vendTimeoutMs, notPassedPolicy: settings.policy.notPassed,
   });
   const orders = createOrderService({

@@ -8,6 +8,7 @@ import { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
 import { randomBytes } from 'node:crypto';
 import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
 import { discoveryMessages } from './home-assistant.js';
+import { buildInfo } from '../version.js';
 import type { Mqtt, MqttDeps, MqttSettings } from './types.js';
 
 /** The outbox table is polled this often as a safety net for a missed kick(). */
@@ -140,7 +141,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       } catch (err) {
         log.warn({ err }, 'could not read the catalog slots for Home Assistant');
       }
-      for (const message of discoveryMessages({ discoveryPrefix: settings.homeAssistantPrefix, deviceId, mode, topics, slots })) {
+      for (const message of discoveryMessages({ discoveryPrefix: settings.homeAssistantPrefix, deviceId, mode, topics, slots, version: buildInfo().version, allowRemoteVend: settings.allowRemoteVend })) {
         send(message.topic, message.payload, true);
       }
     }

@@ -2,6 +2,7 @@ import { readFile, statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Outbox } from '../outbox/index.js';
 import type { Logger } from '../util/logger.js';
+import { buildInfo } from '../version.js';
 
 export const THERMAL_ZONE_PATH = '/sys/class/thermal/thermal_zone0/temp';
 export const DISK_LOW_ALARM = 'disk_low';
@@ -60,6 +61,8 @@ export function telemetryPayload(input: {
   return {
     deviceId: input.deviceId,
     at: new Date(input.now).toISOString(),
+    // Which release the device runs: a fleet view finds the devices an update missed.
+    ...buildInfo(),
     uptimeSec: system.processUptimeSec,
     counters: outbox.counters(),
     outboxDepth: outbox.depth(),

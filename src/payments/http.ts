@@ -28,6 +28,8 @@ export interface HttpClientDeps {
   sleep?: (ms: number) => Promise<void>;
   /** 0..1, for the backoff jitter. */
   random?: () => number;
+  /** Told the duration of every attempt (metrics); never affects the call. */
+  observeRequest?: (sample: { method: string; outcome: 'ok' | 'error'; seconds: number }) => void;
 }
 
 export interface HttpClientOptions {
@@ -126,6 +128,13 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
   }
 
   async function attemptOnce(url: string, init: RequestInit, req: HttpRequest, timeoutMs: number, attempt: number): Promise<Attempt> {
+    const started = performance.now();
+    const result = await attemptUntimed(url, init, req, timeoutMs, attempt);
+    deps.observeRequest?.({ method: req.method, outcome: result.ok ? 'ok' : 'error', seconds: (performance.now() - started) / 1000 });
+    return result;
+  }
+
+  async function attemptUntimed(url: string, init: RequestInit, req: HttpRequest, timeoutMs: number, attempt: number): Promise<Attempt> {
     const what = `${options.provider} ${req.method} ${req.path}`;
     let status: number;
     let headers: Headers;

@@ -33,6 +33,7 @@ export interface PaymentsDeps {
   fetch?: typeof fetch;
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
+  observeRequest?: (sample: { method: string; outcome: 'ok' | 'error'; seconds: number }) => void;
 }
 
 /** The adapter named by `provider.name`. Builds objects only: no network until the first call. */

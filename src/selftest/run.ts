@@ -10,6 +10,7 @@ import { checkPending } from './checks/pending.js';
 import { checkSlots } from './checks/slots.js';
 import { checkClock, checkProvider, type ProviderCheck } from './checks/provider.js';
 import { checkTunnel } from './checks/tunnel.js';
+import { checkTunnelIngress } from './checks/tunnel-ingress.js';
 import { checkMqtt } from './checks/mqtt.js';
 import { checkHardwareLines } from './checks/hardware.js';
 import { storeSelftestResult } from './result-store.js';
@@ -66,9 +67,10 @@ export async function runSelftest(
         });
         return [...clockLine, ...provider];
       })(),
-      bounded('webhook.tunnel', timeoutMs * 2, 'systemctl status vendgate-tunnel', async () => {
+      bounded('webhook.tunnel', timeoutMs * 3, 'systemctl status vendgate-tunnel', async () => {
+        const ingress = await checkTunnelIngress(settings, { exec, configPath: deps.tunnelConfigPath }, timeoutMs);
         const line = await checkTunnel(settings, { fetch: fetchFn, db: database.db, now: () => clock.now() }, service, timeoutMs);
-        return line ? [line] : [];
+        return [ingress, line].filter((l): l is CheckResult => l !== null);
       }),
       bounded('mqtt', timeoutMs + 1_000, 'check mqtt.url', async () => {
         const checked = await checkMqtt(settings, service, { deviceId: settings.device.id, timeoutMs });
@@ -130,6 +132,6 @@ export function settingsFailureReport(err: SettingsError, startedAtMs: number, d
     startedAt: new Date(startedAtMs).toISOString(),
     durationMs,
     config: { source: err.source, environment: [], deviceId: null },
-    checks: [fail('settings', `${err.source}: ${problems}`, 'fix the listed keys (docs/operations.md lists every key); the service would exit with code 78 on this file')],
+    checks: [fail('settings', `${err.source}: ${problems}`, 'fix the listed keys (README.md, "Every key", describes each); the service would exit with code 78 on this file')],
   };
 }

@@ -54,6 +54,8 @@ export interface SelftestDeps {
   hardware?: Omit<HardwareDeps, 'clock' | 'logger'>;
   fetch?: typeof fetch;
   exec?: Exec;
+  /** The cloudflared configuration the tunnel.ingress line checks [/etc/vendgate/cloudflared.yml]. */
+  tunnelConfigPath?: string;
 }
 
 export interface SelftestOptions {

@@ -1,4 +1,5 @@
-import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { fstatSync } from 'node:fs';
+import { pino, type Logger, type LevelWithSilent, type DestinationStream } from 'pino';
 
 export type { Logger };
 
@@ -14,17 +15,81 @@ export const REDACT_PATHS = [
   'settings.mqtt.password',
 ];
 
+/**
+ * How log lines are written. `json`: one JSON object per line, level as a name. `journal`: the same
+ * with a `<N>` syslog priority in front, which journald strips and files the line under (so
+ * `journalctl -p warning` finds the warnings). `pretty`: pino-pretty, for a person at a terminal.
+ */
+export type LogFormat = 'json' | 'journal' | 'pretty';
+
+/** syslog priorities (sd-daemon.h): fatal → crit, error → err, warn → warning, info → info, debug/trace → debug. */
+export const JOURNAL_PRIORITY: Record<string, number> = { fatal: 2, error: 3, warn: 4, info: 6, debug: 7, trace: 7 };
+
+/**
+ * journal when systemd connected our stdout to journald (JOURNAL_STREAM names that stream's
+ * device:inode; a child that inherited the variable but writes elsewhere does not match), pretty
+ * when stdout is a terminal, JSON otherwise (a pipe, a file, a test).
+ */
+export function pickLogFormat(env: NodeJS.ProcessEnv, stdout: NodeJS.WritableStream): LogFormat {
+  const fd = (stdout as { fd?: unknown }).fd;
+  if (env.JOURNAL_STREAM) {
+    if (typeof fd !== 'number') return 'journal';
+    try {
+      const stat = fstatSync(fd);
+      if (env.JOURNAL_STREAM === `${stat.dev}:${stat.ino}`) return 'journal';
+    } catch { /* not a file descriptor we can inspect: fall through */ }
+  }
+  return (stdout as { isTTY?: boolean }).isTTY ? 'pretty' : 'json';
+}
+
+/** The `<N>` prefix for a JSON line whose first key is the level name (our level formatter puts it first). */
+export function journalLine(line: string): string {
+  const match = /^\{"level":"(\w+)"/.exec(line);
+  return `<${JOURNAL_PRIORITY[match?.[1] ?? 'info'] ?? 6}>${line}`;
+}
+
+interface LoggerOptions {
+  level?: LevelWithSilent;
+  destination?: NodeJS.WritableStream;
+  format?: Exclude<LogFormat, 'pretty'>;
+}
+
+function baseOptions(level: LevelWithSilent | undefined) {
+  return {
+    level: level ?? 'info',
+    base: { service: 'vendgate' },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+}
+
 /** The one root logger. Modules take `logger.child({ module: '…' })`. JSON to stdout (journald keeps it). */
-export function createLogger(options: { level?: LevelWithSilent; destination?: NodeJS.WritableStream } = {}): Logger {
+export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(
     {
-      level: options.level ?? 'info',
-      base: { service: 'vendgate' },
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      ...baseOptions(options.level),
+      formatters: { level: (label: string) => ({ level: label }) },
+      ...(options.format === 'journal' ? { hooks: { streamWrite: journalLine } } : {}),
     },
     options.destination ?? process.stdout,
   );
+}
+
+/**
+ * The service's logger in the format `pickLogFormat` chose. pino-pretty is loaded only for a
+ * terminal, and in-process as a plain stream (no worker-thread transport: a Zero 2 W has no memory
+ * for a second V8 isolate). If it is missing (an install without it), the lines stay JSON.
+ */
+export async function createServiceLogger(options: { level?: LevelWithSilent; destination: NodeJS.WritableStream; format: LogFormat }): Promise<Logger> {
+  if (options.format !== 'pretty') return createLogger(options as LoggerOptions);
+  let pretty: (opts: Record<string, unknown>) => DestinationStream;
+  try {
+    pretty = (await import('pino-pretty')).default as unknown as typeof pretty;
+  } catch {
+    return createLogger({ level: options.level, destination: options.destination });
+  }
+  const stream = pretty({ destination: options.destination, sync: true, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
+  return pino(baseOptions(options.level), stream);
 }
 
 /** A logger that writes nothing, for tests that do not look at logs. */

@@ -32,6 +32,8 @@ export interface VendRunnerDeps {
   crashPoint?: (name: string) => void;
   /** Called after every settled vend or state change, so the screen and MQTT state follow. */
   onChange?: () => void;
+  /** Called once per settled vend with the order as claimed (its paid_at) and the actuator's result: metrics. */
+  onSettled?: (order: OrderRow, result: string) => void;
   /** Stock and jam counting (src/catalog/), told inside the settle transaction of a vending order. */
   slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void };
 }
@@ -138,6 +140,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       const outcome = await current;
       crash('after_actuation');
       settle(order, outcome);
+      deps.onSettled?.(order, outcome.result);
       firing = null;
       crash('after_settle');
       log.info({ orderId: order.id, outcome: outcome.result }, 'vend settled');

@@ -92,7 +92,7 @@ describe('kiosk page in Chromium against the real service (800×480)', () => {
     expect(decodeQrSvg(shownQr)).toBe(order.payUrl);
     expect(await page.textContent('#pay-amount')).toBe('₮2,500');
     expect(await page.textContent('#pay-item')).toBe('Cola 0.33 l');
-    expect(await page.textContent('#pay-provider')).toBe('Payment service: Sandbox');
+    expect(await page.textContent('#pay-apps')).toBe('Demo: your phone camera opens the test page');
     expect(await page.textContent('#countdown')).toMatch(/^Time left [12]:\d\d$/);
     expect(await layoutProblems(page)).toEqual([]);
     await screenshot(page, '02-awaiting-payment');

@@ -6,7 +6,7 @@ import { tempDir } from '../helpers/temp.js';
 
 // Needs systemd-analyze (Debian package systemd), installed by scripts/install-test-deps.sh.
 const SYSTEMD = new URL('../../systemd/', import.meta.url).pathname;
-const UNITS = ['vendgate.service', 'vendgate-tunnel.service', 'vendgate-kiosk.service', 'vendgate-relay.service'];
+const UNITS = ['vendgate.service', 'vendgate-tunnel.service', 'vendgate-kiosk.service', 'vendgate-relay.service', 'vendgate-metrics-textfile.service', 'vendgate-metrics-textfile.timer'];
 
 /**
  * systemd-analyze verify on copies of the units. It also checks that every Exec binary exists; the
@@ -50,4 +50,21 @@ describe('systemd units under systemd-analyze verify', () => {
     expect(output).toMatch(/Unknown key 'WatchDogSec'/);
   });
 
+  it('the kiosk unit scores below 5.0 in systemd-analyze security (it was 9.2 UNSAFE)', () => {
+    const dir = tempDir('vendgate-units-');
+    try {
+      const scores: Record<string, number> = {};
+      for (const name of UNITS.filter((u) => u.endsWith('.service'))) {
+        const path = join(dir.path, name);
+        writeFileSync(path, readFileSync(join(SYSTEMD, name), 'utf8'));
+        const result = spawnSync('systemd-analyze', ['security', '--offline=true', '--no-pager', path], { encoding: 'utf8' });
+        const match = /Overall exposure level for \S+: (\d+(?:\.\d+)?)/.exec(`${result.stdout}${result.stderr}`);
+        expect(match, `${name}: ${result.stdout}${result.stderr}`).not.toBeNull();
+        scores[name] = Number(match![1]);
+      }
+      expect(scores['vendgate-kiosk.service']).toBeLessThan(5);
+    } finally {
+      dir.cleanup();
+    }
+  });
 });

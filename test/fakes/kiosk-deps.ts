@@ -63,6 +63,8 @@ export function createFakeKioskDeps(options: {
       currency: 'MNT',
       language: 'en',
       provider: 'sandbox',
+      supportContact: null,
+      paymentApps: null,
       catalog: mode === 'vending' ? catalog.map((item) => ({ ...item, available: true, unavailable: null })) : [],
       catalogVersion: 'settings',
       fare: mode === 'turnstile' ? 1500 : null,

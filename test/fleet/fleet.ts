@@ -158,6 +158,9 @@ export async function startFleet(options: { devices: number; relays: number; jam
             actuator: { sim: { durationMs: 20, ...(jammed ? { failMode: 'fail' } : {}) } },
             mqtt: { url: brokerUrl, username: id, caPath: CA, reconnectMinMs: 200, reconnectMaxMs: 2_000, telemetryIntervalSec: 3_600 },
             fleet: { webhookSource: 'broker' },
+            // The failing machine refunds every sale; its slot must not be taken out of sale by the
+            // jam rule (issue 17) before the rounds are over.
+            ...(jammed ? { slots: { jamAfterFailures: 100 } } : {}),
           },
           env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret!, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret, VENDGATE_MQTT_PASSWORD: accounts[id]! },
         });

@@ -60,7 +60,7 @@ export async function layoutProblems(page: Page): Promise<string[]> {
     const problems: string[] = [];
     const width = document.documentElement.clientWidth;
     if (document.documentElement.scrollWidth > width) problems.push(`page scrolls sideways (${document.documentElement.scrollWidth} > ${width})`);
-    for (const el of document.querySelectorAll<HTMLElement>('main *, header *')) {
+    for (const el of document.querySelectorAll<HTMLElement>('main *, header *, footer *')) {
       if (el.closest('[hidden]') || !el.textContent?.trim() || el.children.length > 0) continue;
       const rect = el.getBoundingClientRect();
       if (rect.width === 0) continue;

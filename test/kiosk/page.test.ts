@@ -32,8 +32,8 @@ describe('kiosk page translations', () => {
     const html = read('index.html');
     const script = read('app.js');
     const fromHtml = [...html.matchAll(/data-i18n="(\w+)"/g)].map((m) => m[1]!);
-    // Keys the script names explicitly: t('…'), t(x ? '…' : '…'), t(x ?? '…'), the error table, key: '…'.
-    const keyPattern = /\bt\('(\w+)'|\bt\([^)]*\? '(\w+)' : '(\w+)'\)|\bt\([^)]*\?\? '(\w+)'\)|\bkey: '(\w+)'|^\s+VG_ERR_\w+: '(\w+)'/gm;
+    // Keys the script names explicitly: t('…'), t(x ? '…' : '…'), t(x ?? '…'), the error table, key: '…', the provider table.
+    const keyPattern = /\bt\('(\w+)'|\bt\([^)]*\? '(\w+)' : '(\w+)'\)|\bt\([^)]*\?\? '(\w+)'\)|\bkey: '(\w+)'|^\s+VG_ERR_\w+: '(\w+)'|^\s+(?:sandbox|gerege|qutpay): '(\w+)'/gm;
     const fromScript = [...script.matchAll(keyPattern)]
       .flatMap((m) => m.slice(1).filter(Boolean) as string[]);
     const defined = new Set(Object.keys(reference));

@@ -13,8 +13,8 @@ describe('the QR the kiosk serves', () => {
     const body = await res.json() as { payUrl: string; qrSvg: string };
     expect(body.payUrl).toBe(`${FAKE_PAY_BASE}sb_1`);
     expect(decodeQrSvg(body.qrSvg)).toBe(body.payUrl);
-    // And it is what qrcode itself renders for that URL, with a one-module margin.
-    expect(body.qrSvg).toBe(await QRCode.toString(body.payUrl, { type: 'svg', margin: 1 }));
+    // And it is what qrcode itself renders for that URL, with the 4-module quiet zone of ISO/IEC 18004.
+    expect(body.qrSvg).toBe(await QRCode.toString(body.payUrl, { type: 'svg', margin: 4 }));
   });
 
   it('encodes the payUrl of the order on screen in /api/state and on the order itself', async () => {

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { inTransaction } from '../../src/store/index.js';
 import { createOutbox } from '../../src/outbox/index.js';
 import { systemClock } from '../../src/util/index.js';
 import { checkDiskAlarm, readSystem } from '../../src/mqtt/telemetry.js';
 import { broker, createDevice, tempDatabase, watching } from './harness.js';
+
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 describe('telemetry', () => {
   it('is published on connect with the app values plus outbox depth, memory and free disk', async () => {
@@ -28,6 +30,10 @@ describe('telemetry', () => {
     expect(telemetry.disk.freeBytes).toBeGreaterThan(0);
     expect(telemetry.mqttConnectedSince).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(telemetry.cpuTempC === null || typeof telemetry.cpuTempC === 'number').toBe(true);
+    // Which release runs there: a fleet view finds the devices an update missed.
+    expect(telemetry.version).toBe(PACKAGE_VERSION);
+    expect(telemetry.node).toBe(process.version);
+    expect(telemetry.commit).toMatch(/^([0-9a-f]{7,}(-dirty)?|unknown)$/);
   });
 
   it('reads the CPU temperature in degrees from the thermal zone, and null where there is none', async () => {

@@ -14,7 +14,17 @@ const REPO = new URL('../../', import.meta.url).pathname;
  * the scripts' own selftest runs against a live service, as on the device.
  */
 const FAKES: Record<string, string> = {
-  'apt-get': 'echo "apt-get $*" >> "$FAKE_LOG"',
+  // Installing cloudflared puts the stand-in (cloudflared.pkg) on PATH, as the Debian package would.
+  'apt-get': `echo "apt-get $*" >> "$FAKE_LOG"
+case "$*" in *install*cloudflared*) cp "$FAKE_BIN/cloudflared.pkg" "$FAKE_BIN/cloudflared"; chmod +x "$FAKE_BIN/cloudflared" ;; esac`,
+  curl: 'echo "curl $*" >> "$FAKE_LOG"; while [ $# -gt 0 ]; do [ "$1" = -o ] && echo fake-key > "$2"; shift; done',
+  'cloudflared.pkg': `echo "cloudflared $*" >> "$FAKE_LOG"
+case "$*" in
+  --version) echo "cloudflared version 2026.11.0 (fake)" ;;
+  "tunnel login") mkdir -p "$HOME/.cloudflared"; echo cert > "$HOME/.cloudflared/cert.pem"; echo "Please open the following URL and log in: https://dash.cloudflare.com/argotunnel?..." ;;
+  *"tunnel create --credentials-file "*)
+    while [ "$1" != --credentials-file ]; do shift; done; file="$2"; printf '{"AccountTag":"a","TunnelSecret":"s","TunnelID":"6f1c2d3e-0000-4000-8000-00000000abcd"}' > "$file" ;;
+esac`,
   groupadd: 'echo "groupadd $*" >> "$FAKE_LOG"',
   usermod: 'echo "usermod $*" >> "$FAKE_LOG"',
   chown: 'echo "chown $*" >> "$FAKE_LOG"',
@@ -24,9 +34,11 @@ const FAKES: Record<string, string> = {
   passwd) grep -qx "$2" "$VENDGATE_ROOT/fake-passwd" 2>/dev/null ;;
 esac`,
   runuser: 'while [ "$1" != "--" ]; do shift; done; shift; exec "$@"',
+  // "npm run build" stands in for tsc with the repository's own build (the real one takes minutes).
   npm: `echo "npm $*" >> "$FAKE_LOG"
 case "$*" in
   *--omit=dev*) ln -sfn "${REPO}node_modules" node_modules ;;
+  "run build") [ -d src ] || exit 1; rm -rf dist; cp -R "${REPO}dist" dist; printf '{"commit":"%s"}\\n' "$VENDGATE_BUILD_COMMIT" > dist/build-info.json ;;
 esac`,
   systemctl: `echo "systemctl $*" >> "$FAKE_LOG"
 pidfile="$VENDGATE_ROOT/run-vendgate.pid"
@@ -92,7 +104,8 @@ export async function fakePi(): Promise<FakePi> {
   }
   const log = join(dir.path, 'calls.log');
   writeFileSync(log, '');
-  const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, VENDGATE_ROOT: root, FAKE_LOG: log };
+  mkdirSync(join(dir.path, 'home'));
+  const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, VENDGATE_ROOT: root, FAKE_LOG: log, FAKE_BIN: bin, HOME: join(dir.path, 'home') };
   const device = {
     device: { id: 'pi-test', mode: 'vending', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
     provider: { name: 'sandbox' },
@@ -114,7 +127,7 @@ export async function fakePi(): Promise<FakePi> {
       sources += 1;
       const src = join(dir.path, `src-${sources}`);
       mkdirSync(src);
-      for (const part of ['dist', 'config', 'systemd', 'scripts']) cpSync(join(REPO, part), join(src, part), { recursive: true });
+      for (const part of ['dist', 'config', 'systemd', 'scripts', 'docs']) cpSync(join(REPO, part), join(src, part), { recursive: true });
       cpSync(join(REPO, 'package-lock.json'), join(src, 'package-lock.json'));
       writeFileSync(join(src, 'package.json'), readFileSync(join(REPO, 'package.json'), 'utf8').replace(/^  "version": ".*",$/m, `  "version": "${version}",`));
       writeFileSync(join(src, 'config/examples/test-device.yaml'), stringify(device));

@@ -1,4 +1,4 @@
-import { readlinkSync, renameSync, writeFileSync, appendFileSync } from 'node:fs';
+import { cpSync, readlinkSync, renameSync, writeFileSync, appendFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakePi, type FakePi } from './fake-system.js';
@@ -9,6 +9,7 @@ afterEach(async () => {
   pi = null;
 });
 
+const REPO = new URL('../../', import.meta.url).pathname;
 const current = (p: FakePi) => basename(readlinkSync(join(p.root, 'opt/vendgate/current')));
 
 describe('scripts/install-pi.sh', () => {
@@ -35,6 +36,9 @@ describe('scripts/install-pi.sh', () => {
     expect(pi.read('etc/vendgate/config.yaml')).toContain('pi-test');
     expect(pi.exists('etc/vendgate/secrets.env')).toBe(true);
     expect(pi.read('etc/systemd/system/vendgate.service')).toContain('Type=notify');
+    // Installed for a fleet's node_exporter, not enabled (it needs prometheus-node-exporter).
+    expect(pi.exists('etc/systemd/system/vendgate-metrics-textfile.timer')).toBe(true);
+    expect(pi.calls()).not.toContainEqual(expect.stringContaining('enable --now vendgate-metrics-textfile'));
     expect(pi.read('usr/local/bin/vendgate')).toContain('/opt/vendgate/current/dist/main.js');
   });
 
@@ -53,6 +57,52 @@ describe('scripts/install-pi.sh', () => {
     expect(pi.read('etc/vendgate/secrets.env')).toBe('VENDGATE_WEBHOOK_SECRETS=whsec_kept\n');
     expect(pi.calls().filter((c) => c.startsWith('useradd'))).toHaveLength(1);
     expect(again.stdout).toMatch(/OK: nothing failed/);
+  });
+
+  it('--tunnel HOSTNAME sets up cloudflared on the Pi itself: Debian repository, login, tunnel, DNS route, config, unit; a re-run reuses all of it', { timeout: 120_000 }, async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+
+    const result = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
+
+    expect(result.stderr).not.toMatch(/error/);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('==> Cloudflare Tunnel for pay-pi-test.example.com');
+    expect(result.stdout).toContain('https://dash.cloudflare.com/argotunnel');
+    const calls = pi.calls();
+    expect(calls).toContainEqual(expect.stringMatching(/^curl -fsSL https:\/\/pkg\.cloudflare\.com\/cloudflare-main\.gpg -o .*\/usr\/share\/keyrings\/cloudflare-main\.gpg$/));
+    expect(pi.read('etc/apt/sources.list.d/cloudflared.list')).toBe('deb [signed-by=/usr/share/keyrings/cloudflare-main.gpg] https://pkg.cloudflare.com/cloudflared any main\n');
+    expect(calls).toContain('apt-get install -y -qq cloudflared');
+    expect(calls).toContain('cloudflared tunnel login');
+    expect(calls).toContainEqual(expect.stringMatching(/^cloudflared --origincert .*\/etc\/vendgate\/cloudflared-cert\.pem tunnel create --credentials-file .*\/etc\/vendgate\/tunnel\.json vendgate-pi-test$/));
+    expect(calls).toContainEqual(expect.stringMatching(/tunnel route dns 6f1c2d3e-0000-4000-8000-00000000abcd pay-pi-test\.example\.com$/));
+    const config = pi.read('etc/vendgate/cloudflared.yml');
+    expect(config).toMatch(/^tunnel: 6f1c2d3e-0000-4000-8000-00000000abcd$/m);
+    expect(config).toContain('- hostname: pay-pi-test.example.com\n    path: ^/webhooks/\n    service: http://127.0.0.1:8787');
+    expect(config).toContain('- service: http_status:404');
+    expect(calls).toContain('systemctl enable --now vendgate-tunnel.service');
+    expect(result.stdout).toContain('http.webhook.publicUrl: https://pay-pi-test.example.com');
+
+    const again = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('tunnel.json exists: reusing that tunnel');
+    expect(again.stdout).toContain('cloudflared.yml exists: left as it is');
+    expect(pi.calls().filter((c) => c.includes('tunnel create'))).toHaveLength(1);
+    expect(pi.calls().filter((c) => c === 'cloudflared tunnel login')).toHaveLength(1);
+  });
+
+  it('--tunnel refuses something that is not a host name', async () => {
+    pi = await fakePi();
+    const result = await pi.run('install-pi.sh', ['--tunnel', 'x/y; rm -rf /'], pi.source('1.0.0'));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('is not a host name');
+  });
+
+  it('waits for a synchronised clock: enables systemd-time-wait-sync with a 90 s limit', { timeout: 120_000 }, async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    expect(pi.calls()).toContain('systemctl enable systemd-time-wait-sync.service');
+    expect(pi.read('etc/systemd/system/systemd-time-wait-sync.service.d/vendgate.conf')).toBe('[Service]\nTimeoutStartSec=90s\n');
   });
 
   it('stops at the first problem with a clear message: not a Pi, Node too old', async () => {
@@ -93,6 +143,29 @@ describe('scripts/update.sh', () => {
     // Stopped before the switch, started after it.
     const calls = pi.calls();
     expect(calls.lastIndexOf('systemctl stop vendgate.service')).toBeLessThan(calls.lastIndexOf('systemctl restart vendgate.service'));
+  });
+
+  it('an update from a checkout builds the release from its sources, never the dist/ left in the checkout', { timeout: 120_000 }, async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const checkout = pi.source('1.2.0', (dir) => {
+      cpSync(join(REPO, 'src'), join(dir, 'src'), { recursive: true });
+      cpSync(join(REPO, 'tsconfig.json'), join(dir, 'tsconfig.json'));
+      writeFileSync(join(dir, 'dist/main.js'), "process.stderr.write('stale build\\n'); process.exit(1);\n");
+    });
+
+    const update = await pi.run('update.sh', [checkout], checkout);
+
+    expect(update.stderr).not.toMatch(/error/);
+    expect(update.code).toBe(0);
+    expect(update.stderr).toMatch(/building 1\.2\.0 from source/);
+    const release = `opt/vendgate/releases/${current(pi)}`;
+    expect(pi.read(`${release}/dist/main.js`)).not.toContain('stale build');
+    expect(pi.exists(`${release}/src`)).toBe(false);
+    expect(pi.exists(`${release}/docs/operations.md`)).toBe(true);
+    const calls = pi.calls();
+    for (const call of ['npm ci --no-audit --no-fund', 'npm run build', 'npm prune --omit=dev --no-audit --no-fund']) expect(calls).toContain(call);
+    expect(calls.indexOf('npm run build')).toBeLessThan(calls.indexOf('npm prune --omit=dev --no-audit --no-fund'));
   });
 
   it('rolls back to the previous release when the new one does not start, and says so', async () => {

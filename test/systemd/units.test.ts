@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -6,6 +6,7 @@ import { settingsSchema } from '../../src/settings/index.js';
 import { loadSettings } from '../../src/settings/index.js';
 
 const SYSTEMD = new URL('../../systemd/', import.meta.url).pathname;
+const REPO = new URL('../../', import.meta.url).pathname;
 const EXAMPLES = new URL('../../config/examples/', import.meta.url).pathname;
 /** `Key=value` lines per section; a key given twice keeps every value, in order. */
 function unit(name: string): Record<string, Record<string, string[]>> {
@@ -61,8 +62,11 @@ describe('systemd units', () => {
 
   it('the tunnel exposes only /webhooks/ of the webhook listener and ends in 404', () => {
     const service = unit('vendgate-tunnel.service').Service!;
-    expect(service.ExecStart![0]).toMatch(/^\/usr\/bin\/cloudflared .*--config \/etc\/vendgate\/cloudflared\.yml tunnel run$/);
+    expect(service.ExecStart![0]).toMatch(/^\/usr\/bin\/cloudflared .*--config %d\/cloudflared\.yml tunnel run$/);
     expect(service.DynamicUser).toEqual(['yes']);
+    // A dynamic user cannot read /etc/vendgate (0750 root:vendgate): systemd hands both files over.
+    expect(service.LoadCredential).toEqual(['cloudflared.yml:/etc/vendgate/cloudflared.yml', 'tunnel.json:/etc/vendgate/tunnel.json']);
+    expect(service.Environment).toContain('TUNNEL_CRED_FILE=%d/tunnel.json');
 
     const defaults = settingsSchema.parse({ device: { id: 'x', catalog: [{ slot: 'A', name: 'a', price: 1 }] } }).http;
     const config = parse(readFileSync(join(SYSTEMD, 'cloudflared.yml.example'), 'utf8')) as { ingress: { hostname?: string; path?: string; service: string }[] };
@@ -83,6 +87,46 @@ describe('systemd units', () => {
     expect(kiosk.Service!.ExecStart![0]).toContain(`http://127.0.0.1:${defaults.local.port}/`);
     expect(kiosk.Unit!.After!.join(' ')).toContain('vendgate.service');
     expect(kiosk.Service!.Restart).toEqual(['always']);
+  });
+  it('the service gets CPU and IO priority over the kiosk browser on the same cores', () => {
+    const service = unit('vendgate.service').Service!;
+    const kiosk = unit('vendgate-kiosk.service').Service!;
+    expect(Number(service.CPUWeight)).toBeGreaterThanOrEqual(4 * Number(kiosk.CPUWeight));
+    expect(Number(service.IOWeight)).toBeGreaterThanOrEqual(4 * Number(kiosk.IOWeight));
+    expect(Number(service.Nice)).toBeLessThan(Number(kiosk.Nice));
+  });
+
+  it('the service waits for a synchronised clock: it wants and follows time-sync.target', () => {
+    const service = unit('vendgate.service').Unit!;
+    expect(service.After!.join(' ').split(/\s+/)).toContain('time-sync.target');
+    expect(service.Wants!.join(' ').split(/\s+/)).toContain('time-sync.target');
+  });
+
+  it('every Documentation= of every unit is a page that exists in the release', () => {
+    for (const name of readdirSync(SYSTEMD).filter((f) => /\.(service|timer)$/.test(f))) {
+      const docs = unit(name).Unit!.Documentation ?? [];
+      expect(docs.length, name).toBeGreaterThan(0);
+      for (const doc of docs.flatMap((d) => d.split(/\s+/))) {
+        const path = /^file:\/opt\/vendgate\/current\/(.+)$/.exec(doc)?.[1];
+        expect(path, `${name}: ${doc}`).toBeDefined();
+        expect(existsSync(join(REPO, path!)), `${name}: ${doc}`).toBe(true);
+      }
+    }
+  });
+
+  it('every docs/… page a unit, script, hint or the README names exists', () => {
+    const named = new Set<string>();
+    const scan = (dir: string) => {
+      for (const entry of readdirSync(join(REPO, dir), { withFileTypes: true })) {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) { if (entry.name !== 'node_modules') scan(path); continue; }
+        for (const match of readFileSync(join(REPO, path), 'utf8').matchAll(/\bdocs\/[\w.-]+\.md\b/g)) named.add(`${match[0]} (in ${path})`);
+      }
+    };
+    for (const dir of ['src', 'scripts', 'systemd', 'config']) scan(dir);
+    for (const match of readFileSync(join(REPO, 'README.md'), 'utf8').matchAll(/\bdocs\/[\w.-]+\.md\b/g)) named.add(`${match[0]} (in README.md)`);
+    expect(named.size).toBeGreaterThan(0);
+    for (const reference of named) expect(existsSync(join(REPO, reference.split(' ')[0]!)), reference).toBe(true);
   });
 
   it('vendgate-relay.service runs the relay with its own settings and secrets, restarts except on bad configuration, no watchdog', () => {

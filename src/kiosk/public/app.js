@@ -4,9 +4,14 @@
 
 import { formatMoney, hasDictionary, loadDictionary, translate } from './text.js';
 
-const PROVIDER_NAMES = { sandbox: 'Sandbox', gerege: 'Gerege', qutpay: 'QutPay' };
 // Turnstile standing QR: replaced this long before expiry so nobody scans a code about to die.
 const RENEW_BEFORE_MS = 10_000;
+// The pay screen's line for each provider: which apps can pay its QR.
+const PAY_APPS = {
+  sandbox: 'payApps_sandbox',
+  gerege: 'payApps_gerege',
+  qutpay: 'payApps_qutpay',
+};
 const RECONNECT_MS = 2_000;
 const ERROR_SCREEN_MIN_MS = 5_000;
 // Phases whose screen the page leaves on its own after resultScreenSec, should no push arrive.
@@ -240,6 +245,10 @@ function render() {
   if (screen === 'done') setText($('done-text'), t(turnstile ? 'pleasePass' : 'takeItem'));
   if (screen === 'error') setText($('error-text'), t(view.error?.key ?? 'errorUnavailable'));
   $('error-retry').hidden = !view.error?.retry;
+  // Every screen says which machine this is and whom to call.
+  setText($('help-device'), t('deviceLabel', { id: state.deviceId }));
+  setText($('help-contact'), state.supportContact ? t('supportLabel', { contact: state.supportContact }) : '');
+  $('help-contact').hidden = !state.supportContact;
   if (screen === 'operator') {
     setText($('operator-device'), t('deviceLabel', { id: state.deviceId }));
     setText($('operator-order'), state.order ? t('orderLabel', { ref: state.order.reference }) : '');
@@ -281,7 +290,8 @@ function drawPay(state) {
   // A turnstile order's item is the service's own word for a pass; the customer reads it in their language.
   setText($('pay-item'), state.mode === 'turnstile' ? t('passTitle') : pay.itemName);
   setText($('pay-amount'), money(pay.amount, pay.currency));
-  setText($('pay-provider'), t('payWith', { provider: PROVIDER_NAMES[pay.provider] ?? pay.provider }));
+  // Which apps can pay this QR: the operator's list, else the page's own line for the provider.
+  setText($('pay-apps'), state.paymentApps?.length ? t('payAppsList', { apps: state.paymentApps.join(', ') }) : t(PAY_APPS[pay.provider] ?? PAY_APPS.sandbox));
   $('cancel').dataset.orderId = String(pay.orderId);
   $('cancel').hidden = state.mode === 'turnstile' && state.autoStart;
   drawQr(pay.qrSvg);
@@ -346,3 +356,9 @@ useLanguage('en');
 connect();
 // Countdown, result screens running out, error screens timing out.
 setInterval(render, 250);
+
+// A kiosk: no pinch or ctrl+wheel zoom, no two-finger gestures (the viewport meta and CSS do the
+// rest; the kiosk unit also starts Chromium with --disable-pinch).
+for (const type of ['gesturestart', 'gesturechange']) document.addEventListener(type, (event) => event.preventDefault());
+document.addEventListener('touchmove', (event) => { if (event.touches.length > 1) event.preventDefault(); }, { passive: false });
+document.addEventListener('wheel', (event) => { if (event.ctrlKey) event.preventDefault(); }, { passive: false });

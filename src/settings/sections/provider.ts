@@ -22,9 +22,14 @@ export const providerSchema = z
     createDeadlineMs: z.number().int().min(1_000).max(300_000).default(20_000),
     /** A refund whose outcome is unknown for this long raises an alarm for a person. */
     refundUnknownAlarmSec: z.number().int().min(10).max(86_400).default(600),
+    /** Demo: also serve the sandbox pay page on every interface at this port, for a phone on the same network; 0 = off. */
+    sandboxLanPort: z.number().int().min(0).max(65_535).default(0),
+    /** The address phones reach this machine at, used in the pay URL and QR; absent: the first LAN IPv4 address. */
+    sandboxLanAddress: z.string().regex(/^[A-Za-z0-9.:-]+$/, 'an IP address or host name such as 192.168.1.20').optional(),
   })
   .superRefine((provider, ctx) => {
     if (provider.name === 'sandbox') return;
+    if (provider.sandboxLanPort > 0) ctx.addIssue({ code: 'custom', path: ['sandboxLanPort'], message: `only the sandbox has a pay page here; ${provider.name} shows its own` });
     if (!provider.baseUrl) ctx.addIssue({ code: 'custom', path: ['baseUrl'], message: `required for provider ${provider.name}` });
     if (provider.name === 'gerege') {
       if (!provider.clientId) ctx.addIssue({ code: 'custom', path: ['clientId'], message: 'required for provider gerege' });

@@ -79,4 +79,8 @@ export const kioskSchema = z.strictObject({
   autoStart: z.boolean().default(false),
   /** Seconds the result screen stays before the page returns to idle. */
   resultScreenSec: z.number().int().min(1).max(120).default(6),
+  /** Shown on every screen beside the machine id: whom a customer calls (a phone number, a URL). */
+  supportContact: z.string().trim().min(1).max(80).optional(),
+  /** The apps that can pay this provider's QR, as the customer knows them; absent: the provider's own line. */
+  paymentApps: z.array(z.string().trim().min(1).max(40)).min(1).max(8).optional(),
 });
