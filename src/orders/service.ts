@@ -91,6 +91,8 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   const repo = createOrderRepository({ db, clock });
   const crash = deps.crashPoint ?? (() => {});
   const changed = () => deps.onChange?.();
+  /** A create is cancelling the waiting order it replaces (an await before its insert). */
+  let replacing = false;
 
   function describeItem(input: OrderInput): { slot: string | null; itemName: string; amount: number } {
     if (input.source === 'mdb') {
@@ -265,7 +267,9 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       const reason = deps.outOfService();
       if (reason) throw new VendgateError(ErrorCodes.OUT_OF_SERVICE, `out of service: ${reason}`, { httpStatus: 503 });
       if (!health.reachable) throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', { httpStatus: 503 });
-      const item = describeItem(input);
+      // Validated before anything is touched; priced again at the insert (a catalog may change meanwhile).
+      describeItem(input);
+      if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait', { httpStatus: 409 });
       if (repo.inStates(IN_PROGRESS_STATES).length > 0) {
         throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the machine is delivering an order; please wait', { httpStatus: 409 });
       }
@@ -274,15 +278,23 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       }
       // One order at a time: a new choice replaces the one waiting for payment — by the provider's
       // word. A waiting order that turns out paid is vended and this one refused.
-      for (const open of repo.inStates(['awaiting_payment'])) {
-        const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
-          health.failed(err);
-          throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', { httpStatus: 503, cause: err });
-        });
-        if (after.state !== 'canceled' && after.state !== 'expired') {
-          throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait', { httpStatus: 409 });
+      // Until the new order is on disk no second create may start: the checks above would both pass.
+      replacing = true;
+      try {
+        for (const open of repo.inStates(['awaiting_payment'])) {
+          const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
+            health.failed(err);
+            throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', { httpStatus: 503, cause: err });
+          });
+          if (after.state !== 'canceled' && after.state !== 'expired') {
+            throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait', { httpStatus: 409 });
+          }
         }
+      } finally {
+        replacing = false;
       }
+      // Priced now, in the same turn as the insert: a catalog applied meanwhile is the one used.
+      const item = describeItem(input);
       const order = durably(db, () => {
         const row = repo.insert({ request: requestFields(item.itemName), source: input.source, slot: item.slot, itemName: item.itemName, amount: item.amount, currency: settings.device.currency, livemode: settings.device.livemode, provider: provider.name, captureMode: settings.provider.captureMode }, deps.deviceId, deps.dbId);
         outbox.event('order.created', { orderId: row.id, reference: row.reference, source: row.source, slot: row.slot, amount: row.amount, currency: row.currency });

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signSandboxPayload } from '../../src/payments/sandbox/signature.js';
@@ -10,15 +11,31 @@ import { startSlowClients, type SlowClients } from '../helpers/slow-clients.js';
  */
 const SECRET = 'sandbox-webhook-secret';
 
-function signedWebhook(url: string, id: string) {
+/**
+ * A signed webhook on a connection of its own, as a provider's delivery attempt: reusing a
+ * keep-alive socket the listener has just shed (idle, at the cap) would test the client's socket
+ * pool, not the listener.
+ */
+function signedWebhook(url: string, id: string): Promise<{ status: number; arrayBuffer(): Promise<ArrayBuffer> }> {
   const body = Buffer.from(JSON.stringify({
     id, object: 'event', type: 'invoice.paid', livemode: false, created: Math.floor(Date.now() / 1000),
     data: { object: { id: 'sb_unknown', object: 'invoice', status: 'paid', amount: 1500, currency: 'MNT', reference: 'x' } },
   }));
-  return fetch(`${url}/webhooks/sandbox`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'sandbox-signature': signSandboxPayload(body, SECRET, Math.floor(Date.now() / 1000)) },
-    body,
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(`${url}/webhooks/sandbox`, {
+      method: 'POST', agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': body.length, 'sandbox-signature': signSandboxPayload(body, SECRET, Math.floor(Date.now() / 1000)) },
+    }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        const all = Buffer.concat(chunks);
+        resolve({ status: response.statusCode ?? 0, arrayBuffer: async () => all.buffer.slice(all.byteOffset, all.byteOffset + all.length) as ArrayBuffer });
+      });
+      response.on('error', reject);
+    });
+    request.on('error', reject);
+    request.end(body);
   });
 }
 

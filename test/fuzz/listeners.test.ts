@@ -1,3 +1,4 @@
+import { METHODS as HTTP_METHODS } from 'node:http';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { join } from 'node:path';
@@ -77,8 +78,10 @@ describe('HTTP fuzz of both listeners', () => {
     const res: FuzzResponse = await send(base, req, fill);
     statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
     const what = `${req.method} ${req.path} ${JSON.stringify(req.headers)} body ${req.body?.length ?? 0} B → ${res.status} ${res.body.slice(0, 200)}`;
-    // A socket closed on an oversized body is the one refusal without a status line we accept.
-    if (res.status === 0) expect(req.body && req.body.length > limit, what).toBe(true);
+    // A socket closed on an oversized body is one refusal without a status line we accept; the other
+    // is a method Node's HTTP parser does not know (FOO): it answers 400 and closes at once, and a
+    // client still sending its body may see the reset before the 400 (seen on Node 24).
+    if (res.status === 0) expect((req.body && req.body.length > limit) || !HTTP_METHODS.includes(req.method), what).toBe(true);
     else expect(res.status < 500 && (res.status < 300 || res.status >= 400), what).toBe(true);
     if (res.status >= 400 || res.status === 0) {
       expect(versions(), `refused request wrote to a database: ${what}`).toBe(before);

@@ -47,6 +47,15 @@ describe('order service', () => {
     await expect(core.orders.create({ source: 'kiosk', slot: 'A2' })).rejects.toMatchObject({ code: 'VG_ERR_DEVICE_BUSY', httpStatus: 409 });
   });
 
+  it('two choices at once while an order waits: one replaces it, the other is told to wait; one new invoice', async () => {
+    await core.orders.create({ source: 'kiosk', slot: 'A1' });
+    const results = await Promise.allSettled([core.orders.create({ source: 'kiosk', slot: 'A2' }), core.orders.create({ source: 'kiosk', slot: 'A1' })]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({ code: 'VG_ERR_DEVICE_BUSY', httpStatus: 409 });
+    expect(core.fake.callsOf('createInvoice')).toHaveLength(2);
+    expect(core.count("SELECT count(*) AS n FROM orders WHERE state = 'awaiting_payment'")).toBe(1);
+  });
+
   it('answers 503 while out of service, before touching anything', async () => {
     core.outOfService.set('operator', 'maintenance');
     await expect(core.orders.create({ source: 'kiosk', slot: 'A1' })).rejects.toMatchObject({ code: 'VG_ERR_OUT_OF_SERVICE', httpStatus: 503 });
