@@ -8,6 +8,7 @@
  *
  *   node scripts/bench/fsync.mjs [--orders 30] [--baseline 5eec3ce] [--quick]   (after npm run build)
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -150,6 +151,7 @@ export function totals(result) {
 }
 
 export async function fsyncBench({ log, quick, orders = quick ? 4 : 30, baseline = '5eec3ce', gapMs = 1_000 }) {
+  if (spawnSync('strace', ['-V']).error) throw new Error('strace is not installed (sudo apt-get install strace): it counts the syncs and writes');
   const old = baselineBuild(baseline, log);
   const quietWindowMs = quick ? 5_000 : 65_000;
   const idleMs = quick ? 10_000 : 60_000;
