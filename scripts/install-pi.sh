@@ -218,7 +218,7 @@ install_units() {
   # The units expect /usr/bin/node (NodeSource, apt); any other node gets a drop-in.
   if [ "$NODE_BIN" != /usr/bin/node ]; then
     install -d -m 0755 "$UNIT_DIR/vendgate.service.d"
-    printf '[Service]\nExecStart=\nExecStart=%s /opt/vendgate/current/dist/main.js start --config /etc/vendgate/config.yaml\n' "$NODE_BIN" > "$UNIT_DIR/vendgate.service.d/node.conf"
+    printf '[Service]\nExecStart=\nExecStart=%s $VENDGATE_NODE_FLAGS /opt/vendgate/current/dist/main.js start --config /etc/vendgate/config.yaml\n' "$NODE_BIN" > "$UNIT_DIR/vendgate.service.d/node.conf"
     info "node is $NODE_BIN: drop-in vendgate.service.d/node.conf"
   fi
   # time-sync.target means "synchronised" only with systemd-time-wait-sync; 90 s at most, so a

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * npm run bench [-- --quick] [-- --only latency,provider-calls,ingest,resources,observe,durability,db-size]
+ * npm run bench [-- --quick] [-- --only latency,provider-calls,ingest,resources,observe,durability,db-size,fsync]
  *
- * Every figure of issue #9 with its target beside it, measured on this machine, printed as one table
+ * Every figure of issues #9 and #18 with its target beside it, measured on this machine, printed as one table
  * and written as JSON to bench-results/bench-<date>.json (and bench-latest.json). Nothing here is a
  * pass/fail test: a missed target is reported, not thrown. Ratios compare against a baseline
  * measured in the same run. --quick shrinks every run (a smoke test of the scripts, not figures).
@@ -18,6 +18,7 @@ import { resourcesBench } from './resources.mjs';
 import { observeBench } from './observe.mjs';
 import { durabilityBench } from './durability.mjs';
 import { dbSizeBench } from './db-size.mjs';
+import { fsyncBench } from './fsync.mjs';
 
 const BENCHES = {
   latency: latencyBench,
@@ -27,6 +28,7 @@ const BENCHES = {
   observe: observeBench,
   durability: durabilityBench,
   'db-size': dbSizeBench,
+  fsync: fsyncBench,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });

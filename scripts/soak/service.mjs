@@ -24,8 +24,8 @@ process.once('exit', () => { for (const child of live) child.kill('SIGKILL'); })
  * The real compiled service (`node dist/main.js start --config FILE`) as a child process.
  * `config()` is re-read at every start, so a segment between two kills can differ (actuator seed).
  */
-export function createServiceProcess({ configPath, config, env, readyTimeoutMs = 20_000, onLine }) {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} does not exist: run npm run build first (npm run soak does)`);
+export function createServiceProcess({ configPath, config, env, readyTimeoutMs = 20_000, onLine, main = MAIN, nodeArgs = [], wrap = [] }) {
+  if (!existsSync(main)) throw new Error(`${main} does not exist: run npm run build first (npm run soak does)`);
   let child = null;
   let exit = Promise.resolve({ code: null, signal: null });
   let stderr = '';
@@ -34,7 +34,10 @@ export function createServiceProcess({ configPath, config, env, readyTimeoutMs =
   async function start() {
     writeFileSync(configPath, stringify(config()));
     const startedAt = Date.now();
-    const proc = spawn(process.execPath, [MAIN, 'start', '--config', configPath], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // `wrap` runs the service under another program (the fsync bench: strace); `nodeArgs` are V8 flags.
+    const argv = [process.execPath, ...nodeArgs, main, 'start', '--config', configPath];
+    const [program, ...args] = [...wrap, ...argv];
+    const proc = spawn(program, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;
     live.add(proc);
     starts += 1;

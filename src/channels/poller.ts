@@ -42,6 +42,7 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings) {
   let lastProbe = 0;
   let lastPollAt: number | null = null;
   let stopped = true;
+  let nothingOpen = false;
   const tickMs = Math.max(25, Math.min(250, Math.floor(settings.intervalMs / 4)));
 
   const orders = createOrderRepository({ db, clock });
@@ -75,6 +76,7 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings) {
 
   async function tick(): Promise<void> {
     const open = openInvoices();
+    nothingOpen = open.length === 0;
     const now = clock.now();
     const live = new Set(open.map((o) => o.invoice_id));
     for (const id of due.keys()) if (!live.has(id)) due.delete(id);
@@ -98,9 +100,12 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings) {
 
   function schedule(): void {
     if (stopped) return;
+    // An idle device (no invoice open) looks once an interval, not four times: a new invoice's
+    // first read waits at most one interval, as every later one does (idle CPU, issue 18).
+    const wait = nothingOpen ? Math.max(tickMs, settings.intervalMs) : tickMs;
     timer = setTimeout(() => {
       ticking = tick().catch((err) => log.error({ err }, 'poll tick failed')).finally(() => { ticking = null; schedule(); });
-    }, tickMs);
+    }, wait);
     timer.unref?.();
   }
 

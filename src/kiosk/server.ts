@@ -1,5 +1,4 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import fastifyStatic from '@fastify/static';
 import { fileURLToPath } from 'node:url';
 import type { KioskDeps } from './types.js';
 import type { Clock, Logger } from '../util/index.js';
@@ -9,6 +8,7 @@ import { registerApiRoutes } from './api-routes.js';
 import { registerSlotRoutes } from './slot-routes.js';
 import { DEFAULT_SSE_PING_MS, registerEventRoutes, type EventStreams } from './events.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
+import { registerStaticFiles } from './static-files.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 import { STOP_GRACE_MS, trackConnections } from './connections.js';
 import { installRequestGuard } from './request-guard.js';
@@ -93,13 +93,7 @@ export function createKioskServer(
       streams.closeAll();
       connections?.closeIdle();
     });
-    app.register(fastifyStatic, {
-      root: PUBLIC_DIR,
-      index: 'index.html',
-      // The kiosk browser must pick up a new page after an update without a cache flush.
-      cacheControl: false,
-      setHeaders: (reply) => { reply.header('cache-control', 'no-cache'); },
-    });
+    registerStaticFiles(app, PUBLIC_DIR);
     built = { app, streams };
     return built;
   }

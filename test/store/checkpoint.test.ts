@@ -77,6 +77,23 @@ describe('WAL checkpoints', () => {
     expect(checkpointer.tick()).toBeNull();
   });
 
+  it('lets a quiet spell pass without a checkpoint until enough rows changed (one checkpoint for many sparse orders)', () => {
+    const checkpointer = createCheckpointer({ db, logger: silentLogger() }, { quietMinChanges: 100, maxChangesBetween: 1_000_000 });
+    db.pragma('wal_autocheckpoint = 0');
+    settle(checkpointer);
+    // Three customers minutes apart: each quiet spell after a sale of 30 rows passes with nothing copied.
+    for (let sale = 0; sale < 3; sale += 1) {
+      insert(30);
+      for (let tick = 0; tick < 3; tick += 1) expect(checkpointer.tick(), `sale ${sale}, tick ${tick}`).toBeNull();
+    }
+    expect(rowsInMainFile(dir.path, path)).toBe(0);
+    // The fourth takes the WAL past 100 changed rows: the next quiet tick checkpoints all four.
+    insert(30);
+    checkpointer.tick();
+    expect(checkpointer.tick()).toMatchObject({ reason: 'quiet' });
+    expect(rowsInMainFile(dir.path, path)).toBe(120);
+  });
+
   it('keeps the WAL bounded when writes never stop', () => {
     const checkpointer = createCheckpointer({ db, logger: silentLogger() }, { maxChangesBetween: 300 });
     db.pragma('wal_autocheckpoint = 0');

@@ -36,8 +36,18 @@ describe('systemd units', () => {
     expect(service.SupplementaryGroups![0]!.split(/\s+/)).toEqual(expect.arrayContaining(['gpio', 'dialout']));
     expect(service.StateDirectory).toEqual(['vendgate']);
     expect(service.EnvironmentFile).toEqual(['/etc/vendgate/secrets.env']);
-    expect(service.ExecStart![0]).toMatch(/^\/usr\/bin\/node \/opt\/vendgate\/current\/dist\/main\.js start --config \/etc\/vendgate\/config\.yaml$/);
+    expect(service.ExecStart![0]).toMatch(/^\/usr\/bin\/node \$VENDGATE_NODE_FLAGS \/opt\/vendgate\/current\/dist\/main\.js start --config \/etc\/vendgate\/config\.yaml$/);
     expect(unit('vendgate.service').Unit!.StartLimitIntervalSec).toEqual(['0']);
+  });
+
+  it('vendgate.service: node sized for a Pi (the V8 flags and allocator setting the resources bench measures)', () => {
+    const service = unit('vendgate.service').Service!;
+    const flags = service.Environment!.map((e) => e.replace(/^"|"$/g, '')).find((e) => e.startsWith('VENDGATE_NODE_FLAGS='))!;
+    expect(flags.split('=').slice(1).join('=').split(/\s+/)).toEqual(['--max-semi-space-size=1', '--max-old-space-size=128']);
+    expect(service.Environment).toContain('MALLOC_ARENA_MAX=2');
+    // The compile cache must be where the hardened service may write.
+    expect(service.CacheDirectory).toEqual(['vendgate']);
+    expect(service.Environment).toContain('NODE_COMPILE_CACHE=/var/cache/vendgate/compile-cache');
   });
 
   it('vendgate.service hardening leaves GPIO, serial and V8 working', () => {

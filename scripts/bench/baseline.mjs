@@ -1,0 +1,26 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+
+/**
+ * A build of an older commit, for figures measured "before and after in the same run": the commit's
+ * tree from `git archive` (no worktree, nothing in the repository changes), this checkout's
+ * node_modules linked in (the dependencies are pinned and the same), compiled once and kept in the
+ * temporary directory under the commit's id. Returns the path of its dist/main.js.
+ */
+export function baselineBuild(ref, log = () => {}) {
+  const sha = execFileSync('git', ['rev-parse', '--verify', `${ref}^{commit}`], { cwd: ROOT, encoding: 'utf8' }).trim();
+  const dir = join(tmpdir(), `vendgate-baseline-${sha.slice(0, 12)}`);
+  const main = join(dir, 'dist', 'main.js');
+  if (existsSync(main)) return { sha, dir, main };
+  log(`building the baseline ${sha.slice(0, 12)} in ${dir} (once)`);
+  mkdirSync(dir, { recursive: true });
+  execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C "${dir}"`], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  if (!existsSync(join(dir, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.json')], { cwd: dir, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(dir, 'scripts', 'copy-assets.mjs')], { cwd: dir, stdio: 'inherit' });
+  return { sha, dir, main };
+}
