@@ -13,7 +13,8 @@ module.exports = {
     {
       name: 'no-circular',
       severity: 'error',
-      comment: 'A module reaches itself through its imports. Declare the port the importer needs in the importer instead (see BackfillInbox, DeviceControlPorts).',
+      comment:
+        'A module reaches itself through its imports. Declare the port the importer needs in the importer instead (see BackfillInbox, DeviceControlPorts).',
       from: { path: '^src/' },
       to: { circular: true },
     },
@@ -23,9 +24,16 @@ module.exports = {
     {
       name: 'money-path-never-waits-on-the-broker',
       severity: 'error',
-      comment: 'The money path (orders, ledger, vend, money) writes outbox rows in its own transactions; mqtt/ reads and publishes them. It never imports mqtt/, the mqtt library, the kiosk, the channels or metrics/ (it reports through callbacks such as onSettled).',
+      comment:
+        'The money path (orders, ledger, vend, money) writes outbox rows in its own transactions; mqtt/ reads and publishes them. It never imports mqtt/, the mqtt library, the kiosk, the channels or metrics/ (it reports through callbacks such as onSettled).',
       from: { path: moneyPath },
-      to: { path: ['^src/(mqtt|kiosk|channels|relay|simulator|selftest|cli|metrics)/', '^src/app\\.ts$', 'node_modules/(mqtt|aedes|fastify|@fastify)/'] },
+      to: {
+        path: [
+          '^src/(mqtt|kiosk|channels|relay|simulator|selftest|cli|metrics)/',
+          '^src/app\\.ts$',
+          'node_modules/(mqtt|aedes|fastify|@fastify)/',
+        ],
+      },
     },
     {
       name: 'hardware-knows-no-money',
@@ -44,7 +52,8 @@ module.exports = {
     {
       name: 'simulator-shares-nothing-with-payments',
       severity: 'error',
-      comment: 'The provider simulator is the independent counterpart of the adapters, written from PROVIDERS.md: one bug must not pass on both sides of a contract test.',
+      comment:
+        'The provider simulator is the independent counterpart of the adapters, written from PROVIDERS.md: one bug must not pass on both sides of a contract test.',
       from: { path: '^src/simulator/' },
       to: { path: '^src/payments/' },
     },
@@ -111,7 +120,8 @@ module.exports = {
     {
       name: 'import-a-folder-through-its-index',
       severity: 'warn',
-      comment: 'Other folders import only a folder\'s index.ts (util/ is a toolbox and exempt). Reported, not enforced: 40-odd imports of payments/types.ts and settings/sections/ predate the rule.',
+      comment:
+        "Other folders import only a folder's index.ts (util/ is a toolbox and exempt). Reported, not enforced: 40-odd imports of payments/types.ts and settings/sections/ predate the rule.",
       from: { path: '^src/([^/]+)/' },
       to: {
         path: '^src/([^/]+)/.+',

@@ -11,7 +11,17 @@ const testConfig = ts.readConfigFile(`${import.meta.dirname}/tsconfig.test.json`
 const outsideTheTestProject = testConfig.exclude ?? [];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'src/kiosk/public/**', 'src/kiosk/sandbox/**', 'coverage/**', ...outsideTheTestProject] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'data/**',
+      'src/kiosk/public/**',
+      'src/kiosk/sandbox/**',
+      'coverage/**',
+      ...outsideTheTestProject,
+    ],
+  },
   {
     files: ['src/**/*.ts', 'test/**/*.ts'],
     languageOptions: {
@@ -32,7 +42,10 @@ export default tseslint.config(
       // ARCHITECTURE.md, "Debt"); lower the ceiling in package.json as they are removed.
       '@typescript-eslint/no-non-null-assertion': 'warn',
       // DESIGN.md: nothing reads process.env outside settings/ and main.ts.
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read the environment in src/settings/ (or main.ts) and pass the value down.' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Read the environment in src/settings/ (or main.ts) and pass the value down.' },
+      ],
     },
   },
   {

@@ -11,7 +11,9 @@ const root = new URL('..', import.meta.url).pathname;
 const dist = join(root, 'dist');
 const stampPath = join(dist, '.build-stamp');
 const quiet = process.argv.includes('--quiet');
-const say = (text) => { if (!quiet) process.stderr.write(`${text}\n`); };
+const say = (text) => {
+  if (!quiet) process.stderr.write(`${text}\n`);
+};
 
 /** What a build reads: the sources and assets under src/, and the files that decide how they compile. */
 function inputs() {
@@ -46,7 +48,11 @@ if (previous === current && existsSync(join(dist, 'main.js'))) {
 } else {
   say(existsSync(join(dist, 'main.js')) ? 'sources changed: compiling what changed (tsc --incremental)' : 'no build yet: compiling (tsc)');
   const tsc = join(root, 'node_modules/typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json'), '--incremental', '--tsBuildInfoFile', join(dist, '.tsbuildinfo')], { stdio: 'inherit', cwd: root });
+  execFileSync(
+    process.execPath,
+    [tsc, '-p', join(root, 'tsconfig.json'), '--incremental', '--tsBuildInfoFile', join(dist, '.tsbuildinfo')],
+    { stdio: 'inherit', cwd: root },
+  );
   execFileSync(process.execPath, [join(root, 'scripts/copy-assets.mjs')], { stdio: 'inherit' });
   writeFileSync(stampPath, `${current}\n`);
 }

@@ -11,10 +11,12 @@ const root = new URL('..', import.meta.url).pathname;
 const stampPath = join(root, 'dist', '.source-hash');
 
 function files(dir) {
-  return readdirSync(dir).sort().flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? files(path) : [path];
-  });
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? files(path) : [path];
+    });
 }
 
 export function sourceHash() {
@@ -29,7 +31,9 @@ if (process.argv.includes('--check')) {
   const built = existsSync(stampPath) ? readFileSync(stampPath, 'utf8').trim() : null;
   const now = sourceHash();
   if (built === now) process.exit(0);
-  console.error(built ? 'dist/ was built from other sources than src/ has now' : 'dist/ has no build stamp (never built with `npm run build`)');
+  console.error(
+    built ? 'dist/ was built from other sources than src/ has now' : 'dist/ has no build stamp (never built with `npm run build`)',
+  );
   process.exit(1);
 } else {
   writeFileSync(stampPath, sourceHash() + '\n');

@@ -24,12 +24,17 @@ const depcruise = [root + 'node_modules/dependency-cruiser/bin/dependency-cruise
 
 let failed = false;
 try {
-  execFileSync(process.execPath, [...depcruise, '--ignore-known', '.dependency-cruiser-known-violations.json', '--output-type', 'err'], { cwd: root, stdio: 'inherit' });
+  execFileSync(process.execPath, [...depcruise, '--ignore-known', '.dependency-cruiser-known-violations.json', '--output-type', 'err'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
 } catch {
   failed = true;
 }
 
-const result = JSON.parse(execFileSync(process.execPath, [...depcruise, '--output-type', 'json'], { cwd: root, maxBuffer: 64 * 1024 * 1024 }).toString());
+const result = JSON.parse(
+  execFileSync(process.execPath, [...depcruise, '--output-type', 'json'], { cwd: root, maxBuffer: 64 * 1024 * 1024 }).toString(),
+);
 const graph = new Map();
 const evidence = new Map();
 for (const module of result.modules) {
@@ -93,7 +98,9 @@ for (const [edge, why] of KNOWN_DEBT) {
   if (evidence.has(edge)) console.log(`  known debt (ARCHITECTURE.md): ${edge}: ${why}`);
   else {
     failed = true;
-    console.error(`\n  error: ${edge} is listed as known debt but no longer exists: remove it from KNOWN_DEBT in scripts/check-boundaries.mjs and from ARCHITECTURE.md`);
+    console.error(
+      `\n  error: ${edge} is listed as known debt but no longer exists: remove it from KNOWN_DEBT in scripts/check-boundaries.mjs and from ARCHITECTURE.md`,
+    );
   }
 }
 console.log(circles.length ? `\nx ${circles.length} circle(s) between folders` : '\n✔ no circle between folders (beyond the known debt)');

@@ -36,18 +36,32 @@ const number = (name, min) => {
 };
 
 const options = {
-  orders: number('orders', 1), faults: values.faults, killEverySec: number('kill-every', 0), seed: number('seed', 0),
-  failRate: number('fail-rate', 0), mqtt: !values['no-mqtt'], keepDir: values.keep,
+  orders: number('orders', 1),
+  faults: values.faults,
+  killEverySec: number('kill-every', 0),
+  seed: number('seed', 0),
+  failRate: number('fail-rate', 0),
+  mqtt: !values['no-mqtt'],
+  keepDir: values.keep,
   log: values.quiet ? () => {} : (line) => process.stderr.write(`soak: ${line}\n`),
 };
-process.stderr.write(`soak: ${options.orders} orders, faults ${options.faults}, kill every ~${options.killEverySec} s, seed ${options.seed}\n`);
+process.stderr.write(
+  `soak: ${options.orders} orders, faults ${options.faults}, kill every ~${options.killEverySec} s, seed ${options.seed}\n`,
+);
 const report = await runSoak(options);
 process.stdout.write(`\n${formatTable(soakRows(report))}\n\n`);
-process.stdout.write(`wall ${(report.wallMs / 1000).toFixed(1)} s (${report.ordersPerSec.toFixed(1)} orders/s), ${report.restarts} restarts (ready in ≤ ${report.readyMs.max} ms), final states ${JSON.stringify(report.byState)}\n`);
+process.stdout.write(
+  `wall ${(report.wallMs / 1000).toFixed(1)} s (${report.ordersPerSec.toFixed(1)} orders/s), ${report.restarts} restarts (ready in ≤ ${report.readyMs.max} ms), final states ${JSON.stringify(report.byState)}\n`,
+);
 if (report.dir) process.stdout.write(`kept ${report.dir}\n`);
 for (const v of report.violations) process.stdout.write(`VIOLATION: ${v}\n`);
 const jsonPath = values.json ?? `bench-results/soak-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
 mkdirSync(new URL('../bench-results/', import.meta.url), { recursive: true });
-writeFileSync(values.json ?? new URL(`../${jsonPath}`, import.meta.url), `${JSON.stringify({ date: new Date().toISOString(), ...report }, null, 2)}\n`);
-process.stdout.write(`replay: npm run soak -- --orders ${options.orders} --faults ${options.faults} --kill-every ${options.killEverySec} --seed ${options.seed}\n`);
+writeFileSync(
+  values.json ?? new URL(`../${jsonPath}`, import.meta.url),
+  `${JSON.stringify({ date: new Date().toISOString(), ...report }, null, 2)}\n`,
+);
+process.stdout.write(
+  `replay: npm run soak -- --orders ${options.orders} --faults ${options.faults} --kill-every ${options.killEverySec} --seed ${options.seed}\n`,
+);
 process.exit(report.violations.length === 0 ? 0 : 1);

@@ -1,5 +1,18 @@
 import type { Settings } from './settings/index.js';
-import { openDatabase, databaseId, checkLineage, recordLineage, createRetention, createCheckpointer, inTransaction, acquireInstanceLock, type Checkpointer, type Db, type InstanceLock, type Retention } from './store/index.js';
+import {
+  openDatabase,
+  databaseId,
+  checkLineage,
+  recordLineage,
+  createRetention,
+  createCheckpointer,
+  inTransaction,
+  acquireInstanceLock,
+  type Checkpointer,
+  type Db,
+  type InstanceLock,
+  type Retention,
+} from './store/index.js';
 import { bindListener, listenerLimits, type BoundListener } from './util/http-listener.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createLogger, type Logger } from './util/logger.js';
@@ -95,7 +108,10 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     bound.local = await bindListener({ host: local.host, port: local.port, portSetting: 'http.local.port' }, listenerLimits(local));
     // Fleet mode without a tunnel: the listener stays for health and local checks, unreachable from outside.
     const webhookHost = settings.fleet.webhookSource === 'broker' ? '127.0.0.1' : webhook.host;
-    bound.webhook = await bindListener({ host: webhookHost, port: webhook.port, portSetting: 'http.webhook.port' }, listenerLimits(webhook));
+    bound.webhook = await bindListener(
+      { host: webhookHost, port: webhook.port, portSetting: 'http.webhook.port' },
+      listenerLimits(webhook),
+    );
   }
 
   async function start(): Promise<{ localUrl: string }> {
@@ -106,23 +122,34 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const lineage = checkLineage(db, settings.storage.path);
     // WAL checkpoints between customers, not inside a webhook's or a vend claim's commit.
     const lineageMark = { highWater: lineage.highWater };
-    checkpointer = createCheckpointer({ db, logger }, {
-      // A look a second (an idle device wakes for nothing 4 times a second otherwise); a quiet minute
-      // checkpoints only once 500 rows changed (about a dozen orders): customers minutes apart share
-      // one checkpoint instead of paying three syncs each (scripts/bench/fsync.mjs).
-      intervalMs: 1_000,
-      quietMs: 60_000,
-      quietMinChanges: 500,
-      onCheckpoint: () => recordLineage(db, settings.storage.path, lineageMark),
-    });
+    checkpointer = createCheckpointer(
+      { db, logger },
+      {
+        // A look a second (an idle device wakes for nothing 4 times a second otherwise); a quiet minute
+        // checkpoints only once 500 rows changed (about a dozen orders): customers minutes apart share
+        // one checkpoint instead of paying three syncs each (scripts/bench/fsync.mjs).
+        intervalMs: 1_000,
+        quietMs: 60_000,
+        quietMinChanges: 500,
+        onCheckpoint: () => recordLineage(db, settings.storage.path, lineageMark),
+      },
+    );
     checkpointer.start();
     const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
     if (lineage.detail) {
       // Order ids restart in a restored database; references do not (a nonce per order), so no old
       // key is reused. Said loudly, and every recent invoice is compared with the provider at once.
-      log.warn({ restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail }, 'this database is not the one this machine last ran on');
+      log.warn(
+        { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail },
+        'this database is not the one this machine last ran on',
+      );
       inTransaction(db, () => {
-        outbox.raiseAlarm(lineage.restored ? 'database_restored' : 'database_cloned', 'warning', `${lineage.detail}; recent invoices are being reconciled with the provider`, { highWater: lineage.highWater });
+        outbox.raiseAlarm(
+          lineage.restored ? 'database_restored' : 'database_cloned',
+          'warning',
+          `${lineage.detail}; recent invoices are being reconciled with the provider`,
+          { highWater: lineage.highWater },
+        );
         outbox.event('database.restored', { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail });
       });
     }
@@ -135,61 +162,104 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     let sandbox: SandboxProvider | null = null;
     let provider = deps.provider;
     // Demo: with provider.sandboxLanPort the pay URL (and so the QR) names this machine's LAN address.
-    const lan = settings.provider.name === 'sandbox' && settings.provider.sandboxLanPort > 0
-      ? { address: settings.provider.sandboxLanAddress ?? lanAddress(), port: settings.provider.sandboxLanPort } : null;
+    const lan =
+      settings.provider.name === 'sandbox' && settings.provider.sandboxLanPort > 0
+        ? { address: settings.provider.sandboxLanAddress ?? lanAddress(), port: settings.provider.sandboxLanPort }
+        : null;
     if (lan && !lan.address) log.warn({}, 'provider.sandboxLanPort is set but this machine has no LAN address: pay URLs stay on 127.0.0.1');
-    const payBase = () => (lan?.address ? `http://${lan.address.includes(':') ? `[${lan.address}]` : lan.address}:${lan.port}` : localBase());
+    const payBase = () =>
+      lan?.address ? `http://${lan.address.includes(':') ? `[${lan.address}]` : lan.address}:${lan.port}` : localBase();
     if (!provider && settings.provider.name === 'sandbox') {
-      sandbox = createSandboxProvider({ clock, logger }, {
-        dbPath: sandboxDbPath(settings.storage.path),
-        payUrl: (id) => `${payBase()}/sandbox/pay/${id}`,
-        webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
-      });
+      sandbox = createSandboxProvider(
+        { clock, logger },
+        {
+          dbPath: sandboxDbPath(settings.storage.path),
+          payUrl: (id) => `${payBase()}/sandbox/pay/${id}`,
+          webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
+        },
+      );
       provider = sandbox.provider;
     }
     provider ??= createProvider({ clock, logger, observeRequest: (sample) => metrics.observeProviderRequest(sample) }, settings);
 
-    const actuator = deps.actuator ?? await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings);
-    const inputs = deps.inputs ?? await createInputs({ clock, logger }, settings);
+    const actuator =
+      deps.actuator ?? (await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings));
+    const inputs = deps.inputs ?? (await createInputs({ clock, logger }, settings));
     const outOfService = new Map<string, string>();
     const listeners = new Set<() => void>();
     let mqtt: Mqtt | null = null;
     // Every state change may have written outbox rows: publish them now, not at the next poll.
-    const notify = () => { for (const listener of listeners) listener(); mqtt?.kick(); };
+    const notify = () => {
+      for (const listener of listeners) listener();
+      mqtt?.kick();
+    };
 
     let catalogGeneration = catalog.generation();
     // The money path, composed once (src/money/): ledger, orders, vend jobs, refunds, reconciliation.
-    const money = createMoneyPath({
-      db, clock, logger, outbox, provider, actuator, health, deviceId: settings.device.id, dbId,
-      outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
-      crashPoint: deps.crashPoint,
-      onChange: notify,
-      onSettled: (order, result) => { if (order.paid_at !== null) metrics.observeVend(result, (clock.now() - order.paid_at) / 1000); },
-      catalog,
-      // A refill, cleared jam or rollback by the CLI (another process) reaches the screen within a tick.
-      onTick: () => {
-        const generation = catalog.generation();
-        if (generation !== catalogGeneration) { catalogGeneration = generation; notify(); }
+    const money = createMoneyPath(
+      {
+        db,
+        clock,
+        logger,
+        outbox,
+        provider,
+        actuator,
+        health,
+        deviceId: settings.device.id,
+        dbId,
+        outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
+        crashPoint: deps.crashPoint,
+        onChange: notify,
+        onSettled: (order, result) => {
+          if (order.paid_at !== null) metrics.observeVend(result, (clock.now() - order.paid_at) / 1000);
+        },
+        catalog,
+        // A refill, cleared jam or rollback by the CLI (another process) reaches the screen within a tick.
+        onTick: () => {
+          const generation = catalog.generation();
+          if (generation !== catalogGeneration) {
+            catalogGeneration = generation;
+            notify();
+          }
+        },
+        // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
+        onObserved: (observation) => {
+          if (observation.channel === 'poll' && (observation.status === 'paid' || observation.status === 'authorized'))
+            webhooks.paymentPolled(observation.invoiceId);
+        },
+        onClosedUnpaid: (order, reason) => {
+          if (order.source === 'mdb') void actuator.denySession?.(reason);
+        },
       },
-      // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
-      onObserved: (observation) => {
-        if (observation.channel === 'poll' && (observation.status === 'paid' || observation.status === 'authorized')) webhooks.paymentPolled(observation.invoiceId);
-      },
-      onClosedUnpaid: (order, reason) => { if (order.source === 'mdb') void actuator.denySession?.(reason); },
-    }, settings);
+      settings,
+    );
     const { ledger, orders, vend, refunds } = money;
     const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
-    const webhookSecrets = settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
+    const webhookSecrets =
+      settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
     const webhookSource = settings.fleet.webhookSource;
-    const webhooks = createWebhookChannel({ db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook }, {
-      ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec,
-    });
+    const webhooks = createWebhookChannel(
+      { db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook },
+      {
+        ...settings.http.webhook,
+        toleranceSec: settings.provider.toleranceSec,
+      },
+    );
     // Fleet mode: the relay's webhooks for this device, from its persistent broker session.
-    brokerWebhooks = webhookSource === 'tunnel' ? null : createBrokerWebhookSubscription({
-      clock, logger, deviceId: settings.device.id, provider: provider.name,
-      referencePrefixes: [`${settings.device.id}-${dbId}-`],
-      ingest: (delivery) => webhooks.ingestFromBroker(delivery),
-    }, settings.mqtt);
+    brokerWebhooks =
+      webhookSource === 'tunnel'
+        ? null
+        : createBrokerWebhookSubscription(
+            {
+              clock,
+              logger,
+              deviceId: settings.device.id,
+              provider: provider.name,
+              referencePrefixes: [`${settings.device.id}-${dbId}-`],
+              ingest: (delivery) => webhooks.ingestFromBroker(delivery),
+            },
+            settings.mqtt,
+          );
     sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
     // After an outage of the provider every unsettled invoice is read again and the Events API is
     // read from the last event seen: a payment made meanwhile is found whatever its webhook did.
@@ -198,20 +268,69 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       poller.pollAllNow();
       void webhooks.backfill.run('provider reachable again').catch(() => {});
     });
-    const view = createDeviceView({ settings, clock, orders, health, outOfService, outbox, poller, startedAt, listeners, catalog, notify, metrics });
+    const view = createDeviceView({
+      settings,
+      clock,
+      orders,
+      health,
+      outOfService,
+      outbox,
+      poller,
+      startedAt,
+      listeners,
+      catalog,
+      notify,
+      metrics,
+    });
 
     let urls: { local?: string; webhook?: string } = {};
-    mqtt = createMqtt({
-      db, outbox, clock, logger, deviceId: settings.device.id,
-      control: createDeviceControl({ ctx: () => ctx!, outOfService, listeners, notify, urls: () => urls, source: deps.configSource ?? '(in memory)', environment: deps.configEnvironment ?? [] }),
-    }, settings.mqtt);
-    ctx = { settings, db, clock, logger, outbox, ledger, provider, sandbox, health, orders, vend, refunds, poller, webhooks, mqtt, actuator, inputs, view, catalog };
+    mqtt = createMqtt(
+      {
+        db,
+        outbox,
+        clock,
+        logger,
+        deviceId: settings.device.id,
+        control: createDeviceControl({
+          ctx: () => ctx!,
+          outOfService,
+          listeners,
+          notify,
+          urls: () => urls,
+          source: deps.configSource ?? '(in memory)',
+          environment: deps.configEnvironment ?? [],
+        }),
+      },
+      settings.mqtt,
+    );
+    ctx = {
+      settings,
+      db,
+      clock,
+      logger,
+      outbox,
+      ledger,
+      provider,
+      sandbox,
+      health,
+      orders,
+      vend,
+      refunds,
+      poller,
+      webhooks,
+      mqtt,
+      actuator,
+      inputs,
+      view,
+      catalog,
+    };
     // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
     catalog.announce();
 
     // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
     const recovered = await money.recover({ restored: lineage.restored });
-    if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown) log.warn(recovered, 'recovered from an interrupted run');
+    if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)
+      log.warn(recovered, 'recovered from an interrupted run');
 
     inputs.on((event) => handleHardwareEvent(ctx!, outOfService, event, notify));
     await inputs.start();
@@ -239,7 +358,17 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     retention = createRetention({ db, clock, logger }, { retentionDays: settings.storage.retentionDays });
     retention.start();
 
-    log.info({ localUrl: listening.url, webhookUrl: webhookListening.url, deviceId: settings.device.id, provider: provider.name, actuator: actuator.kind, mode: settings.device.mode }, 'vendgate ready');
+    log.info(
+      {
+        localUrl: listening.url,
+        webhookUrl: webhookListening.url,
+        deviceId: settings.device.id,
+        provider: provider.name,
+        actuator: actuator.kind,
+        mode: settings.device.mode,
+      },
+      'vendgate ready',
+    );
     return { localUrl: listening.url };
   }
 

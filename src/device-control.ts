@@ -61,7 +61,14 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
   return {
     state() {
       const state = deps.ctx().view.state();
-      return { mode: state.mode, phase: state.phase, orderId: state.order?.orderId ?? null, reference: state.order?.reference ?? null, since: state.since, reason: state.reason };
+      return {
+        mode: state.mode,
+        phase: state.phase,
+        orderId: state.order?.orderId ?? null,
+        reference: state.order?.reference ?? null,
+        since: state.since,
+        reason: state.reason,
+      };
     },
     setOutOfService(on, reason) {
       if (on) outOfService.set('operator', `operator: ${reason || 'out of service'}`);
@@ -84,17 +91,27 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
       const { settings, actuator, orders, vend, logger } = deps.ctx();
       const busy = orders.repo.inStates(['creating', 'awaiting_payment', 'paid', 'authorized', 'vending']);
       if (busy.length > 0 || vend.busy()) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is in progress; try the test vend when the machine is idle', { httpStatus: 409 });
+        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is in progress; try the test vend when the machine is idle', {
+          httpStatus: 409,
+        });
       }
       const items = deps.ctx().catalog.current().items;
       const item = settings.device.mode === 'vending' ? items.find((c) => c.slot === slot) : null;
       if (settings.device.mode === 'vending' && !item) {
-        throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, `unknown slot "${slot ?? ''}"; this machine has: ${items.map((c) => c.slot).join(', ')}`, { httpStatus: 400 });
+        throw new VendgateError(
+          ErrorCodes.UNKNOWN_SLOT,
+          `unknown slot "${slot ?? ''}"; this machine has: ${items.map((c) => c.slot).join(', ')}`,
+          { httpStatus: 400 },
+        );
       }
       logger.child({ module: 'control' }).warn({ slot }, 'remote test vend (no money)');
       return actuator.fire({
-        orderId: 0, reference: 'test-vend', slot: item?.slot ?? null, amount: item?.price ?? settings.device.fare ?? 0,
-        currency: settings.device.currency, mode: settings.device.mode,
+        orderId: 0,
+        reference: 'test-vend',
+        slot: item?.slot ?? null,
+        amount: item?.price ?? settings.device.fare ?? 0,
+        currency: settings.device.currency,
+        mode: settings.device.mode,
       });
     },
     async runSelftest() {
@@ -132,7 +149,11 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
         notify();
         return result;
       },
-      slots: () => deps.ctx().catalog.current().items.map((item) => item.slot),
+      slots: () =>
+        deps
+          .ctx()
+          .catalog.current()
+          .items.map((item) => item.slot),
     },
   };
 }

@@ -34,11 +34,17 @@ export function createDeviceView(deps: DeviceViewDeps) {
     const now = clock.now();
     const reason = outOfService.size ? [...outOfService.values()].join('; ') : null;
     const { phase, order } = screenPhase({
-      latest: orders.repo.latest(), now, resultScreenMs: settings.kiosk.resultScreenSec * 1000,
-      outOfService: reason, providerReachable: health.reachable,
+      latest: orders.repo.latest(),
+      now,
+      resultScreenMs: settings.kiosk.resultScreenSec * 1000,
+      outOfService: reason,
+      providerReachable: health.reachable,
     });
     const key = `${phase}:${order?.id ?? ''}`;
-    if (key !== lastPhase) { lastPhase = key; since = now; }
+    if (key !== lastPhase) {
+      lastPhase = key;
+      since = now;
+    }
     return {
       deviceId: settings.device.id,
       mode: settings.device.mode,
@@ -50,7 +56,12 @@ export function createDeviceView(deps: DeviceViewDeps) {
       supportContact: settings.kiosk.supportContact ?? null,
       paymentApps: settings.kiosk.paymentApps ?? null,
       catalog: deps.catalog.offered().map((c) => ({
-        slot: c.slot, name: c.name, ...(c.names ? { names: c.names } : {}), price: c.price, available: c.available, unavailable: c.unavailable,
+        slot: c.slot,
+        name: c.name,
+        ...(c.names ? { names: c.names } : {}),
+        price: c.price,
+        available: c.available,
+        unavailable: c.unavailable,
       })),
       catalogVersion: deps.catalog.current().version,
       fare: settings.device.fare ?? null,
@@ -76,7 +87,10 @@ export function createDeviceView(deps: DeviceViewDeps) {
       catalogVersion: deps.catalog.current().version,
       // Per slot: counted stock (null: not counted) and whether it is out of sale.
       stock: Object.fromEntries(deps.catalog.offered().map((c) => [c.slot, c.stock])),
-      jammedSlots: deps.catalog.offered().filter((c) => c.unavailable === 'jammed').map((c) => c.slot),
+      jammedSlots: deps.catalog
+        .offered()
+        .filter((c) => c.unavailable === 'jammed')
+        .map((c) => c.slot),
     };
   }
 
@@ -104,7 +118,14 @@ export function createDeviceView(deps: DeviceViewDeps) {
         orders: {
           async create(input) {
             const order = await orders.create({ source: input.source, slot: input.slot });
-            return { orderId: order.id, reference: order.reference, state: order.state, invoiceId: order.invoice_id, payUrl: order.pay_url, expiresAt: order.expires_at ? new Date(order.expires_at).toISOString() : null };
+            return {
+              orderId: order.id,
+              reference: order.reference,
+              state: order.state,
+              invoiceId: order.invoice_id,
+              payUrl: order.pay_url,
+              expiresAt: order.expires_at ? new Date(order.expires_at).toISOString() : null,
+            };
           },
           get(orderId) {
             const order = orders.get(orderId);
@@ -123,14 +144,17 @@ export function createDeviceView(deps: DeviceViewDeps) {
         },
         health() {
           const checks: Record<string, { ok: boolean; detail: string }> = {
-            provider: { ok: health.reachable, detail: health.reachable ? 'reachable' : health.lastError ?? 'unreachable' },
+            provider: { ok: health.reachable, detail: health.reachable ? 'reachable' : (health.lastError ?? 'unreachable') },
             service: { ok: outOfService.size === 0, detail: outOfService.size ? [...outOfService.values()].join('; ') : 'taking orders' },
           };
           return { ok: Object.values(checks).every((c) => c.ok), checks };
         },
         metrics,
         slots: {
-          list: () => deps.catalog.offered().map((item) => ({ ...deps.catalog.slots.get(item.slot), name: item.name, price: item.price, available: item.available })),
+          list: () =>
+            deps.catalog
+              .offered()
+              .map((item) => ({ ...deps.catalog.slots.get(item.slot), name: item.name, price: item.price, available: item.available })),
           refill(slot, count) {
             const result = deps.catalog.slots.refill(slot, count, 'local api');
             deps.notify?.();

@@ -19,12 +19,20 @@ export interface HardwareEventPorts {
  * Turns what the machine tells us into orders and service state. Hardware knows nothing of money;
  * this is where its signals meet the order service.
  */
-export function handleHardwareEvent(ctx: HardwareEventPorts, outOfService: Map<string, string>, event: HardwareEvent, notify: () => void): void {
+export function handleHardwareEvent(
+  ctx: HardwareEventPorts,
+  outOfService: Map<string, string>,
+  event: HardwareEvent,
+  notify: () => void,
+): void {
   const log = ctx.logger.child({ module: 'inputs' });
-  const alarm = (name: string, on: boolean, message: string) => inTransaction(ctx.db, () => (on ? ctx.outbox.raiseAlarm(name, 'critical', message) : ctx.outbox.clearAlarm(name)));
+  const alarm = (name: string, on: boolean, message: string) =>
+    inTransaction(ctx.db, () => (on ? ctx.outbox.raiseAlarm(name, 'critical', message) : ctx.outbox.clearAlarm(name)));
   switch (event.type) {
     case 'button':
-      ctx.orders.create({ source: 'button' }).catch((err) => log.warn({ err: errorMessage(err) }, 'button pressed but no order was created'));
+      ctx.orders
+        .create({ source: 'button' })
+        .catch((err) => log.warn({ err: errorMessage(err) }, 'button pressed but no order was created'));
       return;
     case 'inhibit':
       if (event.active) outOfService.set('inhibit', 'the machine inhibits sales');
@@ -51,7 +59,8 @@ export function handleHardwareEvent(ctx: HardwareEventPorts, outOfService: Map<s
       return;
     case 'session_cancel': {
       const open = ctx.orders.repo.inStates(['awaiting_payment']).filter((o) => o.source === 'mdb');
-      for (const order of open) ctx.orders.cancel(order.id, 'machine').catch((err) => log.warn({ err: errorMessage(err) }, 'cancel failed'));
+      for (const order of open)
+        ctx.orders.cancel(order.id, 'machine').catch((err) => log.warn({ err: errorMessage(err) }, 'cancel failed'));
       return;
     }
   }

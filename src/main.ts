@@ -24,11 +24,19 @@ function notifyAndWatch(state: string): void {
     if (intervalMs !== null && dbPath !== null) {
       const database = databaseProbe(dbPath);
       const running = startWatchdog({
-        intervalMs, probe: database.probe, notify,
+        intervalMs,
+        probe: database.probe,
+        notify,
         // journald keeps this line: it says why systemd is about to restart the service.
-        onUnhealthy: (err) => process.stderr.write(`vendgate: watchdog: not pinging systemd: ${err instanceof Error ? err.message : String(err)}\n`),
+        onUnhealthy: (err) =>
+          process.stderr.write(`vendgate: watchdog: not pinging systemd: ${err instanceof Error ? err.message : String(err)}\n`),
       });
-      watchdog = { stop() { running.stop(); database.close(); } };
+      watchdog = {
+        stop() {
+          running.stop();
+          database.close();
+        },
+      };
     }
   }
   if (state === 'STOPPING=1') watchdog?.stop();
@@ -41,7 +49,9 @@ const stopSignal = new Promise<string>((resolve) => {
 // Crash tests name a point at which the process kills itself; never set outside tests.
 const crashAt = process.env.VENDGATE_CRASH_AT;
 const crashPoint = crashAt
-  ? (name: string) => { if (name === crashAt) process.kill(process.pid, 'SIGKILL'); }
+  ? (name: string) => {
+      if (name === crashAt) process.kill(process.pid, 'SIGKILL');
+    }
   : undefined;
 
 process.on('unhandledRejection', (reason) => {
@@ -49,7 +59,16 @@ process.on('unhandledRejection', (reason) => {
   process.exit(EXIT.FAILURE);
 });
 
-const code = await runCli(process.argv.slice(2), {
-  stdout: process.stdout, stderr: process.stderr, env: process.env, stopSignal, notify: notifyAndWatch, isTty: Boolean(process.stderr.isTTY),
-}, { crashPoint });
+const code = await runCli(
+  process.argv.slice(2),
+  {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    stopSignal,
+    notify: notifyAndWatch,
+    isTty: Boolean(process.stderr.isTTY),
+  },
+  { crashPoint },
+);
 process.exit(code);

@@ -20,7 +20,10 @@ export function baselineBuild(ref, log = () => {}) {
   mkdirSync(dir, { recursive: true });
   execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C "${dir}"`], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   if (!existsSync(join(dir, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.json')], { cwd: dir, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.json')], {
+    cwd: dir,
+    stdio: 'inherit',
+  });
   execFileSync(process.execPath, [join(dir, 'scripts', 'copy-assets.mjs')], { cwd: dir, stdio: 'inherit' });
   return { sha, dir, main };
 }

@@ -25,16 +25,41 @@ function memoryProvider(clock) {
     name: 'gerege',
     async createInvoice(r) {
       const id = `pi_${String(++seq).padStart(24, '0')}`;
-      invoices.set(id, { id, status: 'pending', providerStatus: 'requires_payment', amount: r.amount, currency: r.currency, reference: r.reference, livemode: false, payUrl: `https://pay.example/${id}`, expiresAt: clock.now() + r.expiresInSec * 1000 });
+      invoices.set(id, {
+        id,
+        status: 'pending',
+        providerStatus: 'requires_payment',
+        amount: r.amount,
+        currency: r.currency,
+        reference: r.reference,
+        livemode: false,
+        payUrl: `https://pay.example/${id}`,
+        expiresAt: clock.now() + r.expiresInSec * 1000,
+      });
       return copy(id);
     },
-    async getInvoice(id) { return copy(id); },
-    async cancelInvoice(id) { return copy(id); },
-    async captureInvoice(id) { return copy(id); },
-    async refund() { return { status: 'succeeded' }; },
-    verifyWebhook() { throw new Error('unused'); },
-    async checkCredentials() { return { detail: 'memory' }; },
-    pay(id) { invoices.get(id).status = 'paid'; invoices.get(id).providerStatus = 'succeeded'; },
+    async getInvoice(id) {
+      return copy(id);
+    },
+    async cancelInvoice(id) {
+      return copy(id);
+    },
+    async captureInvoice(id) {
+      return copy(id);
+    },
+    async refund() {
+      return { status: 'succeeded' };
+    },
+    verifyWebhook() {
+      throw new Error('unused');
+    },
+    async checkCredentials() {
+      return { detail: 'memory' };
+    },
+    pay(id) {
+      invoices.get(id).status = 'paid';
+      invoices.get(id).providerStatus = 'succeeded';
+    },
   };
 }
 
@@ -48,7 +73,10 @@ async function simulate({ days, retentionDays, log }) {
   const path = join(dir, 'vendgate.db');
   const settings = parseSettings({
     device: { id: 'bench-db', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
-    provider: { name: 'sandbox' }, storage: { path, retentionDays: retentionDays ?? 90 }, mqtt: { url: '' }, log: { level: 'silent' },
+    provider: { name: 'sandbox' },
+    storage: { path, retentionDays: retentionDays ?? 90 },
+    mqtt: { url: '' },
+    log: { level: 'silent' },
   });
   const clock = createManualClock(Date.UTC(2026, 0, 1));
   const logger = silentLogger();
@@ -57,11 +85,37 @@ async function simulate({ days, retentionDays, log }) {
     const outbox = createOutbox({ db, clock, deviceId: 'bench-db' });
     const ledger = createLedger({ db, clock, logger, outbox });
     const provider = memoryProvider(clock);
-    const orders = createOrderService({ db, clock, logger, outbox, provider, ledger, health: createProviderHealth(clock), deviceId: 'bench-db', dbId: databaseId(db), outOfService: () => null }, settings);
-    const actuator = { kind: 'sim', async start() {}, async stop() {}, health: () => ({ ok: true, detail: '' }), async fire() { return { result: 'vended' }; } };
-    const vend = createVendRunner({ db, clock, logger, outbox, actuator, provider }, { mode: 'vending', vendTimeoutMs: 30_000, notPassedPolicy: 'refund' });
+    const orders = createOrderService(
+      {
+        db,
+        clock,
+        logger,
+        outbox,
+        provider,
+        ledger,
+        health: createProviderHealth(clock),
+        deviceId: 'bench-db',
+        dbId: databaseId(db),
+        outOfService: () => null,
+      },
+      settings,
+    );
+    const actuator = {
+      kind: 'sim',
+      async start() {},
+      async stop() {},
+      health: () => ({ ok: true, detail: '' }),
+      async fire() {
+        return { result: 'vended' };
+      },
+    };
+    const vend = createVendRunner(
+      { db, clock, logger, outbox, actuator, provider },
+      { mode: 'vending', vendTimeoutMs: 30_000, notPassedPolicy: 'refund' },
+    );
     const retention = retentionDays ? createRetention({ db, clock, logger }, { retentionDays }) : null;
-    const webhook = db.prepare(`INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at)
+    const webhook =
+      db.prepare(`INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at)
       VALUES (?, 'gerege', ?, ?, 0, ?, 'webhook', ?, ?)`);
     const sizes = [];
     let eventSeq = 0;
@@ -71,11 +125,39 @@ async function simulate({ days, retentionDays, log }) {
       provider.pay(order.invoice_id);
       for (const type of ['payment_intent.claimed', 'payment_intent.succeeded']) {
         const id = `evt_${String(++eventSeq).padStart(24, '0')}`;
-        const body = JSON.stringify({ id, object: 'event', type, livemode: false, created: Math.floor(clock.now() / 1000), data: { object: { id: order.invoice_id, object: 'payment_intent', status: type.split('.')[1], amount: 1500, currency: 'MNT', reference: order.reference, livemode: false, pay_url: `https://pay.example/${order.invoice_id}`, expires_at: 0, created: 0 } } });
+        const body = JSON.stringify({
+          id,
+          object: 'event',
+          type,
+          livemode: false,
+          created: Math.floor(clock.now() / 1000),
+          data: {
+            object: {
+              id: order.invoice_id,
+              object: 'payment_intent',
+              status: type.split('.')[1],
+              amount: 1500,
+              currency: 'MNT',
+              reference: order.reference,
+              livemode: false,
+              pay_url: `https://pay.example/${order.invoice_id}`,
+              expires_at: 0,
+              created: 0,
+            },
+          },
+        });
         webhook.run(id, type, order.invoice_id, Buffer.from(body), clock.now(), clock.now() + 5);
       }
       const invoice = await provider.getInvoice(order.invoice_id);
-      ledger.observe({ invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: false, amount: invoice.amount, currency: invoice.currency, channel: 'webhook' });
+      ledger.observe({
+        invoiceId: invoice.id,
+        status: invoice.status,
+        providerStatus: invoice.providerStatus,
+        livemode: false,
+        amount: invoice.amount,
+        currency: invoice.currency,
+        channel: 'webhook',
+      });
       await vend.run();
       // The broker is connected: the publisher deletes each row on its PUBACK.
       for (const r of outbox.pending(1_000)) outbox.acknowledge(r.seq);
@@ -83,8 +165,14 @@ async function simulate({ days, retentionDays, log }) {
       if (minute % 1440 === 1439) {
         db.pragma('wal_checkpoint(TRUNCATE)');
         const day = (minute + 1) / 1440;
-        sizes.push({ day, mb: fileMb(path), orders: db.prepare('SELECT count(*) FROM orders').pluck().get(), freePages: db.pragma('freelist_count', { simple: true }) });
-        if (day % 5 === 0) log(`db size: day ${day} ${retentionDays ? `retention ${retentionDays} d` : 'no retention'}: ${sizes.at(-1).mb} MB`);
+        sizes.push({
+          day,
+          mb: fileMb(path),
+          orders: db.prepare('SELECT count(*) FROM orders').pluck().get(),
+          freePages: db.pragma('freelist_count', { simple: true }),
+        });
+        if (day % 5 === 0)
+          log(`db size: day ${day} ${retentionDays ? `retention ${retentionDays} d` : 'no retention'}: ${sizes.at(-1).mb} MB`);
       }
     }
     return sizes;
@@ -110,8 +198,18 @@ export async function dbSizeBench({ log, quick }) {
     settings: { days, ordersPerMinute: 1, retentionDays, wallMs: Date.now() - started },
     results: { withRetention, without },
     rows: [
-      row(`database size, ${days}-day simulated soak at 1 order/min, retentionDays ${retentionDays}: day ${mid} → day ${days}`, `${half.mb} → ${end.mb} MB (${end.orders} orders kept)`, `bounded (day ${days} ≤ 1.1 × day ${mid})`, bounded),
-      row(`  baseline, same run without retention: day ${mid} → day ${days}`, `${at(without, mid).mb} → ${at(without, days).mb} MB (${at(without, days).orders} orders)`, 'grows linearly', null),
+      row(
+        `database size, ${days}-day simulated soak at 1 order/min, retentionDays ${retentionDays}: day ${mid} → day ${days}`,
+        `${half.mb} → ${end.mb} MB (${end.orders} orders kept)`,
+        `bounded (day ${days} ≤ 1.1 × day ${mid})`,
+        bounded,
+      ),
+      row(
+        `  baseline, same run without retention: day ${mid} → day ${days}`,
+        `${at(without, mid).mb} → ${at(without, days).mb} MB (${at(without, days).orders} orders)`,
+        'grows linearly',
+        null,
+      ),
     ],
   };
 }

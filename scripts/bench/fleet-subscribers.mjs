@@ -16,12 +16,24 @@ let ready = 0;
 const clients = [];
 for (let i = 0; i < count; i += 1) {
   const id = `sub-${i}`;
-  const client = mqtt.connect(url, { clientId: `${prefix}-${id}-webhooks`, clean: false, protocolVersion: 4, reconnectPeriod: 1_000, keepalive: 60 });
+  const client = mqtt.connect(url, {
+    clientId: `${prefix}-${id}-webhooks`,
+    clean: false,
+    protocolVersion: 4,
+    reconnectPeriod: 1_000,
+    keepalive: 60,
+  });
   client.on('error', () => {});
-  client.on('message', () => { received += 1; });
+  client.on('message', () => {
+    received += 1;
+  });
   client.once('connect', async () => {
     await client.subscribeAsync(`${prefix}/${id}/webhooks/+`, { qos: 1 });
-    await client.publishAsync(`${prefix}/${id}/route`, JSON.stringify({ v: 1, deviceId: id, referencePrefixes: [`${id}-db-`], providers: ['gerege'], at: new Date().toISOString() }), { qos: 1, retain: true });
+    await client.publishAsync(
+      `${prefix}/${id}/route`,
+      JSON.stringify({ v: 1, deviceId: id, referencePrefixes: [`${id}-db-`], providers: ['gerege'], at: new Date().toISOString() }),
+      { qos: 1, retain: true },
+    );
     ready += 1;
     if (ready === count) process.stdout.write(`${JSON.stringify({ ready, rssMb: Math.round(process.memoryUsage().rss / 2 ** 20) })}\n`);
   });

@@ -13,23 +13,41 @@ import { BENCH_WEBHOOK_SECRET as SECRET, row, signedRequest, sleep } from './lib
  */
 const ROOT = new URL('../../', import.meta.url).pathname;
 
-
 async function cannon(url, path, { connections, duration, rate }) {
   const result = await autocannon({
-    url, connections, duration, ...(rate ? { overallRate: rate } : {}),
+    url,
+    connections,
+    duration,
+    ...(rate ? { overallRate: rate } : {}),
     requests: [{ method: 'POST', path, setupRequest: signedRequest }],
   });
-  return { requestsPerSec: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+  return {
+    requestsPerSec: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
 }
 
 async function naiveVsBare({ duration, connections, rate }) {
   const dir = mkdtempSync(join(tmpdir(), 'vendgate-bench-'));
   const port = await freePort();
-  const child = spawn(process.execPath, [join(ROOT, 'scripts/bench/naive-webhook-server.mjs'), String(port), join(dir, 'naive.db'), SECRET], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'scripts/bench/naive-webhook-server.mjs'), String(port), join(dir, 'naive.db'), SECRET],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
   const url = `http://127.0.0.1:${port}`;
   try {
     for (let i = 0; ; i += 1) {
-      try { await fetch(`${url}/health`).then((r) => r.arrayBuffer()); break; } catch { if (i > 200) throw new Error('naive server did not start'); await sleep(50); }
+      try {
+        await fetch(`${url}/health`).then((r) => r.arrayBuffer());
+        break;
+      } catch {
+        if (i > 200) throw new Error('naive server did not start');
+        await sleep(50);
+      }
     }
     await cannon(url, '/webhooks/sandbox', { connections, duration: 2 });
     await cannon(url, '/bare', { connections, duration: 2 });
@@ -46,7 +64,9 @@ async function naiveVsBare({ duration, connections, rate }) {
 
 function runWebhookBench(duration) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, 'scripts/bench/webhook.mjs'), '--no-build', '--duration', String(duration)], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(process.execPath, [join(ROOT, 'scripts/bench/webhook.mjs'), '--no-build', '--duration', String(duration)], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     child.once('exit', (code) => resolve(code));
   });
 }
@@ -69,14 +89,42 @@ export async function ingestBench({ log, quick }) {
   }
   if (webhook) {
     const { throughput: t, fixedRate: f } = webhook;
-    rows.push(row('webhook ingest (service listener: verify + store) req/s vs bare fastify 204, same run', `${t.webhook.requestsPerSec.toFixed(0)} vs ${t.bareRoute.requestsPerSec.toFixed(0)} (${(t.ratio * 100).toFixed(0)} %)`, '≥ 60 % of bare', t.ratio >= 0.6));
-    rows.push(row(`webhook ingest p99 at ${f.webhook.requestsPerSec.toFixed(0)} req/s`, `${f.webhook.p99Ms} ms (bare ${f.bareRoute.p99Ms} ms)`, '< 10 ms', f.webhook.p99Ms < 10));
+    rows.push(
+      row(
+        'webhook ingest (service listener: verify + store) req/s vs bare fastify 204, same run',
+        `${t.webhook.requestsPerSec.toFixed(0)} vs ${t.bareRoute.requestsPerSec.toFixed(0)} (${(t.ratio * 100).toFixed(0)} %)`,
+        '≥ 60 % of bare',
+        t.ratio >= 0.6,
+      ),
+    );
+    rows.push(
+      row(
+        `webhook ingest p99 at ${f.webhook.requestsPerSec.toFixed(0)} req/s`,
+        `${f.webhook.p99Ms} ms (bare ${f.bareRoute.p99Ms} ms)`,
+        '< 10 ms',
+        f.webhook.p99Ms < 10,
+      ),
+    );
   } else {
     rows.push(row('webhook ingest (scripts/bench/webhook.mjs)', 'n/a', 'webhook.mjs did not produce results', null));
   }
   log('ingest: naive handler vs bare route');
   const peer = await naiveVsBare({ duration, connections, rate });
-  rows.push(row('  peer: naive handler (parse → verify → insert, one transaction per request) req/s vs bare 204, same run', `${peer.naive.requestsPerSec.toFixed(0)} vs ${peer.bare.requestsPerSec.toFixed(0)} (${(peer.ratio * 100).toFixed(0)} %)`, 'peer row', null));
-  rows.push(row(`  peer: naive handler p99 at ${peer.naiveAtRate.requestsPerSec.toFixed(0)} req/s`, `${peer.naiveAtRate.p99Ms} ms`, 'peer row', null));
+  rows.push(
+    row(
+      '  peer: naive handler (parse → verify → insert, one transaction per request) req/s vs bare 204, same run',
+      `${peer.naive.requestsPerSec.toFixed(0)} vs ${peer.bare.requestsPerSec.toFixed(0)} (${(peer.ratio * 100).toFixed(0)} %)`,
+      'peer row',
+      null,
+    ),
+  );
+  rows.push(
+    row(
+      `  peer: naive handler p99 at ${peer.naiveAtRate.requestsPerSec.toFixed(0)} req/s`,
+      `${peer.naiveAtRate.p99Ms} ms`,
+      'peer row',
+      null,
+    ),
+  );
   return { name: 'ingest', settings: { duration, connections, rate }, results: { webhook, peer }, rows };
 }

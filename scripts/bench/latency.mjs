@@ -18,11 +18,17 @@ async function measure({ webhooks, orders, intervalMs, log }) {
       await sleep(Math.floor(Math.random() * intervalMs));
       await stack.sim.pay(created.body.invoiceId);
       if (i >= 3) paid.push(created.body); // the first three warm the JIT and the caches up
-      await waitFor(() => {
-        for (const line of newLines()) seen.set(line.orderId, Date.parse(line.at));
-        return seen.has(created.body.orderId);
-      }, { what: `order ${created.body.orderId} to be actuated`, timeoutMs: intervalMs * 5 + 10_000 });
-      await waitFor(async () => (await fetch(`${stack.localUrl}/api/orders/${created.body.orderId}`).then((r) => r.json())).state === 'vended', { intervalMs: 10, what: 'vended' });
+      await waitFor(
+        () => {
+          for (const line of newLines()) seen.set(line.orderId, Date.parse(line.at));
+          return seen.has(created.body.orderId);
+        },
+        { what: `order ${created.body.orderId} to be actuated`, timeoutMs: intervalMs * 5 + 10_000 },
+      );
+      await waitFor(
+        async () => (await fetch(`${stack.localUrl}/api/orders/${created.body.orderId}`).then((r) => r.json())).state === 'vended',
+        { intervalMs: 10, what: 'vended' },
+      );
     }
     const paidAt = new Map(stack.sim.records().invoices.map((inv) => [inv.id, inv.paidAt]));
     const latencies = paid.map((o) => seen.get(o.orderId) - paidAt.get(o.invoiceId));
@@ -44,7 +50,12 @@ export async function latencyBench({ log, quick }) {
     results: { webhook, poll },
     rows: [
       row('paid → actuation, webhook on: p50 / p99', `${webhook.p50} / ${webhook.p99} ms`, 'p99 ≤ 50 ms', webhook.p99 <= 50),
-      row(`paid → actuation, poll only (poll.intervalMs ${intervalMs}): p50 / p99`, `${poll.p50} / ${poll.p99} ms`, `p99 ≤ ${pollTarget} ms`, poll.p99 <= pollTarget),
+      row(
+        `paid → actuation, poll only (poll.intervalMs ${intervalMs}): p50 / p99`,
+        `${poll.p50} / ${poll.p99} ms`,
+        `p99 ≤ ${pollTarget} ms`,
+        poll.p99 <= pollTarget,
+      ),
     ],
   };
 }

@@ -10,7 +10,14 @@ export function percentiles(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q) => (sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]);
   const round = (v) => (v === null ? null : Math.round(v * 1000) / 1000);
-  return { n: sorted.length, p50: round(at(0.5)), p90: round(at(0.9)), p99: round(at(0.99)), max: round(sorted.at(-1) ?? null), min: round(sorted[0] ?? null) };
+  return {
+    n: sorted.length,
+    p50: round(at(0.5)),
+    p90: round(at(0.9)),
+    p99: round(at(0.99)),
+    max: round(sorted.at(-1) ?? null),
+    min: round(sorted[0] ?? null),
+  };
 }
 
 export const median = (values) => percentiles(values).p50;
@@ -25,8 +32,11 @@ export function rssMb(pid) {
 export function machine() {
   const cpu = cpus();
   return {
-    cpu: cpu[0]?.model ?? 'unknown', cpus: cpu.length, memoryGb: Math.round(totalmem() / 2 ** 30),
-    node: process.version, platform: `${process.platform}-${process.arch}`,
+    cpu: cpu[0]?.model ?? 'unknown',
+    cpus: cpu.length,
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
   };
 }
 
@@ -40,7 +50,11 @@ export function followSimLog(path) {
     if (size <= offset) return [];
     const buffer = Buffer.alloc(size - offset);
     const fd = openSync(path, 'r');
-    try { readSync(fd, buffer, 0, buffer.length, offset); } finally { closeSync(fd); }
+    try {
+      readSync(fd, buffer, 0, buffer.length, offset);
+    } finally {
+      closeSync(fd);
+    }
     offset = size;
     const text = rest + buffer.toString('utf8');
     const lines = text.split('\n');
@@ -52,8 +66,10 @@ export function followSimLog(path) {
 export async function postJson(url, body = {}) {
   // The local API takes state changes as JSON only: {} when there is nothing to say.
   const response = await fetch(url, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body), signal: AbortSignal.timeout(15_000),
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(15_000),
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : null };
@@ -87,12 +103,23 @@ export const BENCH_WEBHOOK_SECRET = 'bench-webhook-secret';
 export function signedRequest(request) {
   const id = `evt_${randomBytes(12).toString('hex')}`;
   const body = JSON.stringify({
-    id, object: 'event', type: 'invoice.paid', livemode: false, created: Math.floor(Date.now() / 1000),
-    data: { object: { id: `sb_${randomBytes(8).toString('hex')}`, status: 'paid', amount: 1500, currency: 'MNT', reference: 'other-device-x-1' } },
+    id,
+    object: 'event',
+    type: 'invoice.paid',
+    livemode: false,
+    created: Math.floor(Date.now() / 1000),
+    data: {
+      object: { id: `sb_${randomBytes(8).toString('hex')}`, status: 'paid', amount: 1500, currency: 'MNT', reference: 'other-device-x-1' },
+    },
   });
   const t = Math.floor(Date.now() / 1000);
   const v1 = createHmac('sha256', BENCH_WEBHOOK_SECRET).update(`${t}.`).update(body).digest('hex');
   request.body = body;
-  request.headers = { ...request.headers, 'content-type': 'application/json', 'sandbox-signature': `t=${t},v1=${v1}`, 'sandbox-event-id': id };
+  request.headers = {
+    ...request.headers,
+    'content-type': 'application/json',
+    'sandbox-signature': `t=${t},v1=${v1}`,
+    'sandbox-event-id': id,
+  };
   return request;
 }

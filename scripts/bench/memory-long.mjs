@@ -21,7 +21,9 @@ const ORDERS = Number(values.orders);
 const dir = mkdtempSync(join(tmpdir(), 'vendgate-memory-'));
 const samples = join(dir, 'samples.log');
 const probe = join(dir, 'probe.cjs');
-writeFileSync(probe, `
+writeFileSync(
+  probe,
+  `
 const fs = require('fs');
 setInterval(() => {
   global.gc(); global.gc();
@@ -29,7 +31,8 @@ setInterval(() => {
   const anon = Number((fs.readFileSync('/proc/self/smaps_rollup', 'utf8').match(/^Anonymous:\\s+(\\d+)/m) || [])[1] || 0) * 1024;
   fs.appendFileSync(${JSON.stringify(samples)}, JSON.stringify({ heapUsed: m.heapUsed, heapTotal: m.heapTotal, rss: m.rss, anon }) + '\\n');
 }, 5000).unref();
-`);
+`,
+);
 
 const broker = await brokerListening();
 const localPort = await freePort();
@@ -62,11 +65,25 @@ try {
     const created = await postJson(`${url}/api/orders`, { slot: 'A1' });
     if (created.status !== 201) throw new Error(`create answered ${created.status}`);
     await postJson(`${url}/sandbox/pay/${created.body.invoiceId}`);
-    await waitFor(async () => (await fetch(`${url}/api/orders/${created.body.orderId}`).then((r) => r.json())).state === 'vended', { intervalMs: 2, what: 'vended' });
+    await waitFor(async () => (await fetch(`${url}/api/orders/${created.body.orderId}`).then((r) => r.json())).state === 'vended', {
+      intervalMs: 2,
+      what: 'vended',
+    });
     if (i % 2_000 === 0 || i === ORDERS) {
-      await waitFor(() => { try { return last(); } catch { return null; } }, { intervalMs: 200, what: 'a memory sample' });
+      await waitFor(
+        () => {
+          try {
+            return last();
+          } catch {
+            return null;
+          }
+        },
+        { intervalMs: 200, what: 'a memory sample' },
+      );
       const s = last();
-      process.stdout.write(`${String(i).padStart(6)} ${String(Math.round((Date.now() - started) / 1000)).padStart(6)}   ${mb(s.heapUsed).padStart(12)}   ${mb(s.heapTotal).padStart(13)}   ${mb(s.rss).padStart(6)}   ${mb(s.anon).padStart(12)}\n`);
+      process.stdout.write(
+        `${String(i).padStart(6)} ${String(Math.round((Date.now() - started) / 1000)).padStart(6)}   ${mb(s.heapUsed).padStart(12)}   ${mb(s.heapTotal).padStart(13)}   ${mb(s.rss).padStart(6)}   ${mb(s.anon).padStart(12)}\n`,
+      );
     }
   }
 } finally {

@@ -17,7 +17,12 @@ const insert = db.prepare(`INSERT INTO webhook_events (event_id, provider, type,
   VALUES (?, 'sandbox', ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`);
 const app = Fastify({ logger: false });
 app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-  try { done(null, { raw: body, json: JSON.parse(body) }); } catch (err) { err.statusCode = 400; done(err); }
+  try {
+    done(null, { raw: body, json: JSON.parse(body) });
+  } catch (err) {
+    err.statusCode = 400;
+    done(err);
+  }
 });
 app.post('/webhooks/sandbox', async (request, reply) => {
   const { raw, json } = request.body;

@@ -40,10 +40,11 @@ function measure(db, k) {
   const logger = silentLogger();
   const outbox = createOutbox({ db, clock: systemClock, deviceId: 'bench-observe' });
   const ledger = createLedger({ db, clock: systemClock, logger, outbox });
-  const base = (db.prepare('SELECT coalesce(max(id), 0) FROM orders').pluck().get()) + 1;
+  const base = db.prepare('SELECT coalesce(max(id), 0) FROM orders').pluck().get() + 1;
   const now = Date.now();
   db.transaction(() => {
-    const order = db.prepare(`INSERT INTO orders (id, reference, attempt, idempotency_key, source, slot, item_name, amount, currency, livemode, provider,
+    const order =
+      db.prepare(`INSERT INTO orders (id, reference, attempt, idempotency_key, source, slot, item_name, amount, currency, livemode, provider,
       capture_mode, state, invoice_id, expires_at, created_at, updated_at) VALUES (?, ?, 1, ?, 'kiosk', 'A1', 'Water', 1500, 'MNT', 0, 'gerege', 'automatic', 'awaiting_payment', ?, ?, ?, ?)`);
     const invoice = db.prepare('INSERT INTO order_invoices (invoice_id, order_id, attempt, created_at) VALUES (?, ?, 1, ?)');
     for (let i = 0; i < k; i += 1) {
@@ -54,14 +55,23 @@ function measure(db, k) {
   const paid = [];
   const duplicate = [];
   for (let i = 0; i < k; i += 1) {
-    const observation = { invoiceId: `pi_m_${i}`, status: 'paid', providerStatus: 'succeeded', livemode: false, amount: 1500, currency: 'MNT', channel: 'webhook' };
+    const observation = {
+      invoiceId: `pi_m_${i}`,
+      status: 'paid',
+      providerStatus: 'succeeded',
+      livemode: false,
+      amount: 1500,
+      currency: 'MNT',
+      channel: 'webhook',
+    };
     let t = process.hrtime.bigint();
     const first = ledger.observe(observation);
     paid.push(Number(process.hrtime.bigint() - t) / 1e6);
     t = process.hrtime.bigint();
     const again = ledger.observe({ ...observation, channel: 'poll' });
     duplicate.push(Number(process.hrtime.bigint() - t) / 1e6);
-    if (first.outcome !== 'recorded' || again.outcome !== 'duplicate') throw new Error(`unexpected outcomes ${first.outcome} / ${again.outcome}`);
+    if (first.outcome !== 'recorded' || again.outcome !== 'duplicate')
+      throw new Error(`unexpected outcomes ${first.outcome} / ${again.outcome}`);
   }
   return { paid: percentiles(paid), duplicate: percentiles(duplicate) };
 }
@@ -88,8 +98,18 @@ export async function observeBench({ log, quick }) {
       settings: { backgroundOrders: big, timedOrders: k },
       results: { atZero, atBig, ratioPaid, ratioDuplicate },
       rows: [
-        row(`observe() payment (new status) p50, 0 vs ${label} orders`, `${atZero.paid.p50} vs ${atBig.paid.p50} ms (${ratioPaid.toFixed(2)}×)`, 'within 2×', ratioPaid <= 2),
-        row(`observe() duplicate (poll again) p50, 0 vs ${label} orders`, `${atZero.duplicate.p50} vs ${atBig.duplicate.p50} ms (${ratioDuplicate.toFixed(2)}×)`, 'within 2×', ratioDuplicate <= 2),
+        row(
+          `observe() payment (new status) p50, 0 vs ${label} orders`,
+          `${atZero.paid.p50} vs ${atBig.paid.p50} ms (${ratioPaid.toFixed(2)}×)`,
+          'within 2×',
+          ratioPaid <= 2,
+        ),
+        row(
+          `observe() duplicate (poll again) p50, 0 vs ${label} orders`,
+          `${atZero.duplicate.p50} vs ${atBig.duplicate.p50} ms (${ratioDuplicate.toFixed(2)}×)`,
+          'within 2×',
+          ratioDuplicate <= 2,
+        ),
       ],
     };
   } finally {

@@ -76,7 +76,11 @@ export async function providerCallsBench({ log, quick }) {
     for (let i = 0; i < expiredOrders; i += 1) {
       const start = Date.now();
       const created = await postJson(`${stack.localUrl}/api/orders`, { slot: 'A1' });
-      await waitFor(async () => (await orderState(stack, created.body.orderId)) === 'expired', { intervalMs: 200, timeoutMs: 60_000, what: 'expired' });
+      await waitFor(async () => (await orderState(stack, created.body.orderId)) === 'expired', {
+        intervalMs: 200,
+        timeoutMs: 60_000,
+        what: 'expired',
+      });
       await sleep(5 * 3 * intervalMs);
       const window = stack.sim.records().requests.filter((r) => r.at >= start);
       perExpired.push(window.length);
@@ -88,13 +92,41 @@ export async function providerCallsBench({ log, quick }) {
     return {
       name: 'provider-calls',
       settings: { pollIntervalMs: intervalMs, windowMs, invoiceTtlSec: 30 },
-      results: { idle: { requests: idle.length, perSec: idlePerSec, kinds: tally(idle) }, open: { reads: openReads.length, perSec: openPerSec }, perPaid: paidStats, perExpired, expiredBreakdown, pollStopAfterPaidMs: stop, paidBreakdown },
+      results: {
+        idle: { requests: idle.length, perSec: idlePerSec, kinds: tally(idle) },
+        open: { reads: openReads.length, perSec: openPerSec },
+        perPaid: paidStats,
+        perExpired,
+        expiredBreakdown,
+        pollStopAfterPaidMs: stop,
+        paidBreakdown,
+      },
       rows: [
         row('provider requests/s, idle device', idlePerSec.toFixed(2), '0', idle.length === 0),
-        row(`provider requests/s, one open invoice (poll.intervalMs ${intervalMs})`, openPerSec.toFixed(2), `≤ ${(1000 / intervalMs).toFixed(2)} (one GET per interval)`, openPerSec <= 1000 / intervalMs + 0.1),
-        row('provider calls per paid order (create … 3 intervals after the vend)', `${paidStats.p50} median, max ${paidStats.max} (${JSON.stringify(paidBreakdown)} in ${paidOrders})`, 'informational', null),
-        row('provider calls per expired order (create … 15 intervals after expiry)', `${percentiles(perExpired).p50} (${JSON.stringify(expiredBreakdown)})`, 'informational', null),
-        row('poller stops after the webhook settled the invoice: last GET − paid', `${stop.p50} / ${stop.max} ms (median / max)`, `≤ ${intervalMs} ms`, stop.max <= intervalMs),
+        row(
+          `provider requests/s, one open invoice (poll.intervalMs ${intervalMs})`,
+          openPerSec.toFixed(2),
+          `≤ ${(1000 / intervalMs).toFixed(2)} (one GET per interval)`,
+          openPerSec <= 1000 / intervalMs + 0.1,
+        ),
+        row(
+          'provider calls per paid order (create … 3 intervals after the vend)',
+          `${paidStats.p50} median, max ${paidStats.max} (${JSON.stringify(paidBreakdown)} in ${paidOrders})`,
+          'informational',
+          null,
+        ),
+        row(
+          'provider calls per expired order (create … 15 intervals after expiry)',
+          `${percentiles(perExpired).p50} (${JSON.stringify(expiredBreakdown)})`,
+          'informational',
+          null,
+        ),
+        row(
+          'poller stops after the webhook settled the invoice: last GET − paid',
+          `${stop.p50} / ${stop.max} ms (median / max)`,
+          `≤ ${intervalMs} ms`,
+          stop.max <= intervalMs,
+        ),
       ],
     };
   } finally {

@@ -15,7 +15,10 @@ import { percentiles, postJson, row, rssMb, sleep, waitFor } from './lib.mjs';
 export function brokerListening() {
   return new Promise((resolve) => {
     const socket = createConnection({ host: '127.0.0.1', port: 1883 });
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -64,12 +67,16 @@ async function measure({ label, main, nodeArgs, env = {}, quick, log }) {
   const [localPort, webhookPort, mqttPort] = [await freePort(), await freePort(), await freePort()];
   const hasRateLimit = readFileSync(join(main, '..', 'settings', 'sections', 'service.js'), 'utf8').includes('ordersPerMinute');
   const service = createServiceProcess({
-    main, nodeArgs,
+    main,
+    nodeArgs,
     configPath: join(dir, 'config.yaml'),
     config: () => ({
       device: { id: 'bench-rss', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
       provider: { name: 'sandbox' },
-      http: { local: { host: '127.0.0.1', port: localPort, ...(hasRateLimit ? { ordersPerMinute: 1_000_000, doublePressWindowMs: 0 } : {}) }, webhook: { host: '127.0.0.1', port: webhookPort } },
+      http: {
+        local: { host: '127.0.0.1', port: localPort, ...(hasRateLimit ? { ordersPerMinute: 1_000_000, doublePressWindowMs: 0 } : {}) },
+        webhook: { host: '127.0.0.1', port: webhookPort },
+      },
       storage: { path: join(dir, 'vendgate.db') },
       actuator: { kind: 'sim', sim: { logPath: join(dir, 'actuations.jsonl'), durationMs: 0 } },
       mqtt: { url: 'embedded', embeddedPort: mqttPort },
@@ -104,14 +111,35 @@ async function measure({ label, main, nodeArgs, env = {}, quick, log }) {
       const created = await postJson(`${localUrl}/api/orders`, { slot: 'A1' });
       if (created.status !== 201) throw new Error(`${label}: create answered ${created.status}`);
       await postJson(`${localUrl}/sandbox/pay/${created.body.invoiceId}`);
-      await waitFor(async () => (await fetch(`${localUrl}/api/orders/${created.body.orderId}`).then((r) => r.json())).state === 'vended', { intervalMs: 2, what: 'vended' });
-      if ((i + 1) % (orders / 5) === 0) { rssAt[i + 1] = rssMb(pid); log(`resources: ${label}: ${i + 1} orders, RSS ${rssAt[i + 1]} MB`); }
+      await waitFor(async () => (await fetch(`${localUrl}/api/orders/${created.body.orderId}`).then((r) => r.json())).state === 'vended', {
+        intervalMs: 2,
+        what: 'vended',
+      });
+      if ((i + 1) % (orders / 5) === 0) {
+        rssAt[i + 1] = rssMb(pid);
+        log(`resources: ${label}: ${i + 1} orders, RSS ${rssAt[i + 1]} MB`);
+      }
     }
     const ordersMs = Date.now() - started;
     await sleep(5_000);
     const afterMb = rssMb(pid);
     const afterPrivateMb = privateMb(pid);
-    return { label, nodeArgs, earlyMb, idleMb, idlePrivateMb, afterPrivateMb, idleCpuPerMin: Math.round(idleCpuPerMin * 1000) / 1000, afterMb, rssAt, orders, ordersMs, readyMs, firstReadyMs: readyMs[0], warmReadyMs: percentiles(readyMs.slice(1)) };
+    return {
+      label,
+      nodeArgs,
+      earlyMb,
+      idleMb,
+      idlePrivateMb,
+      afterPrivateMb,
+      idleCpuPerMin: Math.round(idleCpuPerMin * 1000) / 1000,
+      afterMb,
+      rssAt,
+      orders,
+      ordersMs,
+      readyMs,
+      firstReadyMs: readyMs[0],
+      warmReadyMs: percentiles(readyMs.slice(1)),
+    };
   } finally {
     await service.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
@@ -132,11 +160,36 @@ export async function resourcesBench({ log, quick, baseline = '5eec3ce' }) {
     settings: { mqtt: 'embedded broker', nodeFlags: flags, baseline: old.sha, orders: a.orders },
     results: { after: a, before: b },
     rows: [
-      row(`RSS idle, 60 s after ready (embedded MQTT, as the unit starts it: ${flags.join(' ') || 'no flags'}); 5 s after ready`, `${a.idleMb} MB; ${a.earlyMb} MB ${was(`${b.idleMb}; ${b.earlyMb} MB`)}`, '≤ 70 MB', a.idleMb <= 70),
-      row('  private memory (not shared with other processes) idle; after the orders', `${a.idlePrivateMb} MB; ${a.afterPrivateMb} MB ${was(`${b.idlePrivateMb}; ${b.afterPrivateMb} MB`)}`, 'informational', null),
-      row(`RSS after ${a.orders.toLocaleString('en')} orders (at each fifth: ${Object.values(a.rssAt).join(' / ')})`, `${a.afterMb} MB ${was(`${b.afterMb} MB`)}`, '≤ 110 MB', a.afterMb <= 110),
-      row('start-up to ready (spawn → "vendgate ready"), median of restarts; first start', `${a.warmReadyMs.p50} ms; ${a.firstReadyMs} ms ${was(`${b.warmReadyMs.p50}; ${b.firstReadyMs} ms`)}`, '≤ 400 ms', a.warmReadyMs.p50 <= 400 && a.firstReadyMs <= 400),
-      row('idle CPU (user + system), per minute', `${a.idleCpuPerMin} s ${was(`${b.idleCpuPerMin} s`)}`, '≤ 0.15 s', a.idleCpuPerMin <= 0.15),
+      row(
+        `RSS idle, 60 s after ready (embedded MQTT, as the unit starts it: ${flags.join(' ') || 'no flags'}); 5 s after ready`,
+        `${a.idleMb} MB; ${a.earlyMb} MB ${was(`${b.idleMb}; ${b.earlyMb} MB`)}`,
+        '≤ 70 MB',
+        a.idleMb <= 70,
+      ),
+      row(
+        '  private memory (not shared with other processes) idle; after the orders',
+        `${a.idlePrivateMb} MB; ${a.afterPrivateMb} MB ${was(`${b.idlePrivateMb}; ${b.afterPrivateMb} MB`)}`,
+        'informational',
+        null,
+      ),
+      row(
+        `RSS after ${a.orders.toLocaleString('en')} orders (at each fifth: ${Object.values(a.rssAt).join(' / ')})`,
+        `${a.afterMb} MB ${was(`${b.afterMb} MB`)}`,
+        '≤ 110 MB',
+        a.afterMb <= 110,
+      ),
+      row(
+        'start-up to ready (spawn → "vendgate ready"), median of restarts; first start',
+        `${a.warmReadyMs.p50} ms; ${a.firstReadyMs} ms ${was(`${b.warmReadyMs.p50}; ${b.firstReadyMs} ms`)}`,
+        '≤ 400 ms',
+        a.warmReadyMs.p50 <= 400 && a.firstReadyMs <= 400,
+      ),
+      row(
+        'idle CPU (user + system), per minute',
+        `${a.idleCpuPerMin} s ${was(`${b.idleCpuPerMin} s`)}`,
+        '≤ 0.15 s',
+        a.idleCpuPerMin <= 0.15,
+      ),
     ],
   };
 }

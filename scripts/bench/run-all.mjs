@@ -51,16 +51,25 @@ for (const name of names) {
     results.push({ ...result, ms: Date.now() - t });
   } catch (err) {
     log(`${name} failed: ${err.stack ?? err}`);
-    results.push({ name, error: String(err.message ?? err), rows: [{ figure: `${name}: benchmark failed`, value: String(err.message ?? err).slice(0, 80), target: '', ok: false }], ms: Date.now() - t });
+    results.push({
+      name,
+      error: String(err.message ?? err),
+      rows: [{ figure: `${name}: benchmark failed`, value: String(err.message ?? err).slice(0, 80), target: '', ok: false }],
+      ms: Date.now() - t,
+    });
   }
 }
 
 const host = machine();
 const rows = results.flatMap((r) => r.rows.map((x) => [x.figure, x.value, x.target, x.ok]));
-process.stdout.write(`\nvendgate benchmarks — ${startedAt.toISOString().slice(0, 10)}, ${host.cpu} × ${host.cpus}, ${host.memoryGb} GB, Node ${host.node}, ${host.platform}${values.quick ? ' (QUICK: smoke run, not figures)' : ''}\n\n`);
+process.stdout.write(
+  `\nvendgate benchmarks — ${startedAt.toISOString().slice(0, 10)}, ${host.cpu} × ${host.cpus}, ${host.memoryGb} GB, Node ${host.node}, ${host.platform}${values.quick ? ' (QUICK: smoke run, not figures)' : ''}\n\n`,
+);
 process.stdout.write(`${formatTable(rows, ['figure', 'value', 'target', 'met'])}\n\n`);
 const missed = rows.filter((r) => r[3] === false).length;
-process.stdout.write(`${rows.filter((r) => r[3] === true).length} targets met, ${missed} missed, ${rows.filter((r) => r[3] === null).length} informational\n`);
+process.stdout.write(
+  `${rows.filter((r) => r[3] === true).length} targets met, ${missed} missed, ${rows.filter((r) => r[3] === null).length} informational\n`,
+);
 
 const out = { date: startedAt.toISOString(), quick: values.quick, machine: host, benches: results };
 const dir = new URL('../../bench-results/', import.meta.url);

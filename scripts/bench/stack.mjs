@@ -14,7 +14,11 @@ export async function startGeregeStack({ webhooks, intervalMs, invoiceTtlSec = 1
   const localPort = await freePort();
   const webhookPort = await freePort();
   const simLogPath = join(dir, 'actuations.jsonl');
-  const sim = createSimulator({ provider: 'gerege', seed, ...(webhooks ? { webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege` } : {}) });
+  const sim = createSimulator({
+    provider: 'gerege',
+    seed,
+    ...(webhooks ? { webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege` } : {}),
+  });
   await sim.start();
   const service = createServiceProcess({
     configPath: join(dir, 'config.yaml'),
@@ -22,7 +26,10 @@ export async function startGeregeStack({ webhooks, intervalMs, invoiceTtlSec = 1
       device: { id: 'bench-001', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
       provider: { name: 'gerege', baseUrl: sim.url, clientId: 'sim-client', invoiceTtlSec },
       poll: { intervalMs },
-      http: { local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000 }, webhook: { host: '127.0.0.1', port: webhookPort } },
+      http: {
+        local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000 },
+        webhook: { host: '127.0.0.1', port: webhookPort },
+      },
       storage: { path: join(dir, 'vendgate.db') },
       // 0 ms: the figure is the software path, not a simulated motor.
       actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 0 } },
@@ -34,7 +41,11 @@ export async function startGeregeStack({ webhooks, intervalMs, invoiceTtlSec = 1
   });
   const { readyMs } = await service.start();
   return {
-    sim, service, dir, simLogPath, readyMs,
+    sim,
+    service,
+    dir,
+    simLogPath,
+    readyMs,
     localUrl: `http://127.0.0.1:${localPort}`,
     async stop() {
       await service.kill('SIGTERM');

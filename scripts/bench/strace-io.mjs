@@ -26,7 +26,15 @@ export function fileClass(path, dbName = 'vendgate.db') {
   if (name.startsWith(`${dbName}.lineage`)) return 'lineage';
   if (name.startsWith('sandbox.db')) return 'sandbox';
   if (name.endsWith('.jsonl')) return 'actuator-log';
-  if (path.startsWith('pipe:') || path.startsWith('socket:') || path.startsWith('TCP') || path.startsWith('UNIX') || path.startsWith('anon_inode:') || path.startsWith('/dev/')) return null;
+  if (
+    path.startsWith('pipe:') ||
+    path.startsWith('socket:') ||
+    path.startsWith('TCP') ||
+    path.startsWith('UNIX') ||
+    path.startsWith('anon_inode:') ||
+    path.startsWith('/dev/')
+  )
+    return null;
   return 'other';
 }
 
@@ -104,7 +112,12 @@ export function attribute(events, boundaries, tail = 'after', checkpointWindow =
     while (b < sorted.length && sorted[b].t < e.t) b += 1;
     // Checkpoints at start-up and at close stay with those: the per-order figure counts the sales'.
     const inWindow = e.t >= checkpointWindow[0] && e.t <= checkpointWindow[1];
-    const step = inWindow && (e.checkpoint || e.walRestart) ? (e.walRestart ? 'checkpoint: WAL restart header' : 'checkpoint') : (sorted[b]?.closes ?? tail);
+    const step =
+      inWindow && (e.checkpoint || e.walRestart)
+        ? e.walRestart
+          ? 'checkpoint: WAL restart header'
+          : 'checkpoint'
+        : (sorted[b]?.closes ?? tail);
     out.push({ ...e, step });
   }
   return out;
@@ -116,11 +129,27 @@ export function summarise(attributed, orders) {
   for (const e of attributed) {
     const s = steps.get(e.step) ?? { step: e.step, dbSyncs: 0, dbBytes: 0, otherSyncs: 0, otherBytes: 0, files: {} };
     const database = e.file === 'db' || e.file === 'wal' || e.file === 'shm' || e.file === 'lineage';
-    if (database) { s.dbSyncs += e.sync ? 1 : 0; s.dbBytes += e.bytes; } else { s.otherSyncs += e.sync ? 1 : 0; s.otherBytes += e.bytes; }
+    if (database) {
+      s.dbSyncs += e.sync ? 1 : 0;
+      s.dbBytes += e.bytes;
+    } else {
+      s.otherSyncs += e.sync ? 1 : 0;
+      s.otherBytes += e.bytes;
+    }
     const f = s.files[e.file] ?? { syncs: 0, bytes: 0, writes: 0 };
-    f.syncs += e.sync ? 1 : 0; f.bytes += e.bytes; f.writes += e.sync ? 0 : 1;
+    f.syncs += e.sync ? 1 : 0;
+    f.bytes += e.bytes;
+    f.writes += e.sync ? 0 : 1;
     s.files[e.file] = f;
     steps.set(e.step, s);
   }
-  return [...steps.values()].map((s) => ({ ...s, perOrder: { dbSyncs: s.dbSyncs / orders, dbBytes: s.dbBytes / orders, otherSyncs: s.otherSyncs / orders, otherBytes: s.otherBytes / orders } }));
+  return [...steps.values()].map((s) => ({
+    ...s,
+    perOrder: {
+      dbSyncs: s.dbSyncs / orders,
+      dbBytes: s.dbBytes / orders,
+      otherSyncs: s.otherSyncs / orders,
+      otherBytes: s.otherBytes / orders,
+    },
+  }));
 }

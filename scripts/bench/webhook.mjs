@@ -33,7 +33,6 @@ const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const RATE = Number(args.rate);
 
-
 async function waitUntilUp(url, child, what) {
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
@@ -56,7 +55,6 @@ function stop(child) {
     child.kill('SIGTERM');
   });
 }
-
 
 async function cannon(url, options) {
   const result = await autocannon({
@@ -88,26 +86,41 @@ async function main() {
   const localPort = await freePort();
   const barePort = await freePort();
   const config = join(dir, 'config.yaml');
-  writeFileSync(config, stringify({
-    device: { id: 'bench-001', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
-    provider: { name: 'sandbox' },
-    http: { webhook: { host: '127.0.0.1', port: webhookPort }, local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000 } },
-    storage: { path: join(dir, 'vendgate.db') },
-    actuator: { kind: 'sim', sim: { logPath: join(dir, 'actuations.jsonl') } },
-    mqtt: { url: '' },
-    log: { level: 'info' },
-  }));
+  writeFileSync(
+    config,
+    stringify({
+      device: { id: 'bench-001', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
+      provider: { name: 'sandbox' },
+      http: {
+        webhook: { host: '127.0.0.1', port: webhookPort },
+        local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000 },
+      },
+      storage: { path: join(dir, 'vendgate.db') },
+      actuator: { kind: 'sim', sim: { logPath: join(dir, 'actuations.jsonl') } },
+      mqtt: { url: '' },
+      log: { level: 'info' },
+    }),
+  );
   // The service logs one line per accepted webhook at info, as on a device; the lines go nowhere here.
   const service = spawn(process.execPath, [join(ROOT, 'dist/main.js'), 'start', '--config', config], {
-    env: { ...process.env, VENDGATE_WEBHOOK_SECRETS: SECRET }, stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, VENDGATE_WEBHOOK_SECRETS: SECRET },
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
-  const bare = spawn(process.execPath, ['--input-type=module', '-e', `
+  const bare = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `
     import Fastify from 'fastify';
     const app = Fastify({ logger: false });
     app.post('/webhooks/sandbox', async (_request, reply) => reply.code(204).send());
     app.get('/health', async () => ({ ok: true }));
     await app.listen({ host: '127.0.0.1', port: ${barePort} });
-  `], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  `,
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] },
+  );
 
   try {
     const webhookUrl = `http://127.0.0.1:${webhookPort}`;
@@ -127,15 +140,23 @@ async function main() {
     const ratio = webhook.requestsPerSec / bareRoute.requestsPerSec;
     const results = {
       at: new Date().toISOString(),
-      machine: { node: process.version, cpu: cpus()[0]?.model ?? 'unknown', cpus: cpus().length, platform: `${process.platform}-${process.arch}` },
+      machine: {
+        node: process.version,
+        cpu: cpus()[0]?.model ?? 'unknown',
+        cpus: cpus().length,
+        platform: `${process.platform}-${process.arch}`,
+      },
       settings: { durationSec: DURATION, connections: CONNECTIONS, fixedRate: RATE },
       throughput: { webhook, bareRoute, ratio },
       fixedRate: { webhook: webhookAtRate, bareRoute: bareAtRate },
       targets: { ratioAtLeast: 0.6, p99AtRateBelowMs: 10, ratioMet: ratio >= 0.6, p99Met: webhookAtRate.p99Ms < 10 },
     };
 
-    const row = (name, r) => `${name.padEnd(26)} ${r.requestsPerSec.toFixed(0).padStart(8)} ${String(r.p50Ms).padStart(8)} ${String(r.p99Ms).padStart(8)} ${String(r.non2xx + r.errors + r.timeouts).padStart(8)}`;
-    console.log(`\nwebhook listener vs bare fastify 204 — loopback, ${CONNECTIONS} connections, ${DURATION} s each (${results.machine.cpu}, ${results.machine.node})`);
+    const row = (name, r) =>
+      `${name.padEnd(26)} ${r.requestsPerSec.toFixed(0).padStart(8)} ${String(r.p50Ms).padStart(8)} ${String(r.p99Ms).padStart(8)} ${String(r.non2xx + r.errors + r.timeouts).padStart(8)}`;
+    console.log(
+      `\nwebhook listener vs bare fastify 204 — loopback, ${CONNECTIONS} connections, ${DURATION} s each (${results.machine.cpu}, ${results.machine.node})`,
+    );
     console.log(`${'run'.padEnd(26)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'failed'.padStart(8)}`);
     console.log(row('webhook (verify+store)', webhook));
     console.log(row('bare fastify 204', bareRoute));

@@ -44,7 +44,9 @@ export async function startBroker() {
   return {
     url: `mqtt://127.0.0.1:${port}`,
     received,
-    get up() { return running !== null; },
+    get up() {
+      return running !== null;
+    },
     start,
     async stop() {
       const r = running;

@@ -28,7 +28,10 @@ const PRICES = [1000, 1500, 1800, 2000, 2500, 3000];
 function catalogOn(dbPath, deviceId) {
   const db = openDatabase(dbPath);
   const outbox = createOutbox({ db, clock: systemClock, deviceId });
-  const catalog = createCatalog({ db, clock: systemClock, logger: silentLogger(), outbox }, { device: { catalog: SOAK_CATALOG }, slots: { jamAfterFailures: 2, lowStockAt: 2 } });
+  const catalog = createCatalog(
+    { db, clock: systemClock, logger: silentLogger(), outbox },
+    { device: { catalog: SOAK_CATALOG }, slots: { jamAfterFailures: 2, lowStockAt: 2 } },
+  );
   return { catalog, close: () => db.close() };
 }
 
@@ -50,14 +53,23 @@ export function prepareCatalogSoak(dbPath, deviceId) {
 /** The operator: a new catalog every few seconds over the broker; sometimes a broken one, sometimes a rollback. */
 export function catalogOperator({ brokerUrl, prefix, deviceId, random, stats, isStopping, pause }) {
   const base = `${prefix}/${deviceId}`;
-  const client = mqtt.connect(brokerUrl, { clientId: `soak-operator-${deviceId}`, protocolVersion: 4, reconnectPeriod: 200, connectTimeout: 2_000 });
+  const client = mqtt.connect(brokerUrl, {
+    clientId: `soak-operator-${deviceId}`,
+    protocolVersion: 4,
+    reconnectPeriod: 200,
+    connectTimeout: 2_000,
+  });
   client.on('error', () => {});
   client.on('connect', () => client.subscribe(`${base}/cmd/+/result`, { qos: 1 }));
   client.on('message', (topic, payload) => {
     let body;
-    try { body = JSON.parse(payload.toString()); } catch { return; }
+    try {
+      body = JSON.parse(payload.toString());
+    } catch {
+      return;
+    }
     const kind = String(body.requestId ?? '').split('-')[0];
-    const key = `${kind}:${body.ok ? 'ok' : body.error?.code ?? 'error'}`;
+    const key = `${kind}:${body.ok ? 'ok' : (body.error?.code ?? 'error')}`;
     stats.catalogResults[key] = (stats.catalogResults[key] ?? 0) + 1;
   });
   let n = 0;
@@ -71,12 +83,20 @@ export function catalogOperator({ brokerUrl, prefix, deviceId, random, stats, is
         client.publish(`${base}/cmd/catalog_rollback`, JSON.stringify({ requestId: `rollback-${n}` }), { qos: 1 });
         stats.catalogPushes.rollback += 1;
       } else if (draw < 0.3) {
-        const broken = { version: `broken-${n}`, items: [{ slot: 'A1', name: '', price: -1 }, { slot: 'A1', name: 'twice', price: 1 }] };
+        const broken = {
+          version: `broken-${n}`,
+          items: [
+            { slot: 'A1', name: '', price: -1 },
+            { slot: 'A1', name: 'twice', price: 1 },
+          ],
+        };
         client.publish(`${base}/cmd/catalog`, JSON.stringify({ requestId: `broken-${n}`, catalog: broken }), { qos: 1 });
         stats.catalogPushes.broken += 1;
       } else {
         const items = SOAK_CATALOG.map((item) => ({ ...item, price: PRICES[random.int(0, PRICES.length - 1)] }));
-        client.publish(`${base}/cmd/catalog`, JSON.stringify({ requestId: `push-${n}`, catalog: { version: `soak-${n}`, items } }), { qos: 1 });
+        client.publish(`${base}/cmd/catalog`, JSON.stringify({ requestId: `push-${n}`, catalog: { version: `soak-${n}`, items } }), {
+          qos: 1,
+        });
         stats.catalogPushes.valid += 1;
       }
     }
@@ -109,11 +129,17 @@ function closedIntervals(rows) {
   const intervals = [];
   const open = new Map();
   for (const row of rows) {
-    for (const [why, closed] of [['jammed', row.jammed_at !== null], ['sold out', row.stock === 0]]) {
+    for (const [why, closed] of [
+      ['jammed', row.jammed_at !== null],
+      ['sold out', row.stock === 0],
+    ]) {
       const key = `${row.slot}:${why}`;
       const since = open.get(key);
       if (closed && since === undefined) open.set(key, why === 'jammed' ? row.jammed_at : row.at);
-      if (!closed && since !== undefined) { intervals.push({ slot: row.slot, why, from: since, to: row.at }); open.delete(key); }
+      if (!closed && since !== undefined) {
+        intervals.push({ slot: row.slot, why, from: since, to: row.at });
+        open.delete(key);
+      }
     }
   }
   for (const [key, from] of open) {
@@ -127,7 +153,9 @@ export function verifyCatalog({ dbPath, records }) {
   const db = new Database(dbPath, { readonly: true });
   try {
     const violations = [];
-    const versions = db.prepare('SELECT seq, version, document, applied_at, rolled_back_at FROM catalog_versions ORDER BY seq').all()
+    const versions = db
+      .prepare('SELECT seq, version, document, applied_at, rolled_back_at FROM catalog_versions ORDER BY seq')
+      .all()
       .map((row) => ({ ...row, items: JSON.parse(row.document).items }));
     const priceAt = (slot, t) => {
       const current = versions.filter((v) => v.applied_at <= t && (v.rolled_back_at === null || v.rolled_back_at > t)).at(-1);
@@ -139,8 +167,13 @@ export function verifyCatalog({ dbPath, records }) {
     for (const o of orders) {
       // A push in the same millisecond as the order may fall on either side of it.
       const allowed = new Set([priceAt(o.slot, o.created_at), priceAt(o.slot, o.created_at - 1)]);
-      if (!allowed.has(o.amount)) { wrongPrice += 1; if (wrongPrice <= 5) violations.push(`order ${o.id} (${o.slot}) priced ${o.amount}, the catalog in use said ${[...allowed].join(' or ')}`); }
-      if (invoiceAmount.has(o.reference) && invoiceAmount.get(o.reference) !== o.amount) violations.push(`order ${o.id} amount ${o.amount} but its invoice ${invoiceAmount.get(o.reference)}`);
+      if (!allowed.has(o.amount)) {
+        wrongPrice += 1;
+        if (wrongPrice <= 5)
+          violations.push(`order ${o.id} (${o.slot}) priced ${o.amount}, the catalog in use said ${[...allowed].join(' or ')}`);
+      }
+      if (invoiceAmount.has(o.reference) && invoiceAmount.get(o.reference) !== o.amount)
+        violations.push(`order ${o.id} amount ${o.amount} but its invoice ${invoiceAmount.get(o.reference)}`);
     }
     if (versions.some((v) => v.version.startsWith('broken'))) violations.push('a broken catalog was applied');
 
@@ -154,11 +187,22 @@ export function verifyCatalog({ dbPath, records }) {
         }
       }
     }
-    const stock = Object.fromEntries(db.prepare('SELECT slot, stock FROM slot_state').all().map((r) => [r.slot, r.stock]));
-    const vendedBySlot = Object.fromEntries(db.prepare("SELECT slot, count(*) AS n FROM orders WHERE state = 'vended' GROUP BY slot").all().map((r) => [r.slot, r.n]));
+    const stock = Object.fromEntries(
+      db
+        .prepare('SELECT slot, stock FROM slot_state')
+        .all()
+        .map((r) => [r.slot, r.stock]),
+    );
+    const vendedBySlot = Object.fromEntries(
+      db
+        .prepare("SELECT slot, count(*) AS n FROM orders WHERE state = 'vended' GROUP BY slot")
+        .all()
+        .map((r) => [r.slot, r.n]),
+    );
     for (const [slot, initial] of Object.entries(INITIAL_STOCK)) {
       const expected = Math.max(0, initial - (vendedBySlot[slot] ?? 0));
-      if (stock[slot] !== expected) violations.push(`slot ${slot}: stock ${stock[slot]}, expected ${initial} − ${vendedBySlot[slot] ?? 0} delivered = ${expected}`);
+      if (stock[slot] !== expected)
+        violations.push(`slot ${slot}: stock ${stock[slot]}, expected ${initial} − ${vendedBySlot[slot] ?? 0} delivered = ${expected}`);
       if ((vendedBySlot[slot] ?? 0) > initial) violations.push(`slot ${slot}: ${vendedBySlot[slot]} delivered from a stock of ${initial}`);
     }
     // Times a slot went out of sale: its jammed_at going from unset to set.
@@ -170,7 +214,15 @@ export function verifyCatalog({ dbPath, records }) {
     }
     return {
       violations,
-      figures: { catalogVersionsApplied: versions.length, rolledBack: versions.filter((v) => v.rolled_back_at !== null).length, wrongPrice, soldWhileClosed, jams, stock, vendedBySlot },
+      figures: {
+        catalogVersionsApplied: versions.length,
+        rolledBack: versions.filter((v) => v.rolled_back_at !== null).length,
+        wrongPrice,
+        soldWhileClosed,
+        jams,
+        stock,
+        vendedBySlot,
+      },
     };
   } finally {
     db.close();

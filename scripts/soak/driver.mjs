@@ -15,7 +15,11 @@ async function call(url, init = {}) {
   const response = await fetch(url, { ...init, signal: AbortSignal.timeout(init.timeoutMs ?? 15_000) });
   const text = await response.text();
   let body = null;
-  try { body = text ? JSON.parse(text) : null; } catch { body = text; }
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = text;
+  }
   return { status: response.status, body };
 }
 
@@ -37,9 +41,13 @@ export function createDriver({ localUrl, sim, random, stats, isStopping }) {
   async function createOrder(slot) {
     const deadline = Date.now() + 90_000;
     for (;;) {
-      const res = await persist('create an order', () => call(`${localUrl}/api/orders`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot }),
-      }));
+      const res = await persist('create an order', () =>
+        call(`${localUrl}/api/orders`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ slot }),
+        }),
+      );
       if (res.status === 201) return res.body;
       if (Date.now() > deadline) throw new Error(`no order accepted for 90 s (last answer ${res.status} ${JSON.stringify(res.body)})`);
       const code = res.body?.error?.code;
@@ -75,7 +83,7 @@ export function createDriver({ localUrl, sim, random, stats, isStopping }) {
     for (;;) {
       const state = await orderState(orderId);
       if (FINAL_STATES.has(state)) return state;
-      refundingSince = state === 'refunding' ? refundingSince ?? Date.now() : null;
+      refundingSince = state === 'refunding' ? (refundingSince ?? Date.now()) : null;
       if (Date.now() > deadline || (refundingSince !== null && Date.now() - refundingSince > refundingMs) || isStopping()) {
         stats.slowOrders.push({ orderId, state });
         return state;
@@ -84,8 +92,15 @@ export function createDriver({ localUrl, sim, random, stats, isStopping }) {
     }
   }
 
-  const cancel = (orderId) => persist('cancel', () => call(`${localUrl}/api/orders/${orderId}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }));
-  const pay = (invoiceId) => sim.pay(invoiceId).then(() => true, () => false);
+  const cancel = (orderId) =>
+    persist('cancel', () =>
+      call(`${localUrl}/api/orders/${orderId}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
+    );
+  const pay = (invoiceId) =>
+    sim.pay(invoiceId).then(
+      () => true,
+      () => false,
+    );
 
   return {
     createOrder,

@@ -31,7 +31,15 @@ export interface SoakReport {
   extraInvoices: number;
   actuations: number;
   alarms: string[];
-  mqtt: { expected: number; delivered: number; missing: number; conflicting: number; redeliveries: number; unknown: number; outboxLeft: number };
+  mqtt: {
+    expected: number;
+    delivered: number;
+    missing: number;
+    conflicting: number;
+    redeliveries: number;
+    unknown: number;
+    outboxLeft: number;
+  };
   violations: string[];
   kills: number;
   restarts: number;

@@ -22,15 +22,26 @@ import { catalogOperator, JAMMED_SLOT, prepareCatalogSoak, SOAK_CATALOG, technic
 
 /** Probabilities per request / delivery; `webhookOutage` windows are driven by the chaos loop. */
 export const FAULTS_ALL = {
-  duplicateWebhook: 0.1, reorderWebhooks: 0.1, delayWebhookMs: 20, dropWebhook: 0.05, lateStaleEvent: 0.1,
-  rateLimit: 0.02, serverError: 0.03, timeout: 0.01, lostResponse: 0.02, refundUnknown: 0,
+  duplicateWebhook: 0.1,
+  reorderWebhooks: 0.1,
+  delayWebhookMs: 20,
+  dropWebhook: 0.05,
+  lateStaleEvent: 0.1,
+  rateLimit: 0.02,
+  serverError: 0.03,
+  timeout: 0.01,
+  lostResponse: 0.02,
+  refundUnknown: 0,
 };
 
 export function parseFaults(spec) {
   if (spec === 'all') return { ...FAULTS_ALL, outages: true };
   if (spec === 'none' || spec === '') return { outages: false };
   const out = { outages: false };
-  for (const name of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const name of spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     if (name === 'webhookOutage') out.outages = true;
     else if (name in FAULTS_ALL) out[name] = FAULTS_ALL[name];
     else throw new Error(`unknown fault "${name}"; known: all, none, webhookOutage, ${Object.keys(FAULTS_ALL).join(', ')}`);
@@ -50,7 +61,15 @@ const UNSETTLED_STATES = "('creating', 'awaiting_payment', 'paid', 'authorized',
 const PARKED_REFUND = "(r.state = 'unknown' AND r.alarmed_at IS NOT NULL)";
 
 export async function runSoak(options) {
-  const { orders: total, seed, killEverySec, mqtt: mqttEnabled = true, failRate = 0.05, drainTimeoutMs = 120_000, log = () => {} } = options;
+  const {
+    orders: total,
+    seed,
+    killEverySec,
+    mqtt: mqttEnabled = true,
+    failRate = 0.05,
+    drainTimeoutMs = 120_000,
+    log = () => {},
+  } = options;
   const faults = parseFaults(options.faults ?? 'all');
   const { outages, ...simFaults } = faults;
   const random = createRandom(seed);
@@ -65,7 +84,12 @@ export async function runSoak(options) {
   const localPort = await freePort();
   const webhookPort = await freePort();
   const broker = mqttEnabled ? await startBroker() : null;
-  const sim = createSimulator({ provider: 'gerege', seed, webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege`, faults: simFaults });
+  const sim = createSimulator({
+    provider: 'gerege',
+    seed,
+    webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege`,
+    faults: simFaults,
+  });
   await sim.start();
 
   // Soak instrumentation (not part of the product): a trigger copies every committed outbox row, the
@@ -81,24 +105,49 @@ export async function runSoak(options) {
   const config = () => ({
     device: { id: deviceId, mode: 'vending', currency: 'MNT', catalog: SOAK_CATALOG },
     slots: { jamAfterFailures: 2, lowStockAt: 2 },
-    provider: { name: 'gerege', baseUrl: sim.url, clientId: 'sim-client', invoiceTtlSec: 30, requestTimeoutMs: 1_000, createDeadlineMs: 6_000, refundUnknownAlarmSec: 10 },
+    provider: {
+      name: 'gerege',
+      baseUrl: sim.url,
+      clientId: 'sim-client',
+      invoiceTtlSec: 30,
+      requestTimeoutMs: 1_000,
+      createDeadlineMs: 6_000,
+      refundUnknownAlarmSec: 10,
+    },
     poll: { intervalMs: 200, maxBackoffMs: 2_000, lateGraceSec: 60 },
     http: {
       // A soak orders far faster than a customer and replaces open orders on purpose: no rate limit, no double-press merging.
       local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000, doublePressWindowMs: 0 },
-      webhook: { host: '127.0.0.1', port: webhookPort, retryBaseMs: 100, retryMaxMs: 2_000, silenceGraceSec: 2, backfillLookbackSec: 3_600 },
+      webhook: {
+        host: '127.0.0.1',
+        port: webhookPort,
+        retryBaseMs: 100,
+        retryMaxMs: 2_000,
+        silenceGraceSec: 2,
+        backfillLookbackSec: 3_600,
+      },
     },
     storage: { path: dbPath },
     // A different failure mode and draw sequence in every segment between two kills.
     actuator: {
-      kind: 'sim', deliveryWindowMs: 300,
-      sim: { logPath: simLogPath, durationMs: 10, failMode: ['fail', 'nak', 'no_drop'][segment % 3], failRate, failSeed: seed * 1_000 + segment, dropSensor: true, jamSlots: [JAMMED_SLOT] },
+      kind: 'sim',
+      deliveryWindowMs: 300,
+      sim: {
+        logPath: simLogPath,
+        durationMs: 10,
+        failMode: ['fail', 'nak', 'no_drop'][segment % 3],
+        failRate,
+        failSeed: seed * 1_000 + segment,
+        dropSensor: true,
+        jamSlots: [JAMMED_SLOT],
+      },
     },
     mqtt: broker ? { url: broker.url, prefix: PREFIX, reconnectMinMs: 200, reconnectMaxMs: 1_000, connectTimeoutMs: 2_000 } : { url: '' },
     log: { level: 'info' },
   });
   const service = createServiceProcess({
-    configPath: join(dir, 'config.yaml'), config,
+    configPath: join(dir, 'config.yaml'),
+    config,
     env: { VENDGATE_PROVIDER_CLIENT_SECRET: 'sim-secret', VENDGATE_WEBHOOK_SECRETS: 'whsec_simulator' },
   });
   const readyTimes = [];
@@ -106,8 +155,21 @@ export async function runSoak(options) {
 
   const kills = [];
   const stats = {
-    behaviours: {}, finalStates: {}, createFailed: {}, createWaits: {}, slowOrders: [], createMs: [], orderMs: [], payments: 0, retriedRequests: 0, brokerStops: 0, outages: 0,
-    catalogPushes: { valid: 0, broken: 0, rollback: 0 }, catalogResults: {}, jamsCleared: 0, technicianErrors: [],
+    behaviours: {},
+    finalStates: {},
+    createFailed: {},
+    createWaits: {},
+    slowOrders: [],
+    createMs: [],
+    orderMs: [],
+    payments: 0,
+    retriedRequests: 0,
+    brokerStops: 0,
+    outages: 0,
+    catalogPushes: { valid: 0, broken: 0, rollback: 0 },
+    catalogResults: {},
+    jamsCleared: 0,
+    technicianErrors: [],
   };
   let stopping = false;
   let served = 0;
@@ -118,50 +180,59 @@ export async function runSoak(options) {
   };
 
   if (killEverySec > 0) {
-    chaosDone.push((async () => {
-      while (!stopping) {
-        // A short run still sees a kill: halfway through, if none has landed yet.
-        await pause(killEverySec * 1_000 * (0.5 + chaosRandom.next()), () => kills.length === 0 && served >= total / 2);
-        if (stopping) break;
-        await service.kill('SIGKILL');
-        // What the disk says at the instant of death: was the machine moving?
-        const db = new Database(dbPath, { readonly: true, fileMustExist: true });
-        const firing = db.prepare("SELECT order_id FROM vend_jobs WHERE state = 'firing'").pluck().get() ?? null;
-        db.close();
-        kills.push({ at: Date.now() - startedAt, afterOrders: served, firingOrderId: firing });
-        segment += 1;
-        readyTimes.push((await service.start()).readyMs);
-        log(`kill ${kills.length} after ${served} orders${firing === null ? '' : ` (order ${firing} was firing)`}`);
-      }
-    })());
+    chaosDone.push(
+      (async () => {
+        while (!stopping) {
+          // A short run still sees a kill: halfway through, if none has landed yet.
+          await pause(killEverySec * 1_000 * (0.5 + chaosRandom.next()), () => kills.length === 0 && served >= total / 2);
+          if (stopping) break;
+          await service.kill('SIGKILL');
+          // What the disk says at the instant of death: was the machine moving?
+          const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+          const firing = db.prepare("SELECT order_id FROM vend_jobs WHERE state = 'firing'").pluck().get() ?? null;
+          db.close();
+          kills.push({ at: Date.now() - startedAt, afterOrders: served, firingOrderId: firing });
+          segment += 1;
+          readyTimes.push((await service.start()).readyMs);
+          log(`kill ${kills.length} after ${served} orders${firing === null ? '' : ` (order ${firing} was firing)`}`);
+        }
+      })(),
+    );
   }
   if (broker) {
-    chaosDone.push((async () => {
-      while (!stopping) {
-        await pause(chaosRandom.int(3_000, 9_000));
-        if (stopping) break;
-        await broker.stop();
-        stats.brokerStops += 1;
-        await pause(chaosRandom.int(300, 2_000));
+    chaosDone.push(
+      (async () => {
+        while (!stopping) {
+          await pause(chaosRandom.int(3_000, 9_000));
+          if (stopping) break;
+          await broker.stop();
+          stats.brokerStops += 1;
+          await pause(chaosRandom.int(300, 2_000));
+          await broker.start();
+        }
         await broker.start();
-      }
-      await broker.start();
-    })());
+      })(),
+    );
   }
-  if (broker) chaosDone.push(catalogOperator({ brokerUrl: broker.url, prefix: PREFIX, deviceId, random: catalogRandom, stats, isStopping: () => stopping, pause }));
+  if (broker)
+    chaosDone.push(
+      catalogOperator({ brokerUrl: broker.url, prefix: PREFIX, deviceId, random: catalogRandom, stats, isStopping: () => stopping, pause }),
+    );
   chaosDone.push(technician({ dbPath, deviceId, random: catalogRandom, stats, isStopping: () => stopping, pause }));
   if (outages) {
-    chaosDone.push((async () => {
-      while (!stopping) {
-        await pause(chaosRandom.int(5_000, 15_000));
-        if (stopping) break;
-        sim.setFaults({ webhookOutage: true });
-        stats.outages += 1;
-        await pause(chaosRandom.int(500, 3_000));
+    chaosDone.push(
+      (async () => {
+        while (!stopping) {
+          await pause(chaosRandom.int(5_000, 15_000));
+          if (stopping) break;
+          sim.setFaults({ webhookOutage: true });
+          stats.outages += 1;
+          await pause(chaosRandom.int(500, 3_000));
+          sim.setFaults({ webhookOutage: false });
+        }
         sim.setFaults({ webhookOutage: false });
-      }
-      sim.setFaults({ webhookOutage: false });
-    })());
+      })(),
+    );
   }
 
   const localUrl = `http://127.0.0.1:${localPort}`;
@@ -187,15 +258,27 @@ export async function runSoak(options) {
   const db = new Database(dbPath, { readonly: true, fileMustExist: true });
   try {
     while (Date.now() - drainStarted < drainTimeoutMs) {
-      for (const id of db.prepare("SELECT id FROM orders WHERE state = 'awaiting_payment'").pluck().all()) await driver.cancel(id).catch(() => {});
+      for (const id of db.prepare("SELECT id FROM orders WHERE state = 'awaiting_payment'").pluck().all())
+        await driver.cancel(id).catch(() => {});
       lastOpen = {
-        orders: db.prepare(`SELECT count(*) FROM orders o WHERE state IN ${UNSETTLED_STATES}
-                             AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.id AND ${PARKED_REFUND})`).pluck().get(),
-        refunds: db.prepare(`SELECT count(*) FROM refunds r WHERE state NOT IN ('succeeded', 'failed') AND NOT ${PARKED_REFUND}`).pluck().get(),
+        orders: db
+          .prepare(
+            `SELECT count(*) FROM orders o WHERE state IN ${UNSETTLED_STATES}
+                             AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.id AND ${PARKED_REFUND})`,
+          )
+          .pluck()
+          .get(),
+        refunds: db
+          .prepare(`SELECT count(*) FROM refunds r WHERE state NOT IN ('succeeded', 'failed') AND NOT ${PARKED_REFUND}`)
+          .pluck()
+          .get(),
         webhooks: db.prepare('SELECT count(*) FROM webhook_events WHERE processed_at IS NULL').pluck().get(),
         outbox: mqttEnabled ? db.prepare('SELECT count(*) FROM outbox').pluck().get() : 0,
       };
-      if (Object.values(lastOpen).every((n) => n === 0)) { drained = true; break; }
+      if (Object.values(lastOpen).every((n) => n === 0)) {
+        drained = true;
+        break;
+      }
       await sleep(100);
     }
   } finally {
@@ -205,23 +288,51 @@ export async function runSoak(options) {
   await sim.stop();
   await broker?.stop();
 
-  const report = verify({ dbPath, simLogPath, records: sim.records(), received: broker?.received ?? [], deviceId, prefix: PREFIX, kills, mqttEnabled });
+  const report = verify({
+    dbPath,
+    simLogPath,
+    records: sim.records(),
+    received: broker?.received ?? [],
+    deviceId,
+    prefix: PREFIX,
+    kills,
+    mqttEnabled,
+  });
   const catalogVerdict = verifyCatalog({ dbPath, records: sim.records() });
   report.violations.push(...catalogVerdict.violations, ...stats.technicianErrors.map((e) => `technician: ${e}`));
-  report.catalog = { ...catalogVerdict.figures, pushes: stats.catalogPushes, results: stats.catalogResults, jamsCleared: stats.jamsCleared };
+  report.catalog = {
+    ...catalogVerdict.figures,
+    pushes: stats.catalogPushes,
+    results: stats.catalogResults,
+    jamsCleared: stats.jamsCleared,
+  };
   if (driveError) report.violations.push(`the customers could not go on: ${driveError.message}`);
   if (!drained) report.violations.push(`not settled ${drainTimeoutMs / 1000} s after the last order: ${JSON.stringify(lastOpen)}`);
   const records = sim.records();
   Object.assign(report, {
-    seed, faults: options.faults ?? 'all', killEverySec, mqttEnabled, failRate,
-    wallMs: Date.now() - startedAt, driveMs, drainMs: Date.now() - drainStarted,
+    seed,
+    faults: options.faults ?? 'all',
+    killEverySec,
+    mqttEnabled,
+    failRate,
+    wallMs: Date.now() - startedAt,
+    driveMs,
+    drainMs: Date.now() - drainStarted,
     ordersPerSec: total / (driveMs / 1000),
-    kills: kills.length, restarts: service.starts - 1, readyMs: { max: Math.max(...readyTimes), median: readyTimes.sort((a, b) => a - b)[Math.floor(readyTimes.length / 2)] },
-    brokerStops: stats.brokerStops, webhookOutages: stats.outages,
-    customers: stats.behaviours, finalStates: stats.finalStates, createFailed: stats.createFailed, createWaits: stats.createWaits,
+    kills: kills.length,
+    restarts: service.starts - 1,
+    readyMs: { max: Math.max(...readyTimes), median: readyTimes.sort((a, b) => a - b)[Math.floor(readyTimes.length / 2)] },
+    brokerStops: stats.brokerStops,
+    webhookOutages: stats.outages,
+    customers: stats.behaviours,
+    finalStates: stats.finalStates,
+    createFailed: stats.createFailed,
+    createWaits: stats.createWaits,
     slowOrders: stats.slowOrders.length,
-    createMs: percentiles(stats.createMs), orderMs: percentiles(stats.orderMs),
-    providerRequests: records.requests.length, webhookDeliveries: records.deliveries.length,
+    createMs: percentiles(stats.createMs),
+    orderMs: percentiles(stats.orderMs),
+    providerRequests: records.requests.length,
+    webhookDeliveries: records.deliveries.length,
     dir: options.keepDir ? dir : null,
   });
   if (!options.keepDir) rmSync(dir, { recursive: true, force: true });

@@ -18,7 +18,9 @@ export function freePort() {
 }
 
 const live = new Set();
-process.once('exit', () => { for (const child of live) child.kill('SIGKILL'); });
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
 
 /**
  * The real compiled service (`node dist/main.js start --config FILE`) as a child process.
@@ -42,16 +44,21 @@ export function createServiceProcess({ configPath, config, env, readyTimeoutMs =
     live.add(proc);
     starts += 1;
     let exited = null;
-    exit = new Promise((resolve) => proc.once('exit', (code, signal) => {
-      live.delete(proc);
-      if (child === proc) child = null;
-      exited = { code, signal };
-      resolve(exited);
-    }));
+    exit = new Promise((resolve) =>
+      proc.once('exit', (code, signal) => {
+        live.delete(proc);
+        if (child === proc) child = null;
+        exited = { code, signal };
+        resolve(exited);
+      }),
+    );
     let buffer = '';
     let ready = false;
     const readyPromise = new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the service was not ready within ${readyTimeoutMs} ms:\n${stderr.slice(-2000)}`)), readyTimeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`the service was not ready within ${readyTimeoutMs} ms:\n${stderr.slice(-2000)}`)),
+        readyTimeoutMs,
+      );
       proc.stdout.on('data', (chunk) => {
         buffer += chunk.toString();
         const lines = buffer.split('\n');
@@ -66,19 +73,30 @@ export function createServiceProcess({ configPath, config, env, readyTimeoutMs =
         }
       });
       exit.then((e) => {
-        if (!ready) { clearTimeout(timer); reject(new Error(`the service exited before it was ready (${JSON.stringify(e)}):\n${stderr.slice(-2000)}`)); }
+        if (!ready) {
+          clearTimeout(timer);
+          reject(new Error(`the service exited before it was ready (${JSON.stringify(e)}):\n${stderr.slice(-2000)}`));
+        }
       });
     });
-    proc.stderr.on('data', (chunk) => { stderr = (stderr + chunk.toString()).slice(-20_000); });
+    proc.stderr.on('data', (chunk) => {
+      stderr = (stderr + chunk.toString()).slice(-20_000);
+    });
     await readyPromise;
     return { readyMs: Date.now() - startedAt, exited: () => exited };
   }
 
   return {
     start,
-    get running() { return child !== null; },
-    get pid() { return child?.pid ?? null; },
-    get starts() { return starts; },
+    get running() {
+      return child !== null;
+    },
+    get pid() {
+      return child?.pid ?? null;
+    },
+    get starts() {
+      return starts;
+    },
     stderr: () => stderr,
     /** Sends the signal and waits for the exit. */
     async kill(signal = 'SIGKILL') {

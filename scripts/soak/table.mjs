@@ -25,7 +25,12 @@ export function soakRows(r) {
     rows.push(['orders priced from another catalog', c.wrongPrice, '0', c.wrongPrice === 0]);
     rows.push(['orders of a jammed or sold-out slot', c.soldWhileClosed, '0', c.soldWhileClosed === 0]);
     rows.push(['slot jams / cleared by the technician', `${c.jams} / ${c.jamsCleared}`, '', null]);
-    rows.push(['stock left (A1, B1) / delivered', `${c.stock.A1}, ${c.stock.B1} / ${JSON.stringify(c.vendedBySlot)}`, 'initial − delivered', null]);
+    rows.push([
+      'stock left (A1, B1) / delivered',
+      `${c.stock.A1}, ${c.stock.B1} / ${JSON.stringify(c.vendedBySlot)}`,
+      'initial − delivered',
+      null,
+    ]);
   }
   rows.push(['kills (SIGKILL) / while firing', `${r.kills} / ${r.killsWhileFiring}`, '', null]);
   rows.push(['broker stops / webhook outages', `${r.brokerStops} / ${r.webhookOutages}`, '', null]);

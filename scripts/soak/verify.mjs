@@ -11,11 +11,15 @@ const SETTLED = new Set(['vended', 'refunded', 'vend_uncertain']);
 
 export function readSimLog(path) {
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line));
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line));
 }
 
 /** A refund parked for a person: unknown outcome, alarm raised. Never expected; counted on its own row. */
-export const REFUND_PARKED_SQL = "SELECT 1 FROM refunds r JOIN alarms a ON a.name = 'refund_unknown/' || r.order_id WHERE r.order_id = ? AND r.state = 'unknown'";
+export const REFUND_PARKED_SQL =
+  "SELECT 1 FROM refunds r JOIN alarms a ON a.name = 'refund_unknown/' || r.order_id WHERE r.order_id = ? AND r.state = 'unknown'";
 
 export function verify({ dbPath, simLogPath, records, received, deviceId, prefix, kills, mqttEnabled }) {
   const db = new Database(dbPath, { readonly: true });
@@ -46,8 +50,10 @@ export function verify({ dbPath, simLogPath, records, received, deviceId, prefix
     }
     for (const o of orders) {
       if (o.state === 'vended' && !fired.has(o.id)) violations.push(`order ${o.id} vended but nothing came out of the machine`);
-      if (o.state === 'refunded' && !refundedInvoiceIds.has(o.invoice_id)) violations.push(`order ${o.id} refunded here but not at the provider`);
-      if (o.state === 'vend_uncertain' && !alarms.has(`vend_uncertain/${o.id}`)) violations.push(`order ${o.id} uncertain without its alarm`);
+      if (o.state === 'refunded' && !refundedInvoiceIds.has(o.invoice_id))
+        violations.push(`order ${o.id} refunded here but not at the provider`);
+      if (o.state === 'vend_uncertain' && !alarms.has(`vend_uncertain/${o.id}`))
+        violations.push(`order ${o.id} uncertain without its alarm`);
     }
 
     // No lost payment: every paid invoice ended in goods, money back, or a person's alarm.
@@ -63,7 +69,9 @@ export function verify({ dbPath, simLogPath, records, received, deviceId, prefix
     const refundsLeftToPerson = [...unsettled].filter((id) => byId.get(id).state === 'refunding' && parked.get(id));
     for (const id of refundsLeftToPerson) unsettled.delete(id);
     if (refundsLeftToPerson.length > 0) {
-      violations.push(`${refundsLeftToPerson.length} refunds left to a person (unknown outcome, refund_unknown alarm): orders ${refundsLeftToPerson.slice(0, 10).join(', ')}`);
+      violations.push(
+        `${refundsLeftToPerson.length} refunds left to a person (unknown outcome, refund_unknown alarm): orders ${refundsLeftToPerson.slice(0, 10).join(', ')}`,
+      );
     }
     if (unsettled.size > 0) {
       const refundOf = db.prepare('SELECT state, last_error FROM refunds WHERE order_id = ?');
@@ -77,7 +85,8 @@ export function verify({ dbPath, simLogPath, records, received, deviceId, prefix
     // Uncertainty only where a kill landed while the machine was moving.
     const uncertain = count('vend_uncertain');
     const killsWhileFiring = kills.filter((k) => k.firingOrderId !== null).length;
-    if (uncertain > killsWhileFiring) violations.push(`${uncertain} uncertain vends but only ${killsWhileFiring} kills landed while firing`);
+    if (uncertain > killsWhileFiring)
+      violations.push(`${uncertain} uncertain vends but only ${killsWhileFiring} kills landed while firing`);
 
     // One invoice per order attempt (every order here has one attempt).
     const perReference = new Map();
@@ -99,14 +108,23 @@ export function verify({ dbPath, simLogPath, records, received, deviceId, prefix
     let mqtt = { expected: 0, delivered: 0, missing: 0, conflicting: 0, redeliveries: 0, unknown: 0, outboxLeft: 0 };
     const outboxLeft = db.prepare('SELECT count(*) FROM outbox').pluck().get();
     if (mqttEnabled) {
-      const expected = new Map(db.prepare("SELECT id, seq FROM soak_outbox_log WHERE kind = 'event'").all().map((r) => [r.id, r.seq]));
+      const expected = new Map(
+        db
+          .prepare("SELECT id, seq FROM soak_outbox_log WHERE kind = 'event'")
+          .all()
+          .map((r) => [r.id, r.seq]),
+      );
       const topic = `${prefix}/${deviceId}/events`;
       const seen = new Map();
       let copies = 0;
       for (const message of received) {
         if (message.topic !== topic) continue;
         let body;
-        try { body = JSON.parse(message.payload); } catch { continue; }
+        try {
+          body = JSON.parse(message.payload);
+        } catch {
+          continue;
+        }
         copies += 1;
         const seqs = seen.get(body.id) ?? new Set();
         seqs.add(body.seq);
@@ -115,7 +133,15 @@ export function verify({ dbPath, simLogPath, records, received, deviceId, prefix
       const missing = [...expected.keys()].filter((id) => !seen.has(id));
       const conflicting = [...seen.entries()].filter(([id, seqs]) => seqs.size > 1 || (expected.has(id) && !seqs.has(expected.get(id))));
       const unknown = [...seen.keys()].filter((id) => !expected.has(id));
-      mqtt = { expected: expected.size, delivered: seen.size, missing: missing.length, conflicting: conflicting.length, redeliveries: copies - seen.size, unknown: unknown.length, outboxLeft };
+      mqtt = {
+        expected: expected.size,
+        delivered: seen.size,
+        missing: missing.length,
+        conflicting: conflicting.length,
+        redeliveries: copies - seen.size,
+        unknown: unknown.length,
+        outboxLeft,
+      };
       if (missing.length > 0) violations.push(`${missing.length} MQTT events never reached the broker`);
       if (conflicting.length > 0) violations.push(`${conflicting.length} MQTT event ids name two different events`);
       if (unknown.length > 0) violations.push(`${unknown.length} MQTT events the device never committed`);
@@ -124,7 +150,12 @@ export function verify({ dbPath, simLogPath, records, received, deviceId, prefix
 
     return {
       orders: orders.length,
-      byState: Object.fromEntries(db.prepare('SELECT state, count(*) AS n FROM orders GROUP BY state').all().map((r) => [r.state, r.n])),
+      byState: Object.fromEntries(
+        db
+          .prepare('SELECT state, count(*) AS n FROM orders GROUP BY state')
+          .all()
+          .map((r) => [r.state, r.n]),
+      ),
       paid: paidInvoices.length,
       vended: count('vended'),
       refunded: count('refunded'),

@@ -55,33 +55,64 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
     if (!row) return fromSettings;
     if (cached?.seq !== row.seq) {
       const document = JSON.parse(row.document) as CatalogDocument;
-      cached = { seq: row.seq, catalog: { version: row.version, source: row.source, appliedAt: new Date(row.applied_at).toISOString(), items: document.items } };
+      cached = {
+        seq: row.seq,
+        catalog: { version: row.version, source: row.source, appliedAt: new Date(row.applied_at).toISOString(), items: document.items },
+      };
     }
     return cached.catalog;
   }
 
   const item = (slot: string): CatalogItem | undefined => current().items.find((entry) => entry.slot === slot);
   const lowStockAt = (slot: string): number => item(slot)?.lowStockAt ?? settings.slots.lowStockAt;
-  const slots = createSlots({ db, clock, outbox, logger: deps.logger, tables, lowStockAt, knownSlot: (slot) => item(slot) !== undefined }, settings.slots);
+  const slots = createSlots(
+    { db, clock, outbox, logger: deps.logger, tables, lowStockAt, knownSlot: (slot) => item(slot) !== undefined },
+    settings.slots,
+  );
 
   /** Caller owns the transaction. */
   function publishApplied(previous: string | null): void {
     const applied = current();
-    outbox.retain(CATALOG_TOPIC, JSON.stringify({ version: applied.version, previousVersion: previous, source: applied.source, appliedAt: applied.appliedAt, items: applied.items }));
+    outbox.retain(
+      CATALOG_TOPIC,
+      JSON.stringify({
+        version: applied.version,
+        previousVersion: previous,
+        source: applied.source,
+        appliedAt: applied.appliedAt,
+        items: applied.items,
+      }),
+    );
   }
 
   function refusalFor(slot: string): VendgateError | null {
     const state = slots.get(slot);
     if (state.jammed) {
-      return new VendgateError(ErrorCodes.SLOT_JAMMED, `slot ${slot} is out of order (${state.jamReason ?? 'jammed'}); please choose another product`, { httpStatus: 409, details: { slot } });
+      return new VendgateError(
+        ErrorCodes.SLOT_JAMMED,
+        `slot ${slot} is out of order (${state.jamReason ?? 'jammed'}); please choose another product`,
+        { httpStatus: 409, details: { slot } },
+      );
     }
-    if (state.stock === 0) return new VendgateError(ErrorCodes.SOLD_OUT, `slot ${slot} is sold out; please choose another product`, { httpStatus: 409, details: { slot } });
+    if (state.stock === 0)
+      return new VendgateError(ErrorCodes.SOLD_OUT, `slot ${slot} is sold out; please choose another product`, {
+        httpStatus: 409,
+        details: { slot },
+      });
     return null;
   }
 
   function invalid(problems: string[], version: unknown): VendgateError {
-    inTransaction(db, () => outbox.event('catalog.rejected', { version: typeof version === 'string' || typeof version === 'number' ? String(version) : null, problems }));
-    return new VendgateError(ErrorCodes.CATALOG_INVALID, `catalog not applied, nothing changed: ${problems.join('; ')}`, { httpStatus: 400, details: { problems } });
+    inTransaction(db, () =>
+      outbox.event('catalog.rejected', {
+        version: typeof version === 'string' || typeof version === 'number' ? String(version) : null,
+        problems,
+      }),
+    );
+    return new VendgateError(ErrorCodes.CATALOG_INVALID, `catalog not applied, nothing changed: ${problems.join('; ')}`, {
+      httpStatus: 400,
+      details: { problems },
+    });
   }
 
   return {
@@ -98,7 +129,11 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
       const found = slot === undefined ? undefined : items.find((entry) => entry.slot === slot);
       if (!found) {
         const names = items.map((entry) => entry.slot).join(', ');
-        throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, slot ? `unknown slot "${slot}"; this machine has: ${names}` : `choose a slot: ${names}`, { httpStatus: 400 });
+        throw new VendgateError(
+          ErrorCodes.UNKNOWN_SLOT,
+          slot ? `unknown slot "${slot}"; this machine has: ${names}` : `choose a slot: ${names}`,
+          { httpStatus: 400 },
+        );
       }
       const refusal = refusalFor(found.slot);
       if (refusal) throw refusal;
@@ -144,7 +179,11 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
         publishApplied(now.version);
         return { version: document.version, previousVersion: now.version, changed: true };
       });
-      if (!result) throw invalid([`version: ${document.version} is already applied with different content; publish the change under a new version`], version);
+      if (!result)
+        throw invalid(
+          [`version: ${document.version} is already applied with different content; publish the change under a new version`],
+          version,
+        );
       if (result.changed) log.info({ version: result.version, previousVersion: result.previousVersion, source }, 'catalog applied');
       return result;
     },
@@ -160,7 +199,12 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
         publishApplied(row.version);
         return { version: back.version, rolledBack: row.version };
       });
-      if (!result) throw new VendgateError(ErrorCodes.CATALOG_INVALID, `nothing to roll back: the catalog in use is the one in the settings (version "${SETTINGS_VERSION}")`, { httpStatus: 409 });
+      if (!result)
+        throw new VendgateError(
+          ErrorCodes.CATALOG_INVALID,
+          `nothing to roll back: the catalog in use is the one in the settings (version "${SETTINGS_VERSION}")`,
+          { httpStatus: 409 },
+        );
       log.warn({ ...result, source }, 'catalog rolled back');
       return result;
     },

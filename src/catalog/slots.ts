@@ -30,36 +30,50 @@ export interface SlotHooks {
 export const jamAlarm = (slot: string) => `slot_jammed/${slot}`;
 export const lowStockAlarm = (slot: string) => `stock_low/${slot}`;
 
-export function createSlots(deps: {
-  db: Db;
-  clock: Clock;
-  outbox: Outbox;
-  logger: Logger;
-  tables: CatalogTables;
-  lowStockAt(slot: string): number;
-  knownSlot(slot: string): boolean;
-}, settings: Readonly<Settings>['slots']) {
+export function createSlots(
+  deps: {
+    db: Db;
+    clock: Clock;
+    outbox: Outbox;
+    logger: Logger;
+    tables: CatalogTables;
+    lowStockAt(slot: string): number;
+    knownSlot(slot: string): boolean;
+  },
+  settings: Readonly<Settings>['slots'],
+) {
   const { db, clock, outbox, tables } = deps;
   const log = deps.logger.child({ module: 'slots' });
 
-  const read = (slot: string): SlotStateRow => tables.slot(slot) ?? { slot, stock: null, consecutive_failures: 0, jammed_at: null, jam_reason: null, updated_at: 0 };
+  const read = (slot: string): SlotStateRow =>
+    tables.slot(slot) ?? { slot, stock: null, consecutive_failures: 0, jammed_at: null, jam_reason: null, updated_at: 0 };
   const view = (row: SlotStateRow): SlotView => ({
-    slot: row.slot, stock: row.stock, jammed: row.jammed_at !== null, jammedAt: row.jammed_at === null ? null : new Date(row.jammed_at).toISOString(),
-    jamReason: row.jam_reason, consecutiveFailures: row.consecutive_failures,
+    slot: row.slot,
+    stock: row.stock,
+    jammed: row.jammed_at !== null,
+    jammedAt: row.jammed_at === null ? null : new Date(row.jammed_at).toISOString(),
+    jamReason: row.jam_reason,
+    consecutiveFailures: row.consecutive_failures,
   });
 
   /** Opens or clears stock_low/<slot> for the stock now counted. Caller owns the transaction. */
   function checkLowStock(slot: string, stock: number | null): void {
     const threshold = deps.lowStockAt(slot);
     if (stock !== null && stock <= threshold) {
-      outbox.raiseAlarm(lowStockAlarm(slot), 'warning', stock === 0 ? `slot ${slot} is sold out: refill it` : `slot ${slot} is running low: refill it`, { slot, stock, lowStockAt: threshold });
+      outbox.raiseAlarm(
+        lowStockAlarm(slot),
+        'warning',
+        stock === 0 ? `slot ${slot} is sold out: refill it` : `slot ${slot} is running low: refill it`,
+        { slot, stock, lowStockAt: threshold },
+      );
     } else {
       outbox.clearAlarm(lowStockAlarm(slot));
     }
   }
 
   function mustKnow(slot: string): void {
-    if (!deps.knownSlot(slot)) throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, `unknown slot "${slot}": it is not in the catalog in use`, { httpStatus: 400 });
+    if (!deps.knownSlot(slot))
+      throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, `unknown slot "${slot}": it is not in the catalog in use`, { httpStatus: 400 });
   }
 
   const hooks: SlotHooks = {
@@ -75,9 +89,20 @@ export function createSlots(deps: {
       const row = read(slot);
       const failures = row.consecutive_failures + 1;
       const jamNow = row.jammed_at === null && failures >= settings.jamAfterFailures;
-      tables.saveSlot({ ...row, consecutive_failures: failures, jammed_at: jamNow ? clock.now() : row.jammed_at, jam_reason: jamNow ? reason : row.jam_reason, updated_at: clock.now() });
+      tables.saveSlot({
+        ...row,
+        consecutive_failures: failures,
+        jammed_at: jamNow ? clock.now() : row.jammed_at,
+        jam_reason: jamNow ? reason : row.jam_reason,
+        updated_at: clock.now(),
+      });
       if (!jamNow) return;
-      outbox.raiseAlarm(jamAlarm(slot), 'critical', `slot ${slot} failed ${failures} vends in a row and is out of sale: check it, then clear it (vendgate clear-jam ${slot} or cmd/clear_jam)`, { slot, failures, reason });
+      outbox.raiseAlarm(
+        jamAlarm(slot),
+        'critical',
+        `slot ${slot} failed ${failures} vends in a row and is out of sale: check it, then clear it (vendgate clear-jam ${slot} or cmd/clear_jam)`,
+        { slot, failures, reason },
+      );
       outbox.event('slot.jammed', { slot, failures, reason });
       log.error({ slot, failures, reason }, 'slot jammed: out of sale');
     },
@@ -97,7 +122,9 @@ export function createSlots(deps: {
     /** Sets the counted stock after a technician filled the slot. */
     refill(slot: string, count: unknown, by: string): SlotView {
       if (typeof count !== 'number' || !Number.isInteger(count) || count < 0 || count > 10_000) {
-        throw new VendgateError(ErrorCodes.BAD_REQUEST, 'count must be a whole number from 0 to 10000 (the items now in the slot)', { httpStatus: 400 });
+        throw new VendgateError(ErrorCodes.BAD_REQUEST, 'count must be a whole number from 0 to 10000 (the items now in the slot)', {
+          httpStatus: 400,
+        });
       }
       mustKnow(slot);
       inTransaction(db, () => {

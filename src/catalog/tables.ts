@@ -22,10 +22,16 @@ export interface SlotStateRow {
 export function createCatalogTables(db: Db) {
   return {
     currentVersion(): CatalogVersionRow | undefined {
-      return prepared(db, 'SELECT * FROM catalog_versions WHERE rolled_back_at IS NULL ORDER BY seq DESC LIMIT 1').get() as CatalogVersionRow | undefined;
+      return prepared(db, 'SELECT * FROM catalog_versions WHERE rolled_back_at IS NULL ORDER BY seq DESC LIMIT 1').get() as
+        CatalogVersionRow | undefined;
     },
     insertVersion(version: string, document: string, source: string, now: number): void {
-      prepared(db, 'INSERT INTO catalog_versions (version, document, source, applied_at) VALUES (?, ?, ?, ?)').run(version, document, source, now);
+      prepared(db, 'INSERT INTO catalog_versions (version, document, source, applied_at) VALUES (?, ?, ?, ?)').run(
+        version,
+        document,
+        source,
+        now,
+      );
     },
     markRolledBack(seq: number, now: number): void {
       prepared(db, 'UPDATE catalog_versions SET rolled_back_at = ? WHERE seq = ?').run(now, seq);
@@ -38,15 +44,20 @@ export function createCatalogTables(db: Db) {
     },
     /** Writes the whole row (insert or replace): the callers read, decide, then write in one transaction. */
     saveSlot(row: SlotStateRow): void {
-      prepared(db, `INSERT INTO slot_state (slot, stock, consecutive_failures, jammed_at, jam_reason, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+      prepared(
+        db,
+        `INSERT INTO slot_state (slot, stock, consecutive_failures, jammed_at, jam_reason, updated_at) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (slot) DO UPDATE SET stock = excluded.stock, consecutive_failures = excluded.consecutive_failures,
-          jammed_at = excluded.jammed_at, jam_reason = excluded.jam_reason, updated_at = excluded.updated_at`)
-        .run(row.slot, row.stock, row.consecutive_failures, row.jammed_at, row.jam_reason, row.updated_at);
+          jammed_at = excluded.jammed_at, jam_reason = excluded.jam_reason, updated_at = excluded.updated_at`,
+      ).run(row.slot, row.stock, row.consecutive_failures, row.jammed_at, row.jam_reason, row.updated_at);
     },
     /** Changes whenever a catalog is applied or rolled back or a slot changes: the app re-draws the screen then. */
     generation(): string {
-      const row = prepared(db, `SELECT (SELECT coalesce(max(seq), 0) || '.' || coalesce(max(rolled_back_at), 0) FROM catalog_versions) AS c,
-        (SELECT coalesce(group_concat(slot || ':' || ifnull(stock, '-') || ':' || consecutive_failures || ':' || ifnull(jammed_at, '-')), '') FROM slot_state) AS s`).get() as { c: string; s: string };
+      const row = prepared(
+        db,
+        `SELECT (SELECT coalesce(max(seq), 0) || '.' || coalesce(max(rolled_back_at), 0) FROM catalog_versions) AS c,
+        (SELECT coalesce(group_concat(slot || ':' || ifnull(stock, '-') || ':' || consecutive_failures || ':' || ifnull(jammed_at, '-')), '') FROM slot_state) AS s`,
+      ).get() as { c: string; s: string };
       return `${row.c}/${row.s}`;
     },
   };

@@ -79,7 +79,10 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
   let halted = false;
 
   function later(ms: number, fn: () => void): void {
-    const timer = setTimeout(() => { timers.delete(timer); fn(); }, ms);
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      fn();
+    }, ms);
     timer.unref?.();
     timers.add(timer);
   }
@@ -89,7 +92,9 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
     if (!row) return null;
     try {
       const parsed = JSON.parse(row.value) as Partial<Cursor>;
-      return typeof parsed.eventId === 'string' && typeof parsed.createdSec === 'number' ? { eventId: parsed.eventId, createdSec: parsed.createdSec } : null;
+      return typeof parsed.eventId === 'string' && typeof parsed.createdSec === 'number'
+        ? { eventId: parsed.eventId, createdSec: parsed.createdSec }
+        : null;
     } catch {
       return null;
     }
@@ -163,20 +168,32 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
         failures += 1;
         const wait = Math.min(retryMaxMs, retryBaseMs * 2 ** (failures - 1));
         log.warn({ err, reason, failures, retryInMs: wait }, 'backfill failed; will retry');
-        if (!stopped) later(wait, () => { void run(`retry: ${reason}`); });
+        if (!stopped)
+          later(wait, () => {
+            void run(`retry: ${reason}`);
+          });
         throw err;
       })
-      .finally(() => { running = null; });
+      .finally(() => {
+        running = null;
+      });
     return running;
   }
 
   function raiseSilent(invoiceId: string, lastWebhookAt: number | null): void {
     if (silentAlarmOpen) return;
     silentAlarmOpen = true;
-    inTransaction(db, () => outbox.raiseAlarm(WEBHOOK_SILENT_ALARM, 'warning',
-      'no webhook arrived while the poller found a payment: is the tunnel down? Payments are still found by polling', {
-        invoiceId, lastWebhookAt: lastWebhookAt === null ? null : new Date(lastWebhookAt).toISOString(),
-      }));
+    inTransaction(db, () =>
+      outbox.raiseAlarm(
+        WEBHOOK_SILENT_ALARM,
+        'warning',
+        'no webhook arrived while the poller found a payment: is the tunnel down? Payments are still found by polling',
+        {
+          invoiceId,
+          lastWebhookAt: lastWebhookAt === null ? null : new Date(lastWebhookAt).toISOString(),
+        },
+      ),
+    );
     log.warn({ invoiceId, lastWebhookAt }, 'webhook channel silent while the poller found a payment');
   }
 

@@ -48,7 +48,10 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings) {
   const orders = createOrderRepository({ db, clock });
 
   function openInvoices(): { invoice_id: string; state: string }[] {
-    return orders.unsettledInvoices().map((row) => ({ invoice_id: row.invoice_id, state: row.current && row.state === 'awaiting_payment' ? 'awaiting_payment' : 'closed' }));
+    return orders.unsettledInvoices().map((row) => ({
+      invoice_id: row.invoice_id,
+      state: row.current && row.state === 'awaiting_payment' ? 'awaiting_payment' : 'closed',
+    }));
   }
 
   async function pollOne(invoiceId: string, closed: boolean): Promise<void> {
@@ -64,7 +67,8 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings) {
       health.failed(err);
       const failures = entry.failures + 1;
       const backoff = Math.min(settings.maxBackoffMs, settings.intervalMs * 2 ** failures);
-      const wait = err instanceof ProviderError && err.retryAfterMs !== undefined ? Math.max(err.retryAfterMs, settings.intervalMs) : backoff;
+      const wait =
+        err instanceof ProviderError && err.retryAfterMs !== undefined ? Math.max(err.retryAfterMs, settings.intervalMs) : backoff;
       due.set(invoiceId, { at: clock.now() + wait, failures });
       if (err instanceof ProviderError && err.kind === 'not_found') {
         log.error({ invoiceId }, 'the provider does not know this invoice');
@@ -104,7 +108,12 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings) {
     // first read waits at most one interval, as every later one does (idle CPU, issue 18).
     const wait = nothingOpen ? Math.max(tickMs, settings.intervalMs) : tickMs;
     timer = setTimeout(() => {
-      ticking = tick().catch((err) => log.error({ err }, 'poll tick failed')).finally(() => { ticking = null; schedule(); });
+      ticking = tick()
+        .catch((err) => log.error({ err }, 'poll tick failed'))
+        .finally(() => {
+          ticking = null;
+          schedule();
+        });
     }, wait);
     timer.unref?.();
   }

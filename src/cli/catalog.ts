@@ -35,10 +35,28 @@ export function stockCommand(options: { config?: string; json?: boolean }, io: C
     }
     print(io.stdout, `catalog version ${applied.version}`);
     const header = ['slot', 'name', 'price', 'stock', 'state'];
-    const table = rows.map((r) => [r.slot, r.name, String(r.price), r.stock === null ? 'not counted' : String(r.stock),
-      r.jammed ? `JAMMED (${r.jamReason ?? ''}) — vendgate clear-jam ${r.slot}` : r.stock === 0 ? 'sold out' : r.consecutiveFailures > 0 ? `${r.consecutiveFailures} failed vend(s) in a row` : 'ok']);
+    const table = rows.map((r) => [
+      r.slot,
+      r.name,
+      String(r.price),
+      r.stock === null ? 'not counted' : String(r.stock),
+      r.jammed
+        ? `JAMMED (${r.jamReason ?? ''}) — vendgate clear-jam ${r.slot}`
+        : r.stock === 0
+          ? 'sold out'
+          : r.consecutiveFailures > 0
+            ? `${r.consecutiveFailures} failed vend(s) in a row`
+            : 'ok',
+    ]);
     const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
-    for (const row of [header, ...table]) print(io.stdout, row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+    for (const row of [header, ...table])
+      print(
+        io.stdout,
+        row
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      );
     return EXIT.OK;
   });
 }
@@ -46,10 +64,14 @@ export function stockCommand(options: { config?: string; json?: boolean }, io: C
 /** `vendgate refill SLOT COUNT`: the items now in the slot. */
 export function refillCommand(options: { config?: string; slot?: string; count?: string }, io: CliIo): number {
   const count = Number(options.count);
-  if (!options.slot || options.count === undefined || !/^\d+$/.test(options.count)) throw new UsageError('usage: vendgate refill SLOT COUNT (COUNT: the items now in the slot, e.g. vendgate refill A1 12)');
+  if (!options.slot || options.count === undefined || !/^\d+$/.test(options.count))
+    throw new UsageError('usage: vendgate refill SLOT COUNT (COUNT: the items now in the slot, e.g. vendgate refill A1 12)');
   return withCatalog(options.config, io, (catalog) => {
     const slot = catalog.slots.refill(options.slot!, count, 'cli');
-    print(io.stdout, `slot ${slot.slot} now holds ${slot.stock}${slot.jammed ? '; it is still JAMMED: vendgate clear-jam ' + slot.slot : ''}`);
+    print(
+      io.stdout,
+      `slot ${slot.slot} now holds ${slot.stock}${slot.jammed ? '; it is still JAMMED: vendgate clear-jam ' + slot.slot : ''}`,
+    );
     return EXIT.OK;
   });
 }
@@ -59,7 +81,12 @@ export function clearJamCommand(options: { config?: string; slot?: string }, io:
   if (!options.slot) throw new UsageError('usage: vendgate clear-jam SLOT (vendgate stock lists the jammed slots)');
   return withCatalog(options.config, io, (catalog) => {
     const slot = catalog.slots.clearJam(options.slot!, 'cli');
-    print(io.stdout, slot.wasJammed ? `slot ${slot.slot} cleared: back in sale, alarm closed` : `slot ${slot.slot} was not jammed; its failure count is reset`);
+    print(
+      io.stdout,
+      slot.wasJammed
+        ? `slot ${slot.slot} cleared: back in sale, alarm closed`
+        : `slot ${slot.slot} was not jammed; its failure count is reset`,
+    );
     return EXIT.OK;
   });
 }
@@ -83,7 +110,12 @@ export function catalogCommand(options: { config?: string; json?: boolean; apply
     }
     if (options.apply) {
       const result = catalog.apply(document, 'cli');
-      print(io.stdout, result.changed ? `catalog ${result.version} applied (was ${result.previousVersion})` : `catalog ${result.version} is already in use`);
+      print(
+        io.stdout,
+        result.changed
+          ? `catalog ${result.version} applied (was ${result.previousVersion})`
+          : `catalog ${result.version} is already in use`,
+      );
       return EXIT.OK;
     }
     const applied = catalog.current();
@@ -93,7 +125,11 @@ export function catalogCommand(options: { config?: string; json?: boolean; apply
     }
     print(io.stdout, `catalog version ${applied.version} (${applied.source}${applied.appliedAt ? `, applied ${applied.appliedAt}` : ''})`);
     for (const item of applied.items) {
-      const names = item.names ? ` ${Object.entries(item.names).map(([lang, name]) => `${lang}: ${name}`).join(', ')}` : '';
+      const names = item.names
+        ? ` ${Object.entries(item.names)
+            .map(([lang, name]) => `${lang}: ${name}`)
+            .join(', ')}`
+        : '';
       print(io.stdout, `  ${item.slot}  ${item.price}  ${item.name}${names}`);
     }
     return EXIT.OK;

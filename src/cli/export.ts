@@ -8,13 +8,33 @@ import { type CliIo, EXIT, UsageError } from './io.js';
 
 /** Column order is part of the contract: accounting spreadsheets refer to columns by position. */
 export const EXPORT_COLUMNS = [
-  'reference', 'item', 'slot', 'amount', 'currency', 'provider', 'provider_invoice_id', 'state',
-  'created_at', 'paid_at', 'vended_at', 'refunded_at',
+  'reference',
+  'item',
+  'slot',
+  'amount',
+  'currency',
+  'provider',
+  'provider_invoice_id',
+  'state',
+  'created_at',
+  'paid_at',
+  'vended_at',
+  'refunded_at',
 ] as const;
 
 interface ExportRow {
-  reference: string; item_name: string; slot: string | null; amount: number; currency: string; provider: string;
-  invoice_id: string | null; state: string; created_at: number; paid_at: number | null; vended_at: number | null; refunded_at: number | null;
+  reference: string;
+  item_name: string;
+  slot: string | null;
+  amount: number;
+  currency: string;
+  provider: string;
+  invoice_id: string | null;
+  state: string;
+  created_at: number;
+  paid_at: number | null;
+  vended_at: number | null;
+  refunded_at: number | null;
 }
 
 const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
@@ -22,7 +42,8 @@ const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d
 /** ISO 8601 date or date-time; without a zone it is UTC (a Pi's local zone is rarely what an accountant assumes). */
 export function parseIsoOption(value: string, option: string): number {
   const trimmed = value.trim();
-  if (!ISO.test(trimmed)) throw new UsageError(`${option} must be an ISO 8601 date or time, e.g. 2026-11-01 or 2026-11-01T08:00:00+08:00 (got "${value}")`);
+  if (!ISO.test(trimmed))
+    throw new UsageError(`${option} must be an ISO 8601 date or time, e.g. 2026-11-01 or 2026-11-01T08:00:00+08:00 (got "${value}")`);
   const zoned = /T/.test(trimmed) && !/(Z|[+-]\d{2}:\d{2})$/.test(trimmed) ? `${trimmed}Z` : trimmed;
   const ms = Date.parse(zoned);
   if (Number.isNaN(ms)) throw new UsageError(`${option}: "${value}" is not a real date`);
@@ -53,20 +74,38 @@ export async function exportCommand(options: { config?: string; from?: string; t
   const { settings } = loadSettings({ path: options.config, env: io.env });
   const path = settings.storage.path;
   if (!existsSync(path)) {
-    throw new VendgateError(ErrorCodes.DATABASE, `no database at ${resolve(path)}: wrong --config, or the service never ran on this device`);
+    throw new VendgateError(
+      ErrorCodes.DATABASE,
+      `no database at ${resolve(path)}: wrong --config, or the service never ran on this device`,
+    );
   }
   const db = openDatabase(path, { readonly: true });
   try {
-    const rows = db.prepare(
-      `SELECT reference, item_name, slot, amount, currency, provider, invoice_id, state, created_at, paid_at, vended_at, refunded_at
+    const rows = db
+      .prepare(
+        `SELECT reference, item_name, slot, amount, currency, provider, invoice_id, state, created_at, paid_at, vended_at, refunded_at
          FROM orders WHERE created_at >= ? AND created_at < ? ORDER BY created_at, id`,
-    ).iterate(from, to) as IterableIterator<ExportRow>;
+      )
+      .iterate(from, to) as IterableIterator<ExportRow>;
     await write(io.stdout, csvLine([...EXPORT_COLUMNS]));
     for (const r of rows) {
-      await write(io.stdout, csvLine([
-        r.reference, r.item_name, r.slot, r.amount, r.currency, r.provider, r.invoice_id, r.state,
-        toIso(r.created_at), toIso(r.paid_at), toIso(r.vended_at), toIso(r.refunded_at),
-      ]));
+      await write(
+        io.stdout,
+        csvLine([
+          r.reference,
+          r.item_name,
+          r.slot,
+          r.amount,
+          r.currency,
+          r.provider,
+          r.invoice_id,
+          r.state,
+          toIso(r.created_at),
+          toIso(r.paid_at),
+          toIso(r.vended_at),
+          toIso(r.refunded_at),
+        ]),
+      );
     }
     return EXIT.OK;
   } finally {

@@ -66,25 +66,82 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       return EXIT.USAGE;
     }
     switch (command) {
-      case 'start': return await (await import('./start.js')).startCommand({ config: values.config, lan: values.lan }, io, extra);
-      case 'relay': return await (await import('./relay.js')).relayCommand({ config: values.config }, io);
-      case 'orders': return (await import('./orders.js')).ordersCommand({ config: values.config, state: values.state, json: values.json, limit: values.limit }, io);
-      case 'resolve': return (await import('./orders.js')).resolveCommand({ config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] }, io);
-      case 'replay': return await (await import('./replay.js')).replayCommand({ config: values.config, since: values.since }, io);
-      case 'reconcile': return await (await import('./reconcile.js')).reconcileCommand({ config: values.config, since: values.since, json: values.json }, io);
-      case 'selftest': return await (await import('./selftest.js')).selftestCommand({ config: values.config, json: values.json, actuate: values.actuate, yes: values.yes, expectService: values['expect-service'] }, io);
-      case 'export': return await (await import('./export.js')).exportCommand({ config: values.config, from: values.from, to: values.to }, io);
-      case 'stock': return (await import('./catalog.js')).stockCommand({ config: values.config, json: values.json }, io);
-      case 'refill': return (await import('./catalog.js')).refillCommand({ config: values.config, slot: rest[0], count: rest[1] }, io);
-      case 'clear-jam': return (await import('./catalog.js')).clearJamCommand({ config: values.config, slot: rest[0] }, io);
-      case 'catalog': return (await import('./catalog.js')).catalogCommand({ config: values.config, json: values.json, apply: values.apply, rollback: values.rollback }, io);
-      case 'migrate': return (await import('./migrate.js')).migrateCommand({ config: values.config }, io);
-      case 'simulate-machine': return await (await import('./simulate-machine.js')).simulateMachineCommand({
-        path: values.path, profile: values.profile, baud: values.baud, failSlots: values['fail-slots'], failRate: values['fail-rate'],
-        silentSlots: values['silent-slots'], vendDelayMs: values['vend-delay-ms'], sessionTimeoutMs: values['session-timeout-ms'], autoVend: values['auto-vend'],
-      }, io, io.stdin ?? process.stdin);
-      case 'simulate': return await (await import('./simulate.js')).simulateCommand({ provider: values.provider, port: values.port, host: values.host, webhookUrl: values['webhook-url'], faults: values.faults, seed: values.seed }, io);
-      default: throw new UsageError(`unknown command "${command}"\n\n${usage()}`);
+      case 'start':
+        return await (await import('./start.js')).startCommand({ config: values.config, lan: values.lan }, io, extra);
+      case 'relay':
+        return await (await import('./relay.js')).relayCommand({ config: values.config }, io);
+      case 'orders':
+        return (await import('./orders.js')).ordersCommand(
+          { config: values.config, state: values.state, json: values.json, limit: values.limit },
+          io,
+        );
+      case 'resolve':
+        return (await import('./orders.js')).resolveCommand(
+          { config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] },
+          io,
+        );
+      case 'replay':
+        return await (await import('./replay.js')).replayCommand({ config: values.config, since: values.since }, io);
+      case 'reconcile':
+        return await (
+          await import('./reconcile.js')
+        ).reconcileCommand({ config: values.config, since: values.since, json: values.json }, io);
+      case 'selftest':
+        return await (
+          await import('./selftest.js')
+        ).selftestCommand(
+          { config: values.config, json: values.json, actuate: values.actuate, yes: values.yes, expectService: values['expect-service'] },
+          io,
+        );
+      case 'export':
+        return await (await import('./export.js')).exportCommand({ config: values.config, from: values.from, to: values.to }, io);
+      case 'stock':
+        return (await import('./catalog.js')).stockCommand({ config: values.config, json: values.json }, io);
+      case 'refill':
+        return (await import('./catalog.js')).refillCommand({ config: values.config, slot: rest[0], count: rest[1] }, io);
+      case 'clear-jam':
+        return (await import('./catalog.js')).clearJamCommand({ config: values.config, slot: rest[0] }, io);
+      case 'catalog':
+        return (await import('./catalog.js')).catalogCommand(
+          { config: values.config, json: values.json, apply: values.apply, rollback: values.rollback },
+          io,
+        );
+      case 'migrate':
+        return (await import('./migrate.js')).migrateCommand({ config: values.config }, io);
+      case 'simulate-machine':
+        return await (
+          await import('./simulate-machine.js')
+        ).simulateMachineCommand(
+          {
+            path: values.path,
+            profile: values.profile,
+            baud: values.baud,
+            failSlots: values['fail-slots'],
+            failRate: values['fail-rate'],
+            silentSlots: values['silent-slots'],
+            vendDelayMs: values['vend-delay-ms'],
+            sessionTimeoutMs: values['session-timeout-ms'],
+            autoVend: values['auto-vend'],
+          },
+          io,
+          io.stdin ?? process.stdin,
+        );
+      case 'simulate':
+        return await (
+          await import('./simulate.js')
+        ).simulateCommand(
+          {
+            provider: values.provider,
+            port: values.port,
+            host: values.host,
+            webhookUrl: values['webhook-url'],
+            faults: values.faults,
+            seed: values.seed,
+          },
+          io,
+        );
+      default:
+        throw new UsageError(`unknown command "${command}"\n\n${usage()}`);
     }
   } catch (err) {
     if (err instanceof SettingsError || err instanceof PortInUseError) {
@@ -103,7 +160,7 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       print(io.stderr, `vendgate: ${err.code}: ${err.message}`);
       return EXIT.FAILURE;
     }
-    print(io.stderr, `vendgate: unexpected error: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    print(io.stderr, `vendgate: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     return EXIT.FAILURE;
   }
 }

@@ -21,11 +21,26 @@ export function ordersCommand(options: { config?: string; state?: string; json?:
     const repo = createOrderRepository({ db, clock: systemClock });
     const rows = repo.list({ state: options.state, limit: options.limit ? Number(options.limit) : 50 });
     if (options.json) {
-      print(io.stdout, JSON.stringify(rows.map((r) => orderView(r, repo.history(r.id))), null, 2));
+      print(
+        io.stdout,
+        JSON.stringify(
+          rows.map((r) => orderView(r, repo.history(r.id))),
+          null,
+          2,
+        ),
+      );
       return EXIT.OK;
     }
     const header = ['id', 'reference', 'state', 'slot', 'amount', 'invoice', 'created'];
-    const table = rows.map((r) => [String(r.id), r.reference, r.state, r.slot ?? '-', `${r.amount} ${r.currency}`, r.invoice_id ?? '-', toIso(r.created_at)!]);
+    const table = rows.map((r) => [
+      String(r.id),
+      r.reference,
+      r.state,
+      r.slot ?? '-',
+      `${r.amount} ${r.currency}`,
+      r.invoice_id ?? '-',
+      toIso(r.created_at)!,
+    ]);
     const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
     for (const row of [header, ...table]) print(io.stdout, row.map((cell, i) => cell.padEnd(widths[i]!)).join('  '));
     if (rows.length === 0) print(io.stdout, options.state ? `no orders in state ${options.state}` : 'no orders yet');
@@ -38,15 +53,24 @@ export function ordersCommand(options: { config?: string; state?: string; json?:
 /** `vendgate resolve ORDER --vended|--not-vended`: a person settles an uncertain vend. */
 export function resolveCommand(options: { config?: string; order?: string; vended?: boolean; notVended?: boolean }, io: CliIo): number {
   const orderId = Number(options.order);
-  if (!Number.isInteger(orderId) || orderId <= 0) throw new UsageError('usage: vendgate resolve ORDER --vended|--not-vended (ORDER is the numeric order id from `vendgate orders`)');
-  if (options.vended === options.notVended) throw new UsageError('say exactly one of --vended (the customer got the goods) or --not-vended (refund the customer)');
+  if (!Number.isInteger(orderId) || orderId <= 0)
+    throw new UsageError('usage: vendgate resolve ORDER --vended|--not-vended (ORDER is the numeric order id from `vendgate orders`)');
+  if (options.vended === options.notVended)
+    throw new UsageError('say exactly one of --vended (the customer got the goods) or --not-vended (refund the customer)');
   const { settings, db } = openFor(options.config, io);
   try {
-    const settlement = createSettlement({ db, clock: systemClock, outbox: createOutbox({ db, clock: systemClock, deviceId: settings.device.id }) });
+    const settlement = createSettlement({
+      db,
+      clock: systemClock,
+      outbox: createOutbox({ db, clock: systemClock, deviceId: settings.device.id }),
+    });
     const order = settlement.resolve(orderId, Boolean(options.vended), 'cli');
-    print(io.stdout, options.vended
-      ? `order ${order.reference} resolved as vended; the alarm is cleared`
-      : `order ${order.reference} resolved as not vended; the refund is queued and the running service sends it`);
+    print(
+      io.stdout,
+      options.vended
+        ? `order ${order.reference} resolved as vended; the alarm is cleared`
+        : `order ${order.reference} resolved as not vended; the refund is queued and the running service sends it`,
+    );
     return EXIT.OK;
   } finally {
     db.close();

@@ -20,7 +20,10 @@ function ownsReference(deviceId: string, reference: unknown): boolean {
 /** The reference an event body carries (Gerege `data.object.reference`, sandbox too), if any. */
 function referenceInEvent(rawBody: Buffer): string | undefined {
   try {
-    const body = JSON.parse(rawBody.toString('utf8')) as { data?: { object?: { reference?: unknown } }; invoice?: { externalOrderId?: unknown } };
+    const body = JSON.parse(rawBody.toString('utf8')) as {
+      data?: { object?: { reference?: unknown } };
+      invoice?: { externalOrderId?: unknown };
+    };
     const reference = body.data?.object?.reference ?? body.invoice?.externalOrderId;
     return typeof reference === 'string' ? reference : undefined;
   } catch {
@@ -42,12 +45,18 @@ export async function reconcile(deps: { rows: LocalInvoice[]; provider: PaymentP
     try {
       ({ status, providerStatus } = await provider.getInvoice(row.invoice_id));
     } catch (err) {
-      findings.push({ ...base, kind: 'unreadable', providerStatus: null, detail: `could not read it from the provider: ${errorMessage(err)}` });
+      findings.push({
+        ...base,
+        kind: 'unreadable',
+        providerStatus: null,
+        detail: `could not read it from the provider: ${errorMessage(err)}`,
+      });
       continue;
     }
     const finding = compareWithProvider(row, status, providerStatus);
     if (finding) findings.push(finding);
-    else if (IN_PROGRESS_STATES.includes(row.state) && MONEY.includes(status)) inProgress.push(`${row.invoice_id} (order ${row.order_id}, ${row.state})`);
+    else if (IN_PROGRESS_STATES.includes(row.state) && MONEY.includes(status))
+      inProgress.push(`${row.invoice_id} (order ${row.order_id}, ${row.state})`);
   }
 
   // Paid invoices of this device the database has no row for (a restored or replaced database).
@@ -71,11 +80,27 @@ export async function reconcile(deps: { rows: LocalInvoice[]; provider: PaymentP
       try {
         const invoice = await provider.getInvoice(invoiceId);
         if (ownsReference(deviceId, invoice.reference) && MONEY.includes(invoice.status)) {
-          findings.push({ kind: 'unknown_here', invoiceId, orderId: null, reference: invoice.reference, providerStatus: invoice.providerStatus, localState: null, detail: 'paid at the provider for this device; this database has no such invoice' });
+          findings.push({
+            kind: 'unknown_here',
+            invoiceId,
+            orderId: null,
+            reference: invoice.reference,
+            providerStatus: invoice.providerStatus,
+            localState: null,
+            detail: 'paid at the provider for this device; this database has no such invoice',
+          });
         }
       } catch (err) {
         if (!(err instanceof ProviderError && err.kind === 'not_found')) {
-          findings.push({ kind: 'unreadable', invoiceId, orderId: null, reference: null, providerStatus: null, localState: null, detail: `could not read it from the provider: ${errorMessage(err)}` });
+          findings.push({
+            kind: 'unreadable',
+            invoiceId,
+            orderId: null,
+            reference: null,
+            providerStatus: null,
+            localState: null,
+            detail: `could not read it from the provider: ${errorMessage(err)}`,
+          });
         }
       }
     }
@@ -98,11 +123,18 @@ export async function reconcileCommand(options: { config?: string; since?: strin
     if (options.json) {
       print(io.stdout, JSON.stringify({ since: toIso(sinceMs), ...report }, null, 2));
     } else {
-      print(io.stdout, `reconcile since ${toIso(sinceMs)}: ${report.invoicesHere} invoice(s) here, ${report.eventsRead} provider event(s) read`);
+      print(
+        io.stdout,
+        `reconcile since ${toIso(sinceMs)}: ${report.invoicesHere} invoice(s) here, ${report.eventsRead} provider event(s) read`,
+      );
       for (const f of report.findings) {
-        print(io.stdout, `${f.kind.toUpperCase().padEnd(16)}  ${f.invoiceId}  ${f.reference ?? '-'}  provider: ${f.providerStatus ?? '?'}  here: ${f.localState ?? '-'}  ${f.detail}`);
+        print(
+          io.stdout,
+          `${f.kind.toUpperCase().padEnd(16)}  ${f.invoiceId}  ${f.reference ?? '-'}  provider: ${f.providerStatus ?? '?'}  here: ${f.localState ?? '-'}  ${f.detail}`,
+        );
       }
-      if (report.inProgress.length > 0) print(io.stdout, `still being handled by the service (not counted): ${report.inProgress.join(', ')}`);
+      if (report.inProgress.length > 0)
+        print(io.stdout, `still being handled by the service (not counted): ${report.inProgress.join(', ')}`);
       print(io.stdout, report.findings.length === 0 ? 'nothing to reconcile' : `${report.findings.length} invoice(s) need attention`);
     }
     return report.findings.length === 0 ? EXIT.OK : EXIT.FAILURE;

@@ -28,11 +28,14 @@ export function parseSince(since: string | undefined, now: number): number {
 export function providerForCli(settings: Readonly<Settings>, io: CliIo): { provider: PaymentProvider; close: () => void } {
   const logger = createLogger({ level: 'warn', destination: io.stderr });
   if (settings.provider.name === 'sandbox') {
-    const sandbox = createSandboxProvider({ clock: systemClock, logger }, {
-      dbPath: sandboxDbPath(settings.storage.path),
-      payUrl: (id) => `http://127.0.0.1:${settings.http.local.port}/sandbox/pay/${id}`,
-      webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
-    });
+    const sandbox = createSandboxProvider(
+      { clock: systemClock, logger },
+      {
+        dbPath: sandboxDbPath(settings.storage.path),
+        payUrl: (id) => `http://127.0.0.1:${settings.http.local.port}/sandbox/pay/${id}`,
+        webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
+      },
+    );
     return { provider: sandbox.provider, close: () => sandbox.close() };
   }
   return { provider: createProvider({ clock: systemClock, logger }, settings), close: () => {} };
@@ -54,15 +57,28 @@ export async function replayCommand(options: { config?: string; since?: string }
     const outbox = createOutbox({ db, clock: systemClock, deviceId: settings.device.id });
     const ledger = createLedger({ db, clock: systemClock, logger, outbox });
     const orders = createOrderRepository({ db, clock: systemClock });
-    const worker = createWebhookWorker({
-      db, clock: systemClock, logger, provider, ledger, outbox, inbox: createWebhookInbox(db),
-      knowsInvoice: (invoiceId) => orders.getByInvoice(invoiceId) !== undefined,
-    }, settings.http.webhook);
+    const worker = createWebhookWorker(
+      {
+        db,
+        clock: systemClock,
+        logger,
+        provider,
+        ledger,
+        outbox,
+        inbox: createWebhookInbox(db),
+        knowsInvoice: (invoiceId) => orders.getByInvoice(invoiceId) !== undefined,
+      },
+      settings.http.webhook,
+    );
     const report = await worker.replay(sinceMs);
     const { recorded, duplicate, ignored, rejected, failed } = report.outcomes;
-    print(io.stdout, `replayed ${report.events} stored event(s) received since ${toIso(sinceMs)}: `
-      + `${recorded} recorded, ${duplicate} already known, ${ignored} ignored, ${rejected} rejected, ${failed} failed`);
-    if (recorded > 0) print(io.stdout, 'new observations were recorded; the running service acts on them (vend or refund), or does so when it next starts');
+    print(
+      io.stdout,
+      `replayed ${report.events} stored event(s) received since ${toIso(sinceMs)}: ` +
+        `${recorded} recorded, ${duplicate} already known, ${ignored} ignored, ${rejected} rejected, ${failed} failed`,
+    );
+    if (recorded > 0)
+      print(io.stdout, 'new observations were recorded; the running service acts on them (vend or refund), or does so when it next starts');
     if (failed > 0) print(io.stderr, 'some events could not be re-read from the provider (see the log above); run replay again later');
     return failed > 0 ? EXIT.FAILURE : EXIT.OK;
   } finally {

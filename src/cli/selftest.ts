@@ -3,7 +3,12 @@ import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { loadSettings, SettingsError, type LoadedSettings } from '../settings/index.js';
 import {
-  runSelftest, settingsFailureReport, formatReport, formatReportJson, describeActuation, type SelftestDeps,
+  runSelftest,
+  settingsFailureReport,
+  formatReport,
+  formatReportJson,
+  describeActuation,
+  type SelftestDeps,
 } from '../selftest/index.js';
 import { type CliIo, EXIT, print } from './io.js';
 
@@ -52,7 +57,10 @@ export async function selftestCommand(
     } else {
       const stdin = io.stdin ?? process.stdin;
       if (!stdin.isTTY) {
-        print(io.stderr, `vendgate: --actuate moves hardware (${what}); stdin is not a terminal, so nobody can confirm. Add --yes to confirm from a script.`);
+        print(
+          io.stderr,
+          `vendgate: --actuate moves hardware (${what}); stdin is not a terminal, so nobody can confirm. Add --yes to confirm from a script.`,
+        );
         return EXIT.USAGE;
       }
       actuate = await confirm(stdin, io.stderr, `--actuate will send ${what}.\nMake sure nobody is in the way. Type yes to go ahead: `);
@@ -60,9 +68,16 @@ export async function selftestCommand(
     }
   }
 
-  const run = await runSelftest({
-    settings, source: loaded.source, environment: loaded.environment, actuate, expectService: options.expectService ?? false,
-  }, deps);
+  const run = await runSelftest(
+    {
+      settings,
+      source: loaded.source,
+      environment: loaded.environment,
+      actuate,
+      expectService: options.expectService ?? false,
+    },
+    deps,
+  );
   notes.push(...run.notes);
   if (options.json) {
     print(io.stdout, formatReportJson(run.report));
@@ -86,7 +101,9 @@ function confirm(input: ConfirmInput, output: NodeJS.WritableStream, question: s
       rl.close();
       resolveAnswer(answer.trim().toLowerCase() === 'yes');
     });
-    rl.on('close', () => { if (!answered) resolveAnswer(false); });
+    rl.on('close', () => {
+      if (!answered) resolveAnswer(false);
+    });
   });
 }
 

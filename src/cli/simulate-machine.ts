@@ -21,7 +21,11 @@ function number(value: string | undefined, flag: string, check: (n: number) => b
   return n;
 }
 
-const list = (value: string | undefined) => value?.split(',').map((s) => s.trim()).filter(Boolean);
+const list = (value: string | undefined) =>
+  value
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /**
  * `vendgate simulate-machine --path TTY [--profile line|mdb] …`: plays a vending machine (line

@@ -3,7 +3,10 @@ import { describeSimulator } from '../simulator/index.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
 
 /** `vendgate simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]`. */
-export async function simulateCommand(options: { provider?: string; port?: string; webhookUrl?: string; host?: string; faults?: string; seed?: string }, io: CliIo): Promise<number> {
+export async function simulateCommand(
+  options: { provider?: string; port?: string; webhookUrl?: string; host?: string; faults?: string; seed?: string },
+  io: CliIo,
+): Promise<number> {
   const provider = options.provider ?? 'gerege';
   if (provider !== 'gerege' && provider !== 'qutpay') throw new UsageError('--provider must be gerege or qutpay');
   const port = options.port ? Number(options.port) : 9090;
@@ -17,8 +20,12 @@ export async function simulateCommand(options: { provider?: string; port?: strin
     }
   }
   const simulator = createSimulator({
-    provider, port, host: options.host ?? '127.0.0.1', webhookUrl: options.webhookUrl,
-    seed: options.seed ? Number(options.seed) : undefined, faults: faults as never,
+    provider,
+    port,
+    host: options.host ?? '127.0.0.1',
+    webhookUrl: options.webhookUrl,
+    seed: options.seed ? Number(options.seed) : undefined,
+    faults: faults as never,
   });
   await simulator.start();
   print(io.stdout, describeSimulator(simulator));

@@ -12,7 +12,10 @@ export interface StartProblem {
 
 /** The settings that name a port this service listens on. */
 function portSettings(settings: Readonly<Settings>): [setting: string, port: number][] {
-  const ports: [string, number][] = [['http.local.port', settings.http.local.port], ['http.webhook.port', settings.http.webhook.port]];
+  const ports: [string, number][] = [
+    ['http.local.port', settings.http.local.port],
+    ['http.webhook.port', settings.http.webhook.port],
+  ];
   if (settings.mqtt.url === 'embedded') ports.push(['mqtt.embeddedPort', settings.mqtt.embeddedPort]);
   if (settings.provider.sandboxLanPort > 0) ports.push(['provider.sandboxLanPort', settings.provider.sandboxLanPort]);
   return ports;
@@ -26,7 +29,13 @@ function portSettings(settings: Readonly<Settings>): [setting: string, port: num
 export function describeStartError(err: unknown, settings: Readonly<Settings>, configSource: string): StartProblem | null {
   if (err instanceof PortInUseError) return portInUse(err.code, err.port, err.setting, configSource);
   if (err instanceof InstanceLockedError) {
-    return { code: err.code, holderPid: err.holderPid, lockPath: err.lockPath, message: 'another vendgate is already running on this database', hint: err.message };
+    return {
+      code: err.code,
+      holderPid: err.holderPid,
+      lockPath: err.lockPath,
+      message: 'another vendgate is already running on this database',
+      hint: err.message,
+    };
   }
   const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
   if (!e || typeof e !== 'object' || typeof e.code !== 'string') return null;
@@ -38,13 +47,18 @@ export function describeStartError(err: unknown, settings: Readonly<Settings>, c
       return { ...portInUse(e.code, port, setting ?? null, configSource), address: e.address ?? null };
     case 'EACCES':
       return {
-        code: e.code, port, setting: setting ?? null,
+        code: e.code,
+        port,
+        setting: setting ?? null,
         message: `not allowed to listen on port ${port}${where}`,
         hint: 'ports below 1024 need privileges the service does not have: choose a port of 1024 or above',
       };
     case 'EADDRNOTAVAIL':
       return {
-        code: e.code, port, setting: setting ?? null, address: e.address ?? null,
+        code: e.code,
+        port,
+        setting: setting ?? null,
+        address: e.address ?? null,
         message: `this machine has no address ${e.address ?? ''}${where ? ` for port ${port}${where}` : ''}`.trim(),
         hint: 'use 127.0.0.1 (this machine only) or 0.0.0.0 (every interface) as the host',
       };
@@ -55,7 +69,9 @@ export function describeStartError(err: unknown, settings: Readonly<Settings>, c
 
 function portInUse(code: string, port: number | string, setting: string | null, configSource: string): StartProblem {
   return {
-    code, port, setting,
+    code,
+    port,
+    setting,
     message: `port ${port}${setting ? ` (${setting} in ${configSource})` : ''} is already in use by another program`,
     hint: `find it with: sudo ss -ltnp 'sport = :${port}' — stop that program (another vendgate? sudo systemctl stop vendgate) or choose another port${setting ? ` in ${setting}` : ''}`,
   };

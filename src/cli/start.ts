@@ -9,8 +9,12 @@ import { type CliIo, EXIT, print, UsageError } from './io.js';
 
 /** `--lan`: the sandbox pay page on the LAN (its own port, 8090 unless the settings name one). */
 function withLanPayPage(settings: Readonly<Settings>): Readonly<Settings> {
-  if (settings.provider.name !== 'sandbox') throw new UsageError(`--lan is for the sandbox demo; provider ${settings.provider.name} shows its own pay page`);
-  return Object.freeze({ ...settings, provider: Object.freeze({ ...settings.provider, sandboxLanPort: settings.provider.sandboxLanPort || DEMO_LAN_PORT }) });
+  if (settings.provider.name !== 'sandbox')
+    throw new UsageError(`--lan is for the sandbox demo; provider ${settings.provider.name} shows its own pay page`);
+  return Object.freeze({
+    ...settings,
+    provider: Object.freeze({ ...settings.provider, sandboxLanPort: settings.provider.sandboxLanPort || DEMO_LAN_PORT }),
+  });
 }
 
 const DEMO_LAN_PORT = 8090;
@@ -18,17 +22,30 @@ import { InstanceLockedError } from '../store/index.js';
 import { PortInUseError } from '../util/http-listener.js';
 
 /** `vendgate start [--config FILE]`: runs the service until SIGTERM/SIGINT. */
-export async function startCommand(options: { config?: string; lan?: boolean }, io: CliIo, extra: { crashPoint?: (name: string) => void } = {}): Promise<number> {
+export async function startCommand(
+  options: { config?: string; lan?: boolean },
+  io: CliIo,
+  extra: { crashPoint?: (name: string) => void } = {},
+): Promise<number> {
   const loaded = loadSettings({ path: options.config, env: io.env });
   const settings = options.lan ? withLanPayPage(loaded.settings) : loaded.settings;
   const logger = await createServiceLogger({ level: settings.log.level, destination: io.stdout, format: pickLogFormat(io.env, io.stdout) });
   logger.info({ config: loaded.source, environment: loaded.environment, ...buildInfo() }, 'settings loaded');
   const node = nodeSupport(process.version, Date.now());
   if (node.status !== 'supported') {
-    logger.warn({ node: process.version, endOfLife: node.endOfLife, supported: maintainedNodeLines(Date.now()) },
-      node.status === 'end_of_life' ? 'this Node.js line is past its end of life (no security fixes): install a supported LTS' : 'this Node.js line was not tested with vendgate');
+    logger.warn(
+      { node: process.version, endOfLife: node.endOfLife, supported: maintainedNodeLines(Date.now()) },
+      node.status === 'end_of_life'
+        ? 'this Node.js line is past its end of life (no security fixes): install a supported LTS'
+        : 'this Node.js line was not tested with vendgate',
+    );
   }
-  const app = createApp(settings, { logger, crashPoint: extra.crashPoint, configSource: loaded.source, configEnvironment: loaded.environment });
+  const app = createApp(settings, {
+    logger,
+    crashPoint: extra.crashPoint,
+    configSource: loaded.source,
+    configEnvironment: loaded.environment,
+  });
   let ready: { localUrl: string };
   try {
     ready = await app.start();
@@ -44,17 +61,24 @@ export async function startCommand(options: { config?: string; lan?: boolean }, 
   }
   if (io.isTty) {
     print(io.stderr, `\nvendgate is running. Kiosk page: ${ready.localUrl}/\n`);
-    if (settings.provider.sandboxLanPort > 0) print(io.stderr, `Phones on this network open the QR's pay page on port ${settings.provider.sandboxLanPort} of this machine (allow it in a firewall).\n`);
+    if (settings.provider.sandboxLanPort > 0)
+      print(
+        io.stderr,
+        `Phones on this network open the QR's pay page on port ${settings.provider.sandboxLanPort} of this machine (allow it in a firewall).\n`,
+      );
     // Show each new order's QR in the terminal, so the demo can be paid from a phone or a second window.
     const shown = new Set<number>();
-    app.context().view.kioskDeps(undefined).subscribe((state) => {
-      const order = state.order;
-      if (!order?.payUrl || order.state !== 'awaiting_payment' || shown.has(order.orderId)) return;
-      shown.add(order.orderId);
-      QRCode.toString(order.payUrl, { type: 'terminal', small: true })
-        .then((qr) => print(io.stderr, `\nOrder ${order.reference}: ${order.amount} ${order.currency} — pay at ${order.payUrl}\n${qr}`))
-        .catch(() => {});
-    });
+    app
+      .context()
+      .view.kioskDeps(undefined)
+      .subscribe((state) => {
+        const order = state.order;
+        if (!order?.payUrl || order.state !== 'awaiting_payment' || shown.has(order.orderId)) return;
+        shown.add(order.orderId);
+        QRCode.toString(order.payUrl, { type: 'terminal', small: true })
+          .then((qr) => print(io.stderr, `\nOrder ${order.reference}: ${order.amount} ${order.currency} — pay at ${order.payUrl}\n${qr}`))
+          .catch(() => {});
+      });
   }
   io.notify('READY=1');
   const signal = await io.stopSignal;

@@ -1,9 +1,13 @@
 /** The command line's help: one entry per subcommand, so `vendgate <command> --help` shows only its own. */
 export const COMMANDS: Record<string, { usage: string; about: string }> = {
-  start: { usage: 'start [--config FILE] [--lan]', about: 'run the gateway (npm start); --lan: demo pay page and QR\non this machine\'s LAN address (provider.sandboxLanPort, 8090)' },
+  start: {
+    usage: 'start [--config FILE] [--lan]',
+    about: "run the gateway (npm start); --lan: demo pay page and QR\non this machine's LAN address (provider.sandboxLanPort, 8090)",
+  },
   relay: {
     usage: 'relay [--config FILE]',
-    about: 'fleet mode: one webhook endpoint for a whole fleet, carried\nby the broker (default $VENDGATE_RELAY_CONFIG, /etc/vendgate/relay.yaml)',
+    about:
+      'fleet mode: one webhook endpoint for a whole fleet, carried\nby the broker (default $VENDGATE_RELAY_CONFIG, /etc/vendgate/relay.yaml)',
   },
   orders: { usage: 'orders [--state S] [--json] [--limit N]', about: 'list orders, newest first' },
   resolve: { usage: 'resolve ORDER --vended|--not-vended', about: 'settle an uncertain vend (not vended → refund)' },
@@ -30,7 +34,8 @@ export const COMMANDS: Record<string, { usage: string; about: string }> = {
     about: 'run the payment provider simulator alone',
   },
   'simulate-machine': {
-    usage: 'simulate-machine --path TTY [--profile line|mdb] [--baud N] [--fail-slots A2,B1] [--fail-rate P]\n                 [--silent-slots A1] [--vend-delay-ms N] [--session-timeout-ms N] [--auto-vend ITEM:AMOUNT:MS]',
+    usage:
+      'simulate-machine --path TTY [--profile line|mdb] [--baud N] [--fail-slots A2,B1] [--fail-rate P]\n                 [--silent-slots A1] [--vend-delay-ms N] [--session-timeout-ms N] [--auto-vend ITEM:AMOUNT:MS]',
     about: 'play a serial vending machine / MDB board on a pty (development)',
   },
 };

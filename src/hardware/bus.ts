@@ -44,9 +44,13 @@ export function createHardwareBus(logger?: Logger): HardwareBus {
     },
     subscribe(listener) {
       listeners.add(listener);
-      return () => { listeners.delete(listener); };
+      return () => {
+        listeners.delete(listener);
+      };
     },
-    setInputsRunning(running) { state.inputsRunning = running; },
+    setInputsRunning(running) {
+      state.inputsRunning = running;
+    },
   };
 }
 

@@ -38,7 +38,13 @@ export async function checkHardware(deps: HardwareCheckDeps, settings: Readonly<
   const pins: { name: string; pin: number }[] = [];
   if (actuator.kind === 'relay' && actuator.relay.pin !== undefined) {
     if (actuator.relay.driver === 'gpioset') {
-      checks.push(await check('relay gpioset', async () => `libgpiod v${await detectGpiosetVersion(deps.gpiosetCommand)}, chip ${actuator.relay.chip ?? 'gpiochip0'} line ${actuator.relay.pin}`));
+      checks.push(
+        await check(
+          'relay gpioset',
+          async () =>
+            `libgpiod v${await detectGpiosetVersion(deps.gpiosetCommand)}, chip ${actuator.relay.chip ?? 'gpiochip0'} line ${actuator.relay.pin}`,
+        ),
+      );
     } else {
       pins.push({ name: 'actuator.relay.pin', pin: actuator.relay.pin });
     }
@@ -48,26 +54,38 @@ export async function checkHardware(deps: HardwareCheckDeps, settings: Readonly<
     if (input) pins.push({ name: `inputs.${name}.pin`, pin: input.pin });
   }
   if (pins.length > 0 && !deps.skipOnoff) {
-    checks.push(await check('onoff', async () => { await loadOnoffGpio(); return 'onoff loaded, /sys/class/gpio accessible'; }));
+    checks.push(
+      await check('onoff', async () => {
+        await loadOnoffGpio();
+        return 'onoff loaded, /sys/class/gpio accessible';
+      }),
+    );
   }
   for (const { name, pin } of pins) {
-    checks.push(await check(name, async () => {
-      const { number, chip } = await sysfsNumberForBcm(pin, deps.sysfsRoot);
-      return `BCM ${pin} → sysfs gpio${number} on ${chip.label} (base ${chip.base})`;
-    }));
+    checks.push(
+      await check(name, async () => {
+        const { number, chip } = await sysfsNumberForBcm(pin, deps.sysfsRoot);
+        return `BCM ${pin} → sysfs gpio${number} on ${chip.label} (base ${chip.base})`;
+      }),
+    );
   }
   if (actuator.kind === 'serial' && actuator.serial.path) {
     const path = actuator.serial.path;
-    checks.push(await check('actuator.serial.path', async () => {
-      let info;
-      try {
-        info = await stat(path);
-      } catch (err) {
-        throw new Error(`${path} does not exist (${(err as NodeJS.ErrnoException).code}): check the USB cable and the name (ls /dev/serial/by-id/ /dev/ttyUSB* /dev/ttyAMA*)`);
-      }
-      if (!info.isCharacterDevice()) throw new Error(`${path} is not a serial device: point actuator.serial.path at the /dev entry of the adapter`);
-      return `${path} present (${actuator.serial.profile} profile, ${actuator.serial.baudRate} baud)`;
-    }));
+    checks.push(
+      await check('actuator.serial.path', async () => {
+        let info;
+        try {
+          info = await stat(path);
+        } catch (err) {
+          throw new Error(
+            `${path} does not exist (${(err as NodeJS.ErrnoException).code}): check the USB cable and the name (ls /dev/serial/by-id/ /dev/ttyUSB* /dev/ttyAMA*)`,
+          );
+        }
+        if (!info.isCharacterDevice())
+          throw new Error(`${path} is not a serial device: point actuator.serial.path at the /dev entry of the adapter`);
+        return `${path} present (${actuator.serial.profile} profile, ${actuator.serial.baudRate} baud)`;
+      }),
+    );
   }
   return checks;
 }

@@ -15,7 +15,11 @@ export interface DeliveryConfirmationOptions {
  * out, so the runner refunds (or voids a held authorization). The machine's own failures pass through
  * unchanged; `unknown` stays unknown: a sensor's silence cannot settle a command left unanswered.
  */
-export function withDeliveryConfirmation(inner: Actuator, deps: { bus: HardwareBus; logger: Logger }, options: DeliveryConfirmationOptions): Actuator {
+export function withDeliveryConfirmation(
+  inner: Actuator,
+  deps: { bus: HardwareBus; logger: Logger },
+  options: DeliveryConfirmationOptions,
+): Actuator {
   const log = deps.logger;
   let stopping: AbortController = new AbortController();
 
@@ -60,10 +64,19 @@ export function withDeliveryConfirmation(inner: Actuator, deps: { bus: HardwareB
         const outcome = await inner.fire(request);
         if (outcome.result !== 'vended') return outcome;
         const seen = await watch.wait(options.windowMs);
-        if (seen === 'drop') return { result: 'vended', detail: ['drop seen by the delivery sensor', outcome.detail].filter(Boolean).join('; ') };
-        if (seen === 'stopped') return { result: 'unknown', detail: 'stopped while waiting for the delivery sensor: the drop could not be watched' };
-        log.warn({ orderId: request.orderId, slot: request.slot, windowMs: options.windowMs }, 'machine reported a vend but the delivery sensor saw no drop');
-        return { result: 'failed', reason: `no drop at the delivery sensor within ${options.windowMs} ms (the machine said: ${outcome.detail ?? 'vended'})`, slotFault: true };
+        if (seen === 'drop')
+          return { result: 'vended', detail: ['drop seen by the delivery sensor', outcome.detail].filter(Boolean).join('; ') };
+        if (seen === 'stopped')
+          return { result: 'unknown', detail: 'stopped while waiting for the delivery sensor: the drop could not be watched' };
+        log.warn(
+          { orderId: request.orderId, slot: request.slot, windowMs: options.windowMs },
+          'machine reported a vend but the delivery sensor saw no drop',
+        );
+        return {
+          result: 'failed',
+          reason: `no drop at the delivery sensor within ${options.windowMs} ms (the machine said: ${outcome.detail ?? 'vended'})`,
+          slotFault: true,
+        };
       } finally {
         watch.cancel();
       }

@@ -57,7 +57,10 @@ export function assertNoPinConflicts(settings: Readonly<Settings>): void {
   const relayPin = settings.actuator.relay.pin;
   for (const name of INPUT_NAMES) {
     if (settings.inputs[name]?.pin === relayPin) {
-      throw new VendgateError(ErrorCodes.CONFIG_INVALID, `inputs.${name}.pin: BCM ${relayPin} is already actuator.relay.pin — an input and the relay need different pins`);
+      throw new VendgateError(
+        ErrorCodes.CONFIG_INVALID,
+        `inputs.${name}.pin: BCM ${relayPin} is already actuator.relay.pin — an input and the relay need different pins`,
+      );
     }
   }
 }
@@ -71,8 +74,10 @@ export async function createActuator(deps: HardwareDeps, settings: Readonly<Sett
   const logger = hardwareLogger(deps);
   const bus = deps.bus ?? busForSettings(settings, logger);
   const actuator = settings.actuator;
-  const deliverySensor = settings.device.mode === 'vending' && (settings.inputs.delivery !== undefined || (actuator.kind === 'sim' && actuator.sim.dropSensor));
-  const withDelivery = (inner: Actuator): Actuator => (deliverySensor ? withDeliveryConfirmation(inner, { bus, logger }, { windowMs: actuator.deliveryWindowMs }) : inner);
+  const deliverySensor =
+    settings.device.mode === 'vending' && (settings.inputs.delivery !== undefined || (actuator.kind === 'sim' && actuator.sim.dropSensor));
+  const withDelivery = (inner: Actuator): Actuator =>
+    deliverySensor ? withDeliveryConfirmation(inner, { bus, logger }, { windowMs: actuator.deliveryWindowMs }) : inner;
   switch (actuator.kind) {
     case 'sim':
       return withDelivery(createSimActuator({ clock: deps.clock, bus }, actuator.sim));
@@ -88,17 +93,28 @@ export async function createActuator(deps: HardwareDeps, settings: Readonly<Sett
         const { number } = await sysfsNumberForBcm(pin, deps.sysfsRoot);
         return openSysfsOutput(Gpio, number, initialLevel);
       };
-      return withDelivery(createRelayActuator({ logger, bus, openOutput }, {
-        relay,
-        turnstile: actuator.turnstile,
-        mode: settings.device.mode,
-        passageConfigured: settings.inputs.passage !== undefined,
-        vendTimeoutMs: actuator.vendTimeoutMs,
-      }));
+      return withDelivery(
+        createRelayActuator(
+          { logger, bus, openOutput },
+          {
+            relay,
+            turnstile: actuator.turnstile,
+            mode: settings.device.mode,
+            passageConfigured: settings.inputs.passage !== undefined,
+            vendTimeoutMs: actuator.vendTimeoutMs,
+          },
+        ),
+      );
     }
     case 'serial': {
       const serial = actuator.serial;
-      const connection = createSerialConnection({ path: serial.path!, baudRate: serial.baudRate, binding: deps.serialBinding, reconnectMaxMs: serial.reconnectMaxMs, logger });
+      const connection = createSerialConnection({
+        path: serial.path!,
+        baudRate: serial.baudRate,
+        binding: deps.serialBinding,
+        reconnectMaxMs: serial.reconnectMaxMs,
+        logger,
+      });
       if (serial.profile === 'mdb') {
         const knownItems = deps.knownItems ?? new Set(settings.device.catalog.map((item) => item.slot));
         return withDelivery(createMdbSerialActuator({ logger, bus, connection, knownItems }, serial));
@@ -117,19 +133,25 @@ export async function createInputs(deps: HardwareDeps, settings: Readonly<Settin
   const logger = hardwareLogger(deps);
   const bus = deps.bus ?? busForSettings(settings, logger);
   assertNoPinConflicts(settings);
-  return createGpioInputs({
-    logger,
-    bus,
-    async openInput(bcmPin) {
-      const Gpio = await gpioFor(deps);
-      const { number } = await sysfsNumberForBcm(bcmPin, deps.sysfsRoot);
-      return new Gpio(number, 'in', 'both');
+  return createGpioInputs(
+    {
+      logger,
+      bus,
+      async openInput(bcmPin) {
+        const Gpio = await gpioFor(deps);
+        const { number } = await sysfsNumberForBcm(bcmPin, deps.sysfsRoot);
+        return new Gpio(number, 'in', 'both');
+      },
     },
-  }, settings.inputs);
+    settings.inputs,
+  );
 }
 
 /** Both at once, sharing one bus. */
-export async function createHardware(deps: HardwareDeps, settings: Readonly<Settings>): Promise<{ actuator: Actuator; inputs: HardwareInputs; bus: HardwareBus }> {
+export async function createHardware(
+  deps: HardwareDeps,
+  settings: Readonly<Settings>,
+): Promise<{ actuator: Actuator; inputs: HardwareInputs; bus: HardwareBus }> {
   const bus = deps.bus ?? busForSettings(settings, hardwareLogger(deps));
   const withBus = { ...deps, bus };
   return { actuator: await createActuator(withBus, settings), inputs: await createInputs(withBus, settings), bus };

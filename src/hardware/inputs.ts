@@ -25,11 +25,16 @@ interface WatchedInput {
 /** What each input tells the rest of the system when its debounced level changes. */
 function eventFor(name: InputName, active: boolean): BusEvent | null {
   switch (name) {
-    case 'button': return active ? { type: 'button' } : null;
-    case 'passage': return active ? { type: 'passage' } : null;
-    case 'delivery': return active ? { type: 'drop' } : null;
-    case 'inhibit': return { type: 'inhibit', active };
-    case 'fireAlarm': return { type: 'fire_alarm', active };
+    case 'button':
+      return active ? { type: 'button' } : null;
+    case 'passage':
+      return active ? { type: 'passage' } : null;
+    case 'delivery':
+      return active ? { type: 'drop' } : null;
+    case 'inhibit':
+      return { type: 'inhibit', active };
+    case 'fireAlarm':
+      return { type: 'fire_alarm', active };
   }
 }
 
@@ -97,9 +102,18 @@ export function createGpioInputs(deps: GpioInputsDeps, settings: InputsSettings)
           try {
             line = await deps.openInput(config.pin);
           } catch (err) {
-            throw new VendgateError(ErrorCodes.HARDWARE, `cannot open inputs.${name} on BCM ${config.pin}: ${errorMessage(err)}`, { cause: err });
+            throw new VendgateError(ErrorCodes.HARDWARE, `cannot open inputs.${name} on BCM ${config.pin}: ${errorMessage(err)}`, {
+              cause: err,
+            });
           }
-          const input: WatchedInput = { name, line, activeLow: config.activeLow, debounceMs: config.debounceMs, active: false, timer: null };
+          const input: WatchedInput = {
+            name,
+            line,
+            activeLow: config.activeLow,
+            debounceMs: config.debounceMs,
+            active: false,
+            timer: null,
+          };
           input.active = isActive(input, line.readSync());
           watched.push(input);
           line.watch((err) => onEdge(input, err));
@@ -120,9 +134,11 @@ export function createGpioInputs(deps: GpioInputsDeps, settings: InputsSettings)
       }
     },
     on(listener) {
-      subscriptions.push(deps.bus.subscribe((event) => {
-        if (!ACTUATOR_ONLY_EVENTS.has(event.type)) listener(event as HardwareEvent);
-      }));
+      subscriptions.push(
+        deps.bus.subscribe((event) => {
+          if (!ACTUATOR_ONLY_EVENTS.has(event.type)) listener(event as HardwareEvent);
+        }),
+      );
     },
     read() {
       const levels: Record<string, boolean | null> = {};

@@ -71,7 +71,19 @@ async function openPort(options: MachineSimulatorOptions): Promise<{ port: PortL
   const settings: Record<string, unknown> = { path: options.path, baudRate: options.baudRate ?? 9_600, autoOpen: false };
   if (options.binding) settings.binding = options.binding;
   const port = new SerialPort(settings as never) as unknown as PortLike & { open(cb: (err: Error | null) => void): void };
-  await new Promise<void>((resolve, reject) => port.open((err) => (err ? reject(new VendgateError(ErrorCodes.HARDWARE, `machine simulator cannot open ${options.path}: ${err.message} — start the pty pair first (socat -d -d pty,raw,echo=0,link=A pty,raw,echo=0,link=B)`, { cause: err })) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    port.open((err) =>
+      err
+        ? reject(
+            new VendgateError(
+              ErrorCodes.HARDWARE,
+              `machine simulator cannot open ${options.path}: ${err.message} — start the pty pair first (socat -d -d pty,raw,echo=0,link=A pty,raw,echo=0,link=B)`,
+              { cause: err },
+            ),
+          )
+        : resolve(),
+    ),
+  );
   port.on('error', (err) => options.logger.warn({ err: errorMessage(err) }, 'machine simulator port error'));
   return { port, lines: port.pipe(new ReadlineParser({ delimiter: '\n' })) };
 }
@@ -97,7 +109,10 @@ export async function runMachineSimulator(options: MachineSimulatorOptions): Pro
     port.write(`${line}\r\n`);
   };
   const later = (ms: number, run: () => void) => {
-    const timer = setTimeout(() => { timers.delete(timer); run(); }, ms);
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      run();
+    }, ms);
     timers.add(timer);
     return timer;
   };
@@ -138,15 +153,31 @@ export async function runMachineSimulator(options: MachineSimulatorOptions): Pro
     if (session) return log.warn({ item }, 'a vend session is already open');
     session = { item, amount };
     if (options.sessionTimeoutMs) {
-      session.timer = later(options.sessionTimeoutMs, () => { endSession(); send('c,STATUS,ENABLED'); });
+      session.timer = later(options.sessionTimeoutMs, () => {
+        endSession();
+        send('c,STATUS,ENABLED');
+      });
     }
     send(`c,STATUS,VEND,${amount},${item}`);
   }
   function onMdbCommand(line: string): void {
     const command = line.trim();
-    if (command === 'C,1') { enabled = true; send('c,STATUS,ENABLED'); return; }
-    if (command === 'C,0') { enabled = false; endSession(); send('c,STATUS,DISABLED'); return; }
-    if (command.startsWith('C,SETCONF,')) { setconf.push(command); send('c,SET,OK'); return; }
+    if (command === 'C,1') {
+      enabled = true;
+      send('c,STATUS,ENABLED');
+      return;
+    }
+    if (command === 'C,0') {
+      enabled = false;
+      endSession();
+      send('c,STATUS,DISABLED');
+      return;
+    }
+    if (command.startsWith('C,SETCONF,')) {
+      setconf.push(command);
+      send('c,SET,OK');
+      return;
+    }
     if (command === 'C,STOP') {
       if (!session) return reset(); // out of sequence: the VMC resets the reader
       endSession();
@@ -163,7 +194,10 @@ export async function runMachineSimulator(options: MachineSimulatorOptions): Pro
         vends.push({ slot: current.item, ok, answered: true });
         log.info({ item: current.item, ok }, 'machine vend');
         session = null;
-        if (ok) { send('c,VEND,SUCCESS'); send('c,STATUS,IDLE'); } else send('c,ERR,VEND 3');
+        if (ok) {
+          send('c,VEND,SUCCESS');
+          send('c,STATUS,IDLE');
+        } else send('c,ERR,VEND 3');
         send('c,STATUS,ENABLED');
       });
       return;
@@ -183,7 +217,9 @@ export async function runMachineSimulator(options: MachineSimulatorOptions): Pro
   let autoVend: ReturnType<typeof setInterval> | null = null;
   if (options.autoVend && options.profile === 'mdb') {
     const { item, amount, intervalMs } = options.autoVend;
-    autoVend = setInterval(() => { if (enabled && !session) select(item, amount); }, intervalMs);
+    autoVend = setInterval(() => {
+      if (enabled && !session) select(item, amount);
+    }, intervalMs);
   }
 
   const operator = options.input ? createInterface({ input: options.input }) : null;
@@ -199,8 +235,12 @@ export async function runMachineSimulator(options: MachineSimulatorOptions): Pro
   return {
     vends,
     received,
-    get enabled() { return enabled; },
-    get setconf() { return setconf; },
+    get enabled() {
+      return enabled;
+    },
+    get setconf() {
+      return setconf;
+    },
     select,
     reset,
     garbage: () => send('#?garbage\u0007 line'),

@@ -32,7 +32,9 @@ export function planPulses(options: RelayActuatorOptions, request: VendRequest):
   if (creditPerPulse === undefined) return { count: pulses };
   if (!Number.isInteger(request.amount) || request.amount <= 0) return { error: `amount ${request.amount} cannot be paid out in pulses` };
   if (request.amount % creditPerPulse !== 0) {
-    return { error: `amount ${request.amount} is not a whole number of pulses at creditPerPulse ${creditPerPulse}: fix the price or actuator.relay.creditPerPulse` };
+    return {
+      error: `amount ${request.amount} is not a whole number of pulses at creditPerPulse ${creditPerPulse}: fix the price or actuator.relay.creditPerPulse`,
+    };
   }
   return { count: request.amount / creditPerPulse };
 }
@@ -94,9 +96,13 @@ export function createRelayActuator(deps: RelayActuatorDeps, options: RelayActua
   type PassResult = 'passed' | 'timeout' | 'stopped';
   function waitForPassage(): { promise: Promise<PassResult>; cancel(): void } {
     let done: (result: PassResult) => void = () => {};
-    const promise = new Promise<PassResult>((resolve) => { done = resolve; });
+    const promise = new Promise<PassResult>((resolve) => {
+      done = resolve;
+    });
     const timer = setTimeout(() => finish('timeout'), turnstile.passTimeoutMs);
-    const off = deps.bus.subscribe((event) => { if (event.type === 'passage') finish('passed'); });
+    const off = deps.bus.subscribe((event) => {
+      if (event.type === 'passage') finish('passed');
+    });
     const signal = stopController.signal;
     const onStop = () => finish('stopped');
     signal.addEventListener('abort', onStop, { once: true });
@@ -124,7 +130,8 @@ export function createRelayActuator(deps: RelayActuatorDeps, options: RelayActua
     // A fire alarm raised mid-pulse must leave the gate open, not released by the pulse's end.
     if (holdOpenForAlarm()) await driveSafe();
     if (!passage) return { result: 'vended', detail: count > 1 ? `${count} pulses` : undefined };
-    if (!deps.bus.state.inputsRunning) log.error({ orderId: request.orderId }, 'passage sensor configured but the inputs are not running: the pass cannot be confirmed');
+    if (!deps.bus.state.inputsRunning)
+      log.error({ orderId: request.orderId }, 'passage sensor configured but the inputs are not running: the pass cannot be confirmed');
     const passed = await passage.promise;
     if (passed === 'passed') return { result: 'vended', detail: 'pass confirmed by the passage sensor' };
     if (passed === 'stopped') return { result: 'unknown', detail: 'stopped while the gate was open: the pass could not be watched' };
@@ -154,7 +161,10 @@ export function createRelayActuator(deps: RelayActuatorDeps, options: RelayActua
       if ('error' in plan) return { result: 'failed', reason: plan.error };
       const longest = plan.count * (relay.pulseMs + relay.gapMs) + (mode === 'turnstile' ? turnstile.passTimeoutMs : 0);
       if (longest > options.vendTimeoutMs) {
-        return { result: 'failed', reason: `${plan.count} pulses take ${longest} ms, longer than actuator.vendTimeoutMs ${options.vendTimeoutMs}: nothing was sent` };
+        return {
+          result: 'failed',
+          reason: `${plan.count} pulses take ${longest} ms, longer than actuator.vendTimeoutMs ${options.vendTimeoutMs}: nothing was sent`,
+        };
       }
       firing = fireOnce(output, request, plan.count);
       try {

@@ -40,7 +40,10 @@ function seededRandom(seed: number): () => number {
  * timeout decides. `no_drop` (and a slot in jamSlots with a jam) is the machine whose motor turns
  * with nothing coming out: it writes no line, and with dropSensor it reports no drop either.
  */
-export function createSimActuator(deps: { clock: Clock; bus?: HardwareBus }, settings: SimActuatorSettings): Actuator & { setFailMode(mode: SimFailMode): void } {
+export function createSimActuator(
+  deps: { clock: Clock; bus?: HardwareBus },
+  settings: SimActuatorSettings,
+): Actuator & { setFailMode(mode: SimFailMode): void } {
   let failMode = settings.failMode;
   let started = false;
   const draw = seededRandom(settings.failSeed ?? 1);
@@ -60,15 +63,32 @@ export function createSimActuator(deps: { clock: Clock; bus?: HardwareBus }, set
       const mode = jammed ? 'fail' : modeForThisVend();
       if (settings.durationMs > 0) await sleep(settings.durationMs);
       switch (mode) {
-        case 'fail': return { result: 'failed', reason: jammed ? `simulated motor jam in slot ${request.slot}` : 'simulated motor jam', slotFault: true };
+        case 'fail':
+          return {
+            result: 'failed',
+            reason: jammed ? `simulated motor jam in slot ${request.slot}` : 'simulated motor jam',
+            slotFault: true,
+          };
         // The motor turned and the machine thinks it vended; nothing fell (no line: nothing came out).
-        case 'no_drop': return { result: 'vended', detail: 'simulated: motor turned' };
-        case 'nak': return { result: 'failed', reason: 'machine answered "NAK" (simulated)', slotFault: true };
-        case 'hang': return new Promise<VendOutcome>(() => {});
-        case 'not_passed': return { result: 'not_passed', detail: 'simulated: nobody passed' };
-        case 'timeout': case 'none': break;
+        case 'no_drop':
+          return { result: 'vended', detail: 'simulated: motor turned' };
+        case 'nak':
+          return { result: 'failed', reason: 'machine answered "NAK" (simulated)', slotFault: true };
+        case 'hang':
+          return new Promise<VendOutcome>(() => {});
+        case 'not_passed':
+          return { result: 'not_passed', detail: 'simulated: nobody passed' };
+        case 'timeout':
+        case 'none':
+          break;
       }
-      const line = { orderId: request.orderId, reference: request.reference, slot: request.slot, amount: request.amount, at: new Date(deps.clock.now()).toISOString() };
+      const line = {
+        orderId: request.orderId,
+        reference: request.reference,
+        slot: request.slot,
+        amount: request.amount,
+        at: new Date(deps.clock.now()).toISOString(),
+      };
       appendFileSync(settings.logPath, `${JSON.stringify(line)}\n`);
       if (settings.dropSensor) deps.bus?.emit({ type: 'drop' });
       if (mode === 'timeout') return { result: 'unknown', detail: 'simulated: command sent, no answer from the machine' };
@@ -77,7 +97,11 @@ export function createSimActuator(deps: { clock: Clock; bus?: HardwareBus }, set
     health() {
       return { ok: started, detail: started ? `simulated, log ${settings.logPath}` : 'not started' };
     },
-    setFailMode(mode) { failMode = mode; },
-    async stop() { started = false; },
+    setFailMode(mode) {
+      failMode = mode;
+    },
+    async stop() {
+      started = false;
+    },
   };
 }

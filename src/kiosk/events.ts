@@ -22,13 +22,7 @@ export interface EventStreams {
  * `GET /api/events`: one `state` event on connect, then one per change. Writes are chained per stream
  * so QR rendering (async) can never reorder two states.
  */
-export function registerEventRoutes(
-  app: FastifyInstance,
-  deps: KioskDeps,
-  qr: QrRenderer,
-  log: Logger,
-  pingMs: number,
-): EventStreams {
+export function registerEventRoutes(app: FastifyInstance, deps: KioskDeps, qr: QrRenderer, log: Logger, pingMs: number): EventStreams {
   const streams = new Set<() => void>();
 
   // No HEAD twin: a HEAD would open a stream and a subscription that nobody reads.

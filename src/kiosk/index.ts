@@ -6,6 +6,4 @@
 export { createKioskServer, DEFAULT_BODY_LIMIT_BYTES, type KioskServer, type KioskServerSettings } from './server.js';
 export { DEFAULT_SSE_PING_MS } from './events.js';
 export { formatAmount } from './money.js';
-export type {
-  KioskDeps, DeviceState, OrderView, Phase, CreatedOrder, KioskOrders, SandboxPayments,
-} from './types.js';
+export type { KioskDeps, DeviceState, OrderView, Phase, CreatedOrder, KioskOrders, SandboxPayments } from './types.js';

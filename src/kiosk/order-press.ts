@@ -15,7 +15,10 @@ const MINUTE_MS = 60_000;
 export class OrderRateLimitError extends VendgateError {
   readonly retryAfterSec: number;
   constructor(limit: number, retryAfterSec: number) {
-    super(ErrorCodes.RATE_LIMITED, `too many orders: at most ${limit} a minute; try again in ${retryAfterSec} s`, { httpStatus: 429, details: { retryAfterSec } });
+    super(ErrorCodes.RATE_LIMITED, `too many orders: at most ${limit} a minute; try again in ${retryAfterSec} s`, {
+      httpStatus: 429,
+      details: { retryAfterSec },
+    });
     this.retryAfterSec = retryAfterSec;
   }
 }

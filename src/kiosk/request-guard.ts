@@ -39,12 +39,16 @@ export function installRequestGuard(app: FastifyInstance, settings: RequestGuard
   function check(request: FastifyRequest): void {
     const host = request.headers.host;
     if (!host || !allowed.has(hostName(host))) {
-      throw forbidden(`Host "${String(host ?? '').slice(0, 100)}" is not this device; open the kiosk at http://127.0.0.1 or add the name to http.local.allowedHosts`);
+      throw forbidden(
+        `Host "${String(host ?? '').slice(0, 100)}" is not this device; open the kiosk at http://127.0.0.1 or add the name to http.local.allowedHosts`,
+      );
     }
     if (SAFE_METHODS.has(request.method)) return;
     const origin = request.headers.origin;
     if (origin !== undefined && origin.toLowerCase() !== `http://${host.toLowerCase()}`) {
-      throw forbidden(`Origin "${origin.slice(0, 100)}" may not change anything here: only the kiosk's own page (or a client without Origin, such as curl) may`);
+      throw forbidden(
+        `Origin "${origin.slice(0, 100)}" may not change anything here: only the kiosk's own page (or a client without Origin, such as curl) may`,
+      );
     }
     if (JSON_EXEMPT.test(request.url)) return;
     const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -54,5 +58,7 @@ export function installRequestGuard(app: FastifyInstance, settings: RequestGuard
   }
 
   // onRequest: before the body is read, so a refused request costs nothing and reaches no route.
-  app.addHook('onRequest', async (request) => { check(request); });
+  app.addHook('onRequest', async (request) => {
+    check(request);
+  });
 }

@@ -27,7 +27,10 @@ export interface SandboxLanServer {
  * network can open the QR. The kiosk page and the local API stay on 127.0.0.1; a real provider has
  * its own pay page and never starts this.
  */
-export function createSandboxLanServer(deps: { sandbox: SandboxPayments; clock: Clock; logger: Logger }, settings: { port: number }): SandboxLanServer {
+export function createSandboxLanServer(
+  deps: { sandbox: SandboxPayments; clock: Clock; logger: Logger },
+  settings: { port: number },
+): SandboxLanServer {
   const log = deps.logger.child({ module: 'sandbox-lan' });
   let app: FastifyInstance | null = null;
   return {

@@ -80,10 +80,13 @@ export function createKioskServer(
       return payload;
     });
     const qr = createQrRenderer();
-    const press = createOrderPress({ orders: deps.orders, clock: deps.clock }, {
-      doublePressWindowMs: settings.doublePressWindowMs ?? ORDER_PRESS_DEFAULTS.doublePressWindowMs,
-      ordersPerMinute: settings.ordersPerMinute ?? ORDER_PRESS_DEFAULTS.ordersPerMinute,
-    });
+    const press = createOrderPress(
+      { orders: deps.orders, clock: deps.clock },
+      {
+        doublePressWindowMs: settings.doublePressWindowMs ?? ORDER_PRESS_DEFAULTS.doublePressWindowMs,
+        ordersPerMinute: settings.ordersPerMinute ?? ORDER_PRESS_DEFAULTS.ordersPerMinute,
+      },
+    );
     registerApiRoutes(app, deps, qr, press);
     if (deps.slots) registerSlotRoutes(app, deps.slots);
     const streams = registerEventRoutes(app, deps, qr, log, settings.ssePingMs ?? DEFAULT_SSE_PING_MS);
@@ -101,7 +104,10 @@ export function createKioskServer(
   return {
     async start() {
       const { app } = build();
-      listener ??= await bindListener({ host: settings.host, port: settings.port, portSetting: 'http.local.port' }, settings.limits ?? LOCAL_LISTENER_DEFAULTS);
+      listener ??= await bindListener(
+        { host: settings.host, port: settings.port, portSetting: 'http.local.port' },
+        settings.limits ?? LOCAL_LISTENER_DEFAULTS,
+      );
       connections = trackConnections(listener.server);
       await app.ready();
       listener.serve(app.routing);

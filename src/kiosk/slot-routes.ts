@@ -11,7 +11,8 @@ function parseSlot(raw: string): string {
 
 /** Refill body: exactly `{ "count": <items now in the slot> }`; anything else is refused before the catalog sees it. */
 function parseRefill(body: unknown): number {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('the body must be a JSON object such as {"count":12}');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw badRequest('the body must be a JSON object such as {"count":12}');
   for (const key of Object.keys(body)) {
     if (key !== 'count') throw badRequest(`unknown field "${key.slice(0, 32)}"; only "count" is accepted`);
   }

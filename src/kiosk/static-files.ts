@@ -31,11 +31,12 @@ export function registerStaticFiles(app: FastifyInstance, root: string): void {
     const type = CONTENT_TYPES[extname(file)];
     if (!type) continue;
     const body = readFileSync(join(root, file));
-    const send = (_request: FastifyRequest, reply: FastifyReply) => reply
-      // The kiosk browser must pick up a new page after an update without a cache flush.
-      .header('cache-control', 'no-cache')
-      .type(type)
-      .send(body);
+    const send = (_request: FastifyRequest, reply: FastifyReply) =>
+      reply
+        // The kiosk browser must pick up a new page after an update without a cache flush.
+        .header('cache-control', 'no-cache')
+        .type(type)
+        .send(body);
     app.get(`/${file}`, send);
     if (file === 'index.html') app.get('/', send);
   }

@@ -5,8 +5,21 @@
 
 /** What the customer's screen shows. `phase` is derived from the current order and the device. */
 export type Phase =
-  | 'idle' | 'creating' | 'awaiting_payment' | 'paid' | 'vending' | 'vended' | 'vend_failed' | 'refunding'
-  | 'refunded' | 'expired' | 'canceled' | 'failed' | 'vend_uncertain' | 'out_of_service' | 'offline';
+  | 'idle'
+  | 'creating'
+  | 'awaiting_payment'
+  | 'paid'
+  | 'vending'
+  | 'vended'
+  | 'vend_failed'
+  | 'refunding'
+  | 'refunded'
+  | 'expired'
+  | 'canceled'
+  | 'failed'
+  | 'vend_uncertain'
+  | 'out_of_service'
+  | 'offline';
 
 export interface OrderView {
   orderId: number;
@@ -47,7 +60,14 @@ export interface DeviceState {
    * Every item of the catalog in use. `names` per language (the page shows its language's, else
    * `name`); `available` false (sold out, jammed) is not offered to the customer.
    */
-  catalog: { slot: string; name: string; names?: Partial<Record<'mn' | 'kk' | 'ru' | 'en', string>>; price: number; available: boolean; unavailable: 'sold_out' | 'jammed' | null }[];
+  catalog: {
+    slot: string;
+    name: string;
+    names?: Partial<Record<'mn' | 'kk' | 'ru' | 'en', string>>;
+    price: number;
+    available: boolean;
+    unavailable: 'sold_out' | 'jammed' | null;
+  }[];
   /** The catalog version in use ("settings" until one was published). */
   catalogVersion: string;
   fare: number | null;
@@ -81,7 +101,9 @@ export interface KioskOrders {
 
 /** Demo only (provider.name = sandbox): the pay page and its button. */
 export interface SandboxPayments {
-  describe(invoiceId: string): { id: string; amount: number; currency: string; reference: string; status: string; expiresAt: number } | null;
+  describe(
+    invoiceId: string,
+  ): { id: string; amount: number; currency: string; reference: string; status: string; expiresAt: number } | null;
   /** Throws VendgateError ORDER_STATE / ORDER_NOT_FOUND when it cannot be paid. */
   pay(invoiceId: string): Promise<void>;
 }

@@ -41,7 +41,9 @@ export const LIVE_STATES = ['creating', 'awaiting_payment', ...IN_PROGRESS_STATE
 
 function vendedHere(row: LocalInvoice): boolean {
   if (!row.current) return false;
-  return (row.vend_state === 'done' && row.vend_outcome !== null) || (row.vend_state === 'resolved' && row.vend_outcome === 'resolved_vended');
+  return (
+    (row.vend_state === 'done' && row.vend_outcome !== null) || (row.vend_state === 'resolved' && row.vend_outcome === 'resolved_vended')
+  );
 }
 
 /**
@@ -53,7 +55,11 @@ export function compareWithProvider(row: LocalInvoice, status: CanonicalStatus, 
   const vended = vendedHere(row);
   const refundedHere = row.refund_state !== null && row.refund_state !== 'failed';
   if (row.state === 'vend_uncertain') {
-    return { ...base, kind: 'needs_a_person', detail: `the vend may or may not have happened: vendgate resolve ${row.order_id} --vended|--not-vended` };
+    return {
+      ...base,
+      kind: 'needs_a_person',
+      detail: `the vend may or may not have happened: vendgate resolve ${row.order_id} --vended|--not-vended`,
+    };
   }
   if (IN_PROGRESS_STATES.includes(row.state)) return null;
   if (MONEY.includes(status) && !vended && !refundedHere && row.state !== 'refunded') {
@@ -63,7 +69,11 @@ export function compareWithProvider(row: LocalInvoice, status: CanonicalStatus, 
     return { ...base, kind: 'vended_not_paid', detail: `vended here; the provider says ${providerStatus}` };
   }
   if (vended && status === 'refunded' && !refundedHere) {
-    return { ...base, kind: 'refunded_not_here', detail: 'vended here, and refunded at the provider by someone else: goods and money both went' };
+    return {
+      ...base,
+      kind: 'refunded_not_here',
+      detail: 'vended here, and refunded at the provider by someone else: goods and money both went',
+    };
   }
   return null;
 }

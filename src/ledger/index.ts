@@ -1,3 +1,11 @@
-export { createLedger, type Ledger, type LedgerSettings, type Observation, type ObserveResult, type Channel, observationOf } from './ledger.js';
+export {
+  createLedger,
+  type Ledger,
+  type LedgerSettings,
+  type Observation,
+  type ObserveResult,
+  type Channel,
+  observationOf,
+} from './ledger.js';
 export { createReconciler, type Reconciler, type ReconcilerSettings } from './reconciler.js';
 export { compareWithProvider, type Finding, type FindingKind, type LocalInvoice } from './compare.js';

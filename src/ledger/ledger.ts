@@ -27,8 +27,14 @@ export interface Observation {
 /** The observation a read of `invoice` makes: one spelling for every channel. */
 export function observationOf(invoice: Invoice, channel: Channel, eventId?: string): Observation {
   return {
-    invoiceId: invoice.id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode,
-    amount: invoice.amount, currency: invoice.currency, refundedAmount: invoice.refundedAmount ?? 0, channel,
+    invoiceId: invoice.id,
+    status: invoice.status,
+    providerStatus: invoice.providerStatus,
+    livemode: invoice.livemode,
+    amount: invoice.amount,
+    currency: invoice.currency,
+    refundedAmount: invoice.refundedAmount ?? 0,
+    channel,
     ...(eventId ? { eventId } : {}),
   };
 }
@@ -63,7 +69,10 @@ export interface LedgerSettings {
   lateVendMs: number;
 }
 
-export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox }, settings: LedgerSettings = { lateVendMs: 120_000 }): Ledger {
+export function createLedger(
+  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox },
+  settings: LedgerSettings = { lateVendMs: 120_000 },
+): Ledger {
   const { db, clock, outbox } = deps;
   const log = deps.logger.child({ module: 'ledger' });
   const orders = createOrderRepository({ db, clock });
@@ -81,17 +90,30 @@ export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbo
 
     const now = clock.now();
     // Following stops at the provider's final answer (the poller reads until then).
-    if (isFinalReading(o.status, now, order.invoice_id === o.invoiceId ? order.expires_at : null)) orders.markInvoiceSettled(o.invoiceId, now);
-    const evidence = JSON.stringify({ providerStatus: o.providerStatus, amount: o.amount, currency: o.currency, refundedAmount: o.refundedAmount, eventId: o.eventId ?? null });
-    const inserted = prepared(db,
-      `INSERT INTO invoice_status_ledger (invoice_id, status, order_id, provider_status, channel, observed_at, evidence)
+    if (isFinalReading(o.status, now, order.invoice_id === o.invoiceId ? order.expires_at : null))
+      orders.markInvoiceSettled(o.invoiceId, now);
+    const evidence = JSON.stringify({
+      providerStatus: o.providerStatus,
+      amount: o.amount,
+      currency: o.currency,
+      refundedAmount: o.refundedAmount,
+      eventId: o.eventId ?? null,
+    });
+    const inserted =
+      prepared(
+        db,
+        `INSERT INTO invoice_status_ledger (invoice_id, status, order_id, provider_status, channel, observed_at, evidence)
        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-    ).run(o.invoiceId, o.status, order.id, o.providerStatus, o.channel, now, evidence).changes === 1;
+      ).run(o.invoiceId, o.status, order.id, o.providerStatus, o.channel, now, evidence).changes === 1;
     if (!inserted) {
       return { outcome: 'duplicate', orderId: order.id };
     }
     outbox.event('payment.observed', {
-      orderId: order.id, reference: order.reference, invoiceId: o.invoiceId, status: o.status, channel: o.channel,
+      orderId: order.id,
+      reference: order.reference,
+      invoiceId: o.invoiceId,
+      status: o.status,
+      channel: o.channel,
     });
     const refundEvidence = o.status === 'refunded' || o.status === 'partially_refunded' || o.status === 'canceled';
     const moneyStatus = o.status === 'paid' || o.status === 'authorized' || o.status === 'partially_refunded';
@@ -99,10 +121,21 @@ export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbo
     // A payment of an earlier attempt's invoice: the order has moved on, so the money goes back.
     if (order.invoice_id !== o.invoiceId) {
       const rest = o.amount - o.refundedAmount;
-      const refundQueued = moneyStatus && rest > 0 && queueRefundFor({ db, outbox }, {
-        ...order, invoiceId: o.invoiceId, attempt: order.invoice_attempt, amount: rest,
-        kind: o.status === 'authorized' ? 'void' : 'refund', reason: 'paid invoice of an earlier attempt', now,
-      });
+      const refundQueued =
+        moneyStatus &&
+        rest > 0 &&
+        queueRefundFor(
+          { db, outbox },
+          {
+            ...order,
+            invoiceId: o.invoiceId,
+            attempt: order.invoice_attempt,
+            amount: rest,
+            kind: o.status === 'authorized' ? 'void' : 'refund',
+            reason: 'paid invoice of an earlier attempt',
+            now,
+          },
+        );
       return { outcome: 'recorded', orderId: order.id, from: order.state, to: null, vendQueued: false, refundQueued, refundEvidence };
     }
 
@@ -115,26 +148,75 @@ export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbo
       tooLateToServe: order.expires_at !== null && now > order.expires_at + settings.lateVendMs,
     });
     let to: OrderState | null = null;
-    if (decision.to && orders.transition(order.id, order.state, decision.to, `${o.status} seen by ${o.channel}${decision.refund ? `: ${decision.refund.reason}` : ''}`)) {
+    if (
+      decision.to &&
+      orders.transition(
+        order.id,
+        order.state,
+        decision.to,
+        `${o.status} seen by ${o.channel}${decision.refund ? `: ${decision.refund.reason}` : ''}`,
+      )
+    ) {
       to = decision.to;
-      if (to === 'expired' || to === 'canceled') outbox.event(to === 'expired' ? 'order.expired' : 'order.canceled', { orderId: order.id, reference: order.reference, by: 'provider' });
+      if (to === 'expired' || to === 'canceled')
+        outbox.event(to === 'expired' ? 'order.expired' : 'order.canceled', {
+          orderId: order.id,
+          reference: order.reference,
+          by: 'provider',
+        });
       if (to === 'paid' || to === 'authorized') outbox.count('orders_paid');
     }
     const vendQueued = decision.queueVend && to !== null && queueVendFor({ db, outbox }, order, now);
-    const refundQueued = decision.refund !== null && to === 'refunding' && !refundExists(db, o.invoiceId)
-      && queueRefundFor({ db, outbox }, { ...order, invoiceId: o.invoiceId, attempt: order.attempt, kind: decision.refund.kind, amount: decision.refund.amount, reason: decision.refund.reason, now });
+    const refundQueued =
+      decision.refund !== null &&
+      to === 'refunding' &&
+      !refundExists(db, o.invoiceId) &&
+      queueRefundFor(
+        { db, outbox },
+        {
+          ...order,
+          invoiceId: o.invoiceId,
+          attempt: order.attempt,
+          kind: decision.refund.kind,
+          amount: decision.refund.amount,
+          reason: decision.refund.reason,
+          now,
+        },
+      );
     if (decision.alarm && to !== null) raiseAlarm(decision.alarm, order, o);
     return { outcome: 'recorded', orderId: order.id, from: order.state, to, vendQueued, refundQueued, refundEvidence };
   }
 
-  function raiseAlarm(alarm: 'payment_mismatch' | 'refunded_elsewhere', order: { id: number; reference: string; amount: number; currency: string }, o: Observation): void {
-    const detail = { orderId: order.id, reference: order.reference, invoiceId: o.invoiceId, expected: order.amount, paid: o.amount, currency: o.currency, refunded: o.refundedAmount };
+  function raiseAlarm(
+    alarm: 'payment_mismatch' | 'refunded_elsewhere',
+    order: { id: number; reference: string; amount: number; currency: string },
+    o: Observation,
+  ): void {
+    const detail = {
+      orderId: order.id,
+      reference: order.reference,
+      invoiceId: o.invoiceId,
+      expected: order.amount,
+      paid: o.amount,
+      currency: o.currency,
+      refunded: o.refundedAmount,
+    };
     if (alarm === 'payment_mismatch') {
       log.error(detail, 'paid amount differs from the order: not vended, refunded');
-      outbox.raiseAlarm(`payment_mismatch/${order.id}`, 'critical', 'a payment did not match its order: it was not vended and is being refunded; check it with the provider', detail);
+      outbox.raiseAlarm(
+        `payment_mismatch/${order.id}`,
+        'critical',
+        'a payment did not match its order: it was not vended and is being refunded; check it with the provider',
+        detail,
+      );
     } else {
       log.warn(detail, 'refunded at the provider before the vend: not vended');
-      outbox.raiseAlarm(`refunded_elsewhere/${order.id}`, 'warning', 'an order was refunded at the provider before it was vended: nothing was vended, any rest is refunded', detail);
+      outbox.raiseAlarm(
+        `refunded_elsewhere/${order.id}`,
+        'warning',
+        'an order was refunded at the provider before it was vended: nothing was vended, any rest is refunded',
+        detail,
+      );
     }
   }
 
@@ -142,9 +224,22 @@ export function createLedger(deps: { db: Db; clock: Clock; logger: Logger; outbo
     observe(observation) {
       const result = inTransaction(db, () => observeInTransaction(observation));
       if (result.outcome === 'recorded') {
-        log.info({ orderId: result.orderId, invoiceId: observation.invoiceId, status: observation.status, channel: observation.channel, from: result.from, to: result.to }, 'payment observed');
+        log.info(
+          {
+            orderId: result.orderId,
+            invoiceId: observation.invoiceId,
+            status: observation.status,
+            channel: observation.channel,
+            from: result.from,
+            to: result.to,
+          },
+          'payment observed',
+        );
       } else if (result.outcome === 'duplicate') {
-        log.debug({ orderId: result.orderId, invoiceId: observation.invoiceId, status: observation.status, channel: observation.channel }, 'duplicate observation');
+        log.debug(
+          { orderId: result.orderId, invoiceId: observation.invoiceId, status: observation.status, channel: observation.channel },
+          'duplicate observation',
+        );
       }
       return result;
     },

@@ -23,7 +23,10 @@ const RESTORED_ALARMS = ['database_restored', 'database_cloned'];
  * `reconcile/<order>` naming the order (MQTT, selftest); agreement clears it. Reads are bounded by
  * a budget per hour; nothing due → no reads at all.
  */
-export function createReconciler(deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger }, settings: ReconcilerSettings) {
+export function createReconciler(
+  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger },
+  settings: ReconcilerSettings,
+) {
   const { db, clock, outbox, provider, ledger } = deps;
   const log = deps.logger.child({ module: 'reconcile' });
   const reads: number[] = [];
@@ -31,7 +34,9 @@ export function createReconciler(deps: { db: Db; clock: Clock; logger: Logger; o
   let running: Promise<number> | null = null;
 
   function due(now: number, limit: number): LocalInvoice[] {
-    return prepared(db, `${LOCAL_INVOICES_SQL}
+    return prepared(
+      db,
+      `${LOCAL_INVOICES_SQL}
       WHERE oi.created_at >= ? AND o.updated_at <= ?
         AND (oi.reconciled_at IS NULL OR oi.reconciled_at < o.updated_at
              OR (oi.reconciled_at < ? AND EXISTS (SELECT 1 FROM alarms a WHERE a.name = 'reconcile/' || o.id)))
@@ -61,20 +66,36 @@ export function createReconciler(deps: { db: Db; clock: Clock; logger: Logger; o
         prepared(db, 'UPDATE order_invoices SET reconciled_at = ? WHERE invoice_id = ?').run(clock.now(), row.invoice_id);
         if (finding) {
           outbox.raiseAlarm(`reconcile/${row.order_id}`, finding.kind === 'needs_a_person' ? 'critical' : 'warning', finding.detail, {
-            orderId: row.order_id, reference: row.reference, invoiceId: row.invoice_id, kind: finding.kind, providerStatus: invoice.providerStatus, localState: after.state,
+            orderId: row.order_id,
+            reference: row.reference,
+            invoiceId: row.invoice_id,
+            kind: finding.kind,
+            providerStatus: invoice.providerStatus,
+            localState: after.state,
           });
-          outbox.event('reconcile.mismatch', { orderId: row.order_id, reference: row.reference, invoiceId: row.invoice_id, kind: finding.kind });
+          outbox.event('reconcile.mismatch', {
+            orderId: row.order_id,
+            reference: row.reference,
+            invoiceId: row.invoice_id,
+            kind: finding.kind,
+          });
         } else {
           outbox.clearAlarm(`reconcile/${row.order_id}`);
         }
       });
       if (finding) {
         mismatches += 1;
-        log.warn({ orderId: row.order_id, invoiceId: row.invoice_id, kind: finding.kind }, 'reconcile: our records and the provider differ');
+        log.warn(
+          { orderId: row.order_id, invoiceId: row.invoice_id, kind: finding.kind },
+          'reconcile: our records and the provider differ',
+        );
       }
     }
     // A restored database stays flagged until every recent invoice has been compared.
-    if (rows.length > 0 && due(clock.now(), 1).length === 0) inTransaction(db, () => { for (const name of RESTORED_ALARMS) outbox.clearAlarm(name); });
+    if (rows.length > 0 && due(clock.now(), 1).length === 0)
+      inTransaction(db, () => {
+        for (const name of RESTORED_ALARMS) outbox.clearAlarm(name);
+      });
     if (rows.length > 0) log.info({ compared: rows.length, mismatches }, 'reconcile pass done');
     return mismatches;
   }
@@ -82,12 +103,16 @@ export function createReconciler(deps: { db: Db; clock: Clock; logger: Logger; o
   return {
     start(): void {
       if (timer) return;
-      timer = setInterval(() => { void this.run().catch((err) => log.error({ err }, 'reconcile pass failed')); }, settings.everyMs);
+      timer = setInterval(() => {
+        void this.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
+      }, settings.everyMs);
       timer.unref();
     },
     /** One pass now (the CLI, tests, a restored database). Concurrent calls share one pass. */
     run(): Promise<number> {
-      running ??= runOnce().finally(() => { running = null; });
+      running ??= runOnce().finally(() => {
+        running = null;
+      });
       return running;
     },
     /** After a restore: every recent invoice is compared again. */

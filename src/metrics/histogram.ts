@@ -15,7 +15,12 @@ interface Series {
   count: number;
 }
 
-export function createHistogram(options: { name: string; help: string; buckets: readonly number[]; initialLabels?: Record<string, string>[] }): Histogram {
+export function createHistogram(options: {
+  name: string;
+  help: string;
+  buckets: readonly number[];
+  initialLabels?: Record<string, string>[];
+}): Histogram {
   const buckets = [...options.buckets].sort((a, b) => a - b);
   const series = new Map<string, Series>();
   const keyOf = (labels: Record<string, string>) => JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));

@@ -21,7 +21,10 @@ export const COUNTER_METRICS: Record<string, { metric: string; help: string; lab
   vends_uncertain: { metric: 'vendgate_vends_total', help: 'Vends by outcome.', labels: { result: 'uncertain' } },
   refunds_requested: { metric: 'vendgate_refunds_total', help: 'Refunds by stage.', labels: { result: 'requested' } },
   refunds_succeeded: { metric: 'vendgate_refunds_total', help: 'Refunds by stage.', labels: { result: 'succeeded' } },
-  outbox_dropped: { metric: 'vendgate_mqtt_messages_dropped_total', help: 'MQTT events dropped because the outbox was full (never alarms).' },
+  outbox_dropped: {
+    metric: 'vendgate_mqtt_messages_dropped_total',
+    help: 'MQTT events dropped because the outbox was full (never alarms).',
+  },
   outbox_rejected: { metric: 'vendgate_mqtt_messages_rejected_total', help: 'MQTT messages the broker refused.' },
 };
 
@@ -76,7 +79,9 @@ export function createMetrics(options: { provider: string }): Metrics {
         for (const [labels, value] of samples) lines.push(`${name}${labelText(labels)} ${value}`);
       };
       const info = buildInfo();
-      family('vendgate_build_info', 'The release this device runs (always 1).', 'gauge', [[{ version: info.version, commit: info.commit, node: info.node }, 1]]);
+      family('vendgate_build_info', 'The release this device runs (always 1).', 'gauge', [
+        [{ version: info.version, commit: info.commit, node: info.node }, 1],
+      ]);
 
       const byMetric = new Map<string, { help: string; samples: [Record<string, string>, number][] }>();
       for (const [counter, spec] of Object.entries(COUNTER_METRICS)) {
@@ -86,12 +91,23 @@ export function createMetrics(options: { provider: string }): Metrics {
       }
       for (const [metric, { help, samples }] of byMetric) family(metric, `${help} Since the database was created.`, 'counter', samples);
 
-      family('vendgate_orders', 'Orders by current state.', 'gauge', Object.entries(snapshot.ordersByState).map(([state, n]) => [{ state }, n]));
+      family(
+        'vendgate_orders',
+        'Orders by current state.',
+        'gauge',
+        Object.entries(snapshot.ordersByState).map(([state, n]) => [{ state }, n]),
+      );
       family('vendgate_mqtt_outbox_messages', 'MQTT messages not yet acknowledged by the broker.', 'gauge', [[{}, snapshot.outboxDepth]]);
       family('vendgate_open_alarms', 'Alarms waiting for a person.', 'gauge', [[{}, snapshot.openAlarms]]);
       family('vendgate_provider_up', '1 when the payment provider answers.', 'gauge', [[{}, snapshot.providerReachable ? 1 : 0]]);
-      family('vendgate_slot_stock', 'Counted stock per slot (slots never refilled are not counted).', 'gauge',
-        Object.entries(snapshot.stock).filter((entry): entry is [string, number] => entry[1] !== null).map(([slot, n]) => [{ slot }, n]));
+      family(
+        'vendgate_slot_stock',
+        'Counted stock per slot (slots never refilled are not counted).',
+        'gauge',
+        Object.entries(snapshot.stock)
+          .filter((entry): entry is [string, number] => entry[1] !== null)
+          .map(([slot, n]) => [{ slot }, n]),
+      );
       lines.push(...paidToActuation.render(), ...providerRequests.render(), ...processMetricLines());
       return `${lines.join('\n')}\n`;
     },

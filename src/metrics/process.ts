@@ -8,8 +8,14 @@ export function processMetricLines(): string[] {
   const cpu = process.cpuUsage();
   const memory = process.memoryUsage();
   const lines: string[] = [];
-  const gauge = (name: string, help: string, type: 'gauge' | 'counter', value: number) => lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
-  gauge('process_start_time_seconds', 'Start time of the process since the Unix epoch, in seconds.', 'gauge', Math.round((Date.now() - process.uptime() * 1000) / 10) / 100);
+  const gauge = (name: string, help: string, type: 'gauge' | 'counter', value: number) =>
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
+  gauge(
+    'process_start_time_seconds',
+    'Start time of the process since the Unix epoch, in seconds.',
+    'gauge',
+    Math.round((Date.now() - process.uptime() * 1000) / 10) / 100,
+  );
   gauge('process_cpu_user_seconds_total', 'User CPU time spent, in seconds.', 'counter', cpu.user / 1e6);
   gauge('process_cpu_system_seconds_total', 'System CPU time spent, in seconds.', 'counter', cpu.system / 1e6);
   gauge('process_cpu_seconds_total', 'User and system CPU time spent, in seconds.', 'counter', (cpu.user + cpu.system) / 1e6);

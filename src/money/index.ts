@@ -92,23 +92,66 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       return result;
     },
   };
-  const refunds = createRefundWorker({ db, clock, logger, outbox, provider, ledger }, {
-    checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000), unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
-  });
-  const vend = createVendRunner({ db, clock, logger, outbox, actuator, provider, crashPoint: deps.crashPoint, onChange: changed, onSettled: deps.onSettled, ...(deps.catalog?.slots ? { slots: deps.catalog.slots } : {}) }, {
-    mode: settings.device.mode, vendTimeoutMs: settings.actuator.vendTimeoutMs, notPassedPolicy: settings.policy.notPassed,
-  });
-  const orders = createOrderService({
-    db, clock, logger, outbox, provider, ledger, health, deviceId: deps.deviceId, dbId: deps.dbId,
-    outOfService: deps.outOfService, crashPoint: deps.crashPoint, onChange: changed, onClosedUnpaid: deps.onClosedUnpaid,
-    ...(deps.catalog ? { catalog: deps.catalog } : {}),
-  }, settings);
-  const reconciler = createReconciler({ db, clock, logger, outbox, provider, ledger }, {
-    everyMs: settings.poll.reconcileEveryMin * 60_000, days: settings.poll.reconcileDays, readsPerHour: settings.poll.reconcileReadsPerHour,
-  });
+  const refunds = createRefundWorker(
+    { db, clock, logger, outbox, provider, ledger },
+    {
+      checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000),
+      unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
+    },
+  );
+  const vend = createVendRunner(
+    {
+      db,
+      clock,
+      logger,
+      outbox,
+      actuator,
+      provider,
+      crashPoint: deps.crashPoint,
+      onChange: changed,
+      onSettled: deps.onSettled,
+      ...(deps.catalog?.slots ? { slots: deps.catalog.slots } : {}),
+    },
+    {
+      mode: settings.device.mode,
+      vendTimeoutMs: settings.actuator.vendTimeoutMs,
+      notPassedPolicy: settings.policy.notPassed,
+    },
+  );
+  const orders = createOrderService(
+    {
+      db,
+      clock,
+      logger,
+      outbox,
+      provider,
+      ledger,
+      health,
+      deviceId: deps.deviceId,
+      dbId: deps.dbId,
+      outOfService: deps.outOfService,
+      crashPoint: deps.crashPoint,
+      onChange: changed,
+      onClosedUnpaid: deps.onClosedUnpaid,
+      ...(deps.catalog ? { catalog: deps.catalog } : {}),
+    },
+    settings,
+  );
+  const reconciler = createReconciler(
+    { db, clock, logger, outbox, provider, ledger },
+    {
+      everyMs: settings.poll.reconcileEveryMin * 60_000,
+      days: settings.poll.reconcileDays,
+      readsPerHour: settings.poll.reconcileReadsPerHour,
+    },
+  );
 
   return {
-    ledger, orders, vend, refunds, reconciler,
+    ledger,
+    orders,
+    vend,
+    refunds,
+    reconciler,
 
     async recover(options = {}) {
       recovering = true;
@@ -117,7 +160,11 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
         const recovered = await vend.recover();
         const refundsUnknown = refunds.recover();
         await orders.recover();
-        const parked = options.restored ? vend.parkQueued('restored database: this paid order may have been vended after the backup was taken; check the machine, then run vendgate resolve') : [];
+        const parked = options.restored
+          ? vend.parkQueued(
+              'restored database: this paid order may have been vended after the backup was taken; check the machine, then run vendgate resolve',
+            )
+          : [];
         return { ...recovered, uncertain: [...recovered.uncertain, ...parked], refundsUnknown };
       } finally {
         recovering = false;
@@ -129,13 +176,16 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       reconciler.start();
       void vend.run();
       void refunds.run();
-      housekeeping = setInterval(() => {
-        deps.onTick?.();
-        void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
-        void vend.run();
-        void refunds.run();
-        void vend.capturePending();
-      }, Math.min(1_000, settings.poll.intervalMs));
+      housekeeping = setInterval(
+        () => {
+          deps.onTick?.();
+          void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
+          void vend.run();
+          void refunds.run();
+          void vend.capturePending();
+        },
+        Math.min(1_000, settings.poll.intervalMs),
+      );
       housekeeping.unref();
     },
 

@@ -45,7 +45,8 @@ function classify(err: unknown): MqttCheckFailure {
   const code = typeof e.code === 'string' ? e.code : '';
   if (code === 'ECONNREFUSED') return 'refused';
   if (['ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE'].includes(code)) return 'unreachable';
-  if (code.includes('CERT') || code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /certificate|ssl|tls/i.test(e.message ?? '')) return 'tls';
+  if (code.includes('CERT') || code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /certificate|ssl|tls/i.test(e.message ?? ''))
+    return 'tls';
   // CONNACK return codes 4 (bad user name or password) and 5 (not authorized), MQTT 5 0x86/0x87.
   if (typeof e.code === 'number' && [4, 5, 134, 135].includes(e.code)) return 'auth';
   if (/not authori[sz]ed|bad user ?name or password/i.test(e.message ?? '')) return 'auth';
@@ -56,13 +57,20 @@ function classify(err: unknown): MqttCheckFailure {
 function describe(reason: MqttCheckFailure, url: string, err: unknown, timeoutMs: number): string {
   const message = err instanceof Error ? err.message : String(err ?? '');
   switch (reason) {
-    case 'refused': return `${url} refused the connection (nothing listening)`;
-    case 'unreachable': return `${url} unreachable (${message})`;
-    case 'timeout': return `${url}: no answer within ${timeoutMs} ms`;
-    case 'auth': return `${url} refused the credentials (${message})`;
-    case 'tls': return `${url}: TLS failed (${message})`;
-    case 'config': return message;
-    default: return `${url}: ${message}`;
+    case 'refused':
+      return `${url} refused the connection (nothing listening)`;
+    case 'unreachable':
+      return `${url} unreachable (${message})`;
+    case 'timeout':
+      return `${url}: no answer within ${timeoutMs} ms`;
+    case 'auth':
+      return `${url} refused the credentials (${message})`;
+    case 'tls':
+      return `${url}: TLS failed (${message})`;
+    case 'config':
+      return message;
+    default:
+      return `${url}: ${message}`;
   }
 }
 
@@ -101,7 +109,10 @@ function settled(client: MqttClient): Promise<void> {
  * one QoS 1 message to it and waits for it to come back. Proves the broker accepts our credentials
  * and routes our messages, which a TCP connect alone does not.
  */
-export async function checkMqttRoundTrip(settings: MqttSettings, options: { deviceId: string; timeoutMs: number }): Promise<MqttCheckResult> {
+export async function checkMqttRoundTrip(
+  settings: MqttSettings,
+  options: { deviceId: string; timeoutMs: number },
+): Promise<MqttCheckResult> {
   if (settings.url === '') return { ok: false, reason: 'disabled', url: '', detail: 'MQTT is disabled (mqtt.url is empty)' };
   const url = redactUrl(brokerUrl(settings));
   const deadline = Date.now() + options.timeoutMs;
@@ -139,14 +150,22 @@ export async function checkMqttRoundTrip(settings: MqttSettings, options: { devi
         }
         sentAt = Date.now();
         client.publish(topic, nonce, { qos: 1, retain: false }, (pubErr) => {
-          if (pubErr) { clearTimeout(timer); reject(pubErr); }
+          if (pubErr) {
+            clearTimeout(timer);
+            reject(pubErr);
+          }
         });
       });
     });
     return { ok: true, url, rttMs, detail: `${url}: connected, published and received our own message in ${rttMs} ms` };
   } catch (err) {
     if ((err as { noEcho?: boolean }).noEcho) {
-      return { ok: false, reason: 'no_echo', url, detail: `${url}: connected, but our own message did not come back within ${options.timeoutMs} ms` };
+      return {
+        ok: false,
+        reason: 'no_echo',
+        url,
+        detail: `${url}: connected, but our own message did not come back within ${options.timeoutMs} ms`,
+      };
     }
     const reason = classify(err);
     return { ok: false, reason, url, detail: describe(reason, url, err, options.timeoutMs) };

@@ -29,7 +29,9 @@ const schemas = {
   refund: z.object({ requestId, orderId: z.number().int().positive() }).strict(),
   test_vend: z.object({ requestId, slot: z.string().min(1).max(16).nullable().default(null) }).strict(),
   // The document itself is checked by the catalog's own schema, so its errors name its own paths.
-  catalog: z.object({ requestId, catalog: z.unknown().refine((value) => value !== undefined, 'the catalog document {version, items} is missing') }).strict(),
+  catalog: z
+    .object({ requestId, catalog: z.unknown().refine((value) => value !== undefined, 'the catalog document {version, items} is missing') })
+    .strict(),
   catalog_rollback: z.object({ requestId }).strict(),
   refill: z.object({ requestId, slot: z.string().min(1).max(16), count: z.number().int().min(0).max(10_000) }).strict(),
   clear_jam: z.object({ requestId, slot: z.string().min(1).max(16) }).strict(),
@@ -82,22 +84,29 @@ export function createCommandHandler(deps: {
       case 'test_vend': {
         const { slot } = schemas.test_vend.parse(body);
         if (!deps.allowRemoteVend) {
-          throw new CommandError(CommandErrorCodes.REMOTE_VEND_DISABLED, 'remote vend is disabled on this device; set mqtt.allowRemoteVend: true in its configuration to allow test_vend');
+          throw new CommandError(
+            CommandErrorCodes.REMOTE_VEND_DISABLED,
+            'remote vend is disabled on this device; set mqtt.allowRemoteVend: true in its configuration to allow test_vend',
+          );
         }
         return control.testVend(slot);
       }
-      case 'catalog': return catalogControl().apply(schemas.catalog.parse(body).catalog);
-      case 'catalog_rollback': return catalogControl().rollback();
+      case 'catalog':
+        return catalogControl().apply(schemas.catalog.parse(body).catalog);
+      case 'catalog_rollback':
+        return catalogControl().rollback();
       case 'refill': {
         const { slot, count } = schemas.refill.parse(body);
         return catalogControl().refill(slot, count);
       }
-      case 'clear_jam': return catalogControl().clearJam(schemas.clear_jam.parse(body).slot);
+      case 'clear_jam':
+        return catalogControl().clearJam(schemas.clear_jam.parse(body).slot);
     }
   }
 
   function catalogControl() {
-    if (!control.catalog) throw new CommandError(CommandErrorCodes.UNKNOWN_COMMAND, 'this device keeps no catalog (turnstile or no catalog control)');
+    if (!control.catalog)
+      throw new CommandError(CommandErrorCodes.UNKNOWN_COMMAND, 'this device keeps no catalog (turnstile or no catalog control)');
     return control.catalog;
   }
 
@@ -150,14 +159,20 @@ export function createCommandHandler(deps: {
         }
       }
       const result = await pending;
-      logger.info({ command: name, requestId: result.requestId, ok: result.ok, code: result.ok ? undefined : result.error.code, repeat }, 'command handled');
+      logger.info(
+        { command: name, requestId: result.requestId, ok: result.ok, code: result.ok ? undefined : result.error.code, repeat },
+        'command handled',
+      );
       reply(name, result);
     },
   };
 }
 
 class CommandError extends Error {
-  constructor(readonly code: string, message: string) {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'CommandError';
   }

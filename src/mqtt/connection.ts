@@ -65,7 +65,9 @@ function readPem(path: string, key: string): Buffer {
 /** Resolves true when `promise` settled in time, false on timeout. */
 export async function withTimeout(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
   try {
     return await Promise.race([promise.then(() => true), timeout]);
   } finally {

@@ -29,27 +29,33 @@ export interface EmbeddedBroker {
  * An in-process MQTT 3.1.1 broker (aedes, memory only) for the demo and the tests. Rejects with the
  * listen error (EADDRINUSE when another broker already holds the port).
  */
-export async function startEmbeddedBroker(options: { host?: string; port?: number; access?: EmbeddedBrokerAccess } = {}): Promise<EmbeddedBroker> {
+export async function startEmbeddedBroker(
+  options: { host?: string; port?: number; access?: EmbeddedBrokerAccess } = {},
+): Promise<EmbeddedBroker> {
   const host = options.host ?? '127.0.0.1';
   // Loaded only when a broker is wanted: a device that talks to the operator's broker never pays for it.
   const { Aedes } = await import('aedes');
   const access = options.access;
   const trusted = new WeakSet<object>();
-  const broker = await Aedes.createBroker(access ? {
-    authenticate(client, username, password, done) {
-      if (username === undefined) return done(null, true);
-      if (username === access.login.username && sameSecret(password, access.login.password)) {
-        trusted.add(client);
-        return done(null, true);
-      }
-      done(Object.assign(new Error('bad user name or password'), { returnCode: 4 }), false);
-    },
-    authorizePublish(client, packet, done) {
-      if (packet.topic.startsWith('$SYS')) return done(new Error('$SYS topics are reserved'));
-      if ((client && trusted.has(client)) || access.anonymousMayPublish?.(packet.topic)) return done(null);
-      done(new Error(`anonymous clients may not publish to ${packet.topic}`));
-    },
-  } : {});
+  const broker = await Aedes.createBroker(
+    access
+      ? {
+          authenticate(client, username, password, done) {
+            if (username === undefined) return done(null, true);
+            if (username === access.login.username && sameSecret(password, access.login.password)) {
+              trusted.add(client);
+              return done(null, true);
+            }
+            done(Object.assign(new Error('bad user name or password'), { returnCode: 4 }), false);
+          },
+          authorizePublish(client, packet, done) {
+            if (packet.topic.startsWith('$SYS')) return done(new Error('$SYS topics are reserved'));
+            if ((client && trusted.has(client)) || access.anonymousMayPublish?.(packet.topic)) return done(null);
+            done(new Error(`anonymous clients may not publish to ${packet.topic}`));
+          },
+        }
+      : {},
+  );
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
     sockets.add(socket);
@@ -72,7 +78,7 @@ export async function startEmbeddedBroker(options: { host?: string; port?: numbe
     throw err;
   }
   const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : options.port ?? 0;
+  const port = typeof address === 'object' && address ? address.port : (options.port ?? 0);
   let closing: Promise<void> | null = null;
   return {
     url: `mqtt://${host}:${port}`,

@@ -81,7 +81,8 @@ export function decodeWebhookMessage(payload: Buffer): { headers: ForwardedHeade
   } catch {
     throw new FleetWireError('the first line of a fleet webhook message is not JSON');
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new FleetWireError('the headers line must be a JSON object');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new FleetWireError('the headers line must be a JSON object');
   const headers: ForwardedHeaders = {};
   for (const [name, value] of Object.entries(parsed)) {
     if (typeof value !== 'string') throw new FleetWireError(`header ${name} must be a string`);
@@ -107,5 +108,11 @@ export function parseRouteAnnouncement(topicDeviceId: string, payload: Buffer): 
   const prefixes = b.referencePrefixes.filter((p): p is string => typeof p === 'string' && p.startsWith(`${topicDeviceId}-`));
   if (prefixes.length === 0) return null;
   const providers = Array.isArray(b.providers) ? b.providers.filter((p): p is string => typeof p === 'string') : [];
-  return { v: typeof b.v === 'number' ? b.v : ROUTE_VERSION, deviceId: topicDeviceId, referencePrefixes: prefixes, providers, at: typeof b.at === 'string' ? b.at : '' };
+  return {
+    v: typeof b.v === 'number' ? b.v : ROUTE_VERSION,
+    deviceId: topicDeviceId,
+    referencePrefixes: prefixes,
+    providers,
+    at: typeof b.at === 'string' ? b.at : '',
+  };
 }

@@ -21,7 +21,13 @@ const COUNTERS: [name: string, label: string][] = [
 const BUTTONS: { name: string; command: string; label: string; body: Record<string, unknown>; icon: string; remoteVendOnly?: boolean }[] = [
   { name: 'ping', command: 'ping', label: 'Ping', body: {}, icon: 'mdi:lan-check' },
   { name: 'selftest', command: 'selftest', label: 'Run selftest', body: {}, icon: 'mdi:clipboard-check-outline' },
-  { name: 'stop_selling', command: 'out_of_service', label: 'Stop selling', body: { on: true, reason: 'stopped from Home Assistant' }, icon: 'mdi:store-off' },
+  {
+    name: 'stop_selling',
+    command: 'out_of_service',
+    label: 'Stop selling',
+    body: { on: true, reason: 'stopped from Home Assistant' },
+    icon: 'mdi:store-off',
+  },
   { name: 'resume_selling', command: 'out_of_service', label: 'Resume selling', body: { on: false }, icon: 'mdi:store-check' },
   { name: 'test_vend', command: 'test_vend', label: 'Test vend', body: {}, icon: 'mdi:play-circle-outline', remoteVendOnly: true },
 ];
@@ -72,46 +78,86 @@ export function discoveryMessages(options: {
   });
   return [
     entity('sensor', 'state', {
-      name: 'State', state_topic: topics.state, value_template: '{{ value_json.phase }}',
-      json_attributes_topic: topics.state, icon: 'mdi:store',
+      name: 'State',
+      state_topic: topics.state,
+      value_template: '{{ value_json.phase }}',
+      json_attributes_topic: topics.state,
+      icon: 'mdi:store',
     }),
     entity('sensor', 'alarms', {
-      name: 'Open alarms', state_topic: topics.telemetry, value_template: '{{ value_json.openAlarms | count }}',
-      json_attributes_topic: topics.telemetry, json_attributes_template: '{{ {"alarms": value_json.openAlarms} | tojson }}',
-      state_class: 'measurement', icon: 'mdi:alarm-light',
+      name: 'Open alarms',
+      state_topic: topics.telemetry,
+      value_template: '{{ value_json.openAlarms | count }}',
+      json_attributes_topic: topics.telemetry,
+      json_attributes_template: '{{ {"alarms": value_json.openAlarms} | tojson }}',
+      state_class: 'measurement',
+      icon: 'mdi:alarm-light',
     }),
     entity('sensor', 'outbox_depth', {
-      name: 'MQTT backlog', state_topic: topics.telemetry, value_template: '{{ value_json.outboxDepth }}',
-      state_class: 'measurement', entity_category: 'diagnostic',
+      name: 'MQTT backlog',
+      state_topic: topics.telemetry,
+      value_template: '{{ value_json.outboxDepth }}',
+      state_class: 'measurement',
+      entity_category: 'diagnostic',
     }),
     entity('sensor', 'catalog_version', {
-      name: 'Catalog version', state_topic: topics.relative('catalog'), value_template: '{{ value_json.version }}',
-      entity_category: 'diagnostic', icon: 'mdi:tag-text',
+      name: 'Catalog version',
+      state_topic: topics.relative('catalog'),
+      value_template: '{{ value_json.version }}',
+      entity_category: 'diagnostic',
+      icon: 'mdi:tag-text',
     }),
-    ...(options.slots ?? []).map((slot) => entity('sensor', `stock_${slot}`, {
-      name: `Stock ${slot}`, state_topic: topics.telemetry, value_template: `{{ value_json.stock['${slot}'] }}`,
-      state_class: 'measurement', icon: 'mdi:package-variant',
-    })),
-    ...COUNTERS.map(([name, label]) => entity('sensor', name, {
-      name: label, state_topic: topics.telemetry,
-      value_template: `{{ value_json.counters.${name} | default(0) }}`, state_class: 'total_increasing',
-    })),
+    ...(options.slots ?? []).map((slot) =>
+      entity('sensor', `stock_${slot}`, {
+        name: `Stock ${slot}`,
+        state_topic: topics.telemetry,
+        value_template: `{{ value_json.stock['${slot}'] }}`,
+        state_class: 'measurement',
+        icon: 'mdi:package-variant',
+      }),
+    ),
+    ...COUNTERS.map(([name, label]) =>
+      entity('sensor', name, {
+        name: label,
+        state_topic: topics.telemetry,
+        value_template: `{{ value_json.counters.${name} | default(0) }}`,
+        state_class: 'total_increasing',
+      }),
+    ),
     entity('binary_sensor', 'problem', {
-      name: 'Problem', device_class: 'problem', state_topic: topics.telemetry,
+      name: 'Problem',
+      device_class: 'problem',
+      state_topic: topics.telemetry,
       value_template: "{{ 'ON' if (value_json.openAlarms | count) > 0 else 'OFF' }}",
     }),
     entity('binary_sensor', 'provider_reachable', {
-      name: 'Payment provider', device_class: 'connectivity', state_topic: topics.telemetry,
-      value_template: "{{ 'ON' if value_json.providerReachable else 'OFF' }}", entity_category: 'diagnostic',
+      name: 'Payment provider',
+      device_class: 'connectivity',
+      state_topic: topics.telemetry,
+      value_template: "{{ 'ON' if value_json.providerReachable else 'OFF' }}",
+      entity_category: 'diagnostic',
     }),
     // The device itself: its own retained status (and last will) is the state, so no availability.
-    entity('binary_sensor', 'online', {
-      name: 'Online', device_class: 'connectivity', state_topic: topics.status,
-      payload_on: 'online', payload_off: 'offline', entity_category: 'diagnostic',
-    }, { device, origin }),
-    ...BUTTONS.filter((b) => !b.remoteVendOnly || options.allowRemoteVend).map((button) => entity('button', button.name, {
-      name: button.label, command_topic: `${topics.base}/cmd/${button.command}`,
-      command_template: buttonTemplate(button.name, button.body), icon: button.icon,
-    })),
+    entity(
+      'binary_sensor',
+      'online',
+      {
+        name: 'Online',
+        device_class: 'connectivity',
+        state_topic: topics.status,
+        payload_on: 'online',
+        payload_off: 'offline',
+        entity_category: 'diagnostic',
+      },
+      { device, origin },
+    ),
+    ...BUTTONS.filter((b) => !b.remoteVendOnly || options.allowRemoteVend).map((button) =>
+      entity('button', button.name, {
+        name: button.label,
+        command_topic: `${topics.base}/cmd/${button.command}`,
+        command_template: buttonTemplate(button.name, button.body),
+        icon: button.icon,
+      }),
+    ),
   ];
 }

@@ -5,9 +5,23 @@ export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
 export type { DeviceControl, CatalogControl, DeviceStateSummary, Mqtt, MqttDeps, MqttSettings } from './types.js';
 export { checkMqttRoundTrip, publishSelftestResult, brokerUrl, type MqttCheckResult, type MqttCheckFailure } from './check.js';
-export { createBrokerWebhookSubscription, type BrokerWebhookSubscription, type BrokerWebhookDeps, type BrokerIngestOutcome } from './webhook-subscription.js';
 export {
-  createFleetTopics, encodeWebhookMessage, decodeWebhookMessage, pickForwardedHeaders, parseRouteAnnouncement, FleetWireError,
-  FORWARDED_HEADERS, ROUTE_VERSION, type FleetTopics, type ForwardedHeaders, type RouteAnnouncement,
+  createBrokerWebhookSubscription,
+  type BrokerWebhookSubscription,
+  type BrokerWebhookDeps,
+  type BrokerIngestOutcome,
+} from './webhook-subscription.js';
+export {
+  createFleetTopics,
+  encodeWebhookMessage,
+  decodeWebhookMessage,
+  pickForwardedHeaders,
+  parseRouteAnnouncement,
+  FleetWireError,
+  FORWARDED_HEADERS,
+  ROUTE_VERSION,
+  type FleetTopics,
+  type ForwardedHeaders,
+  type RouteAnnouncement,
 } from './fleet-wire.js';
 export { createRelayConnection, PublishNotAcknowledged, type RelayConnection, type RelayConnectionDeps } from './relay-connection.js';

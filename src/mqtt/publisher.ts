@@ -63,7 +63,10 @@ export function createOutboxPublisher(
 
   // Re-entrant calls (a callback that fires synchronously) only ask for one more pass.
   function pump(): void {
-    if (pumping) { again = true; return; }
+    if (pumping) {
+      again = true;
+      return;
+    }
     pumping = true;
     try {
       do {
@@ -87,7 +90,10 @@ export function createOutboxPublisher(
     const budget = settings.maxInflight - inflight;
     if (budget <= 0) return;
     // The in-flight rows are still at the head of the table; read past them.
-    const rows = outbox.pending(inflight + budget).filter((row) => row.seq > cursor).slice(0, budget);
+    const rows = outbox
+      .pending(inflight + budget)
+      .filter((row) => row.seq > cursor)
+      .slice(0, budget);
     const gen = generation;
     const sender = transport;
     for (const row of rows) {

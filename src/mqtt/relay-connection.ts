@@ -78,7 +78,8 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
         const deviceId = fleet.routeDevice(topic);
         if (deviceId === null) return;
         const route = parseRouteAnnouncement(deviceId, payload);
-        if (route === null && payload.length > 0) log.warn({ topic }, 'route announcement ignored: not valid, or it claims references of another device');
+        if (route === null && payload.length > 0)
+          log.warn({ topic }, 'route announcement ignored: not valid, or it claims references of another device');
         deps.onRoute(deviceId, route);
       });
     },
@@ -87,7 +88,7 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
         const c = client;
         isConnected = false;
         if (!c) return;
-        if (!await withTimeout(new Promise<void>((resolve) => c.end(false, {}, () => resolve())), 2_000)) c.end(true);
+        if (!(await withTimeout(new Promise<void>((resolve) => c.end(false, {}, () => resolve())), 2_000))) c.end(true);
       })();
       return stopping;
     },

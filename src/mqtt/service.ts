@@ -24,7 +24,10 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
   const { outbox, clock, control, deviceId } = deps;
   const log = deps.logger.child({ module: 'mqtt' });
   const topics = createTopics(settings.prefix, deviceId);
-  const publisher = createOutboxPublisher({ outbox, logger: log, topics }, { maxInflight: settings.maxInflight, maxRows: settings.outboxMaxRows });
+  const publisher = createOutboxPublisher(
+    { outbox, logger: log, topics },
+    { maxInflight: settings.maxInflight, maxRows: settings.outboxMaxRows },
+  );
   const transaction = <T>(fn: () => T): T => (deps.db ? inTransaction(deps.db, fn) : fn());
   const dbPath = deps.db && !deps.db.memory ? deps.db.name : null;
 
@@ -45,7 +48,10 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
   let reconnectTimer: NodeJS.Timeout | null = null;
 
   const commands = createCommandHandler({
-    control, clock, logger: log, allowRemoteVend: settings.allowRemoteVend,
+    control,
+    clock,
+    logger: log,
+    allowRemoteVend: settings.allowRemoteVend,
     reply: (name: string, result: CommandResult) => {
       let payload: string;
       try {
@@ -53,7 +59,11 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       } catch (err) {
         // A result the app cannot serialise (a cycle, a BigInt) still gets an answer.
         log.error({ err, command: name }, 'command result is not JSON');
-        payload = JSON.stringify({ requestId: result.requestId, ok: false, error: { code: CommandErrorCodes.COMMAND_FAILED, message: 'the result could not be serialised' } });
+        payload = JSON.stringify({
+          requestId: result.requestId,
+          ok: false,
+          error: { code: CommandErrorCodes.COMMAND_FAILED, message: 'the result could not be serialised' },
+        });
       }
       send(topics.result(name), payload, false);
     },
@@ -76,7 +86,14 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     let payload: string;
     try {
       const s = control.state();
-      payload = JSON.stringify({ mode: s.mode, phase: s.phase, orderId: s.orderId, reference: s.reference, since: s.since, ...(s.reason ? { reason: s.reason } : {}) });
+      payload = JSON.stringify({
+        mode: s.mode,
+        phase: s.phase,
+        orderId: s.orderId,
+        reference: s.reference,
+        since: s.since,
+        ...(s.reason ? { reason: s.reason } : {}),
+      });
     } catch (err) {
       log.warn({ err }, 'could not read the device state');
       return;
@@ -141,7 +158,15 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       } catch (err) {
         log.warn({ err }, 'could not read the catalog slots for Home Assistant');
       }
-      for (const message of discoveryMessages({ discoveryPrefix: settings.homeAssistantPrefix, deviceId, mode, topics, slots, version: buildInfo().version, allowRemoteVend: settings.allowRemoteVend })) {
+      for (const message of discoveryMessages({
+        discoveryPrefix: settings.homeAssistantPrefix,
+        deviceId,
+        mode,
+        topics,
+        slots,
+        version: buildInfo().version,
+        allowRemoteVend: settings.allowRemoteVend,
+      })) {
         send(message.topic, message.payload, true);
       }
     }
@@ -178,7 +203,8 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     c.on('error', (err) => {
       if (client !== c) return;
       const code = (err as { code?: unknown }).code;
-      if (code === 4 || code === 5) log.error({ err }, 'the broker refused the credentials: check mqtt.username and VENDGATE_MQTT_PASSWORD');
+      if (code === 4 || code === 5)
+        log.error({ err }, 'the broker refused the credentials: check mqtt.username and VENDGATE_MQTT_PASSWORD');
       else if (attempt === 0) log.warn({ err, url: redactUrl(url) }, 'MQTT connection error');
     });
     c.on('message', (topic, payload, packet) => {
@@ -216,12 +242,14 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     if (settings.url === 'embedded') {
       // The service logs in with mqtt.username/VENDGATE_MQTT_PASSWORD when set (operators use the same
       // login to send commands), else with one made up now; anonymous local clients only read.
-      const own = settings.username !== undefined && settings.password !== undefined
-        ? { username: settings.username, password: settings.password }
-        : { username: `vendgate-${randomBytes(4).toString('hex')}`, password: randomBytes(24).toString('base64url') };
+      const own =
+        settings.username !== undefined && settings.password !== undefined
+          ? { username: settings.username, password: settings.password }
+          : { username: `vendgate-${randomBytes(4).toString('hex')}`, password: randomBytes(24).toString('base64url') };
       try {
         broker = await startEmbeddedBroker({
-          host: '127.0.0.1', port: settings.embeddedPort,
+          host: '127.0.0.1',
+          port: settings.embeddedPort,
           access: { login: own, anonymousMayPublish: (topic) => topic === topics.selftest || topic.startsWith(`${topics.selftest}/`) },
         });
         login = { ...settings, ...own };
@@ -234,7 +262,10 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
         }
         // The demo on a machine that already runs Mosquitto: publish to that broker instead.
         url = `mqtt://127.0.0.1:${settings.embeddedPort}`;
-        log.error({ port: settings.embeddedPort, url }, 'port taken by another broker (Mosquitto?): the embedded broker is not started; connecting to the one already there');
+        log.error(
+          { port: settings.embeddedPort, url },
+          'port taken by another broker (Mosquitto?): the embedded broker is not started; connecting to the one already there',
+        );
       }
     }
     try {
@@ -273,15 +304,34 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     const c = client;
     if (c && connectedSince !== null) {
       // A clean stop says so itself: the last will only covers a crash or a lost network.
-      const offlineState = { ...(lastState ? JSON.parse(lastState) as object : { mode: safeMode() }), phase: 'offline', orderId: null, reference: null, since: new Date(clock.now()).toISOString() };
+      const offlineState = {
+        ...(lastState ? (JSON.parse(lastState) as object) : { mode: safeMode() }),
+        phase: 'offline',
+        orderId: null,
+        reference: null,
+        since: new Date(clock.now()).toISOString(),
+      };
       // A connection that dies meanwhile never acknowledges: stop waiting as soon as it is gone.
       const closed = new Promise<void>((resolve) => c.once('close', () => resolve()));
-      await withTimeout(Promise.race([closed, Promise.all([
-        new Promise<void>((resolve) => { if (!send(topics.state, JSON.stringify(offlineState), true, () => resolve())) resolve(); }),
-        new Promise<void>((resolve) => { if (!send(topics.status, 'offline', true, () => resolve())) resolve(); }),
-      ])]), STOP_GRACE_MS);
+      await withTimeout(
+        Promise.race([
+          closed,
+          Promise.all([
+            new Promise<void>((resolve) => {
+              if (!send(topics.state, JSON.stringify(offlineState), true, () => resolve())) resolve();
+            }),
+            new Promise<void>((resolve) => {
+              if (!send(topics.status, 'offline', true, () => resolve())) resolve();
+            }),
+          ]),
+        ]),
+        STOP_GRACE_MS,
+      );
       // end(false) waits for the outbox rows still in flight, so their PUBACKs still delete them.
-      const ended = await withTimeout(Promise.race([closed, new Promise<void>((resolve) => c.end(false, {}, () => resolve()))]), STOP_GRACE_MS);
+      const ended = await withTimeout(
+        Promise.race([closed, new Promise<void>((resolve) => c.end(false, {}, () => resolve()))]),
+        STOP_GRACE_MS,
+      );
       if (!ended) c.stream?.destroy();
     } else if (c) {
       c.end(true);

@@ -79,19 +79,28 @@ export function telemetryPayload(input: {
  * Opens disk_low below the threshold and clears it above 110 % of it, so a disk hovering at the
  * line does not flap the alarm every interval. Returns true when it wrote to the outbox.
  */
-export function checkDiskAlarm(deps: {
-  outbox: Outbox;
-  logger: Logger;
-  transaction: <T>(fn: () => T) => T;
-}, disk: SystemReadings['disk'], thresholdBytes: number): boolean {
+export function checkDiskAlarm(
+  deps: {
+    outbox: Outbox;
+    logger: Logger;
+    transaction: <T>(fn: () => T) => T;
+  },
+  disk: SystemReadings['disk'],
+  thresholdBytes: number,
+): boolean {
   if (!disk) return false;
   const { outbox } = deps;
   const open = outbox.openAlarms().some((alarm) => alarm.name === DISK_LOW_ALARM);
   if (!open && disk.freeBytes < thresholdBytes) {
     deps.logger.warn({ freeBytes: disk.freeBytes, thresholdBytes }, 'disk nearly full');
-    deps.transaction(() => outbox.raiseAlarm(DISK_LOW_ALARM, 'warning',
-      'the disk holding the database is nearly full: free space (old logs, journald) before writes fail',
-      { freeBytes: disk.freeBytes, thresholdBytes }));
+    deps.transaction(() =>
+      outbox.raiseAlarm(
+        DISK_LOW_ALARM,
+        'warning',
+        'the disk holding the database is nearly full: free space (old logs, journald) before writes fail',
+        { freeBytes: disk.freeBytes, thresholdBytes },
+      ),
+    );
     return true;
   }
   if (open && disk.freeBytes > thresholdBytes * 1.1) {

@@ -3,7 +3,14 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { clientOptions, backoffDelay, redactUrl, withTimeout } from './connection.js';
 import { createTopics } from './topics.js';
-import { createFleetTopics, decodeWebhookMessage, FleetWireError, ROUTE_VERSION, type ForwardedHeaders, type RouteAnnouncement } from './fleet-wire.js';
+import {
+  createFleetTopics,
+  decodeWebhookMessage,
+  FleetWireError,
+  ROUTE_VERSION,
+  type ForwardedHeaders,
+  type RouteAnnouncement,
+} from './fleet-wire.js';
 import type { MqttSettings } from './types.js';
 
 /** What the webhook channel did with one broker-delivered webhook. */
@@ -60,7 +67,10 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
 
   function announcement(): string {
     const route: RouteAnnouncement = {
-      v: ROUTE_VERSION, deviceId: deps.deviceId, referencePrefixes: [...deps.referencePrefixes], providers: [deps.provider],
+      v: ROUTE_VERSION,
+      deviceId: deps.deviceId,
+      referencePrefixes: [...deps.referencePrefixes],
+      providers: [deps.provider],
       at: new Date(deps.clock.now()).toISOString(),
     };
     return JSON.stringify(route);
@@ -75,7 +85,10 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
     } catch (err) {
       // Redelivering bytes that cannot be read changes nothing: acknowledge and say so.
       counts.refused += 1;
-      log.warn({ topic: packet.topic, reason: err instanceof FleetWireError ? err.message : String(err) }, 'broker webhook refused: not a fleet webhook message');
+      log.warn(
+        { topic: packet.topic, reason: err instanceof FleetWireError ? err.message : String(err) },
+        'broker webhook refused: not a fleet webhook message',
+      );
       return true;
     }
     if (provider !== deps.provider) {

@@ -1,4 +1,20 @@
 export * from './state.js';
-export { createOrderRepository, idempotencyKeyFor, referenceFor, TransitionRefused, type OrderRow, type NewOrder, type OrderRepository } from './repository.js';
-export { createOrderService, createProviderHealth, type OrderService, type OrderServiceDeps, type OrderInput, type ProviderHealth, type CatalogPort } from './service.js';
+export {
+  createOrderRepository,
+  idempotencyKeyFor,
+  referenceFor,
+  TransitionRefused,
+  type OrderRow,
+  type NewOrder,
+  type OrderRepository,
+} from './repository.js';
+export {
+  createOrderService,
+  createProviderHealth,
+  type OrderService,
+  type OrderServiceDeps,
+  type OrderInput,
+  type ProviderHealth,
+  type CatalogPort,
+} from './service.js';
 export { orderView, screenPhase, type ScreenPhase } from './view.js';

@@ -74,12 +74,21 @@ export function newOrderNonce(): string {
 
 /** Timestamp columns a transition into a state sets, so reports need not scan the history. */
 const STAMPS: Partial<Record<OrderState, keyof OrderRow>> = {
-  paid: 'paid_at', authorized: 'paid_at', vended: 'vended_at', refunded: 'refunded_at',
-  canceled: 'closed_at', expired: 'closed_at', failed: 'closed_at',
+  paid: 'paid_at',
+  authorized: 'paid_at',
+  vended: 'vended_at',
+  refunded: 'refunded_at',
+  canceled: 'closed_at',
+  expired: 'closed_at',
+  failed: 'closed_at',
 };
 
 export class TransitionRefused extends Error {
-  constructor(readonly orderId: number, readonly from: OrderState, readonly to: OrderState) {
+  constructor(
+    readonly orderId: number,
+    readonly from: OrderState,
+    readonly to: OrderState,
+  ) {
     super(`order ${orderId}: ${from} → ${to} is not allowed`);
     this.name = 'TransitionRefused';
   }
@@ -101,16 +110,33 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
       // The id is only known after the insert; the reference and key derive from it, so write a
       // placeholder that is unique by construction and replace it in the same transaction.
       const placeholder = `pending-${now}-${Math.random()}`;
-      const { lastInsertRowid } = prepared(db,
+      const { lastInsertRowid } = prepared(
+        db,
         `INSERT INTO orders (reference, attempt, idempotency_key, source, slot, item_name, amount, currency, livemode,
            provider, capture_mode, state, created_at, updated_at)
          VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'creating', ?, ?)`,
-      ).run(placeholder, placeholder, order.source, order.slot, order.itemName, order.amount, order.currency,
-        order.livemode ? 1 : 0, order.provider, order.captureMode, now, now);
+      ).run(
+        placeholder,
+        placeholder,
+        order.source,
+        order.slot,
+        order.itemName,
+        order.amount,
+        order.currency,
+        order.livemode ? 1 : 0,
+        order.provider,
+        order.captureMode,
+        now,
+        now,
+      );
       const id = Number(lastInsertRowid);
       const reference = referenceFor(deviceId, dbId, id, nonce);
-      prepared(db, 'UPDATE orders SET reference = ?, idempotency_key = ?, create_request = ? WHERE id = ?')
-        .run(reference, idempotencyKeyFor(reference, 1), JSON.stringify(order.request), id);
+      prepared(db, 'UPDATE orders SET reference = ?, idempotency_key = ?, create_request = ? WHERE id = ?').run(
+        reference,
+        idempotencyKeyFor(reference, 1),
+        JSON.stringify(order.request),
+        id,
+      );
       history.run(id, now, null, 'creating', `order from ${order.source}`);
       return byId.get(id) as OrderRow;
     },
@@ -127,10 +153,19 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
     /** Records the invoice the provider returned for the order's current attempt. */
     attachInvoice(id: number, invoice: { id: string; payUrl: string; expiresAt: number }): void {
       const order = byId.get(id) as OrderRow;
-      prepared(db, 'INSERT INTO order_invoices (invoice_id, order_id, attempt, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING')
-        .run(invoice.id, id, order.attempt, clock.now());
-      prepared(db, 'UPDATE orders SET invoice_id = ?, pay_url = ?, expires_at = ?, updated_at = ? WHERE id = ?')
-        .run(invoice.id, invoice.payUrl, invoice.expiresAt, clock.now(), id);
+      prepared(db, 'INSERT INTO order_invoices (invoice_id, order_id, attempt, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING').run(
+        invoice.id,
+        id,
+        order.attempt,
+        clock.now(),
+      );
+      prepared(db, 'UPDATE orders SET invoice_id = ?, pay_url = ?, expires_at = ?, updated_at = ? WHERE id = ?').run(
+        invoice.id,
+        invoice.payUrl,
+        invoice.expiresAt,
+        clock.now(),
+        id,
+      );
     },
 
     /**
@@ -140,8 +175,10 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
     newAttempt(id: number, request: CreateRequestFields): OrderRow {
       const order = byId.get(id) as OrderRow;
       const attempt = order.attempt + 1;
-      prepared(db, "UPDATE orders SET attempt = ?, idempotency_key = ?, create_request = ?, updated_at = ? WHERE id = ? AND state = 'creating'")
-        .run(attempt, idempotencyKeyFor(order.reference, attempt), JSON.stringify(request), clock.now(), id);
+      prepared(
+        db,
+        "UPDATE orders SET attempt = ?, idempotency_key = ?, create_request = ?, updated_at = ? WHERE id = ? AND state = 'creating'",
+      ).run(attempt, idempotencyKeyFor(order.reference, attempt), JSON.stringify(request), clock.now(), id);
       history.run(id, clock.now(), 'creating', 'creating', `attempt ${attempt}: a new key`);
       return byId.get(id) as OrderRow;
     },
@@ -153,7 +190,8 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
 
     /** Invoices without a final answer from the provider yet, with what the poller needs. */
     unsettledInvoices(): { invoice_id: string; order_id: number; state: OrderState; current: number; expires_at: number | null }[] {
-      return prepared(db,
+      return prepared(
+        db,
         `SELECT oi.invoice_id, o.id AS order_id, o.state, (o.invoice_id = oi.invoice_id) AS current, o.expires_at
            FROM order_invoices oi JOIN orders o ON o.id = oi.order_id
           WHERE oi.settled_at IS NULL ORDER BY oi.created_at`,
@@ -164,11 +202,18 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
      * Moves the order forward. Refuses (throws) a transition the state table does not allow; returns
      * false when the order is no longer in `from` (someone else moved it first).
      */
-    transition(id: number, from: OrderState, to: OrderState, reason: string, extra: { errorCode?: string; errorMessage?: string } = {}): boolean {
+    transition(
+      id: number,
+      from: OrderState,
+      to: OrderState,
+      reason: string,
+      extra: { errorCode?: string; errorMessage?: string } = {},
+    ): boolean {
       if (!canTransition(from, to)) throw new TransitionRefused(id, from, to);
       const now = clock.now();
       const stamp = STAMPS[to];
-      const result = prepared(db,
+      const result = prepared(
+        db,
         `UPDATE orders SET state = ?, updated_at = ?, error_code = coalesce(?, error_code), error_message = coalesce(?, error_message)
          ${stamp ? `, ${stamp} = coalesce(${stamp}, ?)` : ''} WHERE id = ? AND state = ?`,
       ).run(...[to, now, extra.errorCode ?? null, extra.errorMessage ?? null, ...(stamp ? [now] : []), id, from]);
@@ -178,14 +223,25 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
     },
 
     list(filter: { state?: string; from?: number; to?: number; limit?: number } = {}): OrderRow[] {
-      return prepared(db,
+      return prepared(
+        db,
         `SELECT * FROM orders WHERE (? IS NULL OR state = ?) AND (? IS NULL OR created_at >= ?) AND (? IS NULL OR created_at < ?)
          ORDER BY id DESC LIMIT ?`,
-      ).all(filter.state ?? null, filter.state ?? null, filter.from ?? null, filter.from ?? null, filter.to ?? null, filter.to ?? null, filter.limit ?? 1_000_000) as OrderRow[];
+      ).all(
+        filter.state ?? null,
+        filter.state ?? null,
+        filter.from ?? null,
+        filter.from ?? null,
+        filter.to ?? null,
+        filter.to ?? null,
+        filter.limit ?? 1_000_000,
+      ) as OrderRow[];
     },
 
     inStates(states: readonly OrderState[]): OrderRow[] {
-      return prepared(db, `SELECT * FROM orders WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY id`).all(...states) as OrderRow[];
+      return prepared(db, `SELECT * FROM orders WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY id`).all(
+        ...states,
+      ) as OrderRow[];
     },
 
     countByState(): { state: string; n: number }[] {
@@ -197,8 +253,12 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
     },
 
     history(id: number): { at: string; from: string | null; to: string; reason: string }[] {
-      const rows = prepared(db, 'SELECT at, from_state, to_state, reason FROM order_history WHERE order_id = ? ORDER BY rowid').all(id) as
-        { at: number; from_state: string | null; to_state: string; reason: string }[];
+      const rows = prepared(db, 'SELECT at, from_state, to_state, reason FROM order_history WHERE order_id = ? ORDER BY rowid').all(id) as {
+        at: number;
+        from_state: string | null;
+        to_state: string;
+        reason: string;
+      }[];
       return rows.map((r) => ({ at: toIso(r.at)!, from: r.from_state, to: r.to_state, reason: r.reason }));
     },
   };

@@ -44,10 +44,14 @@ export function createProviderHealth(clock: Clock): ProviderHealth {
     lastOkAt: null,
     ok() {
       const recovered = !this.reachable;
-      this.reachable = true; this.lastError = null; this.lastOkAt = clock.now();
+      this.reachable = true;
+      this.lastError = null;
+      this.lastOkAt = clock.now();
       if (recovered) for (const listener of listeners) listener();
     },
-    onRecovered(listener) { listeners.push(listener); },
+    onRecovered(listener) {
+      listeners.push(listener);
+    },
     failed(err) {
       if (err instanceof ProviderError && !err.transient) return;
       this.reachable = false;
@@ -113,7 +117,11 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     const item = settings.device.catalog.find((c) => c.slot === input.slot);
     if (!item) {
       const slots = settings.device.catalog.map((c) => c.slot).join(', ');
-      throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, input.slot ? `unknown slot "${input.slot}"; this machine has: ${slots}` : `choose a slot: ${slots}`, { httpStatus: 400 });
+      throw new VendgateError(
+        ErrorCodes.UNKNOWN_SLOT,
+        input.slot ? `unknown slot "${input.slot}"; this machine has: ${slots}` : `choose a slot: ${slots}`,
+        { httpStatus: 400 },
+      );
     }
     return { slot: item.slot, itemName: item.name, amount: item.price };
   }
@@ -125,7 +133,9 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
 
   /** The attempt's request exactly as it was fixed with its key (invariant 4: byte-identical retries). */
   function requestFor(order: OrderRow) {
-    const fixed: CreateRequestFields = order.create_request ? JSON.parse(order.create_request) as CreateRequestFields : requestFields(order.item_name);
+    const fixed: CreateRequestFields = order.create_request
+      ? (JSON.parse(order.create_request) as CreateRequestFields)
+      : requestFields(order.item_name);
     return {
       idempotencyKey: order.idempotency_key,
       reference: order.reference,
@@ -149,10 +159,14 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     if (invoice.amount !== order.amount) return `amount ${invoice.amount} ≠ ${order.amount}`;
     if (invoice.currency !== order.currency) return `currency ${invoice.currency} ≠ ${order.currency}`;
     if (invoice.livemode !== (order.livemode === 1)) return `livemode ${invoice.livemode} ≠ ${order.livemode === 1}`;
-    if (invoice.description !== undefined && invoice.description !== request.description) return `description ${JSON.stringify(invoice.description)} ≠ ${JSON.stringify(request.description)}`;
-    if (invoice.createdAt !== undefined && invoice.createdAt < order.created_at - CLOCK_SLACK_MS) return `created ${new Date(invoice.createdAt).toISOString()}, before the order`;
-    if (invoice.expiresAt < order.created_at - CLOCK_SLACK_MS) return `expired ${new Date(invoice.expiresAt).toISOString()}, before the order`;
-    if (!['pending', 'canceled', 'expired'].includes(invoice.status)) return `already ${invoice.providerStatus} although its QR was never shown`;
+    if (invoice.description !== undefined && invoice.description !== request.description)
+      return `description ${JSON.stringify(invoice.description)} ≠ ${JSON.stringify(request.description)}`;
+    if (invoice.createdAt !== undefined && invoice.createdAt < order.created_at - CLOCK_SLACK_MS)
+      return `created ${new Date(invoice.createdAt).toISOString()}, before the order`;
+    if (invoice.expiresAt < order.created_at - CLOCK_SLACK_MS)
+      return `expired ${new Date(invoice.expiresAt).toISOString()}, before the order`;
+    if (!['pending', 'canceled', 'expired'].includes(invoice.status))
+      return `already ${invoice.providerStatus} although its QR was never shown`;
     return null;
   }
 
@@ -176,32 +190,69 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       } catch (err) {
         health.failed(err);
         if (err instanceof ProviderError && err.kind === 'conflict') {
-          inTransaction(db, () => outbox.raiseAlarm('idempotency_conflict', 'critical', 'the provider reports a reused idempotency key with a different body: a programming or configuration error', { orderId: order.id, reference: order.reference }));
+          inTransaction(db, () =>
+            outbox.raiseAlarm(
+              'idempotency_conflict',
+              'critical',
+              'the provider reports a reused idempotency key with a different body: a programming or configuration error',
+              { orderId: order.id, reference: order.reference },
+            ),
+          );
           fail(order, ErrorCodes.IDEMPOTENCY_CONFLICT, err.message);
-          throw new VendgateError(ErrorCodes.IDEMPOTENCY_CONFLICT, 'the payment provider refused the order; the operator has been alerted', { httpStatus: 502, cause: err });
+          throw new VendgateError(
+            ErrorCodes.IDEMPOTENCY_CONFLICT,
+            'the payment provider refused the order; the operator has been alerted',
+            { httpStatus: 502, cause: err },
+          );
         }
         const transient = !(err instanceof ProviderError) || err.transient;
         const code = transient ? ErrorCodes.PROVIDER_UNAVAILABLE : ErrorCodes.PROVIDER_REJECTED;
         fail(order, code, errorMessage(err));
         log.warn({ err, orderId: order.id }, 'invoice not created');
-        throw new VendgateError(code, transient ? 'the payment service is not reachable; please try again' : `the payment provider refused the order: ${errorMessage(err)}`, { httpStatus: transient ? 503 : 502, cause: err });
+        throw new VendgateError(
+          code,
+          transient
+            ? 'the payment service is not reachable; please try again'
+            : `the payment provider refused the order: ${errorMessage(err)}`,
+          { httpStatus: transient ? 503 : 502, cause: err },
+        );
       }
       crash('after_invoice_create');
       const foreign = notMadeByThisAttempt(order, invoice);
       if (!foreign) return attach(order, invoice);
       // A key used before. Never vended; the alarm names it; the next attempt gets a new key.
-      log.error({ orderId: order.id, reference: order.reference, invoiceId: invoice.id, attempt: order.attempt, detail: foreign }, 'the create answer is an invoice this attempt did not make');
+      log.error(
+        { orderId: order.id, reference: order.reference, invoiceId: invoice.id, attempt: order.attempt, detail: foreign },
+        'the create answer is an invoice this attempt did not make',
+      );
       const give = order.attempt >= MAX_ATTEMPTS;
       const current = order;
-      order = durably(db, () => {
-        outbox.raiseAlarm(`invoice_reused/${current.id}`, 'critical', 'the provider answered an order with an invoice it did not make (a key used before: restored or cloned database?); it was not vended', {
-          orderId: current.id, reference: current.reference, invoiceId: invoice.id, attempt: current.attempt, detail: foreign,
-        });
-        return give ? current : repo.newAttempt(current.id, requestFields(current.item_name));
-      }, 'order_attempt');
+      order = durably(
+        db,
+        () => {
+          outbox.raiseAlarm(
+            `invoice_reused/${current.id}`,
+            'critical',
+            'the provider answered an order with an invoice it did not make (a key used before: restored or cloned database?); it was not vended',
+            {
+              orderId: current.id,
+              reference: current.reference,
+              invoiceId: invoice.id,
+              attempt: current.attempt,
+              detail: foreign,
+            },
+          );
+          return give ? current : repo.newAttempt(current.id, requestFields(current.item_name));
+        },
+        'order_attempt',
+      );
       if (give) {
         fail(order, ErrorCodes.INVOICE_MISMATCH, `provider returned an invoice this order did not make: ${foreign}`);
-        throw new VendgateError(ErrorCodes.INVOICE_MISMATCH, 'the payment provider returned an unexpected invoice; the operator has been alerted', { httpStatus: 502 });
+        throw new VendgateError(
+          ErrorCodes.INVOICE_MISMATCH,
+          'the payment provider returned an unexpected invoice; the operator has been alerted',
+          { httpStatus: 502 },
+        );
       }
     }
   }
@@ -209,8 +260,17 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   function attach(order: OrderRow, invoice: Invoice): OrderRow {
     inTransaction(db, () => {
       repo.attachInvoice(order.id, invoice);
-      if (repo.transition(order.id, 'creating', 'awaiting_payment', invoice.replayed ? 'invoice recovered (replayed key)' : 'invoice created')) {
-        outbox.event('invoice.created', { orderId: order.id, reference: order.reference, invoiceId: invoice.id, amount: order.amount, currency: order.currency, expiresAt: new Date(invoice.expiresAt).toISOString() });
+      if (
+        repo.transition(order.id, 'creating', 'awaiting_payment', invoice.replayed ? 'invoice recovered (replayed key)' : 'invoice created')
+      ) {
+        outbox.event('invoice.created', {
+          orderId: order.id,
+          reference: order.reference,
+          invoiceId: invoice.id,
+          amount: order.amount,
+          currency: order.currency,
+          expiresAt: new Date(invoice.expiresAt).toISOString(),
+        });
       }
     });
     // A replayed invoice may already be closed (a long restart): the ledger decides.
@@ -266,7 +326,10 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     async create(input: OrderInput): Promise<OrderRow> {
       const reason = deps.outOfService();
       if (reason) throw new VendgateError(ErrorCodes.OUT_OF_SERVICE, `out of service: ${reason}`, { httpStatus: 503 });
-      if (!health.reachable) throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', { httpStatus: 503 });
+      if (!health.reachable)
+        throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
+          httpStatus: 503,
+        });
       // Validated before anything is touched; priced again at the insert (a catalog may change meanwhile).
       describeItem(input);
       if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait', { httpStatus: 409 });
@@ -284,10 +347,15 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
         for (const open of repo.inStates(['awaiting_payment'])) {
           const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
             health.failed(err);
-            throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', { httpStatus: 503, cause: err });
+            throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
+              httpStatus: 503,
+              cause: err,
+            });
           });
           if (after.state !== 'canceled' && after.state !== 'expired') {
-            throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait', { httpStatus: 409 });
+            throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait', {
+              httpStatus: 409,
+            });
           }
         }
       } finally {
@@ -295,12 +363,37 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       }
       // Priced now, in the same turn as the insert: a catalog applied meanwhile is the one used.
       const item = describeItem(input);
-      const order = durably(db, () => {
-        const row = repo.insert({ request: requestFields(item.itemName), source: input.source, slot: item.slot, itemName: item.itemName, amount: item.amount, currency: settings.device.currency, livemode: settings.device.livemode, provider: provider.name, captureMode: settings.provider.captureMode }, deps.deviceId, deps.dbId);
-        outbox.event('order.created', { orderId: row.id, reference: row.reference, source: row.source, slot: row.slot, amount: row.amount, currency: row.currency });
-        outbox.count('orders_created');
-        return row;
-      }, 'order_insert');
+      const order = durably(
+        db,
+        () => {
+          const row = repo.insert(
+            {
+              request: requestFields(item.itemName),
+              source: input.source,
+              slot: item.slot,
+              itemName: item.itemName,
+              amount: item.amount,
+              currency: settings.device.currency,
+              livemode: settings.device.livemode,
+              provider: provider.name,
+              captureMode: settings.provider.captureMode,
+            },
+            deps.deviceId,
+            deps.dbId,
+          );
+          outbox.event('order.created', {
+            orderId: row.id,
+            reference: row.reference,
+            source: row.source,
+            slot: row.slot,
+            amount: row.amount,
+            currency: row.currency,
+          });
+          outbox.count('orders_created');
+          return row;
+        },
+        'order_insert',
+      );
       crash('after_order_insert');
       changed();
       log.info({ orderId: order.id, reference: order.reference, slot: order.slot, amount: order.amount }, 'order created');
@@ -316,13 +409,19 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no order ${orderId}`, { httpStatus: 404 });
       if (order.state === 'canceled') return order;
       if (order.state !== 'awaiting_payment') {
-        throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state} and can no longer be canceled`, { httpStatus: 409 });
+        throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state} and can no longer be canceled`, {
+          httpStatus: 409,
+        });
       }
       try {
         return await closeAtProvider(order, 'canceled', `canceled by ${by}`);
       } catch (err) {
         health.failed(err);
-        throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable, so the order cannot be canceled yet; it stays open and is still watched', { httpStatus: 503, cause: err });
+        throw new VendgateError(
+          ErrorCodes.PROVIDER_UNAVAILABLE,
+          'the payment service is not reachable, so the order cannot be canceled yet; it stays open and is still watched',
+          { httpStatus: 503, cause: err },
+        );
       }
     },
 
@@ -336,7 +435,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       const now = clock.now();
       for (const order of repo.inStates(['awaiting_payment'])) {
         if (order.expires_at === null || order.expires_at > now) continue;
-        if (!await readWaiting(order, 'expiry')) continue;
+        if (!(await readWaiting(order, 'expiry'))) continue;
         const current = repo.get(order.id)!;
         if (current.state !== 'awaiting_payment') continue;
         await closeAtProvider(current, 'expired', 'not paid in time').catch((err: unknown) => {

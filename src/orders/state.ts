@@ -5,12 +5,34 @@ import type { CanonicalStatus } from '../payments/types.js';
  * `canTransition`, so "never backwards" (invariant 5) is enforced in one place.
  */
 export type OrderState =
-  | 'creating' | 'awaiting_payment' | 'paid' | 'authorized' | 'vending' | 'vended' | 'vend_failed'
-  | 'vend_uncertain' | 'refunding' | 'refunded' | 'canceled' | 'expired' | 'failed';
+  | 'creating'
+  | 'awaiting_payment'
+  | 'paid'
+  | 'authorized'
+  | 'vending'
+  | 'vended'
+  | 'vend_failed'
+  | 'vend_uncertain'
+  | 'refunding'
+  | 'refunded'
+  | 'canceled'
+  | 'expired'
+  | 'failed';
 
 export const ORDER_STATES: readonly OrderState[] = [
-  'creating', 'awaiting_payment', 'paid', 'authorized', 'vending', 'vended', 'vend_failed',
-  'vend_uncertain', 'refunding', 'refunded', 'canceled', 'expired', 'failed',
+  'creating',
+  'awaiting_payment',
+  'paid',
+  'authorized',
+  'vending',
+  'vended',
+  'vend_failed',
+  'vend_uncertain',
+  'refunding',
+  'refunded',
+  'canceled',
+  'expired',
+  'failed',
 ];
 
 const TRANSITIONS: Record<OrderState, readonly OrderState[]> = {
@@ -101,13 +123,27 @@ export function decideObservation(state: OrderState, facts: ObservationFacts): O
       if (held && facts.captureMode !== 'manual' && waiting) return NOTHING;
       const kind = held ? 'void' : 'refund';
       if (waiting && !facts.amountMatches) {
-        return { to: 'refunding', queueVend: false, refund: { kind, amount: facts.paidAmount, reason: 'the payment does not match the order' }, alarm: 'payment_mismatch' };
+        return {
+          to: 'refunding',
+          queueVend: false,
+          refund: { kind, amount: facts.paidAmount, reason: 'the payment does not match the order' },
+          alarm: 'payment_mismatch',
+        };
       }
       if (waiting && facts.tooLateToServe) {
-        return { ...NOTHING, to: 'refunding', refund: { kind, amount: facts.paidAmount, reason: 'paid long after the QR expired: the customer has gone' } };
+        return {
+          ...NOTHING,
+          to: 'refunding',
+          refund: { kind, amount: facts.paidAmount, reason: 'paid long after the QR expired: the customer has gone' },
+        };
       }
       if (waiting) return { ...NOTHING, to: held ? 'authorized' : 'paid', queueVend: true };
-      if (closedUnpaid) return { ...NOTHING, to: 'refunding', refund: { kind, amount: facts.paidAmount, reason: `${facts.status} after the order was ${state}` } };
+      if (closedUnpaid)
+        return {
+          ...NOTHING,
+          to: 'refunding',
+          refund: { kind, amount: facts.paidAmount, reason: `${facts.status} after the order was ${state}` },
+        };
       return NOTHING;
     }
     case 'canceled':
@@ -117,7 +153,12 @@ export function decideObservation(state: OrderState, facts: ObservationFacts): O
     case 'partially_refunded':
       // Refunded in part elsewhere before any goods left: nothing is vended, the rest goes back.
       if ((waiting || closedUnpaid || beforeVend) && rest > 0) {
-        return { to: 'refunding', queueVend: false, refund: { kind: 'refund', amount: rest, reason: 'partly refunded elsewhere before the vend: the rest goes back' }, alarm: 'refunded_elsewhere' };
+        return {
+          to: 'refunding',
+          queueVend: false,
+          refund: { kind: 'refund', amount: rest, reason: 'partly refunded elsewhere before the vend: the rest goes back' },
+          alarm: 'refunded_elsewhere',
+        };
       }
       return NOTHING;
     case 'refunded':

@@ -26,8 +26,21 @@ export function orderView(order: OrderRow, history: { at: string; from: string |
 }
 
 export type ScreenPhase =
-  | 'idle' | 'creating' | 'awaiting_payment' | 'paid' | 'vending' | 'vended' | 'vend_failed' | 'refunding'
-  | 'refunded' | 'expired' | 'canceled' | 'failed' | 'vend_uncertain' | 'out_of_service' | 'offline';
+  | 'idle'
+  | 'creating'
+  | 'awaiting_payment'
+  | 'paid'
+  | 'vending'
+  | 'vended'
+  | 'vend_failed'
+  | 'refunding'
+  | 'refunded'
+  | 'expired'
+  | 'canceled'
+  | 'failed'
+  | 'vend_uncertain'
+  | 'out_of_service'
+  | 'offline';
 
 /** How long an uncertain vend keeps "please contact the operator" on screen. */
 const UNCERTAIN_SCREEN_MS = 60_000;

@@ -4,13 +4,35 @@ import type { Clock } from '../util/clock.js';
 
 /** Order lifecycle events operators see on `<prefix>/<deviceId>/events`. Past tense, dotted. */
 export type EventType =
-  | 'order.created' | 'invoice.created' | 'order.failed' | 'payment.observed'
-  | 'vend.queued' | 'vend.started' | 'vend.succeeded' | 'vend.failed' | 'vend.uncertain' | 'vend.resolved'
-  | 'refund.requested' | 'refund.succeeded' | 'refund.unknown' | 'refund.failed'
-  | 'capture.succeeded' | 'capture.failed' | 'vend.settled_by_provider' | 'order.expired' | 'order.canceled' | 'device.out_of_service'
-  | 'reconcile.mismatch' | 'database.restored'
-  | 'catalog.applied' | 'catalog.rejected' | 'catalog.rolled_back'
-  | 'slot.jammed' | 'slot.cleared' | 'stock.refilled' | 'stock.sold_out';
+  | 'order.created'
+  | 'invoice.created'
+  | 'order.failed'
+  | 'payment.observed'
+  | 'vend.queued'
+  | 'vend.started'
+  | 'vend.succeeded'
+  | 'vend.failed'
+  | 'vend.uncertain'
+  | 'vend.resolved'
+  | 'refund.requested'
+  | 'refund.succeeded'
+  | 'refund.unknown'
+  | 'refund.failed'
+  | 'capture.succeeded'
+  | 'capture.failed'
+  | 'vend.settled_by_provider'
+  | 'order.expired'
+  | 'order.canceled'
+  | 'device.out_of_service'
+  | 'reconcile.mismatch'
+  | 'database.restored'
+  | 'catalog.applied'
+  | 'catalog.rejected'
+  | 'catalog.rolled_back'
+  | 'slot.jammed'
+  | 'slot.cleared'
+  | 'stock.refilled'
+  | 'stock.sold_out';
 
 export interface OutboxRow {
   seq: number;
@@ -67,7 +89,9 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
      ON CONFLICT (name) DO UPDATE SET severity = excluded.severity, message = excluded.message, detail = excluded.detail`,
   );
   const deleteAlarm = db.prepare('DELETE FROM alarms WHERE name = ?');
-  const addCounter = db.prepare('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value');
+  const addCounter = db.prepare(
+    'INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value',
+  );
 
   return {
     event(type, data) {
@@ -113,7 +137,8 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
       const excess = this.depth() - maxRows;
       if (excess <= 0) return 0;
       // Alarms are never pruned: a lost clear would leave an alarm standing forever.
-      const dropped = prepared(db,
+      const dropped = prepared(
+        db,
         "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE kind = 'event' ORDER BY seq LIMIT ?)",
       ).run(excess).changes;
       if (dropped > 0) addCounter.run('outbox_dropped', dropped);

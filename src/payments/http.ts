@@ -90,9 +90,7 @@ export const RETRY_DEFAULTS = {
   createMaxAttempts: 30,
 } as const;
 
-type Attempt =
-  | { ok: true; response: HttpResponse }
-  | { ok: false; error: ProviderError; retryable: boolean; retryAfterMs?: number };
+type Attempt = { ok: true; response: HttpResponse } | { ok: false; error: ProviderError; retryable: boolean; retryAfterMs?: number };
 
 export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClientOptions): ProviderHttpClient {
   const doFetch = deps.fetch ?? globalThis.fetch;
@@ -105,7 +103,8 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
     const url = buildUrl(baseUrl, req.path, req.query);
     const init = buildInit(req);
     const deadlineAt = req.deadlineAt ?? (req.retry === 'create' ? deps.clock.now() + options.createDeadlineMs : Infinity);
-    const maxAttempts = req.retry === 'create' ? RETRY_DEFAULTS.createMaxAttempts : req.retry === 'read' ? 1 + RETRY_DEFAULTS.readRetries : 1;
+    const maxAttempts =
+      req.retry === 'create' ? RETRY_DEFAULTS.createMaxAttempts : req.retry === 'read' ? 1 + RETRY_DEFAULTS.readRetries : 1;
 
     for (let attempt = 1; ; attempt += 1) {
       const remaining = deadlineAt - deps.clock.now();
@@ -118,11 +117,16 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
       const delayMs = retryDelay(req.retry, attempt, result.retryAfterMs);
       if (delayMs === undefined || deps.clock.now() + delayMs + RETRY_DEFAULTS.minAttemptMs > deadlineAt) {
         throw new ProviderError(error.kind, `${error.message} (gave up after ${attempt} attempt${attempt === 1 ? '' : 's'})`, {
-          providerCode: error.providerCode, httpStatus: error.httpStatus, retryAfterMs: error.retryAfterMs, cause: error.cause,
+          providerCode: error.providerCode,
+          httpStatus: error.httpStatus,
+          retryAfterMs: error.retryAfterMs,
+          cause: error.cause,
         });
       }
-      log.warn({ method: req.method, path: req.path, attempt, kind: error.kind, httpStatus: error.httpStatus, delayMs },
-        'provider call failed, retrying');
+      log.warn(
+        { method: req.method, path: req.path, attempt, kind: error.kind, httpStatus: error.httpStatus, delayMs },
+        'provider call failed, retrying',
+      );
       await sleep(delayMs);
     }
   }
@@ -155,7 +159,13 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
     if ((status >= 200 && status < 300 && status !== 202) || req.okStatuses?.includes(status)) {
       const parsed = parseJson(text);
       if (!parsed.ok) {
-        return { ok: false, retryable: false, error: new ProviderError('malformed', `${what}: HTTP ${status} with a body that is not JSON (${describeBody(text, headers)})`, { httpStatus: status }) };
+        return {
+          ok: false,
+          retryable: false,
+          error: new ProviderError('malformed', `${what}: HTTP ${status} with a body that is not JSON (${describeBody(text, headers)})`, {
+            httpStatus: status,
+          }),
+        };
       }
       return { ok: true, response: { status, body: parsed.value, headers, attempts: attempt } };
     }
@@ -164,21 +174,43 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
     const { code, message } = readProviderError(errorBody.ok ? errorBody.value : undefined);
     const detail = `${what}: HTTP ${status}${code ? ` ${code}` : ''}${message ? ` — ${message}` : ''}`;
     const base = { providerCode: code, httpStatus: status };
-    if (status === 202) return { ok: false, retryable: false, error: new ProviderError('processing', `${detail} (still processing: read it with GET)`, base) };
+    if (status === 202)
+      return {
+        ok: false,
+        retryable: false,
+        error: new ProviderError('processing', `${detail} (still processing: read it with GET)`, base),
+      };
     if (status === 429) {
       const retryAfterMs = parseRetryAfter(headers.get('retry-after'), deps.clock.now());
       return { ok: false, retryable: true, retryAfterMs, error: new ProviderError('rate_limited', detail, { ...base, retryAfterMs }) };
     }
     if (status >= 500) return { ok: false, retryable: true, error: new ProviderError('server', detail, base) };
     if (status === 409 && (code === undefined || code === 'idempotency_conflict')) {
-      return { ok: false, retryable: false, error: new ProviderError('conflict', `${detail} (the same Idempotency-Key was sent with a different body: a programming error)`, base) };
+      return {
+        ok: false,
+        retryable: false,
+        error: new ProviderError(
+          'conflict',
+          `${detail} (the same Idempotency-Key was sent with a different body: a programming error)`,
+          base,
+        ),
+      };
     }
-    if (status === 401 || status === 403) return { ok: false, retryable: false, error: new ProviderError('auth', `${detail} (check the credentials)`, base) };
+    if (status === 401 || status === 403)
+      return { ok: false, retryable: false, error: new ProviderError('auth', `${detail} (check the credentials)`, base) };
     if (status === 404) return { ok: false, retryable: false, error: new ProviderError('not_found', detail, base) };
     if (status >= 400) return { ok: false, retryable: false, error: new ProviderError('rejected', detail, base) };
     if (status >= 300 && status < 400) {
       // Redirects are not followed: a POST replayed to another host is not what the key promised.
-      return { ok: false, retryable: false, error: new ProviderError('rejected', `${detail} redirected to ${headers.get('location') ?? '(no location)'}: check provider.baseUrl`, base) };
+      return {
+        ok: false,
+        retryable: false,
+        error: new ProviderError(
+          'rejected',
+          `${detail} redirected to ${headers.get('location') ?? '(no location)'}: check provider.baseUrl`,
+          base,
+        ),
+      };
     }
     return { ok: false, retryable: false, error: new ProviderError('malformed', `${detail} (unexpected status)`, base) };
   }

@@ -11,19 +11,46 @@ import { createQutpayProvider } from './qutpay/index.js';
 
 export * from './types.js';
 export {
-  createProviderHttpClient, backoff, parseRetryAfter, readProviderError, RETRY_DEFAULTS,
-  type ProviderHttpClient, type HttpClientDeps, type HttpClientOptions, type HttpRequest, type HttpResponse, type RetryPolicy,
+  createProviderHttpClient,
+  backoff,
+  parseRetryAfter,
+  readProviderError,
+  RETRY_DEFAULTS,
+  type ProviderHttpClient,
+  type HttpClientDeps,
+  type HttpClientOptions,
+  type HttpRequest,
+  type HttpResponse,
+  type RetryPolicy,
 } from './http.js';
 export { validateCreateRequest, findInvoiceMismatch } from './invoice-checks.js';
 export {
-  createGeregeProvider, GEREGE_STATUS_MAP, mapGeregeStatus, mapGeregeRefundStatus,
-  verifyGeregeSignature, signGeregeTestPayload, verifyGeregeWebhook, parseGeregeEvent,
-  GEREGE_SIGNATURE_HEADER, GEREGE_EVENT_ID_HEADER, DEFAULT_TOLERANCE_SEC, TOKEN_EARLY_REFRESH_MS,
-  type GeregeConfig, type GeregeSignatureOptions, type GeregeSignatureResult,
+  createGeregeProvider,
+  GEREGE_STATUS_MAP,
+  mapGeregeStatus,
+  mapGeregeRefundStatus,
+  verifyGeregeSignature,
+  signGeregeTestPayload,
+  verifyGeregeWebhook,
+  parseGeregeEvent,
+  GEREGE_SIGNATURE_HEADER,
+  GEREGE_EVENT_ID_HEADER,
+  DEFAULT_TOLERANCE_SEC,
+  TOKEN_EARLY_REFRESH_MS,
+  type GeregeConfig,
+  type GeregeSignatureOptions,
+  type GeregeSignatureResult,
 } from './gerege/index.js';
 export {
-  createQutpayProvider, QUTPAY_STATUS_MAP, mapQutpayStatus, mapQutpayRefundStatus,
-  verifyQutpaySignature, signQutpayTestPayload, verifyQutpayWebhook, parseQutpayEvent, QUTPAY_SIGNATURE_HEADER,
+  createQutpayProvider,
+  QUTPAY_STATUS_MAP,
+  mapQutpayStatus,
+  mapQutpayRefundStatus,
+  verifyQutpaySignature,
+  signQutpayTestPayload,
+  verifyQutpayWebhook,
+  parseQutpayEvent,
+  QUTPAY_SIGNATURE_HEADER,
   type QutpayConfig,
 } from './qutpay/index.js';
 

@@ -5,7 +5,8 @@ import { ProviderError, type CreateInvoiceRequest, type Invoice } from './types.
 export function validateCreateRequest(request: CreateInvoiceRequest): void {
   const problems: string[] = [];
   if (request.idempotencyKey.length < 1 || request.idempotencyKey.length > 128) problems.push('idempotencyKey must be 1–128 characters');
-  if (!Number.isSafeInteger(request.amount) || request.amount <= 0) problems.push('amount must be a positive integer in the smallest currency unit');
+  if (!Number.isSafeInteger(request.amount) || request.amount <= 0)
+    problems.push('amount must be a positive integer in the smallest currency unit');
   if (request.reference.trim() === '') problems.push('reference must not be empty');
   if (!Number.isInteger(request.expiresInSec) || request.expiresInSec <= 0) problems.push('expiresInSec must be a positive integer');
   if (problems.length > 0) throw new ProviderError('rejected', `invalid create request: ${problems.join('; ')}`);
@@ -33,7 +34,8 @@ export function withRefunds(status: Invoice['status'], amount: number, refundedA
  */
 export function findInvoiceMismatch(request: Pick<CreateInvoiceRequest, 'reference' | 'amount' | 'currency'>, invoice: Invoice): string[] {
   const mismatches: string[] = [];
-  if (invoice.reference !== request.reference) mismatches.push(`reference ${JSON.stringify(invoice.reference)} ≠ ${JSON.stringify(request.reference)}`);
+  if (invoice.reference !== request.reference)
+    mismatches.push(`reference ${JSON.stringify(invoice.reference)} ≠ ${JSON.stringify(request.reference)}`);
   if (invoice.amount !== request.amount) mismatches.push(`amount ${invoice.amount} ≠ ${request.amount}`);
   if (invoice.currency !== request.currency) mismatches.push(`currency ${invoice.currency} ≠ ${request.currency}`);
   return mismatches;

@@ -4,11 +4,16 @@
  */
 
 /** What the core sees. Ranked pending < authorized < paid < partially_refunded < refunded; pending < canceled|expired. */
-export type CanonicalStatus =
-  | 'pending' | 'authorized' | 'paid' | 'canceled' | 'expired' | 'partially_refunded' | 'refunded';
+export type CanonicalStatus = 'pending' | 'authorized' | 'paid' | 'canceled' | 'expired' | 'partially_refunded' | 'refunded';
 
 export const CANONICAL_STATUSES: readonly CanonicalStatus[] = [
-  'pending', 'authorized', 'paid', 'canceled', 'expired', 'partially_refunded', 'refunded',
+  'pending',
+  'authorized',
+  'paid',
+  'canceled',
+  'expired',
+  'partially_refunded',
+  'refunded',
 ];
 
 export type ProviderName = 'sandbox' | 'gerege' | 'qutpay';
@@ -114,8 +119,7 @@ export interface PaymentProvider {
 }
 
 export type ProviderErrorKind =
-  | 'network' | 'timeout' | 'rate_limited' | 'server' | 'conflict' | 'rejected' | 'not_found'
-  | 'auth' | 'malformed' | 'processing';
+  'network' | 'timeout' | 'rate_limited' | 'server' | 'conflict' | 'rejected' | 'not_found' | 'auth' | 'malformed' | 'processing';
 
 /** Raised by adapters after the retry matrix gave up (or decided not to retry). */
 export class ProviderError extends Error {
@@ -126,7 +130,11 @@ export class ProviderError extends Error {
   /** From Retry-After on 429. */
   readonly retryAfterMs: number | undefined;
 
-  constructor(kind: ProviderErrorKind, message: string, options: { providerCode?: string; httpStatus?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+  constructor(
+    kind: ProviderErrorKind,
+    message: string,
+    options: { providerCode?: string; httpStatus?: number; retryAfterMs?: number; cause?: unknown } = {},
+  ) {
     super(message, { cause: options.cause });
     this.name = 'ProviderError';
     this.kind = kind;
@@ -152,7 +160,13 @@ export class WebhookVerificationError extends Error {
 }
 
 const RANK: Record<CanonicalStatus, number> = {
-  pending: 0, authorized: 1, paid: 2, partially_refunded: 3, refunded: 4, canceled: 1, expired: 1,
+  pending: 0,
+  authorized: 1,
+  paid: 2,
+  partially_refunded: 3,
+  refunded: 4,
+  canceled: 1,
+  expired: 1,
 };
 
 /** True when `next` is a later status than `current` on the same path (used for logs and tests). */

@@ -4,9 +4,7 @@ import type { RouteTable } from './routes.js';
 
 /** Where a verified event goes: a device, nowhere known (2xx, counted), or "ask again later" (5xx). */
 export type Location =
-  | { kind: 'device'; deviceId: string; reference: string }
-  | { kind: 'unknown'; reason: string }
-  | { kind: 'retry'; reason: string };
+  { kind: 'device'; deviceId: string; reference: string } | { kind: 'unknown'; reason: string } | { kind: 'retry'; reason: string };
 
 export interface LocatorDeps {
   routes: RouteTable;

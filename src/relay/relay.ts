@@ -34,26 +34,53 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
   const clock = deps.clock ?? systemClock;
   const log = deps.logger.child({ module: 'relay' });
   const { relay } = settings;
-  const replicaId = relay.id ?? `${hostname().toLowerCase().replace(/[^a-z0-9-]/g, '-')}-${process.pid}`;
+  const replicaId =
+    relay.id ??
+    `${hostname()
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, '-')}-${process.pid}`;
   const routes = createRouteTable();
   const counters = createCounters();
-  const lookup = deps.lookup !== undefined ? deps.lookup : relay.routeLookup.baseUrl && relay.routeLookup.clientId && relay.routeLookup.clientSecret
-    ? createGeregeProvider({ clock, logger: deps.logger }, {
-      baseUrl: relay.routeLookup.baseUrl, clientId: relay.routeLookup.clientId, clientSecret: relay.routeLookup.clientSecret,
-      requestTimeoutMs: relay.routeLookup.requestTimeoutMs, createDeadlineMs: relay.routeLookup.requestTimeoutMs * 2,
-    })
-    : null;
+  const lookup =
+    deps.lookup !== undefined
+      ? deps.lookup
+      : relay.routeLookup.baseUrl && relay.routeLookup.clientId && relay.routeLookup.clientSecret
+        ? createGeregeProvider(
+            { clock, logger: deps.logger },
+            {
+              baseUrl: relay.routeLookup.baseUrl,
+              clientId: relay.routeLookup.clientId,
+              clientSecret: relay.routeLookup.clientSecret,
+              requestTimeoutMs: relay.routeLookup.requestTimeoutMs,
+              createDeadlineMs: relay.routeLookup.requestTimeoutMs * 2,
+            },
+          )
+        : null;
   const locator = createLocator({ routes, logger: deps.logger, lookup, cacheSize: relay.routeLookup.cacheSize });
-  const broker: RelayConnection = createRelayConnection({
-    logger: deps.logger, replicaId, now: () => clock.now(),
-    onRoute: (deviceId, route) => {
-      routes.update(deviceId, route);
-      log.debug({ deviceId, prefixes: route?.referencePrefixes ?? [] }, route ? 'device route announced' : 'device route withdrawn');
+  const broker: RelayConnection = createRelayConnection(
+    {
+      logger: deps.logger,
+      replicaId,
+      now: () => clock.now(),
+      onRoute: (deviceId, route) => {
+        routes.update(deviceId, route);
+        log.debug({ deviceId, prefixes: route?.referencePrefixes ?? [] }, route ? 'device route announced' : 'device route withdrawn');
+      },
     },
-  }, settings.mqtt);
-  const server = createRelayServer({
-    clock, logger: deps.logger, broker, topics: createFleetTopics(settings.mqtt.prefix), locator, counters, secrets: relay.webhookSecrets,
-  }, relay);
+    settings.mqtt,
+  );
+  const server = createRelayServer(
+    {
+      clock,
+      logger: deps.logger,
+      broker,
+      topics: createFleetTopics(settings.mqtt.prefix),
+      locator,
+      counters,
+      secrets: relay.webhookSecrets,
+    },
+    relay,
+  );
   let statsTimer: NodeJS.Timeout | null = null;
   let stopping: Promise<void> | null = null;
 

@@ -11,7 +11,10 @@ import type { RelayCounters } from './counters.js';
 type Headers = Record<string, string | string[] | undefined>;
 
 /** The SAME pure verify modules the device runs (payments/<provider>/webhook.ts). */
-const VERIFY: Record<string, (raw: Buffer, headers: Headers, context: { secrets: readonly string[]; toleranceSec: number; now: number }) => unknown> = {
+const VERIFY: Record<
+  string,
+  (raw: Buffer, headers: Headers, context: { secrets: readonly string[]; toleranceSec: number; now: number }) => unknown
+> = {
   gerege: verifyGeregeWebhook,
   qutpay: verifyQutpayWebhook,
 };
@@ -64,12 +67,20 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
     counters.received += 1;
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     try {
-      VERIFY[provider]!(rawBody, request.headers, { secrets: deps.secrets[provider] ?? [], toleranceSec: settings.toleranceSec, now: clock.now() });
+      VERIFY[provider]!(rawBody, request.headers, {
+        secrets: deps.secrets[provider] ?? [],
+        toleranceSec: settings.toleranceSec,
+        now: clock.now(),
+      });
     } catch (err) {
       counters.refused += 1;
       const reason = err instanceof WebhookVerificationError ? err.reason : 'unverifiable';
       const code = reason === 'malformed_body' || reason === 'unverifiable' ? ErrorCodes.WEBHOOK_MALFORMED : ErrorCodes.WEBHOOK_SIGNATURE;
-      warnThrottled(reason, { provider, refusedSoFar: counters.refused }, 'webhook refused: nothing published (check the webhook secret if this persists)');
+      warnThrottled(
+        reason,
+        { provider, refusedSoFar: counters.refused },
+        'webhook refused: nothing published (check the webhook secret if this persists)',
+      );
       return reply.code(400).send({ error: code, reason });
     }
     // Verified, so JSON (the verify modules parsed it once already).
@@ -94,7 +105,11 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
       await broker.publish(topic, encodeWebhookMessage(pickForwardedHeaders(request.headers), rawBody), settings.publishTimeoutMs);
     } catch (err) {
       counters.notAcknowledged += 1;
-      warnThrottled('not_acknowledged', { err, topic, notAcknowledgedSoFar: counters.notAcknowledged }, 'webhook not acknowledged by the broker: 503, the provider retries');
+      warnThrottled(
+        'not_acknowledged',
+        { err, topic, notAcknowledgedSoFar: counters.notAcknowledged },
+        'webhook not acknowledged by the broker: 503, the provider retries',
+      );
       return reply.code(503).send({ error: 'VG_ERR_BROKER_UNAVAILABLE', reason: 'not_acknowledged' });
     }
     counters.published += 1;
@@ -106,7 +121,9 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
     const server = Fastify({ logger: false, bodyLimit: settings.bodyLimitBytes, forceCloseConnections: 'idle' });
     server.register(async (scope) => {
       scope.removeAllContentTypeParsers();
-      scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) => done(null, body));
+      scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>
+        done(null, body),
+      );
       for (const provider of settings.providers) scope.post(`/webhooks/${provider}`, (request, reply) => receive(provider, request, reply));
     });
     server.get('/webhooks/health', async (_request, reply) => {
@@ -119,7 +136,10 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
       const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
       if (status === 500) log.error({ err }, 'relay listener error');
       else counters.refused += 1;
-      return reply.code(status).send({ error: status === 500 ? 'internal' : ErrorCodes.WEBHOOK_MALFORMED, reason: status === 413 ? 'body_too_large' : status === 415 ? 'unsupported_media_type' : (err.code ?? 'bad_request').toLowerCase() });
+      return reply.code(status).send({
+        error: status === 500 ? 'internal' : ErrorCodes.WEBHOOK_MALFORMED,
+        reason: status === 413 ? 'body_too_large' : status === 415 ? 'unsupported_media_type' : (err.code ?? 'bad_request').toLowerCase(),
+      });
     });
     app = server;
     return server;
@@ -136,6 +156,7 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
     async stop(): Promise<void> {
       if (app) await app.close();
     },
-    inject: ((...args: Parameters<FastifyInstance['inject']>) => (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
+    inject: ((...args: Parameters<FastifyInstance['inject']>) =>
+      (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
   };
 }

@@ -19,7 +19,12 @@ export function describeError(err: unknown): string {
  * Runs a check with an upper bound: a check that hangs (a blackholed host, a stuck device) becomes
  * one FAIL line instead of a selftest that never ends. A check that throws is a FAIL too.
  */
-export async function bounded(name: string, ms: number, hint: string, run: () => Promise<CheckResult | CheckResult[]>): Promise<CheckResult[]> {
+export async function bounded(
+  name: string,
+  ms: number,
+  hint: string,
+  run: () => Promise<CheckResult | CheckResult[]>,
+): Promise<CheckResult[]> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<CheckResult[]>((resolve) => {
     timer = setTimeout(() => resolve([fail(name, `no result within ${Math.round(ms / 100) / 10} s`, hint)]), ms);

@@ -9,6 +9,4 @@ export { storeSelftestResult, lastSelftestResult, LAST_RESULT_KEY } from './resu
 export { describeActuation, actuatorCheckName } from './checks/hardware.js';
 export { signedTestEvent, SELFTEST_EVENT_TYPE, type SignedTestEvent } from './test-event.js';
 export { startWatchdog, watchdogIntervalMs, databaseProbe, watchdogDatabasePath, type Watchdog } from './watchdog.js';
-export type {
-  CheckResult, CheckStatus, SelftestReport, SelftestDeps, SelftestOptions, LiveComponents, Exec,
-} from './types.js';
+export type { CheckResult, CheckStatus, SelftestReport, SelftestDeps, SelftestOptions, LiveComponents, Exec } from './types.js';

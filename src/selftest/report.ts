@@ -21,7 +21,10 @@ export function formatReport(report: SelftestReport, options: { color?: boolean;
   }
   const count = (status: CheckStatus) => report.checks.filter((c) => c.status === status).length;
   const seconds = (report.durationMs / 1000).toFixed(1);
-  lines.push('', `${count('PASS')} PASS, ${count('WARN')} WARN, ${count('FAIL')} FAIL in ${seconds} s — ${report.ok ? 'OK: nothing failed' : 'NOT OK: fix the FAIL lines'}`);
+  lines.push(
+    '',
+    `${count('PASS')} PASS, ${count('WARN')} WARN, ${count('FAIL')} FAIL in ${seconds} s — ${report.ok ? 'OK: nothing failed' : 'NOT OK: fix the FAIL lines'}`,
+  );
   for (const note of options.notes ?? []) lines.push(note);
   return `${lines.join('\n')}\n`;
 }

@@ -5,8 +5,10 @@ import type { SelftestReport } from './types.js';
 export const LAST_RESULT_KEY = 'selftest_last';
 
 export function storeSelftestResult(db: Db, report: SelftestReport): void {
-  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
-    .run(LAST_RESULT_KEY, JSON.stringify(report));
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+    LAST_RESULT_KEY,
+    JSON.stringify(report),
+  );
 }
 
 /** The last stored report, or null when none was stored (or it cannot be read). */

@@ -44,21 +44,34 @@ export async function runSelftest(
   const notes: string[] = [];
 
   const env = options.environment.length ? options.environment.join(', ') : 'none';
-  const settingsLine = pass('settings', `${options.source} (environment: ${env}); device ${settings.device.id} (${settings.device.mode}, ${settings.device.livemode ? 'live' : 'test'}), provider ${settings.provider.name}, actuator ${settings.actuator.kind}`);
+  const settingsLine = pass(
+    'settings',
+    `${options.source} (environment: ${env}); device ${settings.device.id} (${settings.device.mode}, ${settings.device.livemode ? 'live' : 'test'}), provider ${settings.provider.name}, actuator ${settings.actuator.kind}`,
+  );
 
-  const service = await detectService(settings, { fetch: fetchFn, exec }, { urls: options.urls, inProcess: deps.live !== undefined, expectService: options.expectService ?? false });
+  const service = await detectService(
+    settings,
+    { fetch: fetchFn, exec },
+    { urls: options.urls, inProcess: deps.live !== undefined, expectService: options.expectService ?? false },
+  );
   // Synchronous and first: the tunnel and pending checks read the database.
   const database = checkDatabase(settings, deps.live?.db);
   try {
     const providerHint = 'check the network and provider.baseUrl';
     let providerCheck: ProviderCheck | null = null;
     let mqttReachable = false;
-    const hardwareBudget = Math.max(timeoutMs, settings.actuator.serial.timeoutMs + 3_000) + (options.actuate ? settings.actuator.vendTimeoutMs : 0);
+    const hardwareBudget =
+      Math.max(timeoutMs, settings.actuator.serial.timeoutMs + 3_000) + (options.actuate ? settings.actuator.vendTimeoutMs : 0);
     const [disk, providerAndClock, tunnel, mqtt, hardware] = await Promise.all([
       bounded('disk', timeoutMs, 'df -h', () => checkDisk(settings)),
       (async () => {
         const provider = await bounded('provider', timeoutMs + 3_000, providerHint, async () => {
-          providerCheck = await checkProvider(settings, { clock, logger, fetch: deps.fetch, provider: deps.provider ?? deps.live?.provider });
+          providerCheck = await checkProvider(settings, {
+            clock,
+            logger,
+            fetch: deps.fetch,
+            provider: deps.provider ?? deps.live?.provider,
+          });
           return providerCheck.result;
         });
         const clockLine = await bounded('clock', timeoutMs, 'timedatectl status', () => {
@@ -77,7 +90,9 @@ export async function runSelftest(
         mqttReachable = checked.reachable;
         return checked.result;
       }),
-      bounded('hardware', hardwareBudget, 'check the wiring', () => checkHardwareLines(settings, { clock, logger, hardware: deps.hardware, live: deps.live }, service, options.actuate ?? false)),
+      bounded('hardware', hardwareBudget, 'check the wiring', () =>
+        checkHardwareLines(settings, { clock, logger, hardware: deps.hardware, live: deps.live }, service, options.actuate ?? false),
+      ),
     ]);
     const pending = (() => {
       try {
@@ -88,8 +103,16 @@ export async function runSelftest(
     })();
 
     const checks: CheckResult[] = [
-      settingsLine, database.result, ...disk, ...providerAndClock,
-      webhookListenerCheck(service), ...tunnel, localListenerCheck(service), ...mqtt, ...hardware, ...pending,
+      settingsLine,
+      database.result,
+      ...disk,
+      ...providerAndClock,
+      webhookListenerCheck(service),
+      ...tunnel,
+      localListenerCheck(service),
+      ...mqtt,
+      ...hardware,
+      ...pending,
     ];
     const report: SelftestReport = {
       version: SELFTEST_REPORT_VERSION,
@@ -114,7 +137,12 @@ export async function runSelftest(
     }
     // Inside the service its own MQTT connection publishes the report (Mqtt.publishSelftest).
     if ((options.publish ?? deps.live === undefined) && mqttReachable) {
-      const published = await publishSelftestResult(settings.mqtt, { deviceId: settings.device.id, timeoutMs, report, at: report.startedAt });
+      const published = await publishSelftestResult(settings.mqtt, {
+        deviceId: settings.device.id,
+        timeoutMs,
+        report,
+        at: report.startedAt,
+      });
       notes.push(published.detail);
     }
     return { report, notes };
@@ -132,6 +160,12 @@ export function settingsFailureReport(err: SettingsError, startedAtMs: number, d
     startedAt: new Date(startedAtMs).toISOString(),
     durationMs,
     config: { source: err.source, environment: [], deviceId: null },
-    checks: [fail('settings', `${err.source}: ${problems}`, 'fix the listed keys (README.md, "Every key", describes each); the service would exit with code 78 on this file')],
+    checks: [
+      fail(
+        'settings',
+        `${err.source}: ${problems}`,
+        'fix the listed keys (README.md, "Every key", describes each); the service would exit with code 78 on this file',
+      ),
+    ],
   };
 }

@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import {
-  GEREGE_EVENT_ID_HEADER, GEREGE_SIGNATURE_HEADER, QUTPAY_SIGNATURE_HEADER,
-  signGeregeTestPayload, signQutpayTestPayload, type ProviderName,
+  GEREGE_EVENT_ID_HEADER,
+  GEREGE_SIGNATURE_HEADER,
+  QUTPAY_SIGNATURE_HEADER,
+  signGeregeTestPayload,
+  signQutpayTestPayload,
+  type ProviderName,
 } from '../payments/index.js';
 import { SANDBOX_SIGNATURE_HEADER, signSandboxPayload } from '../payments/sandbox/index.js';
 
@@ -21,19 +25,30 @@ export interface SignedTestEvent {
 }
 
 /** A webhook signed exactly as the provider would sign it, with the device's own secret. */
-export function signedTestEvent(provider: ProviderName, options: { secret: string; livemode: boolean; nowMs: number; nonce?: string }): SignedTestEvent {
+export function signedTestEvent(
+  provider: ProviderName,
+  options: { secret: string; livemode: boolean; nowMs: number; nonce?: string },
+): SignedTestEvent {
   const nonce = options.nonce ?? randomBytes(8).toString('hex');
   const nowSec = Math.floor(options.nowMs / 1000);
   const path = `/webhooks/${provider}`;
   switch (provider) {
     case 'gerege': {
       const eventId = `evt_selftest_${nonce}`;
-      const body = Buffer.from(JSON.stringify({
-        id: eventId, object: 'event', type: SELFTEST_EVENT_TYPE, livemode: options.livemode, created: nowSec,
-        data: { object: { id: `st_selftest_${nonce}`, object: 'selftest' } },
-      }));
+      const body = Buffer.from(
+        JSON.stringify({
+          id: eventId,
+          object: 'event',
+          type: SELFTEST_EVENT_TYPE,
+          livemode: options.livemode,
+          created: nowSec,
+          data: { object: { id: `st_selftest_${nonce}`, object: 'selftest' } },
+        }),
+      );
       return {
-        eventId, path, body,
+        eventId,
+        path,
+        body,
         headers: {
           'content-type': 'application/json',
           [GEREGE_EVENT_ID_HEADER]: eventId,
@@ -43,23 +58,36 @@ export function signedTestEvent(provider: ProviderName, options: { secret: strin
     }
     case 'qutpay': {
       const invoiceId = `inv_selftest_${nonce}`;
-      const body = Buffer.from(JSON.stringify({
-        event: SELFTEST_EVENT_TYPE, created: new Date(options.nowMs).toISOString(),
-        invoice: { id: invoiceId, status: 'selftest', livemode: options.livemode },
-      }));
+      const body = Buffer.from(
+        JSON.stringify({
+          event: SELFTEST_EVENT_TYPE,
+          created: new Date(options.nowMs).toISOString(),
+          invoice: { id: invoiceId, status: 'selftest', livemode: options.livemode },
+        }),
+      );
       return {
-        eventId: `${invoiceId}:selftest`, path, body,
+        eventId: `${invoiceId}:selftest`,
+        path,
+        body,
         headers: { 'content-type': 'application/json', [QUTPAY_SIGNATURE_HEADER]: signQutpayTestPayload(body, options.secret) },
       };
     }
     case 'sandbox': {
       const eventId = `evt_selftest_${nonce}`;
-      const body = Buffer.from(JSON.stringify({
-        id: eventId, object: 'event', type: SELFTEST_EVENT_TYPE, livemode: false, created: nowSec,
-        data: { object: { id: `st_selftest_${nonce}` } },
-      }));
+      const body = Buffer.from(
+        JSON.stringify({
+          id: eventId,
+          object: 'event',
+          type: SELFTEST_EVENT_TYPE,
+          livemode: false,
+          created: nowSec,
+          data: { object: { id: `st_selftest_${nonce}` } },
+        }),
+      );
       return {
-        eventId, path, body,
+        eventId,
+        path,
+        body,
         headers: {
           'content-type': 'application/json',
           'sandbox-event-id': eventId,

@@ -21,7 +21,12 @@ export function watchdogIntervalMs(env: NodeJS.ProcessEnv, pid: number): number 
   return Math.max(100, Math.floor(usec / 1000 / 3));
 }
 
-export function startWatchdog(options: { intervalMs: number; probe: () => void; notify: (state: string) => void; onUnhealthy?: (err: unknown) => void }): Watchdog {
+export function startWatchdog(options: {
+  intervalMs: number;
+  probe: () => void;
+  notify: (state: string) => void;
+  onUnhealthy?: (err: unknown) => void;
+}): Watchdog {
   let stopped = false;
   const tick = () => {
     if (stopped) return;
@@ -62,7 +67,11 @@ export function databaseProbe(path: string): { probe(): void; close(): void } {
         db.prepare('SELECT count(*) AS n FROM meta').get();
         if (statSync(path).ino !== inode) throw new Error(`${path} was replaced while the service had it open`);
       } catch (err) {
-        try { db?.close(); } catch { /* already broken */ }
+        try {
+          db?.close();
+        } catch {
+          /* already broken */
+        }
         db = null;
         throw err;
       }
@@ -77,7 +86,12 @@ export function databaseProbe(path: string): { probe(): void; close(): void } {
 /** The database of `vendgate start [--config FILE]`, resolved the way the start command resolves it. */
 export function watchdogDatabasePath(argv: string[], env: NodeJS.ProcessEnv): string | null {
   try {
-    const { values, positionals } = parseArgs({ args: argv, options: { config: { type: 'string', short: 'c' } }, allowPositionals: true, strict: false });
+    const { values, positionals } = parseArgs({
+      args: argv,
+      options: { config: { type: 'string', short: 'c' } },
+      allowPositionals: true,
+      strict: false,
+    });
     if (positionals[0] !== 'start') return null;
     return loadSettings({ path: typeof values.config === 'string' ? values.config : undefined, env }).settings.storage.path;
   } catch {

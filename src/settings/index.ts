@@ -1,4 +1,21 @@
 export { settingsSchema, type Settings, type SettingsInput, type CatalogItem } from './schema.js';
 export { catalogSchema, catalogItemSchema, KIOSK_LANGUAGES } from './sections/device.js';
-export { loadSettings, parseSettings, resolveConfigPath, SettingsError, SECRET_ENV, SECRET_SETTINGS, DEMO_CONFIG_PATH, DEVICE_CONFIG_PATH, type LoadedSettings } from './load.js';
-export { loadRelaySettings, parseRelaySettings, relaySettingsSchema, RELAY_CONFIG_PATH, RELAY_SECRET_ENV, type RelaySettings } from './relay.js';
+export {
+  loadSettings,
+  parseSettings,
+  resolveConfigPath,
+  SettingsError,
+  SECRET_ENV,
+  SECRET_SETTINGS,
+  DEMO_CONFIG_PATH,
+  DEVICE_CONFIG_PATH,
+  type LoadedSettings,
+} from './load.js';
+export {
+  loadRelaySettings,
+  parseRelaySettings,
+  relaySettingsSchema,
+  RELAY_CONFIG_PATH,
+  RELAY_SECRET_ENV,
+  type RelaySettings,
+} from './relay.js';

@@ -144,7 +144,12 @@ function mergeEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv) 
     const [section, key] = path.split('.') as [string, string];
     const holder = (merged[section] ??= {}) as Record<string, unknown>;
     if (holder === null || typeof holder !== 'object' || Array.isArray(holder)) continue; // the schema reports the section
-    holder[key] = list ? value.split(',').map((item) => item.trim()).filter(Boolean) : value;
+    holder[key] = list
+      ? value
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean)
+      : value;
     environment.push(name);
   }
   return { merged, environment };

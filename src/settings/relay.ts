@@ -21,61 +21,82 @@ export const RELAY_SECRET_ENV = {
 
 const RELAY_PROVIDERS = ['gerege', 'qutpay'] as const;
 
-export const relaySectionSchema = z.object({
-  /** Names this replica's MQTT client (`<prefix>-relay-<id>`); unique per replica. Default: host name and pid. */
-  id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'lower-case letters, digits and - only').optional(),
-  /** The fleet URL's tunnel or load balancer connects here. */
-  host: z.string().min(1).default('0.0.0.0'),
-  port: z.number().int().min(0).max(65_535).default(8788),
-  bodyLimitBytes: z.number().int().min(1_024).max(1_048_576).default(65_536),
-  /** One route `POST /webhooks/<provider>` each. */
-  providers: z.array(z.enum(RELAY_PROVIDERS)).min(1).default(['gerege']),
-  /** Gerege signature timestamp tolerance (the device checks it again with its own). */
-  toleranceSec: z.number().int().min(1).max(3_600).default(300),
-  /** No PUBACK from the broker within this → 503, and the provider retries. */
-  publishTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
-  /**
-   * For this long after start-up an event for an unknown reference gets 503 (the provider retries)
-   * instead of 202: the devices' retained routes are still arriving from the broker.
-   */
-  routesWarmupSec: z.number().int().min(0).max(600).default(10),
-  /** Counters are logged this often (and at stop). */
-  statsIntervalSec: z.number().int().min(1).max(86_400).default(60),
-  /** Routing refund events: the relay never moves money, so a read-only key is enough. */
-  routeLookup: z.object({
-    /** Gerege API base URL, for refund events (`re_…`) whose body carries no order reference. */
-    baseUrl: z.url({ protocol: /^https?$/ }).optional(),
-    clientId: z.string().min(1).optional(),
-    clientSecret: z.string().min(1).optional(),
-    requestTimeoutMs: z.number().int().min(100).max(60_000).default(3_000),
-    /** Payment intent → device answers kept (an intent's reference never changes). */
-    cacheSize: z.number().int().min(10).max(10_000_000).default(100_000),
-  }).prefault({}),
-  /** Filled from the environment by loadRelaySettings (the file may not hold secrets). */
-  webhookSecrets: z.record(z.string(), z.array(z.string().min(1))).default({}),
-}).superRefine((relay, ctx) => {
-  for (const provider of relay.providers) {
-    if (!relay.webhookSecrets[provider]?.length) {
-      ctx.addIssue({ code: 'custom', path: ['webhookSecrets', provider], message: `required: set ${RELAY_SECRET_ENV.providerWebhookSecrets(provider)} or ${RELAY_SECRET_ENV.webhookSecrets} (comma-separated)` });
+export const relaySectionSchema = z
+  .object({
+    /** Names this replica's MQTT client (`<prefix>-relay-<id>`); unique per replica. Default: host name and pid. */
+    id: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'lower-case letters, digits and - only')
+      .optional(),
+    /** The fleet URL's tunnel or load balancer connects here. */
+    host: z.string().min(1).default('0.0.0.0'),
+    port: z.number().int().min(0).max(65_535).default(8788),
+    bodyLimitBytes: z.number().int().min(1_024).max(1_048_576).default(65_536),
+    /** One route `POST /webhooks/<provider>` each. */
+    providers: z.array(z.enum(RELAY_PROVIDERS)).min(1).default(['gerege']),
+    /** Gerege signature timestamp tolerance (the device checks it again with its own). */
+    toleranceSec: z.number().int().min(1).max(3_600).default(300),
+    /** No PUBACK from the broker within this → 503, and the provider retries. */
+    publishTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+    /**
+     * For this long after start-up an event for an unknown reference gets 503 (the provider retries)
+     * instead of 202: the devices' retained routes are still arriving from the broker.
+     */
+    routesWarmupSec: z.number().int().min(0).max(600).default(10),
+    /** Counters are logged this often (and at stop). */
+    statsIntervalSec: z.number().int().min(1).max(86_400).default(60),
+    /** Routing refund events: the relay never moves money, so a read-only key is enough. */
+    routeLookup: z
+      .object({
+        /** Gerege API base URL, for refund events (`re_…`) whose body carries no order reference. */
+        baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+        clientId: z.string().min(1).optional(),
+        clientSecret: z.string().min(1).optional(),
+        requestTimeoutMs: z.number().int().min(100).max(60_000).default(3_000),
+        /** Payment intent → device answers kept (an intent's reference never changes). */
+        cacheSize: z.number().int().min(10).max(10_000_000).default(100_000),
+      })
+      .prefault({}),
+    /** Filled from the environment by loadRelaySettings (the file may not hold secrets). */
+    webhookSecrets: z.record(z.string(), z.array(z.string().min(1))).default({}),
+  })
+  .superRefine((relay, ctx) => {
+    for (const provider of relay.providers) {
+      if (!relay.webhookSecrets[provider]?.length) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['webhookSecrets', provider],
+          message: `required: set ${RELAY_SECRET_ENV.providerWebhookSecrets(provider)} or ${RELAY_SECRET_ENV.webhookSecrets} (comma-separated)`,
+        });
+      }
     }
-  }
-  const lookup = relay.routeLookup;
-  const any = lookup.baseUrl ?? lookup.clientId ?? lookup.clientSecret;
-  if (any !== undefined && !(lookup.baseUrl && lookup.clientId && lookup.clientSecret)) {
-    ctx.addIssue({ code: 'custom', path: ['routeLookup'], message: `baseUrl, clientId and the secret (${RELAY_SECRET_ENV.lookupClientSecret}) go together` });
-  }
-});
+    const lookup = relay.routeLookup;
+    const any = lookup.baseUrl ?? lookup.clientId ?? lookup.clientSecret;
+    if (any !== undefined && !(lookup.baseUrl && lookup.clientId && lookup.clientSecret)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['routeLookup'],
+        message: `baseUrl, clientId and the secret (${RELAY_SECRET_ENV.lookupClientSecret}) go together`,
+      });
+    }
+  });
 
-export const relaySettingsSchema = z.object({
-  relay: relaySectionSchema.prefault({}),
-  // Checked on the section itself, so this is listed beside the other sections' problems.
-  mqtt: mqttSchema.prefault({}).superRefine((mqtt, ctx) => {
-    if (mqtt.url === '' || mqtt.url === 'embedded') {
-      ctx.addIssue({ code: 'custom', path: ['url'], message: "the relay publishes to the fleet's broker: give its URL (mqtt://host:1883 or mqtts://host:8883)" });
-    }
-  }),
-  log: logSchema.prefault({}),
-}).strict();
+export const relaySettingsSchema = z
+  .object({
+    relay: relaySectionSchema.prefault({}),
+    // Checked on the section itself, so this is listed beside the other sections' problems.
+    mqtt: mqttSchema.prefault({}).superRefine((mqtt, ctx) => {
+      if (mqtt.url === '' || mqtt.url === 'embedded') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['url'],
+          message: "the relay publishes to the fleet's broker: give its URL (mqtt://host:1883 or mqtts://host:8883)",
+        });
+      }
+    }),
+    log: logSchema.prefault({}),
+  })
+  .strict();
 
 export type RelaySettings = z.infer<typeof relaySettingsSchema>;
 
@@ -86,31 +107,47 @@ export function resolveRelayConfigPath(cliPath: string | undefined, env: NodeJS.
 }
 
 /** Reads the relay's file, adds its secrets from the environment, validates; every problem at once. */
-export function loadRelaySettings(options: { path?: string; env?: NodeJS.ProcessEnv } = {}): { settings: Readonly<RelaySettings>; source: string; environment: string[] } {
+export function loadRelaySettings(options: { path?: string; env?: NodeJS.ProcessEnv } = {}): {
+  settings: Readonly<RelaySettings>;
+  source: string;
+  environment: string[];
+} {
   const env = options.env ?? process.env;
   const source = resolveRelayConfigPath(options.path, env);
   const raw = structuredClone(readSettingsFile(source, 'relay, mqtt, log'));
   const relay = (raw.relay ??= {}) as Record<string, any>;
   const mqtt = (raw.mqtt ??= {}) as Record<string, unknown>;
   if (relay.webhookSecrets !== undefined || relay.routeLookup?.clientSecret !== undefined || mqtt.password !== undefined) {
-    throw new SettingsError(source, ['secrets are not read from the file: set them in the environment (VENDGATE_WEBHOOK_SECRETS[_<PROVIDER>], VENDGATE_RELAY_LOOKUP_CLIENT_SECRET, VENDGATE_MQTT_PASSWORD)']);
+    throw new SettingsError(source, [
+      'secrets are not read from the file: set them in the environment (VENDGATE_WEBHOOK_SECRETS[_<PROVIDER>], VENDGATE_RELAY_LOOKUP_CLIENT_SECRET, VENDGATE_MQTT_PASSWORD)',
+    ]);
   }
   const environment: string[] = [];
-  const split = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);
-  const providers = Array.isArray(relay.providers) ? relay.providers as unknown[] : ['gerege'];
+  const split = (value: string) =>
+    value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+  const providers = Array.isArray(relay.providers) ? (relay.providers as unknown[]) : ['gerege'];
   const secrets: Record<string, string[]> = {};
   for (const provider of providers) {
     if (typeof provider !== 'string') continue;
     const own = RELAY_SECRET_ENV.providerWebhookSecrets(provider);
     const name = env[own] ? own : env[RELAY_SECRET_ENV.webhookSecrets] ? RELAY_SECRET_ENV.webhookSecrets : null;
-    if (name) { secrets[provider] = split(env[name]!); if (!environment.includes(name)) environment.push(name); }
+    if (name) {
+      secrets[provider] = split(env[name]!);
+      if (!environment.includes(name)) environment.push(name);
+    }
   }
   relay.webhookSecrets = secrets;
   if (env[RELAY_SECRET_ENV.lookupClientSecret]) {
     relay.routeLookup = { ...(relay.routeLookup ?? {}), clientSecret: env[RELAY_SECRET_ENV.lookupClientSecret] };
     environment.push(RELAY_SECRET_ENV.lookupClientSecret);
   }
-  if (env[RELAY_SECRET_ENV.mqttPassword]) { mqtt.password = env[RELAY_SECRET_ENV.mqttPassword]; environment.push(RELAY_SECRET_ENV.mqttPassword); }
+  if (env[RELAY_SECRET_ENV.mqttPassword]) {
+    mqtt.password = env[RELAY_SECRET_ENV.mqttPassword];
+    environment.push(RELAY_SECRET_ENV.mqttPassword);
+  }
   return { settings: parseRelaySettings(raw, source), source, environment };
 }
 
@@ -120,11 +157,13 @@ export function parseRelaySettings(input: unknown, source = '(in memory)'): Read
   let checked = input;
   if (input !== null && typeof input === 'object' && !Array.isArray(input)) {
     const unknown = findUnknownKeys(relaySettingsSchema, input);
-    for (const { path, suggestion } of unknown) problems.push(`${path}: unknown key;${suggestion === null ? '' : ` did you mean "${suggestion}"?`}`);
+    for (const { path, suggestion } of unknown)
+      problems.push(`${path}: unknown key;${suggestion === null ? '' : ` did you mean "${suggestion}"?`}`);
     checked = withoutKeys(input as Record<string, unknown>, unknown);
   }
   const result = relaySettingsSchema.safeParse(checked);
-  if (!result.success) problems.push(...result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(top level)'}: ${issue.message}`));
+  if (!result.success)
+    problems.push(...result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(top level)'}: ${issue.message}`));
   if (problems.length > 0 || !result.success) throw new SettingsError(source, problems);
   return deepFreeze(result.data);
 }

@@ -15,7 +15,14 @@ export interface UnknownKey {
   suggestion: string | null;
 }
 
-type Def = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; in?: z.ZodType; element?: z.ZodType; options?: z.ZodType[] };
+type Def = {
+  type: string;
+  shape?: Record<string, z.ZodType>;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  element?: z.ZodType;
+  options?: z.ZodType[];
+};
 const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
 /** Through optional/default/prefault/nullable/readonly/pipe to the schema that describes the value. */

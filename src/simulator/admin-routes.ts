@@ -50,10 +50,16 @@ export function registerAdminRoutes(app: FastifyInstance, deps: { ctx: SimContex
       backend.pay(id, amount);
     } catch (err) {
       if (!html || !(err instanceof SimHttpError)) throw err;
-      return reply.code(err.status).type('text/html; charset=utf-8').send(page('Payment refused', `<p>${escapeHtml(err.message)}</p>`));
+      return reply
+        .code(err.status)
+        .type('text/html; charset=utf-8')
+        .send(page('Payment refused', `<p>${escapeHtml(err.message)}</p>`));
     }
     const view = current(id);
-    if (html) return reply.type('text/html; charset=utf-8').send(page('Paid', `<p>Thank you. Invoice <code>${escapeHtml(id)}</code> is now <b>${escapeHtml(view.status)}</b>.</p>`));
+    if (html)
+      return reply
+        .type('text/html; charset=utf-8')
+        .send(page('Paid', `<p>Thank you. Invoice <code>${escapeHtml(id)}</code> is now <b>${escapeHtml(view.status)}</b>.</p>`));
     return { id, status: view.status };
   });
 

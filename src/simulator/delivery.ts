@@ -62,7 +62,10 @@ export function createWebhookDelivery(deps: DeliveryDeps): WebhookDelivery {
   let stopped = false;
 
   function later(ms: number, fn: () => void): void {
-    const timer = setTimeout(() => { timers.delete(timer); fn(); }, ms);
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      fn();
+    }, ms);
     timers.add(timer);
   }
 
@@ -72,8 +75,14 @@ export function createWebhookDelivery(deps: DeliveryDeps): WebhookDelivery {
 
   function record(job: Job, attempt: number, at: number, status: number | 'error' | 'dropped'): void {
     deps.records.push({
-      eventId: job.event.eventId, type: job.event.type, objectId: job.event.objectId, attempt, at, status,
-      ...(job.stale ? { stale: true } : {}), ...(job.duplicate ? { duplicate: true } : {}),
+      eventId: job.event.eventId,
+      type: job.event.type,
+      objectId: job.event.objectId,
+      attempt,
+      at,
+      status,
+      ...(job.stale ? { stale: true } : {}),
+      ...(job.duplicate ? { duplicate: true } : {}),
     });
   }
 
@@ -93,7 +102,10 @@ export function createWebhookDelivery(deps: DeliveryDeps): WebhookDelivery {
     const timer = setTimeout(() => controller.abort(), deps.timeoutMs);
     try {
       const response = await fetch(deps.url!, {
-        method: 'POST', headers: deps.headersFor(job.event, at), body: job.event.body, signal: controller.signal,
+        method: 'POST',
+        headers: deps.headersFor(job.event, at),
+        body: job.event.body,
+        signal: controller.signal,
       });
       await response.arrayBuffer().catch(() => undefined);
       if (stopped) return false;
@@ -131,7 +143,11 @@ export function createWebhookDelivery(deps: DeliveryDeps): WebhookDelivery {
   }
 
   function releaseHeld(): void {
-    if (holdTimer) { clearTimeout(holdTimer); timers.delete(holdTimer); holdTimer = null; }
+    if (holdTimer) {
+      clearTimeout(holdTimer);
+      timers.delete(holdTimer);
+      holdTimer = null;
+    }
     if (!held) return;
     queue.unshift(...held);
     held = null;
@@ -177,7 +193,11 @@ export function createWebhookDelivery(deps: DeliveryDeps): WebhookDelivery {
       active += jobs.length;
       if (reorder && held === null) {
         held = jobs;
-        holdTimer = setTimeout(() => { timers.delete(holdTimer!); holdTimer = null; releaseHeld(); }, deps.reorderMaxHoldMs);
+        holdTimer = setTimeout(() => {
+          timers.delete(holdTimer!);
+          holdTimer = null;
+          releaseHeld();
+        }, deps.reorderMaxHoldMs);
         timers.add(holdTimer);
         return;
       }
@@ -201,7 +221,11 @@ export function createWebhookDelivery(deps: DeliveryDeps): WebhookDelivery {
     waitIdle(timeoutMs) {
       if (active === 0) return Promise.resolve();
       return new Promise((resolve, reject) => {
-        const done = () => { clearTimeout(timer); idleWaiters.delete(done); resolve(); };
+        const done = () => {
+          clearTimeout(timer);
+          idleWaiters.delete(done);
+          resolve();
+        };
         const timer = setTimeout(() => {
           idleWaiters.delete(done);
           reject(new Error(`webhook deliveries still pending after ${timeoutMs} ms (${active} events in flight or scheduled)`));

@@ -27,7 +27,8 @@ export function faultProblems(input: unknown): string[] {
     } else if (key === 'webhookOutage') {
       if (typeof value !== 'boolean') problems.push(`${key}: must be true or false`);
     } else if (key === 'delayWebhookMs') {
-      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 60_000) problems.push(`${key}: must be an integer 0..60000`);
+      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 60_000)
+        problems.push(`${key}: must be an integer 0..60000`);
     } else if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
       problems.push(`${key}: must be a probability 0..1`);
     }

@@ -17,7 +17,10 @@ export interface GeregeOptions {
 type CreateCall = SimulatorRecords['createCalls'][number];
 
 /** One namespace of keys per app and environment; a key remembers the request it was first used for. */
-interface KeyUse { fingerprint: string; result: { kind: 'intent' | 'refund'; id: string } }
+interface KeyUse {
+  fingerprint: string;
+  result: { kind: 'intent' | 'refund'; id: string };
+}
 
 const EVENTS_LIMIT_MAX = 100;
 
@@ -31,10 +34,15 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
   function requireToken(request: FastifyRequest): void {
     const header = headerValue(request, 'authorization') ?? '';
     const match = /^Bearer (\S+)$/.exec(header);
-    if (!match) throw new SimHttpError(401, 'invalid_token', 'Authorization: Bearer <access_token> is required', { 'www-authenticate': 'Bearer' });
+    if (!match)
+      throw new SimHttpError(401, 'invalid_token', 'Authorization: Bearer <access_token> is required', { 'www-authenticate': 'Bearer' });
     const expiresAt = tokens.get(match[1]!);
-    if (expiresAt === undefined) throw new SimHttpError(401, 'invalid_token', 'unknown or revoked access token', { 'www-authenticate': 'Bearer error="invalid_token"' });
-    if (ctx.clock.now() >= expiresAt) throw new SimHttpError(401, 'invalid_token', 'the access token has expired', { 'www-authenticate': 'Bearer error="invalid_token"' });
+    if (expiresAt === undefined)
+      throw new SimHttpError(401, 'invalid_token', 'unknown or revoked access token', {
+        'www-authenticate': 'Bearer error="invalid_token"',
+      });
+    if (ctx.clock.now() >= expiresAt)
+      throw new SimHttpError(401, 'invalid_token', 'the access token has expired', { 'www-authenticate': 'Bearer error="invalid_token"' });
   }
 
   function issueToken(request: FastifyRequest): ApiResult {
@@ -44,7 +52,9 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
     const id = colon >= 0 ? decoded.slice(0, colon) : '';
     const secret = colon >= 0 ? decoded.slice(colon + 1) : '';
     if (id !== options.clientId || secret !== options.clientSecret) {
-      throw new SimHttpError(401, 'invalid_client', 'client authentication failed (HTTP Basic client_id:client_secret)', { 'www-authenticate': 'Basic realm="gerege"' });
+      throw new SimHttpError(401, 'invalid_client', 'client authentication failed (HTTP Basic client_id:client_secret)', {
+        'www-authenticate': 'Basic realm="gerege"',
+      });
     }
     const form = (request.body ?? {}) as Record<string, unknown>;
     if (form.grant_type !== 'client_credentials') {
@@ -129,7 +139,11 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
     const body = checkObjectBody(request.body, ['amount']);
     if (!isPositiveInteger(body.amount)) throw new SimHttpError(400, 'invalid_request', 'amount: a positive integer is required');
     if (intent.status !== 'succeeded') {
-      throw new SimHttpError(400, 'invalid_state', `payment intent ${intent.id} is ${intent.status}; only succeeded intents can be refunded`);
+      throw new SimHttpError(
+        400,
+        'invalid_state',
+        `payment intent ${intent.id} is ${intent.status}; only succeeded intents can be refunded`,
+      );
     }
     const remaining = state.remainingRefundable(intent);
     if (body.amount > remaining) {
@@ -165,11 +179,16 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
   const routes: ApiRoute[] = [
     { method: 'POST', url: '/oauth2/token', faults: false, handler: issueToken },
     {
-      method: 'POST', url: '/payment-intents', handler: createIntent,
-      onRejected: (fault, request) => { recordCreate(headerValue(request, 'idempotency-key') ?? null, `fault:${fault}`); },
+      method: 'POST',
+      url: '/payment-intents',
+      handler: createIntent,
+      onRejected: (fault, request) => {
+        recordCreate(headerValue(request, 'idempotency-key') ?? null, `fault:${fault}`);
+      },
     },
     {
-      method: 'GET', url: '/payment-intents/:id',
+      method: 'GET',
+      url: '/payment-intents/:id',
       handler: (request) => {
         requireToken(request);
         ctx.records.getCalls.push({ id: intentParam(request), at: ctx.clock.now() });
@@ -198,11 +217,16 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
     revokeTokens: () => tokens.clear(),
     refundOutside: (id, amount) => {
       const intent = state.get(id);
-      if (intent.status !== 'succeeded') throw new SimHttpError(400, 'invalid_state', `payment intent ${id} is ${intent.status}; only succeeded intents can be refunded`);
-      if (amount > state.remainingRefundable(intent)) throw new SimHttpError(400, 'invalid_request', `amount ${amount} exceeds the refundable remainder`);
+      if (intent.status !== 'succeeded')
+        throw new SimHttpError(400, 'invalid_state', `payment intent ${id} is ${intent.status}; only succeeded intents can be refunded`);
+      if (amount > state.remainingRefundable(intent))
+        throw new SimHttpError(400, 'invalid_request', `amount ${amount} exceeds the refundable remainder`);
       state.refund(intent, amount, `dashboard-${ctx.ids.token(12)}`);
     },
-    answerReadsWith: (id, otherId) => { if (otherId === null) readSwaps.delete(id); else readSwaps.set(id, otherId); },
+    answerReadsWith: (id, otherId) => {
+      if (otherId === null) readSwaps.delete(id);
+      else readSwaps.set(id, otherId);
+    },
     view: state.view,
     webhookHeaders: (event, nowMs) => ({
       'content-type': 'application/json',

@@ -2,8 +2,7 @@ import type { InvoiceRecord } from './types.js';
 import type { SimContext } from './context.js';
 import { SimHttpError, checkObjectBody, isPositiveInteger } from './request-checks.js';
 
-export type IntentStatus =
-  | 'requires_payment' | 'claimed' | 'processing' | 'requires_capture' | 'succeeded' | 'canceled' | 'expired';
+export type IntentStatus = 'requires_payment' | 'claimed' | 'processing' | 'requires_capture' | 'succeeded' | 'canceled' | 'expired';
 
 /** Statuses in which the customer has not paid yet: these can expire, be paid, or be canceled. */
 const OPEN: ReadonlySet<IntentStatus> = new Set(['requires_payment', 'claimed', 'processing']);
@@ -44,11 +43,16 @@ export function parseCreateBody(body: unknown): CreateFields {
   const b = checkObjectBody(body, CREATE_FIELDS);
   const problems: string[] = [];
   if (!isPositiveInteger(b.amount)) problems.push('amount: a positive integer in the smallest currency unit is required');
-  if (typeof b.currency !== 'string' || !/^[A-Z]{3}$/.test(b.currency)) problems.push('currency: a three-letter upper-case ISO 4217 code is required');
-  if (typeof b.reference !== 'string' || b.reference.length < 1 || b.reference.length > 128) problems.push('reference: a string of 1-128 characters is required');
-  if (b.description !== undefined && (typeof b.description !== 'string' || b.description.length > 1000)) problems.push('description: must be a string of at most 1000 characters');
-  if (b.capture_method !== undefined && b.capture_method !== 'automatic' && b.capture_method !== 'manual') problems.push('capture_method: must be "automatic" or "manual"');
-  if (b.expires_in !== undefined && (!Number.isInteger(b.expires_in) || (b.expires_in as number) < 1 || (b.expires_in as number) > 86_400)) problems.push('expires_in: must be an integer number of seconds 1-86400');
+  if (typeof b.currency !== 'string' || !/^[A-Z]{3}$/.test(b.currency))
+    problems.push('currency: a three-letter upper-case ISO 4217 code is required');
+  if (typeof b.reference !== 'string' || b.reference.length < 1 || b.reference.length > 128)
+    problems.push('reference: a string of 1-128 characters is required');
+  if (b.description !== undefined && (typeof b.description !== 'string' || b.description.length > 1000))
+    problems.push('description: must be a string of at most 1000 characters');
+  if (b.capture_method !== undefined && b.capture_method !== 'automatic' && b.capture_method !== 'manual')
+    problems.push('capture_method: must be "automatic" or "manual"');
+  if (b.expires_in !== undefined && (!Number.isInteger(b.expires_in) || (b.expires_in as number) < 1 || (b.expires_in as number) > 86_400))
+    problems.push('expires_in: must be an integer number of seconds 1-86400');
   if (problems.length > 0) throw new SimHttpError(400, 'invalid_request', problems.join('; '));
   return {
     amount: b.amount as number,
@@ -70,9 +74,16 @@ export function createGeregeState(ctx: SimContext) {
 
   function intentJson(intent: Intent) {
     return {
-      id: intent.id, object: 'payment_intent', status: intent.status, amount: intent.amount,
-      currency: intent.currency, reference: intent.reference, livemode: ctx.livemode,
-      pay_url: `${ctx.baseUrl()}/__sim/pay/${intent.id}`, expires_at: intent.expiresAt, created: intent.created,
+      id: intent.id,
+      object: 'payment_intent',
+      status: intent.status,
+      amount: intent.amount,
+      currency: intent.currency,
+      reference: intent.reference,
+      livemode: ctx.livemode,
+      pay_url: `${ctx.baseUrl()}/__sim/pay/${intent.id}`,
+      expires_at: intent.expiresAt,
+      created: intent.created,
       // Assumed field (PROVIDERS.md is silent): the sum of the intent's succeeded refunds, so one GET
       // tells whether money went back — an intent stays `succeeded` after a refund.
       amount_refunded: refundedAmount(intent.id),
@@ -91,7 +102,11 @@ export function createGeregeState(ctx: SimContext) {
 
   function emit(type: string, object: { id: string }) {
     const body = {
-      id: `evt_${ctx.ids.token(24)}`, object: 'event', type, livemode: ctx.livemode, created: nowSec(),
+      id: `evt_${ctx.ids.token(24)}`,
+      object: 'event',
+      type,
+      livemode: ctx.livemode,
+      created: nowSec(),
       data: { object },
     };
     events.push({ id: body.id, created: body.created, body });
@@ -101,7 +116,8 @@ export function createGeregeState(ctx: SimContext) {
   function transition(intent: Intent, status: IntentStatus) {
     intent.status = status;
     intent.record.status = status;
-    if (OPEN.has(status)) open.add(intent); else open.delete(intent);
+    if (OPEN.has(status)) open.add(intent);
+    else open.delete(intent);
     if ((status === 'succeeded' || status === 'requires_capture') && intent.record.paidAt === undefined) {
       intent.record.paidAt = ctx.clock.now();
     }
@@ -130,13 +146,27 @@ export function createGeregeState(ctx: SimContext) {
       const created = nowSec();
       const id = `pi_${ctx.ids.token(24)}`;
       const record: InvoiceRecord = {
-        id, idempotencyKey, reference: fields.reference, amount: fields.amount, currency: fields.currency,
-        status: 'requires_payment', livemode: ctx.livemode, createdAt: ctx.clock.now(),
-        captureMethod: fields.captureMethod, body,
+        id,
+        idempotencyKey,
+        reference: fields.reference,
+        amount: fields.amount,
+        currency: fields.currency,
+        status: 'requires_payment',
+        livemode: ctx.livemode,
+        createdAt: ctx.clock.now(),
+        captureMethod: fields.captureMethod,
+        body,
       };
       const intent: Intent = {
-        id, status: 'requires_payment', amount: fields.amount, currency: fields.currency, reference: fields.reference,
-        captureMethod: fields.captureMethod, expiresAt: created + fields.expiresIn, created, record,
+        id,
+        status: 'requires_payment',
+        amount: fields.amount,
+        currency: fields.currency,
+        reference: fields.reference,
+        captureMethod: fields.captureMethod,
+        expiresAt: created + fields.expiresIn,
+        created,
+        record,
       };
       intents.set(id, intent);
       open.add(intent);
@@ -154,7 +184,11 @@ export function createGeregeState(ctx: SimContext) {
     capture(intent: Intent) {
       if (intent.status === 'requires_capture') transition(intent, 'succeeded');
       else if (OPEN.has(intent.status)) {
-        throw new SimHttpError(400, 'invalid_state', `payment intent ${intent.id} is ${intent.status}; only requires_capture can be captured`);
+        throw new SimHttpError(
+          400,
+          'invalid_state',
+          `payment intent ${intent.id} is ${intent.status}; only requires_capture can be captured`,
+        );
       }
       return intent;
     },
@@ -184,7 +218,8 @@ export function createGeregeState(ctx: SimContext) {
     pay(id: string, amount?: number) {
       sweep();
       const intent = find(id);
-      if (!OPEN.has(intent.status)) throw new SimHttpError(409, 'invalid_state', `payment intent ${id} is ${intent.status} and cannot be paid`);
+      if (!OPEN.has(intent.status))
+        throw new SimHttpError(409, 'invalid_state', `payment intent ${id} is ${intent.status} and cannot be paid`);
       if (amount !== undefined) {
         if (!isPositiveInteger(amount)) throw new SimHttpError(400, 'invalid_request', 'amount must be a positive integer');
         intent.amount = amount;
@@ -207,7 +242,11 @@ export function createGeregeState(ctx: SimContext) {
       if (!intent) return undefined;
       if (scanned && intent.status === 'requires_payment') transition(intent, 'claimed');
       return {
-        id, status: intent.status, amount: intent.amount, currency: intent.currency, reference: intent.reference,
+        id,
+        status: intent.status,
+        amount: intent.amount,
+        currency: intent.currency,
+        reference: intent.reference,
         payable: OPEN.has(intent.status),
       };
     },

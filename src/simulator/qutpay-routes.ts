@@ -24,7 +24,8 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
   const readSwaps = new Map<string, string>();
 
   function requireApiKey(request: FastifyRequest): void {
-    if (headerValue(request, 'x-api-key') !== options.apiKey) throw new SimHttpError(401, 'unauthorized', 'a valid X-API-Key header is required');
+    if (headerValue(request, 'x-api-key') !== options.apiKey)
+      throw new SimHttpError(401, 'unauthorized', 'a valid X-API-Key header is required');
   }
 
   function recordCreate(idempotencyKey: string | null, outcome: CreateCall['outcome'], invoiceId?: string): CreateCall {
@@ -78,7 +79,8 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
     const key = readIdempotencyKey(request.headers, true)!;
     const prior = refundKeys.get(key);
     if (prior) {
-      if (prior.invoiceId !== invoice.id) throw new SimHttpError(409, 'idempotency_conflict', `Idempotency-Key ${key} was already used for invoice ${prior.invoiceId}`);
+      if (prior.invoiceId !== invoice.id)
+        throw new SimHttpError(409, 'idempotency_conflict', `Idempotency-Key ${key} was already used for invoice ${prior.invoiceId}`);
       const refund = invoice.refunds.find((r) => r.id === prior.refundId)!;
       return { status: 200, body: { id: refund.id, status: refund.status } };
     }
@@ -88,7 +90,8 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
       throw new SimHttpError(400, 'invalid_state', `invoice ${invoice.id} is ${invoice.status}; only paid invoices can be refunded`);
     }
     const remaining = state.remainingRefundable(invoice);
-    if (body.amount > remaining) throw new SimHttpError(400, 'invalid_request', `amount ${body.amount} exceeds the refundable remainder ${remaining}`);
+    if (body.amount > remaining)
+      throw new SimHttpError(400, 'invalid_request', `amount ${body.amount} exceeds the refundable remainder ${remaining}`);
 
     if (ctx.faultRandom.chance(ctx.faults().refundUnknown)) {
       // The bank did not tell QutPay in time: the money may or may not have moved.
@@ -102,7 +105,13 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
         refundKeys.set(key, { invoiceId: invoice.id, refundId });
       }
       ctx.records.refundUnknown.push({
-        invoiceId: invoice.id, idempotencyKey: key, amount: body.amount, happened, code, httpStatus, at: ctx.clock.now(),
+        invoiceId: invoice.id,
+        idempotencyKey: key,
+        amount: body.amount,
+        happened,
+        code,
+        httpStatus,
+        at: ctx.clock.now(),
         ...(refundId ? { refundId } : {}),
       });
       throw new SimHttpError(httpStatus, code, 'the outcome of the refund is unknown: read the invoice, do not retry');
@@ -114,12 +123,17 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
 
   const routes: ApiRoute[] = [
     {
-      method: 'POST', url: '/api/v1/invoices', handler: createInvoice,
-      onRejected: (fault, request) => { recordCreate(headerValue(request, 'idempotency-key') ?? null, `fault:${fault}`); },
+      method: 'POST',
+      url: '/api/v1/invoices',
+      handler: createInvoice,
+      onRejected: (fault, request) => {
+        recordCreate(headerValue(request, 'idempotency-key') ?? null, `fault:${fault}`);
+      },
     },
     {
       // `?live=true` asks the bank instead of the cache; here both are the same.
-      method: 'GET', url: '/api/v1/invoices/:id',
+      method: 'GET',
+      url: '/api/v1/invoices/:id',
       handler: (request) => {
         requireApiKey(request);
         ctx.records.getCalls.push({ id: invoiceParam(request), at: ctx.clock.now() });
@@ -128,7 +142,8 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
       },
     },
     {
-      method: 'POST', url: '/api/v1/invoices/:id/cancel',
+      method: 'POST',
+      url: '/api/v1/invoices/:id/cancel',
       handler: (request) => {
         requireApiKey(request);
         const invoice = state.get(invoiceParam(request));
@@ -150,11 +165,16 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
     revokeTokens: () => undefined,
     refundOutside: (id, amount) => {
       const invoice = state.get(id);
-      if (invoice.status !== 'paid' && invoice.status !== 'partially_refunded') throw new SimHttpError(400, 'invalid_state', `invoice ${id} is ${invoice.status}; only paid invoices can be refunded`);
-      if (amount > state.remainingRefundable(invoice)) throw new SimHttpError(400, 'invalid_request', `amount ${amount} exceeds the refundable remainder`);
+      if (invoice.status !== 'paid' && invoice.status !== 'partially_refunded')
+        throw new SimHttpError(400, 'invalid_state', `invoice ${id} is ${invoice.status}; only paid invoices can be refunded`);
+      if (amount > state.remainingRefundable(invoice))
+        throw new SimHttpError(400, 'invalid_request', `amount ${amount} exceeds the refundable remainder`);
       state.refund(invoice, amount, `dashboard-${ctx.ids.token(12)}`);
     },
-    answerReadsWith: (id, otherId) => { if (otherId === null) readSwaps.delete(id); else readSwaps.set(id, otherId); },
+    answerReadsWith: (id, otherId) => {
+      if (otherId === null) readSwaps.delete(id);
+      else readSwaps.set(id, otherId);
+    },
     view: state.view,
     webhookHeaders: (event) => ({
       'content-type': 'application/json',

@@ -26,14 +26,23 @@ export interface QutpayInvoice {
   record: InvoiceRecord;
 }
 
-export interface CreateFields { amount: number; description: string; externalOrderId: string | null }
+export interface CreateFields {
+  amount: number;
+  description: string;
+  externalOrderId: string | null;
+}
 
 export function parseCreateBody(body: unknown): CreateFields {
   const b = checkObjectBody(body, ['amount', 'description', 'externalOrderId']);
   const problems: string[] = [];
   if (!isPositiveInteger(b.amount)) problems.push('amount: a positive integer in the smallest currency unit is required');
-  if (b.description !== undefined && (typeof b.description !== 'string' || b.description.length > 1000)) problems.push('description: must be a string of at most 1000 characters');
-  if (b.externalOrderId !== undefined && (typeof b.externalOrderId !== 'string' || b.externalOrderId.length < 1 || b.externalOrderId.length > 128)) problems.push('externalOrderId: must be a string of 1-128 characters');
+  if (b.description !== undefined && (typeof b.description !== 'string' || b.description.length > 1000))
+    problems.push('description: must be a string of at most 1000 characters');
+  if (
+    b.externalOrderId !== undefined &&
+    (typeof b.externalOrderId !== 'string' || b.externalOrderId.length < 1 || b.externalOrderId.length > 128)
+  )
+    problems.push('externalOrderId: must be a string of 1-128 characters');
   if (problems.length > 0) throw new SimHttpError(400, 'invalid_request', problems.join('; '));
   return {
     amount: b.amount as number,
@@ -50,8 +59,14 @@ export function createQutpayState(ctx: SimContext, options: { invoiceTtlSec: num
   function invoiceJson(invoice: QutpayInvoice) {
     const payUrl = `${ctx.baseUrl()}/__sim/pay/${invoice.id}`;
     return {
-      id: invoice.id, status: invoice.status, amount: invoice.amount, description: invoice.description,
-      externalOrderId: invoice.externalOrderId, payUrl, qr: payUrl, expiresAt: new Date(invoice.expiresAt).toISOString(),
+      id: invoice.id,
+      status: invoice.status,
+      amount: invoice.amount,
+      description: invoice.description,
+      externalOrderId: invoice.externalOrderId,
+      payUrl,
+      qr: payUrl,
+      expiresAt: new Date(invoice.expiresAt).toISOString(),
       livemode: ctx.livemode,
     };
   }
@@ -64,7 +79,8 @@ export function createQutpayState(ctx: SimContext, options: { invoiceTtlSec: num
   function transition(invoice: QutpayInvoice, status: InvoiceStatus) {
     invoice.status = status;
     invoice.record.status = status;
-    if (OPEN.has(status)) open.add(invoice); else open.delete(invoice);
+    if (OPEN.has(status)) open.add(invoice);
+    else open.delete(invoice);
     if (status === 'paid') invoice.record.paidAt = ctx.clock.now();
     const body = { event: `invoice.${status}`, invoice: invoiceWithRefunds(invoice) };
     ctx.emit({ eventId: `${invoice.id}:${status}`, type: body.event, objectId: invoice.id, body: JSON.stringify(body) }, body);
@@ -96,12 +112,25 @@ export function createQutpayState(ctx: SimContext, options: { invoiceTtlSec: num
       const id = `inv_${ctx.ids.token(24)}`;
       const now = ctx.clock.now();
       const record: InvoiceRecord = {
-        id, idempotencyKey, reference: fields.externalOrderId, amount: fields.amount, currency: options.currency,
-        status: 'new', livemode: ctx.livemode, createdAt: now, body,
+        id,
+        idempotencyKey,
+        reference: fields.externalOrderId,
+        amount: fields.amount,
+        currency: options.currency,
+        status: 'new',
+        livemode: ctx.livemode,
+        createdAt: now,
+        body,
       };
       const invoice: QutpayInvoice = {
-        id, status: 'new', amount: fields.amount, description: fields.description, externalOrderId: fields.externalOrderId,
-        expiresAt: now + options.invoiceTtlSec * 1000, refunds: [], record,
+        id,
+        status: 'new',
+        amount: fields.amount,
+        description: fields.description,
+        externalOrderId: fields.externalOrderId,
+        expiresAt: now + options.invoiceTtlSec * 1000,
+        refunds: [],
+        record,
       };
       invoices.set(id, invoice);
       ctx.records.invoices.push(record);
@@ -120,11 +149,21 @@ export function createQutpayState(ctx: SimContext, options: { invoiceTtlSec: num
       return invoice.amount - invoice.refunds.reduce((sum, r) => sum + r.amount, 0);
     },
 
-    refund(invoice: QutpayInvoice, amount: number, idempotencyKey: string, answeredUnknown?: 'refund_unknown' | 'refund_pending_unknown'): QutpayRefund {
+    refund(
+      invoice: QutpayInvoice,
+      amount: number,
+      idempotencyKey: string,
+      answeredUnknown?: 'refund_unknown' | 'refund_pending_unknown',
+    ): QutpayRefund {
       const refund: QutpayRefund = { id: `rf_${ctx.ids.token(24)}`, invoiceId: invoice.id, amount, status: 'succeeded' };
       invoice.refunds.push(refund);
       ctx.records.refunds.push({
-        id: refund.id, invoiceId: invoice.id, amount, idempotencyKey, status: refund.status, at: ctx.clock.now(),
+        id: refund.id,
+        invoiceId: invoice.id,
+        amount,
+        idempotencyKey,
+        status: refund.status,
+        at: ctx.clock.now(),
         ...(answeredUnknown ? { answeredUnknown } : {}),
       });
       transition(invoice, invoice.refunds.reduce((sum, r) => sum + r.amount, 0) >= invoice.amount ? 'refunded' : 'partially_refunded');
@@ -161,7 +200,11 @@ export function createQutpayState(ctx: SimContext, options: { invoiceTtlSec: num
       const invoice = invoices.get(id);
       if (!invoice) return undefined;
       return {
-        id, status: invoice.status, amount: invoice.amount, currency: options.currency, reference: invoice.externalOrderId,
+        id,
+        status: invoice.status,
+        amount: invoice.amount,
+        currency: options.currency,
+        reference: invoice.externalOrderId,
         payable: payable(invoice),
       };
     },

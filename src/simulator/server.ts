@@ -107,7 +107,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
           leaveUnanswered(request, reply, 'lost');
           return reply;
         }
-        return reply.code(result.status).headers(result.headers ?? {}).send(result.body);
+        return reply
+          .code(result.status)
+          .headers(result.headers ?? {})
+          .send(result.body);
       },
     });
   }

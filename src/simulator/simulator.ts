@@ -55,7 +55,14 @@ export function createSimulator(options: SimulatorOptions): Simulator {
   if (options.faults) setFaults(options.faults);
 
   const records: SimulatorRecords = {
-    invoices: [], createCalls: [], getCalls: [], refunds: [], refundUnknown: [], deliveries: [], events: [], requests: [],
+    invoices: [],
+    createCalls: [],
+    getCalls: [],
+    refunds: [],
+    refundUnknown: [],
+    deliveries: [],
+    events: [],
+    requests: [],
   };
   let baseUrl = '';
   let publicUrl = '';
@@ -88,12 +95,16 @@ export function createSimulator(options: SimulatorOptions): Simulator {
       delivery.enqueue(event);
     },
   };
-  const backend: ProviderBackend = provider === 'gerege'
-    ? createGeregeBackend(ctx, { clientId, clientSecret, webhookSecret, tokenTtlSec: options.tokenTtlSec ?? d.tokenTtlSec, maxAttempts })
-    : createQutpayBackend(ctx, {
-      apiKey, webhookSecret, maxAttempts,
-      invoiceTtlSec: options.invoiceTtlSec ?? d.invoiceTtlSec, currency: options.currency ?? d.currency,
-    });
+  const backend: ProviderBackend =
+    provider === 'gerege'
+      ? createGeregeBackend(ctx, { clientId, clientSecret, webhookSecret, tokenTtlSec: options.tokenTtlSec ?? d.tokenTtlSec, maxAttempts })
+      : createQutpayBackend(ctx, {
+          apiKey,
+          webhookSecret,
+          maxAttempts,
+          invoiceTtlSec: options.invoiceTtlSec ?? d.invoiceTtlSec,
+          currency: options.currency ?? d.currency,
+        });
 
   let app: FastifyInstance | null = null;
   let sweepTimer: NodeJS.Timeout | null = null;
@@ -102,13 +113,18 @@ export function createSimulator(options: SimulatorOptions): Simulator {
   const snapshot = (): SimulatorRecords => structuredClone(records);
 
   return {
-    get url() { return baseUrl; },
+    get url() {
+      return baseUrl;
+    },
 
     async start() {
       if (phase !== 'new') throw new Error(`simulator cannot start: it is already ${phase}`);
       phase = 'started';
       app = buildServer({
-        ctx, backend, logger, heldSockets,
+        ctx,
+        backend,
+        logger,
+        heldSockets,
         admin: { getFaults: () => ({ ...faults }), setFaults, records: snapshot },
       });
       const host = options.host ?? d.host;
@@ -139,7 +155,9 @@ export function createSimulator(options: SimulatorOptions): Simulator {
     },
 
     setFaults,
-    async pay(id, opts) { backend.pay(id, opts?.amount); },
+    async pay(id, opts) {
+      backend.pay(id, opts?.amount);
+    },
     expire: (id) => backend.expire(id),
     fail: (id) => backend.fail(id),
     revokeTokens: () => backend.revokeTokens(),
@@ -150,7 +168,11 @@ export function createSimulator(options: SimulatorOptions): Simulator {
 
     info(): SimulatorInfo {
       return {
-        provider, url: baseUrl, livemode, webhookUrl: options.webhookUrl ?? null, webhookSecret,
+        provider,
+        url: baseUrl,
+        livemode,
+        webhookUrl: options.webhookUrl ?? null,
+        webhookSecret,
         ...(provider === 'gerege' ? { clientId, clientSecret } : { apiKey }),
       };
     },

@@ -1,4 +1,17 @@
-export { openDatabase, migrate, NEW_DATABASE_PAGE_SIZE, listMigrations, databaseId, inTransaction, durably, observeDurableCommits, prepared, type Db, type DurableStep, type OpenOptions } from './open.js';
+export {
+  openDatabase,
+  migrate,
+  NEW_DATABASE_PAGE_SIZE,
+  listMigrations,
+  databaseId,
+  inTransaction,
+  durably,
+  observeDurableCommits,
+  prepared,
+  type Db,
+  type DurableStep,
+  type OpenOptions,
+} from './open.js';
 export { createRetention, type Retention, type RetentionSettings, type PruneCounts } from './retention.js';
 export { createCheckpointer, type Checkpointer, type CheckpointSettings, type CheckpointResult } from './checkpoint.js';
 export { checkLineage, recordLineage, lineagePath, machineIdentity, type LineageFinding } from './lineage.js';

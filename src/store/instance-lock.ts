@@ -32,10 +32,14 @@ export class InstanceLockedError extends VendgateError {
 
   constructor(lockPath: string, holderPid: number | null) {
     const who = holderPid === null ? 'another process (pid not known yet)' : `process ${holderPid}`;
-    super(ErrorCodes.ALREADY_RUNNING,
+    super(
+      ErrorCodes.ALREADY_RUNNING,
       `another vendgate is already running on this database: ${who} holds ${lockPath}. ` +
-      'Stop it first (sudo systemctl stop vendgate' + (holderPid === null ? '' : `, or kill ${holderPid}`) + '); nothing was changed.',
-      { details: { holderPid, lockPath } });
+        'Stop it first (sudo systemctl stop vendgate' +
+        (holderPid === null ? '' : `, or kill ${holderPid}`) +
+        '); nothing was changed.',
+      { details: { holderPid, lockPath } },
+    );
     this.name = 'InstanceLockedError';
     this.holderPid = holderPid;
     this.lockPath = lockPath;

@@ -96,11 +96,18 @@ export function checkLineage(db: Db, dbPath: string, machine = machineIdentity()
 
   const restored = mark !== null && mark.dbId === dbId && current < mark.highWater;
   const cloned = storedMachine !== null && storedMachine !== machine;
-  if (storedMachine !== machine) db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(META_MACHINE, machine);
+  if (storedMachine !== machine)
+    db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+      META_MACHINE,
+      machine,
+    );
   if (dbPath !== ':memory:') writeMark(lineagePath(dbPath), { dbId, highWater: current }, true);
 
   const details: string[] = [];
-  if (restored) details.push(`the database is older than one this machine already ran (high-water ${current} < ${mark!.highWater}): restored from a backup or an image`);
+  if (restored)
+    details.push(
+      `the database is older than one this machine already ran (high-water ${current} < ${mark!.highWater}): restored from a backup or an image`,
+    );
   if (cloned) details.push('the database was last used on another machine (a cloned or moved SD card)');
   return { restored, cloned, detail: details.length ? details.join('; ') : null, highWater: current };
 }

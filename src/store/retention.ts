@@ -147,13 +147,22 @@ export function createRetention(deps: { db: Db; clock: Clock; logger: Logger }, 
   function runPass(): void {
     if (pass) return;
     pass = pruneAll()
-      .catch((err) => { log.error({ err }, 'pruning failed; will try again at the next pass'); return emptyCounts(); })
-      .finally(() => { pass = null; schedule(intervalMs); });
+      .catch((err) => {
+        log.error({ err }, 'pruning failed; will try again at the next pass');
+        return emptyCounts();
+      })
+      .finally(() => {
+        pass = null;
+        schedule(intervalMs);
+      });
   }
 
   function schedule(delayMs: number): void {
     if (stopped) return;
-    timer = setTimeout(() => { timer = null; runPass(); }, delayMs);
+    timer = setTimeout(() => {
+      timer = null;
+      runPass();
+    }, delayMs);
     timer.unref();
   }
 

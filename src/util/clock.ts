@@ -14,8 +14,12 @@ export function createManualClock(startMs = Date.UTC(2026, 10, 29, 12, 0, 0)): C
   let current = startMs;
   return {
     now: () => current,
-    set: (ms) => { current = ms; },
-    advance: (ms) => { current += ms; },
+    set: (ms) => {
+      current = ms;
+    },
+    advance: (ms) => {
+      current += ms;
+    },
   };
 }
 

@@ -33,11 +33,13 @@ export class PortInUseError extends VendgateError {
   readonly setting: string;
 
   constructor(address: ListenerAddress, cause: unknown) {
-    super(ErrorCodes.PORT_IN_USE,
+    super(
+      ErrorCodes.PORT_IN_USE,
       `${address.portSetting}: port ${address.port} on ${address.host} is already in use by another program. ` +
-      `See which one with: sudo ss -ltnp 'sport = :${address.port}' — stop it or choose another ${address.portSetting}. ` +
-      'Nothing was started and the database was not touched.',
-      { cause, details: { port: address.port, host: address.host, setting: address.portSetting } });
+        `See which one with: sudo ss -ltnp 'sport = :${address.port}' — stop it or choose another ${address.portSetting}. ` +
+        'Nothing was started and the database was not touched.',
+      { cause, details: { port: address.port, host: address.host, setting: address.portSetting } },
+    );
     this.name = 'PortInUseError';
     this.port = address.port;
     this.setting = address.portSetting;
@@ -86,7 +88,10 @@ export async function bindListener(address: ListenerAddress, limits: ListenerLim
       server.off('listening', onListening);
       reject(err.code === 'EADDRINUSE' ? new PortInUseError(address, err) : err);
     };
-    const onListening = () => { server.off('error', onError); resolve(); };
+    const onListening = () => {
+      server.off('error', onError);
+      resolve();
+    };
     server.once('error', onError);
     server.once('listening', onListening);
     server.listen({ host: address.host, port: address.port });
@@ -99,12 +104,19 @@ export async function bindListener(address: ListenerAddress, limits: ListenerLim
     server,
     port,
     url: `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`,
-    serve(next) { handler = next; },
+    serve(next) {
+      handler = next;
+    },
     close(graceMs = 2_000) {
       closing ??= new Promise<void>((resolve) => {
-        const cutOff = setTimeout(() => { for (const socket of sockets.keys()) socket.destroy(); }, graceMs);
+        const cutOff = setTimeout(() => {
+          for (const socket of sockets.keys()) socket.destroy();
+        }, graceMs);
         cutOff.unref();
-        server.close(() => { clearTimeout(cutOff); resolve(); });
+        server.close(() => {
+          clearTimeout(cutOff);
+          resolve();
+        });
         server.closeIdleConnections();
       });
       return closing;
@@ -114,12 +126,22 @@ export async function bindListener(address: ListenerAddress, limits: ListenerLim
 
 /** The webhook listener faces the internet through the tunnel: tight limits, a connection cap. */
 export const WEBHOOK_LISTENER_DEFAULTS: Readonly<ListenerLimits> = Object.freeze({
-  headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, idleTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxRequestsPerSocket: 1_000, maxConnections: 128,
+  headersTimeoutMs: 5_000,
+  requestTimeoutMs: 10_000,
+  idleTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5_000,
+  maxRequestsPerSocket: 1_000,
+  maxConnections: 128,
 });
 
 /** The local listener: the same timeouts, but idle connections live longer than the SSE ping (15 s). */
 export const LOCAL_LISTENER_DEFAULTS: Readonly<ListenerLimits> = Object.freeze({
-  headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, idleTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000, maxRequestsPerSocket: 1_000, maxConnections: 0,
+  headersTimeoutMs: 5_000,
+  requestTimeoutMs: 10_000,
+  idleTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 5_000,
+  maxRequestsPerSocket: 1_000,
+  maxConnections: 0,
 });
 
 /** The limit fields of a listener's settings section. */
@@ -149,7 +171,7 @@ function trackForCap(server: Server, maxConnections: number): Map<Socket, Connec
   const victim = (): Socket | undefined => {
     let best: { socket: Socket; rank: number; since: number } | undefined;
     for (const [socket, c] of connections) {
-      const rank = c.current === null ? (c.served === 0 ? 0 : 1) : (c.current.complete ? 2 : 0);
+      const rank = c.current === null ? (c.served === 0 ? 0 : 1) : c.current.complete ? 2 : 0;
       if (!best || rank < best.rank || (rank === best.rank && c.since < best.since)) best = { socket, rank, since: c.since };
     }
     return best?.socket;
@@ -157,7 +179,10 @@ function trackForCap(server: Server, maxConnections: number): Map<Socket, Connec
   server.on('connection', (socket: Socket) => {
     if (maxConnections > 0 && connections.size >= maxConnections) {
       const out = victim();
-      if (out) { connections.delete(out); out.destroy(); }
+      if (out) {
+        connections.delete(out);
+        out.destroy();
+      }
     }
     connections.set(socket, { current: null, served: 0, since: performance.now() });
     socket.once('close', () => connections.delete(socket));

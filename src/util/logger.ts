@@ -5,13 +5,35 @@ export type { Logger };
 
 /** Paths pino removes from every log line: credentials, webhook secrets, signature headers. */
 export const REDACT_PATHS = [
-  'secret', 'secrets', 'password', 'apiKey', 'clientSecret', 'token', 'accessToken', 'authorization',
-  '*.secret', '*.secrets', '*.password', '*.apiKey', '*.clientSecret', '*.webhookSecrets', '*.token',
-  '*.accessToken', '*.authorization', '*.Authorization',
-  'headers.authorization', 'headers["x-api-key"]', 'headers["gerege-signature"]', 'headers["x-qutpay-signature"]',
-  'req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["gerege-signature"]',
+  'secret',
+  'secrets',
+  'password',
+  'apiKey',
+  'clientSecret',
+  'token',
+  'accessToken',
+  'authorization',
+  '*.secret',
+  '*.secrets',
+  '*.password',
+  '*.apiKey',
+  '*.clientSecret',
+  '*.webhookSecrets',
+  '*.token',
+  '*.accessToken',
+  '*.authorization',
+  '*.Authorization',
+  'headers.authorization',
+  'headers["x-api-key"]',
+  'headers["gerege-signature"]',
+  'headers["x-qutpay-signature"]',
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers["gerege-signature"]',
   'req.headers["x-qutpay-signature"]',
-  'settings.provider.clientSecret', 'settings.provider.apiKey', 'settings.provider.webhookSecrets',
+  'settings.provider.clientSecret',
+  'settings.provider.apiKey',
+  'settings.provider.webhookSecrets',
   'settings.mqtt.password',
 ];
 
@@ -37,7 +59,9 @@ export function pickLogFormat(env: NodeJS.ProcessEnv, stdout: NodeJS.WritableStr
     try {
       const stat = fstatSync(fd);
       if (env.JOURNAL_STREAM === `${stat.dev}:${stat.ino}`) return 'journal';
-    } catch { /* not a file descriptor we can inspect: fall through */ }
+    } catch {
+      /* not a file descriptor we can inspect: fall through */
+    }
   }
   return (stdout as { isTTY?: boolean }).isTTY ? 'pretty' : 'json';
 }
@@ -80,7 +104,11 @@ export function createLogger(options: LoggerOptions = {}): Logger {
  * terminal, and in-process as a plain stream (no worker-thread transport: a Zero 2 W has no memory
  * for a second V8 isolate). If it is missing (an install without it), the lines stay JSON.
  */
-export async function createServiceLogger(options: { level?: LevelWithSilent; destination: NodeJS.WritableStream; format: LogFormat }): Promise<Logger> {
+export async function createServiceLogger(options: {
+  level?: LevelWithSilent;
+  destination: NodeJS.WritableStream;
+  format: LogFormat;
+}): Promise<Logger> {
   if (options.format !== 'pretty') return createLogger(options as LoggerOptions);
   let pretty: (opts: Record<string, unknown>) => DestinationStream;
   try {
@@ -88,7 +116,13 @@ export async function createServiceLogger(options: { level?: LevelWithSilent; de
   } catch {
     return createLogger({ level: options.level, destination: options.destination });
   }
-  const stream = pretty({ destination: options.destination, sync: true, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
+  const stream = pretty({
+    destination: options.destination,
+    sync: true,
+    colorize: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,service',
+  });
   return pino(baseOptions(options.level), stream);
 }
 

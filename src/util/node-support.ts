@@ -22,5 +22,7 @@ export function nodeSupport(version: string, now: number): NodeSupport {
 
 /** The supported lines that are still maintained at `now`, newest last ("22 or 24"). */
 export function maintainedNodeLines(now: number): number[] {
-  return Object.keys(NODE_END_OF_LIFE).map(Number).filter((major) => nodeSupport(String(major), now).status === 'supported');
+  return Object.keys(NODE_END_OF_LIFE)
+    .map(Number)
+    .filter((major) => nodeSupport(String(major), now).status === 'supported');
 }

@@ -26,21 +26,47 @@ export interface RefundToQueue {
 
 /** At most one refund per invoice, with the key derived from the order. Returns false when one exists. */
 export function queueRefundFor(deps: { db: Db; outbox: Outbox }, refund: RefundToQueue): boolean {
-  const queued = prepared(deps.db,
-    `INSERT INTO refunds (invoice_id, order_id, idempotency_key, kind, amount, reason, state, created_at, updated_at)
+  const queued =
+    prepared(
+      deps.db,
+      `INSERT INTO refunds (invoice_id, order_id, idempotency_key, kind, amount, reason, state, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, 'requested', ?, ?) ON CONFLICT DO NOTHING`,
-  ).run(refund.invoiceId, refund.id, refundKeyFor(refund.reference, refund.attempt), refund.kind, refund.amount, refund.reason, refund.now, refund.now).changes === 1;
+    ).run(
+      refund.invoiceId,
+      refund.id,
+      refundKeyFor(refund.reference, refund.attempt),
+      refund.kind,
+      refund.amount,
+      refund.reason,
+      refund.now,
+      refund.now,
+    ).changes === 1;
   if (queued) {
-    deps.outbox.event('refund.requested', { orderId: refund.id, reference: refund.reference, invoiceId: refund.invoiceId, kind: refund.kind, amount: refund.amount, reason: refund.reason });
+    deps.outbox.event('refund.requested', {
+      orderId: refund.id,
+      reference: refund.reference,
+      invoiceId: refund.invoiceId,
+      kind: refund.kind,
+      amount: refund.amount,
+      reason: refund.reason,
+    });
     deps.outbox.count('refunds_requested');
   }
   return queued;
 }
 
 /** One vend job per order (its primary key): a second call for the same order queues nothing. */
-export function queueVendFor(deps: { db: Db; outbox: Outbox }, order: { id: number; reference: string; slot: string | null }, now: number): boolean {
-  const queued = prepared(deps.db, "INSERT INTO vend_jobs (order_id, state, slot, created_at) VALUES (?, 'queued', ?, ?) ON CONFLICT DO NOTHING")
-    .run(order.id, order.slot, now).changes === 1;
+export function queueVendFor(
+  deps: { db: Db; outbox: Outbox },
+  order: { id: number; reference: string; slot: string | null },
+  now: number,
+): boolean {
+  const queued =
+    prepared(deps.db, "INSERT INTO vend_jobs (order_id, state, slot, created_at) VALUES (?, 'queued', ?, ?) ON CONFLICT DO NOTHING").run(
+      order.id,
+      order.slot,
+      now,
+    ).changes === 1;
   if (queued) deps.outbox.event('vend.queued', { orderId: order.id, reference: order.reference, slot: order.slot });
   return queued;
 }

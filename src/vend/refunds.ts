@@ -39,7 +39,10 @@ export interface RefundWorkerSettings {
  * asked again with that key; elsewhere (QutPay) the invoice is read (refunded → done; still paid →
  * read again). Unsettled for too long → alarm for a person.
  */
-export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger }, settings: RefundWorkerSettings) {
+export function createRefundWorker(
+  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger },
+  settings: RefundWorkerSettings,
+) {
   const { db, clock, outbox, provider, ledger } = deps;
   const log = deps.logger.child({ module: 'refunds' });
   const orders = createOrderRepository({ db, clock });
@@ -49,8 +52,11 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
   const get = (invoiceId: string) => prepared(db, 'SELECT * FROM refunds WHERE invoice_id = ?').get(invoiceId) as RefundRow | undefined;
   const update = (invoiceId: string, fields: Partial<RefundRow>) => {
     const keys = Object.keys(fields);
-    prepared(db, `UPDATE refunds SET ${keys.map((k) => `${k} = ?`).join(', ')}, updated_at = ? WHERE invoice_id = ?`)
-      .run(...keys.map((k) => (fields as Record<string, unknown>)[k]), clock.now(), invoiceId);
+    prepared(db, `UPDATE refunds SET ${keys.map((k) => `${k} = ?`).join(', ')}, updated_at = ? WHERE invoice_id = ?`).run(
+      ...keys.map((k) => (fields as Record<string, unknown>)[k]),
+      clock.now(),
+      invoiceId,
+    );
   };
 
   /** Marks the refund done and, when it was the order's own invoice, the order refunded. */
@@ -79,11 +85,17 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
     const invoice = await provider.getInvoice(row.invoice_id);
     ledger.observe(observationOf(invoice, 'refund'));
     if (row.kind === 'void') {
-      if (invoice.status === 'canceled' || invoice.status === 'expired') { complete(row, 'authorization already canceled at the provider'); return null; }
+      if (invoice.status === 'canceled' || invoice.status === 'expired') {
+        complete(row, 'authorization already canceled at the provider');
+        return null;
+      }
       return row.amount;
     }
     const refundable = invoice.amount - (invoice.refundedAmount ?? 0);
-    if (invoice.status === 'refunded' || refundable <= 0) { complete(row, 'already refunded at the provider'); return null; }
+    if (invoice.status === 'refunded' || refundable <= 0) {
+      complete(row, 'already refunded at the provider');
+      return null;
+    }
     return Math.min(row.amount, refundable);
   }
 
@@ -104,9 +116,15 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
     // Claim first, power-loss durable (synchronous=FULL): a crash or a power cut between this
     // commit and the provider's answer leaves `sending`, which recovery turns into `unknown` —
     // settled by check(), never by a blind second send.
-    const claimed = durably(db, () =>
-      prepared(db, "UPDATE refunds SET state = 'sending', attempts = attempts + 1, updated_at = ? WHERE invoice_id = ? AND state = 'requested'")
-        .run(clock.now(), row.invoice_id).changes === 1, 'refund_claim');
+    const claimed = durably(
+      db,
+      () =>
+        prepared(
+          db,
+          "UPDATE refunds SET state = 'sending', attempts = attempts + 1, updated_at = ? WHERE invoice_id = ? AND state = 'requested'",
+        ).run(clock.now(), row.invoice_id).changes === 1,
+      'refund_claim',
+    );
     if (!claimed) return;
     try {
       if (row.kind === 'void') {
@@ -127,7 +145,10 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
   function fail(row: RefundRow, detail: string, refundId?: string): void {
     inTransaction(db, () => {
       update(row.invoice_id, { state: 'failed', last_error: detail, provider_refund_id: refundId ?? null });
-      outbox.raiseAlarm(`refund_failed/${row.order_id}`, 'critical', 'the provider refused a refund: give the money back by hand', { orderId: row.order_id, invoiceId: row.invoice_id });
+      outbox.raiseAlarm(`refund_failed/${row.order_id}`, 'critical', 'the provider refused a refund: give the money back by hand', {
+        orderId: row.order_id,
+        invoiceId: row.invoice_id,
+      });
       outbox.event('refund.failed', { orderId: row.order_id, invoiceId: row.invoice_id, detail });
     });
     log.error({ orderId: row.order_id, invoiceId: row.invoice_id, detail }, 'refund refused by the provider');
@@ -135,7 +156,12 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
 
   function markUnknown(row: RefundRow, detail: string, state: 'pending' | 'unknown', refundId?: string): void {
     inTransaction(db, () => {
-      update(row.invoice_id, { state, last_error: detail, next_check_at: clock.now() + settings.checkIntervalMs, ...(refundId ? { provider_refund_id: refundId } : {}) });
+      update(row.invoice_id, {
+        state,
+        last_error: detail,
+        next_check_at: clock.now() + settings.checkIntervalMs,
+        ...(refundId ? { provider_refund_id: refundId } : {}),
+      });
       if (state === 'unknown') outbox.event('refund.unknown', { orderId: row.order_id, invoiceId: row.invoice_id, detail });
     });
     log.warn({ orderId: row.order_id, invoiceId: row.invoice_id, state, detail }, 'refund outcome not known yet: will read the invoice');
@@ -162,9 +188,16 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
       update(row.invoice_id, { next_check_at: now + settings.checkIntervalMs });
       if (!row.alarmed_at && now - row.created_at >= settings.unknownAlarmMs) {
         update(row.invoice_id, { alarmed_at: now });
-        outbox.raiseAlarm(`refund_unknown/${row.order_id}`, 'critical', 'a refund has had no confirmed outcome for too long: check it with the provider', {
-          orderId: row.order_id, invoiceId: row.invoice_id, since: new Date(row.created_at).toISOString(),
-        });
+        outbox.raiseAlarm(
+          `refund_unknown/${row.order_id}`,
+          'critical',
+          'a refund has had no confirmed outcome for too long: check it with the provider',
+          {
+            orderId: row.order_id,
+            invoiceId: row.invoice_id,
+            since: new Date(row.created_at).toISOString(),
+          },
+        );
       }
     });
   }
@@ -172,19 +205,31 @@ export function createRefundWorker(deps: { db: Db; clock: Clock; logger: Logger;
   async function runOnce(): Promise<void> {
     const requested = prepared(db, "SELECT * FROM refunds WHERE state = 'requested' ORDER BY created_at").all() as RefundRow[];
     for (const row of requested) await send(row);
-    const due = prepared(db, "SELECT * FROM refunds WHERE state IN ('pending', 'unknown') AND coalesce(next_check_at, 0) <= ? ORDER BY next_check_at").all(clock.now()) as RefundRow[];
+    const due = prepared(
+      db,
+      "SELECT * FROM refunds WHERE state IN ('pending', 'unknown') AND coalesce(next_check_at, 0) <= ? ORDER BY next_check_at",
+    ).all(clock.now()) as RefundRow[];
     for (const row of due) await check(row);
   }
 
   return {
     /** Crash recovery: a refund that was being sent has an unknown outcome. */
     recover(): number {
-      return inTransaction(db, () => prepared(db, "UPDATE refunds SET state = 'unknown', next_check_at = 0, last_error = 'process stopped while sending', updated_at = ? WHERE state = 'sending'").run(clock.now()).changes);
+      return inTransaction(
+        db,
+        () =>
+          prepared(
+            db,
+            "UPDATE refunds SET state = 'unknown', next_check_at = 0, last_error = 'process stopped while sending', updated_at = ? WHERE state = 'sending'",
+          ).run(clock.now()).changes,
+      );
     },
     /** Processes what is due; concurrent calls share one pass. */
     run(): Promise<void> {
       if (stopped) return Promise.resolve();
-      running ??= runOnce().finally(() => { running = null; });
+      running ??= runOnce().finally(() => {
+        running = null;
+      });
       return running;
     },
     /** No new pass; the refund in flight finishes (its answer recorded) before this resolves. */

@@ -55,28 +55,37 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   let stopped = false;
 
   const requestFor = (order: OrderRow): VendRequest => ({
-    orderId: order.id, reference: order.reference, slot: order.slot, amount: order.amount, currency: order.currency, mode: settings.mode,
+    orderId: order.id,
+    reference: order.reference,
+    slot: order.slot,
+    amount: order.amount,
+    currency: order.currency,
+    mode: settings.mode,
   });
 
   /** Claims one job durably. Returns the order to fire, or null when there is nothing (more) to do. */
   function claimNext(): OrderRow | null {
     // Nothing queued (the usual idle tick): no transaction, no write, no sync.
     if (!jobs.nextQueued()) return null;
-    return durably(db, () => {
-      let job = jobs.nextQueued();
-      let order = job && orders.get(job.order_id)!;
-      while (job && order && order.state !== 'paid' && order.state !== 'authorized') {
-        // The order moved on (an operator refunded it before the vend): the job is void.
-        jobs.finish(job.order_id, 'queued', 'failed', 'skipped', `order was ${order.state}`, clock.now());
-        job = jobs.nextQueued();
-        order = job && orders.get(job.order_id)!;
-      }
-      if (!job || !order) return null;
-      if (!jobs.claim(job.order_id, clock.now())) return null;
-      orders.transition(order.id, order.state, 'vending', 'vend claimed');
-      outbox.event('vend.started', { orderId: order.id, reference: order.reference, slot: order.slot });
-      return orders.get(order.id)!;
-    }, 'vend_claim');
+    return durably(
+      db,
+      () => {
+        let job = jobs.nextQueued();
+        let order = job && orders.get(job.order_id)!;
+        while (job && order && order.state !== 'paid' && order.state !== 'authorized') {
+          // The order moved on (an operator refunded it before the vend): the job is void.
+          jobs.finish(job.order_id, 'queued', 'failed', 'skipped', `order was ${order.state}`, clock.now());
+          job = jobs.nextQueued();
+          order = job && orders.get(job.order_id)!;
+        }
+        if (!job || !order) return null;
+        if (!jobs.claim(job.order_id, clock.now())) return null;
+        orders.transition(order.id, order.state, 'vending', 'vend claimed');
+        outbox.event('vend.started', { orderId: order.id, reference: order.reference, slot: order.slot });
+        return orders.get(order.id)!;
+      },
+      'vend_claim',
+    );
   }
 
   /**
@@ -87,7 +96,10 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   async function fire(order: OrderRow): Promise<VendOutcome> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<VendOutcome>((resolve) => {
-      timer = setTimeout(() => resolve({ result: 'unknown', detail: `no answer from the ${actuator.kind} actuator within ${settings.vendTimeoutMs} ms` }), settings.vendTimeoutMs);
+      timer = setTimeout(
+        () => resolve({ result: 'unknown', detail: `no answer from the ${actuator.kind} actuator within ${settings.vendTimeoutMs} ms` }),
+        settings.vendTimeoutMs,
+      );
     });
     try {
       return await Promise.race([actuator.fire(requestFor(order)), timeout]);
@@ -100,32 +112,44 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
 
   function settle(order: OrderRow, outcome: { result: string; reason?: string; detail?: string; slotFault?: boolean }): void {
     const now = clock.now();
-    const detail = 'reason' in outcome && outcome.reason ? outcome.reason : outcome.detail ?? null;
+    const detail = 'reason' in outcome && outcome.reason ? outcome.reason : (outcome.detail ?? null);
     const slotted = settings.mode === 'vending' && order.slot !== null;
     // Power-loss durable: a vend delivered just before a power cut comes back `vended`, not parked
     // for a person (one sync per vend; measured in scripts/bench/fsync.mjs).
-    durably(db, () => {
-      if (outcome.result === 'vended' || (outcome.result === 'not_passed' && settings.notPassedPolicy === 'keep')) {
-        jobs.finish(order.id, 'firing', 'done', outcome.result, detail, now);
-        orders.transition(order.id, 'vending', 'vended', outcome.result === 'vended' ? 'vend succeeded' : 'nobody passed; policy keeps the fare');
-        if (order.capture_mode === 'manual') jobs.setCapture(order.id, 'pending');
-        outbox.event('vend.succeeded', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result });
-        outbox.count('vends_succeeded');
-        if (slotted) deps.slots?.delivered(order.slot!);
-      } else if (outcome.result === 'failed' || outcome.result === 'not_passed') {
-        jobs.finish(order.id, 'firing', 'failed', outcome.result, detail, now);
-        orders.transition(order.id, 'vending', 'vend_failed', detail ?? outcome.result, { errorCode: ErrorCodes.VEND_FAILED, errorMessage: detail ?? outcome.result });
-        orders.transition(order.id, 'vend_failed', 'refunding', 'vend failed: money goes back');
-        outbox.event('vend.failed', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result, detail });
-        outbox.count('vends_failed');
-        queueRefund(order, `vend ${outcome.result}: ${detail ?? ''}`.trim());
-        // Only the machine's own failure at this slot counts toward a jam, not a line that was down.
-        if (slotted && outcome.slotFault) deps.slots?.failed(order.slot!, detail ?? 'vend failed');
-      } else {
-        // The machine may or may not have delivered: a person decides (invariant 3).
-        markUncertain(order, detail ?? 'the actuator could not say whether it delivered');
-      }
-    }, 'vend_settle');
+    durably(
+      db,
+      () => {
+        if (outcome.result === 'vended' || (outcome.result === 'not_passed' && settings.notPassedPolicy === 'keep')) {
+          jobs.finish(order.id, 'firing', 'done', outcome.result, detail, now);
+          orders.transition(
+            order.id,
+            'vending',
+            'vended',
+            outcome.result === 'vended' ? 'vend succeeded' : 'nobody passed; policy keeps the fare',
+          );
+          if (order.capture_mode === 'manual') jobs.setCapture(order.id, 'pending');
+          outbox.event('vend.succeeded', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result });
+          outbox.count('vends_succeeded');
+          if (slotted) deps.slots?.delivered(order.slot!);
+        } else if (outcome.result === 'failed' || outcome.result === 'not_passed') {
+          jobs.finish(order.id, 'firing', 'failed', outcome.result, detail, now);
+          orders.transition(order.id, 'vending', 'vend_failed', detail ?? outcome.result, {
+            errorCode: ErrorCodes.VEND_FAILED,
+            errorMessage: detail ?? outcome.result,
+          });
+          orders.transition(order.id, 'vend_failed', 'refunding', 'vend failed: money goes back');
+          outbox.event('vend.failed', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result, detail });
+          outbox.count('vends_failed');
+          queueRefund(order, `vend ${outcome.result}: ${detail ?? ''}`.trim());
+          // Only the machine's own failure at this slot counts toward a jam, not a line that was down.
+          if (slotted && outcome.slotFault) deps.slots?.failed(order.slot!, detail ?? 'vend failed');
+        } else {
+          // The machine may or may not have delivered: a person decides (invariant 3).
+          markUncertain(order, detail ?? 'the actuator could not say whether it delivered');
+        }
+      },
+      'vend_settle',
+    );
   }
 
   async function runOnce(): Promise<void> {
@@ -165,7 +189,11 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         const invoice = await provider.captureInvoice(order.invoice_id!);
         outcome = captureOutcome(invoice.status, invoice.providerStatus);
       } catch (err) {
-        outcome = { done: false, permanent: err instanceof ProviderError && !err.transient && err.kind !== 'auth', detail: errorMessage(err) };
+        outcome = {
+          done: false,
+          permanent: err instanceof ProviderError && !err.transient && err.kind !== 'auth',
+          detail: errorMessage(err),
+        };
       }
       settleCapture(order, job.capture_attempts + 1, outcome);
     }
@@ -177,7 +205,11 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     return { done: false, permanent: true, detail: `the authorization is ${providerStatus}: it can no longer be captured` };
   }
 
-  function settleCapture(order: OrderRow, attempts: number, outcome: { done: true } | { done: false; permanent: boolean; detail: string }): void {
+  function settleCapture(
+    order: OrderRow,
+    attempts: number,
+    outcome: { done: true } | { done: false; permanent: boolean; detail: string },
+  ): void {
     inTransaction(db, () => {
       if (outcome.done) {
         jobs.setCapture(order.id, 'done');
@@ -187,21 +219,47 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       }
       if (outcome.permanent) {
         jobs.setCapture(order.id, 'failed');
-        outbox.raiseAlarm(`capture_failed/${order.id}`, 'critical', 'a vended order could not be captured and never will be: the goods were handed out without the money; check it with the provider', {
-          orderId: order.id, reference: order.reference, invoiceId: order.invoice_id, detail: outcome.detail,
+        outbox.raiseAlarm(
+          `capture_failed/${order.id}`,
+          'critical',
+          'a vended order could not be captured and never will be: the goods were handed out without the money; check it with the provider',
+          {
+            orderId: order.id,
+            reference: order.reference,
+            invoiceId: order.invoice_id,
+            detail: outcome.detail,
+          },
+        );
+        outbox.event('capture.failed', {
+          orderId: order.id,
+          reference: order.reference,
+          invoiceId: order.invoice_id,
+          detail: outcome.detail,
         });
-        outbox.event('capture.failed', { orderId: order.id, reference: order.reference, invoiceId: order.invoice_id, detail: outcome.detail });
         return;
       }
       const wait = Math.min(settings.captureMaxBackoffMs ?? 600_000, 1_000 * 2 ** Math.min(attempts, 20));
       jobs.retryCapture(order.id, clock.now() + wait);
       if (attempts === CAPTURE_ALARM_AFTER) {
-        outbox.raiseAlarm(`capture_failed/${order.id}`, 'warning', 'capturing a vended order keeps failing; still retrying, less and less often', {
-          orderId: order.id, reference: order.reference, invoiceId: order.invoice_id, attempts, detail: outcome.detail,
-        });
+        outbox.raiseAlarm(
+          `capture_failed/${order.id}`,
+          'warning',
+          'capturing a vended order keeps failing; still retrying, less and less often',
+          {
+            orderId: order.id,
+            reference: order.reference,
+            invoiceId: order.invoice_id,
+            attempts,
+            detail: outcome.detail,
+          },
+        );
       }
     });
-    if (!outcome.done) log.warn({ orderId: order.id, attempts, permanent: outcome.permanent, detail: outcome.detail }, outcome.permanent ? 'capture given up' : 'capture failed; will retry later');
+    if (!outcome.done)
+      log.warn(
+        { orderId: order.id, attempts, permanent: outcome.permanent, detail: outcome.detail },
+        outcome.permanent ? 'capture given up' : 'capture failed; will retry later',
+      );
   }
 
   /** A power cut or crash during a capture call: the invoice says whether it happened. */
@@ -228,7 +286,8 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     try {
       const invoice = await provider.getInvoice(order.invoice_id!);
       if (invoice.status === 'refunded') return 'the invoice is already refunded at the provider';
-      if (order.capture_mode === 'manual' && (invoice.status === 'canceled' || invoice.status === 'expired')) return `the authorization is already ${invoice.providerStatus} at the provider`;
+      if (order.capture_mode === 'manual' && (invoice.status === 'canceled' || invoice.status === 'expired'))
+        return `the authorization is already ${invoice.providerStatus} at the provider`;
     } catch (err) {
       log.warn({ err, orderId: order.id }, 'recovery: the invoice is not readable; the vend is parked for a person');
     }
@@ -253,7 +312,10 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
             outbox.event('vend.settled_by_provider', { orderId: order.id, reference: order.reference, detail: refunded });
           });
           settledIds.push(order.id);
-          log.warn({ orderId: order.id, reference: order.reference }, 'vend interrupted by a restart: already refunded at the provider, settled');
+          log.warn(
+            { orderId: order.id, reference: order.reference },
+            'vend interrupted by a restart: already refunded at the provider, settled',
+          );
           continue;
         }
         inTransaction(db, () => markUncertain(order, 'the service stopped while the vend was in progress'));
@@ -281,14 +343,18 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     parkQueued(detail: string): number[] {
       const parked: number[] = [];
       for (const job of jobs.inState('queued')) {
-        durably(db, () => {
-          const order = orders.get(job.order_id)!;
-          if (order.state !== 'paid' && order.state !== 'authorized') return;
-          if (!jobs.claim(order.id, clock.now())) return;
-          orders.transition(order.id, order.state, 'vending', 'vend claimed for a person: restored database');
-          markUncertain(orders.get(order.id)!, detail);
-          parked.push(order.id);
-        }, 'vend_claim');
+        durably(
+          db,
+          () => {
+            const order = orders.get(job.order_id)!;
+            if (order.state !== 'paid' && order.state !== 'authorized') return;
+            if (!jobs.claim(order.id, clock.now())) return;
+            orders.transition(order.id, order.state, 'vending', 'vend claimed for a person: restored database');
+            markUncertain(orders.get(order.id)!, detail);
+            parked.push(order.id);
+          },
+          'vend_claim',
+        );
       }
       if (parked.length) log.error({ orders: parked }, 'restored database: paid orders parked for a person instead of vended');
       return parked;
@@ -297,7 +363,9 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     /** Processes queued jobs one at a time; concurrent calls share one pass. */
     run(): Promise<void> {
       if (stopped) return Promise.resolve();
-      running ??= runOnce().finally(() => { running = null; });
+      running ??= runOnce().finally(() => {
+        running = null;
+      });
       return running;
     },
 
@@ -328,7 +396,12 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       const pending = running;
       if (!pending) return;
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([pending, new Promise<void>((resolve) => { timer = setTimeout(resolve, graceMs); })]);
+      await Promise.race([
+        pending,
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, graceMs);
+        }),
+      ]);
       clearTimeout(timer);
     },
   };

@@ -27,9 +27,17 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
     jobs.finish(order.id, 'firing', 'uncertain', 'uncertain', detail, clock.now());
     orders.transition(order.id, 'vending', 'vend_uncertain', detail, { errorCode: ErrorCodes.VEND_UNCERTAIN, errorMessage: detail });
     outbox.event('vend.uncertain', { orderId: order.id, reference: order.reference, slot: order.slot, detail });
-    outbox.raiseAlarm(`vend_uncertain/${order.id}`, 'critical', 'a paid vend may or may not have delivered: check the machine, then run vendgate resolve', {
-      orderId: order.id, reference: order.reference, slot: order.slot, detail,
-    });
+    outbox.raiseAlarm(
+      `vend_uncertain/${order.id}`,
+      'critical',
+      'a paid vend may or may not have delivered: check the machine, then run vendgate resolve',
+      {
+        orderId: order.id,
+        reference: order.reference,
+        slot: order.slot,
+        detail,
+      },
+    );
     outbox.count('vends_uncertain');
   }
 
@@ -48,7 +56,9 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
       inTransaction(db, () => {
         const order = mustGet(orderId);
         if (order.state !== 'vend_uncertain') {
-          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only vend_uncertain orders are resolved`, { httpStatus: 409 });
+          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only vend_uncertain orders are resolved`, {
+            httpStatus: 409,
+          });
         }
         jobs.finish(orderId, 'uncertain', 'resolved', vended ? 'resolved_vended' : 'resolved_not_vended', by, clock.now());
         if (vended) {
@@ -69,7 +79,11 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
       inTransaction(db, () => {
         const order = mustGet(orderId);
         if (order.state !== 'vended' && order.state !== 'paid' && order.state !== 'authorized') {
-          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only paid or vended orders can be refunded`, { httpStatus: 409 });
+          throw new VendgateError(
+            ErrorCodes.ORDER_STATE,
+            `order ${orderId} is ${order.state}; only paid or vended orders can be refunded`,
+            { httpStatus: 409 },
+          );
         }
         orders.transition(orderId, order.state, 'refunding', `refund requested by ${by}`);
         queueRefund(order, `requested by ${by}`);

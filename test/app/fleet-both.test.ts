@@ -9,14 +9,27 @@ import { testBroker, uniqueId, type TestBroker } from '../helpers/broker.js';
 import { clearRetainedUnder, watch } from '../mqtt/watch.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => { for (const fn of cleanups.splice(0).reverse()) await fn(); });
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
 
 function rows(svc: Service, sql: string, ...params: unknown[]): Record<string, any>[] {
   const db = new Database(svc.dbPath, { readonly: true });
-  try { return db.prepare(sql).all(...params) as Record<string, any>[]; } finally { db.close(); }
+  try {
+    return db.prepare(sql).all(...params) as Record<string, any>[];
+  } finally {
+    db.close();
+  }
 }
 
-async function serviceWith(source: 'both' | 'broker', broker: TestBroker, prefix: string, deviceId: string, sim: Simulator, webhookPort: number): Promise<Service> {
+async function serviceWith(
+  source: 'both' | 'broker',
+  broker: TestBroker,
+  prefix: string,
+  deviceId: string,
+  sim: Simulator,
+  webhookPort: number,
+): Promise<Service> {
   const info = sim.info();
   const svc = await startService({
     webhookPort,
@@ -55,11 +68,24 @@ describe('fleet.webhookSource on the real service', () => {
     expect(route.referencePrefixes).toHaveLength(1);
     expect(route.referencePrefixes[0]).toMatch(new RegExp(`^${deviceId}-[0-9a-f]+-$`));
 
-    const order = await fetch(`${svc.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' }).then((r) => r.json()) as { orderId: number; invoiceId: string; reference: string };
+    const order = (await fetch(`${svc.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"slot":"A1"}',
+    }).then((r) => r.json())) as { orderId: number; invoiceId: string; reference: string };
     expect(order.reference.startsWith(route.referencePrefixes[0])).toBe(true);
     await sim.pay(order.invoiceId);
     await svc.waitFor(() => svc.readSimLog().length === 1, 15_000, 'the vend');
-    const stored = await waitFor(() => rows(svc, "SELECT event_id, raw_body FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded'", order.invoiceId)[0], 10_000, 'the tunnel webhook');
+    const stored = await waitFor(
+      () =>
+        rows(
+          svc,
+          "SELECT event_id, raw_body FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded'",
+          order.invoiceId,
+        )[0],
+      10_000,
+      'the tunnel webhook',
+    );
 
     // The relay brings the same event (same bytes, signed by the provider) over the broker.
     const relay = connect(broker.url, { clientId: uniqueId('relay'), protocolVersion: 4 });
@@ -67,9 +93,19 @@ describe('fleet.webhookSource on the real service', () => {
     cleanups.push(() => relay.endAsync(true));
     await new Promise<void>((resolve) => relay.once('connect', () => resolve()));
     const t = Math.floor(Date.now() / 1000);
-    const headers = { 'content-type': 'application/json', 'gerege-event-id': stored.event_id, 'gerege-signature': signGeregeTestPayload(stored.raw_body, sim.info().webhookSecret, t) };
-    await relay.publishAsync(createFleetTopics(prefix).webhook(deviceId, 'gerege'), encodeWebhookMessage(headers, stored.raw_body), { qos: 1 });
-    await svc.waitFor(() => svc.logs().some((l) => l.msg === 'duplicate webhook acknowledged' && l.via === 'broker' && l.eventId === stored.event_id), 10_000, 'the broker copy acknowledged as a duplicate');
+    const headers = {
+      'content-type': 'application/json',
+      'gerege-event-id': stored.event_id,
+      'gerege-signature': signGeregeTestPayload(stored.raw_body, sim.info().webhookSecret, t),
+    };
+    await relay.publishAsync(createFleetTopics(prefix).webhook(deviceId, 'gerege'), encodeWebhookMessage(headers, stored.raw_body), {
+      qos: 1,
+    });
+    await svc.waitFor(
+      () => svc.logs().some((l) => l.msg === 'duplicate webhook acknowledged' && l.via === 'broker' && l.eventId === stored.event_id),
+      10_000,
+      'the broker copy acknowledged as a duplicate',
+    );
     expect(rows(svc, 'SELECT count(*) AS n FROM webhook_events WHERE event_id = ?', stored.event_id)[0]!.n).toBe(1);
     expect(svc.readSimLog()).toHaveLength(1);
   });

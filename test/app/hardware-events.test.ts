@@ -10,10 +10,16 @@ function scriptedInputs(): HardwareInputs & { emit(event: HardwareEvent): void }
   const listeners: ((event: HardwareEvent) => void)[] = [];
   return {
     async start() {},
-    on(listener) { listeners.push(listener); },
-    read() { return {}; },
+    on(listener) {
+      listeners.push(listener);
+    },
+    read() {
+      return {};
+    },
     async stop() {},
-    emit(event) { for (const l of listeners) l(event); },
+    emit(event) {
+      for (const l of listeners) l(event);
+    },
   };
 }
 
@@ -23,8 +29,13 @@ function recordingActuator(): Actuator & { denied: string[]; fired: number[] } {
     denied: [] as string[],
     fired: [] as number[],
     async start() {},
-    async fire(request: { orderId: number }): Promise<VendOutcome> { actuator.fired.push(request.orderId); return { result: 'vended' }; },
-    async denySession(reason: string) { actuator.denied.push(reason); },
+    async fire(request: { orderId: number }): Promise<VendOutcome> {
+      actuator.fired.push(request.orderId);
+      return { result: 'vended' };
+    },
+    async denySession(reason: string) {
+      actuator.denied.push(reason);
+    },
     health: () => ({ ok: true, detail: 'recording' }),
     async stop() {},
   };
@@ -34,7 +45,10 @@ function recordingActuator(): Actuator & { denied: string[]; fired: number[] } {
 describe('what the machine tells us becomes orders and service state', () => {
   let app: App | null = null;
   let dir: ReturnType<typeof tempDir>;
-  afterEach(async () => { await app?.stop(); dir?.cleanup(); });
+  afterEach(async () => {
+    await app?.stop();
+    dir?.cleanup();
+  });
 
   async function start(overrides: Parameters<typeof testSettings>[1] = {}) {
     dir = tempDir();
@@ -74,11 +88,19 @@ describe('what the machine tells us becomes orders and service state', () => {
   it('inhibit puts the machine out of service (503) until it is released', async () => {
     const { inputs, localUrl } = await start();
     inputs.emit({ type: 'inhibit', active: true });
-    const refused = await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' });
+    const refused = await fetch(`${localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"slot":"A1"}',
+    });
     expect(refused.status).toBe(503);
     expect(((await (await fetch(`${localUrl}/api/state`)).json()) as { phase: string }).phase).toBe('out_of_service');
     inputs.emit({ type: 'inhibit', active: false });
-    const accepted = await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' });
+    const accepted = await fetch(`${localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"slot":"A1"}',
+    });
     expect(accepted.status).toBe(201);
   });
 

@@ -35,12 +35,16 @@ describe('the service as operators see it over MQTT', () => {
   it('publishes presence, state, and every event of a paid order in seq order', async () => {
     const { base, localUrl, ctx } = await start();
     await watcher.next(`${base}/status`, (m) => m.payload === 'online');
-    const created = await (await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' })).json() as { invoiceId: string };
+    const created = (await (
+      await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' })
+    ).json()) as { invoiceId: string };
     await ctx.sandbox!.payments.pay(created.invoiceId);
     await watcher.until(() => watcher.on(`${base}/events`).some((m) => JSON.parse(m.payload).type === 'vend.succeeded'), 'vend.succeeded');
     const events = watcher.on(`${base}/events`).map((m) => JSON.parse(m.payload) as { type: string; seq: number; id: string });
     const types = [...new Set(events.map((e) => e.type))];
-    expect(types).toEqual(expect.arrayContaining(['order.created', 'invoice.created', 'payment.observed', 'vend.queued', 'vend.started', 'vend.succeeded']));
+    expect(types).toEqual(
+      expect.arrayContaining(['order.created', 'invoice.created', 'payment.observed', 'vend.queued', 'vend.started', 'vend.succeeded']),
+    );
     expect(types.indexOf('order.created')).toBeLessThan(types.indexOf('vend.succeeded'));
     const seqs = events.map((e) => e.seq);
     expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
@@ -55,11 +59,17 @@ describe('the service as operators see it over MQTT', () => {
     await watcher.publish(`${base}/cmd/out_of_service`, JSON.stringify({ requestId: 'r-1', on: true, reason: 'cleaning' }));
     const result = await watcher.next(`${base}/cmd/out_of_service/result`);
     expect(JSON.parse(result.payload)).toMatchObject({ requestId: 'r-1', ok: true });
-    const refused = await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' });
+    const refused = await fetch(`${localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"slot":"A1"}',
+    });
     expect(refused.status).toBe(503);
     await watcher.publish(`${base}/cmd/out_of_service`, JSON.stringify({ requestId: 'r-2', on: false }));
     await watcher.next(`${base}/cmd/out_of_service/result`, (m) => m.payload.includes('r-2'));
-    await waitFor(async () => ((await fetch(`${localUrl}/api/state`).then((r) => r.json())) as { phase: string }).phase === 'idle', { what: 'idle again' });
+    await waitFor(async () => ((await fetch(`${localUrl}/api/state`).then((r) => r.json())) as { phase: string }).phase === 'idle', {
+      what: 'idle again',
+    });
   });
 
   it('a remote test vend is refused unless allowed in the settings, and nothing is actuated', async () => {

@@ -14,9 +14,14 @@ const dir = tempDir('vendgate-boundaries-');
 
 function runCheck(): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(dir.path, 'scripts/check-boundaries.mjs')], { cwd: dir.path, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      process.execPath,
+      [join(dir.path, 'scripts/check-boundaries.mjs')],
+      { cwd: dir.path, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -38,7 +43,10 @@ describe('import-boundary check', () => {
   }, 120_000);
 
   it('fails, naming each rule, when hardware imports the ledger, the money path imports mqtt, the simulator borrows an adapter, and outbox/ and orders/ import each other', async () => {
-    writeFileSync(join(dir.path, 'src/hardware/probe.ts'), "import type { Ledger } from '../ledger/index.js';\nexport type Probe = Ledger;\n");
+    writeFileSync(
+      join(dir.path, 'src/hardware/probe.ts'),
+      "import type { Ledger } from '../ledger/index.js';\nexport type Probe = Ledger;\n",
+    );
     writeFileSync(join(dir.path, 'src/vend/probe.ts'), "import '../mqtt/index.js';\n");
     writeFileSync(join(dir.path, 'src/simulator/probe.ts'), "import '../payments/index.js';\nimport 'serialport';\n");
     writeFileSync(join(dir.path, 'src/outbox/probe.ts'), "import '../orders/index.js';\n");

@@ -11,7 +11,12 @@ import { tempDir } from '../helpers/temp.js';
 describe('catalog, stock and jam rules', () => {
   let db: Db | null = null;
   let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(() => { db?.close(); db = null; dir?.cleanup(); dir = null; });
+  afterEach(() => {
+    db?.close();
+    db = null;
+    dir?.cleanup();
+    dir = null;
+  });
 
   function build(overrides: Parameters<typeof testSettings>[1] & { slots?: Record<string, number> } = {}) {
     dir = tempDir();
@@ -22,7 +27,10 @@ describe('catalog, stock and jam rules', () => {
     const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
     const catalog = createCatalog({ db, clock, logger: silentLogger(), outbox }, settings);
     const alarms = () => outbox.openAlarms().map((a) => a.name);
-    const retained = () => (db!.prepare("SELECT payload FROM outbox WHERE topic = 'catalog' ORDER BY seq").all() as { payload: string }[]).map((r) => JSON.parse(r.payload).version);
+    const retained = () =>
+      (db!.prepare("SELECT payload FROM outbox WHERE topic = 'catalog' ORDER BY seq").all() as { payload: string }[]).map(
+        (r) => JSON.parse(r.payload).version,
+      );
     return { catalog, outbox, clock, alarms, retained };
   }
 
@@ -44,7 +52,15 @@ describe('catalog, stock and jam rules', () => {
   });
 
   it('the low-stock alarm follows the item threshold, then the default; an uncounted slot never alarms', () => {
-    const { catalog, alarms } = build({ device: { catalog: [{ slot: 'A1', name: 'Water', price: 1500, lowStockAt: 5 }, { slot: 'A2', name: 'Cola', price: 2500 }] }, slots: { lowStockAt: 1 } });
+    const { catalog, alarms } = build({
+      device: {
+        catalog: [
+          { slot: 'A1', name: 'Water', price: 1500, lowStockAt: 5 },
+          { slot: 'A2', name: 'Cola', price: 2500 },
+        ],
+      },
+      slots: { lowStockAt: 1 },
+    });
     catalog.slots.refill('A1', 6, 'test');
     catalog.slots.refill('A2', 2, 'test');
     expect(alarms()).toEqual([]);
@@ -72,7 +88,10 @@ describe('catalog, stock and jam rules', () => {
     expect(() => catalog.rollback('test')).toThrow(/nothing to roll back/);
     expect(retained()).toEqual(['1', '2', '1', 'settings']);
     // A version number is accepted and kept as text; "settings" is reserved.
-    expect(catalog.apply({ version: 7, items: [{ slot: 'A1', name: 'Water', price: 700 }] }, 'test')).toMatchObject({ version: '7', changed: true });
+    expect(catalog.apply({ version: 7, items: [{ slot: 'A1', name: 'Water', price: 700 }] }, 'test')).toMatchObject({
+      version: '7',
+      changed: true,
+    });
     expect(() => catalog.apply(doc('settings', 1), 'test')).toThrow(/names the catalog in the device's settings/);
   });
 
@@ -103,9 +122,18 @@ describe('stock where operators look: telemetry, metrics and Home Assistant', ()
       expect(metrics).toMatch(/^vendgate_slot_stock\{slot="A1"\} 9$/m);
       expect(metrics).not.toMatch(/vendgate_slot_stock\{slot="A2"\}/);
       const topics = createTopics('vendgate', 'vm-test');
-      const sensors = discoveryMessages({ discoveryPrefix: 'homeassistant', deviceId: 'vm-test', mode: 'vending', topics, slots: ['A1', 'A2'] });
+      const sensors = discoveryMessages({
+        discoveryPrefix: 'homeassistant',
+        deviceId: 'vm-test',
+        mode: 'vending',
+        topics,
+        slots: ['A1', 'A2'],
+      });
       const stockA1 = sensors.find((s) => s.topic === 'homeassistant/sensor/vm-test_stock_A1/config');
-      expect(JSON.parse(stockA1!.payload)).toMatchObject({ state_topic: 'vendgate/vm-test/telemetry', value_template: "{{ value_json.stock['A1'] }}" });
+      expect(JSON.parse(stockA1!.payload)).toMatchObject({
+        state_topic: 'vendgate/vm-test/telemetry',
+        value_template: "{{ value_json.stock['A1'] }}",
+      });
       expect(sensors.some((s) => s.topic.endsWith('vm-test_catalog_version/config'))).toBe(true);
     } finally {
       await app.stop();

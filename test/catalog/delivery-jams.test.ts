@@ -8,10 +8,15 @@ import { cli, get, order, orderReaches, pay, query } from './helpers.js';
  */
 describe('delivery you can prove: the drop sensor and jammed slots', () => {
   let svc: Service | null = null;
-  afterEach(async () => { await svc?.stop(); svc = null; });
+  afterEach(async () => {
+    await svc?.stop();
+    svc = null;
+  });
 
   it('a vend the sensor saw no drop for is refunded once, never vended, and stays so across a restart', async () => {
-    svc = await startService({ config: { actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true, failMode: 'no_drop' }, deliveryWindowMs: 300 } } });
+    svc = await startService({
+      config: { actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true, failMode: 'no_drop' }, deliveryWindowMs: 300 } },
+    });
     const created = await order(svc, 'A1');
     expect(created.status).toBe(201);
     await pay(created.body.payUrl);
@@ -28,7 +33,12 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
   });
 
   it('in manual capture a missing drop releases the hold: voided, never captured', async () => {
-    svc = await startService({ config: { provider: { name: 'sandbox', captureMode: 'manual' }, actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true, failMode: 'no_drop' }, deliveryWindowMs: 300 } } });
+    svc = await startService({
+      config: {
+        provider: { name: 'sandbox', captureMode: 'manual' },
+        actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true, failMode: 'no_drop' }, deliveryWindowMs: 300 },
+      },
+    });
     const created = await order(svc, 'A1');
     await pay(created.body.payUrl);
     await orderReaches(svc, created.body.orderId, 'refunded');
@@ -48,7 +58,9 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
   });
 
   it('K failed vends in a row take the slot out of sale with an alarm; clear-jam on the command line brings it back', async () => {
-    svc = await startService({ config: { actuator: { kind: 'sim', sim: { durationMs: 20, jamSlots: ['A2'] } }, slots: { jamAfterFailures: 2 } } });
+    svc = await startService({
+      config: { actuator: { kind: 'sim', sim: { durationMs: 20, jamSlots: ['A2'] } }, slots: { jamAfterFailures: 2 } },
+    });
     for (let i = 0; i < 2; i++) {
       const created = await order(svc, 'A2');
       expect(created.status).toBe(201);
@@ -73,13 +85,19 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
     // The technician's selftest names the jammed slot and the command that clears it.
     const selftest = JSON.parse((await cli(svc, ['selftest', '--json'])).stdout);
     expect(selftest.checks.find((c: { name: string }) => c.name === 'slots.jammed')).toMatchObject({
-      status: 'WARN', detail: expect.stringMatching(/A2 \(2 failures, last: simulated motor jam in slot A2\)/), hint: expect.stringMatching(/vendgate clear-jam A2/),
+      status: 'WARN',
+      detail: expect.stringMatching(/A2 \(2 failures, last: simulated motor jam in slot A2\)/),
+      hint: expect.stringMatching(/vendgate clear-jam A2/),
     });
     const cleared = await cli(svc, ['clear-jam', 'A2']);
     expect(cleared).toMatchObject({ code: 0 });
     expect(cleared.stdout).toMatch(/back in sale/);
     expect(query(svc, 'SELECT name FROM alarms').map((a) => a.name)).not.toContain('slot_jammed/A2');
-    await svc.waitFor(async () => (await get(`${svc!.localUrl}/api/state`)).catalog.find((c: { slot: string }) => c.slot === 'A2').available, 5_000, 'A2 offered again');
+    await svc.waitFor(
+      async () => (await get(`${svc!.localUrl}/api/state`)).catalog.find((c: { slot: string }) => c.slot === 'A2').available,
+      5_000,
+      'A2 offered again',
+    );
     const again = await order(svc, 'A2');
     expect(again.status).toBe(201);
   });

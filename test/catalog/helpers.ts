@@ -29,10 +29,14 @@ export async function pay(payUrl: string): Promise<void> {
 
 /** Waits until the order reaches `state` (through the local API). */
 export async function orderReaches(svc: Service, orderId: number, state: string, timeoutMs = 15_000): Promise<any> {
-  return svc.waitFor(async () => {
-    const view = await get(`${svc.localUrl}/api/orders/${orderId}`);
-    return view.state === state && view;
-  }, timeoutMs, `order ${orderId} to be ${state}`);
+  return svc.waitFor(
+    async () => {
+      const view = await get(`${svc.localUrl}/api/orders/${orderId}`);
+      return view.state === state && view;
+    },
+    timeoutMs,
+    `order ${orderId} to be ${state}`,
+  );
 }
 
 /** `vendgate <args> --config <the service's config>` as its own process, as a technician runs it. */

@@ -10,7 +10,9 @@ function failingActuator(outcome: VendOutcome): Actuator {
   return {
     kind: 'serial',
     async start() {},
-    async fire() { return outcome; },
+    async fire() {
+      return outcome;
+    },
     health: () => ({ ok: true, detail: 'scripted' }),
     async stop() {},
   };
@@ -24,7 +26,12 @@ function failingActuator(outcome: VendOutcome): Actuator {
 describe('what takes a slot out of sale', () => {
   let app: App | null = null;
   let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => { await app?.stop(); app = null; dir?.cleanup(); dir = null; });
+  afterEach(async () => {
+    await app?.stop();
+    app = null;
+    dir?.cleanup();
+    dir = null;
+  });
 
   async function failThreeTimes(outcome: VendOutcome) {
     dir = tempDir();

@@ -13,12 +13,19 @@ import { createMockSerial } from '../hardware/fakes/mock-serial.js';
 describe('an MDB machine asking for a sold-out item', () => {
   let app: App | null = null;
   let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => { await app?.stop(); app = null; dir?.cleanup(); dir = null; });
+  afterEach(async () => {
+    await app?.stop();
+    app = null;
+    dir?.cleanup();
+    dir = null;
+  });
 
   async function start() {
     dir = tempDir();
     const mock = createMockSerial();
-    const settings = testSettings(dir.path, { actuator: { kind: 'serial', serial: { path: mock.path, profile: 'mdb', timeoutMs: 2_000, reconnectMaxMs: 200 } } });
+    const settings = testSettings(dir.path, {
+      actuator: { kind: 'serial', serial: { path: mock.path, profile: 'mdb', timeoutMs: 2_000, reconnectMaxMs: 200 } },
+    });
     const hardware = await createHardware({ clock: systemClock, logger: silentLogger(), serialBinding: mock.binding }, settings);
     app = createApp(settings, { logger: silentLogger(), actuator: hardware.actuator, inputs: hardware.inputs });
     const { localUrl } = await app.start();
@@ -30,7 +37,11 @@ describe('an MDB machine asking for a sold-out item', () => {
 
   it('is denied on the wire (C,STOP) and never becomes an order; an item in stock still does', async () => {
     const { mock, localUrl, ctx } = await start();
-    const refill = await fetch(`${localUrl}/api/slots/A2/refill`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"count":0}' });
+    const refill = await fetch(`${localUrl}/api/slots/A2/refill`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"count":0}',
+    });
     expect(refill.status).toBe(200);
     const mark = mock.written().length;
     mock.emit('c,STATUS,VEND,25.00,A2\r\n');
@@ -39,7 +50,9 @@ describe('an MDB machine asking for a sold-out item', () => {
 
     const next = mock.written().length;
     mock.emit('c,STATUS,VEND,15.00,A1\r\n');
-    const created = await waitFor(() => ctx.orders.repo.latest()?.state === 'awaiting_payment' && ctx.orders.repo.latest(), { what: 'an order for A1' });
+    const created = await waitFor(() => ctx.orders.repo.latest()?.state === 'awaiting_payment' && ctx.orders.repo.latest(), {
+      what: 'an order for A1',
+    });
     expect(created).toMatchObject({ source: 'mdb', slot: 'A1', amount: 1500 });
     expect(mock.written().slice(next)).not.toContain('C,STOP');
   });

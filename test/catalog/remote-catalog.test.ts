@@ -43,7 +43,8 @@ describe('a catalog published over MQTT', () => {
       const result = await watcher!.next(`${base}/cmd/${name}/result`, (m) => JSON.parse(m.payload).requestId === requestId, 15_000);
       return JSON.parse(result.payload);
     };
-    const applied = (version: string) => watcher!.next(`${base}/catalog`, (m) => m.payload !== '' && JSON.parse(m.payload).version === version, 15_000);
+    const applied = (version: string) =>
+      watcher!.next(`${base}/catalog`, (m) => m.payload !== '' && JSON.parse(m.payload).version === version, 15_000);
     return { base, command, applied };
   }
 
@@ -84,14 +85,21 @@ describe('a catalog published over MQTT', () => {
     const announced = watcher!.messages.length;
     await svc!.restart();
     expect((await stateOf()).catalogVersion).toBe(V2.version);
-    await watcher!.until(() => watcher!.messages.slice(announced).some((m) => m.topic.endsWith('/catalog') && m.payload.includes(V2.version)), 'the catalog announced after the restart', 15_000);
+    await watcher!.until(
+      () => watcher!.messages.slice(announced).some((m) => m.topic.endsWith('/catalog') && m.payload.includes(V2.version)),
+      'the catalog announced after the restart',
+      15_000,
+    );
     const afterRestart = await order(svc!, 'B1');
     expect((await get(`${svc!.localUrl}/api/orders/${afterRestart.body.orderId}`)).amount).toBe(3000);
 
     const back = await command('catalog_rollback', {});
     expect(back).toMatchObject({ ok: true, result: { version: 'settings', rolledBack: V2.version } });
     await applied('settings');
-    expect((await stateOf()).catalog.map((c: { slot: string; price: number }) => [c.slot, c.price])).toEqual([['A1', 1500], ['A2', 2500]]);
+    expect((await stateOf()).catalog.map((c: { slot: string; price: number }) => [c.slot, c.price])).toEqual([
+      ['A1', 1500],
+      ['A2', 2500],
+    ]);
     const nothingLeft = await command('catalog_rollback', {});
     expect(nothingLeft).toMatchObject({ ok: false, error: { code: 'VG_ERR_CATALOG_INVALID' } });
   });
@@ -113,20 +121,32 @@ describe('a catalog published over MQTT', () => {
     expect(result.ok).toBe(false);
     expect(result.error.code).toBe('VG_ERR_CATALOG_INVALID');
     const problems: string[] = result.error.details.problems;
-    expect(problems).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^items\.0\.name: /),
-      expect.stringMatching(/^items\.0\.price: /),
-      expect.stringMatching(/^items\.1\.price: /),
-      expect.stringMatching(/^items\.1\.names\.de: |^items\.1\.names: /),
-      expect.stringMatching(/^items\.2\.slot: letters, digits/),
-      expect.stringMatching(/^items\.2: .*colour/),
-    ]));
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^items\.0\.name: /),
+        expect.stringMatching(/^items\.0\.price: /),
+        expect.stringMatching(/^items\.1\.price: /),
+        expect.stringMatching(/^items\.1\.names\.de: |^items\.1\.names: /),
+        expect.stringMatching(/^items\.2\.slot: letters, digits/),
+        expect.stringMatching(/^items\.2: .*colour/),
+      ]),
+    );
     expect(result.error.message).toMatch(/nothing changed/);
     // Duplicate slots are caught by the same rule as device.catalog once the items themselves are valid.
-    const duplicate = await command('catalog', { catalog: { version: '2026-12-02.2', items: [{ slot: 'A1', name: 'x', price: 1 }, { slot: 'A1', name: 'y', price: 2 }] } });
+    const duplicate = await command('catalog', {
+      catalog: {
+        version: '2026-12-02.2',
+        items: [
+          { slot: 'A1', name: 'x', price: 1 },
+          { slot: 'A1', name: 'y', price: 2 },
+        ],
+      },
+    });
     expect(duplicate.error.details.problems).toEqual(['items.1.slot: slot "A1" appears twice']);
     const noVersion = await command('catalog', { catalog: { items: [] } });
-    expect(noVersion.error.details.problems).toEqual(expect.arrayContaining([expect.stringMatching(/^version: /), expect.stringMatching(/^items: a catalog needs at least one item/)]));
+    expect(noVersion.error.details.problems).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^version: /), expect.stringMatching(/^items: a catalog needs at least one item/)]),
+    );
     const notJson = await command('catalog', {});
     expect(notJson).toMatchObject({ ok: false, error: { code: 'VG_ERR_BAD_REQUEST' } });
     const reused = await command('catalog', { catalog: { ...V2, items: [{ slot: 'A1', name: 'Water', price: 1 }] } });

@@ -5,7 +5,10 @@ import { cli, get, order, orderReaches, pay, post, query } from './helpers.js';
 /** Stock you can trust, black-box: the compiled service, its local API and the CLI as separate processes. */
 describe('stock per slot', () => {
   let svc: Service | null = null;
-  afterEach(async () => { await svc?.stop(); svc = null; });
+  afterEach(async () => {
+    await svc?.stop();
+    svc = null;
+  });
 
   const slotState = async (slot: string) => (await get(`${svc!.localUrl}/api/slots`)).slots.find((s: { slot: string }) => s.slot === slot);
   const offered = async (slot: string) => (await get(`${svc!.localUrl}/api/state`)).catalog.find((c: { slot: string }) => c.slot === slot);
@@ -81,7 +84,10 @@ describe('stock per slot', () => {
 
 describe('vendgate catalog --apply on site', () => {
   let svc: Service | null = null;
-  afterEach(async () => { await svc?.stop(); svc = null; });
+  afterEach(async () => {
+    await svc?.stop();
+    svc = null;
+  });
 
   it('applies a YAML document, refuses a broken one with every problem and exit 1, and the service prices from it', async () => {
     svc = await startService();

@@ -14,30 +14,52 @@ function eventsApi(pageSize: number) {
   let forgotten = new Set<string>();
   async function listEvents(query: { createdAfterSec?: number; startingAfter?: string }): Promise<EventPage> {
     queries.push(query);
-    if (failNext) { const err = failNext; failNext = null; throw err; }
+    if (failNext) {
+      const err = failNext;
+      failNext = null;
+      throw err;
+    }
     let start = 0;
     if (query.startingAfter !== undefined) {
-      if (forgotten.has(query.startingAfter)) throw new ProviderError('rejected', `starting_after: no event ${query.startingAfter}`, { httpStatus: 400 });
+      if (forgotten.has(query.startingAfter))
+        throw new ProviderError('rejected', `starting_after: no event ${query.startingAfter}`, { httpStatus: 400 });
       start = events.findIndex((e) => e.eventId === query.startingAfter) + 1;
     }
-    const matching = events.slice(start).filter((e) => query.createdAfterSec === undefined || (e.createdAt ?? 0) >= query.createdAfterSec * 1000);
+    const matching = events
+      .slice(start)
+      .filter((e) => query.createdAfterSec === undefined || (e.createdAt ?? 0) >= query.createdAfterSec * 1000);
     return {
-      events: matching.slice(0, pageSize).map((event) => ({ event, rawBody: Buffer.from(JSON.stringify({ id: event.eventId, type: event.type })) })),
+      events: matching
+        .slice(0, pageSize)
+        .map((event) => ({ event, rawBody: Buffer.from(JSON.stringify({ id: event.eventId, type: event.type })) })),
       hasMore: matching.length > pageSize,
     };
   }
   return {
-    events, queries, listEvents,
+    events,
+    queries,
+    listEvents,
     add(count: number, createdAtMs: number) {
       for (let i = 0; i < count; i += 1) {
-        events.push({ eventId: `evt_${events.length + 1}`, type: 'invoice.paid', objectId: `fk_${events.length + 1}`, livemode: false, createdAt: createdAtMs });
+        events.push({
+          eventId: `evt_${events.length + 1}`,
+          type: 'invoice.paid',
+          objectId: `fk_${events.length + 1}`,
+          livemode: false,
+          createdAt: createdAtMs,
+        });
       }
     },
-    failOnce(err: Error) { failNext = err; },
+    failOnce(err: Error) {
+      failNext = err;
+    },
     /** Retention: the provider drops the event (it is neither listed nor usable as a cursor). */
     forget(eventId: string) {
       forgotten = new Set([...forgotten, eventId]);
-      events.splice(events.findIndex((e) => e.eventId === eventId), 1);
+      events.splice(
+        events.findIndex((e) => e.eventId === eventId),
+        1,
+      );
     },
   };
 }
@@ -55,15 +77,33 @@ describe('Events backfill', () => {
 
   function setup(options: { pageSize?: number; withEvents?: boolean } = {}) {
     const api = eventsApi(options.pageSize ?? 2);
-    const provider: PaymentProvider = options.withEvents === false
-      ? core.fake.provider
-      : { ...core.fake.provider, listEvents: api.listEvents };
+    const provider: PaymentProvider =
+      options.withEvents === false ? core.fake.provider : { ...core.fake.provider, listEvents: api.listEvents };
     const inbox = createWebhookInbox(core.db);
     let notified = 0;
-    const backfill = createBackfill({ db: core.db, clock: core.clock, logger: core.logger, provider, outbox: core.outbox, inbox, onInserted: () => { notified += 1; } }, {
-      silenceGraceSec: GRACE_SEC, lookbackSec: 3_600,
-    });
-    const rows = () => core.db.prepare('SELECT event_id, source, processed_at FROM webhook_events ORDER BY rowid').all() as { event_id: string; source: string; processed_at: number | null }[];
+    const backfill = createBackfill(
+      {
+        db: core.db,
+        clock: core.clock,
+        logger: core.logger,
+        provider,
+        outbox: core.outbox,
+        inbox,
+        onInserted: () => {
+          notified += 1;
+        },
+      },
+      {
+        silenceGraceSec: GRACE_SEC,
+        lookbackSec: 3_600,
+      },
+    );
+    const rows = () =>
+      core.db.prepare('SELECT event_id, source, processed_at FROM webhook_events ORDER BY rowid').all() as {
+        event_id: string;
+        source: string;
+        processed_at: number | null;
+      }[];
     const alarms = () => core.outbox.openAlarms().map((a) => a.name);
     return { api, inbox, backfill, rows, alarms, notified: () => notified };
   }
@@ -90,7 +130,13 @@ describe('Events backfill', () => {
     const second = await backfill.run('second');
     expect(api.queries.at(-1)).toEqual({ startingAfter: 'evt_3' });
     expect(second).toMatchObject({ seen: 2, inserted: 1 });
-    expect(rows().map((r) => `${r.event_id}:${r.source}`)).toEqual(['evt_1:backfill', 'evt_2:backfill', 'evt_3:backfill', 'evt_4:webhook', 'evt_5:backfill']);
+    expect(rows().map((r) => `${r.event_id}:${r.source}`)).toEqual([
+      'evt_1:backfill',
+      'evt_2:backfill',
+      'evt_3:backfill',
+      'evt_4:webhook',
+      'evt_5:backfill',
+    ]);
   });
 
   it('reads by time when the provider no longer knows the cursor event', async () => {
@@ -110,12 +156,21 @@ describe('Events backfill', () => {
     const { api, rows } = setup({ pageSize: 10 });
     api.add(1, core.clock.now());
     let release!: () => void;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const list = api.listEvents;
     let calls = 0;
-    const slowFirst = async (query: Parameters<typeof list>[0]) => { calls += 1; if (calls === 1) await gate; return list(query); };
+    const slowFirst = async (query: Parameters<typeof list>[0]) => {
+      calls += 1;
+      if (calls === 1) await gate;
+      return list(query);
+    };
     const provider: PaymentProvider = { ...core.fake.provider, listEvents: slowFirst };
-    const gated = createBackfill({ db: core.db, clock: core.clock, logger: core.logger, provider, outbox: core.outbox, inbox: createWebhookInbox(core.db) }, { silenceGraceSec: GRACE_SEC, lookbackSec: 3_600 });
+    const gated = createBackfill(
+      { db: core.db, clock: core.clock, logger: core.logger, provider, outbox: core.outbox, inbox: createWebhookInbox(core.db) },
+      { silenceGraceSec: GRACE_SEC, lookbackSec: 3_600 },
+    );
     const first = gated.run('first');
     await vi.advanceTimersByTimeAsync(0);
     // An event is created after the first pass asked for its page, and a second trigger arrives.
@@ -180,7 +235,13 @@ describe('Events backfill', () => {
     const runs = api.queries.length;
     backfill.paymentPolled('fk_9');
     core.clock.advance(2_000);
-    inbox.add({ eventId: 'evt_late', type: 'invoice.paid', objectId: 'fk_9', livemode: false, createdAt: null }, Buffer.from('{}'), 'sandbox', 'webhook', core.clock.now());
+    inbox.add(
+      { eventId: 'evt_late', type: 'invoice.paid', objectId: 'fk_9', livemode: false, createdAt: null },
+      Buffer.from('{}'),
+      'sandbox',
+      'webhook',
+      core.clock.now(),
+    );
     core.clock.advance(GRACE_SEC * 1000);
     await vi.advanceTimersByTimeAsync(GRACE_SEC * 1000);
     expect(alarms()).toEqual([]);
@@ -195,7 +256,13 @@ describe('Events backfill', () => {
     const runs = api.queries.length;
     backfill.paymentPolled('fk_dropped');
     core.clock.advance(1_000);
-    inbox.add({ eventId: 'evt_other', type: 'invoice.paid', objectId: 'fk_other', livemode: false, createdAt: null }, Buffer.from('{}'), 'sandbox', 'webhook', core.clock.now());
+    inbox.add(
+      { eventId: 'evt_other', type: 'invoice.paid', objectId: 'fk_other', livemode: false, createdAt: null },
+      Buffer.from('{}'),
+      'sandbox',
+      'webhook',
+      core.clock.now(),
+    );
     core.clock.advance(GRACE_SEC * 1000);
     await vi.advanceTimersByTimeAsync(GRACE_SEC * 1000);
     expect(alarms()).toEqual([]);

@@ -15,9 +15,16 @@ describe('clock skew alarm', () => {
     db = openDatabase(join(dir.path, 'v.db'));
     outbox = createOutbox({ db, clock: createManualClock(), deviceId: 'd1' });
   });
-  afterEach(() => { db.close(); dir.cleanup(); });
+  afterEach(() => {
+    db.close();
+    dir.cleanup();
+  });
 
-  const alarmMessages = () => outbox.pending(100).filter((r) => r.topic === `alarms/${CLOCK_SKEW_ALARM}`).map((r) => r.payload);
+  const alarmMessages = () =>
+    outbox
+      .pending(100)
+      .filter((r) => r.topic === `alarms/${CLOCK_SKEW_ALARM}`)
+      .map((r) => r.payload);
 
   it('raises a retained alarm when the provider clock is more than a minute off, once, and clears it when back', () => {
     const alarm = createClockSkewAlarm({ db, outbox });

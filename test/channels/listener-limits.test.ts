@@ -17,23 +17,41 @@ const SECRET = 'sandbox-webhook-secret';
  * pool, not the listener.
  */
 function signedWebhook(url: string, id: string): Promise<{ status: number; arrayBuffer(): Promise<ArrayBuffer> }> {
-  const body = Buffer.from(JSON.stringify({
-    id, object: 'event', type: 'invoice.paid', livemode: false, created: Math.floor(Date.now() / 1000),
-    data: { object: { id: 'sb_unknown', object: 'invoice', status: 'paid', amount: 1500, currency: 'MNT', reference: 'x' } },
-  }));
+  const body = Buffer.from(
+    JSON.stringify({
+      id,
+      object: 'event',
+      type: 'invoice.paid',
+      livemode: false,
+      created: Math.floor(Date.now() / 1000),
+      data: { object: { id: 'sb_unknown', object: 'invoice', status: 'paid', amount: 1500, currency: 'MNT', reference: 'x' } },
+    }),
+  );
   return new Promise((resolve, reject) => {
-    const request = httpRequest(`${url}/webhooks/sandbox`, {
-      method: 'POST', agent: false,
-      headers: { 'content-type': 'application/json', 'content-length': body.length, 'sandbox-signature': signSandboxPayload(body, SECRET, Math.floor(Date.now() / 1000)) },
-    }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => {
-        const all = Buffer.concat(chunks);
-        resolve({ status: response.statusCode ?? 0, arrayBuffer: async () => all.buffer.slice(all.byteOffset, all.byteOffset + all.length) as ArrayBuffer });
-      });
-      response.on('error', reject);
-    });
+    const request = httpRequest(
+      `${url}/webhooks/sandbox`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': body.length,
+          'sandbox-signature': signSandboxPayload(body, SECRET, Math.floor(Date.now() / 1000)),
+        },
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          const all = Buffer.concat(chunks);
+          resolve({
+            status: response.statusCode ?? 0,
+            arrayBuffer: async () => all.buffer.slice(all.byteOffset, all.byteOffset + all.length) as ArrayBuffer,
+          });
+        });
+        response.on('error', reject);
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });
@@ -48,7 +66,9 @@ describe('listener limits (default settings)', () => {
     return started;
   };
 
-  beforeAll(async () => { svc = await startService(); });
+  beforeAll(async () => {
+    svc = await startService();
+  });
   afterAll(async () => {
     for (const c of clients) c.stop();
     await svc?.stop();
@@ -57,8 +77,11 @@ describe('listener limits (default settings)', () => {
   it('clients dripping a request body one byte at a time are cut within seconds, on both listeners', async () => {
     const webhook = slow({ url: svc.webhookUrl, count: 20, mode: 'body' });
     const local = slow({ url: svc.localUrl, count: 20, mode: 'body', path: '/api/orders' });
-    await svc.waitFor(() => webhook.closedByServer() === 20 && local.closedByServer() === 20, 30_000,
-      'the server to close all 40 slow-body connections');
+    await svc.waitFor(
+      () => webhook.closedByServer() === 20 && local.closedByServer() === 20,
+      30_000,
+      'the server to close all 40 slow-body connections',
+    );
     expect(webhook.open() + local.open()).toBe(0);
   }, 40_000);
 
@@ -66,8 +89,11 @@ describe('listener limits (default settings)', () => {
     const dripping = slow({ url: svc.webhookUrl, count: 10, mode: 'headers', dripEveryMs: 300 });
     const silent = slow({ url: svc.webhookUrl, count: 10, mode: 'silent' });
     const silentLocal = slow({ url: svc.localUrl, count: 10, mode: 'silent' });
-    await svc.waitFor(() => dripping.closedByServer() === 10 && silent.closedByServer() === 10 && silentLocal.closedByServer() === 10, 30_000,
-      'the server to close slow-header and silent connections');
+    await svc.waitFor(
+      () => dripping.closedByServer() === 10 && silent.closedByServer() === 10 && silentLocal.closedByServer() === 10,
+      30_000,
+      'the server to close slow-header and silent connections',
+    );
   }, 40_000);
 
   it('signed webhooks keep flowing while 200 slow clients hang on (and reconnect when cut)', async () => {
@@ -82,7 +108,9 @@ describe('listener limits (default settings)', () => {
     attack.stop();
     const db = new Database(svc.dbPath, { readonly: true });
     try {
-      const stored = db.prepare(`SELECT count(*) AS n FROM webhook_events WHERE event_id IN (${ids.map(() => '?').join(',')})`).get(...ids) as { n: number };
+      const stored = db
+        .prepare(`SELECT count(*) AS n FROM webhook_events WHERE event_id IN (${ids.map(() => '?').join(',')})`)
+        .get(...ids) as { n: number };
       expect(stored.n).toBe(ids.length);
     } finally {
       db.close();
@@ -95,7 +123,9 @@ describe('webhook listener connection cap', () => {
   let clients: SlowClients | null = null;
   beforeAll(async () => {
     // Long timeouts, so that only the cap can close these connections.
-    svc = await startService({ config: { http: { webhook: { maxConnections: 10, headersTimeoutMs: 60_000, requestTimeoutMs: 120_000, idleTimeoutMs: 120_000 } } } });
+    svc = await startService({
+      config: { http: { webhook: { maxConnections: 10, headersTimeoutMs: 60_000, requestTimeoutMs: 120_000, idleTimeoutMs: 120_000 } } },
+    });
   });
   afterAll(async () => {
     clients?.stop();

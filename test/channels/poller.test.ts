@@ -8,13 +8,20 @@ import { systemClock } from '../../src/util/clock.js';
 describe('poller', () => {
   let core: Core;
   let poller: ReturnType<typeof createPoller>;
-  beforeEach(() => { core = buildCore(); });
-  afterEach(async () => { await poller?.stop(); core.close(); });
+  beforeEach(() => {
+    core = buildCore();
+  });
+  afterEach(async () => {
+    await poller?.stop();
+    core.close();
+  });
 
   // The poller runs on real timers and the wall clock; the core's manual clock only stamps rows.
   function start(intervalMs = 40) {
-    poller = createPoller({ db: core.db, clock: systemClock, logger: core.logger, provider: core.fake.provider, ledger: core.ledger, health: core.health },
-      { intervalMs, maxBackoffMs: 2_000 });
+    poller = createPoller(
+      { db: core.db, clock: systemClock, logger: core.logger, provider: core.fake.provider, ledger: core.ledger, health: core.health },
+      { intervalMs, maxBackoffMs: 2_000 },
+    );
     poller.start();
   }
   const gets = () => core.fake.callsOf('getInvoice').length;
@@ -58,7 +65,10 @@ describe('poller', () => {
   it('backs off when the provider keeps failing and marks it unreachable', async () => {
     await core.orders.create({ source: 'kiosk', slot: 'A1' });
     const times: number[] = [];
-    core.fake.hooks.getError = () => { times.push(Date.now()); return new ProviderError('server', '503', { httpStatus: 503 }); };
+    core.fake.hooks.getError = () => {
+      times.push(Date.now());
+      return new ProviderError('server', '503', { httpStatus: 503 });
+    };
     start(20);
     await waitFor(() => times.length >= 4, { what: 'four failures', timeoutMs: 5_000 });
     const gaps = times.slice(1).map((t, i) => t - times[i]!);

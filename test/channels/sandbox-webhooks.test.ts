@@ -19,15 +19,27 @@ function rows(s: Service, sql: string, ...params: unknown[]): Record<string, any
 
 describe('the embedded demo (sandbox provider)', () => {
   it('delivers its signed webhooks to the service’s own listener, so a demo payment goes through both channels', async () => {
-    const s = svc = await startService();
-    const created = await fetch(`${s.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A2"}' }).then((r) => r.json()) as { orderId: number; invoiceId: string };
+    const s = (svc = await startService());
+    const created = (await fetch(`${s.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"slot":"A2"}',
+    }).then((r) => r.json())) as { orderId: number; invoiceId: string };
     expect((await fetch(`${s.localUrl}/sandbox/pay/${created.invoiceId}`, { method: 'POST' })).status).toBe(204);
     await s.waitFor(() => s.readSimLog().length === 1, 10_000, 'the vend');
 
-    const events = await s.waitFor(() => {
-      const found = rows(s, "SELECT type, source, processed_at FROM webhook_events WHERE object_id = ? AND processed_at IS NOT NULL", created.invoiceId);
-      return found.length > 0 ? found : null;
-    }, 10_000, 'the processed webhook');
+    const events = await s.waitFor(
+      () => {
+        const found = rows(
+          s,
+          'SELECT type, source, processed_at FROM webhook_events WHERE object_id = ? AND processed_at IS NOT NULL',
+          created.invoiceId,
+        );
+        return found.length > 0 ? found : null;
+      },
+      10_000,
+      'the processed webhook',
+    );
     expect(events).toEqual([expect.objectContaining({ type: 'invoice.paid', source: 'webhook' })]);
     expect(s.logs().find((l) => l.msg === 'webhook accepted')).toMatchObject({ secretIndex: 0, type: 'invoice.paid' });
     expect(s.logs().find((l) => l.msg === 'vendgate ready')?.webhookUrl).toBe(s.webhookUrl);

@@ -6,7 +6,13 @@ import { afterEach } from 'vitest';
 import { openDatabase, type Db } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { REDACT_PATHS, type Logger } from '../../src/util/logger.js';
-import { createGeregeProvider, createQutpayProvider, signGeregeTestPayload, signQutpayTestPayload, type PaymentProvider } from '../../src/payments/index.js';
+import {
+  createGeregeProvider,
+  createQutpayProvider,
+  signGeregeTestPayload,
+  signQutpayTestPayload,
+  type PaymentProvider,
+} from '../../src/payments/index.js';
 import { createWebhookInbox, createWebhookServer, type WebhookInbox } from '../../src/channels/webhook/index.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -21,19 +27,39 @@ export function onCleanup(fn: () => Promise<void> | void): void {
 }
 
 /** A logger configured like the service's (same redaction), whose lines the test can read. */
-export function capturedLogger(level: 'debug' | 'info' = 'debug'): { logger: Logger; lines: () => Record<string, any>[]; text: () => string } {
+export function capturedLogger(level: 'debug' | 'info' = 'debug'): {
+  logger: Logger;
+  lines: () => Record<string, any>[];
+  text: () => string;
+} {
   const chunks: string[] = [];
-  const sink = new Writable({ write(chunk, _encoding, done) { chunks.push(chunk.toString()); done(); } });
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      chunks.push(chunk.toString());
+      done();
+    },
+  });
   const logger = pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink);
   const text = () => chunks.join('');
-  return { logger, text, lines: () => text().split('\n').filter(Boolean).map((line) => JSON.parse(line)) };
+  return {
+    logger,
+    text,
+    lines: () =>
+      text()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line)),
+  };
 }
 
 /** A fresh SQLite file with the migrations applied, closed after the test. */
 export function testDb(): Db {
   const dir = tempDir();
   const db = openDatabase(join(dir.path, 'vendgate.db'));
-  onCleanup(() => { if (db.open) db.close(); dir.cleanup(); });
+  onCleanup(() => {
+    if (db.open) db.close();
+    dir.cleanup();
+  });
   return db;
 }
 
@@ -41,33 +67,62 @@ export const SECRETS = ['whsec_current', 'whsec_previous'];
 
 export function geregeAdapter(): PaymentProvider {
   const clock = createManualClock();
-  return createGeregeProvider({ clock, logger: pino({ level: 'silent' }) }, {
-    baseUrl: 'http://127.0.0.1:9', clientId: 'id', clientSecret: 'secret', requestTimeoutMs: 1_000, createDeadlineMs: 2_000,
-  });
+  return createGeregeProvider(
+    { clock, logger: pino({ level: 'silent' }) },
+    {
+      baseUrl: 'http://127.0.0.1:9',
+      clientId: 'id',
+      clientSecret: 'secret',
+      requestTimeoutMs: 1_000,
+      createDeadlineMs: 2_000,
+    },
+  );
 }
 
 export function qutpayAdapter(): PaymentProvider {
   const clock = createManualClock();
-  return createQutpayProvider({ clock, logger: pino({ level: 'silent' }) }, {
-    baseUrl: 'http://127.0.0.1:9', apiKey: 'qp_test_x', currency: 'KZT', requestTimeoutMs: 1_000, createDeadlineMs: 2_000,
-  });
+  return createQutpayProvider(
+    { clock, logger: pino({ level: 'silent' }) },
+    {
+      baseUrl: 'http://127.0.0.1:9',
+      apiKey: 'qp_test_x',
+      currency: 'KZT',
+      requestTimeoutMs: 1_000,
+      createDeadlineMs: 2_000,
+    },
+  );
 }
 
 /** A Gerege event body exactly as the provider would send it (compact JSON). */
-export function geregeEventBody(overrides: { id?: string; type?: string; intentId?: string; createdSec?: number; status?: string } = {}): Buffer {
+export function geregeEventBody(
+  overrides: { id?: string; type?: string; intentId?: string; createdSec?: number; status?: string } = {},
+): Buffer {
   const intentId = overrides.intentId ?? `pi_${randomBytes(6).toString('hex')}`;
-  return Buffer.from(JSON.stringify({
-    id: overrides.id ?? `evt_${randomBytes(8).toString('hex')}`,
-    object: 'event',
-    type: overrides.type ?? 'payment_intent.succeeded',
-    livemode: false,
-    created: overrides.createdSec ?? 1_764_400_000,
-    data: { object: { id: intentId, object: 'payment_intent', status: overrides.status ?? 'succeeded', amount: 1500, currency: 'MNT', reference: 'vm-test-abc-1' } },
-  }));
+  return Buffer.from(
+    JSON.stringify({
+      id: overrides.id ?? `evt_${randomBytes(8).toString('hex')}`,
+      object: 'event',
+      type: overrides.type ?? 'payment_intent.succeeded',
+      livemode: false,
+      created: overrides.createdSec ?? 1_764_400_000,
+      data: {
+        object: {
+          id: intentId,
+          object: 'payment_intent',
+          status: overrides.status ?? 'succeeded',
+          amount: 1500,
+          currency: 'MNT',
+          reference: 'vm-test-abc-1',
+        },
+      },
+    }),
+  );
 }
 
 /** A webhook listener on a real socket (127.0.0.1, port 0) over a real database. */
-export async function startListener(options: { provider?: 'gerege' | 'qutpay'; secrets?: string[]; bodyLimitBytes?: number; db?: Db } = {}) {
+export async function startListener(
+  options: { provider?: 'gerege' | 'qutpay'; secrets?: string[]; bodyLimitBytes?: number; db?: Db } = {},
+) {
   const clock = createManualClock();
   const db = options.db ?? testDb();
   const inbox: WebhookInbox = createWebhookInbox(db);
@@ -76,12 +131,21 @@ export async function startListener(options: { provider?: 'gerege' | 'qutpay'; s
   let delivered = 0;
   const kind = options.provider ?? 'gerege';
   const secrets = options.secrets ?? SECRETS;
-  const server = createWebhookServer({
-    provider: kind === 'gerege' ? geregeAdapter() : qutpayAdapter(),
-    inbox, clock, logger: log.logger, secrets, toleranceSec: 300,
-    onAccepted: (eventId) => accepted.push(eventId),
-    onDelivered: () => { delivered += 1; },
-  }, { host: '127.0.0.1', port: 0, bodyLimitBytes: options.bodyLimitBytes ?? 65_536 });
+  const server = createWebhookServer(
+    {
+      provider: kind === 'gerege' ? geregeAdapter() : qutpayAdapter(),
+      inbox,
+      clock,
+      logger: log.logger,
+      secrets,
+      toleranceSec: 300,
+      onAccepted: (eventId) => accepted.push(eventId),
+      onDelivered: () => {
+        delivered += 1;
+      },
+    },
+    { host: '127.0.0.1', port: 0, bodyLimitBytes: options.bodyLimitBytes ?? 65_536 },
+  );
   const { url } = await server.start();
   onCleanup(() => server.stop());
   const nowSec = () => Math.floor(clock.now() / 1000);
@@ -100,7 +164,17 @@ export async function startListener(options: { provider?: 'gerege' | 'qutpay'; s
   }
 
   return {
-    url, db, inbox, clock, log, accepted, server, secrets, signedHeaders, post, nowSec,
+    url,
+    db,
+    inbox,
+    clock,
+    log,
+    accepted,
+    server,
+    secrets,
+    signedHeaders,
+    post,
+    nowSec,
     delivered: () => delivered,
     rows: () => db.prepare('SELECT * FROM webhook_events ORDER BY rowid').all() as Record<string, any>[],
   };

@@ -10,7 +10,16 @@ describe('webhook listener', () => {
     expect(answer).toEqual({ status: 200, json: { received: true, duplicate: false } });
     const rows = listener.rows();
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ event_id: 'evt_one', provider: 'gerege', type: 'payment_intent.succeeded', object_id: 'pi_1', livemode: 0, source: 'webhook', processed_at: null, attempts: 0 });
+    expect(rows[0]).toMatchObject({
+      event_id: 'evt_one',
+      provider: 'gerege',
+      type: 'payment_intent.succeeded',
+      object_id: 'pi_1',
+      livemode: 0,
+      source: 'webhook',
+      processed_at: null,
+      attempts: 0,
+    });
     expect(Buffer.compare(rows[0]!.raw_body, body)).toBe(0);
     expect(listener.accepted).toEqual(['evt_one']);
   });
@@ -54,7 +63,11 @@ describe('webhook listener', () => {
     const headers = listener.signedHeaders(body);
     const cases: Array<[string, Buffer | string, Record<string, string>]> = [
       // The first hex digit of the signature changed to another digit (it is '0' one time in sixteen).
-      ['bad signature', body, { ...headers, 'gerege-signature': headers['gerege-signature']!.replace(/v1=(.)/, (_, c: string) => `v1=${c === '0' ? '1' : '0'}`) }],
+      [
+        'bad signature',
+        body,
+        { ...headers, 'gerege-signature': headers['gerege-signature']!.replace(/v1=(.)/, (_, c: string) => `v1=${c === '0' ? '1' : '0'}`) },
+      ],
       ['wrong secret', body, { ...headers, 'gerege-signature': signGeregeTestPayload(body, 'whsec_other', listener.nowSec()) }],
       ['missing signature', body, { 'content-type': 'application/json' }],
       ['stale timestamp', body, listener.signedHeaders(body, { tSec: listener.nowSec() - 301 })],
@@ -98,7 +111,15 @@ describe('webhook listener', () => {
     expect((await listener.post(body, signed, '/webhooks/qutpay')).status).toBe(404);
     expect((await listener.post(body, signed, '/webhooks/sandbox')).status).toBe(404);
     expect((await listener.post(body, signed, '/api/orders')).status).toBe(404);
-    for (const path of ['/', '/webhooks/gerege', '/api/state', '/healthz', '/metrics', '/index.html', '/webhooks/health/../../etc/passwd']) {
+    for (const path of [
+      '/',
+      '/webhooks/gerege',
+      '/api/state',
+      '/healthz',
+      '/metrics',
+      '/index.html',
+      '/webhooks/health/../../etc/passwd',
+    ]) {
       expect((await fetch(`${listener.url}${path}`)).status, path).toBe(404);
     }
     expect(listener.rows()).toEqual([]);
@@ -111,7 +132,10 @@ describe('webhook listener', () => {
     expect((await listener.post(current, listener.signedHeaders(current, { secretIndex: 0 }))).status).toBe(200);
     expect((await listener.post(previous, listener.signedHeaders(previous, { secretIndex: 1 }))).status).toBe(200);
     const accepted = listener.log.lines().filter((l) => l.msg === 'webhook accepted');
-    expect(accepted.map((l) => [l.eventId, l.secretIndex])).toEqual([['evt_current', 0], ['evt_previous', 1]]);
+    expect(accepted.map((l) => [l.eventId, l.secretIndex])).toEqual([
+      ['evt_current', 0],
+      ['evt_previous', 1],
+    ]);
     for (const secret of listener.secrets) expect(listener.log.text()).not.toContain(secret);
   });
 
@@ -138,10 +162,14 @@ describe('webhook listener', () => {
 
   it('takes QutPay deliveries on /webhooks/qutpay with the (invoice, status) dedupe key', async () => {
     const listener = await startListener({ provider: 'qutpay' });
-    const body = Buffer.from(JSON.stringify({ event: 'invoice.paid', invoice: { id: 'inv_7', status: 'paid', amount: 2500, livemode: false } }));
+    const body = Buffer.from(
+      JSON.stringify({ event: 'invoice.paid', invoice: { id: 'inv_7', status: 'paid', amount: 2500, livemode: false } }),
+    );
     expect((await listener.post(body, listener.signedHeaders(body))).status).toBe(200);
     expect((await listener.post(body, listener.signedHeaders(body))).json).toEqual({ received: true, duplicate: true });
-    expect(listener.rows()).toEqual([expect.objectContaining({ event_id: 'inv_7:paid', provider: 'qutpay', object_id: 'inv_7', type: 'invoice.paid' })]);
+    expect(listener.rows()).toEqual([
+      expect.objectContaining({ event_id: 'inv_7:paid', provider: 'qutpay', object_id: 'inv_7', type: 'invoice.paid' }),
+    ]);
     const forged = Buffer.from(body.toString().replace('2500', '25'));
     expect((await listener.post(forged, listener.signedHeaders(body))).status).toBe(400);
     expect(listener.rows()).toHaveLength(1);

@@ -12,10 +12,17 @@ describe('webhook listener: verify first, then anything', () => {
   let db: Database.Database;
   const SECRET = 'sandbox-webhook-secret';
   const hourAgo = () => new Date(Date.now() - 3_600_000).toUTCString();
-  const eventBody = () => Buffer.from(JSON.stringify({
-    id: `evt_${Math.random().toString(16).slice(2)}`, object: 'event', type: 'invoice.paid', livemode: false,
-    created: Math.floor(Date.now() / 1000), data: { object: { id: 'sb_unknown', object: 'invoice', status: 'paid', amount: 1500, currency: 'MNT', reference: 'x' } },
-  }));
+  const eventBody = () =>
+    Buffer.from(
+      JSON.stringify({
+        id: `evt_${Math.random().toString(16).slice(2)}`,
+        object: 'event',
+        type: 'invoice.paid',
+        livemode: false,
+        created: Math.floor(Date.now() / 1000),
+        data: { object: { id: 'sb_unknown', object: 'invoice', status: 'paid', amount: 1500, currency: 'MNT', reference: 'x' } },
+      }),
+    );
   const skewAlarm = () => db.prepare("SELECT name FROM alarms WHERE name = 'clock_skew'").get();
   const outboxRows = () => (db.prepare('SELECT count(*) AS n FROM outbox').get() as { n: number }).n;
 
@@ -47,7 +54,11 @@ describe('webhook listener: verify first, then anything', () => {
     const body = eventBody();
     const response = await fetch(`${svc.webhookUrl}/webhooks/sandbox`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', date: hourAgo(), 'sandbox-signature': signSandboxPayload(body, SECRET, Math.floor(Date.now() / 1000)) },
+      headers: {
+        'content-type': 'application/json',
+        date: hourAgo(),
+        'sandbox-signature': signSandboxPayload(body, SECRET, Math.floor(Date.now() / 1000)),
+      },
       body,
     });
     expect(response.status).toBe(200);

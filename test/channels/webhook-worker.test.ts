@@ -21,18 +21,41 @@ describe('webhook worker', () => {
   function setup(options: { knowsInvoice?: boolean } = {}) {
     const inbox = createWebhookInbox(core.db);
     const orders = createOrderRepository({ db: core.db, clock: core.clock });
-    const worker = createWebhookWorker({
-      db: core.db, clock: core.clock, logger: core.logger, provider: core.fake.provider, ledger: core.ledger, outbox: core.outbox, inbox,
-      ...(options.knowsInvoice === false ? {} : { knowsInvoice: (id: string) => orders.getByInvoice(id) !== undefined }),
-    }, SETTINGS);
+    const worker = createWebhookWorker(
+      {
+        db: core.db,
+        clock: core.clock,
+        logger: core.logger,
+        provider: core.fake.provider,
+        ledger: core.ledger,
+        outbox: core.outbox,
+        inbox,
+        ...(options.knowsInvoice === false ? {} : { knowsInvoice: (id: string) => orders.getByInvoice(id) !== undefined }),
+      },
+      SETTINGS,
+    );
     const add = (eventId: string, objectId: string | null, type = 'invoice.paid', source: 'webhook' | 'backfill' = 'webhook') => {
       const event: WebhookEvent = { eventId, type, objectId, livemode: false, createdAt: null };
       // The body claims success; the worker must not believe it.
-      return inbox.add(event, Buffer.from(JSON.stringify({ id: eventId, type, data: { object: { id: objectId, status: 'paid' } } })), 'sandbox', source, core.clock.now());
+      return inbox.add(
+        event,
+        Buffer.from(JSON.stringify({ id: eventId, type, data: { object: { id: objectId, status: 'paid' } } })),
+        'sandbox',
+        source,
+        core.clock.now(),
+      );
     };
     const row = (eventId: string) => core.db.prepare('SELECT * FROM webhook_events WHERE event_id = ?').get(eventId) as Record<string, any>;
-    const ledgerRows = (invoiceId: string) => core.db.prepare('SELECT status, channel, evidence FROM invoice_status_ledger WHERE invoice_id = ? ORDER BY rowid').all(invoiceId) as { status: string; channel: string; evidence: string }[];
-    const pass = async () => { worker.notify(); await worker.idle(); };
+    const ledgerRows = (invoiceId: string) =>
+      core.db.prepare('SELECT status, channel, evidence FROM invoice_status_ledger WHERE invoice_id = ? ORDER BY rowid').all(invoiceId) as {
+        status: string;
+        channel: string;
+        evidence: string;
+      }[];
+    const pass = async () => {
+      worker.notify();
+      await worker.idle();
+    };
     return { inbox, worker, add, row, ledgerRows, pass };
   }
 
@@ -97,7 +120,12 @@ describe('webhook worker', () => {
     worker.start();
     await worker.idle();
     expect(row('evt_healthy').processed_at).not.toBeNull();
-    expect(row('evt_stuck')).toMatchObject({ processed_at: null, attempts: 1, next_attempt_at: core.clock.now() + 1_000, last_error: 'HTTP 503' });
+    expect(row('evt_stuck')).toMatchObject({
+      processed_at: null,
+      attempts: 1,
+      next_attempt_at: core.clock.now() + 1_000,
+      last_error: 'HTTP 503',
+    });
 
     // Not due yet: nothing happens.
     await pass();

@@ -37,36 +37,54 @@ export async function startProviderStack(options: StackOptions = {}) {
   const providerName = options.provider ?? 'gerege';
   const webhookPort = await freePort();
   const sim: Simulator = createSimulator({
-    provider: providerName, seed: options.seed ?? 1, webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/${providerName}`,
+    provider: providerName,
+    seed: options.seed ?? 1,
+    webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/${providerName}`,
     // Gerege retries up to 8 times; these short waits keep a run brief while still outlasting a restart.
-    webhookRetryDelaysMs: [100, 200, 400, 800, 1_600, 3_200, 6_400], webhookTimeoutMs: 2_000,
+    webhookRetryDelaysMs: [100, 200, 400, 800, 1_600, 3_200, 6_400],
+    webhookTimeoutMs: 2_000,
     ...(options.faults ? { faults: options.faults } : {}),
     ...(options.simClock ? { clock: options.simClock } : {}),
   });
   const { port: simPort } = await sim.start();
   const proxy: OutageProxy | null = options.outage ? await startOutageProxy({ port: simPort }) : null;
   const info = sim.info();
-  const credentials: { config: Record<string, unknown>; env: Record<string, string> } = providerName === 'gerege'
-    ? { config: { clientId: info.clientId }, env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret! } }
-    : { config: {}, env: { VENDGATE_PROVIDER_API_KEY: info.apiKey! } };
+  const credentials: { config: Record<string, unknown>; env: Record<string, string> } =
+    providerName === 'gerege'
+      ? { config: { clientId: info.clientId }, env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret! } }
+      : { config: {}, env: { VENDGATE_PROVIDER_API_KEY: info.apiKey! } };
   const serviceEnv = { ...credentials.env, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret };
   let started: Service | undefined;
   try {
     started = await startService({
       webhookPort,
       ...(options.dir ? { dir: options.dir } : {}),
-      config: deepMerge({
-        device: { id: 'chaos-001' },
-        provider: { name: providerName, baseUrl: proxy?.url ?? sim.url, ...credentials.config, invoiceTtlSec: 60, requestTimeoutMs: 1_000, createDeadlineMs: 15_000 },
-        poll: { intervalMs: 100, maxBackoffMs: 2_000 },
-        http: { webhook: { retryBaseMs: 100, retryMaxMs: 2_000, alarmAfterAttempts: 20, silenceGraceSec: 1 } },
-        log: { level: 'info' },
-      }, options.config ?? {}),
+      config: deepMerge(
+        {
+          device: { id: 'chaos-001' },
+          provider: {
+            name: providerName,
+            baseUrl: proxy?.url ?? sim.url,
+            ...credentials.config,
+            invoiceTtlSec: 60,
+            requestTimeoutMs: 1_000,
+            createDeadlineMs: 15_000,
+          },
+          poll: { intervalMs: 100, maxBackoffMs: 2_000 },
+          http: { webhook: { retryBaseMs: 100, retryMaxMs: 2_000, alarmAfterAttempts: 20, silenceGraceSec: 1 } },
+          log: { level: 'info' },
+        },
+        options.config ?? {},
+      ),
       env: serviceEnv,
     });
     // The start-up backfill first, so that a test decides which channel sees a payment first.
     if (providerName === 'gerege') {
-      await waitFor(() => started!.logs().some((l) => l.msg === 'backfill done' && l.reason === 'start-up'), 15_000, 'the start-up backfill');
+      await waitFor(
+        () => started!.logs().some((l) => l.msg === 'backfill done' && l.reason === 'start-up'),
+        15_000,
+        'the start-up backfill',
+      );
     }
   } catch (err) {
     await started?.stop();
@@ -88,9 +106,10 @@ export async function startProviderStack(options: StackOptions = {}) {
 
   async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: any }> {
     // Every state-changing request to the local API is JSON ({} when there is nothing to say).
-    const payload = method === 'POST' ? body ?? {} : body;
+    const payload = method === 'POST' ? (body ?? {}) : body;
     const response = await fetch(`${svc.localUrl}${path}`, {
-      method, ...(payload === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) }),
+      method,
+      ...(payload === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) }),
     });
     const text = await response.text();
     return { status: response.status, json: text ? JSON.parse(text) : undefined };
@@ -107,15 +126,19 @@ export async function startProviderStack(options: StackOptions = {}) {
     /** The order as the local API shows it; null while the service is down. */
     async order(orderId: number): Promise<OrderAnswer | null> {
       const answer = await call('GET', `/api/orders/${orderId}`).catch(() => null);
-      return answer?.status === 200 ? answer.json as OrderAnswer : null;
+      return answer?.status === 200 ? (answer.json as OrderAnswer) : null;
     },
     /** Waits until the order is settled: vended, refunded, or uncertain for a person. */
     async waitSettled(orderId: number, timeoutMs = 30_000): Promise<OrderAnswer> {
       try {
-        return await waitFor(async () => {
-          const order = await this.order(orderId);
-          return order && SETTLED.includes(order.state) ? order : null;
-        }, timeoutMs, `order ${orderId} to settle`);
+        return await waitFor(
+          async () => {
+            const order = await this.order(orderId);
+            return order && SETTLED.includes(order.state) ? order : null;
+          },
+          timeoutMs,
+          `order ${orderId} to settle`,
+        );
       } catch (err) {
         // Say where it is stuck: the order, its ledger, vend job and refund, as the database has them.
         const detail = {

@@ -11,9 +11,20 @@ const CONCURRENCY = 16;
 const SEED = Number(process.env.FUZZ_SEED ?? 11);
 
 const KINDS = [
-  'flipped signature', 'wrong secret', 'truncated body', 'changed byte', 'wrong content type', 'huge body',
-  'old timestamp', 'future timestamp', 'missing signature', 'garbage signature', 'signed non-JSON',
-  'signed non-event', 'event id header mismatch', 'empty body',
+  'flipped signature',
+  'wrong secret',
+  'truncated body',
+  'changed byte',
+  'wrong content type',
+  'huge body',
+  'old timestamp',
+  'future timestamp',
+  'missing signature',
+  'garbage signature',
+  'signed non-JSON',
+  'signed non-event',
+  'event id header mismatch',
+  'empty body',
 ] as const;
 type Kind = (typeof KINDS)[number];
 
@@ -29,7 +40,7 @@ afterEach(async () => {
 
 describe('webhook listener under hostile input', () => {
   it(`answers 4xx to ${REQUESTS} randomly corrupted requests and writes no row`, async () => {
-    const s = stack = await startGeregeStack();
+    const s = (stack = await startGeregeStack());
     const secret = s.sim.info().webhookSecret;
     const random = seededRandom(SEED);
     const url = `${s.svc.webhookUrl}/webhooks/gerege`;
@@ -38,10 +49,25 @@ describe('webhook listener under hostile input', () => {
 
     function validEvent(): Buffer {
       counter += 1;
-      return Buffer.from(JSON.stringify({
-        id: `evt_fuzz_${counter}`, object: 'event', type: 'payment_intent.succeeded', livemode: false, created: nowSec(),
-        data: { object: { id: `pi_fuzz_${counter}`, object: 'payment_intent', status: 'succeeded', amount: 1500, currency: 'MNT', reference: 'chaos-001-x-1' } },
-      }));
+      return Buffer.from(
+        JSON.stringify({
+          id: `evt_fuzz_${counter}`,
+          object: 'event',
+          type: 'payment_intent.succeeded',
+          livemode: false,
+          created: nowSec(),
+          data: {
+            object: {
+              id: `pi_fuzz_${counter}`,
+              object: 'payment_intent',
+              status: 'succeeded',
+              amount: 1500,
+              currency: 'MNT',
+              reference: 'chaos-001-x-1',
+            },
+          },
+        }),
+      );
     }
 
     function corrupt(kind: Kind): { body: Buffer; headers: Record<string, string> } {
@@ -55,8 +81,10 @@ describe('webhook listener under hostile input', () => {
           const flipped = header[at] === '0' ? '1' : '0';
           return { body, headers: { ...good, 'gerege-signature': header.slice(0, at) + flipped + header.slice(at + 1) } };
         }
-        case 'wrong secret': return { body, headers: { ...good, 'gerege-signature': sign(`${secret}x`, nowSec(), body) } };
-        case 'truncated body': return { body: body.subarray(0, 1 + random.int(body.length - 1)), headers: good };
+        case 'wrong secret':
+          return { body, headers: { ...good, 'gerege-signature': sign(`${secret}x`, nowSec(), body) } };
+        case 'truncated body':
+          return { body: body.subarray(0, 1 + random.int(body.length - 1)), headers: good };
         case 'changed byte': {
           const changed = Buffer.from(body);
           const at = random.int(changed.length);
@@ -64,13 +92,24 @@ describe('webhook listener under hostile input', () => {
           return { body: changed, headers: good };
         }
         case 'wrong content type': {
-          const type = random.pick(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/octet-stream', 'text/json', '']);
+          const type = random.pick([
+            'text/plain',
+            'application/x-www-form-urlencoded',
+            'multipart/form-data; boundary=x',
+            'application/xml',
+            'application/octet-stream',
+            'text/json',
+            '',
+          ]);
           const headers: Record<string, string> = { ...good };
-          if (type === '') delete headers['content-type']; else headers['content-type'] = type;
+          if (type === '') delete headers['content-type'];
+          else headers['content-type'] = type;
           return { body, headers };
         }
         case 'huge body': {
-          const padded = Buffer.from(body.toString().replace('"object":"event"', `"object":"event","pad":"${'x'.repeat(65_536 + random.int(200_000))}"`));
+          const padded = Buffer.from(
+            body.toString().replace('"object":"event"', `"object":"event","pad":"${'x'.repeat(65_536 + random.int(200_000))}"`),
+          );
           return { body: padded, headers: { ...good, 'gerege-signature': sign(secret, nowSec(), padded) } };
         }
         case 'old timestamp': {
@@ -95,11 +134,17 @@ describe('webhook listener under hostile input', () => {
           return { body: junk, headers: { ...good, 'gerege-signature': sign(secret, nowSec(), junk) } };
         }
         case 'signed non-event': {
-          const other = Buffer.from(JSON.stringify(random.pick([{}, [], 'evt', 42, { id: 7, type: 'x' }, { id: 'evt_1' }, { type: 'payment_intent.succeeded' }, null])));
+          const other = Buffer.from(
+            JSON.stringify(
+              random.pick([{}, [], 'evt', 42, { id: 7, type: 'x' }, { id: 'evt_1' }, { type: 'payment_intent.succeeded' }, null]),
+            ),
+          );
           return { body: other, headers: { ...good, 'gerege-signature': sign(secret, nowSec(), other) } };
         }
-        case 'event id header mismatch': return { body, headers: { ...good, 'gerege-event-id': `${id}_other` } };
-        case 'empty body': return { body: Buffer.alloc(0), headers: { ...good, 'gerege-signature': sign(secret, nowSec(), Buffer.alloc(0)) } };
+        case 'event id header mismatch':
+          return { body, headers: { ...good, 'gerege-event-id': `${id}_other` } };
+        case 'empty body':
+          return { body: Buffer.alloc(0), headers: { ...good, 'gerege-signature': sign(secret, nowSec(), Buffer.alloc(0)) } };
       }
     }
 
@@ -127,7 +172,11 @@ describe('webhook listener under hostile input', () => {
     // Still serving: one valid delivery after the storm is stored.
     const body = validEvent();
     const id = JSON.parse(body.toString()).id as string;
-    const ok = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'gerege-event-id': id, 'gerege-signature': sign(secret, nowSec(), body) }, body });
+    const ok = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'gerege-event-id': id, 'gerege-signature': sign(secret, nowSec(), body) },
+      body,
+    });
     expect(ok.status).toBe(200);
     expect(s.query('SELECT event_id FROM webhook_events')).toEqual([{ event_id: id }]);
     console.info(JSON.stringify(Object.fromEntries([...statuses.entries()].sort())));

@@ -6,8 +6,18 @@ export function fakeIo(options: { env?: NodeJS.ProcessEnv; stdin?: NodeJS.Readab
   let out = '';
   let err = '';
   const io: CliIo & { stdin?: NodeJS.ReadableStream & { isTTY?: boolean } } = {
-    stdout: new Writable({ write(chunk, _enc, cb) { out += chunk.toString(); cb(); } }),
-    stderr: new Writable({ write(chunk, _enc, cb) { err += chunk.toString(); cb(); } }),
+    stdout: new Writable({
+      write(chunk, _enc, cb) {
+        out += chunk.toString();
+        cb();
+      },
+    }),
+    stderr: new Writable({
+      write(chunk, _enc, cb) {
+        err += chunk.toString();
+        cb();
+      },
+    }),
     env: options.env ?? {},
     stopSignal: new Promise(() => {}),
     notify: () => {},

@@ -5,8 +5,16 @@ import { deviceConfig } from '../selftest/harness.js';
 import { run } from './cli-io.js';
 
 interface OrderFixture {
-  reference: string; item: string; slot?: string | null; amount: number; state: string; invoice?: string | null;
-  created: string; paid?: string; vended?: string; refunded?: string;
+  reference: string;
+  item: string;
+  slot?: string | null;
+  amount: number;
+  state: string;
+  invoice?: string | null;
+  created: string;
+  paid?: string;
+  vended?: string;
+  refunded?: string;
 }
 
 let seq = 0;
@@ -19,8 +27,20 @@ async function deviceWithOrders(orders: OrderFixture[]) {
   const ms = (iso?: string) => (iso ? Date.parse(iso) : null);
   for (const o of orders) {
     seq += 1;
-    insert.run(o.reference, `${o.reference}-pay-${seq}`, o.slot ?? 'A1', o.item, o.amount, o.state, o.invoice ?? null,
-      ms(o.created), ms(o.created), ms(o.paid), ms(o.vended), ms(o.refunded));
+    insert.run(
+      o.reference,
+      `${o.reference}-pay-${seq}`,
+      o.slot ?? 'A1',
+      o.item,
+      o.amount,
+      o.state,
+      o.invoice ?? null,
+      ms(o.created),
+      ms(o.created),
+      ms(o.paid),
+      ms(o.vended),
+      ms(o.refunded),
+    );
   }
   db.close();
   return device;
@@ -35,16 +55,47 @@ function parseCsv(text: string): string[][] {
   for (let i = 0; i < text.length; i += 1) {
     const c = text[i]!;
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { field += '"'; i += 1; } else if (c === '"') quoted = false; else field += c;
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i += 1;
+      } else if (c === '"') quoted = false;
+      else field += c;
     } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(field); field = ''; } else if (c === '\r' && text[i + 1] === '\n') { row.push(field); rows.push(row); row = []; field = ''; i += 1; } else field += c;
+    else if (c === ',') {
+      row.push(field);
+      field = '';
+    } else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+      i += 1;
+    } else field += c;
   }
   return rows;
 }
 
 const DAY = [
-  { reference: 'vm-1-ab-1', item: 'Water', amount: 1500, state: 'vended', invoice: 'sb_1', created: '2026-11-01T09:00:00.000Z', paid: '2026-11-01T09:00:20.000Z', vended: '2026-11-01T09:00:22.000Z' },
-  { reference: 'vm-1-ab-2', item: 'Chips, "salted"\nlarge', amount: 2000, state: 'refunded', invoice: 'sb_2', created: '2026-11-01T23:59:59.999Z', paid: '2026-11-02T00:00:10.000Z', refunded: '2026-11-02T00:01:00.000Z' },
+  {
+    reference: 'vm-1-ab-1',
+    item: 'Water',
+    amount: 1500,
+    state: 'vended',
+    invoice: 'sb_1',
+    created: '2026-11-01T09:00:00.000Z',
+    paid: '2026-11-01T09:00:20.000Z',
+    vended: '2026-11-01T09:00:22.000Z',
+  },
+  {
+    reference: 'vm-1-ab-2',
+    item: 'Chips, "salted"\nlarge',
+    amount: 2000,
+    state: 'refunded',
+    invoice: 'sb_2',
+    created: '2026-11-01T23:59:59.999Z',
+    paid: '2026-11-02T00:00:10.000Z',
+    refunded: '2026-11-02T00:01:00.000Z',
+  },
   { reference: 'vm-1-ab-3', item: 'Cola', amount: 2500, state: 'expired', invoice: null, created: '2026-11-02T00:00:00.000Z' },
 ];
 
@@ -60,8 +111,34 @@ describe('vendgate export', () => {
     const rows = parseCsv(stdout);
     expect(rows[0]).toEqual([...EXPORT_COLUMNS]);
     expect(rows.slice(1)).toEqual([
-      ['vm-1-ab-1', 'Water', 'A1', '1500', 'MNT', 'sandbox', 'sb_1', 'vended', '2026-11-01T09:00:00.000Z', '2026-11-01T09:00:20.000Z', '2026-11-01T09:00:22.000Z', ''],
-      ['vm-1-ab-2', 'Chips, "salted"\nlarge', 'A1', '2000', 'MNT', 'sandbox', 'sb_2', 'refunded', '2026-11-01T23:59:59.999Z', '2026-11-02T00:00:10.000Z', '', '2026-11-02T00:01:00.000Z'],
+      [
+        'vm-1-ab-1',
+        'Water',
+        'A1',
+        '1500',
+        'MNT',
+        'sandbox',
+        'sb_1',
+        'vended',
+        '2026-11-01T09:00:00.000Z',
+        '2026-11-01T09:00:20.000Z',
+        '2026-11-01T09:00:22.000Z',
+        '',
+      ],
+      [
+        'vm-1-ab-2',
+        'Chips, "salted"\nlarge',
+        'A1',
+        '2000',
+        'MNT',
+        'sandbox',
+        'sb_2',
+        'refunded',
+        '2026-11-01T23:59:59.999Z',
+        '2026-11-02T00:00:10.000Z',
+        '',
+        '2026-11-02T00:01:00.000Z',
+      ],
     ]);
     expect(stdout).toContain('"Chips, ""salted""\nlarge"');
   });
@@ -76,7 +153,11 @@ describe('vendgate export', () => {
 
     expect(parseCsv(all.stdout)).toHaveLength(1 + DAY.length);
     expect(parseCsv(atIt.stdout).slice(1)).toEqual([]);
-    expect(parseCsv(secondAfter.stdout).slice(1).map((r) => r[0])).toEqual(['vm-1-ab-1']);
+    expect(
+      parseCsv(secondAfter.stdout)
+        .slice(1)
+        .map((r) => r[0]),
+    ).toEqual(['vm-1-ab-1']);
   });
 
   it('an empty period is just the header', async () => {
@@ -88,7 +169,11 @@ describe('vendgate export', () => {
 
   it('a date that is not ISO 8601, or a period that ends before it starts: exit 64, nothing on stdout', async () => {
     const device = await deviceWithOrders(DAY);
-    for (const args of [['--from', '01.11.2026'], ['--from', '2026-13-45'], ['--from', '2026-11-02', '--to', '2026-11-01']]) {
+    for (const args of [
+      ['--from', '01.11.2026'],
+      ['--from', '2026-13-45'],
+      ['--from', '2026-11-02', '--to', '2026-11-01'],
+    ]) {
       const { code, stdout, stderr } = await run(['export', '--config', device.path, ...args]);
       expect(code, args.join(' ')).toBe(64);
       expect(stdout).toBe('');

@@ -28,12 +28,25 @@ describe('vendgate relay', () => {
     try {
       const port = await freePort();
       const path = join(dir.path, 'relay.yaml');
-      writeFileSync(path, `relay:\n  host: 127.0.0.1\n  port: ${port}\nmqtt:\n  url: ${broker.url}\n  prefix: clitest\nlog:\n  level: warn\n`);
+      writeFileSync(
+        path,
+        `relay:\n  host: 127.0.0.1\n  port: ${port}\nmqtt:\n  url: ${broker.url}\n  prefix: clitest\nlog:\n  level: warn\n`,
+      );
       let stop!: (signal: string) => void;
       const notified: string[] = [];
       const { io } = fakeIo({ env: { VENDGATE_WEBHOOK_SECRETS: 'whsec_x' } });
-      const running = runCli(['relay', '--config', path], { ...io, stopSignal: new Promise((resolve) => { stop = resolve; }), notify: (state) => notified.push(state) });
-      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/webhooks/health`).catch(() => null))?.status === 200, 15_000, 'the relay healthy');
+      const running = runCli(['relay', '--config', path], {
+        ...io,
+        stopSignal: new Promise((resolve) => {
+          stop = resolve;
+        }),
+        notify: (state) => notified.push(state),
+      });
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/webhooks/health`).catch(() => null))?.status === 200,
+        15_000,
+        'the relay healthy',
+      );
       expect(notified).toContain('READY=1');
       expect((await fetch(`http://127.0.0.1:${port}/api/state`)).status).toBe(404);
       stop('SIGTERM');

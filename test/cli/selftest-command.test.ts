@@ -8,7 +8,14 @@ import { pipe, run, terminal } from './cli-io.js';
 const CHECK_KEYS = ['name', 'status', 'detail', 'hint'];
 
 function parseReport(stdout: string) {
-  return JSON.parse(stdout) as { version: number; ok: boolean; startedAt: string; durationMs: number; config: Record<string, unknown>; checks: Record<string, unknown>[] };
+  return JSON.parse(stdout) as {
+    version: number;
+    ok: boolean;
+    startedAt: string;
+    durationMs: number;
+    config: Record<string, unknown>;
+    checks: Record<string, unknown>[];
+  };
 }
 
 describe('vendgate selftest (command line)', () => {
@@ -35,7 +42,9 @@ describe('vendgate selftest (command line)', () => {
       expect(String(check.detail)).not.toContain('\n');
       if (check.status !== 'PASS') expect(check.hint).not.toBe('');
     }
-    expect(report.checks.map((c) => c.name)).toEqual(expect.arrayContaining(['settings', 'database', 'provider', 'webhook.listener', 'local.listener', 'mqtt']));
+    expect(report.checks.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['settings', 'database', 'provider', 'webhook.listener', 'local.listener', 'mqtt']),
+    );
   });
 
   it('exits 1 when any check FAILs, and the table shows the FAIL line with its hint', async () => {
@@ -69,7 +78,9 @@ describe('vendgate selftest (command line)', () => {
 
   it('names the environment variables that were used, never their values', async () => {
     const device = await deviceConfig();
-    const { stdout } = await run(['selftest', '--json', '--config', device.path], { env: { VENDGATE_WEBHOOK_SECRETS: 'whsec_do_not_print' } });
+    const { stdout } = await run(['selftest', '--json', '--config', device.path], {
+      env: { VENDGATE_WEBHOOK_SECRETS: 'whsec_do_not_print' },
+    });
 
     expect(parseReport(stdout).config.environment).toEqual(['VENDGATE_WEBHOOK_SECRETS']);
     expect(stdout).not.toContain('whsec_do_not_print');

@@ -11,7 +11,9 @@ import { freePort, waitFor } from '../helpers/service.js';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 const cleanups: (() => void)[] = [];
-afterEach(() => { while (cleanups.length) cleanups.pop()!(); });
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()!();
+});
 
 async function holdPort(): Promise<{ port: number; server: Server }> {
   const port = await freePort();
@@ -23,13 +25,16 @@ async function holdPort(): Promise<{ port: number; server: Server }> {
 
 function config(dir: string, localPort: number, webhookPort: number): string {
   const path = join(dir, 'config.yaml');
-  writeFileSync(path, stringify({
-    device: { id: 'log-test', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
-    http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: webhookPort } },
-    storage: { path: join(dir, 'vendgate.db') },
-    actuator: { kind: 'sim', sim: { logPath: join(dir, 'actuations.jsonl') } },
-    mqtt: { url: '' },
-  }));
+  writeFileSync(
+    path,
+    stringify({
+      device: { id: 'log-test', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
+      http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: webhookPort } },
+      storage: { path: join(dir, 'vendgate.db') },
+      actuator: { kind: 'sim', sim: { logPath: join(dir, 'actuations.jsonl') } },
+      mqtt: { url: '' },
+    }),
+  );
   return path;
 }
 
@@ -40,11 +45,18 @@ async function startWithStdoutFile(configPath: string, dir: string, env: Record<
   const stat = fstatSync(fd);
   const journalStream = `${stat.dev}:${stat.ino}`;
   const child = spawn(process.execPath, [MAIN, 'start', '--config', configPath], {
-    stdio: ['ignore', fd, 'pipe'], env: { ...process.env, JOURNAL_STREAM: undefined, ...(typeof env.JOURNAL_STREAM === 'string' ? { JOURNAL_STREAM: env.JOURNAL_STREAM.replace('MATCH', journalStream) } : {}) },
+    stdio: ['ignore', fd, 'pipe'],
+    env: {
+      ...process.env,
+      JOURNAL_STREAM: undefined,
+      ...(typeof env.JOURNAL_STREAM === 'string' ? { JOURNAL_STREAM: env.JOURNAL_STREAM.replace('MATCH', journalStream) } : {}),
+    },
   });
   closeSync(fd);
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
   return { code, stderr, lines: readFileSync(outPath, 'utf8').split('\n').filter(Boolean) };
 }
@@ -87,11 +99,14 @@ describe('service logs', () => {
     const configPath = config(dir, 0, 0);
     // `script` gives the child a real pseudo-terminal on stdout.
     const child = spawn('script', ['-qec', `${process.execPath} ${MAIN} start --config ${configPath}`, '/dev/null'], {
-      env: { ...process.env, JOURNAL_STREAM: '', TERM: 'dumb' }, stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, JOURNAL_STREAM: '', TERM: 'dumb' },
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     cleanups.push(() => child.kill('SIGKILL'));
     let text = '';
-    child.stdout!.on('data', (chunk: Buffer) => { text += chunk.toString().replace(/\x1b\[[0-9;]*m/g, ''); });
+    child.stdout!.on('data', (chunk: Buffer) => {
+      text += chunk.toString().replace(/\x1b\[[0-9;]*m/g, '');
+    });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     await waitFor(() => /vendgate ready/.test(text), 60_000, 'vendgate ready in the terminal');
     child.kill('SIGTERM');

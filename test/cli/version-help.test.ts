@@ -44,16 +44,21 @@ describe('vendgate --version and --help', () => {
     expect(unknown.code).toBe(64);
   });
 
-  it('start --lan is the sandbox demo\'s: on a real provider it is a usage error that names why', async () => {
+  it("start --lan is the sandbox demo's: on a real provider it is a usage error that names why", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'vendgate-lan-'));
     const path = join(dir, 'config.yaml');
-    writeFileSync(path, stringify({
-      device: { id: 'lan-test', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
-      provider: { name: 'qutpay', baseUrl: 'https://api.example.com' },
-      storage: { path: join(dir, 'vendgate.db') },
-      mqtt: { url: '' },
-    }));
-    const result = await run(['start', '--lan', '--config', path], { env: { VENDGATE_PROVIDER_API_KEY: 'qp_test_x', VENDGATE_WEBHOOK_SECRETS: 'whsec_x' } });
+    writeFileSync(
+      path,
+      stringify({
+        device: { id: 'lan-test', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
+        provider: { name: 'qutpay', baseUrl: 'https://api.example.com' },
+        storage: { path: join(dir, 'vendgate.db') },
+        mqtt: { url: '' },
+      }),
+    );
+    const result = await run(['start', '--lan', '--config', path], {
+      env: { VENDGATE_PROVIDER_API_KEY: 'qp_test_x', VENDGATE_WEBHOOK_SECRETS: 'whsec_x' },
+    });
     expect(result.code).toBe(64);
     expect(result.stderr).toContain('--lan is for the sandbox demo; provider qutpay shows its own pay page');
     expect(existsSync(join(dir, 'vendgate.db'))).toBe(false);

@@ -6,7 +6,15 @@
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import { createActuator, createHardware, createHardwareBus, createSimActuator, type HardwareEvent, type VendOutcome, type VendRequest } from '../../src/hardware/index.js';
+import {
+  createActuator,
+  createHardware,
+  createHardwareBus,
+  createSimActuator,
+  type HardwareEvent,
+  type VendOutcome,
+  type VendRequest,
+} from '../../src/hardware/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger, systemClock } from '../../src/util/index.js';
 import { createFakeGpio } from '../hardware/fakes/fake-gpio.js';
@@ -35,7 +43,10 @@ actuatorContract({
   name: 'simulated machine',
   canBeUnanswered: true,
   async start() {
-    const actuator = createSimActuator({ clock: createManualClock() }, { logPath: join(dir.path, `sim-${orderId}.jsonl`), durationMs: 0, failMode: 'none' });
+    const actuator = createSimActuator(
+      { clock: createManualClock() },
+      { logPath: join(dir.path, `sim-${orderId}.jsonl`), durationMs: 0, failMode: 'none' },
+    );
     await actuator.start();
     const fireAs = (mode: 'none' | 'fail' | 'timeout') => {
       actuator.setFailMode(mode);
@@ -52,7 +63,10 @@ actuatorContract({
   async start() {
     const gpio = createFakeGpio();
     const settings = hardwareSettings({ actuator: { kind: 'relay', relay: { pin: 17, pulseMs: 20 } } });
-    const actuator = await createActuator({ clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: PI4_SYSFS, bus: createHardwareBus() }, settings);
+    const actuator = await createActuator(
+      { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: PI4_SYSFS, bus: createHardwareBus() },
+      settings,
+    );
     await actuator.start();
     return {
       actuator,
@@ -93,8 +107,13 @@ actuatorContract({
   canBeUnanswered: true,
   async start() {
     const mock = createMockSerial();
-    const settings = hardwareSettings({ actuator: { kind: 'serial', serial: { path: mock.path, profile: 'mdb', timeoutMs: 300, reconnectMaxMs: 200, mdb: { setconf: [] } } } });
-    const { actuator, inputs } = await createHardware({ clock: systemClock, logger: silentLogger(), serialBinding: mock.binding }, settings);
+    const settings = hardwareSettings({
+      actuator: { kind: 'serial', serial: { path: mock.path, profile: 'mdb', timeoutMs: 300, reconnectMaxMs: 200, mdb: { setconf: [] } } },
+    });
+    const { actuator, inputs } = await createHardware(
+      { clock: systemClock, logger: silentLogger(), serialBinding: mock.binding },
+      settings,
+    );
     const events: HardwareEvent[] = [];
     inputs.on((event) => events.push(event));
     await inputs.start();
@@ -114,7 +133,14 @@ actuatorContract({
       return outcome;
     };
     return {
-      actuator: { ...actuator, kind: actuator.kind, stop: async () => { await actuator.stop(); await inputs.stop(); } },
+      actuator: {
+        ...actuator,
+        kind: actuator.kind,
+        stop: async () => {
+          await actuator.stop();
+          await inputs.stop();
+        },
+      },
       delivered: () => vend('c,VEND,SUCCESS\r\nc,STATUS,IDLE\r\nc,STATUS,ENABLED\r\n'),
       refused: () => vend('c,ERR,VEND 3\r\nc,STATUS,ENABLED\r\n'),
       unanswered: () => vend(null),

@@ -3,7 +3,9 @@ import { orderRequest, startHarness, type Harness } from './provider-harness.js'
 
 describe('gerege: a refund whose answer was lost', () => {
   let harness: Harness;
-  afterEach(async () => { await harness?.stop(); });
+  afterEach(async () => {
+    await harness?.stop();
+  });
 
   it('is confirmed by asking again with the same key, and the money moves once', async () => {
     harness = await startHarness('gerege');

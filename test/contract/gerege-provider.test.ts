@@ -26,7 +26,10 @@ describe('Gerege adapter against the simulator', () => {
 
   describe('Gerege only', () => {
     let harness: Harness | undefined;
-    afterEach(async () => { await harness?.stop(); harness = undefined; });
+    afterEach(async () => {
+      await harness?.stop();
+      harness = undefined;
+    });
     const start = async (options: HarnessOptions = {}) => (harness = await startHarness('gerege', options));
     const tokenCalls = (h: Harness) => h.requestsTo(/^\/oauth2\/token$/).length;
     const unauthorized = (h: Harness) => h.records().requests.filter((r) => r.status === 401).length;
@@ -51,7 +54,7 @@ describe('Gerege adapter against the simulator', () => {
       expect(unauthorized(h)).toBe(1);
     });
 
-    it('a token that expired by the provider\'s clock (ours lags) is refreshed on the 401', async () => {
+    it("a token that expired by the provider's clock (ours lags) is refreshed on the 401", async () => {
       const simClock = createManualClock();
       const h = await start({ simClock, tokenTtlSec: 300 });
       const invoice = await h.provider.createInvoice(orderRequest());
@@ -74,7 +77,10 @@ describe('Gerege adapter against the simulator', () => {
       const h = await start();
       const request = orderRequest();
       await h.provider.createInvoice(request);
-      await expect(h.provider.createInvoice({ ...request, amount: 2_000 })).rejects.toMatchObject({ kind: 'conflict', providerCode: 'idempotency_conflict' });
+      await expect(h.provider.createInvoice({ ...request, amount: 2_000 })).rejects.toMatchObject({
+        kind: 'conflict',
+        providerCode: 'idempotency_conflict',
+      });
       expect(h.records().createCalls.map((c) => c.outcome)).toEqual(['created', 'conflict']);
       expect(h.delays).toEqual([]);
     });
@@ -96,7 +102,10 @@ describe('Gerege adapter against the simulator', () => {
       const all = await h.provider.listEvents!({ createdAfterSec: 0 });
       expect(all.hasMore).toBe(false);
       expect(all.events.map((e) => e.event.type)).toEqual([
-        'payment_intent.created', 'payment_intent.claimed', 'payment_intent.processing', 'payment_intent.succeeded',
+        'payment_intent.created',
+        'payment_intent.claimed',
+        'payment_intent.processing',
+        'payment_intent.succeeded',
       ]);
       expect(all.events.every((e) => e.event.objectId === invoice.id)).toBe(true);
       expect(all.events.map((e) => JSON.parse(e.rawBody.toString()))).toEqual(h.records().events);

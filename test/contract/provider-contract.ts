@@ -3,11 +3,17 @@
  * simulator. A case here states what the core may rely on whichever provider is configured.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  findInvoiceMismatch, ProviderError, WebhookVerificationError, type CanonicalStatus,
-} from '../../src/payments/index.js';
+import { findInvoiceMismatch, ProviderError, WebhookVerificationError, type CanonicalStatus } from '../../src/payments/index.js';
 import type { FaultName } from '../../src/simulator/index.js';
-import { orderRequest, startHarness, waitFor, WEBHOOK_SECRET, type Harness, type HarnessOptions, type ProviderUnderTest } from './provider-harness.js';
+import {
+  orderRequest,
+  startHarness,
+  waitFor,
+  WEBHOOK_SECRET,
+  type Harness,
+  type HarnessOptions,
+  type ProviderUnderTest,
+} from './provider-harness.js';
 
 export interface ContractTarget {
   name: ProviderUnderTest;
@@ -27,7 +33,10 @@ const CREATE_FAULTS: FaultName[] = ['rateLimit', 'serverError', 'timeout', 'lost
 
 export function providerContract(target: ContractTarget): void {
   let harness: Harness | undefined;
-  afterEach(async () => { await harness?.stop(); harness = undefined; });
+  afterEach(async () => {
+    await harness?.stop();
+    harness = undefined;
+  });
   const start = async (options: HarnessOptions = {}) => (harness = await startHarness(target.name, options));
 
   describe('create', () => {
@@ -85,7 +94,12 @@ export function providerContract(target: ContractTarget): void {
       h.faultsForCalls(3, { serverError: 1 });
       await h.provider.createInvoice(orderRequest());
       expect(h.delays).toEqual([1_000, 2_000, 4_000]);
-      expect(h.records().createCalls.map((c) => c.outcome)).toEqual(['fault:serverError', 'fault:serverError', 'fault:serverError', 'created']);
+      expect(h.records().createCalls.map((c) => c.outcome)).toEqual([
+        'fault:serverError',
+        'fault:serverError',
+        'fault:serverError',
+        'created',
+      ]);
     });
 
     it('an invoice that differs from the request comes back as the provider says, so the core can see the mismatch', async () => {
@@ -114,7 +128,12 @@ export function providerContract(target: ContractTarget): void {
       expect((await h.provider.getInvoice(canceled.id)).status).toBe('canceled');
       expect((await h.provider.getInvoice(expired.id)).status).toBe('expired');
       expect((await h.provider.getInvoice(paid.id)).status).toBe(target.statusAfterFullRefund);
-      const words = new Set(h.records().events.map(target.statusWordOf).filter((w): w is string => w !== undefined));
+      const words = new Set(
+        h
+          .records()
+          .events.map(target.statusWordOf)
+          .filter((w): w is string => w !== undefined),
+      );
       expect(words.size).toBeGreaterThanOrEqual(4);
       for (const word of words) expect(target.mapStatus(word), `status word "${word}"`).toBeDefined();
     });
@@ -147,16 +166,19 @@ export function providerContract(target: ContractTarget): void {
       expect(h.records().refunds).toHaveLength(1);
     });
 
-    it.each<FaultName>(['lostResponse', 'serverError', 'timeout'])('after %s the outcome is unknown and exactly one refund call was made', async (fault) => {
-      const h = await start({ requestTimeoutMs: fault === 'timeout' ? 150 : undefined });
-      const invoice = await h.provider.createInvoice(orderRequest());
-      await h.sim.pay(invoice.id);
-      h.sim.setFaults({ [fault]: 1 });
-      const result = await h.provider.refund({ invoiceId: invoice.id, amount: 1500, idempotencyKey: `${invoice.reference}-refund` });
-      expect(result.status).toBe('unknown');
-      expect(h.requestsTo(target.refundPath)).toHaveLength(1);
-      expect(h.records().refunds.length).toBe(fault === 'lostResponse' ? 1 : 0);
-    });
+    it.each<FaultName>(['lostResponse', 'serverError', 'timeout'])(
+      'after %s the outcome is unknown and exactly one refund call was made',
+      async (fault) => {
+        const h = await start({ requestTimeoutMs: fault === 'timeout' ? 150 : undefined });
+        const invoice = await h.provider.createInvoice(orderRequest());
+        await h.sim.pay(invoice.id);
+        h.sim.setFaults({ [fault]: 1 });
+        const result = await h.provider.refund({ invoiceId: invoice.id, amount: 1500, idempotencyKey: `${invoice.reference}-refund` });
+        expect(result.status).toBe('unknown');
+        expect(h.requestsTo(target.refundPath)).toHaveLength(1);
+        expect(h.records().refunds.length).toBe(fault === 'lostResponse' ? 1 : 0);
+      },
+    );
   });
 
   describe('credentials', () => {
@@ -181,7 +203,11 @@ export function providerContract(target: ContractTarget): void {
       await h.sim.waitForDeliveriesIdle();
       expect(h.webhooks.length).toBeGreaterThan(0);
       for (const { rawBody, headers } of h.webhooks) {
-        const event = h.provider.verifyWebhook(rawBody, headers, { secrets: ['whsec_old', WEBHOOK_SECRET], toleranceSec: 300, now: h.clock.now() });
+        const event = h.provider.verifyWebhook(rawBody, headers, {
+          secrets: ['whsec_old', WEBHOOK_SECRET],
+          toleranceSec: 300,
+          now: h.clock.now(),
+        });
         expect(event.eventId).toBe(target.expectedEventId(JSON.parse(rawBody.toString())));
         expect(event.objectId).toBe(invoice.id);
         expect(event.livemode).toBe(false);
@@ -197,7 +223,9 @@ export function providerContract(target: ContractTarget): void {
       const context = { secrets: [WEBHOOK_SECRET], toleranceSec: 300, now: h.clock.now() };
       const tampered = Buffer.from(rawBody.toString().replace('"livemode":false', '"livemode":true'));
       expect(() => h.provider.verifyWebhook(tampered, headers, context)).toThrow(WebhookVerificationError);
-      expect(() => h.provider.verifyWebhook(rawBody, headers, { ...context, secrets: ['whsec_wrong'] })).toThrow(/matches? none|no v1 signature matches/);
+      expect(() => h.provider.verifyWebhook(rawBody, headers, { ...context, secrets: ['whsec_wrong'] })).toThrow(
+        /matches? none|no v1 signature matches/,
+      );
     });
 
     it('a duplicated delivery carries the same dedupe key', async () => {

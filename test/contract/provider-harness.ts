@@ -30,7 +30,10 @@ export interface HarnessOptions {
   requestTimeoutMs?: number;
 }
 
-export interface CapturedWebhook { rawBody: Buffer; headers: IncomingHttpHeaders }
+export interface CapturedWebhook {
+  rawBody: Buffer;
+  headers: IncomingHttpHeaders;
+}
 
 export interface Harness {
   provider: PaymentProvider;
@@ -54,8 +57,14 @@ let sequence = 0;
 export function orderRequest(overrides: Partial<CreateInvoiceRequest> = {}): CreateInvoiceRequest {
   sequence += 1;
   return {
-    idempotencyKey: `vm-001-db1-${sequence}-pay`, reference: `vm-001-${sequence}`, amount: 1500, currency: CURRENCY,
-    description: 'Cola 0.5 l', expiresInSec: 120, captureMode: 'automatic', ...overrides,
+    idempotencyKey: `vm-001-db1-${sequence}-pay`,
+    reference: `vm-001-${sequence}`,
+    amount: 1500,
+    currency: CURRENCY,
+    description: 'Cola 0.5 l',
+    expiresInSec: 120,
+    captureMode: 'automatic',
+    ...overrides,
   };
 }
 
@@ -64,8 +73,14 @@ export async function startHarness(providerName: ProviderUnderTest, options: Har
   const webhooks: CapturedWebhook[] = [];
   const receiver = options.webhooks ? await startReceiver(webhooks) : undefined;
   const sim = createSimulator({
-    provider: providerName, clock: options.simClock ?? clock, seed: options.seed ?? 7, currency: CURRENCY,
-    webhookSecret: WEBHOOK_SECRET, ...CLIENT, webhookRetryDelaysMs: [20], expirySweepMs: 0,
+    provider: providerName,
+    clock: options.simClock ?? clock,
+    seed: options.seed ?? 7,
+    currency: CURRENCY,
+    webhookSecret: WEBHOOK_SECRET,
+    ...CLIENT,
+    webhookRetryDelaysMs: [20],
+    expirySweepMs: 0,
     ...(options.tokenTtlSec !== undefined ? { tokenTtlSec: options.tokenTtlSec } : {}),
     ...(receiver ? { webhookUrl: `${receiver.url}/webhooks/${providerName}` } : {}),
     ...(options.faults ? { faults: options.faults } : {}),
@@ -88,17 +103,36 @@ export async function startHarness(providerName: ProviderUnderTest, options: Har
   const settings = parseSettings({
     device: { id: 'vm-001', currency: CURRENCY, catalog: [{ slot: 'A1', name: 'Cola', price: 1500 }] },
     provider: {
-      name: providerName, baseUrl: url, webhookSecrets: [WEBHOOK_SECRET], requestTimeoutMs: options.requestTimeoutMs ?? 5_000, createDeadlineMs: 60_000,
-      ...(providerName === 'gerege' ? { clientId: credentials.clientId, clientSecret: credentials.clientSecret } : { apiKey: credentials.apiKey }),
+      name: providerName,
+      baseUrl: url,
+      webhookSecrets: [WEBHOOK_SECRET],
+      requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
+      createDeadlineMs: 60_000,
+      ...(providerName === 'gerege'
+        ? { clientId: credentials.clientId, clientSecret: credentials.clientSecret }
+        : { apiKey: credentials.apiKey }),
     },
   });
-  const provider = createProvider({
-    clock, logger: silentLogger(), fetch: countingFetch, random: () => 0.5,
-    sleep: async (ms) => { delays.push(ms); clock.advance(ms); },
-  }, settings);
+  const provider = createProvider(
+    {
+      clock,
+      logger: silentLogger(),
+      fetch: countingFetch,
+      random: () => 0.5,
+      sleep: async (ms) => {
+        delays.push(ms);
+        clock.advance(ms);
+      },
+    },
+    settings,
+  );
 
   return {
-    provider, sim, clock, delays, webhooks,
+    provider,
+    sim,
+    clock,
+    delays,
+    webhooks,
     faultsForCalls(calls, faults) {
       faultCallsLeft = calls;
       sim.setFaults(faults);
@@ -125,7 +159,11 @@ async function startReceiver(into: CapturedWebhook[]) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    stop: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

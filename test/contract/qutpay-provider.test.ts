@@ -24,7 +24,10 @@ describe('QutPay adapter against the simulator', () => {
 
   describe('QutPay only', () => {
     let harness: Harness | undefined;
-    afterEach(async () => { await harness?.stop(); harness = undefined; });
+    afterEach(async () => {
+      await harness?.stop();
+      harness = undefined;
+    });
     const start = async (options: HarnessOptions = {}) => (harness = await startHarness('qutpay', options));
 
     it('refund_unknown / refund_pending_unknown are unknown outcomes with exactly one refund call each', async () => {

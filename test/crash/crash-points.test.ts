@@ -9,7 +9,8 @@ import { startService, type Service } from '../helpers/service.js';
  * makes the process kill itself), then restarted. Whatever the point, afterwards: at most one
  * actuation per order, no paid order without vended / refunded / vend_uncertain, one invoice per order.
  */
-type Point = 'after_order_insert' | 'after_invoice_create' | 'after_ledger_commit' | 'after_claim_commit' | 'after_actuation' | 'after_settle';
+type Point =
+  'after_order_insert' | 'after_invoice_create' | 'after_ledger_commit' | 'after_claim_commit' | 'after_actuation' | 'after_settle';
 
 const EXPECTED: Record<Point, { state: string; actuations: number }> = {
   after_order_insert: { state: 'vended', actuations: 1 },
@@ -24,16 +25,25 @@ const EXPECTED: Record<Point, { state: string; actuations: number }> = {
 
 describe('crash at every step of the payment path', () => {
   let svc: Service | null = null;
-  afterEach(async () => { await svc?.stop(); svc = null; });
+  afterEach(async () => {
+    await svc?.stop();
+    svc = null;
+  });
 
   async function post(url: string, body?: unknown) {
-    return fetch(url, { method: 'POST', headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });
+    return fetch(url, {
+      method: 'POST',
+      headers: body ? { 'content-type': 'application/json' } : {},
+      body: body ? JSON.stringify(body) : undefined,
+    });
   }
 
   it.each(Object.keys(EXPECTED) as Point[])('SIGKILL %s: one actuation at most, the payment settled, one invoice', async (point) => {
     svc = await startService({ config: { poll: { intervalMs: 100 } }, env: { VENDGATE_CRASH_AT: point } });
     const url = svc.localUrl;
-    const created = await post(`${url}/api/orders`, { slot: 'A1' }).then((r) => r.json()).catch(() => null) as { invoiceId?: string } | null;
+    const created = (await post(`${url}/api/orders`, { slot: 'A1' })
+      .then((r) => r.json())
+      .catch(() => null)) as { invoiceId?: string } | null;
     if (created?.invoiceId) {
       // The customer pays; the service then dies at the named point on its way to the vend.
       await post(`${url}/sandbox/pay/${created.invoiceId}`).catch(() => null);
@@ -55,14 +65,20 @@ describe('crash at every step of the payment path', () => {
       expect(svc.readSimLog().filter((l) => l.orderId === 1)).toHaveLength(expected.actuations);
 
       const db = new Database(svc.dbPath, { readonly: true });
-      const unsettled = db.prepare(`SELECT count(*) AS n FROM orders WHERE paid_at IS NOT NULL AND state NOT IN ('vended', 'refunded', 'vend_uncertain', 'vending', 'refunding')`).get() as { n: number };
+      const unsettled = db
+        .prepare(
+          `SELECT count(*) AS n FROM orders WHERE paid_at IS NOT NULL AND state NOT IN ('vended', 'refunded', 'vend_uncertain', 'vending', 'refunding')`,
+        )
+        .get() as { n: number };
       expect(unsettled.n).toBe(0);
       if (expected.state === 'vend_uncertain') {
-        expect(db.prepare("SELECT name FROM alarms").all()).toEqual([{ name: 'vend_uncertain/1' }]);
+        expect(db.prepare('SELECT name FROM alarms').all()).toEqual([{ name: 'vend_uncertain/1' }]);
       }
       db.close();
       const sandbox = new Database(join(svc.dir, 'sandbox.db'), { readonly: true });
-      expect(sandbox.prepare('SELECT reference, count(*) AS n FROM sandbox_invoices GROUP BY reference').all()).toEqual([{ reference: expect.stringMatching(/-1-[0-9a-f]{8}$/), n: 1 }]);
+      expect(sandbox.prepare('SELECT reference, count(*) AS n FROM sandbox_invoices GROUP BY reference').all()).toEqual([
+        { reference: expect.stringMatching(/-1-[0-9a-f]{8}$/), n: 1 },
+      ]);
       sandbox.close();
     }
   });

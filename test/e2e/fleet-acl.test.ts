@@ -83,14 +83,21 @@ describe('fleet broker ACL (shipped config, real Mosquitto)', () => {
     const a = await as('dev-a', 'A');
     await a.client.publishAsync('vendgate/dev-a/route', '{"deviceId":"dev-a","referencePrefixes":["dev-a-x-"]}', { qos: 1, retain: true });
     const relay = await as('relay', 'B');
-    await waitFor(async () => {
-      const late = await as('relay', 'B');
-      await late.client.subscribeAsync('vendgate/+/route', { qos: 1 });
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      return late.got.some((m) => m.topic === 'vendgate/dev-a/route');
-    }, 20_000, 'the retained route on the relay broker');
+    await waitFor(
+      async () => {
+        const late = await as('relay', 'B');
+        await late.client.subscribeAsync('vendgate/+/route', { qos: 1 });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return late.got.some((m) => m.topic === 'vendgate/dev-a/route');
+      },
+      20_000,
+      'the retained route on the relay broker',
+    );
     // The relay may read routes but not write them (it cannot misroute by announcing).
-    await relay.client.publishAsync('vendgate/dev-a/route', '{"deviceId":"dev-a","referencePrefixes":["dev-a-evil-"]}', { qos: 1, retain: true });
+    await relay.client.publishAsync('vendgate/dev-a/route', '{"deviceId":"dev-a","referencePrefixes":["dev-a-evil-"]}', {
+      qos: 1,
+      retain: true,
+    });
     const check = await as('operator', 'B');
     await check.client.subscribeAsync('vendgate/dev-a/route', { qos: 1 });
     await waitFor(() => check.got.length > 0, 10_000, 'the retained route');

@@ -10,9 +10,16 @@ import { cli, order, post } from '../catalog/helpers.js';
  */
 let browser: Browser;
 let svc: Service | null = null;
-beforeAll(async () => { browser = await launchChromium(); });
-afterAll(async () => { await browser?.close(); });
-afterEach(async () => { await svc?.stop(); svc = null; });
+beforeAll(async () => {
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  await svc?.stop();
+  svc = null;
+});
 
 const CATALOG = [
   { slot: 'A1', name: 'Water', names: { mn: 'Ус', ru: 'Вода' }, price: 1500 },
@@ -29,8 +36,10 @@ async function open(url: string): Promise<Page> {
 
 const offeredNames = (page: Page) => page.locator('#catalog .product .name').allTextContents();
 // Functions, not strings: the page's CSP forbids eval. (DOM types: this file is excluded from tsconfig.test.json.)
-const productCount = async (page: Page, n: number, timeout = 10_000) => page.waitForFunction((count) => document.querySelectorAll('#catalog .product').length === count, n, { timeout });
-const offeredSlots = async (page: Page) => Promise.all((await page.locator('#catalog .product').all()).map((button) => button.getAttribute('data-slot')));
+const productCount = async (page: Page, n: number, timeout = 10_000) =>
+  page.waitForFunction((count) => document.querySelectorAll('#catalog .product').length === count, n, { timeout });
+const offeredSlots = async (page: Page) =>
+  Promise.all((await page.locator('#catalog .product').all()).map((button) => button.getAttribute('data-slot')));
 
 describe('kiosk catalog (real service, Chromium 800×480)', () => {
   it('names products in the page language (falling back to the default name) and hides a sold-out slot until it is refilled', async () => {

@@ -9,9 +9,15 @@ import { launchChromium, layoutProblems, screenshot, waitForScreen } from '../ki
 /** What a customer meets on every screen: which machine, whom to call, which apps pay; a page fingers cannot zoom. */
 let browser: Browser;
 const servers: KioskServer[] = [];
-beforeAll(async () => { browser = await launchChromium(); });
-afterAll(async () => { await browser?.close(); });
-afterEach(async () => { await Promise.all(servers.splice(0).map((s) => s.stop())); });
+beforeAll(async () => {
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+});
 
 async function open(deps: FakeKioskDeps, context: BrowserContextOptions = {}): Promise<Page> {
   const server = createKioskServer(deps, { host: '127.0.0.1', port: 0 });
@@ -27,7 +33,13 @@ async function inView(page: Page, selector: string): Promise<boolean> {
   const box = await page.locator(selector).boundingBox();
   const inMain = await page.locator(selector).evaluate((el) => (el as any).closest('main') !== null);
   const frame = inMain ? (await page.locator('main').boundingBox())! : { x: 0, y: 0, width: 800, height: 480 };
-  return box !== null && box.y >= frame.y - 1 && box.y + box.height <= frame.y + frame.height + 1 && box.x >= frame.x - 1 && box.x + box.width <= frame.x + frame.width + 1;
+  return (
+    box !== null &&
+    box.y >= frame.y - 1 &&
+    box.y + box.height <= frame.y + frame.height + 1 &&
+    box.x >= frame.x - 1 &&
+    box.x + box.width <= frame.x + frame.width + 1
+  );
 }
 
 describe('kiosk for customers (Chromium 800×480)', () => {
@@ -38,9 +50,21 @@ describe('kiosk for customers (Chromium 800×480)', () => {
     await waitForScreen(page, 'catalog');
     const created = await deps.createImpl({ slot: 'A1', source: 'kiosk' });
     const order = deps.orderTable.get(created.orderId)!;
-    const phases = [['idle', 'catalog'], ['awaiting_payment', 'pay'], ['paid', 'progress'], ['vended', 'done'], ['refunding', 'refund'], ['vend_uncertain', 'operator'], ['out_of_service', 'operator']] as const;
+    const phases = [
+      ['idle', 'catalog'],
+      ['awaiting_payment', 'pay'],
+      ['paid', 'progress'],
+      ['vended', 'done'],
+      ['refunding', 'refund'],
+      ['vend_uncertain', 'operator'],
+      ['out_of_service', 'operator'],
+    ] as const;
     for (const [phase, screen] of phases) {
-      deps.setState({ phase, order: phase === 'idle' || phase === 'out_of_service' ? null : { ...order, state: phase }, resultScreenSec: 60 });
+      deps.setState({
+        phase,
+        order: phase === 'idle' || phase === 'out_of_service' ? null : { ...order, state: phase },
+        resultScreenSec: 60,
+      });
       await waitForScreen(page, screen);
       expect(await page.textContent('#help-device'), screen).toBe('Machine: vm-test-1');
       expect(await page.textContent('#help-contact'), screen).toBe('Help: +976 7011 2233');
@@ -59,7 +83,7 @@ describe('kiosk for customers (Chromium 800×480)', () => {
     expect(await page.locator('#help-contact').isHidden()).toBe(true);
   });
 
-  it('the pay screen says which apps pay: the provider\'s own line, or the operator\'s list, in the customer\'s language', async () => {
+  it("the pay screen says which apps pay: the provider's own line, or the operator's list, in the customer's language", async () => {
     const deps = createFakeKioskDeps();
     deps.setState({ provider: 'gerege' });
     const page = await open(deps);
@@ -71,13 +95,18 @@ describe('kiosk for customers (Chromium 800×480)', () => {
     for (const lang of ['mn', 'kk', 'ru', 'en']) {
       await page.click(`button[data-lang="${lang}"]`);
       await page.waitForFunction((l) => (globalThis as any).document.documentElement.lang === l, lang);
-      for (const selector of ['#pay-item', '#pay-amount', '#pay-apps', '#countdown', '#cancel']) expect(await inView(page, selector), `${lang} ${selector}`).toBe(true);
+      for (const selector of ['#pay-item', '#pay-amount', '#pay-apps', '#countdown', '#cancel'])
+        expect(await inView(page, selector), `${lang} ${selector}`).toBe(true);
     }
     await page.click('button[data-lang="en"]');
     deps.setState({ paymentApps: ['Khan Bank', 'Golomt', 'SocialPay'] });
-    await page.waitForFunction(() => (globalThis as any).document.getElementById('pay-apps').textContent === 'Pay with: Khan Bank, Golomt, SocialPay');
+    await page.waitForFunction(
+      () => (globalThis as any).document.getElementById('pay-apps').textContent === 'Pay with: Khan Bank, Golomt, SocialPay',
+    );
     await page.click('button[data-lang="mn"]');
-    await page.waitForFunction(() => (globalThis as any).document.getElementById('pay-apps').textContent === 'Төлөх апп: Khan Bank, Golomt, SocialPay');
+    await page.waitForFunction(
+      () => (globalThis as any).document.getElementById('pay-apps').textContent === 'Төлөх апп: Khan Bank, Golomt, SocialPay',
+    );
     expect(await layoutProblems(page)).toEqual([]);
     await screenshot(page, '31-pay-apps');
   });
@@ -91,7 +120,10 @@ describe('kiosk for customers (Chromium 800×480)', () => {
 
   // Headless Chromium synthesizes a pinch from a touchpad (ctrl+wheel), not from a touchscreen; the
   // touchscreen is covered by touch-action and the viewport meta, checked as styles here.
-  it.each([['desktop', {}], ['touch screen', { hasTouch: true, isMobile: true }]] as const)('a pinch does not zoom the page (%s), overscroll is off, the viewport refuses scaling', async (_name, context) => {
+  it.each([
+    ['desktop', {}],
+    ['touch screen', { hasTouch: true, isMobile: true }],
+  ] as const)('a pinch does not zoom the page (%s), overscroll is off, the viewport refuses scaling', async (_name, context) => {
     const pinch = async (page: Page) => {
       const session = await page.context().newCDPSession(page);
       await session.send('Input.synthesizePinchGesture', { x: 400, y: 240, scaleFactor: 3, gestureSourceType: 'mouse' });
@@ -101,10 +133,12 @@ describe('kiosk for customers (Chromium 800×480)', () => {
     const page = await open(deps, context);
     await waitForScreen(page, 'catalog');
     expect(await pinch(page)).toBe(1);
-    expect(await page.evaluate(() => {
-      const { document: doc, getComputedStyle: style } = globalThis as any;
-      return [style(doc.documentElement).overscrollBehaviorY, style(doc.body).overscrollBehaviorY, style(doc.body).touchAction];
-    })).toEqual(['none', 'none', 'pan-x pan-y']);
+    expect(
+      await page.evaluate(() => {
+        const { document: doc, getComputedStyle: style } = globalThis as any;
+        return [style(doc.documentElement).overscrollBehaviorY, style(doc.body).overscrollBehaviorY, style(doc.body).touchAction];
+      }),
+    ).toEqual(['none', 'none', 'pan-x pan-y']);
     expect(await page.getAttribute('meta[name="viewport"]', 'content')).toContain('user-scalable=no');
 
     // The same pinch on a page without the lock does zoom: the check above can fail.

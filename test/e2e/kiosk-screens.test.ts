@@ -12,9 +12,15 @@ import { launchChromium, layoutProblems, screenshot, waitForScreen } from '../ki
 let browser: Browser;
 const servers: KioskServer[] = [];
 
-beforeAll(async () => { browser = await launchChromium(); });
-afterAll(async () => { await browser?.close(); });
-afterEach(async () => { await Promise.all(servers.splice(0).map((s) => s.stop())); });
+beforeAll(async () => {
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+});
 
 async function open(deps: FakeKioskDeps): Promise<Page> {
   const server = createKioskServer(deps, { host: '127.0.0.1', port: 0 });
@@ -76,7 +82,9 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
   it('shows a friendly message, never the raw error, when the provider is down, and retries on request', async () => {
     const deps = createFakeKioskDeps();
     const working = deps.createImpl;
-    deps.createImpl = async () => { throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'POST /payment-intents: 503 after 4 attempts', { httpStatus: 503 }); };
+    deps.createImpl = async () => {
+      throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'POST /payment-intents: 503 after 4 attempts', { httpStatus: 503 });
+    };
     const page = await open(deps);
     await waitForScreen(page, 'catalog');
     await page.click('button.product[data-slot="A2"]');
@@ -93,7 +101,9 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
 
   it('says the machine is busy when another order is open', async () => {
     const deps = createFakeKioskDeps();
-    deps.createImpl = async () => { throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'order 3 is open', { httpStatus: 409 }); };
+    deps.createImpl = async () => {
+      throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'order 3 is open', { httpStatus: 409 });
+    };
     const page = await open(deps);
     await waitForScreen(page, 'catalog');
     await page.click('button.product[data-slot="A1"]');

@@ -11,7 +11,15 @@ const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 /** A config for a real service on a temp directory: sandbox provider, sim actuator, ephemeral ports, no MQTT. */
 export function writeServiceConfig(dir: string, overrides: Record<string, unknown> = {}): string {
   const config = {
-    device: { id: 'crash-test', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }, { slot: 'A2', name: 'Cola', price: 2500 }] },
+    device: {
+      id: 'crash-test',
+      mode: 'vending',
+      currency: 'MNT',
+      catalog: [
+        { slot: 'A1', name: 'Water', price: 1500 },
+        { slot: 'A2', name: 'Cola', price: 2500 },
+      ],
+    },
     provider: { name: 'sandbox', invoiceTtlSec: 120 },
     poll: { intervalMs: 100 },
     http: { local: { host: '127.0.0.1', port: 0 }, webhook: { host: '127.0.0.1', port: 0 } },
@@ -29,7 +37,8 @@ export function writeServiceConfig(dir: string, overrides: Record<string, unknow
 /** One run of `node dist/main.js start`; its stdout log lines are kept for assertions. */
 export async function startService(configPath: string, env: Record<string, string> = {}) {
   const child: ChildProcess = spawn(process.execPath, [MAIN, 'start', '--config', configPath], {
-    env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
   let buffer = '';
@@ -40,25 +49,51 @@ export async function startService(configPath: string, env: Record<string, strin
     lines.push(...parts);
   });
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-  void exited.then((e) => { exit = e; });
-  const ready = await waitFor(() => {
-    if (exit) throw new Error(`service exited early (${JSON.stringify(exit)}): ${stderr}\n${lines.join('\n')}`);
-    return lines.map((l) => { try { return JSON.parse(l); } catch { return null; } }).find((l) => l?.msg === 'vendgate ready');
-  }, { timeoutMs: 15_000, what: 'the service to be ready' });
+  void exited.then((e) => {
+    exit = e;
+  });
+  const ready = await waitFor(
+    () => {
+      if (exit) throw new Error(`service exited early (${JSON.stringify(exit)}): ${stderr}\n${lines.join('\n')}`);
+      return lines
+        .map((l) => {
+          try {
+            return JSON.parse(l);
+          } catch {
+            return null;
+          }
+        })
+        .find((l) => l?.msg === 'vendgate ready');
+    },
+    { timeoutMs: 15_000, what: 'the service to be ready' },
+  );
   return {
     url: ready.localUrl as string,
     lines,
     exited,
-    get stderr() { return stderr; },
-    kill(signal: NodeJS.Signals = 'SIGKILL') { child.kill(signal); return exited; },
+    get stderr() {
+      return stderr;
+    },
+    kill(signal: NodeJS.Signals = 'SIGKILL') {
+      child.kill(signal);
+      return exited;
+    },
   };
 }
 
 export function readSimLog(dir: string): { orderId: number }[] {
   const path = join(dir, 'actuations.jsonl');
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }

@@ -18,8 +18,12 @@ const CATALOG = [
 let browser: Browser;
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
-beforeAll(async () => { browser = await launchChromium(); });
-afterAll(async () => { await browser?.close(); });
+beforeAll(async () => {
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -115,7 +119,10 @@ describe('kiosk page in Chromium against the real service (800×480)', () => {
     await waitForScreen(page, 'catalog');
     await page.click('button.product[data-slot="A1"]');
     await waitForScreen(page, 'pay');
-    await waitFor(async () => (await page.textContent('#countdown'))?.startsWith('Time left 0:0'), { timeoutMs: 30_000, what: 'the last seconds' });
+    await waitFor(async () => (await page.textContent('#countdown'))?.startsWith('Time left 0:0'), {
+      timeoutMs: 30_000,
+      what: 'the last seconds',
+    });
     await screenshot(page, '03-countdown-ending');
     await waitForScreen(page, 'catalog', 15_000);
     const state = await (await fetch(`${svc.url}/api/state`)).json();
@@ -168,7 +175,11 @@ describe('kiosk page: languages, turnstile, large screen', () => {
     await page.waitForSelector('h1:has-text("Бүтээгдэхүүнээ сонгоно уу")');
     expect(await page.getAttribute('html', 'lang')).toBe('mn');
     await screenshot(page, '08-catalog-mn');
-    for (const [lang, heading] of [['kk', 'Тауарды таңдаңыз'], ['ru', 'Выберите товар'], ['en', 'Choose a product']]) {
+    for (const [lang, heading] of [
+      ['kk', 'Тауарды таңдаңыз'],
+      ['ru', 'Выберите товар'],
+      ['en', 'Choose a product'],
+    ]) {
       await page.click(`.langs button[data-lang="${lang}"]`);
       await page.waitForSelector(`h1:has-text("${heading}")`);
       expect(await layoutProblems(page)).toEqual([]);
@@ -194,12 +205,18 @@ describe('kiosk page: languages, turnstile, large screen', () => {
     expect(await page.textContent('#pay-amount')).toBe('₸200');
     expect(await page.isHidden('#cancel')).toBe(true);
     await screenshot(page, '10-turnstile-standing-qr');
-    await waitFor(async () => {
-      const order = await currentOrder(svc);
-      return order && order.orderId !== firstOrder.orderId;
-    }, { timeoutMs: 30_000, what: 'a renewed QR' });
+    await waitFor(
+      async () => {
+        const order = await currentOrder(svc);
+        return order && order.orderId !== firstOrder.orderId;
+      },
+      { timeoutMs: 30_000, what: 'a renewed QR' },
+    );
     const renewed = await currentOrder(svc);
-    await waitFor(async () => decodeQrSvg(await page.locator('#qr svg').evaluate((svg) => svg.outerHTML)) === renewed.payUrl, { timeoutMs: 5_000, what: 'the new QR on screen' });
+    await waitFor(async () => decodeQrSvg(await page.locator('#qr svg').evaluate((svg) => svg.outerHTML)) === renewed.payUrl, {
+      timeoutMs: 5_000,
+      what: 'the new QR on screen',
+    });
     const old = await (await fetch(`${svc.url}/api/orders/${firstOrder.orderId}`)).json();
     expect(old.state).toBe('canceled');
 

@@ -6,7 +6,9 @@ import { startService, type Service } from '../helpers/service.js';
 // Needs promtool (Debian package prometheus), installed by scripts/install-test-deps.sh.
 const TEXTFILE_UNIT = new URL('../../systemd/vendgate-metrics-textfile.service', import.meta.url).pathname;
 const services: Service[] = [];
-afterEach(async () => { for (const svc of services.splice(0)) await svc.stop(); });
+afterEach(async () => {
+  for (const svc of services.splice(0)) await svc.stop();
+});
 
 function promtool(text: string): { status: number | null; output: string } {
   const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
@@ -21,9 +23,19 @@ describe('/metrics under promtool', () => {
     expect(before.output).toBe('');
     expect(before.status).toBe(0);
 
-    const created = await (await fetch(`${svc.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A1' }) })).json() as { orderId: number; payUrl: string };
+    const created = (await (
+      await fetch(`${svc.localUrl}/api/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ slot: 'A1' }),
+      })
+    ).json()) as { orderId: number; payUrl: string };
     await fetch(created.payUrl, { method: 'POST' });
-    await svc.waitFor(async () => (await (await fetch(`${svc.localUrl}/api/orders/${created.orderId}`)).json() as { state: string }).state === 'vended', 15_000, 'the vend');
+    await svc.waitFor(
+      async () => ((await (await fetch(`${svc.localUrl}/api/orders/${created.orderId}`)).json()) as { state: string }).state === 'vended',
+      15_000,
+      'the vend',
+    );
     const after = promtool(await (await fetch(`${svc.localUrl}/metrics`)).text());
     expect(after.output).toBe('');
     expect(after.status).toBe(0);
@@ -34,7 +46,10 @@ describe('/metrics under promtool', () => {
     services.push(svc);
     const pattern = /grep -v -E "([^"]+)"/.exec(readFileSync(TEXTFILE_UNIT, 'utf8'))![1]!;
     const filter = new RegExp(pattern);
-    const textfile = (await (await fetch(`${svc.localUrl}/metrics`)).text()).split('\n').filter((line) => !filter.test(line)).join('\n');
+    const textfile = (await (await fetch(`${svc.localUrl}/metrics`)).text())
+      .split('\n')
+      .filter((line) => !filter.test(line))
+      .join('\n');
     expect(textfile).not.toMatch(/^(# (HELP|TYPE) )?(process|nodejs)_/m);
     expect(textfile).toContain('vendgate_build_info{');
     const checked = promtool(textfile);

@@ -40,7 +40,9 @@ describe('shell scripts', () => {
     try {
       // Sourcing install-pi.sh defines its functions without running it.
       const write = spawnSync('bash', ['-c', '. scripts/install-pi.sh && NODE_BIN=/usr/bin/node && install -d "$BIN_DIR" && write_cli'], {
-        cwd: REPO, env: { ...process.env, VENDGATE_ROOT: dir.path }, encoding: 'utf8',
+        cwd: REPO,
+        env: { ...process.env, VENDGATE_ROOT: dir.path },
+        encoding: 'utf8',
       });
       expect(write.stderr).toBe('');
       const cli = join(dir.path, 'usr/local/bin/vendgate');

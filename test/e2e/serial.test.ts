@@ -3,7 +3,15 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createHardware, runMachineSimulator, type Actuator, type HardwareEvent, type HardwareInputs, type MachineSimulator, type VendRequest } from '../../src/hardware/index.js';
+import {
+  createHardware,
+  runMachineSimulator,
+  type Actuator,
+  type HardwareEvent,
+  type HardwareInputs,
+  type MachineSimulator,
+  type VendRequest,
+} from '../../src/hardware/index.js';
 import { parseSettings } from '../../src/settings/index.js';
 import { silentLogger, systemClock } from '../../src/util/index.js';
 import { waitFor } from '../hardware/fakes/wait-for.js';
@@ -41,20 +49,44 @@ describe('serial vend over a socat pty pair', () => {
   async function startSocat(): Promise<{ gatewayPath: string; machinePath: string }> {
     const gatewayPath = join(dir, 'gateway');
     const machinePath = join(dir, 'machine');
-    const child = spawn('socat', ['-d', '-d', `pty,raw,echo=0,link=${gatewayPath}`, `pty,raw,echo=0,link=${machinePath}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('socat', ['-d', '-d', `pty,raw,echo=0,link=${gatewayPath}`, `pty,raw,echo=0,link=${machinePath}`], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     socat = child;
     let log = '';
-    child.stderr!.on('data', (chunk: Buffer) => { log += chunk.toString(); });
-    await waitFor(() => log.includes('starting data transfer loop') && existsSync(gatewayPath) && existsSync(machinePath), { what: `socat pty pair (${log})` });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      log += chunk.toString();
+    });
+    await waitFor(() => log.includes('starting data transfer loop') && existsSync(gatewayPath) && existsSync(machinePath), {
+      what: `socat pty pair (${log})`,
+    });
     return { gatewayPath, machinePath };
   }
 
-  async function setup(profile: 'line' | 'mdb', serial: Record<string, unknown>, simulator: Partial<Parameters<typeof runMachineSimulator>[0]> = {}) {
+  async function setup(
+    profile: 'line' | 'mdb',
+    serial: Record<string, unknown>,
+    simulator: Partial<Parameters<typeof runMachineSimulator>[0]> = {},
+  ) {
     dir = mkdtempSync(join(tmpdir(), 'vendgate-e2e-serial-'));
     const { gatewayPath, machinePath } = await startSocat();
-    machine = await runMachineSimulator({ path: machinePath, profile, baudRate: 115_200, logger: silentLogger(), vendDelayMs: 20, ...simulator });
+    machine = await runMachineSimulator({
+      path: machinePath,
+      profile,
+      baudRate: 115_200,
+      logger: silentLogger(),
+      vendDelayMs: 20,
+      ...simulator,
+    });
     const settings = parseSettings({
-      device: { id: 'e2e-1', catalog: [{ slot: 'A1', name: 'Water', price: 150 }, { slot: 'A2', name: 'Juice', price: 250 }, { slot: '12', name: 'Chips', price: 150 }] },
+      device: {
+        id: 'e2e-1',
+        catalog: [
+          { slot: 'A1', name: 'Water', price: 150 },
+          { slot: 'A2', name: 'Juice', price: 250 },
+          { slot: '12', name: 'Chips', price: 150 },
+        ],
+      },
       actuator: { kind: 'serial', serial: { path: gatewayPath, baudRate: 115_200, profile, reconnectMaxMs: 300, ...serial } },
     });
     const hardware = await createHardware({ clock: systemClock, logger: silentLogger() }, settings);
@@ -66,7 +98,14 @@ describe('serial vend over a socat pty pair', () => {
     return { actuator: hardware.actuator, events, machine, gatewayPath, machinePath };
   }
 
-  const vend = (slot: string, amount = 150): VendRequest => ({ orderId: 1, reference: 'e2e-1-1-1', slot, amount, currency: 'MNT', mode: 'vending' });
+  const vend = (slot: string, amount = 150): VendRequest => ({
+    orderId: 1,
+    reference: 'e2e-1-1-1',
+    slot,
+    amount,
+    currency: 'MNT',
+    mode: 'vending',
+  });
 
   it('line profile: a vend is answered OK and the machine dispensed it once', async () => {
     const s = await setup('line', {});
@@ -78,9 +117,19 @@ describe('serial vend over a socat pty pair', () => {
   it('line profile: a jammed slot fails, and a silent machine is settled by the status command', async () => {
     const s = await setup('line', { timeoutMs: 500, statusCommand: 'STATUS\r\n' }, { failSlots: ['A2'], silentSlots: ['A1'] });
     await waitFor(() => s.actuator.health().ok, { what: 'line up' });
-    await expect(s.actuator.fire(vend('A2', 250))).resolves.toEqual({ result: 'failed', reason: 'machine answered "ERR A2 JAM"', slotFault: true });
-    await expect(s.actuator.fire(vend('A1'))).resolves.toMatchObject({ result: 'vended', detail: expect.stringMatching(/status says vended/) });
-    expect(s.machine.vends).toEqual([{ slot: 'A2', ok: false, answered: true }, { slot: 'A1', ok: true, answered: false }]);
+    await expect(s.actuator.fire(vend('A2', 250))).resolves.toEqual({
+      result: 'failed',
+      reason: 'machine answered "ERR A2 JAM"',
+      slotFault: true,
+    });
+    await expect(s.actuator.fire(vend('A1'))).resolves.toMatchObject({
+      result: 'vended',
+      detail: expect.stringMatching(/status says vended/),
+    });
+    expect(s.machine.vends).toEqual([
+      { slot: 'A2', ok: false, answered: true },
+      { slot: 'A1', ok: true, answered: false },
+    ]);
   });
 
   it('line profile: the pty pair disappearing is noticed, and the line comes back when it is recreated', async () => {
@@ -89,7 +138,10 @@ describe('serial vend over a socat pty pair', () => {
     await machine!.stop();
     stopSocat();
     await waitFor(() => s.events.some((e) => e.type === 'line' && !e.up), { what: 'line down' });
-    await expect(s.actuator.fire(vend('A1'))).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/serial line down: nothing was sent/) });
+    await expect(s.actuator.fire(vend('A1'))).resolves.toMatchObject({
+      result: 'failed',
+      reason: expect.stringMatching(/serial line down: nothing was sent/),
+    });
     const { machinePath } = await startSocat();
     machine = await runMachineSimulator({ path: machinePath, profile: 'line', baudRate: 115_200, logger: silentLogger(), vendDelayMs: 20 });
     await waitFor(() => s.actuator.health().ok, { what: 'line back up', timeoutMs: 10_000 });

@@ -6,7 +6,14 @@ import { tempDir } from '../helpers/temp.js';
 
 // Needs systemd-analyze (Debian package systemd), installed by scripts/install-test-deps.sh.
 const SYSTEMD = new URL('../../systemd/', import.meta.url).pathname;
-const UNITS = ['vendgate.service', 'vendgate-tunnel.service', 'vendgate-kiosk.service', 'vendgate-relay.service', 'vendgate-metrics-textfile.service', 'vendgate-metrics-textfile.timer'];
+const UNITS = [
+  'vendgate.service',
+  'vendgate-tunnel.service',
+  'vendgate-kiosk.service',
+  'vendgate-relay.service',
+  'vendgate-metrics-textfile.service',
+  'vendgate-metrics-textfile.timer',
+];
 
 /**
  * systemd-analyze verify on copies of the units. It also checks that every Exec binary exists; the

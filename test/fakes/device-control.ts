@@ -25,7 +25,12 @@ export interface FakeDeviceControl extends DeviceControl {
 
 export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {}): FakeDeviceControl {
   let current: DeviceStateSummary = {
-    mode: 'vending', phase: 'idle', orderId: null, reference: null, since: '2026-11-29T12:00:00.000Z', ...initial,
+    mode: 'vending',
+    phase: 'idle',
+    orderId: null,
+    reference: null,
+    since: '2026-11-29T12:00:00.000Z',
+    ...initial,
   };
   const listeners: (() => void)[] = [];
   const fake: FakeDeviceControl = {

@@ -1,12 +1,13 @@
-import type {
-  CreatedOrder, DeviceState, KioskDeps, OrderView, SandboxPayments,
-} from '../../src/kiosk/index.js';
-import {
-  createManualClock, ErrorCodes, silentLogger, toIso, VendgateError, type Clock, type Logger,
-} from '../../src/util/index.js';
+import type { CreatedOrder, DeviceState, KioskDeps, OrderView, SandboxPayments } from '../../src/kiosk/index.js';
+import { createManualClock, ErrorCodes, silentLogger, toIso, VendgateError, type Clock, type Logger } from '../../src/util/index.js';
 
 export interface FakeInvoice {
-  id: string; amount: number; currency: string; reference: string; status: string; expiresAt: number;
+  id: string;
+  amount: number;
+  currency: string;
+  reference: string;
+  status: string;
+  expiresAt: number;
 }
 
 /**
@@ -32,11 +33,13 @@ export interface FakeKioskDeps extends KioskDeps {
 
 export const FAKE_PAY_BASE = 'http://127.0.0.1:8080/sandbox/pay/';
 
-export function createFakeKioskDeps(options: {
-  mode?: 'vending' | 'turnstile';
-  catalog?: DeviceState['catalog'];
-  sandbox?: boolean;
-} = {}): FakeKioskDeps {
+export function createFakeKioskDeps(
+  options: {
+    mode?: 'vending' | 'turnstile';
+    catalog?: DeviceState['catalog'];
+    sandbox?: boolean;
+  } = {},
+): FakeKioskDeps {
   const clock = createManualClock();
   const listeners = new Set<(state: DeviceState) => void>();
   const mode = options.mode ?? 'vending';
@@ -100,7 +103,14 @@ export function createFakeKioskDeps(options: {
         history: [{ at: toIso(clock.now())!, from: null, to: 'awaiting_payment', reason: 'created' }],
       };
       deps.orderTable.set(orderId, order);
-      invoices.set(invoiceId, { id: invoiceId, amount: order.amount, currency: 'MNT', reference: order.reference, status: 'pending', expiresAt });
+      invoices.set(invoiceId, {
+        id: invoiceId,
+        amount: order.amount,
+        currency: 'MNT',
+        reference: order.reference,
+        status: 'pending',
+        expiresAt,
+      });
       return { orderId, reference: order.reference, state: order.state, invoiceId, payUrl: order.payUrl, expiresAt: order.expiresAt };
     },
     orders: {
@@ -147,7 +157,8 @@ export function createFakeKioskDeps(options: {
         deps.calls.pay.push(invoiceId);
         const invoice = invoices.get(invoiceId);
         if (!invoice) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `invoice ${invoiceId} does not exist`, { httpStatus: 404 });
-        if (invoice.status !== 'pending') throw new VendgateError(ErrorCodes.ORDER_STATE, `invoice ${invoiceId} is ${invoice.status}`, { httpStatus: 409 });
+        if (invoice.status !== 'pending')
+          throw new VendgateError(ErrorCodes.ORDER_STATE, `invoice ${invoiceId} is ${invoice.status}`, { httpStatus: 409 });
         invoice.status = 'paid';
       },
     };

@@ -1,4 +1,11 @@
-import type { CanonicalStatus, CreateInvoiceRequest, Invoice, PaymentProvider, RefundRequest, RefundResult } from '../../src/payments/types.js';
+import type {
+  CanonicalStatus,
+  CreateInvoiceRequest,
+  Invoice,
+  PaymentProvider,
+  RefundRequest,
+  RefundResult,
+} from '../../src/payments/types.js';
 import { ProviderError, WebhookVerificationError } from '../../src/payments/types.js';
 
 /**
@@ -29,9 +36,16 @@ export function createFakeProvider(options: { livemode?: boolean; now?: () => nu
       if (existing) return { ...invoices.get(existing)!, replayed: true };
       const id = `fk_${++seq}`;
       const invoice = {
-        id, key: request.idempotencyKey, status: 'pending' as CanonicalStatus, providerStatus: 'pending', amount: request.amount,
-        currency: request.currency, reference: request.reference, livemode: options.livemode ?? false,
-        payUrl: `https://pay.example/${id}`, expiresAt: now() + request.expiresInSec * 1000,
+        id,
+        key: request.idempotencyKey,
+        status: 'pending' as CanonicalStatus,
+        providerStatus: 'pending',
+        amount: request.amount,
+        currency: request.currency,
+        reference: request.reference,
+        livemode: options.livemode ?? false,
+        payUrl: `https://pay.example/${id}`,
+        expiresAt: now() + request.expiresInSec * 1000,
       };
       invoices.set(id, invoice);
       byKey.set(request.idempotencyKey, id);

@@ -17,16 +17,31 @@ export async function startLoadBalancer(backendPorts: () => number[]): Promise<L
   let next = 0;
   const answered = new Map<number, number>();
 
-  function forward(port: number, req: IncomingMessage, body: Buffer): Promise<{ status: number; headers: Record<string, string>; body: Buffer } | null> {
+  function forward(
+    port: number,
+    req: IncomingMessage,
+    body: Buffer,
+  ): Promise<{ status: number; headers: Record<string, string>; body: Buffer } | null> {
     return new Promise((resolve) => {
-      const upstream = httpRequest({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: { ...req.headers, host: `127.0.0.1:${port}` } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 502, headers: { 'content-type': String(res.headers['content-type'] ?? 'application/json') }, body: Buffer.concat(chunks) }));
-        res.on('error', () => resolve({ status: 502, headers: {}, body: Buffer.alloc(0) }));
-      });
+      const upstream = httpRequest(
+        { host: '127.0.0.1', port, method: req.method, path: req.url, headers: { ...req.headers, host: `127.0.0.1:${port}` } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 502,
+              headers: { 'content-type': String(res.headers['content-type'] ?? 'application/json') },
+              body: Buffer.concat(chunks),
+            }),
+          );
+          res.on('error', () => resolve({ status: 502, headers: {}, body: Buffer.alloc(0) }));
+        },
+      );
       // Refused before anything was sent: safe to try the next replica.
-      upstream.on('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED' ? null : { status: 502, headers: {}, body: Buffer.alloc(0) }));
+      upstream.on('error', (err: NodeJS.ErrnoException) =>
+        resolve(err.code === 'ECONNREFUSED' ? null : { status: 502, headers: {}, body: Buffer.alloc(0) }),
+      );
       upstream.end(body);
     });
   }
@@ -53,6 +68,10 @@ export async function startLoadBalancer(backendPorts: () => number[]): Promise<L
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     answered,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

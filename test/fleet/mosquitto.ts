@@ -19,7 +19,8 @@ export function writePasswordFile(path: string, accounts: Record<string, string>
   let first = true;
   for (const [user, password] of Object.entries(accounts)) {
     const result = spawnSync('mosquitto_passwd', [...(first ? ['-c'] : []), '-b', path, user, password], { encoding: 'utf8' });
-    if (result.error) throw new Error(`mosquitto_passwd is missing: run scripts/install-test-deps.sh (Debian package mosquitto) (${result.error.message})`);
+    if (result.error)
+      throw new Error(`mosquitto_passwd is missing: run scripts/install-test-deps.sh (Debian package mosquitto) (${result.error.message})`);
     if (result.status !== 0) throw new Error(`mosquitto_passwd failed for ${user}: ${result.stderr}`);
     first = false;
   }
@@ -37,7 +38,10 @@ export interface Mosquitto {
 function portAnswers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = netConnect(port, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -47,7 +51,10 @@ function portAnswers(port: number): Promise<boolean> {
  * `listener 8883` → `listener <port> 127.0.0.1`, and `address relay-broker.example:8883` →
  * the given bridge target.
  */
-export function mosquittoFrom(template: string, options: { dir: string; port: number; bridgeTo?: number; bridgePassword?: string }): Mosquitto {
+export function mosquittoFrom(
+  template: string,
+  options: { dir: string; port: number; bridgeTo?: number; bridgePassword?: string },
+): Mosquitto {
   const { dir, port } = options;
   mkdirSync(join(dir, 'data'), { recursive: true });
   mkdirSync(join(dir, 'certs'), { recursive: true });
@@ -61,7 +68,8 @@ export function mosquittoFrom(template: string, options: { dir: string; port: nu
   // Started as root, Mosquitto drops to the user "mosquitto", who may not read a test's temp dir.
   if (process.getuid?.() === 0) text = `user root\n${text}`;
   if (options.bridgeTo !== undefined) {
-    text = text.replace(/^address .*$/m, `address localhost:${options.bridgeTo}`)
+    text = text
+      .replace(/^address .*$/m, `address localhost:${options.bridgeTo}`)
       .replace(/^remote_password .*$/m, `remote_password ${options.bridgePassword ?? ''}`)
       // The test CA's certificate names localhost, not relay-broker.example; retry the bridge quickly.
       .replace(/^restart_timeout .*$/m, 'restart_timeout 1 2');
@@ -78,15 +86,28 @@ export function mosquittoFrom(template: string, options: { dir: string; port: nu
       if (child) return;
       const proc = spawn(MOSQUITTO, ['-c', confPath], { stdio: ['ignore', 'pipe', 'pipe'] });
       child = proc;
-      proc.stdout!.on('data', (c: Buffer) => { output += c.toString(); });
-      proc.stderr!.on('data', (c: Buffer) => { output += c.toString(); });
-      exit = new Promise((resolve) => proc.once('exit', () => { if (child === proc) child = null; resolve(); }));
+      proc.stdout!.on('data', (c: Buffer) => {
+        output += c.toString();
+      });
+      proc.stderr!.on('data', (c: Buffer) => {
+        output += c.toString();
+      });
+      exit = new Promise((resolve) =>
+        proc.once('exit', () => {
+          if (child === proc) child = null;
+          resolve();
+        }),
+      );
       liveBrokers.add(proc);
       proc.once('exit', () => liveBrokers.delete(proc));
-      await waitFor(async () => {
-        if (!child) throw new Error(`mosquitto exited:\n${output}`);
-        return portAnswers(port);
-      }, 10_000, `mosquitto on ${port}`);
+      await waitFor(
+        async () => {
+          if (!child) throw new Error(`mosquitto exited:\n${output}`);
+          return portAnswers(port);
+        },
+        10_000,
+        `mosquitto on ${port}`,
+      );
     },
     async stop() {
       const running = child;
@@ -99,4 +120,6 @@ export function mosquittoFrom(template: string, options: { dir: string; port: nu
 }
 
 const liveBrokers = new Set<ChildProcess>();
-process.once('exit', () => { for (const b of liveBrokers) b.kill('SIGKILL'); });
+process.once('exit', () => {
+  for (const b of liveBrokers) b.kill('SIGKILL');
+});

@@ -7,7 +7,9 @@ import { freePort, waitFor } from '../helpers/service.js';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 const live = new Set<ChildProcess>();
-process.once('exit', () => { for (const child of live) child.kill('SIGKILL'); });
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
 
 export interface RelayProcess {
   readonly port: number;
@@ -17,7 +19,12 @@ export interface RelayProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function relayProcess(options: { dir: string; name: string; config: Record<string, unknown>; env: Record<string, string> }): Promise<RelayProcess> {
+export async function relayProcess(options: {
+  dir: string;
+  name: string;
+  config: Record<string, unknown>;
+  env: Record<string, string>;
+}): Promise<RelayProcess> {
   const port = await freePort();
   const configPath = join(options.dir, `${options.name}.yaml`);
   const config = { ...options.config, relay: { ...(options.config.relay as object), id: options.name, host: '127.0.0.1', port } };
@@ -28,13 +35,24 @@ export async function relayProcess(options: { dir: string; name: string; config:
   let stderr = '';
   const handle: RelayProcess = {
     port,
-    get running() { return child !== null; },
+    get running() {
+      return child !== null;
+    },
     logs() {
-      return lines.flatMap((line) => { try { return [JSON.parse(line)]; } catch { return []; } });
+      return lines.flatMap((line) => {
+        try {
+          return [JSON.parse(line)];
+        } catch {
+          return [];
+        }
+      });
     },
     async start() {
       if (child) return;
-      const proc = spawn(process.execPath, [MAIN, 'relay', '--config', configPath], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const proc = spawn(process.execPath, [MAIN, 'relay', '--config', configPath], {
+        env: { ...process.env, ...options.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       child = proc;
       live.add(proc);
       let buffer = '';
@@ -44,13 +62,25 @@ export async function relayProcess(options: { dir: string; name: string; config:
         buffer = parts.pop()!;
         lines.push(...parts);
       });
-      proc.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
-      exit = new Promise((resolve) => proc.once('exit', () => { live.delete(proc); if (child === proc) child = null; resolve(); }));
-      await waitFor(async () => {
-        if (!child) throw new Error(`relay ${options.name} exited:\n${stderr}\n${lines.join('\n')}`);
-        const health = await fetch(`http://127.0.0.1:${port}/webhooks/health`).catch(() => null);
-        return health?.status === 200;
-      }, 20_000, `relay ${options.name} healthy`);
+      proc.stderr!.on('data', (c: Buffer) => {
+        stderr += c.toString();
+      });
+      exit = new Promise((resolve) =>
+        proc.once('exit', () => {
+          live.delete(proc);
+          if (child === proc) child = null;
+          resolve();
+        }),
+      );
+      await waitFor(
+        async () => {
+          if (!child) throw new Error(`relay ${options.name} exited:\n${stderr}\n${lines.join('\n')}`);
+          const health = await fetch(`http://127.0.0.1:${port}/webhooks/health`).catch(() => null);
+          return health?.status === 200;
+        },
+        20_000,
+        `relay ${options.name} healthy`,
+      );
     },
     async kill(signal = 'SIGKILL') {
       const running = child;

@@ -36,7 +36,11 @@ describe('HTTP fuzz of both listeners', () => {
     ({ localUrl } = await app.start());
     webhookUrl = app.context().webhooks.url()!;
     // An order waiting for payment, so `{order}` and `{invoice}` name real things from the start.
-    const created = await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' });
+    const created = await fetch(`${localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"slot":"A1"}',
+    });
     expect(created.status).toBe(201);
     vendgateDb = new Database(settings.storage.path, { readonly: true });
     sandboxDb = new Database(join(dir.path, 'sandbox.db'), { readonly: true });
@@ -59,17 +63,23 @@ describe('HTTP fuzz of both listeners', () => {
   async function quiet(): Promise<void> {
     const deadline = Date.now() + 10_000;
     let last = versions();
-    for (let stable = 0; stable < 10; ) {
+    for (let stable = 0; stable < 10;) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       const now = versions();
       if (now === last) stable += 1;
-      else { stable = 0; last = now; }
+      else {
+        stable = 0;
+        last = now;
+      }
       if (Date.now() > deadline) throw new Error('the service kept writing for 10 s after a request');
     }
   }
 
   function fill(path: string): string {
-    const order = vendgateDb.prepare('SELECT id, invoice_id FROM orders ORDER BY id DESC LIMIT 1').get() as { id: number; invoice_id: string | null };
+    const order = vendgateDb.prepare('SELECT id, invoice_id FROM orders ORDER BY id DESC LIMIT 1').get() as {
+      id: number;
+      invoice_id: string | null;
+    };
     return path.replaceAll('{order}', String(order.id)).replaceAll('{invoice}', order.invoice_id ?? 'none');
   }
 
@@ -91,7 +101,10 @@ describe('HTTP fuzz of both listeners', () => {
   }
 
   it('the local listener answers any request with 2xx or 4xx and a refused one writes nothing', async () => {
-    await fc.assert(fc.asyncProperty(requestArbitrary('local', DEFAULT_BODY_LIMIT_BYTES), (req) => probe(localUrl, req, DEFAULT_BODY_LIMIT_BYTES)), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(requestArbitrary('local', DEFAULT_BODY_LIMIT_BYTES), (req) => probe(localUrl, req, DEFAULT_BODY_LIMIT_BYTES)),
+      { numRuns: RUNS },
+    );
     // The run reached both kinds of answer, not only 404s.
     expect([...statuses.keys()].some((s) => s >= 200 && s < 300)).toBe(true);
     expect([...statuses.keys()].filter((s) => s >= 400).length).toBeGreaterThan(2);
@@ -99,6 +112,9 @@ describe('HTTP fuzz of both listeners', () => {
 
   it('the webhook listener answers any request with 2xx or 4xx and a refused one writes nothing', async () => {
     const limit = settings.http.webhook.bodyLimitBytes;
-    await fc.assert(fc.asyncProperty(requestArbitrary('webhook', limit), (req) => probe(webhookUrl, req, limit)), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(requestArbitrary('webhook', limit), (req) => probe(webhookUrl, req, limit)),
+      { numRuns: RUNS },
+    );
   }, 120_000);
 });

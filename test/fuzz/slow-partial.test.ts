@@ -30,19 +30,27 @@ const delivery = fc.record({
 
 function raw(req: FuzzRequest, host: string, fill: (path: string) => string): Buffer {
   const headers = { ...req.headers, host, ...(req.body ? { 'content-length': String(req.body.length) } : {}) };
-  const head = `${req.method} ${fill(req.path)} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`;
+  const head = `${req.method} ${fill(req.path)} HTTP/1.1\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n')}\r\n\r\n`;
   return Buffer.concat([Buffer.from(head, 'latin1'), req.body ?? Buffer.alloc(0)]);
 }
 
 /** Sends `bytes` as told and waits until the SERVER closes the connection; returns the status seen, if any. */
-async function deliver(base: string, bytes: Buffer, how: { cutAt: number | null; chunks: number; pauseMs: number }): Promise<{ status: number | null; complete: boolean }> {
+async function deliver(
+  base: string,
+  bytes: Buffer,
+  how: { cutAt: number | null; chunks: number; pauseMs: number },
+): Promise<{ status: number | null; complete: boolean }> {
   const { hostname, port } = new URL(base);
   const socket = connect({ host: hostname, port: Number(port) });
   const received: Buffer[] = [];
   let closed = false;
   socket.on('data', (chunk: Buffer) => received.push(chunk));
   socket.on('error', () => {});
-  socket.on('close', () => { closed = true; });
+  socket.on('close', () => {
+    closed = true;
+  });
   const end = how.cutAt === null ? bytes.length : Math.floor(bytes.length * how.cutAt);
   const step = Math.max(1, Math.ceil(end / how.chunks));
   for (let at = 0; at < end && !closed; at += step) {
@@ -59,7 +67,10 @@ async function deliver(base: string, bytes: Buffer, how: { cutAt: number | null;
 describe('HTTP fuzz of both listeners: slow and partial requests', () => {
   const dir = tempDir('vendgate-fuzz-slow-');
   const base = testSettings(dir.path);
-  const settings = parseSettings({ ...base, http: { local: { ...base.http.local, ...limits }, webhook: { ...base.http.webhook, ...limits } } });
+  const settings = parseSettings({
+    ...base,
+    http: { local: { ...base.http.local, ...limits }, webhook: { ...base.http.webhook, ...limits } },
+  });
   let app: App;
   let localUrl: string;
   let webhookUrl: string;
@@ -70,7 +81,11 @@ describe('HTTP fuzz of both listeners: slow and partial requests', () => {
     app = createApp(settings, { clock: createManualClock(), logger: silentLogger() });
     ({ localUrl } = await app.start());
     webhookUrl = app.context().webhooks.url()!;
-    const created = await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' });
+    const created = await fetch(`${localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"slot":"A1"}',
+    });
     expect(created.status).toBe(201);
     vendgateDb = new Database(settings.storage.path, { readonly: true });
     sandboxDb = new Database(join(dir.path, 'sandbox.db'), { readonly: true });
@@ -84,7 +99,10 @@ describe('HTTP fuzz of both listeners: slow and partial requests', () => {
 
   const versions = () => `${vendgateDb.pragma('data_version', { simple: true })}/${sandboxDb.pragma('data_version', { simple: true })}`;
   function fill(path: string): string {
-    const order = vendgateDb.prepare('SELECT id, invoice_id FROM orders ORDER BY id DESC LIMIT 1').get() as { id: number; invoice_id: string | null };
+    const order = vendgateDb.prepare('SELECT id, invoice_id FROM orders ORDER BY id DESC LIMIT 1').get() as {
+      id: number;
+      invoice_id: string | null;
+    };
     return path.replaceAll('{order}', String(order.id)).replaceAll('{invoice}', order.invoice_id ?? 'none');
   }
 
@@ -97,10 +115,18 @@ describe('HTTP fuzz of both listeners: slow and partial requests', () => {
   }
 
   it('the local listener', async () => {
-    await fc.assert(fc.asyncProperty(requestArbitrary('local', DEFAULT_BODY_LIMIT_BYTES), delivery, (req, how) => probe(localUrl, req, how)), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(requestArbitrary('local', DEFAULT_BODY_LIMIT_BYTES), delivery, (req, how) => probe(localUrl, req, how)),
+      { numRuns: RUNS },
+    );
   }, 300_000);
 
   it('the webhook listener', async () => {
-    await fc.assert(fc.asyncProperty(requestArbitrary('webhook', settings.http.webhook.bodyLimitBytes), delivery, (req, how) => probe(webhookUrl, req, how)), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(requestArbitrary('webhook', settings.http.webhook.bodyLimitBytes), delivery, (req, how) =>
+        probe(webhookUrl, req, how),
+      ),
+      { numRuns: RUNS },
+    );
   }, 300_000);
 });

@@ -17,7 +17,11 @@ describe('hardware checks for the selftest', () => {
   it('a missing serial device fails with where to look', async () => {
     const settings = hardwareSettings({ actuator: { kind: 'serial', serial: { path: '/dev/serial/by-id/usb-not-plugged-in' } } });
     const [result] = await checkHardware({}, settings);
-    expect(result).toMatchObject({ name: 'actuator.serial.path', ok: false, detail: expect.stringMatching(/does not exist \(ENOENT\): check the USB cable .*ls \/dev\/serial\/by-id/) });
+    expect(result).toMatchObject({
+      name: 'actuator.serial.path',
+      ok: false,
+      detail: expect.stringMatching(/does not exist \(ENOENT\): check the USB cable .*ls \/dev\/serial\/by-id/),
+    });
   });
 
   it('a serial path that is not a device is refused', async () => {
@@ -28,7 +32,9 @@ describe('hardware checks for the selftest', () => {
 
   it('a character device is accepted', async () => {
     const settings = hardwareSettings({ actuator: { kind: 'serial', serial: { path: '/dev/null' } } });
-    await expect(checkHardware({}, settings)).resolves.toEqual([{ name: 'actuator.serial.path', ok: true, detail: '/dev/null present (line profile, 9600 baud)' }]);
+    await expect(checkHardware({}, settings)).resolves.toEqual([
+      { name: 'actuator.serial.path', ok: true, detail: '/dev/null present (line profile, 9600 baud)' },
+    ]);
   });
 
   it('on a machine without Pi GPIO the pin check fails with the chips it found', async () => {

@@ -37,7 +37,9 @@ async function itemFalls(gpio: ReturnType<typeof createFakeGpio>) {
 
 describe('delivery sensor on a relay vending machine (vend-detect)', () => {
   let stopAll: (() => Promise<void>) | null = null;
-  beforeEach(() => { vi.useFakeTimers(); });
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
   afterEach(async () => {
     await stopAll?.();
     stopAll = null;
@@ -46,7 +48,10 @@ describe('delivery sensor on a relay vending machine (vend-detect)', () => {
 
   async function start(windowMs?: number) {
     const m = await machine(windowMs);
-    stopAll = async () => { await m.inputs.stop(); await m.actuator.stop(); };
+    stopAll = async () => {
+      await m.inputs.stop();
+      await m.actuator.stop();
+    };
     return m;
   }
 
@@ -73,7 +78,11 @@ describe('delivery sensor on a relay vending machine (vend-detect)', () => {
     const m = await start(1_000);
     const outcome = m.actuator.fire(vend());
     await vi.advanceTimersByTimeAsync(200 + 1_000);
-    await expect(outcome).resolves.toEqual({ result: 'failed', reason: expect.stringMatching(/no drop at the delivery sensor within 1000 ms/), slotFault: true });
+    await expect(outcome).resolves.toEqual({
+      result: 'failed',
+      reason: expect.stringMatching(/no drop at the delivery sensor within 1000 ms/),
+      slotFault: true,
+    });
   });
 
   it('a drop of an earlier vend, before this one fired, does not confirm it', async () => {
@@ -99,16 +108,24 @@ describe('delivery sensor on a relay vending machine (vend-detect)', () => {
     await vi.advanceTimersByTimeAsync(10);
     await stopping;
     await expect(outcome).resolves.toMatchObject({ result: 'unknown' });
-    stopAll = async () => { await m.inputs.stop(); };
+    stopAll = async () => {
+      await m.inputs.stop();
+    };
   });
 });
 
 describe('delivery sensor settings', () => {
   it('is for vending machines; the sim actuator simulates it with sim.dropSensor instead of a pin', async () => {
     const { parseSettings } = await import('../../src/settings/index.js');
-    expect(() => parseSettings({ device: { id: 'g', mode: 'turnstile', fare: 5 }, actuator: { kind: 'relay', relay: { pin: 17 } }, inputs: { delivery: { pin: 24 } } }))
-      .toThrow(/inputs\.delivery: the delivery sensor confirms vends in vending mode/);
-    expect(() => parseSettings({ device: { id: 'v', catalog: [{ slot: 'A1', name: 'W', price: 1 }] }, inputs: { delivery: { pin: 24 } } }))
-      .toThrow(/use actuator\.sim\.dropSensor: true/);
+    expect(() =>
+      parseSettings({
+        device: { id: 'g', mode: 'turnstile', fare: 5 },
+        actuator: { kind: 'relay', relay: { pin: 17 } },
+        inputs: { delivery: { pin: 24 } },
+      }),
+    ).toThrow(/inputs\.delivery: the delivery sensor confirms vends in vending mode/);
+    expect(() =>
+      parseSettings({ device: { id: 'v', catalog: [{ slot: 'A1', name: 'W', price: 1 }] }, inputs: { delivery: { pin: 24 } } }),
+    ).toThrow(/use actuator\.sim\.dropSensor: true/);
   });
 });

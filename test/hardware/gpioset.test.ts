@@ -17,7 +17,9 @@ function fakeGpioset(dir: string, version: string, options: { failOn?: string } 
   const fail = options.failOn
     ? `case "$*" in *${options.failOn}*) echo "gpioset: error setting the GPIO line values: Device or resource busy" >&2; exit 1;; esac`
     : '';
-  writeFileSync(command, `#!/bin/sh
+  writeFileSync(
+    command,
+    `#!/bin/sh
 if [ "$1" = "--version" ]; then echo "gpioset (libgpiod) v${version}"; exit 0; fi
 ${fail}
 child=
@@ -26,7 +28,8 @@ echo "$$ hold $*" >> "${logPath}"
 sleep 3600 &
 child=$!
 wait $child
-`);
+`,
+  );
   chmodSync(command, 0o755);
   return { command, log: () => (existsSync(logPath) ? readFileSync(logPath, 'utf8').trim().split('\n') : []) };
 }
@@ -37,7 +40,9 @@ const actions = (log: string[]) => log.map((line) => line.replace(/^\d+ /, ''));
 describe('gpioset relay driver (libgpiod tools, kernels without sysfs GPIO)', () => {
   let dir: string;
   let actuator: Actuator | null = null;
-  beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'vendgate-gpioset-')); });
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'vendgate-gpioset-'));
+  });
   afterEach(async () => {
     await actuator?.stop();
     actuator = null;
@@ -46,8 +51,13 @@ describe('gpioset relay driver (libgpiod tools, kernels without sysfs GPIO)', ()
 
   async function relay(version: string, relaySettings: Record<string, unknown> = {}, options: { failOn?: string } = {}) {
     const fake = fakeGpioset(dir, version, options);
-    const settings = hardwareSettings({ actuator: { kind: 'relay', relay: { pin: 17, driver: 'gpioset', pulseMs: 100, ...relaySettings } } });
-    actuator = await createActuator({ clock: systemClock, logger: silentLogger(), gpiosetCommand: fake.command, bus: createHardwareBus() }, settings);
+    const settings = hardwareSettings({
+      actuator: { kind: 'relay', relay: { pin: 17, driver: 'gpioset', pulseMs: 100, ...relaySettings } },
+    });
+    actuator = await createActuator(
+      { clock: systemClock, logger: silentLogger(), gpiosetCommand: fake.command, bus: createHardwareBus() },
+      settings,
+    );
     return { fake, actuator };
   }
 
@@ -55,9 +65,17 @@ describe('gpioset relay driver (libgpiod tools, kernels without sysfs GPIO)', ()
     const { fake, actuator: relayActuator } = await relay('2.1.3');
     await relayActuator.start();
     expect(actions(fake.log())).toEqual(['hold -c gpiochip0 17=1']);
-    await expect(relayActuator.fire({ orderId: 1, reference: 'r', slot: 'A1', amount: 150, currency: 'MNT', mode: 'vending' })).resolves.toEqual({ result: 'vended' });
+    await expect(
+      relayActuator.fire({ orderId: 1, reference: 'r', slot: 'A1', amount: 150, currency: 'MNT', mode: 'vending' }),
+    ).resolves.toEqual({ result: 'vended' });
     await waitFor(() => actions(fake.log()).length === 5, { what: 'holders to be replaced' });
-    expect(actions(fake.log())).toEqual(['hold -c gpiochip0 17=1', 'released', 'hold -c gpiochip0 17=0', 'released', 'hold -c gpiochip0 17=1']);
+    expect(actions(fake.log())).toEqual([
+      'hold -c gpiochip0 17=1',
+      'released',
+      'hold -c gpiochip0 17=0',
+      'released',
+      'hold -c gpiochip0 17=1',
+    ]);
   });
 
   it('v1 syntax: -m signal chip offset=value, and the configured chip is used', async () => {
@@ -78,20 +96,28 @@ describe('gpioset relay driver (libgpiod tools, kernels without sysfs GPIO)', ()
 
   it('a gpioset that cannot take the line fails start with its message and what to check', async () => {
     const { actuator: relayActuator } = await relay('2.1.3', {}, { failOn: '17=1' });
-    await expect(relayActuator.start()).rejects.toThrow(/exited with 1: gpioset: error setting the GPIO line values: Device or resource busy — check actuator.relay.chip \(gpiodetect\)/);
+    await expect(relayActuator.start()).rejects.toThrow(
+      /exited with 1: gpioset: error setting the GPIO line values: Device or resource busy — check actuator.relay.chip \(gpiodetect\)/,
+    );
   });
 
   it('a holder that dies during the pulse makes the vend unknown, and the relay is held at rest again', async () => {
     const { fake, actuator: relayActuator } = await relay('2.1.3', {}, { failOn: '17=0' });
     await relayActuator.start();
     const outcome = await relayActuator.fire({ orderId: 1, reference: 'r', slot: 'A1', amount: 150, currency: 'MNT', mode: 'vending' });
-    expect(outcome).toMatchObject({ result: 'unknown', detail: expect.stringMatching(/after 1 of 1 pulses: .*17=0 exited with 1: .*Device or resource busy/) });
+    expect(outcome).toMatchObject({
+      result: 'unknown',
+      detail: expect.stringMatching(/after 1 of 1 pulses: .*17=0 exited with 1: .*Device or resource busy/),
+    });
     expect(actions(fake.log())).toEqual(['hold -c gpiochip0 17=1', 'released', 'hold -c gpiochip0 17=1']);
   });
 
   it('without gpioset installed the error says to install gpiod', async () => {
     const settings = hardwareSettings({ actuator: { kind: 'relay', relay: { pin: 17, driver: 'gpioset' } } });
-    actuator = await createActuator({ clock: systemClock, logger: silentLogger(), gpiosetCommand: join(dir, 'missing-gpioset'), bus: createHardwareBus() }, settings);
+    actuator = await createActuator(
+      { clock: systemClock, logger: silentLogger(), gpiosetCommand: join(dir, 'missing-gpioset'), bus: createHardwareBus() },
+      settings,
+    );
     await expect(actuator.start()).rejects.toThrow(/cannot run .*missing-gpioset \(ENOENT\): install libgpiod tools \(apt install gpiod\)/);
   });
 });

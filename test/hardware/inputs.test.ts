@@ -11,7 +11,9 @@ const INHIBIT = 512 + 6;
 
 describe('GPIO inputs', () => {
   let inputs: HardwareInputs | undefined;
-  beforeEach(() => { vi.useFakeTimers(); });
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
   afterEach(async () => {
     await inputs?.stop();
     inputs = undefined;
@@ -23,7 +25,10 @@ describe('GPIO inputs', () => {
     gpio.setInput(BUTTON, 1);
     gpio.setInput(INHIBIT, 1);
     const bus = createHardwareBus();
-    inputs = await createInputs({ clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi3, bus }, hardwareSettings({ inputs: config }));
+    inputs = await createInputs(
+      { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi3, bus },
+      hardwareSettings({ inputs: config }),
+    );
     const events: HardwareEvent[] = [];
     inputs.on((event) => events.push(event));
     await inputs.start();
@@ -60,7 +65,11 @@ describe('GPIO inputs', () => {
     expect(events).toEqual([{ type: 'inhibit', active: true }]); // high at start = active, reported at once
     gpio.setInput(INHIBIT, 0);
     gpio.setInput(INHIBIT, 1);
-    expect(events).toEqual([{ type: 'inhibit', active: true }, { type: 'inhibit', active: false }, { type: 'inhibit', active: true }]);
+    expect(events).toEqual([
+      { type: 'inhibit', active: true },
+      { type: 'inhibit', active: false },
+      { type: 'inhibit', active: true },
+    ]);
   });
 
   it('read() gives the debounced levels, null for inputs not configured', async () => {
@@ -82,14 +91,20 @@ describe('GPIO inputs', () => {
 
   it('with no pin configured, start loads no GPIO library at all', async () => {
     const settings = hardwareSettings();
-    inputs = await createInputs({ clock: systemClock, logger: silentLogger(), sysfsRoot: '/nonexistent', bus: createHardwareBus() }, settings);
+    inputs = await createInputs(
+      { clock: systemClock, logger: silentLogger(), sysfsRoot: '/nonexistent', bus: createHardwareBus() },
+      settings,
+    );
     await expect(inputs.start()).resolves.toBeUndefined();
     expect(inputs.read()).toEqual({ button: null, inhibit: null, fireAlarm: null, passage: null, delivery: null });
   });
 
   it('a pin that cannot be mapped fails start with the input name and what to check', async () => {
     const gpio = createFakeGpio();
-    inputs = await createInputs({ clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: '/nonexistent', bus: createHardwareBus() }, hardwareSettings({ inputs: { button: { pin: 5 } } }));
+    inputs = await createInputs(
+      { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: '/nonexistent', bus: createHardwareBus() },
+      hardwareSettings({ inputs: { button: { pin: 5 } } }),
+    );
     await expect(inputs.start()).rejects.toThrow(/inputs\.button on BCM 5: no sysfs GPIO at .*driver: gpioset/);
   });
 
@@ -98,7 +113,10 @@ describe('GPIO inputs', () => {
     bus.emit({ type: 'vend_request', item: '12', amount: 150 });
     bus.emit({ type: 'passage' });
     bus.emit({ type: 'line', up: false, detail: 'unplugged' });
-    expect(events).toEqual([{ type: 'vend_request', item: '12', amount: 150 }, { type: 'line', up: false, detail: 'unplugged' }]);
+    expect(events).toEqual([
+      { type: 'vend_request', item: '12', amount: 150 },
+      { type: 'line', up: false, detail: 'unplugged' },
+    ]);
   });
 
   it('after stop, listeners registered with on() hear nothing more (an app restarted on the same settings)', async () => {
@@ -113,7 +131,10 @@ describe('GPIO inputs', () => {
     gpio.setInput(512 + 23, 0);
     const bus = createHardwareBus();
     bus.emit({ type: 'fire_alarm', active: true });
-    inputs = await createInputs({ clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi3, bus }, hardwareSettings({ inputs: { fireAlarm: { pin: 23, activeLow: false } } }));
+    inputs = await createInputs(
+      { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi3, bus },
+      hardwareSettings({ inputs: { fireAlarm: { pin: 23, activeLow: false } } }),
+    );
     const events: HardwareEvent[] = [];
     inputs.on((event) => events.push(event));
     await inputs.start();
@@ -123,7 +144,9 @@ describe('GPIO inputs', () => {
 
   it('a listener that throws does not stop the others from hearing the event', async () => {
     const { bus, events } = await watch({});
-    const bad = vi.fn(() => { throw new Error('bug in a listener'); });
+    const bad = vi.fn(() => {
+      throw new Error('bug in a listener');
+    });
     inputs!.on(bad);
     inputs!.on((event) => events.push(event));
     bus.emit({ type: 'button' });

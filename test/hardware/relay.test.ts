@@ -9,13 +9,22 @@ const pi4 = fileURLToPath(new URL('../fixtures/sysfs/pi4', import.meta.url));
 const SYSFS_17 = 529; // BCM 17 on a Pi 4 with kernel ≥ 6.6
 
 const request = (overrides: Partial<VendRequest> = {}): VendRequest => ({
-  orderId: 1, reference: 'test-1-1-1', slot: 'A1', amount: 150, currency: 'MNT', mode: 'vending', ...overrides,
+  orderId: 1,
+  reference: 'test-1-1-1',
+  slot: 'A1',
+  amount: 150,
+  currency: 'MNT',
+  mode: 'vending',
+  ...overrides,
 });
 
 async function relayWith(relay: Record<string, unknown>, extra: { vendTimeoutMs?: number } = {}) {
   const gpio = createFakeGpio();
   const settings = hardwareSettings({ actuator: { kind: 'relay', relay: { pin: 17, ...relay }, ...extra } });
-  const actuator = await createActuator({ clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi4, bus: createHardwareBus() }, settings);
+  const actuator = await createActuator(
+    { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi4, bus: createHardwareBus() },
+    settings,
+  );
   return { gpio, actuator };
 }
 
@@ -26,7 +35,9 @@ function trace(writes: { level: 0 | 1; at: number }[], t0: number) {
 
 describe('GPIO relay', () => {
   let actuator: Actuator | undefined;
-  beforeEach(() => { vi.useFakeTimers(); });
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
   afterEach(async () => {
     await actuator?.stop();
     actuator = undefined;
@@ -52,7 +63,11 @@ describe('GPIO relay', () => {
     const outcome = relay.fire(request());
     await vi.advanceTimersByTimeAsync(300);
     await expect(outcome).resolves.toEqual({ result: 'vended' });
-    expect(trace(gpio.pin(SYSFS_17).writes, t0)).toEqual([[1, 0], [0, 0], [1, 300]]);
+    expect(trace(gpio.pin(SYSFS_17).writes, t0)).toEqual([
+      [1, 0],
+      [0, 0],
+      [1, 300],
+    ]);
   });
 
   it('an active-high relay board gets the inverted levels: low at rest, high while pulsing', async () => {
@@ -64,7 +79,11 @@ describe('GPIO relay', () => {
     await vi.advanceTimersByTimeAsync(200);
     await outcome;
     expect(gpio.pin(SYSFS_17).direction).toBe('low');
-    expect(trace(gpio.pin(SYSFS_17).writes, t0)).toEqual([[0, 0], [1, 0], [0, 200]]);
+    expect(trace(gpio.pin(SYSFS_17).writes, t0)).toEqual([
+      [0, 0],
+      [1, 0],
+      [0, 200],
+    ]);
   });
 
   it('a coin-pulse machine gets amount / creditPerPulse pulses with gapMs between them', async () => {
@@ -77,11 +96,16 @@ describe('GPIO relay', () => {
     await expect(outcome).resolves.toMatchObject({ result: 'vended', detail: '5 pulses' });
     expect(trace(gpio.pin(SYSFS_17).writes, t0)).toEqual([
       [0, 0],
-      [1, 0], [0, 100],
-      [1, 160], [0, 260],
-      [1, 320], [0, 420],
-      [1, 480], [0, 580],
-      [1, 640], [0, 740],
+      [1, 0],
+      [0, 100],
+      [1, 160],
+      [0, 260],
+      [1, 320],
+      [0, 420],
+      [1, 480],
+      [0, 580],
+      [1, 640],
+      [0, 740],
     ]);
   });
 
@@ -89,7 +113,10 @@ describe('GPIO relay', () => {
     const { gpio, actuator: relay } = await relayWith({ creditPerPulse: 100 });
     actuator = relay;
     await relay.start();
-    await expect(relay.fire(request({ amount: 150 }))).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/not a whole number of pulses at creditPerPulse 100/) });
+    await expect(relay.fire(request({ amount: 150 }))).resolves.toMatchObject({
+      result: 'failed',
+      reason: expect.stringMatching(/not a whole number of pulses at creditPerPulse 100/),
+    });
     expect(gpio.pin(SYSFS_17).writes).toHaveLength(1);
   });
 
@@ -97,7 +124,10 @@ describe('GPIO relay', () => {
     const { gpio, actuator: relay } = await relayWith({ creditPerPulse: 1, pulseMs: 100, gapMs: 100 }, { vendTimeoutMs: 30_000 });
     actuator = relay;
     await relay.start();
-    await expect(relay.fire(request({ amount: 500 }))).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/500 pulses take 100000 ms.*nothing was sent/) });
+    await expect(relay.fire(request({ amount: 500 }))).resolves.toMatchObject({
+      result: 'failed',
+      reason: expect.stringMatching(/500 pulses take 100000 ms.*nothing was sent/),
+    });
     expect(gpio.pin(SYSFS_17).writes).toHaveLength(1);
   });
 
@@ -106,7 +136,10 @@ describe('GPIO relay', () => {
     actuator = relay;
     await relay.start();
     gpio.pin(SYSFS_17).failNextWrite = new Error('EIO');
-    await expect(relay.fire(request())).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/before the first pulse: EIO/) });
+    await expect(relay.fire(request())).resolves.toMatchObject({
+      result: 'failed',
+      reason: expect.stringMatching(/before the first pulse: EIO/),
+    });
     expect(gpio.pin(SYSFS_17).level).toBe(1);
   });
 
@@ -132,7 +165,10 @@ describe('GPIO relay', () => {
     await relay.stop();
     expect(gpio.pin(SYSFS_17).level).toBe(1);
     expect(gpio.pin(SYSFS_17).exported).toBe(false);
-    await expect(outcome).resolves.toEqual({ result: 'unknown', detail: 'vend interrupted after 1 of 1 pulses: stopped during the pulse train' });
+    await expect(outcome).resolves.toEqual({
+      result: 'unknown',
+      detail: 'vend interrupted after 1 of 1 pulses: stopped during the pulse train',
+    });
   });
 
   it('fire before start, or while another vend runs, sends nothing', async () => {
@@ -141,7 +177,10 @@ describe('GPIO relay', () => {
     await expect(relay.fire(request())).resolves.toMatchObject({ result: 'failed', reason: 'relay not started' });
     await relay.start();
     const first = relay.fire(request());
-    await expect(relay.fire(request({ orderId: 2 }))).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/another vend/) });
+    await expect(relay.fire(request({ orderId: 2 }))).resolves.toMatchObject({
+      result: 'failed',
+      reason: expect.stringMatching(/another vend/),
+    });
     await vi.advanceTimersByTimeAsync(300);
     await first;
     expect(gpio.pin(SYSFS_17).writes.filter((w) => w.level === 0)).toHaveLength(1);
@@ -149,6 +188,8 @@ describe('GPIO relay', () => {
 
   it('the relay pin on an input pin is refused with both names', async () => {
     const settings = hardwareSettings({ actuator: { kind: 'relay', relay: { pin: 17 } }, inputs: { button: { pin: 17 } } });
-    await expect(createActuator({ clock: systemClock, logger: silentLogger() }, settings)).rejects.toThrow(/inputs\.button\.pin: BCM 17 is already actuator\.relay\.pin/);
+    await expect(createActuator({ clock: systemClock, logger: silentLogger() }, settings)).rejects.toThrow(
+      /inputs\.button\.pin: BCM 17 is already actuator\.relay\.pin/,
+    );
   });
 });

@@ -7,7 +7,13 @@ import { hardwareSettings } from './fakes/settings.js';
 import { waitFor } from './fakes/wait-for.js';
 
 const request = (overrides: Partial<VendRequest> = {}): VendRequest => ({
-  orderId: 3, reference: 'test-1-1-3', slot: 'A1', amount: 150, currency: 'MNT', mode: 'vending', ...overrides,
+  orderId: 3,
+  reference: 'test-1-1-3',
+  slot: 'A1',
+  amount: 150,
+  currency: 'MNT',
+  mode: 'vending',
+  ...overrides,
 });
 
 describe('serial line profile', () => {
@@ -50,7 +56,10 @@ describe('serial line profile', () => {
     expect(m.mock.written()).toBe('VEND A1\r\n');
   });
 
-  it.each([['ERR A1 JAM\r\n', 'ERR A1 JAM'], ['NAK\n', 'NAK']])('an error answer %j is a failed vend naming the line', async (reply, line) => {
+  it.each([
+    ['ERR A1 JAM\r\n', 'ERR A1 JAM'],
+    ['NAK\n', 'NAK'],
+  ])('an error answer %j is a failed vend naming the line', async (reply, line) => {
     const m = await machine();
     const outcome = m.actuator.fire(request());
     await m.answer('VEND A1', reply);
@@ -58,7 +67,11 @@ describe('serial line profile', () => {
   });
 
   it('fills {slot}, {amount} and {reference}, and only the answer for this reference counts', async () => {
-    const m = await machine({ vendCommand: 'V;{slot};{amount};{reference}\n', okPattern: '^ACK {reference}$', errorPattern: '^NACK {reference}$' });
+    const m = await machine({
+      vendCommand: 'V;{slot};{amount};{reference}\n',
+      okPattern: '^ACK {reference}$',
+      errorPattern: '^NACK {reference}$',
+    });
     const outcome = m.actuator.fire(request({ slot: 'A2', amount: 250 }));
     await m.answer('V;A2;250;test-1-1-3\n', 'ACK test-1-1-2\r\n');
     m.mock.emit('ACK test-1-1-3\r\n');
@@ -72,7 +85,10 @@ describe('serial line profile', () => {
     m.mock.emit('BUSY\r\nO');
     m.mock.emit('K A1\r\n');
     await expect(outcome).resolves.toMatchObject({ result: 'vended' });
-    const ignored = m.log.entries().filter((e) => e.msg === 'unrecognised line from the machine ignored').map((e) => e.line);
+    const ignored = m.log
+      .entries()
+      .filter((e) => e.msg === 'unrecognised line from the machine ignored')
+      .map((e) => e.line);
     expect(ignored).toEqual(['\x00\ufffd#?noise', 'BUSY']);
   });
 
@@ -96,7 +112,10 @@ describe('serial line profile', () => {
   it('no answer after the command was written is unknown, never failed, when there is no status command', async () => {
     const m = await machine({ timeoutMs: 200 });
     const outcome = await m.actuator.fire(request());
-    expect(outcome).toMatchObject({ result: 'unknown', detail: expect.stringMatching(/no answer within 200 ms.*may or may not have vended/) });
+    expect(outcome).toMatchObject({
+      result: 'unknown',
+      detail: expect.stringMatching(/no answer within 200 ms.*may or may not have vended/),
+    });
   });
 
   it.each([
@@ -130,7 +149,11 @@ describe('serial line profile', () => {
     const outcome = await m.actuator.fire(request());
     expect(outcome).toMatchObject({ result: 'failed', reason: expect.stringMatching(/^serial line down: nothing was sent/) });
     expect(m.mock.written()).toBe('');
-    expect(m.events).toContainEqual({ type: 'line', up: false, detail: expect.stringMatching(/cannot open \/dev\/ttyMOCK0.*check the cable/) });
+    expect(m.events).toContainEqual({
+      type: 'line',
+      up: false,
+      detail: expect.stringMatching(/cannot open \/dev\/ttyMOCK0.*check the cable/),
+    });
     expect(m.actuator.health()).toMatchObject({ ok: false });
   });
 
@@ -147,7 +170,10 @@ describe('serial line profile', () => {
     const outcome = m.actuator.fire(request());
     await waitFor(() => m.mock.written().includes('VEND A1'));
     m.mock.unplug();
-    await expect(outcome).resolves.toMatchObject({ result: 'unknown', detail: expect.stringMatching(/line went down after the vend command was sent/) });
+    await expect(outcome).resolves.toMatchObject({
+      result: 'unknown',
+      detail: expect.stringMatching(/line went down after the vend command was sent/),
+    });
     expect(m.events).toContainEqual({ type: 'line', up: false, detail: expect.stringMatching(/device disconnected/) });
     m.mock.replug();
     await waitFor(() => m.actuator.health().ok, { what: 'reconnect' });
@@ -182,7 +208,10 @@ describe('serial line profile', () => {
   it('a second vend while one waits for its answer is refused without writing', async () => {
     const m = await machine();
     const first = m.actuator.fire(request());
-    await expect(m.actuator.fire(request({ orderId: 4 }))).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/nothing was sent/) });
+    await expect(m.actuator.fire(request({ orderId: 4 }))).resolves.toMatchObject({
+      result: 'failed',
+      reason: expect.stringMatching(/nothing was sent/),
+    });
     await m.answer('VEND A1', 'OK A1\r\n');
     await first;
     expect(m.mock.written()).toBe('VEND A1\r\n');

@@ -11,7 +11,13 @@ const SETCONF = ['C,SETCONF,mdb-always-idle=1', 'C,SETCONF,mdb-currency-code=0x1
 const ENABLE = ['C,0', ...SETCONF, 'C,1'].map((l) => `${l}\n`).join('');
 
 const chips = (overrides: Partial<VendRequest> = {}): VendRequest => ({
-  orderId: 9, reference: 'test-1-1-9', slot: '12', amount: 150, currency: 'MNT', mode: 'vending', ...overrides,
+  orderId: 9,
+  reference: 'test-1-1-9',
+  slot: '12',
+  amount: 150,
+  currency: 'MNT',
+  mode: 'vending',
+  ...overrides,
 });
 
 describe('serial MDB profile (Qibixx-style board)', () => {
@@ -31,7 +37,12 @@ describe('serial MDB profile (Qibixx-style board)', () => {
   async function board(mdb: Record<string, unknown> = {}, serial: Record<string, unknown> = {}) {
     const mock = createMockSerial();
     const log = captureLogger();
-    const settings = hardwareSettings({ actuator: { kind: 'serial', serial: { path: mock.path, profile: 'mdb', timeoutMs: 2_000, reconnectMaxMs: 200, mdb: { setconf: SETCONF, ...mdb }, ...serial } } });
+    const settings = hardwareSettings({
+      actuator: {
+        kind: 'serial',
+        serial: { path: mock.path, profile: 'mdb', timeoutMs: 2_000, reconnectMaxMs: 200, mdb: { setconf: SETCONF, ...mdb }, ...serial },
+      },
+    });
     const hardware = await createHardware({ clock: systemClock, logger: log.logger, serialBinding: mock.binding }, settings);
     const events: HardwareEvent[] = [];
     hardware.inputs.on((event) => events.push(event));
@@ -61,14 +72,14 @@ describe('serial MDB profile (Qibixx-style board)', () => {
     expect(b.sent()).toBe('C,1\n');
   });
 
-  it('the machine\'s vend request becomes a vend_request event in smallest units', async () => {
+  it("the machine's vend request becomes a vend_request event in smallest units", async () => {
     const b = await board();
     await b.requestVend('1.50', '12');
     await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
     expect(b.events).toContainEqual({ type: 'vend_request', item: '12', amount: 150 });
   });
 
-  it('approving after payment sends C,VEND with the machine\'s amount, and c,VEND,SUCCESS is vended', async () => {
+  it("approving after payment sends C,VEND with the machine's amount, and c,VEND,SUCCESS is vended", async () => {
     const b = await board();
     await b.requestVend('1.50', '12');
     await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
@@ -108,10 +119,16 @@ describe('serial MDB profile (Qibixx-style board)', () => {
   it('fire with no open session, or for another item or amount, sends nothing', async () => {
     const b = await board();
     const mark = b.sent().length;
-    await expect(b.actuator.fire(chips())).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/no vend session open/) });
+    await expect(b.actuator.fire(chips())).resolves.toMatchObject({
+      result: 'failed',
+      reason: expect.stringMatching(/no vend session open/),
+    });
     await b.requestVend('1.50', '12');
     await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
-    await expect(b.actuator.fire(chips({ amount: 250 }))).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/asked for item 12 at 150/) });
+    await expect(b.actuator.fire(chips({ amount: 250 }))).resolves.toMatchObject({
+      result: 'failed',
+      reason: expect.stringMatching(/asked for item 12 at 150/),
+    });
     expect(b.after(mark)).toBe('');
   });
 
@@ -170,7 +187,10 @@ describe('serial MDB profile (Qibixx-style board)', () => {
     await waitFor(() => b.sent().endsWith('C,VEND,1.50\n'));
     const mark = b.sent().length;
     b.mock.emit('c,STATUS,INACTIVE\r\n');
-    await expect(outcome).resolves.toMatchObject({ result: 'unknown', detail: expect.stringMatching(/session ended .*INACTIVE.* after the approval/) });
+    await expect(outcome).resolves.toMatchObject({
+      result: 'unknown',
+      detail: expect.stringMatching(/session ended .*INACTIVE.* after the approval/),
+    });
     await waitFor(() => b.after(mark) === ENABLE, { what: 're-enable' });
   });
 
@@ -178,7 +198,10 @@ describe('serial MDB profile (Qibixx-style board)', () => {
     const b = await board({}, { timeoutMs: 200 });
     await b.requestVend('1.50', '12');
     await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
-    await expect(b.actuator.fire(chips())).resolves.toEqual({ result: 'unknown', detail: 'no vend result within 200 ms after the approval' });
+    await expect(b.actuator.fire(chips())).resolves.toEqual({
+      result: 'unknown',
+      detail: 'no vend result within 200 ms after the approval',
+    });
   });
 
   it('a disconnect after the approval is unknown; on reconnect the reader is set up and enabled again', async () => {
@@ -214,7 +237,11 @@ describe('serial MDB profile (Qibixx-style board)', () => {
 
 describe('MDB amounts', () => {
   it.each([
-    ['1.50', 100, 150], ['0.05', 100, 5], ['1500', 1, 1500], ['1500.00', 1, 1500], ['2.5', 100, 250],
+    ['1.50', 100, 150],
+    ['0.05', 100, 5],
+    ['1500', 1, 1500],
+    ['1500.00', 1, 1500],
+    ['2.5', 100, 250],
   ])('%s at scale %i is %i smallest units', (text, scale, units) => {
     expect(parseMdbAmount(text, scale)).toBe(units);
   });

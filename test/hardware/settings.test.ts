@@ -25,29 +25,39 @@ describe('hardware settings', () => {
 
   it('a physical header position or a sysfs number as a pin is rejected with what to use instead', () => {
     const found = problems(() => hardwareSettings({ actuator: { kind: 'relay', relay: { pin: 529 } }, inputs: { button: { pin: 40 } } }));
-    expect(found).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^actuator\.relay\.pin: .*BCM GPIO 0–27.*not the physical pin position.*sysfs number/),
-      expect.stringMatching(/^inputs\.button\.pin: .*BCM GPIO 0–27/),
-    ]));
+    expect(found).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^actuator\.relay\.pin: .*BCM GPIO 0–27.*not the physical pin position.*sysfs number/),
+        expect.stringMatching(/^inputs\.button\.pin: .*BCM GPIO 0–27/),
+      ]),
+    );
   });
 
   it('relay kind without a pin and serial kind without a path say what to set', () => {
-    expect(problems(() => hardwareSettings({ actuator: { kind: 'relay' } }))).toEqual([expect.stringMatching(/^actuator\.relay\.pin: .*needs relay\.pin/)]);
-    expect(problems(() => hardwareSettings({ actuator: { kind: 'serial' } }))).toEqual([expect.stringMatching(/^actuator\.serial\.path: .*by-id/)]);
+    expect(problems(() => hardwareSettings({ actuator: { kind: 'relay' } }))).toEqual([
+      expect.stringMatching(/^actuator\.relay\.pin: .*needs relay\.pin/),
+    ]);
+    expect(problems(() => hardwareSettings({ actuator: { kind: 'serial' } }))).toEqual([
+      expect.stringMatching(/^actuator\.serial\.path: .*by-id/),
+    ]);
   });
 
   it('two inputs on one pin are rejected', () => {
-    expect(problems(() => hardwareSettings({ inputs: { button: { pin: 5 }, inhibit: { pin: 5 } } })))
-      .toEqual([expect.stringMatching(/^inputs\.inhibit\.pin: BCM 5 is already inputs\.button\.pin/)]);
+    expect(problems(() => hardwareSettings({ inputs: { button: { pin: 5 }, inhibit: { pin: 5 } } }))).toEqual([
+      expect.stringMatching(/^inputs\.inhibit\.pin: BCM 5 is already inputs\.button\.pin/),
+    ]);
   });
 
   it('a misspelt key is an error, not silently ignored', () => {
-    expect(problems(() => hardwareSettings({ actuator: { relay: { pulsems: 200 } } }))).toEqual([expect.stringMatching(/^actuator\.relay\.pulsems: unknown key; did you mean "pulseMs"\?/)]);
+    expect(problems(() => hardwareSettings({ actuator: { relay: { pulsems: 200 } } }))).toEqual([
+      expect.stringMatching(/^actuator\.relay\.pulsems: unknown key; did you mean "pulseMs"\?/),
+    ]);
   });
 
   it('an invalid answer pattern is rejected', () => {
-    expect(problems(() => hardwareSettings({ actuator: { kind: 'serial', serial: { path: '/dev/x', okPattern: '^OK(' } } })))
-      .toEqual([expect.stringMatching(/^actuator\.serial\.okPattern: not a valid regular expression/)]);
+    expect(problems(() => hardwareSettings({ actuator: { kind: 'serial', serial: { path: '/dev/x', okPattern: '^OK(' } } }))).toEqual([
+      expect.stringMatching(/^actuator\.serial\.okPattern: not a valid regular expression/),
+    ]);
   });
 
   it('the MDB profile waits 60 s for the machine and the vend timeout grows with it', () => {
@@ -57,12 +67,16 @@ describe('hardware settings', () => {
   });
 
   it('a vend timeout shorter than the actuator can take is rejected', () => {
-    expect(problems(() => hardwareSettings({ actuator: { kind: 'serial', vendTimeoutMs: 10_000, serial: { path: '/dev/x', statusCommand: 'STATUS\r\n' } } })))
-      .toEqual([expect.stringMatching(/^actuator\.vendTimeoutMs: shorter than the serial actuator's own worst case \(15000 ms\)/)]);
+    expect(
+      problems(() =>
+        hardwareSettings({ actuator: { kind: 'serial', vendTimeoutMs: 10_000, serial: { path: '/dev/x', statusCommand: 'STATUS\r\n' } } }),
+      ),
+    ).toEqual([expect.stringMatching(/^actuator\.vendTimeoutMs: shorter than the serial actuator's own worst case \(15000 ms\)/)]);
   });
 
   it('an MDB settings line must be a full board command', () => {
-    expect(problems(() => hardwareSettings({ actuator: { serial: { mdb: { setconf: ['mdb-always-idle=1'] } } } })))
-      .toEqual([expect.stringMatching(/^actuator\.serial\.mdb\.setconf\.0: a full board command line/)]);
+    expect(problems(() => hardwareSettings({ actuator: { serial: { mdb: { setconf: ['mdb-always-idle=1'] } } } }))).toEqual([
+      expect.stringMatching(/^actuator\.serial\.mdb\.setconf\.0: a full board command line/),
+    ]);
   });
 });

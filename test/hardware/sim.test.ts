@@ -9,10 +9,19 @@ const request: VendRequest = { orderId: 5, reference: 'test-1-1-5', slot: 'A1', 
 
 describe('simulated actuator', () => {
   let dir: string;
-  beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'vendgate-sim-')); });
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'vendgate-sim-'));
+  });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const lines = (logPath: string) => (existsSync(logPath) ? readFileSync(logPath, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+  const lines = (logPath: string) =>
+    existsSync(logPath)
+      ? readFileSync(logPath, 'utf8')
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l))
+      : [];
 
   it.each<[SimFailMode, object, number]>([
     ['none', { result: 'vended' }, 1],

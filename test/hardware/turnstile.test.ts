@@ -45,7 +45,9 @@ async function walkThrough(gpio: ReturnType<typeof createFakeGpio>) {
 
 describe('turnstile', () => {
   let stopAll: (() => Promise<void>) | null = null;
-  beforeEach(() => { vi.useFakeTimers(); });
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
   afterEach(async () => {
     await stopAll?.();
     stopAll = null;
@@ -54,7 +56,10 @@ describe('turnstile', () => {
 
   async function open(options: Parameters<typeof gate>[0] = {}) {
     const g = await gate(options);
-    stopAll = async () => { await g.inputs.stop(); await g.actuator.stop(); };
+    stopAll = async () => {
+      await g.inputs.stop();
+      await g.actuator.stop();
+    };
     return g;
   }
 

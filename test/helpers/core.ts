@@ -44,22 +44,63 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
   // A machine that always delivers and remembers what it was asked: the physical truth of a core test.
   const fired: VendRequest[] = [];
   const machine: Actuator = {
-    kind: 'sim', async start() {}, async stop() {}, health: () => ({ ok: true, detail: 'core test machine' }),
-    async fire(request) { fired.push(request); return { result: 'vended' }; },
+    kind: 'sim',
+    async start() {},
+    async stop() {},
+    health: () => ({ ok: true, detail: 'core test machine' }),
+    async fire(request) {
+      fired.push(request);
+      return { result: 'vended' };
+    },
   };
   // The same composition as the service; each worker runs only when the test says so.
-  const money = createMoneyPath({
-    db, clock, logger, outbox, provider: fake.provider, actuator: machine, health, deviceId: settings.device.id, dbId: databaseId(db),
-    outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null), runWorkersOnObserve: false,
-  }, settings);
+  const money = createMoneyPath(
+    {
+      db,
+      clock,
+      logger,
+      outbox,
+      provider: fake.provider,
+      actuator: machine,
+      health,
+      deviceId: settings.device.id,
+      dbId: databaseId(db),
+      outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
+      runWorkersOnObserve: false,
+    },
+    settings,
+  );
   const { ledger, orders } = money;
   return {
-    dir, settings, clock, logger, db, outbox, fake, ledger, health, orders, outOfService, money, fired,
-    close() { db.close(); dir.cleanup(); },
+    dir,
+    settings,
+    clock,
+    logger,
+    db,
+    outbox,
+    fake,
+    ledger,
+    health,
+    orders,
+    outOfService,
+    money,
+    fired,
+    close() {
+      db.close();
+      dir.cleanup();
+    },
     /** Observes the fake provider's current view of an invoice through the ledger. */
     async observe(invoiceId: string, channel: 'poll' | 'webhook' = 'poll') {
       const invoice = await fake.provider.getInvoice(invoiceId);
-      return ledger.observe({ invoiceId, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode, amount: invoice.amount, currency: invoice.currency, channel });
+      return ledger.observe({
+        invoiceId,
+        status: invoice.status,
+        providerStatus: invoice.providerStatus,
+        livemode: invoice.livemode,
+        amount: invoice.amount,
+        currency: invoice.currency,
+        channel,
+      });
     },
     count(sql: string, ...params: unknown[]): number {
       return (db.prepare(sql).get(...params) as { n: number }).n;

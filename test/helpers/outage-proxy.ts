@@ -16,7 +16,12 @@ export async function startOutageProxy(target: { host?: string; port: number }) 
       const upstream = connect(target.port, target.host ?? '127.0.0.1');
       sockets.add(client);
       sockets.add(upstream);
-      const drop = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
+      const drop = () => {
+        client.destroy();
+        upstream.destroy();
+        sockets.delete(client);
+        sockets.delete(upstream);
+      };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
       client.pipe(upstream);
@@ -33,8 +38,12 @@ export async function startOutageProxy(target: { host?: string; port: number }) 
 
   await listen();
   return {
-    get url() { return `http://127.0.0.1:${port}`; },
-    get up() { return server !== null; },
+    get url() {
+      return `http://127.0.0.1:${port}`;
+    },
+    get up() {
+      return server !== null;
+    },
     /** The provider goes away: new connections are refused, open ones are reset. */
     async cut(): Promise<void> {
       const closing = server;

@@ -96,7 +96,8 @@ export async function waitFor<T>(predicate: () => T | Falsy | Promise<T | Falsy>
     } catch (err) {
       lastError = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -115,23 +116,36 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
 
 // A test that fails before stop() must not leave services running after the worker exits.
 const live = new Set<ChildProcess>();
-process.once('exit', () => { for (const child of live) child.kill('SIGKILL'); });
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
 
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} does not exist: run \`npm run build\` first (npm test does)`);
   const ownDir = options.dir === undefined;
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'vendgate-svc-'));
-  const localPort = options.localPort ?? await freePort();
-  const webhookPort = options.webhookPort ?? await freePort();
+  const localPort = options.localPort ?? (await freePort());
+  const webhookPort = options.webhookPort ?? (await freePort());
   const dbPath = join(dir, 'vendgate.db');
   const simLogPath = join(dir, 'actuations.jsonl');
   const defaults = {
-    device: { id: 'svc-test', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }, { slot: 'A2', name: 'Cola', price: 2500 }] },
+    device: {
+      id: 'svc-test',
+      mode: 'vending',
+      currency: 'MNT',
+      catalog: [
+        { slot: 'A1', name: 'Water', price: 1500 },
+        { slot: 'A2', name: 'Cola', price: 2500 },
+      ],
+    },
     provider: { name: 'sandbox', invoiceTtlSec: 120 },
     poll: { intervalMs: 200 },
     // Chaos, crash and soak runs order far faster than a customer and replace open orders on purpose:
     // no order rate limit, no double-press merging (local-api-guard.test.ts sets its own).
-    http: { local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000, doublePressWindowMs: 0 }, webhook: { host: '127.0.0.1', port: webhookPort } },
+    http: {
+      local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000, doublePressWindowMs: 0 },
+      webhook: { host: '127.0.0.1', port: webhookPort },
+    },
     storage: { path: dbPath },
     actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 20 } },
     mqtt: { url: '' },
@@ -148,7 +162,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
 
   async function launch(env: Record<string, string>): Promise<void> {
     const proc = spawn(process.execPath, [MAIN, 'start', '--config', configPath], {
-      env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = proc;
     live.add(proc);
@@ -160,18 +175,29 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       buffer = parts.pop()!;
       lines.push(...parts);
     });
-    proc.stderr!.on('data', (chunk: Buffer) => { stderrText += chunk.toString(); });
+    proc.stderr!.on('data', (chunk: Buffer) => {
+      stderrText += chunk.toString();
+    });
     let exited: Exit | null = null;
-    exit = new Promise((resolve) => proc.once('exit', (code, signal) => {
-      live.delete(proc);
-      if (child === proc) child = null;
-      exited = { code, signal };
-      resolve(exited);
-    }));
-    await waitFor(() => {
-      if (exited) throw new Error(`the service exited before it was ready (${JSON.stringify(exited)}):\n${stderrText}\n${lines.slice(firstLine).join('\n')}`);
-      return lines.slice(firstLine).some((line) => line.includes('"vendgate ready"'));
-    }, options.readyTimeoutMs ?? 15_000, 'the service to log "vendgate ready"').catch((err: Error) => {
+    exit = new Promise((resolve) =>
+      proc.once('exit', (code, signal) => {
+        live.delete(proc);
+        if (child === proc) child = null;
+        exited = { code, signal };
+        resolve(exited);
+      }),
+    );
+    await waitFor(
+      () => {
+        if (exited)
+          throw new Error(
+            `the service exited before it was ready (${JSON.stringify(exited)}):\n${stderrText}\n${lines.slice(firstLine).join('\n')}`,
+          );
+        return lines.slice(firstLine).some((line) => line.includes('"vendgate ready"'));
+      },
+      options.readyTimeoutMs ?? 15_000,
+      'the service to log "vendgate ready"',
+    ).catch((err: Error) => {
       // Keep the cause readable: the early-exit message, not "timed out … : Error: …".
       throw exited ? new Error(err.message.replace(/^timed out.*?: Error: /s, '')) : err;
     });
@@ -185,18 +211,27 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     dir,
     dbPath,
     configPath,
-    get pid() { return child?.pid ?? null; },
+    get pid() {
+      return child?.pid ?? null;
+    },
     logs() {
       const parsed: Record<string, any>[] = [];
       for (const line of lines) {
-        try { parsed.push(JSON.parse(line)); } catch { /* a non-JSON line (a QR in a terminal) */ }
+        try {
+          parsed.push(JSON.parse(line));
+        } catch {
+          /* a non-JSON line (a QR in a terminal) */
+        }
       }
       return parsed;
     },
     stderr: () => stderrText,
     readSimLog() {
       if (!existsSync(simLogPath)) return [];
-      return readFileSync(simLogPath, 'utf8').split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line));
+      return readFileSync(simLogPath, 'utf8')
+        .split('\n')
+        .filter((line) => line.trim() !== '')
+        .map((line) => JSON.parse(line));
     },
     waitFor,
     async kill(signal = 'SIGKILL') {

@@ -49,8 +49,12 @@ export function startSlowClients(options: SlowClientOptions): SlowClients {
         socket.write(chunk);
       }, options.dripEveryMs ?? 200);
     });
-    socket.on('data', () => { /* a 408 or 503 before the close: read and ignore */ });
-    socket.on('error', () => { /* reset by the server */ });
+    socket.on('data', () => {
+      /* a 408 or 503 before the close: read and ignore */
+    });
+    socket.on('error', () => {
+      /* reset by the server */
+    });
     socket.on('close', () => {
       if (timer) clearInterval(timer);
       sockets.delete(socket);

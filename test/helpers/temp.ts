@@ -9,7 +9,10 @@ export function tempDir(prefix = 'vendgate-test-'): { path: string; cleanup: () 
 }
 
 /** Waits until `predicate` returns a truthy value, polling every `intervalMs`; fails after `timeoutMs`. */
-export async function waitFor<T>(predicate: () => T | Promise<T>, options: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
+export async function waitFor<T>(
+  predicate: () => T | Promise<T>,
+  options: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   let last: unknown;
   for (;;) {

@@ -5,7 +5,10 @@ import { kioskForInject, startKiosk } from './harness.js';
 /** Invariant 7: bad input gets a clear 4xx and changes nothing — the order service is never asked. */
 describe('bad input to the local API changes nothing', () => {
   const post = (payload: string, contentType = 'application/json') => ({
-    method: 'POST' as const, url: '/api/orders', payload, headers: { 'content-type': contentType },
+    method: 'POST' as const,
+    url: '/api/orders',
+    payload,
+    headers: { 'content-type': contentType },
   });
 
   it.each([
@@ -66,7 +69,12 @@ describe('bad input to the local API changes nothing', () => {
       const deps = createFakeKioskDeps();
       const server = kioskForInject(deps);
       const read = await server.inject({ method: 'GET', url: `/api/orders/${id}` });
-      const cancel = await server.inject({ method: 'POST', url: `/api/orders/${id}/cancel`, headers: { 'content-type': 'application/json' }, payload: '{}' });
+      const cancel = await server.inject({
+        method: 'POST',
+        url: `/api/orders/${id}/cancel`,
+        headers: { 'content-type': 'application/json' },
+        payload: '{}',
+      });
       for (const res of [read, cancel]) {
         expect(res.statusCode).toBe(400);
         expect(res.json()).toEqual({ error: { code: 'VG_ERR_BAD_REQUEST', message: 'the order id must be a positive integer' } });

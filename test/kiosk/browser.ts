@@ -9,8 +9,16 @@ export const SCREENSHOTS = new URL('../../artifacts/screenshots/', import.meta.u
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--no-first-run', '--disable-quic', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-quic',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -41,7 +49,9 @@ export async function layoutProblems(page: Page): Promise<string[]> {
   return page.evaluate(() => {
     const rgb = (css: string) => (css.match(/[\d.]+/g) ?? []).map(Number);
     const luminance = (css: string) => {
-      const [r, g, b] = rgb(css).map((v) => v / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+      const [r, g, b] = rgb(css)
+        .map((v) => v / 255)
+        .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
       return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
     };
     const contrast = (a: string, b: string) => {
@@ -59,7 +69,8 @@ export async function layoutProblems(page: Page): Promise<string[]> {
     };
     const problems: string[] = [];
     const width = document.documentElement.clientWidth;
-    if (document.documentElement.scrollWidth > width) problems.push(`page scrolls sideways (${document.documentElement.scrollWidth} > ${width})`);
+    if (document.documentElement.scrollWidth > width)
+      problems.push(`page scrolls sideways (${document.documentElement.scrollWidth} > ${width})`);
     for (const el of document.querySelectorAll<HTMLElement>('main *, header *, footer *')) {
       if (el.closest('[hidden]') || !el.textContent?.trim() || el.children.length > 0) continue;
       const rect = el.getBoundingClientRect();

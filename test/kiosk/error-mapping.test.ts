@@ -12,7 +12,9 @@ describe('errors from the order service reach the page as { error: { code, messa
     [ErrorCodes.PROVIDER_REJECTED, 502, 'the payment provider refused the invoice'],
   ])('maps %s to HTTP %i with its code and message', async (code, status, message) => {
     const deps = createFakeKioskDeps();
-    deps.createImpl = async () => { throw new VendgateError(code, message, { httpStatus: status }); };
+    deps.createImpl = async () => {
+      throw new VendgateError(code, message, { httpStatus: status });
+    };
     const res = await kioskForInject(deps).inject({ method: 'POST', url: '/api/orders', payload: { slot: 'A1' } });
     expect(res.statusCode).toBe(status);
     expect(res.json()).toEqual({ error: { code, message } });
@@ -23,14 +25,21 @@ describe('errors from the order service reach the page as { error: { code, messa
     deps.orders.cancel = async () => {
       throw new VendgateError(ErrorCodes.ORDER_STATE, 'order 1 is paid and can no longer be canceled', { httpStatus: 409 });
     };
-    const res = await kioskForInject(deps).inject({ method: 'POST', url: '/api/orders/1/cancel', headers: { 'content-type': 'application/json' }, payload: '{}' });
+    const res = await kioskForInject(deps).inject({
+      method: 'POST',
+      url: '/api/orders/1/cancel',
+      headers: { 'content-type': 'application/json' },
+      payload: '{}',
+    });
     expect(res.statusCode).toBe(409);
     expect(res.json()).toEqual({ error: { code: 'VG_ERR_ORDER_STATE', message: 'order 1 is paid and can no longer be canceled' } });
   });
 
   it('answers an unexpected error with a bare 500 and no stack trace or internal message', async () => {
     const deps = createFakeKioskDeps();
-    deps.createImpl = async () => { throw new TypeError("Cannot read properties of undefined (reading 'secretKey')"); };
+    deps.createImpl = async () => {
+      throw new TypeError("Cannot read properties of undefined (reading 'secretKey')");
+    };
     const server = kioskForInject(deps);
     const res = await server.inject({ method: 'POST', url: '/api/orders', payload: { slot: 'A1' } });
     expect(res.statusCode).toBe(500);
@@ -40,7 +49,9 @@ describe('errors from the order service reach the page as { error: { code, messa
 
   it('answers 500 the same way when reading the state throws', async () => {
     const deps = createFakeKioskDeps();
-    deps.state = () => { throw new Error('SQLITE_BUSY: database is locked'); };
+    deps.state = () => {
+      throw new Error('SQLITE_BUSY: database is locked');
+    };
     const res = await kioskForInject(deps).inject({ method: 'GET', url: '/api/state' });
     expect(res.statusCode).toBe(500);
     expect(res.json()).toEqual({ error: { code: 'VG_ERR_INTERNAL', message: 'internal error' } });

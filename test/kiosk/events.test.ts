@@ -78,7 +78,9 @@ describe('stopping the listener', () => {
     const spare = connect(port, '127.0.0.1');
     await new Promise((resolve) => spare.once('connect', resolve));
     let closedByServer = false;
-    spare.once('close', () => { closedByServer = true; });
+    spare.once('close', () => {
+      closedByServer = true;
+    });
     const started = Date.now();
     await server.stop();
     expect(Date.now() - started).toBeLessThan(STOP_GRACE_MS);
@@ -88,12 +90,19 @@ describe('stopping the listener', () => {
   it('lets a request in flight finish before closing its connection', async () => {
     const deps = createFakeKioskDeps();
     let release!: () => void;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const inner = deps.createImpl;
-    deps.createImpl = async (input) => { await gate; return inner(input); };
+    deps.createImpl = async (input) => {
+      await gate;
+      return inner(input);
+    };
     const { server, url } = await startKiosk(deps);
     const pending = fetch(`${url}/api/orders`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}',
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"slot":"A1"}',
     });
     await waitFor(() => deps.calls.create.length === 1, 'the request to reach the order service');
     const stopping = server.stop();

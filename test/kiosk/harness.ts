@@ -32,7 +32,10 @@ export async function waitFor(predicate: () => boolean, what: string, timeoutMs 
   }
 }
 
-export interface SseMessage { event: string; data: string }
+export interface SseMessage {
+  event: string;
+  data: string;
+}
 
 /** Reads an SSE stream with fetch, collecting events and comment lines as they arrive. */
 export async function openEventStream(url: string) {

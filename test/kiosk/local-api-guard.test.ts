@@ -8,16 +8,25 @@ import { startService, type Service } from '../helpers/service.js';
  * The local API of the real service, driven as a hostile web page in the kiosk browser would:
  * raw HTTP with the headers a browser sends (foreign Origin, rebound Host, form content types).
  */
-interface Answer { status: number; headers: Record<string, string | string[] | undefined>; json: any }
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  json: any;
+}
 
 function send(url: string, options: { method?: string; path: string; headers?: Record<string, string>; body?: string }): Promise<Answer> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: hostname, port, method: options.method ?? 'GET', path: options.path, headers: options.headers ?? {} }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => { text += chunk.toString(); });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, json: text ? JSON.parse(text) : undefined }));
-    });
+    const req = httpRequest(
+      { host: hostname, port, method: options.method ?? 'GET', path: options.path, headers: options.headers ?? {} },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, json: text ? JSON.parse(text) : undefined }));
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });
@@ -35,7 +44,9 @@ describe('local API: only the kiosk can drive it', () => {
     send(svc.localUrl, { method: 'POST', path: '/api/orders', headers: { ...json, ...headers }, body: JSON.stringify({ slot }) });
 
   beforeAll(async () => {
-    svc = await startService({ config: { http: { local: { allowedHosts: ['kiosk.local'], ordersPerMinute: 5, doublePressWindowMs: 3_000 } } } });
+    svc = await startService({
+      config: { http: { local: { allowedHosts: ['kiosk.local'], ordersPerMinute: 5, doublePressWindowMs: 3_000 } } },
+    });
     sandbox = new Database(join(svc.dir, 'sandbox.db'), { readonly: true });
     vendgate = new Database(svc.dbPath, { readonly: true });
   });
@@ -57,7 +68,12 @@ describe('local API: only the kiosk can drive it', () => {
       { origin: 'http://evil.example', host, 'content-type': 'application/json' },
     ];
     for (const headers of attempts) {
-      const answer = await send(svc.localUrl, { method: 'POST', path: `/api/orders/${id}/cancel`, headers, body: headers['content-type'] === 'application/json' ? '{}' : 'x=1' });
+      const answer = await send(svc.localUrl, {
+        method: 'POST',
+        path: `/api/orders/${id}/cancel`,
+        headers,
+        body: headers['content-type'] === 'application/json' ? '{}' : 'x=1',
+      });
       expect(answer.status).toBe(403);
       expect(answer.json.error.code).toBe('VG_ERR_FORBIDDEN');
     }
@@ -82,10 +98,19 @@ describe('local API: only the kiosk can drive it', () => {
     const own = { origin: svc.localUrl };
     const created = await create('A2', own);
     expect(created.status).toBe(201);
-    const canceled = await send(svc.localUrl, { method: 'POST', path: `/api/orders/${created.json.orderId}/cancel`, headers: { ...json, ...own }, body: '{}' });
+    const canceled = await send(svc.localUrl, {
+      method: 'POST',
+      path: `/api/orders/${created.json.orderId}/cancel`,
+      headers: { ...json, ...own },
+      body: '{}',
+    });
     expect(canceled.status).toBe(200);
     expect(canceled.json.state).toBe('canceled');
-    const byCurl = await send(svc.localUrl, { method: 'POST', path: `/api/orders/${(await create('A1')).json.orderId}/cancel`, headers: json });
+    const byCurl = await send(svc.localUrl, {
+      method: 'POST',
+      path: `/api/orders/${(await create('A1')).json.orderId}/cancel`,
+      headers: json,
+    });
     expect(byCurl.status).toBe(200);
   });
 

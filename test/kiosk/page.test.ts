@@ -33,9 +33,9 @@ describe('kiosk page translations', () => {
     const script = read('app.js');
     const fromHtml = [...html.matchAll(/data-i18n="(\w+)"/g)].map((m) => m[1]!);
     // Keys the script names explicitly: t('…'), t(x ? '…' : '…'), t(x ?? '…'), the error table, key: '…', the provider table.
-    const keyPattern = /\bt\('(\w+)'|\bt\([^)]*\? '(\w+)' : '(\w+)'\)|\bt\([^)]*\?\? '(\w+)'\)|\bkey: '(\w+)'|^\s+VG_ERR_\w+: '(\w+)'|^\s+(?:sandbox|gerege|qutpay): '(\w+)'/gm;
-    const fromScript = [...script.matchAll(keyPattern)]
-      .flatMap((m) => m.slice(1).filter(Boolean) as string[]);
+    const keyPattern =
+      /\bt\('(\w+)'|\bt\([^)]*\? '(\w+)' : '(\w+)'\)|\bt\([^)]*\?\? '(\w+)'\)|\bkey: '(\w+)'|^\s+VG_ERR_\w+: '(\w+)'|^\s+(?:sandbox|gerege|qutpay): '(\w+)'/gm;
+    const fromScript = [...script.matchAll(keyPattern)].flatMap((m) => m.slice(1).filter(Boolean) as string[]);
     const defined = new Set(Object.keys(reference));
     expect([...fromHtml, ...fromScript].filter((key) => !defined.has(key))).toEqual([]);
     // Every defined key appears somewhere as a literal ('key' in the script, data-i18n in the page).
@@ -46,10 +46,11 @@ describe('kiosk page translations', () => {
 
 describe('kiosk page', () => {
   it('stays under 60 KB uncompressed, translations included', () => {
-    const total = (dir: string): number => readdirSync(dir).reduce((sum, name) => {
-      const path = join(dir, name);
-      return sum + (statSync(path).isDirectory() ? total(path) : statSync(path).size);
-    }, 0);
+    const total = (dir: string): number =>
+      readdirSync(dir).reduce((sum, name) => {
+        const path = join(dir, name);
+        return sum + (statSync(path).isDirectory() ? total(path) : statSync(path).size);
+      }, 0);
     expect(total(PUBLIC)).toBeLessThan(60 * 1024);
   });
 

@@ -18,7 +18,11 @@ export function decodeQrSvg(svg: string): string | null {
   let x = 0;
   let y = 0;
   for (const [, command, args] of path[1]!.matchAll(/([MmHh])([^MmHh]*)/g)) {
-    const numbers = args!.trim().split(/[\s,]+|(?=-)/).filter(Boolean).map(Number);
+    const numbers = args!
+      .trim()
+      .split(/[\s,]+|(?=-)/)
+      .filter(Boolean)
+      .map(Number);
     if (command === 'M') [x, y] = [numbers[0]!, numbers[1]!];
     else if (command === 'm') [x, y] = [x + numbers[0]!, y + numbers[1]!];
     else {

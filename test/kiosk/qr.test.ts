@@ -8,9 +8,11 @@ describe('the QR the kiosk serves', () => {
   it('encodes exactly the payUrl of the order it was created with', async () => {
     const { url } = await startKiosk(createFakeKioskDeps());
     const res = await fetch(`${url}/api/orders`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}',
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"slot":"A1"}',
     });
-    const body = await res.json() as { payUrl: string; qrSvg: string };
+    const body = (await res.json()) as { payUrl: string; qrSvg: string };
     expect(body.payUrl).toBe(`${FAKE_PAY_BASE}sb_1`);
     expect(decodeQrSvg(body.qrSvg)).toBe(body.payUrl);
     // And it is what qrcode itself renders for that URL, with the 4-module quiet zone of ISO/IEC 18004.
@@ -38,7 +40,14 @@ describe('the QR the kiosk serves', () => {
 
   it('is null in the response when the order has no payUrl yet', async () => {
     const deps = createFakeKioskDeps();
-    deps.createImpl = async () => ({ orderId: 7, reference: 'vm-test-1-7', state: 'creating', invoiceId: null, payUrl: null, expiresAt: null });
+    deps.createImpl = async () => ({
+      orderId: 7,
+      reference: 'vm-test-1-7',
+      state: 'creating',
+      invoiceId: null,
+      payUrl: null,
+      expiresAt: null,
+    });
     const res = await kioskForInject(deps).inject({ method: 'POST', url: '/api/orders', payload: { slot: 'A1' } });
     expect(res.statusCode).toBe(201);
     expect(res.json().qrSvg).toBeNull();

@@ -7,7 +7,9 @@ describe('local API routes', () => {
     const deps = createFakeKioskDeps();
     const { url } = await startKiosk(deps);
     const res = await fetch(`${url}/api/orders`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A1' }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot: 'A1' }),
     });
     expect(res.status).toBe(201);
     const body = await res.json();
@@ -48,7 +50,12 @@ describe('local API routes', () => {
     const deps = createFakeKioskDeps();
     const server = kioskForInject(deps);
     await server.inject({ method: 'POST', url: '/api/orders', payload: { slot: 'A1' } });
-    const canceled = await server.inject({ method: 'POST', url: '/api/orders/1/cancel', headers: { 'content-type': 'application/json' }, payload: '{}' });
+    const canceled = await server.inject({
+      method: 'POST',
+      url: '/api/orders/1/cancel',
+      headers: { 'content-type': 'application/json' },
+      payload: '{}',
+    });
     expect(canceled.statusCode).toBe(200);
     expect(canceled.json()).toMatchObject({ orderId: 1, state: 'canceled' });
     expect(canceled.json()).not.toHaveProperty('qrSvg');
@@ -92,7 +99,9 @@ describe('local API routes', () => {
 
   it('reports 503, not 500, when a health check throws', async () => {
     const deps = createFakeKioskDeps();
-    deps.health = () => { throw new Error('database is locked'); };
+    deps.health = () => {
+      throw new Error('database is locked');
+    };
     const res = await kioskForInject(deps).inject({ method: 'GET', url: '/healthz' });
     expect(res.statusCode).toBe(503);
     expect(res.json().ok).toBe(false);
@@ -114,7 +123,11 @@ describe('local API routes', () => {
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     expect(await page.text()).toContain('<script type="module" src="/app.js"></script>');
-    for (const [path, type] of [['/app.js', /javascript/], ['/style.css', /^text\/css/], ['/i18n/mn.json', /^application\/json/]] as const) {
+    for (const [path, type] of [
+      ['/app.js', /javascript/],
+      ['/style.css', /^text\/css/],
+      ['/i18n/mn.json', /^application\/json/],
+    ] as const) {
       const res = await fetch(`${url}${path}`);
       expect(res.status, path).toBe(200);
       expect(res.headers.get('content-type'), path).toMatch(type);

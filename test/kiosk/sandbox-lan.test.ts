@@ -4,7 +4,9 @@ import { settingsSchema } from '../../src/settings/index.js';
 import { freePort, startService, type Service } from '../helpers/service.js';
 
 const services: Service[] = [];
-afterEach(async () => { for (const svc of services.splice(0)) await svc.stop(); });
+afterEach(async () => {
+  for (const svc of services.splice(0)) await svc.stop();
+});
 
 const address = lanAddress();
 
@@ -14,14 +16,24 @@ describe('demo: a phone on the same network can pay', () => {
     const lanPort = await freePort();
     const svc = await startService({ config: { provider: { name: 'sandbox', sandboxLanPort: lanPort } } });
     services.push(svc);
-    const created = await (await fetch(`${svc.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A1' }) })).json() as { orderId: number; payUrl: string; qrSvg: string };
+    const created = (await (
+      await fetch(`${svc.localUrl}/api/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ slot: 'A1' }),
+      })
+    ).json()) as { orderId: number; payUrl: string; qrSvg: string };
     expect(created.payUrl).toMatch(new RegExp(`^http://${address!.replace(/\./g, '\\.')}:${lanPort}/sandbox/pay/sb_`));
 
     const page = await fetch(created.payUrl);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('id="pay"');
     expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
-    await svc.waitFor(async () => (await (await fetch(`${svc.localUrl}/api/orders/${created.orderId}`)).json() as { state: string }).state === 'vended', 15_000, 'the order to be vended');
+    await svc.waitFor(
+      async () => ((await (await fetch(`${svc.localUrl}/api/orders/${created.orderId}`)).json()) as { state: string }).state === 'vended',
+      15_000,
+      'the order to be vended',
+    );
 
     // The LAN listener is not the kiosk: no API, no metrics, no kiosk page.
     for (const path of ['/api/orders/1', '/metrics', '/healthz', '/', '/api/state']) {
@@ -33,12 +45,24 @@ describe('demo: a phone on the same network can pay', () => {
     const lanPort = await freePort();
     const svc = await startService({ config: { provider: { name: 'sandbox', sandboxLanPort: lanPort, sandboxLanAddress: '127.0.0.1' } } });
     services.push(svc);
-    const created = await (await fetch(`${svc.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A1' }) })).json() as { payUrl: string };
+    const created = (await (
+      await fetch(`${svc.localUrl}/api/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ slot: 'A1' }),
+      })
+    ).json()) as { payUrl: string };
     expect(created.payUrl.startsWith(`http://127.0.0.1:${lanPort}/sandbox/pay/`)).toBe(true);
 
     const plain = await startService();
     services.push(plain);
-    const order = await (await fetch(`${plain.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A1' }) })).json() as { payUrl: string };
+    const order = (await (
+      await fetch(`${plain.localUrl}/api/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ slot: 'A1' }),
+      })
+    ).json()) as { payUrl: string };
     expect(order.payUrl.startsWith(`${plain.localUrl}/sandbox/pay/`)).toBe(true);
   });
 
@@ -48,6 +72,8 @@ describe('demo: a phone on the same network can pay', () => {
       provider: { name: 'qutpay', baseUrl: 'https://api.example.com', apiKey: 'qp_test_x', webhookSecrets: ['s'], sandboxLanPort: 8090 },
     });
     expect(result.success).toBe(false);
-    expect(result.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toContain('provider.sandboxLanPort: only the sandbox has a pay page here; qutpay shows its own');
+    expect(result.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toContain(
+      'provider.sandboxLanPort: only the sandbox has a pay page here; qutpay shows its own',
+    );
   });
 });

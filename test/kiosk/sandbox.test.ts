@@ -50,7 +50,12 @@ describe('sandbox pay page (demo only)', () => {
   it('escapes every value it shows', async () => {
     const { deps, server } = await withInvoice();
     deps.invoices.set('sb_x', {
-      id: 'sb_x', amount: 100, currency: 'MNT', reference: '<script>alert("x")</script>&\'', status: '<img src=x onerror=alert(1)>', expiresAt: deps.clock.now() + 60_000,
+      id: 'sb_x',
+      amount: 100,
+      currency: 'MNT',
+      reference: '<script>alert("x")</script>&\'',
+      status: '<img src=x onerror=alert(1)>',
+      expiresAt: deps.clock.now() + 60_000,
     });
     const page = await server.inject({ method: 'GET', url: '/sandbox/pay/sb_x' });
     expect(page.body).not.toContain('<script>alert');

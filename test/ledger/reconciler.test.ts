@@ -7,15 +7,29 @@ import { buildCore, type Core } from '../helpers/core.js';
 /** The reconciliation loop: bounded reads, alarms naming the order, silence when nothing is due. */
 
 let core: Core | null = null;
-afterEach(() => { core?.close(); core = null; });
+afterEach(() => {
+  core?.close();
+  core = null;
+});
 
-const machine: Actuator = { kind: 'sim', async start() {}, async stop() {}, health: () => ({ ok: true, detail: 'test' }), async fire() { return { result: 'vended' }; } };
+const machine: Actuator = {
+  kind: 'sim',
+  async start() {},
+  async stop() {},
+  health: () => ({ ok: true, detail: 'test' }),
+  async fire() {
+    return { result: 'vended' };
+  },
+};
 
 async function vendedOrder(c: Core, slot: string) {
   const order = await c.orders.create({ source: 'kiosk', slot });
   c.fake.set(order.invoice_id!, 'paid');
   await c.observe(order.invoice_id!);
-  const vend = createVendRunner({ db: c.db, clock: c.clock, logger: c.logger, outbox: c.outbox, actuator: machine, provider: c.fake.provider }, { mode: 'vending', vendTimeoutMs: 1_000, notPassedPolicy: 'refund' });
+  const vend = createVendRunner(
+    { db: c.db, clock: c.clock, logger: c.logger, outbox: c.outbox, actuator: machine, provider: c.fake.provider },
+    { mode: 'vending', vendTimeoutMs: 1_000, notPassedPolicy: 'refund' },
+  );
   await vend.run();
   expect(c.orders.get(order.id)!.state).toBe('vended');
   return order;
@@ -23,7 +37,7 @@ async function vendedOrder(c: Core, slot: string) {
 
 describe('the reconciliation loop', () => {
   it('raises an alarm naming the order when the provider shows a refund nobody here made, within its read budget', async () => {
-    const c = core = buildCore();
+    const c = (core = buildCore());
     const first = await vendedOrder(c, 'A1');
     const second = await vendedOrder(c, 'A2');
     const reconciler = createReconciler({ ...c, provider: c.fake.provider }, { everyMs: 3_600_000, days: 7, readsPerHour: 1 });

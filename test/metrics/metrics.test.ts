@@ -42,7 +42,9 @@ function checkExposition(text: string): void {
     }
     if (line.startsWith('#')) continue;
     const name = /^([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(line)![1]!;
-    const family = [...types.keys()].find((f) => name === f || (types.get(f) === 'histogram' && /^(.*)_(bucket|sum|count)$/.exec(name)?.[1] === f));
+    const family = [...types.keys()].find(
+      (f) => name === f || (types.get(f) === 'histogram' && /^(.*)_(bucket|sum|count)$/.exec(name)?.[1] === f),
+    );
     expect(family, `${name} has no TYPE before it`).toBeDefined();
   }
 }
@@ -61,16 +63,25 @@ describe('/metrics', () => {
     checkExposition(text);
     const s = samples(text);
 
-    expect(s.get(`vendgate_build_info{version="${PACKAGE_VERSION}",commit="${JSON.parse(readFileSync(new URL('../../dist/build-info.json', import.meta.url), 'utf8')).commit}",node="${process.version}"}`)).toBe(1);
+    expect(
+      s.get(
+        `vendgate_build_info{version="${PACKAGE_VERSION}",commit="${JSON.parse(readFileSync(new URL('../../dist/build-info.json', import.meta.url), 'utf8')).commit}",node="${process.version}"}`,
+      ),
+    ).toBe(1);
     for (const spec of Object.values(COUNTER_METRICS)) {
-      const labels = spec.labels ? `{${Object.entries(spec.labels).map(([k, v]) => `${k}="${v}"`).join(',')}}` : '';
+      const labels = spec.labels
+        ? `{${Object.entries(spec.labels)
+            .map(([k, v]) => `${k}="${v}"`)
+            .join(',')}}`
+        : '';
       expect(s.get(`${spec.metric}${labels}`), `${spec.metric}${labels}`).toBe(0);
     }
     expect(s.get('vendgate_paid_to_actuation_seconds_count{result="vended"}')).toBe(0);
     expect(s.get('vendgate_provider_request_duration_seconds_count{provider="sandbox",method="POST",outcome="ok"}')).toBe(0);
     const start = s.get('process_start_time_seconds')!;
     expect(Math.abs(start - Date.now() / 1000)).toBeLessThan(3_600);
-    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'process_open_fds', 'nodejs_heap_size_used_bytes']) expect(s.get(name), name).toBeGreaterThan(0);
+    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'process_open_fds', 'nodejs_heap_size_used_bytes'])
+      expect(s.get(name), name).toBeGreaterThan(0);
     expect(text).not.toContain('vendgate_events_total');
     expect(text).not.toContain('uptime_seconds');
   });
@@ -78,9 +89,19 @@ describe('/metrics', () => {
   it('a paid and vended order shows in the counters and in the paid → actuation histogram', async () => {
     const svc = await startService();
     services.push(svc);
-    const created = await (await fetch(`${svc.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A1' }) })).json() as { orderId: number; payUrl: string };
+    const created = (await (
+      await fetch(`${svc.localUrl}/api/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ slot: 'A1' }),
+      })
+    ).json()) as { orderId: number; payUrl: string };
     expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
-    await svc.waitFor(async () => samples(await scrape(svc)).get('vendgate_paid_to_actuation_seconds_count{result="vended"}') === 1, 15_000, 'the vend in the histogram');
+    await svc.waitFor(
+      async () => samples(await scrape(svc)).get('vendgate_paid_to_actuation_seconds_count{result="vended"}') === 1,
+      15_000,
+      'the vend in the histogram',
+    );
     const s = samples(await scrape(svc));
     expect(s.get('vendgate_orders_created_total')).toBe(1);
     expect(s.get('vendgate_orders_paid_total')).toBe(1);
@@ -96,7 +117,8 @@ describe('/metrics', () => {
       for (const entry of readdirSync(dir, { withFileTypes: true })) {
         const path = join(dir, entry.name);
         if (entry.isDirectory()) scan(path);
-        else if (entry.name.endsWith('.ts')) for (const m of readFileSync(path, 'utf8').matchAll(/\b(?:count|addCounter\.run)\('([a-z_]+)'/g)) named.add(m[1]!);
+        else if (entry.name.endsWith('.ts'))
+          for (const m of readFileSync(path, 'utf8').matchAll(/\b(?:count|addCounter\.run)\('([a-z_]+)'/g)) named.add(m[1]!);
       }
     };
     scan(SRC);
@@ -105,15 +127,26 @@ describe('/metrics', () => {
   });
 
   it('provider calls are timed per attempt, by method and outcome', async () => {
-    server = await startFakeProviderServer((_request, index) => (index === 0 ? { status: 503, json: {} } : { status: 201, json: { id: 'pi_1' } }));
+    server = await startFakeProviderServer((_request, index) =>
+      index === 0 ? { status: 503, json: {} } : { status: 201, json: { id: 'pi_1' } },
+    );
     const clock = createManualClock();
     const seen: { method: string; outcome: string; seconds: number }[] = [];
     const client = createProviderHttpClient(
-      { clock, logger: silentLogger(), sleep: recordingSleep(clock).sleep, random: () => 0.5, observeRequest: (sample) => seen.push(sample) },
+      {
+        clock,
+        logger: silentLogger(),
+        sleep: recordingSleep(clock).sleep,
+        random: () => 0.5,
+        observeRequest: (sample) => seen.push(sample),
+      },
       { provider: 'test', baseUrl: server.url, requestTimeoutMs: 2_000, createDeadlineMs: 20_000 },
     );
     await client.request({ method: 'POST', path: '/payment-intents', headers: { 'idempotency-key': 'k' }, json: {}, retry: 'create' });
-    expect(seen.map((s) => [s.method, s.outcome])).toEqual([['POST', 'error'], ['POST', 'ok']]);
+    expect(seen.map((s) => [s.method, s.outcome])).toEqual([
+      ['POST', 'error'],
+      ['POST', 'ok'],
+    ]);
     for (const sample of seen) expect(sample.seconds).toBeGreaterThan(0);
   });
 
@@ -122,7 +155,14 @@ describe('/metrics', () => {
     h.observe({}, 0.05);
     h.observe({}, 0.5);
     h.observe({}, 5);
-    expect(h.render()).toEqual(['# HELP x_seconds x.', '# TYPE x_seconds histogram',
-      'x_seconds_bucket{le="0.1"} 1', 'x_seconds_bucket{le="1"} 2', 'x_seconds_bucket{le="+Inf"} 3', 'x_seconds_sum 5.55', 'x_seconds_count 3']);
+    expect(h.render()).toEqual([
+      '# HELP x_seconds x.',
+      '# TYPE x_seconds histogram',
+      'x_seconds_bucket{le="0.1"} 1',
+      'x_seconds_bucket{le="1"} 2',
+      'x_seconds_bucket{le="+Inf"} 3',
+      'x_seconds_sum 5.55',
+      'x_seconds_count 3',
+    ]);
   });
 });

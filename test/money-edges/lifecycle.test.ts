@@ -27,10 +27,14 @@ async function order(s: ProviderStack, slot = 'A1'): Promise<OrderAnswer & { exp
 }
 
 async function settled(s: ProviderStack, orderId: number, states = MONEY_SETTLED, timeoutMs = 30_000): Promise<OrderAnswer> {
-  return waitFor(async () => {
-    const current = await s.order(orderId);
-    return current && states.includes(current.state) ? current : null;
-  }, timeoutMs, `order ${orderId} to be ${states.join(' or ')}`);
+  return waitFor(
+    async () => {
+      const current = await s.order(orderId);
+      return current && states.includes(current.state) ? current : null;
+    },
+    timeoutMs,
+    `order ${orderId} to be ${states.join(' or ')}`,
+  );
 }
 
 const refundsAtProvider = (s: ProviderStack, invoiceId: string) => s.sim.records().refunds.filter((r) => r.invoiceId === invoiceId);
@@ -38,7 +42,7 @@ const alarms = (s: ProviderStack, prefix: string) => s.query<{ name: string }>('
 
 describe.each(['gerege', 'qutpay'] as const)('%s: a database restored from a backup', (provider) => {
   it('never vends an old paid invoice again, and says the database was restored', { timeout: 120_000 }, async () => {
-    const s = stack = await startProviderStack({ provider });
+    const s = (stack = await startProviderStack({ provider }));
     const first = await order(s);
     await s.sim.pay(first.invoiceId!);
     expect((await settled(s, first.orderId)).state).toBe('vended');
@@ -76,42 +80,52 @@ describe.each(['gerege', 'qutpay'] as const)('%s: a database restored from a bac
 });
 
 describe('a long outage of the provider', () => {
-  it('a payment made while the uplink is down, past the QR expiry and any grace, is still found and settled', { timeout: 120_000 }, async () => {
-    // The simulator's clock runs 27 s behind: the device sees the 30 s invoice expire after 3 s.
-    const behind = { now: () => Date.now() - 27_000 };
-    const s = stack = await startProviderStack({
-      outage: true, simClock: behind,
-      config: { provider: { invoiceTtlSec: 30 }, poll: { lateGraceSec: 0, maxBackoffMs: 1_000 } },
-    });
-    const placed = await order(s);
-    await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0
-      && s.query('SELECT 1 FROM webhook_events').length > 0, 10_000, 'the invoice-created webhook to be handled');
-    // The uplink goes down (no API, no webhooks); the customer pays just before the QR runs out.
-    // The outage outlasts the provider's webhook retries: those webhooks are lost for good.
-    s.sim.setFaults({ dropWebhook: 1 });
-    await s.proxy!.cut();
-    await s.sim.pay(placed.invoiceId!);
-    const expiresAt = Date.parse(placed.expiresAt);
-    // The outage lasts past the expiry and past every grace period the device has.
-    await waitFor(() => Date.now() > expiresAt + 2_000, 30_000, 'the outage to outlast the expiry');
-    await s.proxy!.restore();
-    s.sim.setFaults({ dropWebhook: 0 });
+  it(
+    'a payment made while the uplink is down, past the QR expiry and any grace, is still found and settled',
+    { timeout: 120_000 },
+    async () => {
+      // The simulator's clock runs 27 s behind: the device sees the 30 s invoice expire after 3 s.
+      const behind = { now: () => Date.now() - 27_000 };
+      const s = (stack = await startProviderStack({
+        outage: true,
+        simClock: behind,
+        config: { provider: { invoiceTtlSec: 30 }, poll: { lateGraceSec: 0, maxBackoffMs: 1_000 } },
+      }));
+      const placed = await order(s);
+      await waitFor(
+        () =>
+          s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0 &&
+          s.query('SELECT 1 FROM webhook_events').length > 0,
+        10_000,
+        'the invoice-created webhook to be handled',
+      );
+      // The uplink goes down (no API, no webhooks); the customer pays just before the QR runs out.
+      // The outage outlasts the provider's webhook retries: those webhooks are lost for good.
+      s.sim.setFaults({ dropWebhook: 1 });
+      await s.proxy!.cut();
+      await s.sim.pay(placed.invoiceId!);
+      const expiresAt = Date.parse(placed.expiresAt);
+      // The outage lasts past the expiry and past every grace period the device has.
+      await waitFor(() => Date.now() > expiresAt + 2_000, 30_000, 'the outage to outlast the expiry');
+      await s.proxy!.restore();
+      s.sim.setFaults({ dropWebhook: 0 });
 
-    const end = await settled(s, placed.orderId);
-    const refunds = refundsAtProvider(s, placed.invoiceId!);
-    if (end.state === 'vended') {
-      expect(s.svc.readSimLog()).toHaveLength(1);
-      expect(refunds).toHaveLength(0);
-    } else {
-      expect(s.svc.readSimLog()).toHaveLength(0);
-      expect(refunds.map((r) => r.amount)).toEqual([1500]);
-    }
-  });
+      const end = await settled(s, placed.orderId);
+      const refunds = refundsAtProvider(s, placed.invoiceId!);
+      if (end.state === 'vended') {
+        expect(s.svc.readSimLog()).toHaveLength(1);
+        expect(refunds).toHaveLength(0);
+      } else {
+        expect(s.svc.readSimLog()).toHaveLength(0);
+        expect(refunds.map((r) => r.amount)).toEqual([1500]);
+      }
+    },
+  );
 });
 
 describe('refunds made elsewhere are evidence', () => {
   it('qutpay: a partial refund seen before the vend stops the vend and returns the rest, with an alarm', { timeout: 120_000 }, async () => {
-    const s = stack = await startProviderStack({ provider: 'qutpay', outage: true });
+    const s = (stack = await startProviderStack({ provider: 'qutpay', outage: true }));
     const placed = await order(s);
     s.sim.setFaults({ webhookOutage: true });
     await s.proxy!.cut();
@@ -129,7 +143,7 @@ describe('refunds made elsewhere are evidence', () => {
   });
 
   it('gerege: a refund of an intent not yet vended stops the vend, and no second refund is sent', { timeout: 120_000 }, async () => {
-    const s = stack = await startProviderStack({ provider: 'gerege', outage: true });
+    const s = (stack = await startProviderStack({ provider: 'gerege', outage: true }));
     const placed = await order(s);
     s.sim.setFaults({ webhookOutage: true });
     await s.proxy!.cut();
@@ -149,7 +163,7 @@ describe('refunds made elsewhere are evidence', () => {
 describe('a new order never throws away a paid one', () => {
   it('replacing a waiting order reads it first: paid is vended, not refunded', { timeout: 120_000 }, async () => {
     // Webhooks down and a slow poller: the device has not yet learnt of the payment.
-    const s = stack = await startProviderStack({ config: { poll: { intervalMs: 60_000 } } });
+    const s = (stack = await startProviderStack({ config: { poll: { intervalMs: 60_000 } } }));
     s.sim.setFaults({ webhookOutage: true });
     const waiting = await order(s, 'A1');
     await waitFor(() => s.sim.records().getCalls.some((c) => c.id === waiting.invoiceId), 10_000, 'the first poll of the invoice');
@@ -163,7 +177,7 @@ describe('a new order never throws away a paid one', () => {
   });
 
   it('after a restart, waiting orders are read before a new order is taken', { timeout: 120_000 }, async () => {
-    const s = stack = await startProviderStack({ config: { poll: { intervalMs: 60_000 } } });
+    const s = (stack = await startProviderStack({ config: { poll: { intervalMs: 60_000 } } }));
     s.sim.setFaults({ webhookOutage: true });
     const waiting = await order(s, 'A1');
     await s.svc.kill('SIGKILL');
@@ -178,7 +192,7 @@ describe('a new order never throws away a paid one', () => {
 
 describe.each(['gerege', 'qutpay'] as const)('%s: a payment that does not match its order', (provider) => {
   it('is refunded automatically, with an alarm, and never vended', { timeout: 120_000 }, async () => {
-    const s = stack = await startProviderStack({ provider });
+    const s = (stack = await startProviderStack({ provider }));
     const placed = await order(s);
     await s.sim.pay(placed.invoiceId!, { amount: 999 });
 

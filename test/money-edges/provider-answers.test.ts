@@ -18,19 +18,27 @@ afterEach(async () => {
 });
 
 const request = (n: number) => ({
-  idempotencyKey: `vm-001-abc-${n}-pay`, reference: `vm-001-abc-${n}`, amount: 1500, currency: 'MNT',
-  description: 'Cola', expiresInSec: 120, captureMode: 'automatic' as const,
+  idempotencyKey: `vm-001-abc-${n}-pay`,
+  reference: `vm-001-abc-${n}`,
+  amount: 1500,
+  currency: 'MNT',
+  description: 'Cola',
+  expiresInSec: 120,
+  captureMode: 'automatic' as const,
 });
 
 describe.each(['gerege', 'qutpay'] as const)('%s: a read that answers with another invoice', (provider) => {
   it('is a malformed answer, never a reading of the other invoice', { timeout: 120_000 }, async () => {
-    const h = harness = await startHarness(provider);
+    const h = (harness = await startHarness(provider));
     const x = await h.provider.createInvoice(request(1));
     const y = await h.provider.createInvoice(request(2));
     await h.sim.pay(x.id);
     h.sim.answerReadsWith(y.id, x.id);
 
-    const error = await h.provider.getInvoice(y.id).then(() => null, (err: unknown) => err);
+    const error = await h.provider.getInvoice(y.id).then(
+      () => null,
+      (err: unknown) => err,
+    );
     expect(error).toBeInstanceOf(ProviderError);
     expect((error as ProviderError).kind).toBe('malformed');
     expect((error as ProviderError).message).toContain(y.id);
@@ -47,7 +55,7 @@ async function order(s: ProviderStack, slot = 'A1'): Promise<OrderAnswer> {
 
 describe('a create resumed after a restart', () => {
   it('sends the body its key was made with, even after the settings changed', { timeout: 120_000 }, async () => {
-    const s = stack = await startProviderStack({ config: { provider: { invoiceTtlSec: 60 } } });
+    const s = (stack = await startProviderStack({ config: { provider: { invoiceTtlSec: 60 } } }));
     await s.svc.kill('SIGTERM');
     // The invoice is created at the provider and the process dies before it records the answer.
     await s.svc.restart({ env: { ...s.env, VENDGATE_CRASH_AT: 'after_invoice_create' } });
@@ -61,10 +69,14 @@ describe('a create resumed after a restart', () => {
     writeFileSync(s.svc.configPath, stringify(config));
     await s.svc.restart({ env: s.env });
 
-    const resumed = await waitFor(async () => {
-      const current = await s.order(1);
-      return current && current.state !== 'creating' ? current : null;
-    }, 20_000, 'the interrupted order to be resumed');
+    const resumed = await waitFor(
+      async () => {
+        const current = await s.order(1);
+        return current && current.state !== 'creating' ? current : null;
+      },
+      20_000,
+      'the interrupted order to be resumed',
+    );
     expect(resumed.state).not.toBe('failed');
     expect(s.sim.records().createCalls.map((c) => c.outcome)).toEqual(['created', 'replayed']);
     expect(s.query("SELECT name FROM alarms WHERE name LIKE 'idempotency_conflict%'")).toHaveLength(0);
@@ -73,37 +85,52 @@ describe('a create resumed after a restart', () => {
 
 describe('a capture that can never succeed', () => {
   it('gives up with one alarm instead of being retried forever', { timeout: 120_000 }, async () => {
-    const s = stack = await startProviderStack({
+    const s = (stack = await startProviderStack({
       config: { provider: { captureMode: 'manual' }, actuator: { sim: { durationMs: 1_500 } } },
-    });
+    }));
     const placed = await order(s);
     await s.sim.pay(placed.invoiceId!);
     await waitFor(async () => (await s.order(placed.orderId))?.state === 'vending', 10_000, 'the vend to start');
     // Meanwhile another system of the merchant cancels the authorization.
     const token = await fetch(`${s.sim.url}/oauth2/token`, {
       method: 'POST',
-      headers: { authorization: `Basic ${Buffer.from(`${s.sim.info().clientId}:${s.sim.info().clientSecret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${s.sim.info().clientId}:${s.sim.info().clientSecret}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
       body: 'grant_type=client_credentials',
     }).then((r) => r.json() as Promise<{ access_token: string }>);
     const canceled = await fetch(`${s.sim.url}/payment-intents/${placed.invoiceId}/cancel`, {
-      method: 'POST', headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' }, body: '{}',
+      method: 'POST',
+      headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' },
+      body: '{}',
     });
     expect(canceled.status).toBe(200);
 
-    const job = await waitFor(() => s.query<{ capture_state: string }>(
-      "SELECT capture_state FROM vend_jobs WHERE order_id = ? AND capture_state = 'failed'", placed.orderId,
-    )[0], 20_000, 'the capture to be given up');
+    const job = await waitFor(
+      () =>
+        s.query<{ capture_state: string }>(
+          "SELECT capture_state FROM vend_jobs WHERE order_id = ? AND capture_state = 'failed'",
+          placed.orderId,
+        )[0],
+      20_000,
+      'the capture to be given up',
+    );
     expect(job.capture_state).toBe('failed');
-    expect(s.query("SELECT name FROM alarms WHERE name = ?", `capture_failed/${placed.orderId}`)).toHaveLength(1);
+    expect(s.query('SELECT name FROM alarms WHERE name = ?', `capture_failed/${placed.orderId}`)).toHaveLength(1);
     const captures = () => s.sim.records().requests.filter((r) => r.path.endsWith(`${placed.invoiceId}/capture`)).length;
     const given = captures();
-    const alarmRows = () => s.query("SELECT seq FROM outbox WHERE topic = ?", `alarms/capture_failed/${placed.orderId}`).length;
+    const alarmRows = () => s.query('SELECT seq FROM outbox WHERE topic = ?', `alarms/capture_failed/${placed.orderId}`).length;
     const rowsThen = alarmRows();
 
     // Another whole sale later, the dead capture has not been tried again.
     const next = await order(s, 'A2');
     await s.sim.pay(next.invoiceId!);
-    await waitFor(() => s.query("SELECT 1 FROM vend_jobs WHERE order_id = ? AND capture_state = 'done'", next.orderId).length === 1, 20_000, 'the next order to be captured');
+    await waitFor(
+      () => s.query("SELECT 1 FROM vend_jobs WHERE order_id = ? AND capture_state = 'done'", next.orderId).length === 1,
+      20_000,
+      'the next order to be captured',
+    );
     expect(captures()).toBe(given);
     expect(alarmRows()).toBe(rowsThen);
   });

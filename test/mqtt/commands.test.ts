@@ -11,8 +11,17 @@ async function connectedDevice(overrides: Record<string, unknown> = {}) {
   /** Sends a command and waits for the result carrying the same requestId. */
   const command = async (name: string, body: unknown, requestId?: unknown) => {
     await watcher.publish(`${device.base}/cmd/${name}`, typeof body === 'string' ? body : JSON.stringify(body));
-    const result = await watcher.next(`${device.base}/cmd/${name}/result`, (m) => requestId === undefined || JSON.parse(m.payload).requestId === requestId);
-    return { ...JSON.parse(result.payload), retain: result.retain } as { requestId: unknown; ok: boolean; result?: any; error?: { code: string; message: string }; retain: boolean };
+    const result = await watcher.next(
+      `${device.base}/cmd/${name}/result`,
+      (m) => requestId === undefined || JSON.parse(m.payload).requestId === requestId,
+    );
+    return { ...JSON.parse(result.payload), retain: result.retain } as {
+      requestId: unknown;
+      ok: boolean;
+      result?: any;
+      error?: { code: string; message: string };
+      retain: boolean;
+    };
   };
   return { url, device, watcher, command };
 }
@@ -72,10 +81,22 @@ describe('commands over MQTT', () => {
   it('resolve and refund reach the app, and its errors come back with their stable code', async () => {
     const { device, command } = await connectedDevice();
     device.control.vendUncertain.add(7);
-    expect(await command('resolve', { requestId: 'a', orderId: 7, vended: true }, 'a')).toMatchObject({ ok: true, result: { orderId: 7, state: 'vended' } });
-    expect(await command('resolve', { requestId: 'b', orderId: 7, vended: false }, 'b')).toMatchObject({ ok: false, error: { code: 'VG_ERR_ORDER_STATE' } });
-    expect(await command('refund', { requestId: 'c', orderId: 99 }, 'c')).toMatchObject({ ok: false, error: { code: 'VG_ERR_ORDER_NOT_FOUND', message: 'no paid order 99' } });
-    expect(device.control.calls.resolve).toEqual([{ orderId: 7, vended: true }, { orderId: 7, vended: false }]);
+    expect(await command('resolve', { requestId: 'a', orderId: 7, vended: true }, 'a')).toMatchObject({
+      ok: true,
+      result: { orderId: 7, state: 'vended' },
+    });
+    expect(await command('resolve', { requestId: 'b', orderId: 7, vended: false }, 'b')).toMatchObject({
+      ok: false,
+      error: { code: 'VG_ERR_ORDER_STATE' },
+    });
+    expect(await command('refund', { requestId: 'c', orderId: 99 }, 'c')).toMatchObject({
+      ok: false,
+      error: { code: 'VG_ERR_ORDER_NOT_FOUND', message: 'no paid order 99' },
+    });
+    expect(device.control.calls.resolve).toEqual([
+      { orderId: 7, vended: true },
+      { orderId: 7, vended: false },
+    ]);
   });
 
   it('out_of_service switches the device and the retained state follows', async () => {

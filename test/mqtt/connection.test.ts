@@ -119,11 +119,21 @@ describe('connection', () => {
   });
 
   it('connects over TLS with the CA from caPath and a client certificate', async () => {
-    const broker = await customBroker({}, {
-      key: readFileSync(TLS('server.key')), cert: readFileSync(TLS('server.pem')),
-      ca: readFileSync(TLS('ca.pem')), requestCert: true, rejectUnauthorized: true,
+    const broker = await customBroker(
+      {},
+      {
+        key: readFileSync(TLS('server.key')),
+        cert: readFileSync(TLS('server.pem')),
+        ca: readFileSync(TLS('ca.pem')),
+        requestCert: true,
+        rejectUnauthorized: true,
+      },
+    );
+    const device = createDevice(`mqtts://localhost:${broker.port}`, {
+      caPath: TLS('ca.pem'),
+      certPath: TLS('client.pem'),
+      keyPath: TLS('client.key'),
     });
-    const device = createDevice(`mqtts://localhost:${broker.port}`, { caPath: TLS('ca.pem'), certPath: TLS('client.pem'), keyPath: TLS('client.key') });
     await device.mqtt.start();
     await until(() => device.mqtt.connected(), 'the TLS connection');
     expect(broker.admitted).toHaveLength(1);
@@ -164,12 +174,20 @@ describe('mqtt settings', () => {
   };
 
   it('accepts the defaults: the embedded broker, prefix vendgate, remote vend off', () => {
-    expect(mqttSchema.parse({})).toMatchObject({ url: 'embedded', prefix: 'vendgate', allowRemoteVend: false, rejectUnauthorized: true, homeAssistant: false });
+    expect(mqttSchema.parse({})).toMatchObject({
+      url: 'embedded',
+      prefix: 'vendgate',
+      allowRemoteVend: false,
+      rejectUnauthorized: true,
+      homeAssistant: false,
+    });
   });
 
   it('names each mistake: a URL that is not a broker, a certificate without its key, TLS files on a plain URL', () => {
     expect(problems({ url: 'localhost:1883' })[0]).toContain("'embedded', or a broker URL");
-    expect(problems({ url: 'mqtts://b:8883', certPath: '/c.pem' })).toEqual(['keyPath: certPath and keyPath go together (client certificate and its key)']);
+    expect(problems({ url: 'mqtts://b:8883', certPath: '/c.pem' })).toEqual([
+      'keyPath: certPath and keyPath go together (client certificate and its key)',
+    ]);
     expect(problems({ url: 'mqtt://b:1883', caPath: '/ca.pem' })).toEqual(['caPath: TLS files need a TLS url (mqtts://host:8883)']);
     expect(problems({ password: 'x' })).toEqual(['username: a password (VENDGATE_MQTT_PASSWORD) needs mqtt.username']);
     expect(problems({ prefix: 'a/b' })).toEqual(['prefix: no /, # or +']);

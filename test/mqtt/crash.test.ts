@@ -19,7 +19,10 @@ interface Child {
 }
 
 function startChild(config: Record<string, unknown>): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(config)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(config)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: Record<string, unknown>[] = [];
   const waiters = new Set<() => void>();
   let stderr = '';
@@ -33,7 +36,9 @@ function startChild(config: Record<string, unknown>): Child {
     }
     for (const waiter of [...waiters]) waiter();
   });
-  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const kill = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -47,11 +52,24 @@ function startChild(config: Record<string, unknown>): Child {
       return new Promise<T>((resolve, reject) => {
         const check = () => {
           const found = lines.find((l) => key in l);
-          if (found) { cleanup(); resolve(found[key] as T); }
+          if (found) {
+            cleanup();
+            resolve(found[key] as T);
+          }
         };
-        const onExit = () => { cleanup(); reject(new Error(`child exited before printing ${key}: ${stderr}`)); };
-        const timer = setTimeout(() => { cleanup(); reject(new Error(`child did not print ${key} in time: ${stderr}`)); }, timeoutMs);
-        const cleanup = () => { clearTimeout(timer); waiters.delete(check); child.off('exit', onExit); };
+        const onExit = () => {
+          cleanup();
+          reject(new Error(`child exited before printing ${key}: ${stderr}`));
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`child did not print ${key} in time: ${stderr}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          child.off('exit', onExit);
+        };
         waiters.add(check);
         child.once('exit', onExit);
         check();

@@ -13,7 +13,9 @@ function client(port: number, login: { username?: string; password?: string } = 
   clients.push(c);
   return c;
 }
-afterEach(() => { for (const c of clients.splice(0)) c.end(true); });
+afterEach(() => {
+  for (const c of clients.splice(0)) c.end(true);
+});
 
 async function connected(c: MqttClient): Promise<MqttClient> {
   await waitFor(() => c.connected, 10_000, 'the MQTT client to connect');
@@ -22,7 +24,9 @@ async function connected(c: MqttClient): Promise<MqttClient> {
 
 function collect(c: MqttClient, topic: string): string[] {
   const seen: string[] = [];
-  c.on('message', (received, payload) => { if (received.startsWith(topic.replace('#', ''))) seen.push(`${received} ${payload.toString()}`); });
+  c.on('message', (received, payload) => {
+    if (received.startsWith(topic.replace('#', ''))) seen.push(`${received} ${payload.toString()}`);
+  });
   c.subscribe(topic, { qos: 1 });
   return seen;
 }
@@ -34,7 +38,9 @@ describe('embedded broker: anonymous clients read, never command', () => {
     port = await freePort();
     svc = await startService({ config: { mqtt: { url: 'embedded', embeddedPort: port } } });
   });
-  afterAll(async () => { await svc?.stop(); });
+  afterAll(async () => {
+    await svc?.stop();
+  });
 
   it('an anonymous client reads the retained status', async () => {
     const reader = await connected(client(port));
@@ -48,7 +54,9 @@ describe('embedded broker: anonymous clients read, never command', () => {
     await waitFor(() => reader.connected, 5_000, 'the reader');
     const attacker = await connected(client(port));
     let closed = false;
-    attacker.on('close', () => { closed = true; });
+    attacker.on('close', () => {
+      closed = true;
+    });
     attacker.publish('vendgate/svc-test/cmd/refund', JSON.stringify({ requestId: 'evil-1', orderId: 1 }), { qos: 1 });
     attacker.publish('vendgate/svc-test/cmd/ping', JSON.stringify({ requestId: 'evil-2' }), { qos: 1 });
     await waitFor(() => closed, 10_000, 'the broker to drop the anonymous publisher');
@@ -62,9 +70,14 @@ describe('embedded broker with an operator login (mqtt.username + VENDGATE_MQTT_
   let port: number;
   beforeAll(async () => {
     port = await freePort();
-    svc = await startService({ config: { mqtt: { url: 'embedded', embeddedPort: port, username: 'operator' } }, env: { VENDGATE_MQTT_PASSWORD: 'op-secret' } });
+    svc = await startService({
+      config: { mqtt: { url: 'embedded', embeddedPort: port, username: 'operator' } },
+      env: { VENDGATE_MQTT_PASSWORD: 'op-secret' },
+    });
   });
-  afterAll(async () => { await svc?.stop(); });
+  afterAll(async () => {
+    await svc?.stop();
+  });
 
   it('the operator login may command the device; a wrong password is refused', async () => {
     const operator = await connected(client(port, { username: 'operator', password: 'op-secret' }));
@@ -75,8 +88,12 @@ describe('embedded broker with an operator login (mqtt.username + VENDGATE_MQTT_
 
     const intruder = client(port, { username: 'operator', password: 'wrong' });
     let refused = false;
-    intruder.on('error', () => { refused = true; });
-    intruder.on('close', () => { refused = true; });
+    intruder.on('error', () => {
+      refused = true;
+    });
+    intruder.on('close', () => {
+      refused = true;
+    });
     await waitFor(() => refused, 10_000, 'the broker to refuse a wrong password');
     expect(intruder.connected).toBe(false);
   });

@@ -39,7 +39,12 @@ export function tempDatabase(): { dir: string; path: string; db: Db } {
 /** Log lines as text, to check what was (and was not) logged. */
 export function captureLogger(): { logger: Logger; text(): string } {
   const chunks: string[] = [];
-  const destination = new Writable({ write(chunk, _enc, done) { chunks.push(String(chunk)); done(); } });
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      chunks.push(String(chunk));
+      done();
+    },
+  });
   return { logger: pino({ level: 'debug' }, destination), text: () => chunks.join('') };
 }
 
@@ -57,16 +62,29 @@ export interface Device {
 }
 
 /** A device (real SQLite outbox, fake DeviceControl) talking to `url`, stopped after the test. */
-export function createDevice(url: string, overrides: Record<string, unknown> = {}, options: { logger?: Logger; start?: boolean } = {}): Device {
+export function createDevice(
+  url: string,
+  overrides: Record<string, unknown> = {},
+  options: { logger?: Logger; start?: boolean } = {},
+): Device {
   const deviceId = uniqueId('dev');
   const prefix = uniqueId('vgt');
   const { db, path } = tempDatabase();
   const outbox = createOutbox({ db, clock: systemClock, deviceId });
   const control = createFakeDeviceControl();
   const settings = mqttSchema.parse({
-    url, prefix, reconnectMinMs: 100, reconnectMaxMs: 500, telemetryIntervalSec: 3_600, homeAssistantPrefix: `ha-${prefix}`, ...overrides,
+    url,
+    prefix,
+    reconnectMinMs: 100,
+    reconnectMaxMs: 500,
+    telemetryIntervalSec: 3_600,
+    homeAssistantPrefix: `ha-${prefix}`,
+    ...overrides,
   });
-  const mqtt = createMqtt({ outbox, clock: systemClock, logger: options.logger ?? pino({ level: 'silent' }), deviceId, control, db }, settings);
+  const mqtt = createMqtt(
+    { outbox, clock: systemClock, logger: options.logger ?? pino({ level: 'silent' }), deviceId, control, db },
+    settings,
+  );
   if (url === process.env.MQTT_TEST_URL) {
     onCleanup(async () => {
       await clearRetainedUnder(url, `${prefix}/#`);
@@ -76,7 +94,14 @@ export function createDevice(url: string, overrides: Record<string, unknown> = {
   onCleanup(() => mqtt.stop());
   let n = 0;
   return {
-    deviceId, prefix, base: `${prefix}/${deviceId}`, db, dbPath: path, outbox, control, mqtt,
+    deviceId,
+    prefix,
+    base: `${prefix}/${deviceId}`,
+    db,
+    dbPath: path,
+    outbox,
+    control,
+    mqtt,
     write(count, type = 'order.created') {
       const ids = inTransaction(db, () => Array.from({ length: count }, () => outbox.event(type, { orderId: ++n })));
       mqtt.kick();
@@ -85,7 +110,12 @@ export function createDevice(url: string, overrides: Record<string, unknown> = {
   };
 }
 
-export interface EventMessage { seq: number; id: string; type: string; orderId?: number }
+export interface EventMessage {
+  seq: number;
+  id: string;
+  type: string;
+  orderId?: number;
+}
 
 export function parseEvents(messages: { payload: string }[]): EventMessage[] {
   return messages.map((m) => JSON.parse(m.payload) as EventMessage);

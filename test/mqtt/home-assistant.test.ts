@@ -18,7 +18,11 @@ async function discovery(overrides: Record<string, unknown> = {}) {
   // The buttons come last: once the last one is here, every config is.
   const last = `${prefix}/button/${device.deviceId}_${overrides.allowRemoteVend ? 'test_vend' : 'resume_selling'}/config`;
   await watcher.until(() => watcher.messages.some((m) => m.topic === last), 'the discovery configs');
-  const configs = new Map(watcher.messages.filter((m) => m.topic.startsWith(prefix)).map((m) => [m.topic.slice(prefix.length + 1), JSON.parse(m.payload) as Record<string, any>]));
+  const configs = new Map(
+    watcher.messages
+      .filter((m) => m.topic.startsWith(prefix))
+      .map((m) => [m.topic.slice(prefix.length + 1), JSON.parse(m.payload) as Record<string, any>]),
+  );
   return { url, device, configs, watcher };
 }
 
@@ -36,13 +40,22 @@ describe('Home Assistant discovery', () => {
     const { device, configs } = await discovery();
     const id = device.deviceId;
     expect(configs.get(`binary_sensor/${id}_problem/config`)).toMatchObject({
-      device_class: 'problem', state_topic: `${device.base}/telemetry`, value_template: expect.stringContaining('openAlarms'),
+      device_class: 'problem',
+      state_topic: `${device.base}/telemetry`,
+      value_template: expect.stringContaining('openAlarms'),
     });
     expect(configs.get(`binary_sensor/${id}_provider_reachable/config`)).toMatchObject({
-      device_class: 'connectivity', state_topic: `${device.base}/telemetry`, value_template: expect.stringContaining('providerReachable'),
+      device_class: 'connectivity',
+      state_topic: `${device.base}/telemetry`,
+      value_template: expect.stringContaining('providerReachable'),
     });
     const online = configs.get(`binary_sensor/${id}_online/config`)!;
-    expect(online).toMatchObject({ device_class: 'connectivity', state_topic: `${device.base}/status`, payload_on: 'online', payload_off: 'offline' });
+    expect(online).toMatchObject({
+      device_class: 'connectivity',
+      state_topic: `${device.base}/status`,
+      payload_on: 'online',
+      payload_off: 'offline',
+    });
     expect(online.availability_topic).toBeUndefined();
   });
 

@@ -93,7 +93,9 @@ describe('outbox publisher', () => {
 
     await broker.start();
     await until(() => device.outbox.depth() === 0, 'the outbox to drain');
-    const published = broker.received.filter((p) => p.topic.startsWith(device.base) && (p.topic.endsWith('/events') || p.topic.includes('/alarms/')));
+    const published = broker.received.filter(
+      (p) => p.topic.startsWith(device.base) && (p.topic.endsWith('/events') || p.topic.includes('/alarms/')),
+    );
     expect(published[0]).toMatchObject({ topic: `${device.base}/alarms/vend_uncertain/1`, retain: true });
     expect(parseEvents(published.slice(1)).map((e) => e.id)).toEqual(ids.slice(51));
   });
@@ -107,8 +109,17 @@ describe('outbox publisher', () => {
     const ids = first.write(30);
     await first.mqtt.stop();
 
-    const second = createMqtt({ outbox: first.outbox, clock: systemClock, logger: pino({ level: 'silent' }), deviceId: first.deviceId, control: first.control, db: first.db },
-      mqttSchema.parse({ url: broker.url, prefix: first.prefix, reconnectMinMs: 100, reconnectMaxMs: 500 }));
+    const second = createMqtt(
+      {
+        outbox: first.outbox,
+        clock: systemClock,
+        logger: pino({ level: 'silent' }),
+        deviceId: first.deviceId,
+        control: first.control,
+        db: first.db,
+      },
+      mqttSchema.parse({ url: broker.url, prefix: first.prefix, reconnectMinMs: 100, reconnectMaxMs: 500 }),
+    );
     onCleanup(() => second.stop());
     await broker.start();
     await second.start();

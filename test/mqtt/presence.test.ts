@@ -16,7 +16,11 @@ describe('presence, state and alarms', () => {
     const retained = await retainedNow(url, `${device.base}/#`);
     expect(retained.get(`${device.base}/status`)).toBe('online');
     expect(JSON.parse(retained.get(`${device.base}/state`)!)).toEqual({
-      mode: 'vending', phase: 'idle', orderId: null, reference: null, since: '2026-11-29T12:00:00.000Z',
+      mode: 'vending',
+      phase: 'idle',
+      orderId: null,
+      reference: null,
+      since: '2026-11-29T12:00:00.000Z',
     });
   });
 
@@ -62,7 +66,12 @@ describe('presence, state and alarms', () => {
     device.mqtt.kick();
     await watcher.next(topic);
     const open = await retainedNow(url, `${device.base}/#`);
-    expect(JSON.parse(open.get(topic)!)).toMatchObject({ name: 'vend_uncertain/42', severity: 'critical', orderId: 42, deviceId: device.deviceId });
+    expect(JSON.parse(open.get(topic)!)).toMatchObject({
+      name: 'vend_uncertain/42',
+      severity: 'critical',
+      orderId: 42,
+      deviceId: device.deviceId,
+    });
 
     inTransaction(device.db, () => device.outbox.clearAlarm('vend_uncertain/42'));
     device.mqtt.kick();
@@ -88,12 +97,21 @@ describe('presence, state and alarms', () => {
     const watcher = await watching(url, [`${discovery}/#`]);
     await device.mqtt.start();
     // The buttons come last: once the last one is here, every config is (counting them raced new ones).
-    await watcher.until(() => watcher.messages.some((m) => m.topic === `${discovery}/button/${device.deviceId}_resume_selling/config`), 'the discovery configs');
+    await watcher.until(
+      () => watcher.messages.some((m) => m.topic === `${discovery}/button/${device.deviceId}_resume_selling/config`),
+      'the discovery configs',
+    );
     const configs = new Map(watcher.messages.map((m) => [m.topic, JSON.parse(m.payload) as Record<string, unknown>]));
     const state = configs.get(`${discovery}/sensor/${device.deviceId}_state/config`);
-    expect(state).toMatchObject({ state_topic: `${device.base}/state`, availability_topic: `${device.base}/status`, value_template: '{{ value_json.phase }}' });
+    expect(state).toMatchObject({
+      state_topic: `${device.base}/state`,
+      availability_topic: `${device.base}/status`,
+      value_template: '{{ value_json.phase }}',
+    });
     expect(configs.get(`${discovery}/sensor/${device.deviceId}_alarms/config`)).toMatchObject({ state_topic: `${device.base}/telemetry` });
-    expect(configs.get(`${discovery}/sensor/${device.deviceId}_vends_succeeded/config`)).toMatchObject({ value_template: '{{ value_json.counters.vends_succeeded | default(0) }}' });
+    expect(configs.get(`${discovery}/sensor/${device.deviceId}_vends_succeeded/config`)).toMatchObject({
+      value_template: '{{ value_json.counters.vends_succeeded | default(0) }}',
+    });
     expect((await retainedNow(url, `${discovery}/#`)).size).toBe(configs.size);
   });
 });

@@ -57,7 +57,8 @@ describe('telemetry', () => {
     expect(checkDiskAlarm(deps, disk(230), 200 * mb)).toBe(true);
     expect(outbox.openAlarms()).toEqual([]);
     expect(outbox.pending(10).map((r) => [r.topic, r.payload === '' ? 'clear' : 'raise'])).toEqual([
-      ['alarms/disk_low', 'raise'], ['alarms/disk_low', 'clear'],
+      ['alarms/disk_low', 'raise'],
+      ['alarms/disk_low', 'clear'],
     ]);
   });
 

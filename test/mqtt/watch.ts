@@ -24,7 +24,10 @@ export interface Watcher {
 /** A subscriber on the test broker (QoS 1), connected and subscribed when this resolves. */
 export async function watch(url: string, filters: string[]): Promise<Watcher> {
   const client = connect(url, {
-    clientId: `watch-${randomBytes(6).toString('hex')}`, protocolVersion: 4, clean: true, reconnectPeriod: 200,
+    clientId: `watch-${randomBytes(6).toString('hex')}`,
+    protocolVersion: 4,
+    clean: true,
+    reconnectPeriod: 200,
   });
   client.on('error', () => {});
   await new Promise<void>((resolve, reject) => {
@@ -81,17 +84,29 @@ export async function watch(url: string, filters: string[]): Promise<Watcher> {
  * them. Complete: a marker published after subscribing comes back only after the retained ones.
  */
 export async function retainedNow(url: string, filter: string, timeoutMs = 5_000): Promise<Map<string, string>> {
-  const client: MqttClient = connect(url, { clientId: `peek-${randomBytes(6).toString('hex')}`, protocolVersion: 4, clean: true, reconnectPeriod: 0 });
+  const client: MqttClient = connect(url, {
+    clientId: `peek-${randomBytes(6).toString('hex')}`,
+    protocolVersion: 4,
+    clean: true,
+    reconnectPeriod: 0,
+  });
   client.on('error', () => {});
   const retained = new Map<string, string>();
   // Under selftest/: the one place an anonymous client may publish on the service's embedded broker.
   const marker = `${filter.replace(/#$/, '')}selftest/peek/${randomBytes(4).toString('hex')}`;
   try {
-    await new Promise<void>((resolve, reject) => { client.once('connect', () => resolve()); client.once('error', reject); });
+    await new Promise<void>((resolve, reject) => {
+      client.once('connect', () => resolve());
+      client.once('error', reject);
+    });
     const synced = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`retainedNow: no marker back within ${timeoutMs} ms`)), timeoutMs);
       client.on('message', (topic, payload, packet) => {
-        if (topic === marker) { clearTimeout(timer); resolve(); return; }
+        if (topic === marker) {
+          clearTimeout(timer);
+          resolve();
+          return;
+        }
         if (packet.retain) retained.set(topic, payload.toString('utf8'));
       });
     });
@@ -105,7 +120,10 @@ export async function retainedNow(url: string, filter: string, timeoutMs = 5_000
 }
 
 function summary(messages: Received[]): string {
-  return messages.slice(-8).map((m) => `${m.topic}=${m.payload.slice(0, 60)}`).join(' | ');
+  return messages
+    .slice(-8)
+    .map((m) => `${m.topic}=${m.payload.slice(0, 60)}`)
+    .join(' | ');
 }
 
 /** Removes every retained message under `filter` (the shared test broker keeps them across runs). */
@@ -115,7 +133,10 @@ export async function clearRetainedUnder(url: string, filter: string): Promise<v
   const client = connect(url, { clientId: `clear-${randomBytes(6).toString('hex')}`, protocolVersion: 4, clean: true, reconnectPeriod: 0 });
   client.on('error', () => {});
   try {
-    await new Promise<void>((resolve, reject) => { client.once('connect', () => resolve()); client.once('error', reject); });
+    await new Promise<void>((resolve, reject) => {
+      client.once('connect', () => resolve());
+      client.once('error', reject);
+    });
     for (const topic of retained.keys()) await client.publishAsync(topic, '', { qos: 1, retain: true });
   } finally {
     await client.endAsync();

@@ -15,8 +15,19 @@ const SECRET = 'whsec_device_test';
 const logger = pino({ level: 'silent' });
 
 function signed(id: string, reference: string) {
-  const body = JSON.stringify({ id, object: 'event', type: 'payment_intent.succeeded', livemode: false, created: Math.floor(Date.now() / 1000), data: { object: { id: `pi_${id}`, status: 'succeeded', reference } } });
-  const headers = { 'content-type': 'application/json', 'gerege-event-id': id, 'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)) };
+  const body = JSON.stringify({
+    id,
+    object: 'event',
+    type: 'payment_intent.succeeded',
+    livemode: false,
+    created: Math.floor(Date.now() / 1000),
+    data: { object: { id: `pi_${id}`, status: 'succeeded', reference } },
+  });
+  const headers = {
+    'content-type': 'application/json',
+    'gerege-event-id': id,
+    'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)),
+  };
   return { body, headers };
 }
 
@@ -28,27 +39,43 @@ async function setup(options: { failFirst?: number } = {}) {
   if (!broker.embedded) onCleanup(() => clearRetainedUnder(broker.url, `${prefix}/#`));
   const { db } = tempDatabase();
   const inbox = createWebhookInbox(db);
-  const provider = createGeregeProvider({ clock: systemClock, logger }, { baseUrl: 'http://127.0.0.1:9', clientId: 'c', clientSecret: 's', requestTimeoutMs: 100, createDeadlineMs: 1_000 });
+  const provider = createGeregeProvider(
+    { clock: systemClock, logger },
+    { baseUrl: 'http://127.0.0.1:9', clientId: 'c', clientSecret: 's', requestTimeoutMs: 100, createDeadlineMs: 1_000 },
+  );
   const ingestOnce = createBrokerIngest({ provider, inbox, clock: systemClock, logger, secrets: [SECRET], toleranceSec: 300 });
   let failures = options.failFirst ?? 0;
   const calls: string[] = [];
   const settings = mqttSchema.parse({ url: broker.url, prefix, reconnectMinMs: 100, reconnectMaxMs: 300 });
-  const make = () => createBrokerWebhookSubscription({
-    clock: systemClock, logger, deviceId, provider: 'gerege', referencePrefixes: [`${deviceId}-db1-`],
-    async ingest(delivery) {
-      calls.push(delivery.headers['gerege-event-id'] ?? '?');
-      if (failures > 0) { failures -= 1; throw new Error('database is locked'); }
-      return ingestOnce(delivery);
-    },
-  }, settings);
+  const make = () =>
+    createBrokerWebhookSubscription(
+      {
+        clock: systemClock,
+        logger,
+        deviceId,
+        provider: 'gerege',
+        referencePrefixes: [`${deviceId}-db1-`],
+        async ingest(delivery) {
+          calls.push(delivery.headers['gerege-event-id'] ?? '?');
+          if (failures > 0) {
+            failures -= 1;
+            throw new Error('database is locked');
+          }
+          return ingestOnce(delivery);
+        },
+      },
+      settings,
+    );
   const relay = connect(broker.url, { clientId: uniqueId('relay'), protocolVersion: 4, clean: true });
   relay.on('error', () => {});
   onCleanup(() => relay.endAsync(true));
   await new Promise<void>((resolve) => relay.once('connect', () => resolve()));
   const topic = createFleetTopics(prefix).webhook(deviceId, 'gerege');
-  const send = (event: { body: string; headers: Record<string, string> }) => relay.publishAsync(topic, encodeWebhookMessage(event.headers, Buffer.from(event.body)), { qos: 1 });
+  const send = (event: { body: string; headers: Record<string, string> }) =>
+    relay.publishAsync(topic, encodeWebhookMessage(event.headers, Buffer.from(event.body)), { qos: 1 });
   const sendRaw = (payload: Buffer) => relay.publishAsync(topic, payload, { qos: 1 });
-  const rows = () => db.prepare('SELECT event_id, raw_body FROM webhook_events ORDER BY rowid').all() as { event_id: string; raw_body: Buffer }[];
+  const rows = () =>
+    db.prepare('SELECT event_id, raw_body FROM webhook_events ORDER BY rowid').all() as { event_id: string; raw_body: Buffer }[];
   return { broker, prefix, deviceId, make, send, sendRaw, rows, calls };
 }
 
@@ -61,7 +88,11 @@ describe('fleet webhooks, device side', () => {
     onCleanup(() => routes.close());
     sub.start();
     const announced = await routes.next(createFleetTopics(s.prefix).route(s.deviceId));
-    expect(JSON.parse(announced.payload)).toMatchObject({ deviceId: s.deviceId, referencePrefixes: [`${s.deviceId}-db1-`], providers: ['gerege'] });
+    expect(JSON.parse(announced.payload)).toMatchObject({
+      deviceId: s.deviceId,
+      referencePrefixes: [`${s.deviceId}-db1-`],
+      providers: ['gerege'],
+    });
     // Retained: a relay that subscribes later still learns the route.
     const later = await watch(s.broker.url, [createFleetTopics(s.prefix).route(s.deviceId)]);
     onCleanup(() => later.close());

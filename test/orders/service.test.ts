@@ -6,7 +6,9 @@ import { VendgateError } from '../../src/util/errors.js';
 
 describe('order service', () => {
   let core: Core;
-  beforeEach(() => { core = buildCore(); });
+  beforeEach(() => {
+    core = buildCore();
+  });
   afterEach(() => core.close());
 
   it('writes the order and its idempotency key to disk before calling the provider', async () => {
@@ -14,7 +16,9 @@ describe('order service', () => {
     core.fake.hooks.beforeCreate = (request) => {
       // A second connection sees only committed data: the key must already be there.
       const other = new Database(core.settings.storage.path, { readonly: true });
-      seenOnDisk = other.prepare('SELECT state, idempotency_key, reference FROM orders WHERE idempotency_key = ?').get(request.idempotencyKey);
+      seenOnDisk = other
+        .prepare('SELECT state, idempotency_key, reference FROM orders WHERE idempotency_key = ?')
+        .get(request.idempotencyKey);
       other.close();
     };
     const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
@@ -44,27 +48,41 @@ describe('order service', () => {
     const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
     core.fake.set(order.invoice_id!, 'paid');
     await core.observe(order.invoice_id!);
-    await expect(core.orders.create({ source: 'kiosk', slot: 'A2' })).rejects.toMatchObject({ code: 'VG_ERR_DEVICE_BUSY', httpStatus: 409 });
+    await expect(core.orders.create({ source: 'kiosk', slot: 'A2' })).rejects.toMatchObject({
+      code: 'VG_ERR_DEVICE_BUSY',
+      httpStatus: 409,
+    });
   });
 
   it('two choices at once while an order waits: one replaces it, the other is told to wait; one new invoice', async () => {
     await core.orders.create({ source: 'kiosk', slot: 'A1' });
-    const results = await Promise.allSettled([core.orders.create({ source: 'kiosk', slot: 'A2' }), core.orders.create({ source: 'kiosk', slot: 'A1' })]);
+    const results = await Promise.allSettled([
+      core.orders.create({ source: 'kiosk', slot: 'A2' }),
+      core.orders.create({ source: 'kiosk', slot: 'A1' }),
+    ]);
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
-    expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({ code: 'VG_ERR_DEVICE_BUSY', httpStatus: 409 });
+    expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({
+      code: 'VG_ERR_DEVICE_BUSY',
+      httpStatus: 409,
+    });
     expect(core.fake.callsOf('createInvoice')).toHaveLength(2);
     expect(core.count("SELECT count(*) AS n FROM orders WHERE state = 'awaiting_payment'")).toBe(1);
   });
 
   it('answers 503 while out of service, before touching anything', async () => {
     core.outOfService.set('operator', 'maintenance');
-    await expect(core.orders.create({ source: 'kiosk', slot: 'A1' })).rejects.toMatchObject({ code: 'VG_ERR_OUT_OF_SERVICE', httpStatus: 503 });
+    await expect(core.orders.create({ source: 'kiosk', slot: 'A1' })).rejects.toMatchObject({
+      code: 'VG_ERR_OUT_OF_SERVICE',
+      httpStatus: 503,
+    });
     expect(core.count('SELECT count(*) AS n FROM orders')).toBe(0);
   });
 
   it('fails the order and never shows a QR when the provider keeps returning an invoice for something else', async () => {
     const keys: string[] = [];
-    core.fake.hooks.beforeCreate = (request) => { keys.push(request.idempotencyKey); };
+    core.fake.hooks.beforeCreate = (request) => {
+      keys.push(request.idempotencyKey);
+    };
     core.fake.hooks.transformCreate = (invoice) => ({ ...invoice, amount: invoice.amount + 1 });
     await expect(core.orders.create({ source: 'kiosk', slot: 'A1' })).rejects.toMatchObject({ code: 'VG_ERR_INVOICE_MISMATCH' });
     const order = core.orders.get(1)!;
@@ -76,7 +94,8 @@ describe('order service', () => {
 
   it('an answer that is an old, already paid invoice (a key used before) is never vended: the next attempt gets a new key', async () => {
     let calls = 0;
-    core.fake.hooks.transformCreate = (invoice) => (++calls === 1 ? { ...invoice, id: 'fk_old', status: 'paid', providerStatus: 'succeeded', replayed: true } : invoice);
+    core.fake.hooks.transformCreate = (invoice) =>
+      ++calls === 1 ? { ...invoice, id: 'fk_old', status: 'paid', providerStatus: 'succeeded', replayed: true } : invoice;
     const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
     expect(order).toMatchObject({ state: 'awaiting_payment', attempt: 2, idempotency_key: `${order.reference}-pay-2` });
     expect(order.invoice_id).not.toBe('fk_old');
@@ -85,15 +104,22 @@ describe('order service', () => {
   });
 
   it('an idempotency conflict fails the order and raises an alarm', async () => {
-    core.fake.hooks.beforeCreate = () => { throw new ProviderError('conflict', 'key reused', { httpStatus: 409, providerCode: 'idempotency_conflict' }); };
+    core.fake.hooks.beforeCreate = () => {
+      throw new ProviderError('conflict', 'key reused', { httpStatus: 409, providerCode: 'idempotency_conflict' });
+    };
     await expect(core.orders.create({ source: 'kiosk', slot: 'A1' })).rejects.toMatchObject({ code: 'VG_ERR_IDEMPOTENCY_CONFLICT' });
     expect(core.orders.get(1)!.state).toBe('failed');
     expect(core.outbox.openAlarms().map((a) => a.name)).toContain('idempotency_conflict');
   });
 
   it('an unreachable provider fails the order with a retry-later message and marks the device offline', async () => {
-    core.fake.hooks.beforeCreate = () => { throw new ProviderError('network', 'ECONNREFUSED'); };
-    await expect(core.orders.create({ source: 'kiosk', slot: 'A1' })).rejects.toMatchObject({ code: 'VG_ERR_PROVIDER_UNAVAILABLE', httpStatus: 503 });
+    core.fake.hooks.beforeCreate = () => {
+      throw new ProviderError('network', 'ECONNREFUSED');
+    };
+    await expect(core.orders.create({ source: 'kiosk', slot: 'A1' })).rejects.toMatchObject({
+      code: 'VG_ERR_PROVIDER_UNAVAILABLE',
+      httpStatus: 503,
+    });
     expect(core.health.reachable).toBe(false);
     await expect(core.orders.create({ source: 'kiosk', slot: 'A1' })).rejects.toMatchObject({ code: 'VG_ERR_PROVIDER_UNAVAILABLE' });
     expect(core.count('SELECT count(*) AS n FROM orders')).toBe(1);

@@ -1,20 +1,51 @@
 import { describe, expect, it } from 'vitest';
-import { canTransition, decideObservation, isFinalReading, ORDER_STATES, allowedTransitions, type ObservationFacts, type OrderState } from '../../src/orders/index.js';
+import {
+  canTransition,
+  decideObservation,
+  isFinalReading,
+  ORDER_STATES,
+  allowedTransitions,
+  type ObservationFacts,
+  type OrderState,
+} from '../../src/orders/index.js';
 import { CANONICAL_STATUSES, type CanonicalStatus } from '../../src/payments/types.js';
 
 /** The intended flow, written out independently of the table in src/. */
 const ALLOWED: [OrderState, OrderState][] = [
-  ['creating', 'awaiting_payment'], ['creating', 'failed'], ['creating', 'canceled'], ['creating', 'expired'],
-  ['awaiting_payment', 'paid'], ['awaiting_payment', 'authorized'], ['awaiting_payment', 'canceled'], ['awaiting_payment', 'expired'],
-  ['paid', 'vending'], ['paid', 'refunding'], ['authorized', 'vending'], ['authorized', 'refunding'],
-  ['vending', 'vended'], ['vending', 'vend_failed'], ['vending', 'vend_uncertain'],
-  ['vend_failed', 'refunding'], ['vend_uncertain', 'vended'], ['vend_uncertain', 'refunding'], ['vended', 'refunding'],
-  ['refunding', 'refunded'], ['canceled', 'refunding'], ['expired', 'refunding'], ['failed', 'refunding'],
+  ['creating', 'awaiting_payment'],
+  ['creating', 'failed'],
+  ['creating', 'canceled'],
+  ['creating', 'expired'],
+  ['awaiting_payment', 'paid'],
+  ['awaiting_payment', 'authorized'],
+  ['awaiting_payment', 'canceled'],
+  ['awaiting_payment', 'expired'],
+  ['paid', 'vending'],
+  ['paid', 'refunding'],
+  ['authorized', 'vending'],
+  ['authorized', 'refunding'],
+  ['vending', 'vended'],
+  ['vending', 'vend_failed'],
+  ['vending', 'vend_uncertain'],
+  ['vend_failed', 'refunding'],
+  ['vend_uncertain', 'vended'],
+  ['vend_uncertain', 'refunding'],
+  ['vended', 'refunding'],
+  ['refunding', 'refunded'],
+  ['canceled', 'refunding'],
+  ['expired', 'refunding'],
+  ['failed', 'refunding'],
   // The money went back (or must) before any goods left: wrong amount, too late, refunded elsewhere.
-  ['awaiting_payment', 'refunding'], ['awaiting_payment', 'refunded'], ['paid', 'refunded'], ['authorized', 'refunded'],
-  ['canceled', 'refunded'], ['expired', 'refunded'], ['failed', 'refunded'],
+  ['awaiting_payment', 'refunding'],
+  ['awaiting_payment', 'refunded'],
+  ['paid', 'refunded'],
+  ['authorized', 'refunded'],
+  ['canceled', 'refunded'],
+  ['expired', 'refunded'],
+  ['failed', 'refunded'],
   // Recovery found the invoice refunded at the provider: an interrupted vend is not parked.
-  ['vending', 'refunded'], ['vend_uncertain', 'refunded'],
+  ['vending', 'refunded'],
+  ['vend_uncertain', 'refunded'],
 ];
 
 describe('order state table', () => {
@@ -44,8 +75,18 @@ describe('order state table', () => {
   });
 });
 
-const facts = (status: CanonicalStatus, captureMode: 'automatic' | 'manual' = 'automatic', extra: Partial<ObservationFacts> = {}): ObservationFacts => ({
-  status, captureMode, amountMatches: true, paidAmount: 1500, refundedAmount: 0, tooLateToServe: false, ...extra,
+const facts = (
+  status: CanonicalStatus,
+  captureMode: 'automatic' | 'manual' = 'automatic',
+  extra: Partial<ObservationFacts> = {},
+): ObservationFacts => ({
+  status,
+  captureMode,
+  amountMatches: true,
+  paidAmount: 1500,
+  refundedAmount: 0,
+  tooLateToServe: false,
+  ...extra,
 });
 
 describe('deciding on an observed status', () => {
@@ -60,28 +101,56 @@ describe('deciding on an observed status', () => {
 
   it('refunds a payment that arrives after the order was closed, never vends it', () => {
     for (const closed of ['canceled', 'expired', 'failed'] as const) {
-      expect(decideObservation(closed, facts('paid'))).toMatchObject({ to: 'refunding', queueVend: false, refund: { kind: 'refund', amount: 1500 } });
-      expect(decideObservation(closed, facts('authorized', 'manual'))).toMatchObject({ to: 'refunding', queueVend: false, refund: { kind: 'void' } });
+      expect(decideObservation(closed, facts('paid'))).toMatchObject({
+        to: 'refunding',
+        queueVend: false,
+        refund: { kind: 'refund', amount: 1500 },
+      });
+      expect(decideObservation(closed, facts('authorized', 'manual'))).toMatchObject({
+        to: 'refunding',
+        queueVend: false,
+        refund: { kind: 'void' },
+      });
     }
   });
 
   it('refunds a payment of the wrong amount, with an alarm, and never vends it', () => {
-    expect(decideObservation('awaiting_payment', facts('paid', 'automatic', { amountMatches: false, paidAmount: 999 })))
-      .toMatchObject({ to: 'refunding', queueVend: false, refund: { kind: 'refund', amount: 999 }, alarm: 'payment_mismatch' });
-    expect(decideObservation('awaiting_payment', facts('authorized', 'manual', { amountMatches: false })))
-      .toMatchObject({ to: 'refunding', queueVend: false, refund: { kind: 'void' }, alarm: 'payment_mismatch' });
+    expect(decideObservation('awaiting_payment', facts('paid', 'automatic', { amountMatches: false, paidAmount: 999 }))).toMatchObject({
+      to: 'refunding',
+      queueVend: false,
+      refund: { kind: 'refund', amount: 999 },
+      alarm: 'payment_mismatch',
+    });
+    expect(decideObservation('awaiting_payment', facts('authorized', 'manual', { amountMatches: false }))).toMatchObject({
+      to: 'refunding',
+      queueVend: false,
+      refund: { kind: 'void' },
+      alarm: 'payment_mismatch',
+    });
   });
 
   it('refunds a payment seen long after the QR expired instead of vending to nobody', () => {
-    expect(decideObservation('awaiting_payment', facts('paid', 'automatic', { tooLateToServe: true })))
-      .toMatchObject({ to: 'refunding', queueVend: false, refund: { kind: 'refund', amount: 1500 } });
+    expect(decideObservation('awaiting_payment', facts('paid', 'automatic', { tooLateToServe: true }))).toMatchObject({
+      to: 'refunding',
+      queueVend: false,
+      refund: { kind: 'refund', amount: 1500 },
+    });
   });
 
   it('takes a refund made elsewhere before the vend as evidence: nothing is vended, the rest goes back', () => {
     for (const state of ['awaiting_payment', 'paid', 'authorized', 'canceled', 'expired', 'failed'] as const) {
-      expect(decideObservation(state, facts('refunded')), state).toMatchObject({ to: 'refunded', queueVend: false, refund: null, alarm: 'refunded_elsewhere' });
-      expect(decideObservation(state, facts('partially_refunded', 'automatic', { refundedAmount: 500 })), state)
-        .toMatchObject({ to: 'refunding', queueVend: false, refund: { kind: 'refund', amount: 1000 }, alarm: 'refunded_elsewhere' });
+      expect(decideObservation(state, facts('refunded')), state).toMatchObject({
+        to: 'refunded',
+        queueVend: false,
+        refund: null,
+        alarm: 'refunded_elsewhere',
+      });
+      expect(decideObservation(state, facts('partially_refunded', 'automatic', { refundedAmount: 500 })), state).toMatchObject({
+        to: 'refunding',
+        queueVend: false,
+        refund: { kind: 'refund', amount: 1000 },
+        alarm: 'refunded_elsewhere',
+      });
     }
     // Goods already on their way or out: recorded only (reconciliation tells a person).
     for (const state of ['vending', 'vended', 'vend_uncertain', 'refunding'] as const) {
@@ -92,7 +161,12 @@ describe('deciding on an observed status', () => {
   it('ignores a late pending, canceled or expired on an order that was already paid', () => {
     for (const state of ['paid', 'vending', 'vended', 'refunding', 'refunded', 'vend_uncertain'] as const) {
       for (const status of ['pending', 'canceled', 'expired'] as const) {
-        expect(decideObservation(state, facts(status)), `${status} on ${state}`).toEqual({ to: null, queueVend: false, refund: null, alarm: null });
+        expect(decideObservation(state, facts(status)), `${status} on ${state}`).toEqual({
+          to: null,
+          queueVend: false,
+          refund: null,
+          alarm: null,
+        });
       }
     }
   });
@@ -119,6 +193,7 @@ describe('deciding on an observed status', () => {
     expect(isFinalReading('pending', 10, 5)).toBe(false);
     expect(isFinalReading('canceled', 4, 5)).toBe(false);
     expect(isFinalReading('canceled', 5, 5)).toBe(true);
-    for (const status of ['paid', 'authorized', 'expired', 'refunded', 'partially_refunded'] as const) expect(isFinalReading(status, 0, 5)).toBe(true);
+    for (const status of ['paid', 'authorized', 'expired', 'refunded', 'partially_refunded'] as const)
+      expect(isFinalReading(status, 0, 5)).toBe(true);
   });
 });

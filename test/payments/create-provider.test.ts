@@ -18,22 +18,26 @@ function problems(provider: Record<string, unknown>): string[] {
 
 describe('provider settings', () => {
   it('gerege without credentials lists every missing key with where to set it', () => {
-    expect(problems({ name: 'gerege' })).toEqual(expect.arrayContaining([
-      'provider.baseUrl: required for provider gerege',
-      'provider.clientId: required for provider gerege',
-      'provider.clientSecret: required for provider gerege: set VENDGATE_PROVIDER_CLIENT_SECRET',
-      'provider.webhookSecrets: required for provider gerege: set VENDGATE_WEBHOOK_SECRETS (comma-separated)',
-    ]));
+    expect(problems({ name: 'gerege' })).toEqual(
+      expect.arrayContaining([
+        'provider.baseUrl: required for provider gerege',
+        'provider.clientId: required for provider gerege',
+        'provider.clientSecret: required for provider gerege: set VENDGATE_PROVIDER_CLIENT_SECRET',
+        'provider.webhookSecrets: required for provider gerege: set VENDGATE_WEBHOOK_SECRETS (comma-separated)',
+      ]),
+    );
   });
 
   it('qutpay without an API key says which variable to set', () => {
-    expect(problems({ name: 'qutpay', baseUrl: 'https://api.qutpay.test', webhookSecrets: ['s'] }))
-      .toEqual(['provider.apiKey: required for provider qutpay: set VENDGATE_PROVIDER_API_KEY']);
+    expect(problems({ name: 'qutpay', baseUrl: 'https://api.qutpay.test', webhookSecrets: ['s'] })).toEqual([
+      'provider.apiKey: required for provider qutpay: set VENDGATE_PROVIDER_API_KEY',
+    ]);
   });
 
   it('qutpay refuses manual capture, which it does not have', () => {
-    expect(problems({ name: 'qutpay', baseUrl: 'https://api.qutpay.test', apiKey: 'qp_test_x', webhookSecrets: ['s'], captureMode: 'manual' }))
-      .toEqual(['provider.captureMode: qutpay has no manual capture: use automatic']);
+    expect(
+      problems({ name: 'qutpay', baseUrl: 'https://api.qutpay.test', apiKey: 'qp_test_x', webhookSecrets: ['s'], captureMode: 'manual' }),
+    ).toEqual(['provider.captureMode: qutpay has no manual capture: use automatic']);
   });
 
   it('a base URL that is not http(s) is refused', () => {
@@ -43,8 +47,14 @@ describe('provider settings', () => {
 
 describe('createProvider', () => {
   it('builds the adapter named by provider.name without touching the network', () => {
-    const gerege = parseSettings({ device, provider: { name: 'gerege', baseUrl: 'http://127.0.0.1:9', clientId: 'c', clientSecret: 's', webhookSecrets: ['w'] } });
-    const qutpay = parseSettings({ device, provider: { name: 'qutpay', baseUrl: 'http://127.0.0.1:9', apiKey: 'qp_test_x', webhookSecrets: ['w'] } });
+    const gerege = parseSettings({
+      device,
+      provider: { name: 'gerege', baseUrl: 'http://127.0.0.1:9', clientId: 'c', clientSecret: 's', webhookSecrets: ['w'] },
+    });
+    const qutpay = parseSettings({
+      device,
+      provider: { name: 'qutpay', baseUrl: 'http://127.0.0.1:9', apiKey: 'qp_test_x', webhookSecrets: ['w'] },
+    });
     expect(createProvider(deps, gerege).name).toBe('gerege');
     expect(createProvider(deps, qutpay).name).toBe('qutpay');
     expect(createProvider(deps, gerege).listEvents).toBeTypeOf('function');

@@ -43,8 +43,12 @@ export async function startFakeProviderServer(initial: Handler): Promise<FakePro
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
       const recorded: RecordedRequest = {
-        method: req.method ?? '', url: req.url ?? '', path: url.pathname, query: url.searchParams,
-        headers: req.headers, body: Buffer.concat(chunks).toString('utf8'),
+        method: req.method ?? '',
+        url: req.url ?? '',
+        path: url.pathname,
+        query: url.searchParams,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
       };
       requests.push(recorded);
       void Promise.resolve(handler(recorded, requests.length - 1)).then((reply) => send(req, res, reply));
@@ -55,7 +59,9 @@ export async function startFakeProviderServer(initial: Handler): Promise<FakePro
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    setHandler(next) { handler = next; },
+    setHandler(next) {
+      handler = next;
+    },
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -64,14 +70,17 @@ export async function startFakeProviderServer(initial: Handler): Promise<FakePro
 }
 
 function send(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
-  if ('drop' in reply) { req.socket.destroy(); return; }
+  if ('drop' in reply) {
+    req.socket.destroy();
+    return;
+  }
   if ('hang' in reply) return;
   if ('partial' in reply) {
     res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': String(reply.partial.length + 100) });
     res.write(reply.partial, () => req.socket.destroy());
     return;
   }
-  const body = reply.json !== undefined ? JSON.stringify(reply.json) : reply.text ?? '';
+  const body = reply.json !== undefined ? JSON.stringify(reply.json) : (reply.text ?? '');
   const contentType = reply.json !== undefined ? 'application/json' : 'text/html';
   res.writeHead(reply.status, { 'content-type': contentType, ...reply.headers });
   res.end(body);
@@ -80,5 +89,11 @@ function send(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
 /** Sleep that advances a manual clock instantly and records every delay. */
 export function recordingSleep(clock: { advance(ms: number): void }): { sleep: (ms: number) => Promise<void>; delays: number[] } {
   const delays: number[] = [];
-  return { delays, sleep: async (ms) => { delays.push(ms); clock.advance(ms); } };
+  return {
+    delays,
+    sleep: async (ms) => {
+      delays.push(ms);
+      clock.advance(ms);
+    },
+  };
 }

@@ -3,19 +3,39 @@ import { Writable } from 'node:stream';
 import { createLogger, createManualClock } from '../../src/util/index.js';
 import { ProviderError, type CreateInvoiceRequest, type PaymentProvider } from '../../src/payments/types.js';
 import { createGeregeProvider, GEREGE_STATUS_MAP } from '../../src/payments/gerege/index.js';
-import { recordingSleep, startFakeProviderServer, type FakeProviderServer, type RecordedRequest, type Reply } from './fake-provider-server.js';
+import {
+  recordingSleep,
+  startFakeProviderServer,
+  type FakeProviderServer,
+  type RecordedRequest,
+  type Reply,
+} from './fake-provider-server.js';
 
 const CLIENT_ID = 'vm-client';
 const CLIENT_SECRET = 'cs_super_secret_value';
 const request: CreateInvoiceRequest = {
-  idempotencyKey: 'vm-1-db1-7-pay', reference: 'vm-1-7', amount: 1500, currency: 'MNT',
-  description: 'Cola 0.5 l', expiresInSec: 120, captureMode: 'automatic',
+  idempotencyKey: 'vm-1-db1-7-pay',
+  reference: 'vm-1-7',
+  amount: 1500,
+  currency: 'MNT',
+  description: 'Cola 0.5 l',
+  expiresInSec: 120,
+  captureMode: 'automatic',
 };
 
 function intent(overrides: Record<string, unknown> = {}) {
   return {
-    id: 'pi_42', object: 'payment_intent', status: 'requires_payment', amount: 1500, currency: 'MNT', reference: 'vm-1-7',
-    livemode: false, pay_url: 'https://pay.gerege.test/pi_42', expires_at: 1_764_417_720, created: 1_764_417_600, ...overrides,
+    id: 'pi_42',
+    object: 'payment_intent',
+    status: 'requires_payment',
+    amount: 1500,
+    currency: 'MNT',
+    reference: 'vm-1-7',
+    livemode: false,
+    pay_url: 'https://pay.gerege.test/pi_42',
+    expires_at: 1_764_417_720,
+    created: 1_764_417_600,
+    ...overrides,
   };
 }
 
@@ -29,10 +49,16 @@ interface Fake {
 }
 
 let fake: Fake | undefined;
-afterEach(async () => { await fake?.server.stop(); fake = undefined; });
+afterEach(async () => {
+  await fake?.server.stop();
+  fake = undefined;
+});
 
 /** A Gerege double: issues tok_1, tok_2, … (expires_in as given) and hands API calls to `api`. */
-async function setup(api: (req: RecordedRequest, token: string | undefined) => Reply, options: { expiresInSec?: number; tokenReply?: Reply } = {}): Promise<Fake> {
+async function setup(
+  api: (req: RecordedRequest, token: string | undefined) => Reply,
+  options: { expiresInSec?: number; tokenReply?: Reply } = {},
+): Promise<Fake> {
   let issued = 0;
   const server = await startFakeProviderServer((req) => {
     if (req.path === '/oauth2/token') {
@@ -44,13 +70,21 @@ async function setup(api: (req: RecordedRequest, token: string | undefined) => R
   });
   const clock = createManualClock();
   const logs: string[] = [];
-  const destination = new Writable({ write(chunk, _enc, done) { logs.push(String(chunk)); done(); } });
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
   const provider = createGeregeProvider(
     { clock, logger: createLogger({ level: 'debug', destination }), sleep: recordingSleep(clock).sleep, random: () => 0.5 },
     { baseUrl: server.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, requestTimeoutMs: 2_000, createDeadlineMs: 20_000 },
   );
   fake = {
-    server, provider, clock, logs,
+    server,
+    provider,
+    clock,
+    logs,
     tokenCalls: () => server.requests.filter((r) => r.path === '/oauth2/token'),
     apiCalls: () => server.requests.filter((r) => r.path !== '/oauth2/token'),
   };
@@ -88,9 +122,9 @@ describe('Gerege tokens', () => {
   });
 
   it('a 401 refreshes the token once and repeats the call', async () => {
-    const { provider, apiCalls } = await setup((_req, token) => token === 'tok_1'
-      ? { status: 401, json: { error: { code: 'token_expired' } } }
-      : { status: 200, json: intent() });
+    const { provider, apiCalls } = await setup((_req, token) =>
+      token === 'tok_1' ? { status: 401, json: { error: { code: 'token_expired' } } } : { status: 200, json: intent() },
+    );
     await expect(provider.getInvoice('pi_42')).resolves.toMatchObject({ id: 'pi_42' });
     expect(apiCalls().map((r) => r.headers.authorization)).toEqual(['Bearer tok_1', 'Bearer tok_2']);
   });
@@ -104,8 +138,10 @@ describe('Gerege tokens', () => {
   });
 
   it('refused client credentials are an auth error that says what to check', async () => {
-    const { provider, apiCalls } = await setup(() => ({ status: 200, json: intent() }), { tokenReply: { status: 401, json: { error: { code: 'invalid_client' } } } });
-    const err = await provider.checkCredentials().catch((e: unknown) => e) as ProviderError;
+    const { provider, apiCalls } = await setup(() => ({ status: 200, json: intent() }), {
+      tokenReply: { status: 401, json: { error: { code: 'invalid_client' } } },
+    });
+    const err = (await provider.checkCredentials().catch((e: unknown) => e)) as ProviderError;
     expect(err).toMatchObject({ kind: 'auth', providerCode: 'invalid_client' });
     expect(err.message).toContain('VENDGATE_PROVIDER_CLIENT_SECRET');
     expect(apiCalls()).toHaveLength(0);
@@ -120,10 +156,21 @@ describe('Gerege payment intents', () => {
     expect(call).toMatchObject({ method: 'POST', path: '/payment-intents' });
     expect(call!.headers['idempotency-key']).toBe('vm-1-db1-7-pay');
     expect(call!.headers['content-type']).toBe('application/json');
-    expect(call!.body).toBe('{"amount":1500,"currency":"MNT","reference":"vm-1-7","description":"Cola 0.5 l","capture_method":"automatic","expires_in":120}');
+    expect(call!.body).toBe(
+      '{"amount":1500,"currency":"MNT","reference":"vm-1-7","description":"Cola 0.5 l","capture_method":"automatic","expires_in":120}',
+    );
     expect(invoice).toEqual({
-      id: 'pi_42', status: 'pending', providerStatus: 'requires_payment', amount: 1500, currency: 'MNT', reference: 'vm-1-7',
-      livemode: false, payUrl: 'https://pay.gerege.test/pi_42', expiresAt: 1_764_417_720_000, refundedAmount: 0, createdAt: 1_764_417_600_000,
+      id: 'pi_42',
+      status: 'pending',
+      providerStatus: 'requires_payment',
+      amount: 1500,
+      currency: 'MNT',
+      reference: 'vm-1-7',
+      livemode: false,
+      payUrl: 'https://pay.gerege.test/pi_42',
+      expiresAt: 1_764_417_720_000,
+      refundedAmount: 0,
+      createdAt: 1_764_417_600_000,
     });
   });
 
@@ -140,7 +187,9 @@ describe('Gerege payment intents', () => {
 
   it('a lost create response is retried with the same key and the replay is returned', async () => {
     const { provider, apiCalls } = await setup((_req) => (apiCallsSoFar() === 1 ? { drop: true } : { status: 200, json: intent() }));
-    function apiCallsSoFar() { return fake!.apiCalls().length; }
+    function apiCallsSoFar() {
+      return fake!.apiCalls().length;
+    }
     await expect(provider.createInvoice(request)).resolves.toMatchObject({ id: 'pi_42', replayed: true });
     expect(apiCalls().map((r) => r.headers['idempotency-key'])).toEqual(['vm-1-db1-7-pay', 'vm-1-db1-7-pay']);
   });
@@ -172,10 +221,16 @@ describe('Gerege payment intents', () => {
   });
 
   it('cancel and capture post to the intent and map the answer', async () => {
-    const { provider, apiCalls } = await setup((req) => ({ status: 200, json: intent({ status: req.path.endsWith('/capture') ? 'succeeded' : 'canceled' }) }));
+    const { provider, apiCalls } = await setup((req) => ({
+      status: 200,
+      json: intent({ status: req.path.endsWith('/capture') ? 'succeeded' : 'canceled' }),
+    }));
     await expect(provider.cancelInvoice('pi_42')).resolves.toMatchObject({ status: 'canceled' });
     await expect(provider.captureInvoice('pi_42')).resolves.toMatchObject({ status: 'paid' });
-    expect(apiCalls().map((r) => `${r.method} ${r.path}`)).toEqual(['POST /payment-intents/pi_42/cancel', 'POST /payment-intents/pi_42/capture']);
+    expect(apiCalls().map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /payment-intents/pi_42/cancel',
+      'POST /payment-intents/pi_42/capture',
+    ]);
   });
 
   it.each<[string, unknown]>([
@@ -185,7 +240,10 @@ describe('Gerege payment intents', () => {
     ['an array', [intent()]],
   ])('%s is a malformed error naming the field', async (_what, json) => {
     const { provider } = await setup(() => ({ status: 200, json }));
-    await expect(provider.getInvoice('pi_42')).rejects.toMatchObject({ kind: 'malformed', message: expect.stringContaining('gerege get payment intent') });
+    await expect(provider.getInvoice('pi_42')).rejects.toMatchObject({
+      kind: 'malformed',
+      message: expect.stringContaining('gerege get payment intent'),
+    });
   });
 
   it('an unknown intent is not_found', async () => {
@@ -196,8 +254,14 @@ describe('Gerege payment intents', () => {
 
 describe('Gerege refunds', () => {
   it.each(['succeeded', 'pending', 'failed'] as const)('a refund answered %s is reported as such', async (status) => {
-    const { provider, apiCalls } = await setup(() => ({ status: 201, json: { id: 're_1', object: 'refund', payment_intent: 'pi_42', amount: 1500, status } }));
-    await expect(provider.refund({ invoiceId: 'pi_42', amount: 1500, idempotencyKey: 'vm-1-db1-7-refund' })).resolves.toEqual({ status, refundId: 're_1' });
+    const { provider, apiCalls } = await setup(() => ({
+      status: 201,
+      json: { id: 're_1', object: 'refund', payment_intent: 'pi_42', amount: 1500, status },
+    }));
+    await expect(provider.refund({ invoiceId: 'pi_42', amount: 1500, idempotencyKey: 'vm-1-db1-7-refund' })).resolves.toEqual({
+      status,
+      refundId: 're_1',
+    });
     const [call] = apiCalls();
     expect(call).toMatchObject({ method: 'POST', path: '/payment-intents/pi_42/refunds', body: '{"amount":1500}' });
     expect(call!.headers['idempotency-key']).toBe('vm-1-db1-7-refund');
@@ -224,8 +288,22 @@ describe('Gerege refunds', () => {
 describe('Gerege events and credentials', () => {
   it('lists events with the paging query and keeps each body for the inbox', async () => {
     const events = [
-      { id: 'evt_1', object: 'event', type: 'payment_intent.succeeded', livemode: false, created: 1_764_417_650, data: { object: intent({ status: 'succeeded' }) } },
-      { id: 'evt_2', object: 'event', type: 'payment_intent.claimed', livemode: false, created: 1_764_417_640, data: { object: intent({ status: 'claimed' }) } },
+      {
+        id: 'evt_1',
+        object: 'event',
+        type: 'payment_intent.succeeded',
+        livemode: false,
+        created: 1_764_417_650,
+        data: { object: intent({ status: 'succeeded' }) },
+      },
+      {
+        id: 'evt_2',
+        object: 'event',
+        type: 'payment_intent.claimed',
+        livemode: false,
+        created: 1_764_417_640,
+        data: { object: intent({ status: 'claimed' }) },
+      },
     ];
     const { provider, apiCalls } = await setup(() => ({ status: 200, json: { data: events, has_more: true } }));
     const page = await provider.listEvents!({ createdAfterSec: 1_764_417_000, startingAfter: 'evt_0' });
@@ -254,7 +332,13 @@ describe('Gerege events and credentials', () => {
   });
 
   it('secrets and tokens never reach the log, even through retries and refreshes', async () => {
-    const { provider, logs } = await setup((req, token) => (token === 'tok_1' ? { status: 401, json: {} } : fake!.apiCalls().length < 4 ? { status: 503, json: {} } : { status: 201, json: intent() }));
+    const { provider, logs } = await setup((req, token) =>
+      token === 'tok_1'
+        ? { status: 401, json: {} }
+        : fake!.apiCalls().length < 4
+          ? { status: 503, json: {} }
+          : { status: 201, json: intent() },
+    );
     await provider.createInvoice(request);
     const output = logs.join('');
     expect(output).toContain('provider call failed, retrying');

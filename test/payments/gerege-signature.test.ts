@@ -8,16 +8,30 @@ const T = NOW_MS / 1_000;
 const SECRET = 'whsec_current';
 const OLD = 'whsec_previous';
 const event = {
-  id: 'evt_1', object: 'event', type: 'payment_intent.succeeded', livemode: false, created: T - 5,
+  id: 'evt_1',
+  object: 'event',
+  type: 'payment_intent.succeeded',
+  livemode: false,
+  created: T - 5,
   data: { object: { id: 'pi_42', object: 'payment_intent', status: 'succeeded' } },
 };
 const RAW = Buffer.from(JSON.stringify(event));
-const opts = (overrides: Partial<{ secrets: string[]; toleranceSec: number; now: number }> = {}) =>
-  ({ secrets: [SECRET], toleranceSec: 300, now: NOW_MS, ...overrides });
-const headers = (signature: string, extra: Record<string, string> = {}) => ({ 'gerege-signature': signature, 'gerege-event-id': 'evt_1', ...extra });
+const opts = (overrides: Partial<{ secrets: string[]; toleranceSec: number; now: number }> = {}) => ({
+  secrets: [SECRET],
+  toleranceSec: 300,
+  now: NOW_MS,
+  ...overrides,
+});
+const headers = (signature: string, extra: Record<string, string> = {}) => ({
+  'gerege-signature': signature,
+  'gerege-event-id': 'evt_1',
+  ...extra,
+});
 
 function reason(fn: () => unknown): string {
-  try { fn(); } catch (err) {
+  try {
+    fn();
+  } catch (err) {
     expect(err).toBeInstanceOf(WebhookVerificationError);
     return (err as WebhookVerificationError).reason;
   }
@@ -47,8 +61,9 @@ describe('Gerege webhook signatures', () => {
   });
 
   it('rejects a parsed object passed instead of the raw bytes, naming the mistake', () => {
-    expect(() => verifyGeregeSignature(event as unknown as Buffer, headers(signGeregeTestPayload(RAW, SECRET, T)), opts()))
-      .toThrow(/was the body parsed before verification\?/);
+    expect(() => verifyGeregeSignature(event as unknown as Buffer, headers(signGeregeTestPayload(RAW, SECRET, T)), opts())).toThrow(
+      /was the body parsed before verification\?/,
+    );
   });
 
   it('rejects a timestamp changed after signing', () => {
@@ -60,15 +75,18 @@ describe('Gerege webhook signatures', () => {
     expect(reason(() => verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, SECRET, T - 301)), opts()))).toBe('stale_timestamp');
     expect(reason(() => verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, SECRET, T + 301)), opts()))).toBe('stale_timestamp');
     expect(verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, SECRET, T - 300)), opts()).secretIndex).toBe(0);
-    expect(() => verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, SECRET, T - 400)), opts()))
-      .toThrow(/clock synchronised \(NTP\)/);
+    expect(() => verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, SECRET, T - 400)), opts())).toThrow(
+      /clock synchronised \(NTP\)/,
+    );
   });
 
   it('during rotation accepts either secret and reports the index of the one that matched', () => {
     const secrets = [SECRET, OLD];
     expect(verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, OLD, T)), opts({ secrets })).secretIndex).toBe(1);
     expect(verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, SECRET, T)), opts({ secrets })).secretIndex).toBe(0);
-    expect(reason(() => verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, 'whsec_other', T)), opts({ secrets })))).toBe('bad_signature');
+    expect(reason(() => verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, 'whsec_other', T)), opts({ secrets })))).toBe(
+      'bad_signature',
+    );
   });
 
   it('accepts a header with several v1 values when any one matches', () => {
@@ -91,7 +109,9 @@ describe('Gerege webhook signatures', () => {
   });
 
   it('refuses to verify with no secret configured', () => {
-    expect(reason(() => verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, SECRET, T)), opts({ secrets: [] })))).toBe('no_secrets');
+    expect(reason(() => verifyGeregeSignature(RAW, headers(signGeregeTestPayload(RAW, SECRET, T)), opts({ secrets: [] })))).toBe(
+      'no_secrets',
+    );
   });
 });
 
@@ -107,7 +127,14 @@ describe('Gerege webhook events', () => {
   });
 
   it('a refund event points at its payment intent', () => {
-    const raw = Buffer.from(JSON.stringify({ ...event, id: 'evt_2', type: 'refund.succeeded', data: { object: { id: 're_9', object: 'refund', payment_intent: 'pi_42', status: 'succeeded' } } }));
+    const raw = Buffer.from(
+      JSON.stringify({
+        ...event,
+        id: 'evt_2',
+        type: 'refund.succeeded',
+        data: { object: { id: 're_9', object: 'refund', payment_intent: 'pi_42', status: 'succeeded' } },
+      }),
+    );
     expect(verify(raw, { 'gerege-event-id': 'evt_2' }).event).toMatchObject({ eventId: 'evt_2', objectId: 'pi_42' });
   });
 

@@ -2,12 +2,20 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock, silentLogger } from '../../src/util/index.js';
 import { ProviderError } from '../../src/payments/types.js';
 import {
-  backoff, createProviderHttpClient, parseRetryAfter, RETRY_DEFAULTS, type HttpRequest, type RetryPolicy,
+  backoff,
+  createProviderHttpClient,
+  parseRetryAfter,
+  RETRY_DEFAULTS,
+  type HttpRequest,
+  type RetryPolicy,
 } from '../../src/payments/http.js';
 import { recordingSleep, startFakeProviderServer, type FakeProviderServer, type Handler, type Reply } from './fake-provider-server.js';
 
 let server: FakeProviderServer | undefined;
-afterEach(async () => { await server?.stop(); server = undefined; });
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
 
 const OK: Reply = { status: 201, json: { id: 'pi_1' } };
 
@@ -17,7 +25,12 @@ async function setup(handler: Handler, options: { createDeadlineMs?: number; req
   const { sleep, delays } = recordingSleep(clock);
   const client = createProviderHttpClient(
     { clock, logger: silentLogger(), sleep, random: options.random ?? (() => 0.5) },
-    { provider: 'test', baseUrl: server.url, requestTimeoutMs: options.requestTimeoutMs ?? 2_000, createDeadlineMs: options.createDeadlineMs ?? 20_000 },
+    {
+      provider: 'test',
+      baseUrl: server.url,
+      requestTimeoutMs: options.requestTimeoutMs ?? 2_000,
+      createDeadlineMs: options.createDeadlineMs ?? 20_000,
+    },
   );
   return { client, clock, delays, requests: server.requests };
 }
@@ -28,12 +41,19 @@ function script(...replies: Reply[]): Handler {
 }
 
 const create = (overrides: Partial<HttpRequest> = {}): HttpRequest => ({
-  method: 'POST', path: '/payment-intents', headers: { 'idempotency-key': 'vm-1-db-7-pay' },
-  json: { amount: 1500, currency: 'MNT', reference: 'vm-1-7' }, retry: 'create', ...overrides,
+  method: 'POST',
+  path: '/payment-intents',
+  headers: { 'idempotency-key': 'vm-1-db-7-pay' },
+  json: { amount: 1500, currency: 'MNT', reference: 'vm-1-7' },
+  retry: 'create',
+  ...overrides,
 });
 
 async function failure(promise: Promise<unknown>): Promise<ProviderError> {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ProviderError);
   return err as ProviderError;
 }
@@ -65,7 +85,9 @@ describe('retry matrix: creates with an Idempotency-Key', () => {
   });
 
   it('429 waits exactly Retry-After seconds before the retry', async () => {
-    const { client, delays, requests } = await setup(script({ status: 429, headers: { 'retry-after': '3' }, json: { error: { code: 'rate_limited' } } }, OK));
+    const { client, delays, requests } = await setup(
+      script({ status: 429, headers: { 'retry-after': '3' }, json: { error: { code: 'rate_limited' } } }, OK),
+    );
     await client.request(create());
     expect(delays).toEqual([3_000]);
     expect(requests).toHaveLength(2);
@@ -94,10 +116,17 @@ describe('retry matrix: creates with an Idempotency-Key', () => {
   });
 
   it('5xx backs off 1 s, 2 s, 4 s, then stays at the 8 s cap', async () => {
-    const { client, delays, requests } = await setup(script(
-      { status: 500, json: {} }, { status: 502, text: '<html>Bad gateway</html>' }, { status: 503, json: {} },
-      { status: 504, json: {} }, { status: 500, json: {} }, OK,
-    ), { createDeadlineMs: 60_000 });
+    const { client, delays, requests } = await setup(
+      script(
+        { status: 500, json: {} },
+        { status: 502, text: '<html>Bad gateway</html>' },
+        { status: 503, json: {} },
+        { status: 504, json: {} },
+        { status: 500, json: {} },
+        OK,
+      ),
+      { createDeadlineMs: 60_000 },
+    );
     await client.request(create());
     expect(delays).toEqual([1_000, 2_000, 4_000, 8_000, 8_000]);
     expect(requests).toHaveLength(6);
@@ -113,7 +142,9 @@ describe('retry matrix: creates with an Idempotency-Key', () => {
   });
 
   it('409 idempotency_conflict is never retried and is reported as a conflict', async () => {
-    const { client, requests } = await setup(script({ status: 409, json: { error: { code: 'idempotency_conflict', message: 'key reused' } } }));
+    const { client, requests } = await setup(
+      script({ status: 409, json: { error: { code: 'idempotency_conflict', message: 'key reused' } } }),
+    );
     const err = await failure(client.request(create()));
     expect(err).toMatchObject({ kind: 'conflict', providerCode: 'idempotency_conflict', httpStatus: 409 });
     expect(err.transient).toBe(false);
@@ -185,7 +216,9 @@ describe('retry matrix: reads and single-shot calls', () => {
     ['a 429', { status: 429, headers: { 'retry-after': '1' }, json: {} }, 'rate_limited'],
   ])('a call without a safe replay makes exactly one attempt after %s', async (_what, reply, kind) => {
     const { client, requests } = await setup(script(reply));
-    const err = await failure(client.request({ method: 'POST', path: '/payment-intents/pi_1/refunds', json: { amount: 1 }, retry: 'none' }));
+    const err = await failure(
+      client.request({ method: 'POST', path: '/payment-intents/pi_1/refunds', json: { amount: 1 }, retry: 'none' }),
+    );
     expect(err.kind).toBe(kind);
     expect(requests).toHaveLength(1);
   });

@@ -3,29 +3,59 @@ import { Writable } from 'node:stream';
 import { createLogger, createManualClock } from '../../src/util/index.js';
 import type { CreateInvoiceRequest, PaymentProvider } from '../../src/payments/types.js';
 import { createQutpayProvider, QUTPAY_STATUS_MAP } from '../../src/payments/qutpay/index.js';
-import { recordingSleep, startFakeProviderServer, type FakeProviderServer, type RecordedRequest, type Reply } from './fake-provider-server.js';
+import {
+  recordingSleep,
+  startFakeProviderServer,
+  type FakeProviderServer,
+  type RecordedRequest,
+  type Reply,
+} from './fake-provider-server.js';
 
 const API_KEY = 'qp_test_0123456789abcdef';
 const request: CreateInvoiceRequest = {
-  idempotencyKey: 'vm-1-db1-7-pay', reference: 'vm-1-7', amount: 2500, currency: 'KZT',
-  description: 'Water', expiresInSec: 120, captureMode: 'automatic',
+  idempotencyKey: 'vm-1-db1-7-pay',
+  reference: 'vm-1-7',
+  amount: 2500,
+  currency: 'KZT',
+  description: 'Water',
+  expiresInSec: 120,
+  captureMode: 'automatic',
 };
 
 function invoice(overrides: Record<string, unknown> = {}) {
   return {
-    id: 'inv_7', status: 'pending', amount: 2500, description: 'Water', externalOrderId: 'vm-1-7',
-    payUrl: 'https://pay.qutpay.test/inv_7', qr: 'qutpay://inv_7', expiresAt: '2026-11-29T12:02:00.000Z', livemode: false, ...overrides,
+    id: 'inv_7',
+    status: 'pending',
+    amount: 2500,
+    description: 'Water',
+    externalOrderId: 'vm-1-7',
+    payUrl: 'https://pay.qutpay.test/inv_7',
+    qr: 'qutpay://inv_7',
+    expiresAt: '2026-11-29T12:02:00.000Z',
+    livemode: false,
+    ...overrides,
   };
 }
 
 let server: FakeProviderServer | undefined;
-afterEach(async () => { await server?.stop(); server = undefined; });
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
 
-async function setup(api: (req: RecordedRequest, index: number) => Reply, apiKey = API_KEY): Promise<{ provider: PaymentProvider; requests: RecordedRequest[]; logs: string[] }> {
+async function setup(
+  api: (req: RecordedRequest, index: number) => Reply,
+  apiKey = API_KEY,
+): Promise<{ provider: PaymentProvider; requests: RecordedRequest[]; logs: string[] }> {
   server = await startFakeProviderServer(api);
   const clock = createManualClock();
   const logs: string[] = [];
-  const destination = new Writable({ write(chunk, _enc, done) { logs.push(String(chunk)); done(); } });
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
   const provider = createQutpayProvider(
     { clock, logger: createLogger({ level: 'debug', destination }), sleep: recordingSleep(clock).sleep, random: () => 0.5 },
     { baseUrl: server.url, apiKey, currency: 'KZT', requestTimeoutMs: 2_000, createDeadlineMs: 20_000 },
@@ -38,12 +68,24 @@ describe('QutPay invoices', () => {
     const { provider, requests } = await setup(() => ({ status: 201, json: invoice() }));
     const result = await provider.createInvoice(request);
     const [call] = requests;
-    expect(call).toMatchObject({ method: 'POST', path: '/api/v1/invoices', body: '{"amount":2500,"description":"Water","externalOrderId":"vm-1-7"}' });
+    expect(call).toMatchObject({
+      method: 'POST',
+      path: '/api/v1/invoices',
+      body: '{"amount":2500,"description":"Water","externalOrderId":"vm-1-7"}',
+    });
     expect(call!.headers['x-api-key']).toBe(API_KEY);
     expect(call!.headers['idempotency-key']).toBe('vm-1-db1-7-pay');
     expect(result).toEqual({
-      id: 'inv_7', status: 'pending', providerStatus: 'pending', amount: 2500, currency: 'KZT', reference: 'vm-1-7',
-      livemode: false, payUrl: 'https://pay.qutpay.test/inv_7', expiresAt: Date.parse('2026-11-29T12:02:00.000Z'), refundedAmount: 0,
+      id: 'inv_7',
+      status: 'pending',
+      providerStatus: 'pending',
+      amount: 2500,
+      currency: 'KZT',
+      reference: 'vm-1-7',
+      livemode: false,
+      payUrl: 'https://pay.qutpay.test/inv_7',
+      expiresAt: Date.parse('2026-11-29T12:02:00.000Z'),
+      refundedAmount: 0,
       ...('description' in result ? { description: result.description } : {}),
     });
   });
@@ -60,7 +102,9 @@ describe('QutPay invoices', () => {
   });
 
   it('a 5xx on create is retried with the same key and body until it succeeds', async () => {
-    const { provider, requests } = await setup((_req, index) => (index < 2 ? { status: 503, json: { error: 'unavailable' } } : { status: 200, json: { ...invoice(), idempotentReplay: true } }));
+    const { provider, requests } = await setup((_req, index) =>
+      index < 2 ? { status: 503, json: { error: 'unavailable' } } : { status: 200, json: { ...invoice(), idempotentReplay: true } },
+    );
     await expect(provider.createInvoice(request)).resolves.toMatchObject({ id: 'inv_7' });
     expect(requests).toHaveLength(3);
     expect(new Set(requests.map((r) => `${r.headers['idempotency-key']}|${r.body}`)).size).toBe(1);
@@ -110,7 +154,10 @@ describe('QutPay invoices', () => {
 describe('QutPay refunds', () => {
   it('a refund sends the amount with its Idempotency-Key once and reports the status', async () => {
     const { provider, requests } = await setup(() => ({ status: 200, json: { id: 'rf_1', status: 'succeeded' } }));
-    await expect(provider.refund({ invoiceId: 'inv_7', amount: 2500, idempotencyKey: 'vm-1-db1-7-refund' })).resolves.toEqual({ status: 'succeeded', refundId: 'rf_1' });
+    await expect(provider.refund({ invoiceId: 'inv_7', amount: 2500, idempotencyKey: 'vm-1-db1-7-refund' })).resolves.toEqual({
+      status: 'succeeded',
+      refundId: 'rf_1',
+    });
     expect(requests[0]).toMatchObject({ method: 'POST', path: '/api/v1/invoices/inv_7/refund', body: '{"amount":2500}' });
     expect(requests[0]!.headers['idempotency-key']).toBe('vm-1-db1-7-refund');
   });
@@ -128,12 +175,18 @@ describe('QutPay refunds', () => {
 
   it('a refund status the adapter does not know is unknown, not guessed', async () => {
     const { provider } = await setup(() => ({ status: 200, json: { id: 'rf_1', status: 'queued_for_review' } }));
-    await expect(provider.refund({ invoiceId: 'inv_7', amount: 2500, idempotencyKey: 'k' })).resolves.toMatchObject({ status: 'unknown', refundId: 'rf_1' });
+    await expect(provider.refund({ invoiceId: 'inv_7', amount: 2500, idempotencyKey: 'k' })).resolves.toMatchObject({
+      status: 'unknown',
+      refundId: 'rf_1',
+    });
   });
 
   it('a refused refund throws the provider code', async () => {
     const { provider } = await setup(() => ({ status: 400, json: { error: 'amount_exceeds_paid' } }));
-    await expect(provider.refund({ invoiceId: 'inv_7', amount: 9_999, idempotencyKey: 'k' })).rejects.toMatchObject({ kind: 'rejected', providerCode: 'amount_exceeds_paid' });
+    await expect(provider.refund({ invoiceId: 'inv_7', amount: 9_999, idempotencyKey: 'k' })).rejects.toMatchObject({
+      kind: 'rejected',
+      providerCode: 'amount_exceeds_paid',
+    });
   });
 });
 

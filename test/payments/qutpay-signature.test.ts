@@ -9,7 +9,9 @@ const body = { event: 'invoice.paid', invoice: { id: 'inv_7', status: 'paid', am
 const RAW = Buffer.from(JSON.stringify(body));
 
 function reason(fn: () => unknown): string {
-  try { fn(); } catch (err) {
+  try {
+    fn();
+  } catch (err) {
     expect(err).toBeInstanceOf(WebhookVerificationError);
     return (err as WebhookVerificationError).reason;
   }
@@ -32,7 +34,9 @@ describe('QutPay webhook signatures', () => {
   it('during rotation accepts either secret and reports which', () => {
     const secrets = [SECRET, OLD];
     expect(verifyQutpaySignature(RAW, { 'x-qutpay-signature': signQutpayTestPayload(RAW, OLD) }, { secrets }).secretIndex).toBe(1);
-    expect(reason(() => verifyQutpaySignature(RAW, { 'x-qutpay-signature': signQutpayTestPayload(RAW, 'other') }, { secrets }))).toBe('bad_signature');
+    expect(reason(() => verifyQutpaySignature(RAW, { 'x-qutpay-signature': signQutpayTestPayload(RAW, 'other') }, { secrets }))).toBe(
+      'bad_signature',
+    );
   });
 
   it('accepts a repeated header when one value matches', () => {
@@ -43,19 +47,28 @@ describe('QutPay webhook signatures', () => {
   it('rejects a missing or shapeless header, with no secrets, or a parsed body, each with its reason', () => {
     expect(reason(() => verifyQutpaySignature(RAW, {}, { secrets: [SECRET] }))).toBe('missing_signature');
     expect(reason(() => verifyQutpaySignature(RAW, { 'x-qutpay-signature': 'abc' }, { secrets: [SECRET] }))).toBe('missing_signature');
-    expect(reason(() => verifyQutpaySignature(RAW, { 'x-qutpay-signature': signQutpayTestPayload(RAW, SECRET) }, { secrets: [] }))).toBe('no_secrets');
-    expect(() => verifyQutpaySignature(body as unknown as Buffer, { 'x-qutpay-signature': 'sha256=00' }, { secrets: [SECRET] }))
-      .toThrow(/was the body parsed before verification\?/);
+    expect(reason(() => verifyQutpaySignature(RAW, { 'x-qutpay-signature': signQutpayTestPayload(RAW, SECRET) }, { secrets: [] }))).toBe(
+      'no_secrets',
+    );
+    expect(() => verifyQutpaySignature(body as unknown as Buffer, { 'x-qutpay-signature': 'sha256=00' }, { secrets: [SECRET] })).toThrow(
+      /was the body parsed before verification\?/,
+    );
   });
 
   it('the event id is <invoice.id>:<status>, so each status of one invoice is handled once', () => {
-    const { event, secretIndex } = verifyQutpayWebhook(RAW, { 'X-Qutpay-Signature': signQutpayTestPayload(RAW, SECRET) }, { secrets: [SECRET] });
+    const { event, secretIndex } = verifyQutpayWebhook(
+      RAW,
+      { 'X-Qutpay-Signature': signQutpayTestPayload(RAW, SECRET) },
+      { secrets: [SECRET] },
+    );
     expect(secretIndex).toBe(0);
     expect(event).toEqual({ eventId: 'inv_7:paid', type: 'invoice.paid', objectId: 'inv_7', livemode: false, createdAt: null });
   });
 
   it('rejects a signed body without an invoice id and status', () => {
     const raw = Buffer.from(JSON.stringify({ event: 'invoice.paid', invoice: { id: 'inv_7' } }));
-    expect(reason(() => verifyQutpayWebhook(raw, { 'x-qutpay-signature': signQutpayTestPayload(raw, SECRET) }, { secrets: [SECRET] }))).toBe('malformed_body');
+    expect(
+      reason(() => verifyQutpayWebhook(raw, { 'x-qutpay-signature': signQutpayTestPayload(raw, SECRET) }, { secrets: [SECRET] })),
+    ).toBe('malformed_body');
   });
 });

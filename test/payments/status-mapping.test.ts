@@ -1,17 +1,33 @@
 import { describe, expect, it } from 'vitest';
 import { CANONICAL_STATUSES } from '../../src/payments/types.js';
 import {
-  GEREGE_STATUS_MAP, mapGeregeRefundStatus, mapGeregeStatus, mapQutpayRefundStatus, mapQutpayStatus, QUTPAY_STATUS_MAP,
+  GEREGE_STATUS_MAP,
+  mapGeregeRefundStatus,
+  mapGeregeStatus,
+  mapQutpayRefundStatus,
+  mapQutpayStatus,
+  QUTPAY_STATUS_MAP,
 } from '../../src/payments/index.js';
 
 // Written out from PROVIDERS.md "Canonical statuses", not copied from the code, so a typo on either side fails here.
 const GEREGE_TABLE = {
-  requires_payment: 'pending', claimed: 'pending', processing: 'pending', requires_capture: 'authorized',
-  succeeded: 'paid', canceled: 'canceled', expired: 'expired',
+  requires_payment: 'pending',
+  claimed: 'pending',
+  processing: 'pending',
+  requires_capture: 'authorized',
+  succeeded: 'paid',
+  canceled: 'canceled',
+  expired: 'expired',
 } as const;
 const QUTPAY_TABLE = {
-  new: 'pending', pending: 'pending', paid: 'paid', cancelled: 'canceled', failed: 'canceled', expired: 'expired',
-  partially_refunded: 'partially_refunded', refunded: 'refunded',
+  new: 'pending',
+  pending: 'pending',
+  paid: 'paid',
+  cancelled: 'canceled',
+  failed: 'canceled',
+  expired: 'expired',
+  partially_refunded: 'partially_refunded',
+  refunded: 'refunded',
 } as const;
 
 describe('status mapping tables', () => {
@@ -41,7 +57,12 @@ describe('status mapping tables', () => {
   });
 
   it('refund outcomes: Gerege succeeded|pending|failed, anything else unknown', () => {
-    expect(['succeeded', 'pending', 'failed', 'canceled'].map(mapGeregeRefundStatus)).toEqual(['succeeded', 'pending', 'failed', undefined]);
+    expect(['succeeded', 'pending', 'failed', 'canceled'].map(mapGeregeRefundStatus)).toEqual([
+      'succeeded',
+      'pending',
+      'failed',
+      undefined,
+    ]);
     expect(['succeeded', 'pending', 'failed', 'mystery'].map(mapQutpayRefundStatus)).toEqual(['succeeded', 'pending', 'failed', undefined]);
   });
 });

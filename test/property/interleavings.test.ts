@@ -12,7 +12,21 @@ import { createWorld, type World } from './world.js';
  */
 
 type Task = 'pay' | 'webhook' | 'poll' | 'expiry' | 'vend' | 'refunds' | 'cancel' | 'provider-expires' | 'create';
-const TASKS: Task[] = ['pay', 'pay', 'webhook', 'webhook', 'poll', 'poll', 'expiry', 'vend', 'vend', 'refunds', 'cancel', 'provider-expires', 'create'];
+const TASKS: Task[] = [
+  'pay',
+  'pay',
+  'webhook',
+  'webhook',
+  'poll',
+  'poll',
+  'expiry',
+  'vend',
+  'vend',
+  'refunds',
+  'cancel',
+  'provider-expires',
+  'create',
+];
 
 async function tolerate(work: Promise<unknown>): Promise<void> {
   try {
@@ -37,20 +51,31 @@ async function runTask(w: World, task: Task): Promise<void> {
       if (!id) return;
       // The channel reads the current state; the answer may be overtaken by the other channel's.
       const invoice = await w.provider.getInvoice(id);
-      w.node.ledger.observe({ invoiceId: id, status: invoice.status, providerStatus: invoice.providerStatus, livemode: invoice.livemode, amount: invoice.amount, currency: invoice.currency, channel: task });
+      w.node.ledger.observe({
+        invoiceId: id,
+        status: invoice.status,
+        providerStatus: invoice.providerStatus,
+        livemode: invoice.livemode,
+        amount: invoice.amount,
+        currency: invoice.currency,
+        channel: task,
+      });
       return;
     }
     case 'expiry':
       w.clock.advance(125_000);
       return w.node.orders.expireDue();
-    case 'vend': return w.node.vend.run();
-    case 'refunds': return w.node.refunds.run();
+    case 'vend':
+      return w.node.vend.run();
+    case 'refunds':
+      return w.node.refunds.run();
     case 'cancel': {
       const orderId = w.db.prepare('SELECT max(id) FROM orders').pluck().get() as number | null;
       if (orderId) await tolerate(w.node.orders.cancel(orderId));
       return;
     }
-    case 'create': return tolerate(w.node.orders.create({ source: 'kiosk', slot: 'A2' }));
+    case 'create':
+      return tolerate(w.node.orders.create({ source: 'kiosk', slot: 'A2' }));
   }
 }
 
@@ -60,13 +85,21 @@ async function runTask(w: World, task: Task): Promise<void> {
  */
 async function releaseAll(s: fc.Scheduler, running: Promise<unknown>[]): Promise<void> {
   let finished = false;
-  const all = Promise.all(running).finally(() => { finished = true; });
-  for (let idle = 0; !finished; ) {
+  const all = Promise.all(running).finally(() => {
+    finished = true;
+  });
+  for (let idle = 0; !finished;) {
     if (s.count() > 0) {
       idle = 0;
       await s.waitOne();
     } else {
-      if (++idle > 1_000) throw new Error(`tasks stuck without a scheduled answer:\n${s.report().map((r) => `${r.status} ${r.label}`).join('\n')}`);
+      if (++idle > 1_000)
+        throw new Error(
+          `tasks stuck without a scheduled answer:\n${s
+            .report()
+            .map((r) => `${r.status} ${r.label}`)
+            .join('\n')}`,
+        );
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
@@ -77,28 +110,36 @@ async function releaseAll(s: fc.Scheduler, running: Promise<unknown>[]): Promise
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 100);
 
 describe('interleavings of both channels, expiry, customer and workers', () => {
-  it.each(['automatic', 'manual'] as const)('%s capture: any arrival order vends at most once and settles every payment', async (captureMode) => {
-    await fc.assert(fc.asyncProperty(fc.scheduler(), fc.array(fc.constantFrom(...TASKS), { minLength: 2, maxLength: 14 }), async (s, tasks) => {
-      let scheduling = false;
-      const world = createWorld({
-        captureMode, queryable: false,
-        delay: () => (scheduling ? (label, work) => s.schedule(Promise.resolve(label), label).then(() => work()) : undefined),
-      });
-      try {
-        await world.node.orders.create({ source: 'kiosk', slot: 'A1' });
-        scheduling = true;
-        const running = tasks.map((task) => s.schedule(Promise.resolve(task), `start ${task}`).then(() => runTask(world, task)));
-        await releaseAll(s, running);
-        scheduling = false;
-        world.remember();
-        expect(world.check()).toEqual([]);
-        await world.drain();
-        expect(world.check()).toEqual([]);
-        expect(world.checkSettled()).toEqual([]);
-      } finally {
-        scheduling = false;
-        await world.close();
-      }
-    }), { numRuns: RUNS });
-  }, 60_000 + RUNS * 1_000);
+  it.each(['automatic', 'manual'] as const)(
+    '%s capture: any arrival order vends at most once and settles every payment',
+    async (captureMode) => {
+      await fc.assert(
+        fc.asyncProperty(fc.scheduler(), fc.array(fc.constantFrom(...TASKS), { minLength: 2, maxLength: 14 }), async (s, tasks) => {
+          let scheduling = false;
+          const world = createWorld({
+            captureMode,
+            queryable: false,
+            delay: () => (scheduling ? (label, work) => s.schedule(Promise.resolve(label), label).then(() => work()) : undefined),
+          });
+          try {
+            await world.node.orders.create({ source: 'kiosk', slot: 'A1' });
+            scheduling = true;
+            const running = tasks.map((task) => s.schedule(Promise.resolve(task), `start ${task}`).then(() => runTask(world, task)));
+            await releaseAll(s, running);
+            scheduling = false;
+            world.remember();
+            expect(world.check()).toEqual([]);
+            await world.drain();
+            expect(world.check()).toEqual([]);
+            expect(world.checkSettled()).toEqual([]);
+          } finally {
+            scheduling = false;
+            await world.close();
+          }
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    60_000 + RUNS * 1_000,
+  );
 });

@@ -36,7 +36,9 @@ function pick<T>(items: readonly T[], k: number): T | undefined {
 }
 
 abstract class Step implements fc.AsyncCommand<Model, World> {
-  check(): boolean { return true; }
+  check(): boolean {
+    return true;
+  }
   async run(_model: Model, world: World): Promise<void> {
     await this.act(world);
     world.remember();
@@ -48,7 +50,12 @@ abstract class Step implements fc.AsyncCommand<Model, World> {
 }
 
 class CreateOrder extends Step {
-  constructor(readonly slot: string, readonly crash: 'none' | 'before' | 'after') { super(); }
+  constructor(
+    readonly slot: string,
+    readonly crash: 'none' | 'before' | 'after',
+  ) {
+    super();
+  }
   async act(w: World) {
     if (this.crash === 'none') return tolerate(w.node.orders.create({ source: 'kiosk', slot: this.slot }));
     // The process dies while the provider is creating the invoice (before or after it committed it).
@@ -57,29 +64,52 @@ class CreateOrder extends Step {
     await settle();
     await w.crash();
   }
-  toString() { return `create(${this.slot}, crash ${this.crash})`; }
+  toString() {
+    return `create(${this.slot}, crash ${this.crash})`;
+  }
 }
 
 class Pay extends Step {
-  constructor(readonly k: number, readonly wrongAmount: boolean) { super(); }
+  constructor(
+    readonly k: number,
+    readonly wrongAmount: boolean,
+  ) {
+    super();
+  }
   async act(w: World) {
     const id = pick([...w.fake.invoices.keys()], this.k);
     if (id) w.pay(id, { wrongAmount: this.wrongAmount });
   }
-  toString() { return `pay(#${this.k}${this.wrongAmount ? ', wrong amount' : ''})`; }
+  toString() {
+    return `pay(#${this.k}${this.wrongAmount ? ', wrong amount' : ''})`;
+  }
 }
 
 class ProviderCloses extends Step {
-  constructor(readonly k: number, readonly status: 'expired' | 'canceled') { super(); }
+  constructor(
+    readonly k: number,
+    readonly status: 'expired' | 'canceled',
+  ) {
+    super();
+  }
   async act(w: World) {
     const id = pick([...w.fake.invoices.keys()], this.k);
     if (id && w.fake.invoices.get(id)!.status === 'pending') w.fake.set(id, this.status);
   }
-  toString() { return `provider ${this.status}(#${this.k})`; }
+  toString() {
+    return `provider ${this.status}(#${this.k})`;
+  }
 }
 
 class Observe extends Step {
-  constructor(readonly k: number, readonly channel: Channel, readonly stale: number | null, readonly wrongLivemode: boolean) { super(); }
+  constructor(
+    readonly k: number,
+    readonly channel: Channel,
+    readonly stale: number | null,
+    readonly wrongLivemode: boolean,
+  ) {
+    super();
+  }
   async act(w: World) {
     const id = pick([...w.fake.invoices.keys()], this.k);
     if (!id) return;
@@ -87,42 +117,66 @@ class Observe extends Step {
     // A stale reading is a GET answered earlier and delivered late (reordered webhook, slow poll).
     const history = [...(w.seen.get(id) ?? [invoice.status])];
     const status = this.stale === null ? invoice.status : history[this.stale % history.length]!;
-    const rows = () => w.db.prepare('SELECT (SELECT count(*) FROM invoice_status_ledger) + (SELECT count(*) FROM outbox) + (SELECT count(*) FROM order_history)').pluck().get();
+    const rows = () =>
+      w.db
+        .prepare(
+          'SELECT (SELECT count(*) FROM invoice_status_ledger) + (SELECT count(*) FROM outbox) + (SELECT count(*) FROM order_history)',
+        )
+        .pluck()
+        .get();
     const before = rows();
     const result = w.node.ledger.observe({
-      invoiceId: id, status, providerStatus: status, livemode: this.wrongLivemode ? !invoice.livemode : invoice.livemode,
-      amount: invoice.amount, currency: invoice.currency, channel: this.channel,
+      invoiceId: id,
+      status,
+      providerStatus: status,
+      livemode: this.wrongLivemode ? !invoice.livemode : invoice.livemode,
+      amount: invoice.amount,
+      currency: invoice.currency,
+      channel: this.channel,
     });
     if (this.wrongLivemode) {
       // Invariant 2 and 7: a reading of the other livemode is refused and writes nothing.
-      if (result.outcome !== 'rejected' && result.outcome !== 'unknown_invoice') throw new Error(`wrong livemode observation was ${result.outcome}`);
+      if (result.outcome !== 'rejected' && result.outcome !== 'unknown_invoice')
+        throw new Error(`wrong livemode observation was ${result.outcome}`);
       if (rows() !== before) throw new Error('a rejected observation wrote rows');
     }
   }
-  toString() { return `observe(#${this.k} via ${this.channel}${this.stale === null ? '' : `, stale ${this.stale}`}${this.wrongLivemode ? ', wrong livemode' : ''})`; }
+  toString() {
+    return `observe(#${this.k} via ${this.channel}${this.stale === null ? '' : `, stale ${this.stale}`}${this.wrongLivemode ? ', wrong livemode' : ''})`;
+  }
 }
 
 class Tick extends Step {
-  constructor(readonly ms: number) { super(); }
+  constructor(readonly ms: number) {
+    super();
+  }
   async act(w: World) {
     w.clock.advance(this.ms);
     await w.node.orders.expireDue();
   }
-  toString() { return `tick(${this.ms} ms)`; }
+  toString() {
+    return `tick(${this.ms} ms)`;
+  }
 }
 
 class CustomerCancels extends Step {
-  constructor(readonly k: number) { super(); }
+  constructor(readonly k: number) {
+    super();
+  }
   async act(w: World) {
     const ids = w.db.prepare('SELECT id FROM orders ORDER BY id').pluck().all() as number[];
     const id = pick(ids, this.k);
     if (id !== undefined) await tolerate(w.node.orders.cancel(id));
   }
-  toString() { return `cancel(#${this.k})`; }
+  toString() {
+    return `cancel(#${this.k})`;
+  }
 }
 
 class RunVend extends Step {
-  constructor(readonly script: ActuatorScript) { super(); }
+  constructor(readonly script: ActuatorScript) {
+    super();
+  }
   async act(w: World) {
     w.setActuator(this.script);
     if (!this.script.startsWith('hang')) {
@@ -132,17 +186,23 @@ class RunVend extends Step {
     }
     // Killed while the machine is moving: the claim is on disk, the outcome is not.
     let done = false;
-    const run = w.node.vend.run().finally(() => { done = true; });
+    const run = w.node.vend.run().finally(() => {
+      done = true;
+    });
     w.background(run);
     await settle(() => w.firing || done);
     if (w.firing) await w.crash();
     w.setActuator('vended');
   }
-  toString() { return `vend(${this.script})`; }
+  toString() {
+    return `vend(${this.script})`;
+  }
 }
 
 class RunRefunds extends Step {
-  constructor(readonly script: RefundScript) { super(); }
+  constructor(readonly script: RefundScript) {
+    super();
+  }
   async act(w: World) {
     w.setRefund(this.script);
     if (!this.script.startsWith('hang')) {
@@ -153,52 +213,88 @@ class RunRefunds extends Step {
     // Killed while the refund request is on the wire (sent or not, the provider may have done it).
     const before = w.fake.callsOf('refund').length;
     let done = false;
-    const run = w.node.refunds.run().finally(() => { done = true; });
+    const run = w.node.refunds.run().finally(() => {
+      done = true;
+    });
     w.background(run);
     await settle(() => done || w.fake.callsOf('refund').length > before);
     if (!done) await w.crash();
     w.setRefund('ok');
   }
-  toString() { return `refunds(${this.script})`; }
+  toString() {
+    return `refunds(${this.script})`;
+  }
 }
 
 class Capture extends Step {
-  async act(w: World) { await w.node.vend.capturePending(); }
-  toString() { return 'capture'; }
+  async act(w: World) {
+    await w.node.vend.capturePending();
+  }
+  toString() {
+    return 'capture';
+  }
 }
 
 class OperatorResolves extends Step {
-  constructor(readonly k: number) { super(); }
+  constructor(readonly k: number) {
+    super();
+  }
   async act(w: World) {
     const ids = w.db.prepare("SELECT id FROM orders WHERE state = 'vend_uncertain' ORDER BY id").pluck().all() as number[];
     const id = pick(ids, this.k);
     // The technician looks at the machine: the physical log is what happened.
-    if (id !== undefined) w.node.vend.resolve(id, w.physical.some((p) => p.orderId === id), 'property test');
+    if (id !== undefined)
+      w.node.vend.resolve(
+        id,
+        w.physical.some((p) => p.orderId === id),
+        'property test',
+      );
   }
-  toString() { return `resolve(#${this.k})`; }
+  toString() {
+    return `resolve(#${this.k})`;
+  }
 }
 
 class TakeBackup extends Step {
-  async act(w: World) { w.takeBackup(); }
-  toString() { return 'backup'; }
+  async act(w: World) {
+    w.takeBackup();
+  }
+  toString() {
+    return 'backup';
+  }
 }
 
 /** The database comes back from the last backup (order ids restart; what came after is gone). */
 class RestoreBackup extends Step {
-  async act(w: World) { await w.restore(); }
-  toString() { return 'restore backup'; }
+  async act(w: World) {
+    await w.restore();
+  }
+  toString() {
+    return 'restore backup';
+  }
 }
 
 /** The provider is cut off (or back): longer than any grace period once ticks pass meanwhile. */
 class Outage extends Step {
-  constructor(readonly down: boolean) { super(); }
-  async act(w: World) { w.setOutage(this.down); }
-  toString() { return this.down ? 'provider cut off' : 'provider back'; }
+  constructor(readonly down: boolean) {
+    super();
+  }
+  async act(w: World) {
+    w.setOutage(this.down);
+  }
+  toString() {
+    return this.down ? 'provider cut off' : 'provider back';
+  }
 }
 
 /** The merchant refunds from the dashboard, in full or in part, whatever the device is doing. */
 class RefundOutside extends Step {
-  constructor(readonly k: number, readonly partial: boolean) { super(); }
+  constructor(
+    readonly k: number,
+    readonly partial: boolean,
+  ) {
+    super();
+  }
   async act(w: World) {
     const id = pick([...w.fake.invoices.keys()], this.k);
     const invoice = id ? w.fake.invoices.get(id) : undefined;
@@ -206,29 +302,49 @@ class RefundOutside extends Step {
     if (this.partial) w.fake.set(id!, 'partially_refunded', { refundedAmount: Math.floor(invoice.amount / 3) });
     else w.fake.set(id!, 'refunded', { refundedAmount: invoice.amount });
   }
-  toString() { return `refund outside(#${this.k}${this.partial ? ', partial' : ''})`; }
+  toString() {
+    return `refund outside(#${this.k}${this.partial ? ', partial' : ''})`;
+  }
 }
 
 class Crash extends Step {
-  async act(w: World) { await w.crash(); }
-  toString() { return 'crash'; }
+  async act(w: World) {
+    await w.crash();
+  }
+  toString() {
+    return 'crash';
+  }
 }
 
 const k = fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat(10) });
 const commands = [
-  fc.tuple(fc.constantFrom('A1', 'A2', 'Z9'), fc.constantFrom('none', 'none', 'none', 'before', 'after') as fc.Arbitrary<'none' | 'before' | 'after'>)
+  fc
+    .tuple(
+      fc.constantFrom('A1', 'A2', 'Z9'),
+      fc.constantFrom('none', 'none', 'none', 'before', 'after') as fc.Arbitrary<'none' | 'before' | 'after'>,
+    )
     .map(([slot, crash]) => new CreateOrder(slot, crash)),
   k.map((i) => new CreateOrder(i % 2 ? 'A1' : 'A2', 'none')),
   fc.tuple(k, fc.constantFrom(false, false, false, false, true)).map(([i, wrong]) => new Pay(i, wrong)),
   k.map((i) => new Pay(i, false)),
   fc.tuple(k, fc.constantFrom('expired', 'canceled') as fc.Arbitrary<'expired' | 'canceled'>).map(([i, s]) => new ProviderCloses(i, s)),
-  fc.tuple(k, fc.constantFrom<Channel>('poll', 'webhook', 'backfill'), fc.option(fc.nat(5), { nil: null }), fc.constantFrom(false, false, false, false, false, true))
+  fc
+    .tuple(
+      k,
+      fc.constantFrom<Channel>('poll', 'webhook', 'backfill'),
+      fc.option(fc.nat(5), { nil: null }),
+      fc.constantFrom(false, false, false, false, false, true),
+    )
     .map(([i, channel, stale, wrong]) => new Observe(i, channel, stale, wrong)),
   fc.tuple(k, fc.constantFrom<Channel>('poll', 'webhook')).map(([i, channel]) => new Observe(i, channel, null, false)),
   fc.constantFrom(1_000, 30_000, 121_000, 600_000).map((ms) => new Tick(ms)),
   k.map((i) => new CustomerCancels(i)),
-  fc.constantFrom<ActuatorScript>('vended', 'vended', 'failed', 'throw', 'unknown-delivered', 'unknown-not', 'hang-before', 'hang-after').map((s) => new RunVend(s)),
-  fc.constantFrom<RefundScript>('ok', 'ok', 'pending', 'unknown-done', 'unknown-not', 'failed', 'hang-before', 'hang-after').map((s) => new RunRefunds(s)),
+  fc
+    .constantFrom<ActuatorScript>('vended', 'vended', 'failed', 'throw', 'unknown-delivered', 'unknown-not', 'hang-before', 'hang-after')
+    .map((s) => new RunVend(s)),
+  fc
+    .constantFrom<RefundScript>('ok', 'ok', 'pending', 'unknown-done', 'unknown-not', 'failed', 'hang-before', 'hang-after')
+    .map((s) => new RunRefunds(s)),
   fc.constant(new Capture()),
   k.map((i) => new OperatorResolves(i)),
   fc.constant(new Crash()),
@@ -244,17 +360,24 @@ const commands = [
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 100);
 
 describe('money path under any sequence of observations, faults and crashes', () => {
-  it.each(['automatic', 'manual'] as const)('%s capture: one vend per order, no vend without money, never backwards, every payment settled', async (captureMode) => {
-    await fc.assert(fc.asyncProperty(fc.boolean(), fc.commands(commands, { maxCommands: 40, size: 'large' }), async (queryable, cmds) => {
-      const world = createWorld({ captureMode, queryable });
-      try {
-        await fc.asyncModelRun(() => ({ model: {}, real: world }), cmds);
-        await world.drain();
-        expect(world.check()).toEqual([]);
-        expect(world.checkSettled()).toEqual([]);
-      } finally {
-        await world.close();
-      }
-    }), { numRuns: RUNS });
-  }, 60_000 + RUNS * 1_000);
+  it.each(['automatic', 'manual'] as const)(
+    '%s capture: one vend per order, no vend without money, never backwards, every payment settled',
+    async (captureMode) => {
+      await fc.assert(
+        fc.asyncProperty(fc.boolean(), fc.commands(commands, { maxCommands: 40, size: 'large' }), async (queryable, cmds) => {
+          const world = createWorld({ captureMode, queryable });
+          try {
+            await fc.asyncModelRun(() => ({ model: {}, real: world }), cmds);
+            await world.drain();
+            expect(world.check()).toEqual([]);
+            expect(world.checkSettled()).toEqual([]);
+          } finally {
+            await world.close();
+          }
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    60_000 + RUNS * 1_000,
+  );
 });

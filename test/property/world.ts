@@ -25,7 +25,10 @@ import { tempDir } from '../helpers/temp.js';
 
 export type ActuatorScript = 'vended' | 'failed' | 'throw' | 'unknown-delivered' | 'unknown-not' | 'hang-before' | 'hang-after';
 export type RefundScript = 'ok' | 'pending' | 'unknown-done' | 'unknown-not' | 'failed' | 'hang-before' | 'hang-after';
-export type ProviderHang = { method: 'createInvoice' | 'refund' | 'cancelInvoice' | 'getInvoice' | 'captureInvoice'; after: boolean } | null;
+export type ProviderHang = {
+  method: 'createInvoice' | 'refund' | 'cancelInvoice' | 'getInvoice' | 'captureInvoice';
+  after: boolean;
+} | null;
 
 export interface WorldOptions {
   captureMode: 'automatic' | 'manual';
@@ -83,16 +86,29 @@ export function createWorld(options: WorldOptions) {
   let unknownOutcomes = 0;
   let firing = false;
 
-  const hang = <T>(): Promise<T> => new Promise<T>((_resolve, reject) => { hung.push(reject); });
+  const hang = <T>(): Promise<T> =>
+    new Promise<T>((_resolve, reject) => {
+      hung.push(reject);
+    });
 
   // The provider the device talks to: the fake, plus a process death in the middle of a call.
   const provider: PaymentProvider = {
     ...fake.provider,
-    async createInvoice(request) { return call('createInvoice', () => fake.provider.createInvoice(request)); },
-    async getInvoice(id) { return call('getInvoice', () => fake.provider.getInvoice(id)); },
-    async cancelInvoice(id) { return call('cancelInvoice', () => fake.provider.cancelInvoice(id)); },
-    async captureInvoice(id) { return call('captureInvoice', () => fake.provider.captureInvoice(id)); },
-    async refund(request) { return call('refund', () => fake.provider.refund(request)); },
+    async createInvoice(request) {
+      return call('createInvoice', () => fake.provider.createInvoice(request));
+    },
+    async getInvoice(id) {
+      return call('getInvoice', () => fake.provider.getInvoice(id));
+    },
+    async cancelInvoice(id) {
+      return call('cancelInvoice', () => fake.provider.cancelInvoice(id));
+    },
+    async captureInvoice(id) {
+      return call('captureInvoice', () => fake.provider.captureInvoice(id));
+    },
+    async refund(request) {
+      return call('refund', () => fake.provider.refund(request));
+    },
   };
   async function call<T>(method: NonNullable<ProviderHang>['method'], through: () => Promise<T>): Promise<T> {
     // The provider is cut off: every call fails like a dead uplink (nothing reaches the provider).
@@ -108,13 +124,26 @@ export function createWorld(options: WorldOptions) {
   fake.hooks.refund = async (request): Promise<RefundResult> => {
     const done = () => fake.set(request.invoiceId, 'refunded');
     switch (refundScript) {
-      case 'ok': done(); return { status: 'succeeded', refundId: `re_${request.invoiceId}` };
-      case 'pending': done(); return { status: 'pending', refundId: `re_${request.invoiceId}` };
-      case 'unknown-done': done(); return { status: 'unknown', detail: 'refund_unknown' };
-      case 'unknown-not': return { status: 'unknown', detail: 'refund_pending_unknown' };
-      case 'failed': return { status: 'failed', detail: 'refused' };
-      case 'hang-before': refundScript = 'ok'; return hang();
-      case 'hang-after': refundScript = 'ok'; done(); return hang();
+      case 'ok':
+        done();
+        return { status: 'succeeded', refundId: `re_${request.invoiceId}` };
+      case 'pending':
+        done();
+        return { status: 'pending', refundId: `re_${request.invoiceId}` };
+      case 'unknown-done':
+        done();
+        return { status: 'unknown', detail: 'refund_unknown' };
+      case 'unknown-not':
+        return { status: 'unknown', detail: 'refund_pending_unknown' };
+      case 'failed':
+        return { status: 'failed', detail: 'refused' };
+      case 'hang-before':
+        refundScript = 'ok';
+        return hang();
+      case 'hang-after':
+        refundScript = 'ok';
+        done();
+        return hang();
     }
   };
 
@@ -126,20 +155,42 @@ export function createWorld(options: WorldOptions) {
     async fire(request: VendRequest): Promise<VendOutcome> {
       // Invariant 6: the claim is committed (not merely written in an open transaction) before this.
       const job = node.db.prepare('SELECT state FROM vend_jobs WHERE order_id = ?').get(request.orderId) as { state: string } | undefined;
-      if (node.db.inTransaction || job?.state !== 'firing') violations.push(`order ${request.orderId} fired without a committed claim (${job?.state})`);
+      if (node.db.inTransaction || job?.state !== 'firing')
+        violations.push(`order ${request.orderId} fired without a committed claim (${job?.state})`);
       const script = actuatorScript;
       const deliver = () => physical.push({ orderId: request.orderId, reference: request.reference, at: clock.now() });
       const delay = options.delay?.();
-      if (delay && script === 'vended') return delay('fire', async () => { deliver(); return { result: 'vended' } as const; });
+      if (delay && script === 'vended')
+        return delay('fire', async () => {
+          deliver();
+          return { result: 'vended' } as const;
+        });
       switch (script) {
-        case 'vended': deliver(); return { result: 'vended' };
-        case 'failed': return { result: 'failed', reason: 'jam' };
+        case 'vended':
+          deliver();
+          return { result: 'vended' };
+        case 'failed':
+          return { result: 'failed', reason: 'jam' };
         // A driver that throws may have touched the machine: the runner parks it as uncertain.
-        case 'throw': unknownOutcomes += 1; throw new Error('relay driver crashed');
-        case 'unknown-delivered': unknownOutcomes += 1; deliver(); return { result: 'unknown', detail: 'no answer' };
-        case 'unknown-not': unknownOutcomes += 1; return { result: 'unknown', detail: 'no answer' };
-        case 'hang-before': actuatorScript = 'vended'; firing = true; return hang();
-        case 'hang-after': actuatorScript = 'vended'; firing = true; deliver(); return hang();
+        case 'throw':
+          unknownOutcomes += 1;
+          throw new Error('relay driver crashed');
+        case 'unknown-delivered':
+          unknownOutcomes += 1;
+          deliver();
+          return { result: 'unknown', detail: 'no answer' };
+        case 'unknown-not':
+          unknownOutcomes += 1;
+          return { result: 'unknown', detail: 'no answer' };
+        case 'hang-before':
+          actuatorScript = 'vended';
+          firing = true;
+          return hang();
+        case 'hang-after':
+          actuatorScript = 'vended';
+          firing = true;
+          deliver();
+          return hang();
       }
     },
   };
@@ -153,10 +204,22 @@ export function createWorld(options: WorldOptions) {
     const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
     const health = createProviderHealth(clock);
     // The service's own composition of the money path; the steps of the test run each worker.
-    const money = createMoneyPath({
-      db, clock, logger, outbox, provider, actuator, health, deviceId: settings.device.id, dbId: databaseId(db),
-      outOfService: () => null, runWorkersOnObserve: false,
-    }, settings);
+    const money = createMoneyPath(
+      {
+        db,
+        clock,
+        logger,
+        outbox,
+        provider,
+        actuator,
+        health,
+        deviceId: settings.device.id,
+        dbId: databaseId(db),
+        outOfService: () => null,
+        runWorkersOnObserve: false,
+      },
+      settings,
+    );
     return { db, money, ledger: money.ledger, orders: money.orders, vend: money.vend, refunds: money.refunds };
   }
 
@@ -175,16 +238,35 @@ export function createWorld(options: WorldOptions) {
   node = boot();
 
   const world = {
-    options, dir, settings, clock, fake, physical, violations, seen,
+    options,
+    dir,
+    settings,
+    clock,
+    fake,
+    physical,
+    violations,
+    seen,
     /** The provider as the device sees it (hangs and scheduling included). */
     provider,
-    get node() { return node; },
-    get db() { return node.db; },
-    setActuator(script: ActuatorScript) { actuatorScript = script; },
-    setRefund(script: RefundScript) { refundScript = script; },
-    setProviderHang(h: ProviderHang) { providerHang = h; },
+    get node() {
+      return node;
+    },
+    get db() {
+      return node.db;
+    },
+    setActuator(script: ActuatorScript) {
+      actuatorScript = script;
+    },
+    setRefund(script: RefundScript) {
+      refundScript = script;
+    },
+    setProviderHang(h: ProviderHang) {
+      providerHang = h;
+    },
     /** Starts work the test does not wait for (it may be cut short by a crash). */
-    background(work: Promise<unknown>): void { inflight.push(work.catch(() => {})); },
+    background(work: Promise<unknown>): void {
+      inflight.push(work.catch(() => {}));
+    },
     remember,
     /**
      * The customer pays an invoice. A QR can still be paid after we canceled it or it expired
@@ -195,12 +277,18 @@ export function createWorld(options: WorldOptions) {
       const invoice = fake.invoices.get(id);
       const history = seen.get(id) ?? new Set();
       if (!invoice || [...history].some((status) => status !== 'pending' && status !== 'canceled' && status !== 'expired')) return false;
-      fake.set(id, world.options.captureMode === 'manual' ? 'authorized' : 'paid', options.wrongAmount ? { amount: invoice.amount + 1 } : {});
+      fake.set(
+        id,
+        world.options.captureMode === 'manual' ? 'authorized' : 'paid',
+        options.wrongAmount ? { amount: invoice.amount + 1 } : {},
+      );
       remember();
       return true;
     },
     /** True while an actuation is hung: a crash now leaves the hardware state unknown. */
-    get firing() { return firing; },
+    get firing() {
+      return firing;
+    },
 
     /** The nightly backup: a real copy of the database file as it is now. */
     takeBackup(): void {
@@ -226,14 +314,21 @@ export function createWorld(options: WorldOptions) {
       node = boot();
       const known = new Set(node.db.prepare('SELECT reference FROM orders').pluck().all() as string[]);
       for (const invoice of fake.invoices.values()) if (!known.has(invoice.reference)) lostInRestore.add(invoice.reference);
-      restoredUncertain += node.db.prepare("SELECT count(*) FROM orders WHERE state IN ('awaiting_payment', 'paid', 'authorized')").pluck().get() as number;
+      restoredUncertain += node.db
+        .prepare("SELECT count(*) FROM orders WHERE state IN ('awaiting_payment', 'paid', 'authorized')")
+        .pluck()
+        .get() as number;
       await node.money.recover({ restored: true });
       remember();
       return true;
     },
     /** The uplink goes down (or comes back): every provider call fails meanwhile. */
-    setOutage(down: boolean): void { outage = down; },
-    get outage() { return outage; },
+    setOutage(down: boolean): void {
+      outage = down;
+    },
+    get outage() {
+      return outage;
+    },
 
     /** SIGKILL + restart: whatever was awaiting dies with the database connection; recovery runs. */
     async crash(): Promise<void> {
@@ -289,34 +384,51 @@ export function createWorld(options: WorldOptions) {
         if (!tookMoney) broken.push(`order ${reference} actuated without money at the provider`);
         // ...and the device saw it paid (unless a restore took that order's rows away).
         if (lostInRestore.has(reference)) continue;
-        const money = db.prepare(
-          `SELECT count(*) FROM invoice_status_ledger l JOIN orders o ON o.id = l.order_id AND o.invoice_id = l.invoice_id
+        const money = db
+          .prepare(
+            `SELECT count(*) FROM invoice_status_ledger l JOIN orders o ON o.id = l.order_id AND o.invoice_id = l.invoice_id
             WHERE o.reference = ? AND l.status IN ('paid', 'authorized')`,
-        ).pluck().get(reference) as number;
+          )
+          .pluck()
+          .get(reference) as number;
         if (money === 0) broken.push(`order ${reference} actuated without a paid observation`);
       }
       // Invariant 5: never backwards — every recorded transition is allowed and continues the last one.
-      const history = db.prepare('SELECT order_id, from_state, to_state FROM order_history ORDER BY order_id, rowid').all() as { order_id: number; from_state: OrderState | null; to_state: OrderState }[];
+      const history = db.prepare('SELECT order_id, from_state, to_state FROM order_history ORDER BY order_id, rowid').all() as {
+        order_id: number;
+        from_state: OrderState | null;
+        to_state: OrderState;
+      }[];
       const lastState = new Map<number, OrderState>();
       for (const h of history) {
         const prev = lastState.get(h.order_id) ?? null;
         if (h.from_state !== prev) broken.push(`order ${h.order_id}: history jumps from ${prev} to a transition out of ${h.from_state}`);
-        if (h.from_state !== null && !canTransition(h.from_state, h.to_state)) broken.push(`order ${h.order_id}: ${h.from_state} → ${h.to_state} is backwards`);
+        if (h.from_state !== null && !canTransition(h.from_state, h.to_state))
+          broken.push(`order ${h.order_id}: ${h.from_state} → ${h.to_state} is backwards`);
         lastState.set(h.order_id, h.to_state);
       }
-      const orders = db.prepare('SELECT id, state, reference, invoice_id FROM orders').all() as { id: number; state: OrderState; reference: string; invoice_id: string | null }[];
+      const orders = db.prepare('SELECT id, state, reference, invoice_id FROM orders').all() as {
+        id: number;
+        state: OrderState;
+        reference: string;
+        invoice_id: string | null;
+      }[];
       for (const o of orders) {
         if (lastState.get(o.id) !== o.state) broken.push(`order ${o.id} is ${o.state} but its history ends in ${lastState.get(o.id)}`);
         // Goods or money back, never both: a refunded order was not delivered, a vended one was.
         if (o.state === 'vended' && !fired.has(o.reference)) broken.push(`order ${o.id} vended but the machine never delivered`);
-        if ((o.state === 'refunded' || o.state === 'refunding') && fired.has(o.reference)) broken.push(`order ${o.id} delivered and refunded`);
+        if ((o.state === 'refunded' || o.state === 'refunding') && fired.has(o.reference))
+          broken.push(`order ${o.id} delivered and refunded`);
         // Invariant 4: one invoice per attempt.
         const invoices = [...fake.invoices.values()].filter((i) => i.reference === o.reference).length;
         if (invoices > 1) broken.push(`order ${o.id} has ${invoices} invoices`);
       }
       // Invariant 3 (part): uncertainty only where a crash or a silent machine left it unknown.
       const uncertain = db.prepare("SELECT count(*) FROM vend_jobs WHERE state IN ('uncertain', 'resolved')").pluck().get() as number;
-      if (uncertain > crashesWhileFiring + unknownOutcomes + restoredUncertain) broken.push(`${uncertain} uncertain vends from ${crashesWhileFiring} crashes while firing, ${unknownOutcomes} unanswered vends and ${restoredUncertain} orders a restore found open`);
+      if (uncertain > crashesWhileFiring + unknownOutcomes + restoredUncertain)
+        broken.push(
+          `${uncertain} uncertain vends from ${crashesWhileFiring} crashes while firing, ${unknownOutcomes} unanswered vends and ${restoredUncertain} orders a restore found open`,
+        );
       return broken;
     },
 
@@ -325,7 +437,12 @@ export function createWorld(options: WorldOptions) {
       const broken: string[] = [];
       const db = node.db;
       const alarms = new Set(db.prepare('SELECT name FROM alarms').pluck().all() as string[]);
-      const orders = db.prepare('SELECT id, state, invoice_id, paid_at FROM orders').all() as { id: number; state: OrderState; invoice_id: string | null; paid_at: number | null }[];
+      const orders = db.prepare('SELECT id, state, invoice_id, paid_at FROM orders').all() as {
+        id: number;
+        state: OrderState;
+        invoice_id: string | null;
+        paid_at: number | null;
+      }[];
       for (const o of orders) {
         if (o.paid_at === null) continue;
         if (o.state === 'vended' || o.state === 'refunded') continue;
@@ -338,18 +455,27 @@ export function createWorld(options: WorldOptions) {
       // Every invoice that holds the customer's money at the provider is accounted for here.
       for (const [id, invoice] of fake.invoices) {
         if (!PAID_LIKE.includes(invoice.status) && invoice.status !== 'partially_refunded') continue;
-        const order = db.prepare('SELECT o.id, o.state, o.invoice_id FROM order_invoices oi JOIN orders o ON o.id = oi.order_id WHERE oi.invoice_id = ?').get(id) as { id: number; state: OrderState; invoice_id: string } | undefined;
+        const order = db
+          .prepare('SELECT o.id, o.state, o.invoice_id FROM order_invoices oi JOIN orders o ON o.id = oi.order_id WHERE oi.invoice_id = ?')
+          .get(id) as { id: number; state: OrderState; invoice_id: string } | undefined;
         // Orders created after the backup that was restored are gone from this database; the
         // reconciliation against the provider's Events (not modelled by the fake) reports them.
         if (!order && lostInRestore.has(invoice.reference)) continue;
-        if (!order) { broken.push(`invoice ${id} holds money for an order this device does not know`); continue; }
+        if (!order) {
+          broken.push(`invoice ${id} holds money for an order this device does not know`);
+          continue;
+        }
         if (alarms.has(`payment_mismatch/${order.id}`)) continue;
         const refund = db.prepare('SELECT state FROM refunds WHERE invoice_id = ?').pluck().get(id) as string | undefined;
         if (refund && refund !== 'succeeded' && ['failed', 'unknown', 'pending'].includes(refund)) continue;
-        const kept = order.invoice_id === id && (order.state === 'vended' || order.state === 'vend_uncertain')
+        const kept =
+          (order.invoice_id === id && (order.state === 'vended' || order.state === 'vend_uncertain')) ||
           // A dashboard refund after the vend: recorded, the reconciliation loop reports it.
-          || (invoice.status === 'partially_refunded' && order.state === 'vended');
-        if (!kept) broken.push(`invoice ${id} is ${invoice.status} at the provider but order ${order.id} is ${order.state} (refund ${refund ?? 'none'})`);
+          (invoice.status === 'partially_refunded' && order.state === 'vended');
+        if (!kept)
+          broken.push(
+            `invoice ${id} is ${invoice.status} at the provider but order ${order.id} is ${order.state} (refund ${refund ?? 'none'})`,
+          );
       }
       return broken;
     },

@@ -12,17 +12,33 @@ import { waitFor } from '../helpers/service.js';
 
 const SECRET = 'whsec_relay_test';
 const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => { for (const fn of cleanups.splice(0).reverse()) await fn(); });
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
 
 function settingsFor(url: string, prefix: string, extra: Record<string, unknown> = {}) {
   return parseRelaySettings({
-    relay: { id: uniqueId('r'), port: 0, host: '127.0.0.1', providers: ['gerege', 'qutpay'], publishTimeoutMs: 500, routesWarmupSec: 0, webhookSecrets: { gerege: [SECRET], qutpay: [SECRET] }, ...extra },
+    relay: {
+      id: uniqueId('r'),
+      port: 0,
+      host: '127.0.0.1',
+      providers: ['gerege', 'qutpay'],
+      publishTimeoutMs: 500,
+      routesWarmupSec: 0,
+      webhookSecrets: { gerege: [SECRET], qutpay: [SECRET] },
+      ...extra,
+    },
     mqtt: { url, prefix, reconnectMinMs: 100 },
     log: { level: 'silent' },
   });
 }
 
-async function startRelay(url: string, prefix: string, lookup: PaymentProvider | null = null, extra: Record<string, unknown> = {}): Promise<Relay> {
+async function startRelay(
+  url: string,
+  prefix: string,
+  lookup: PaymentProvider | null = null,
+  extra: Record<string, unknown> = {},
+): Promise<Relay> {
   const relay = createRelay(settingsFor(url, prefix, extra), { logger: pino({ level: 'silent' }), lookup });
   await relay.start();
   cleanups.push(() => relay.stop());
@@ -31,11 +47,22 @@ async function startRelay(url: string, prefix: string, lookup: PaymentProvider |
 
 function geregeEvent(id: string, object: Record<string, unknown>, type = 'payment_intent.succeeded') {
   const body = JSON.stringify({ id, object: 'event', type, livemode: false, created: Math.floor(Date.now() / 1000), data: { object } });
-  return { body, headers: { 'content-type': 'application/json', 'gerege-event-id': id, 'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)) } };
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'gerege-event-id': id,
+      'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)),
+    },
+  };
 }
 
 async function announce(w: Watcher, prefix: string, deviceId: string, referencePrefixes: string[]) {
-  await w.publish(`${prefix}/${deviceId}/route`, JSON.stringify({ v: 1, deviceId, referencePrefixes, providers: ['gerege'], at: new Date().toISOString() }), { retain: true });
+  await w.publish(
+    `${prefix}/${deviceId}/route`,
+    JSON.stringify({ v: 1, deviceId, referencePrefixes, providers: ['gerege'], at: new Date().toISOString() }),
+    { retain: true },
+  );
 }
 
 async function fleet() {
@@ -43,7 +70,10 @@ async function fleet() {
   cleanups.push(() => broker.close());
   const prefix = uniqueId('fleet');
   const w = await watch(broker.url, [`${prefix}/+/webhooks/#`]);
-  cleanups.push(async () => { await w.close(); if (!broker.embedded) await clearRetainedUnder(broker.url, `${prefix}/#`); });
+  cleanups.push(async () => {
+    await w.close();
+    if (!broker.embedded) await clearRetainedUnder(broker.url, `${prefix}/#`);
+  });
   return { broker, prefix, w };
 }
 
@@ -56,7 +86,12 @@ describe('vendgate relay', () => {
     await waitFor(() => relay.ready() && relay.stats().devices === 2, 10_000, 'the relay to read both routes');
 
     const event = geregeEvent('evt_1', { id: 'pi_1', object: 'payment_intent', status: 'succeeded', reference: 'vm-1-b-cccc-7' });
-    const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: { ...event.headers, cookie: 'x=1' }, payload: event.body });
+    const answer = await relay.inject({
+      method: 'POST',
+      url: '/webhooks/gerege',
+      headers: { ...event.headers, cookie: 'x=1' },
+      payload: event.body,
+    });
     expect(answer.statusCode).toBe(200);
     expect(answer.json()).toEqual({ received: true, device: 'vm-1-b' });
     // 200 came after the PUBACK: the message is on the broker, on the longest matching prefix's topic.
@@ -79,11 +114,21 @@ describe('vendgate relay', () => {
     const refused = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: bad.headers, payload: tampered });
     expect(refused.statusCode).toBe(400);
     expect(refused.json().reason).toBe('bad_signature');
-    const unsigned = await relay.inject({ method: 'POST', url: '/webhooks/qutpay', headers: { 'content-type': 'application/json' }, payload: '{"invoice":{"id":"inv_1","status":"paid","externalOrderId":"vm-2-aaaa-1"}}' });
+    const unsigned = await relay.inject({
+      method: 'POST',
+      url: '/webhooks/qutpay',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"invoice":{"id":"inv_1","status":"paid","externalOrderId":"vm-2-aaaa-1"}}',
+    });
     expect(unsigned.statusCode).toBe(400);
     // A good one after them is the FIRST message the device topic sees.
     const good = JSON.stringify({ event: 'invoice.paid', invoice: { id: 'inv_9', status: 'paid', externalOrderId: 'vm-2-aaaa-9' } });
-    const ok = await relay.inject({ method: 'POST', url: '/webhooks/qutpay', headers: { 'content-type': 'application/json', 'x-qutpay-signature': signQutpayTestPayload(good, SECRET) }, payload: good });
+    const ok = await relay.inject({
+      method: 'POST',
+      url: '/webhooks/qutpay',
+      headers: { 'content-type': 'application/json', 'x-qutpay-signature': signQutpayTestPayload(good, SECRET) },
+      payload: good,
+    });
     expect(ok.statusCode).toBe(200);
     const first = await w.next(createFleetTopics(prefix).webhook('vm-2', 'qutpay'));
     expect(decodeWebhookMessage(Buffer.from(first.payload)).rawBody.toString()).toBe(good);
@@ -91,7 +136,7 @@ describe('vendgate relay', () => {
     expect(relay.stats()).toMatchObject({ refused: 2, published: 1 });
   });
 
-  it('answers 2xx and counts an event for no announced device, and ignores a device claiming another device\'s references', async () => {
+  it("answers 2xx and counts an event for no announced device, and ignores a device claiming another device's references", async () => {
     const { broker, prefix, w } = await fleet();
     await announce(w, prefix, 'vm-3', ['vm-4-aaaa-']);
     const relay = await startRelay(broker.url, prefix);
@@ -135,16 +180,28 @@ describe('vendgate relay', () => {
     }
     expect(reads).toEqual(['pi_5']);
     const gone = geregeEvent('evt_r3', { id: 're_3', payment_intent: 'pi_gone' }, 'refund.succeeded');
-    expect((await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: gone.headers, payload: gone.body })).statusCode).toBe(202);
+    expect((await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: gone.headers, payload: gone.body })).statusCode).toBe(
+      202,
+    );
     const down = geregeEvent('evt_r4', { id: 're_4', payment_intent: 'pi_down' }, 'refund.succeeded');
-    expect((await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: down.headers, payload: down.body })).statusCode).toBe(503);
+    expect((await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: down.headers, payload: down.body })).statusCode).toBe(
+      503,
+    );
   });
 
   it('answers 503 when the broker does not acknowledge in time, and when there is no broker', async () => {
     // aedes that never authorises a publish: the PUBLISH is taken, the PUBACK never comes.
-    const aedes = await Aedes.createBroker({ authorizePublish: (_client, packet, callback) => { if (packet.topic.includes('/webhooks/')) return; callback(null); } });
+    const aedes = await Aedes.createBroker({
+      authorizePublish: (_client, packet, callback) => {
+        if (packet.topic.includes('/webhooks/')) return;
+        callback(null);
+      },
+    });
     const sockets = new Set<Socket>();
-    const server = createServer((socket) => { sockets.add(socket); aedes.handle(socket); });
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      aedes.handle(socket);
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     const url = `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`;
     cleanups.push(async () => {
@@ -164,7 +221,11 @@ describe('vendgate relay', () => {
     expect(relay.stats().notAcknowledged).toBe(1);
 
     for (const s of sockets) s.destroy();
-    await waitFor(async () => (await relay.inject({ method: 'GET', url: '/webhooks/health' })).statusCode === 503, 10_000, 'health to say no broker');
+    await waitFor(
+      async () => (await relay.inject({ method: 'GET', url: '/webhooks/health' })).statusCode === 503,
+      10_000,
+      'health to say no broker',
+    );
     const noBroker = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
     expect([503]).toContain(noBroker.statusCode);
   });

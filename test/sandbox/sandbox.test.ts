@@ -5,7 +5,15 @@ import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { tempDir } from '../helpers/temp.js';
 
-const request = { idempotencyKey: 'vm-1-abc-1-pay', reference: 'vm-1-abc-1', amount: 1500, currency: 'MNT', description: 'Water', expiresInSec: 60, captureMode: 'automatic' as const };
+const request = {
+  idempotencyKey: 'vm-1-abc-1-pay',
+  reference: 'vm-1-abc-1',
+  amount: 1500,
+  currency: 'MNT',
+  description: 'Water',
+  expiresInSec: 60,
+  captureMode: 'automatic' as const,
+};
 
 describe('sandbox provider', () => {
   let dir: ReturnType<typeof tempDir>;
@@ -15,23 +23,35 @@ describe('sandbox provider', () => {
   beforeEach(() => {
     dir = tempDir();
     clock = createManualClock();
-    sandbox = createSandboxProvider({ clock, logger: silentLogger() }, { dbPath: join(dir.path, 'sandbox.db'), payUrl: (id) => `http://pay/${id}`, webhookSecret: 'whsec' });
+    sandbox = createSandboxProvider(
+      { clock, logger: silentLogger() },
+      { dbPath: join(dir.path, 'sandbox.db'), payUrl: (id) => `http://pay/${id}`, webhookSecret: 'whsec' },
+    );
     deliveries.length = 0;
     sandbox.onDelivery((d) => deliveries.push(d));
   });
-  afterEach(() => { sandbox.close(); dir.cleanup(); });
+  afterEach(() => {
+    sandbox.close();
+    dir.cleanup();
+  });
 
   it('answers a repeated key with the same invoice and a different body with a conflict', async () => {
     const first = await sandbox.provider.createInvoice(request);
     const again = await sandbox.provider.createInvoice(request);
     expect(again).toEqual({ ...first, replayed: true });
-    await expect(sandbox.provider.createInvoice({ ...request, amount: 9 })).rejects.toMatchObject({ kind: 'conflict', providerCode: 'idempotency_conflict' });
+    await expect(sandbox.provider.createInvoice({ ...request, amount: 9 })).rejects.toMatchObject({
+      kind: 'conflict',
+      providerCode: 'idempotency_conflict',
+    });
   });
 
   it('keeps its invoices across a restart of the gateway (its own file)', async () => {
     const invoice = await sandbox.provider.createInvoice(request);
     sandbox.close();
-    const reopened = createSandboxProvider({ clock, logger: silentLogger() }, { dbPath: join(dir.path, 'sandbox.db'), payUrl: (id) => `http://pay/${id}`, webhookSecret: 'whsec' });
+    const reopened = createSandboxProvider(
+      { clock, logger: silentLogger() },
+      { dbPath: join(dir.path, 'sandbox.db'), payUrl: (id) => `http://pay/${id}`, webhookSecret: 'whsec' },
+    );
     expect((await reopened.provider.getInvoice(invoice.id)).id).toBe(invoice.id);
     reopened.close();
   });
@@ -42,7 +62,11 @@ describe('sandbox provider', () => {
     expect((await sandbox.provider.getInvoice(invoice.id)).status).toBe('paid');
     const delivery = deliveries.at(-1)!;
     const context = { secrets: ['old', 'whsec'], toleranceSec: 300, now: clock.now() };
-    expect(sandbox.provider.verifyWebhook(delivery.rawBody, delivery.headers, context)).toMatchObject({ type: 'invoice.paid', objectId: invoice.id, livemode: false });
+    expect(sandbox.provider.verifyWebhook(delivery.rawBody, delivery.headers, context)).toMatchObject({
+      type: 'invoice.paid',
+      objectId: invoice.id,
+      livemode: false,
+    });
     const tampered = Buffer.from(delivery.rawBody.toString().replace('1500', '1'));
     expect(() => sandbox.provider.verifyWebhook(tampered, delivery.headers, context)).toThrow(/parsed or re-serialised/);
     const stale = { 'sandbox-signature': signSandboxPayload(delivery.rawBody, 'whsec', Math.floor(clock.now() / 1000) - 301) };

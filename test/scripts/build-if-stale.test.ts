@@ -6,7 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const dirs: string[] = [];
-afterEach(() => { for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true }); });
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
 
 /** A tiny project laid out like vendgate, with the real build scripts and the real TypeScript. */
 function project(): string {
@@ -17,7 +19,13 @@ function project(): string {
   for (const script of ['build-if-stale.mjs', 'copy-assets.mjs']) cpSync(join(ROOT, 'scripts', script), join(dir, 'scripts', script));
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   writeFileSync(join(dir, 'package.json'), '{"name":"tiny","version":"1.2.3","type":"module"}\n');
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', outDir: 'dist', rootDir: 'src', types: [] }, include: ['src/**/*.ts'] }));
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', outDir: 'dist', rootDir: 'src', types: [] },
+      include: ['src/**/*.ts'],
+    }),
+  );
   writeFileSync(join(dir, 'src/main.ts'), 'export const answer: number = 41;\n');
   writeFileSync(join(dir, 'src/kiosk/index.html'), '<p>one</p>\n');
   return dir;
@@ -33,7 +41,8 @@ function buildIfStale(dir: string): string {
 describe('npm start builds only what changed', () => {
   it('package.json: npm start, selftest and simulate go through the staleness check, not a full tsc run', () => {
     const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    for (const name of ['start', 'selftest', 'simulate']) expect(scripts[name], name).toMatch(/^node scripts\/build-if-stale\.mjs && node dist\/main\.js /);
+    for (const name of ['start', 'selftest', 'simulate'])
+      expect(scripts[name], name).toMatch(/^node scripts\/build-if-stale\.mjs && node dist\/main\.js /);
   });
 
   it('compiles when there is no dist, skips tsc when nothing changed, and recompiles after an edit or a new asset', () => {

@@ -85,7 +85,11 @@ export interface FakePi {
   exists(path: string): boolean;
   /** A source tree of vendgate (what a person would unpack or check out), with `version`. */
   source(version: string, change?: (dir: string) => void): string;
-  run(script: 'install-pi.sh' | 'update.sh', args: string[], source: string): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  run(
+    script: 'install-pi.sh' | 'update.sh',
+    args: string[],
+    source: string,
+  ): Promise<{ code: number | null; stdout: string; stderr: string }>;
   cleanup(): Promise<void>;
 }
 
@@ -105,7 +109,14 @@ export async function fakePi(): Promise<FakePi> {
   const log = join(dir.path, 'calls.log');
   writeFileSync(log, '');
   mkdirSync(join(dir.path, 'home'));
-  const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, VENDGATE_ROOT: root, FAKE_LOG: log, FAKE_BIN: bin, HOME: join(dir.path, 'home') };
+  const env = {
+    ...process.env,
+    PATH: `${bin}:${process.env.PATH}`,
+    VENDGATE_ROOT: root,
+    FAKE_LOG: log,
+    FAKE_BIN: bin,
+    HOME: join(dir.path, 'home'),
+  };
   const device = {
     device: { id: 'pi-test', mode: 'vending', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
     provider: { name: 'sandbox' },
@@ -129,7 +140,10 @@ export async function fakePi(): Promise<FakePi> {
       mkdirSync(src);
       for (const part of ['dist', 'config', 'systemd', 'scripts', 'docs']) cpSync(join(REPO, part), join(src, part), { recursive: true });
       cpSync(join(REPO, 'package-lock.json'), join(src, 'package-lock.json'));
-      writeFileSync(join(src, 'package.json'), readFileSync(join(REPO, 'package.json'), 'utf8').replace(/^  "version": ".*",$/m, `  "version": "${version}",`));
+      writeFileSync(
+        join(src, 'package.json'),
+        readFileSync(join(REPO, 'package.json'), 'utf8').replace(/^  "version": ".*",$/m, `  "version": "${version}",`),
+      );
       writeFileSync(join(src, 'config/examples/test-device.yaml'), stringify(device));
       change?.(src);
       return src;
@@ -139,8 +153,12 @@ export async function fakePi(): Promise<FakePi> {
         const child = spawn('bash', [join(source, 'scripts', script), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
         let stdout = '';
         let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-        child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+        });
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
         child.on('close', (code) => resolve({ code, stdout, stderr }));
       });
     },

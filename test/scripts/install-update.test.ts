@@ -21,7 +21,17 @@ describe('scripts/install-pi.sh', () => {
 
     expect(result.stderr).not.toMatch(/error/);
     expect(result.code).toBe(0);
-    for (const step of ['Checking the machine', 'Checking Node.js', 'Installing the build tools', 'Creating the service user', 'Installing the application', 'systemd units', 'Starting vendgate', 'Selftest', 'Done']) {
+    for (const step of [
+      'Checking the machine',
+      'Checking Node.js',
+      'Installing the build tools',
+      'Creating the service user',
+      'Installing the application',
+      'systemd units',
+      'Starting vendgate',
+      'Selftest',
+      'Done',
+    ]) {
       expect(result.stdout).toContain(`==> ${step}`);
     }
     expect(result.stdout).toMatch(/^PASS +local\.listener/m);
@@ -59,37 +69,53 @@ describe('scripts/install-pi.sh', () => {
     expect(again.stdout).toMatch(/OK: nothing failed/);
   });
 
-  it('--tunnel HOSTNAME sets up cloudflared on the Pi itself: Debian repository, login, tunnel, DNS route, config, unit; a re-run reuses all of it', { timeout: 120_000 }, async () => {
-    pi = await fakePi();
-    const src = pi.source('1.0.0');
+  it(
+    '--tunnel HOSTNAME sets up cloudflared on the Pi itself: Debian repository, login, tunnel, DNS route, config, unit; a re-run reuses all of it',
+    { timeout: 120_000 },
+    async () => {
+      pi = await fakePi();
+      const src = pi.source('1.0.0');
 
-    const result = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
+      const result = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
 
-    expect(result.stderr).not.toMatch(/error/);
-    expect(result.code).toBe(0);
-    expect(result.stdout).toContain('==> Cloudflare Tunnel for pay-pi-test.example.com');
-    expect(result.stdout).toContain('https://dash.cloudflare.com/argotunnel');
-    const calls = pi.calls();
-    expect(calls).toContainEqual(expect.stringMatching(/^curl -fsSL https:\/\/pkg\.cloudflare\.com\/cloudflare-main\.gpg -o .*\/usr\/share\/keyrings\/cloudflare-main\.gpg$/));
-    expect(pi.read('etc/apt/sources.list.d/cloudflared.list')).toBe('deb [signed-by=/usr/share/keyrings/cloudflare-main.gpg] https://pkg.cloudflare.com/cloudflared any main\n');
-    expect(calls).toContain('apt-get install -y -qq cloudflared');
-    expect(calls).toContain('cloudflared tunnel login');
-    expect(calls).toContainEqual(expect.stringMatching(/^cloudflared --origincert .*\/etc\/vendgate\/cloudflared-cert\.pem tunnel create --credentials-file .*\/etc\/vendgate\/tunnel\.json vendgate-pi-test$/));
-    expect(calls).toContainEqual(expect.stringMatching(/tunnel route dns 6f1c2d3e-0000-4000-8000-00000000abcd pay-pi-test\.example\.com$/));
-    const config = pi.read('etc/vendgate/cloudflared.yml');
-    expect(config).toMatch(/^tunnel: 6f1c2d3e-0000-4000-8000-00000000abcd$/m);
-    expect(config).toContain('- hostname: pay-pi-test.example.com\n    path: ^/webhooks/\n    service: http://127.0.0.1:8787');
-    expect(config).toContain('- service: http_status:404');
-    expect(calls).toContain('systemctl enable --now vendgate-tunnel.service');
-    expect(result.stdout).toContain('http.webhook.publicUrl: https://pay-pi-test.example.com');
+      expect(result.stderr).not.toMatch(/error/);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('==> Cloudflare Tunnel for pay-pi-test.example.com');
+      expect(result.stdout).toContain('https://dash.cloudflare.com/argotunnel');
+      const calls = pi.calls();
+      expect(calls).toContainEqual(
+        expect.stringMatching(
+          /^curl -fsSL https:\/\/pkg\.cloudflare\.com\/cloudflare-main\.gpg -o .*\/usr\/share\/keyrings\/cloudflare-main\.gpg$/,
+        ),
+      );
+      expect(pi.read('etc/apt/sources.list.d/cloudflared.list')).toBe(
+        'deb [signed-by=/usr/share/keyrings/cloudflare-main.gpg] https://pkg.cloudflare.com/cloudflared any main\n',
+      );
+      expect(calls).toContain('apt-get install -y -qq cloudflared');
+      expect(calls).toContain('cloudflared tunnel login');
+      expect(calls).toContainEqual(
+        expect.stringMatching(
+          /^cloudflared --origincert .*\/etc\/vendgate\/cloudflared-cert\.pem tunnel create --credentials-file .*\/etc\/vendgate\/tunnel\.json vendgate-pi-test$/,
+        ),
+      );
+      expect(calls).toContainEqual(
+        expect.stringMatching(/tunnel route dns 6f1c2d3e-0000-4000-8000-00000000abcd pay-pi-test\.example\.com$/),
+      );
+      const config = pi.read('etc/vendgate/cloudflared.yml');
+      expect(config).toMatch(/^tunnel: 6f1c2d3e-0000-4000-8000-00000000abcd$/m);
+      expect(config).toContain('- hostname: pay-pi-test.example.com\n    path: ^/webhooks/\n    service: http://127.0.0.1:8787');
+      expect(config).toContain('- service: http_status:404');
+      expect(calls).toContain('systemctl enable --now vendgate-tunnel.service');
+      expect(result.stdout).toContain('http.webhook.publicUrl: https://pay-pi-test.example.com');
 
-    const again = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
-    expect(again.code).toBe(0);
-    expect(again.stdout).toContain('tunnel.json exists: reusing that tunnel');
-    expect(again.stdout).toContain('cloudflared.yml exists: left as it is');
-    expect(pi.calls().filter((c) => c.includes('tunnel create'))).toHaveLength(1);
-    expect(pi.calls().filter((c) => c === 'cloudflared tunnel login')).toHaveLength(1);
-  });
+      const again = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toContain('tunnel.json exists: reusing that tunnel');
+      expect(again.stdout).toContain('cloudflared.yml exists: left as it is');
+      expect(pi.calls().filter((c) => c.includes('tunnel create'))).toHaveLength(1);
+      expect(pi.calls().filter((c) => c === 'cloudflared tunnel login')).toHaveLength(1);
+    },
+  );
 
   it('--tunnel refuses something that is not a host name', async () => {
     pi = await fakePi();
@@ -145,28 +171,33 @@ describe('scripts/update.sh', () => {
     expect(calls.lastIndexOf('systemctl stop vendgate.service')).toBeLessThan(calls.lastIndexOf('systemctl restart vendgate.service'));
   });
 
-  it('an update from a checkout builds the release from its sources, never the dist/ left in the checkout', { timeout: 120_000 }, async () => {
-    pi = await fakePi();
-    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
-    const checkout = pi.source('1.2.0', (dir) => {
-      cpSync(join(REPO, 'src'), join(dir, 'src'), { recursive: true });
-      cpSync(join(REPO, 'tsconfig.json'), join(dir, 'tsconfig.json'));
-      writeFileSync(join(dir, 'dist/main.js'), "process.stderr.write('stale build\\n'); process.exit(1);\n");
-    });
+  it(
+    'an update from a checkout builds the release from its sources, never the dist/ left in the checkout',
+    { timeout: 120_000 },
+    async () => {
+      pi = await fakePi();
+      expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+      const checkout = pi.source('1.2.0', (dir) => {
+        cpSync(join(REPO, 'src'), join(dir, 'src'), { recursive: true });
+        cpSync(join(REPO, 'tsconfig.json'), join(dir, 'tsconfig.json'));
+        writeFileSync(join(dir, 'dist/main.js'), "process.stderr.write('stale build\\n'); process.exit(1);\n");
+      });
 
-    const update = await pi.run('update.sh', [checkout], checkout);
+      const update = await pi.run('update.sh', [checkout], checkout);
 
-    expect(update.stderr).not.toMatch(/error/);
-    expect(update.code).toBe(0);
-    expect(update.stderr).toMatch(/building 1\.2\.0 from source/);
-    const release = `opt/vendgate/releases/${current(pi)}`;
-    expect(pi.read(`${release}/dist/main.js`)).not.toContain('stale build');
-    expect(pi.exists(`${release}/src`)).toBe(false);
-    expect(pi.exists(`${release}/docs/operations.md`)).toBe(true);
-    const calls = pi.calls();
-    for (const call of ['npm ci --no-audit --no-fund', 'npm run build', 'npm prune --omit=dev --no-audit --no-fund']) expect(calls).toContain(call);
-    expect(calls.indexOf('npm run build')).toBeLessThan(calls.indexOf('npm prune --omit=dev --no-audit --no-fund'));
-  });
+      expect(update.stderr).not.toMatch(/error/);
+      expect(update.code).toBe(0);
+      expect(update.stderr).toMatch(/building 1\.2\.0 from source/);
+      const release = `opt/vendgate/releases/${current(pi)}`;
+      expect(pi.read(`${release}/dist/main.js`)).not.toContain('stale build');
+      expect(pi.exists(`${release}/src`)).toBe(false);
+      expect(pi.exists(`${release}/docs/operations.md`)).toBe(true);
+      const calls = pi.calls();
+      for (const call of ['npm ci --no-audit --no-fund', 'npm run build', 'npm prune --omit=dev --no-audit --no-fund'])
+        expect(calls).toContain(call);
+      expect(calls.indexOf('npm run build')).toBeLessThan(calls.indexOf('npm prune --omit=dev --no-audit --no-fund'));
+    },
+  );
 
   it('rolls back to the previous release when the new one does not start, and says so', async () => {
     pi = await fakePi();
@@ -175,7 +206,10 @@ describe('scripts/update.sh', () => {
     // Migrates fine, then dies at start.
     const broken = pi.source('2.0.0', (dir) => {
       renameSync(join(dir, 'dist/main.js'), join(dir, 'dist/main-real.js'));
-      writeFileSync(join(dir, 'dist/main.js'), "if (process.argv[2] === 'start') { process.stderr.write('boom\\n'); process.exit(1); }\nawait import('./main-real.js');\n");
+      writeFileSync(
+        join(dir, 'dist/main.js'),
+        "if (process.argv[2] === 'start') { process.stderr.write('boom\\n'); process.exit(1); }\nawait import('./main-real.js');\n",
+      );
     });
 
     const update = await pi.run('update.sh', [broken], broken);
@@ -192,7 +226,9 @@ describe('scripts/update.sh', () => {
     pi = await fakePi();
     expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
     const before = current(pi);
-    const broken = pi.source('2.0.0', (dir) => writeFileSync(join(dir, 'dist/main.js'), "process.stderr.write('boom\\n'); process.exit(1);\n"));
+    const broken = pi.source('2.0.0', (dir) =>
+      writeFileSync(join(dir, 'dist/main.js'), "process.stderr.write('boom\\n'); process.exit(1);\n"),
+    );
 
     const update = await pi.run('update.sh', [broken], broken);
 

@@ -4,7 +4,9 @@ import { parse } from 'yaml';
 import { loadSettings, parseSettings } from '../../src/settings/index.js';
 
 const DIR = new URL('../../config/examples/', import.meta.url).pathname;
-const FILES = readdirSync(DIR).filter((name) => name.endsWith('.yaml')).sort();
+const FILES = readdirSync(DIR)
+  .filter((name) => name.endsWith('.yaml'))
+  .sort();
 
 /** The secrets an example needs come from the environment, exactly as on a device. */
 function envFor(raw: { provider?: { name?: string }; mqtt?: { username?: string } }): NodeJS.ProcessEnv {
@@ -18,10 +20,17 @@ function envFor(raw: { provider?: { name?: string }; mqtt?: { username?: string 
 
 describe('config/examples', () => {
   it('has an example per provider and per machine type', () => {
-    expect(FILES).toEqual(expect.arrayContaining([
-      'sandbox.yaml', 'gerege.yaml', 'qutpay.yaml',
-      'turnstile-passage.yaml', 'pulse-machine.yaml', 'serial-machine.yaml', 'mdb-machine.yaml',
-    ]));
+    expect(FILES).toEqual(
+      expect.arrayContaining([
+        'sandbox.yaml',
+        'gerege.yaml',
+        'qutpay.yaml',
+        'turnstile-passage.yaml',
+        'pulse-machine.yaml',
+        'serial-machine.yaml',
+        'mdb-machine.yaml',
+      ]),
+    );
   });
 
   it.each(FILES)('%s passes parseSettings with its secrets from the environment, and holds no secret itself', (file) => {
@@ -31,7 +40,13 @@ describe('config/examples', () => {
     expect(loaded.settings.device.id).toMatch(/^[a-z0-9-]+$/);
     // The loader refuses secrets in the file; the examples must not teach putting them there.
     expect(raw.provider?.clientSecret ?? raw.provider?.apiKey ?? raw.provider?.webhookSecrets ?? raw.mqtt?.password).toBeUndefined();
-    expect(() => parseSettings({ ...raw, provider: { ...raw.provider, ...secretsOf(envFor(raw)) }, mqtt: { ...raw.mqtt, ...mqttPassword(envFor(raw)) } })).not.toThrow();
+    expect(() =>
+      parseSettings({
+        ...raw,
+        provider: { ...raw.provider, ...secretsOf(envFor(raw)) },
+        mqtt: { ...raw.mqtt, ...mqttPassword(envFor(raw)) },
+      }),
+    ).not.toThrow();
   });
 
   it('the machine-type examples configure what their name says', () => {

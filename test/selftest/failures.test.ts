@@ -91,9 +91,19 @@ describe('each broken part FAILs on its own line, with a hint, and leaves the ot
 
   it('a broker that accepts TCP but never answers MQTT: FAIL mqtt within the time limit', async () => {
     const sockets = new Set<import('node:net').Socket>();
-    const silent = createServer((socket) => { socket.resume(); sockets.add(socket); socket.on('close', () => sockets.delete(socket)); });
+    const silent = createServer((socket) => {
+      socket.resume();
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    onCleanup(() => new Promise((resolve) => { for (const s of sockets) s.destroy(); silent.close(resolve); }));
+    onCleanup(
+      () =>
+        new Promise((resolve) => {
+          for (const s of sockets) s.destroy();
+          silent.close(resolve);
+        }),
+    );
     const port = (silent.address() as { port: number }).port;
     const device = await stoppedDevice({ mqtt: { url: `mqtt://127.0.0.1:${port}`, connectTimeoutMs: 1_000 } });
 
@@ -129,6 +139,8 @@ describe('each broken part FAILs on its own line, with a hint, and leaves the ot
     expect(byName(unsynced.report.checks).clock).toMatchObject({ status: 'WARN' });
     expect(byName(unsynced.report.checks).clock!.hint).toMatch(/timedatectl set-ntp true/);
     expect(failing(late.report.checks)).toEqual(['clock']);
-    expect(byName(late.report.checks).clock!.detail).toMatch(/^(399|400|401) s behind the provider's clock: signed webhooks are refused beyond 300 s$/);
+    expect(byName(late.report.checks).clock!.detail).toMatch(
+      /^(399|400|401) s behind the provider's clock: signed webhooks are refused beyond 300 s$/,
+    );
   });
 });

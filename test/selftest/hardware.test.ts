@@ -53,7 +53,11 @@ describe('GPIO, serial and inputs', () => {
     const device = await relayDevice();
     const gpio = createFakeGpio();
 
-    const { report } = await selftestFor(device.path, {}, { hardware: { sysfsRoot: PI4, Gpio: gpio.Gpio }, exec: fakeExec({ systemdActive: true }) });
+    const { report } = await selftestFor(
+      device.path,
+      {},
+      { hardware: { sysfsRoot: PI4, Gpio: gpio.Gpio }, exec: fakeExec({ systemdActive: true }) },
+    );
 
     expect(byName(report.checks).gpio!.detail).toMatch(/in use by the running service/);
     expect(gpio.pins.size).toBe(0);
@@ -77,7 +81,11 @@ describe('GPIO, serial and inputs', () => {
     const device = await relayDevice({ inputs: {} });
     const gpio = createFakeGpio();
 
-    const { report } = await selftestFor(device.path, { actuate: true }, { hardware: { sysfsRoot: PI4, Gpio: gpio.Gpio }, exec: fakeExec({ systemdActive: true }) });
+    const { report } = await selftestFor(
+      device.path,
+      { actuate: true },
+      { hardware: { sysfsRoot: PI4, Gpio: gpio.Gpio }, exec: fakeExec({ systemdActive: true }) },
+    );
 
     expect(byName(report.checks).actuate).toMatchObject({ status: 'FAIL', detail: 'not done: the running service holds the hardware' });
     expect(gpio.pins.size).toBe(0);
@@ -89,7 +97,10 @@ describe('GPIO, serial and inputs', () => {
     const { report } = await selftestFor(device.path, { actuate: true });
 
     expect(byName(report.checks).actuate).toMatchObject({ status: 'PASS' });
-    const lines = readFileSync(device.simLog, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { reference: string; slot: string });
+    const lines = readFileSync(device.simLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { reference: string; slot: string });
     expect(lines).toEqual([expect.objectContaining({ reference: 'selftest', slot: 'A1' })]);
   });
 

@@ -58,7 +58,9 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
  * A device configuration file in a temp directory whose service is NOT running: listeners on ports
  * nobody listens on, sandbox provider, sim actuator, MQTT off. `config` is merged section by section.
  */
-export async function deviceConfig(config: Record<string, unknown> = {}): Promise<{ dir: string; path: string; dbPath: string; simLog: string }> {
+export async function deviceConfig(
+  config: Record<string, unknown> = {},
+): Promise<{ dir: string; path: string; dbPath: string; simLog: string }> {
   const dir = tempDir('vendgate-selftest-');
   onCleanup(dir.cleanup);
   mkdirSync(dir.path, { recursive: true });
@@ -81,12 +83,18 @@ export async function deviceConfig(config: Record<string, unknown> = {}): Promis
 /** Loads the file like the CLI does and runs the selftest in this process. */
 export async function selftestFor(
   path: string,
-  options: { env?: NodeJS.ProcessEnv } & Partial<Omit<SelftestOptions, 'settings' | 'source' | 'environment'>> & { publish?: boolean; store?: boolean } = {},
+  options: { env?: NodeJS.ProcessEnv } & Partial<Omit<SelftestOptions, 'settings' | 'source' | 'environment'>> & {
+      publish?: boolean;
+      store?: boolean;
+    } = {},
   deps: SelftestDeps = {},
 ) {
   const { env, ...rest } = options;
   const loaded = loadSettings({ path, env: env ?? {} });
-  const run = await runSelftest({ settings: loaded.settings, source: loaded.source, environment: loaded.environment, publish: false, ...rest }, { exec: fakeExec(), ...deps });
+  const run = await runSelftest(
+    { settings: loaded.settings, source: loaded.source, environment: loaded.environment, publish: false, ...rest },
+    { exec: fakeExec(), ...deps },
+  );
   return { ...run, settings: loaded.settings };
 }
 

@@ -13,7 +13,10 @@ async function retained(url: string, topic: string): Promise<string> {
     return await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no retained message on ${topic}`)), 5_000);
       client.on('message', (received, payload, packet) => {
-        if (received === topic && packet.retain) { clearTimeout(timer); resolve(payload.toString()); }
+        if (received === topic && packet.retain) {
+          clearTimeout(timer);
+          resolve(payload.toString());
+        }
       });
       client.on('connect', () => client.subscribe(topic, { qos: 1 }));
       client.on('error', reject);
@@ -55,12 +58,30 @@ describe('selftest against a running demo service', () => {
     const elapsed = Date.now() - started;
 
     const checks = byName(report.checks);
-    expect(report.checks.filter((c) => c.status !== 'PASS'), JSON.stringify(report.checks, null, 2)).toEqual([]);
+    expect(
+      report.checks.filter((c) => c.status !== 'PASS'),
+      JSON.stringify(report.checks, null, 2),
+    ).toEqual([]);
     expect(report.ok).toBe(true);
-    expect(Object.keys(checks)).toEqual(expect.arrayContaining([
-      'settings', 'database', 'disk', 'clock', 'provider', 'webhook.listener', 'webhook.tunnel', 'local.listener', 'mqtt', 'actuator',
-      'pending.uncertain_vends', 'pending.refunds', 'pending.webhooks', 'pending.outbox', 'pending.alarms',
-    ]));
+    expect(Object.keys(checks)).toEqual(
+      expect.arrayContaining([
+        'settings',
+        'database',
+        'disk',
+        'clock',
+        'provider',
+        'webhook.listener',
+        'webhook.tunnel',
+        'local.listener',
+        'mqtt',
+        'actuator',
+        'pending.uncertain_vends',
+        'pending.refunds',
+        'pending.webhooks',
+        'pending.outbox',
+        'pending.alarms',
+      ]),
+    );
     expect(checks['webhook.tunnel']!.detail).toMatch(/came back .* into this device's inbox in \d+ ms/);
     expect(checks.mqtt!.detail).toMatch(/received our own message/);
     expect(elapsed).toBeLessThan(10_000);
@@ -94,8 +115,13 @@ describe('selftest against a running demo service', () => {
 
     expect(failing(first.report.checks)).toEqual([]);
     expect(failing(second.report.checks)).toEqual([]);
-    for (const name of ['webhook.listener', 'local.listener', 'database', 'provider']) expect(byName(second.report.checks)[name]!.status).toBe('PASS');
-    const order = await fetch(`${svc.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A1' }) });
+    for (const name of ['webhook.listener', 'local.listener', 'database', 'provider'])
+      expect(byName(second.report.checks)[name]!.status).toBe('PASS');
+    const order = await fetch(`${svc.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot: 'A1' }),
+    });
     expect(order.status).toBe(201);
     expect(svc.logs().filter((line) => ['error', 'fatal'].includes(line.level))).toEqual([]);
   });

@@ -9,17 +9,26 @@ import { tempDir } from '../helpers/temp.js';
 import { byName, failing, fakeExec, onCleanup } from './harness.js';
 
 describe('the selftest inside the running service (MQTT cmd/selftest)', () => {
-  it('uses the service\'s own database, provider and actuator instead of opening a second set', async () => {
+  it("uses the service's own database, provider and actuator instead of opening a second set", async () => {
     const dir = tempDir();
     onCleanup(dir.cleanup);
     const settings = testSettings(dir.path);
-    const actuator = createSimActuator({ clock: systemClock }, { logPath: `${dir.path}/actuations.jsonl`, durationMs: 0, failMode: 'none' });
+    const actuator = createSimActuator(
+      { clock: systemClock },
+      { logPath: `${dir.path}/actuations.jsonl`, durationMs: 0, failMode: 'none' },
+    );
     const app = createApp(settings, { logger: silentLogger(), actuator });
     const { localUrl } = await app.start();
     onCleanup(() => app.stop());
     const ctx = app.context();
     let healthCalls = 0;
-    const watched = { ...actuator, health: () => { healthCalls += 1; return actuator.health(); } };
+    const watched = {
+      ...actuator,
+      health: () => {
+        healthCalls += 1;
+        return actuator.health();
+      },
+    };
 
     const { report, notes } = await runSelftest(
       { settings, source: '(in memory)', environment: [], urls: { local: localUrl } },

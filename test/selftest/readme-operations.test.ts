@@ -37,8 +37,27 @@ describe('README.md, the part for the people who run it', () => {
   });
 
   it('explains every selftest line', () => {
-    const names = ['settings', 'database', 'disk', 'clock', 'provider', 'webhook.listener', 'webhook.tunnel', 'local.listener', 'mqtt',
-      'serial', 'gpio', 'actuator', 'inputs', 'actuate', 'pending.uncertain_vends', 'pending.refunds', 'pending.webhooks', 'pending.outbox', 'pending.alarms'];
+    const names = [
+      'settings',
+      'database',
+      'disk',
+      'clock',
+      'provider',
+      'webhook.listener',
+      'webhook.tunnel',
+      'local.listener',
+      'mqtt',
+      'serial',
+      'gpio',
+      'actuator',
+      'inputs',
+      'actuate',
+      'pending.uncertain_vends',
+      'pending.refunds',
+      'pending.webhooks',
+      'pending.outbox',
+      'pending.alarms',
+    ];
     expect(names.filter((name) => !DOC.includes(`| \`${name}\` |`))).toEqual([]);
   });
 });

@@ -39,7 +39,14 @@ describe('selftest report', () => {
   });
 
   it('--json keeps the documented field order whatever order the object was built in', () => {
-    const shuffled = { checks: REPORT.checks.map((c) => ({ hint: c.hint, detail: c.detail, status: c.status, name: c.name })), config: REPORT.config, durationMs: 1234, startedAt: REPORT.startedAt, ok: false, version: 1 } as SelftestReport;
+    const shuffled = {
+      checks: REPORT.checks.map((c) => ({ hint: c.hint, detail: c.detail, status: c.status, name: c.name })),
+      config: REPORT.config,
+      durationMs: 1234,
+      startedAt: REPORT.startedAt,
+      ok: false,
+      version: 1,
+    } as SelftestReport;
     const json = formatReportJson(shuffled);
     expect(json).toBe(formatReportJson(REPORT));
     expect(Object.keys(JSON.parse(json))).toEqual(['version', 'ok', 'startedAt', 'durationMs', 'config', 'checks']);

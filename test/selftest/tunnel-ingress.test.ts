@@ -23,12 +23,22 @@ function fakeCloudflared(options: { installed?: boolean } = {}): Exec & { calls:
     const config = parse(readFileSync(file!, 'utf8')) as { ingress?: { hostname?: string; path?: string; service: string }[] };
     const rules = config.ingress ?? [];
     const last = rules.at(-1);
-    if (!last || last.hostname || last.path) return { code: 1, stdout: '', error: 'The last ingress rule must match all URLs (i.e. it should not have a hostname or path filter)' };
+    if (!last || last.hostname || last.path)
+      return {
+        code: 1,
+        stdout: '',
+        error: 'The last ingress rule must match all URLs (i.e. it should not have a hostname or path filter)',
+      };
     if (verb === 'validate') return { code: 0, stdout: 'Validating rules from ' + file + '\nOK\n' };
     const target = new URL(url!);
-    const index = rules.findIndex((r) => (!r.hostname || r.hostname === target.hostname) && (!r.path || new RegExp(r.path).test(target.pathname)));
+    const index = rules.findIndex(
+      (r) => (!r.hostname || r.hostname === target.hostname) && (!r.path || new RegExp(r.path).test(target.pathname)),
+    );
     const rule = rules[index]!;
-    return { code: 0, stdout: `Using rules from ${file}\nMatched rule #${index}\n${rule.hostname ? `\thostname: ${rule.hostname}\n` : ''}${rule.path ? `\tpath: ${rule.path}\n` : ''}\tservice: ${rule.service}\n` };
+    return {
+      code: 0,
+      stdout: `Using rules from ${file}\nMatched rule #${index}\n${rule.hostname ? `\thostname: ${rule.hostname}\n` : ''}${rule.path ? `\tpath: ${rule.path}\n` : ''}\tservice: ${rule.service}\n`,
+    };
   }) as Exec & { calls: string[] };
   exec.calls = base.calls;
   return exec;
@@ -55,7 +65,9 @@ describe('selftest: the tunnel rules, as cloudflared reads them', () => {
   });
 
   it('FAIL when the tunnel forwards everything to the local listener', async () => {
-    const { device, rulesPath } = await deviceWithRules((yaml) => yaml.replace('    path: ^/webhooks/\n    service: http://127.0.0.1:8787', '    service: http://127.0.0.1:8080'));
+    const { device, rulesPath } = await deviceWithRules((yaml) =>
+      yaml.replace('    path: ^/webhooks/\n    service: http://127.0.0.1:8787', '    service: http://127.0.0.1:8080'),
+    );
     const { report } = await selftestFor(device.path, {}, { exec: fakeCloudflared(), tunnelConfigPath: rulesPath });
     const line = byName(report.checks)['tunnel.ingress']!;
     expect(line.status).toBe('FAIL');
@@ -66,13 +78,19 @@ describe('selftest: the tunnel rules, as cloudflared reads them', () => {
   it('FAIL when a path other than /webhooks/ reaches a listener (no path filter on the webhook rule)', async () => {
     const { device, rulesPath } = await deviceWithRules((yaml) => yaml.replace('    path: ^/webhooks/\n', ''));
     const { report } = await selftestFor(device.path, {}, { exec: fakeCloudflared(), tunnelConfigPath: rulesPath });
-    expect(byName(report.checks)['tunnel.ingress']).toMatchObject({ status: 'FAIL', detail: expect.stringContaining('https://pay-vm-001.example.com/ goes to http://127.0.0.1:8787') });
+    expect(byName(report.checks)['tunnel.ingress']).toMatchObject({
+      status: 'FAIL',
+      detail: expect.stringContaining('https://pay-vm-001.example.com/ goes to http://127.0.0.1:8787'),
+    });
   });
 
-  it('FAIL with cloudflared\'s own words when it rejects the rules', async () => {
+  it("FAIL with cloudflared's own words when it rejects the rules", async () => {
     const { device, rulesPath } = await deviceWithRules((yaml) => yaml.replace('  - service: http_status:404\n', ''));
     const { report } = await selftestFor(device.path, {}, { exec: fakeCloudflared(), tunnelConfigPath: rulesPath });
-    expect(byName(report.checks)['tunnel.ingress']).toMatchObject({ status: 'FAIL', detail: expect.stringContaining('The last ingress rule must match all URLs') });
+    expect(byName(report.checks)['tunnel.ingress']).toMatchObject({
+      status: 'FAIL',
+      detail: expect.stringContaining('The last ingress rule must match all URLs'),
+    });
   });
 
   it('no line where cloudflared is not installed', async () => {

@@ -19,17 +19,32 @@ async function fakeTunnel(port: number, routes: Record<string, string>): Promise
         response.end();
         return;
       }
-      const headers = Object.fromEntries(Object.entries(request.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>;
-      fetch(`${routes[prefix]}${request.url}`, { method: request.method, headers, body: request.method === 'POST' ? Buffer.concat(chunks) : undefined })
+      const headers = Object.fromEntries(
+        Object.entries(request.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k)),
+      ) as Record<string, string>;
+      fetch(`${routes[prefix]}${request.url}`, {
+        method: request.method,
+        headers,
+        body: request.method === 'POST' ? Buffer.concat(chunks) : undefined,
+      })
         .then(async (answer) => {
           response.statusCode = answer.status;
           response.end(Buffer.from(await answer.arrayBuffer()));
         })
-        .catch(() => { response.statusCode = 502; response.end(); });
+        .catch(() => {
+          response.statusCode = 502;
+          response.end();
+        });
     });
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  onCleanup(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+  onCleanup(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
 }
 
 async function serviceBehindTunnel() {
@@ -49,7 +64,10 @@ describe('the tunnel round trip (http.webhook.publicUrl)', () => {
     expect(byName(report.checks)['webhook.tunnel']).toMatchObject({ status: 'PASS' });
     const db = openDatabase(svc.dbPath, { readonly: true });
     try {
-      const rows = db.prepare("SELECT type, processed_at FROM webhook_events WHERE event_id LIKE 'evt_selftest_%'").all() as { type: string; processed_at: number | null }[];
+      const rows = db.prepare("SELECT type, processed_at FROM webhook_events WHERE event_id LIKE 'evt_selftest_%'").all() as {
+        type: string;
+        processed_at: number | null;
+      }[];
       expect(rows).toEqual([{ type: 'vendgate.selftest', processed_at: expect.any(Number) }]);
       expect((db.prepare('SELECT count(*) AS n FROM orders').get() as { n: number }).n).toBe(0);
     } finally {

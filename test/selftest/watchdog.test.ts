@@ -5,7 +5,9 @@ import { openDatabase } from '../../src/store/index.js';
 import { databaseProbe, startWatchdog, watchdogIntervalMs } from '../../src/selftest/index.js';
 import { tempDir } from '../helpers/temp.js';
 
-afterEach(() => { vi.useRealTimers(); });
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('systemd watchdog', () => {
   it('pings at a third of WATCHDOG_USEC, and only when systemd asked this very process', () => {
@@ -25,7 +27,9 @@ describe('systemd watchdog', () => {
     const failures: unknown[] = [];
     const watchdog = startWatchdog({
       intervalMs: 1_000,
-      probe: () => { if (!healthy) throw new Error('database is locked'); },
+      probe: () => {
+        if (!healthy) throw new Error('database is locked');
+      },
       notify: (state) => sent.push(state),
       onUnhealthy: (err) => failures.push(err),
     });

@@ -21,27 +21,49 @@ function problems(fn: () => unknown): string[] {
 describe('fleet settings', () => {
   it('a device takes its webhooks from the tunnel unless told otherwise, and broker mode needs a broker', () => {
     expect(parseSettings({ device }).fleet.webhookSource).toBe('tunnel');
-    expect(parseSettings({ device, provider: gerege, mqtt: { url: 'mqtt://broker:1883' }, fleet: { webhookSource: 'broker' } }).fleet.webhookSource).toBe('broker');
-    expect(problems(() => parseSettings({ device, provider: gerege, mqtt: { url: '' }, fleet: { webhookSource: 'both' } })))
-      .toEqual(['fleet.webhookSource: both needs a broker: set mqtt.url (the fleet\'s broker), or use tunnel']);
+    expect(
+      parseSettings({ device, provider: gerege, mqtt: { url: 'mqtt://broker:1883' }, fleet: { webhookSource: 'broker' } }).fleet
+        .webhookSource,
+    ).toBe('broker');
+    expect(problems(() => parseSettings({ device, provider: gerege, mqtt: { url: '' }, fleet: { webhookSource: 'both' } }))).toEqual([
+      "fleet.webhookSource: both needs a broker: set mqtt.url (the fleet's broker), or use tunnel",
+    ]);
     expect(problems(() => parseSettings({ device, fleet: { webhookSource: 'relay' } }))[0]).toMatch(/^fleet\.webhookSource: /);
   });
 
   it('the shipped relay example loads with its secrets from the environment', () => {
-    const { settings, environment } = loadRelaySettings({ path: RELAY_EXAMPLE, env: { VENDGATE_WEBHOOK_SECRETS_GEREGE: 'whsec_new,whsec_old', VENDGATE_RELAY_LOOKUP_CLIENT_SECRET: 'ro', VENDGATE_MQTT_PASSWORD: 'pw' } });
+    const { settings, environment } = loadRelaySettings({
+      path: RELAY_EXAMPLE,
+      env: {
+        VENDGATE_WEBHOOK_SECRETS_GEREGE: 'whsec_new,whsec_old',
+        VENDGATE_RELAY_LOOKUP_CLIENT_SECRET: 'ro',
+        VENDGATE_MQTT_PASSWORD: 'pw',
+      },
+    });
     expect(settings.relay.webhookSecrets).toEqual({ gerege: ['whsec_new', 'whsec_old'] });
     expect(settings.relay.routeLookup.clientSecret).toBe('ro');
-    expect(environment.sort()).toEqual(['VENDGATE_MQTT_PASSWORD', 'VENDGATE_RELAY_LOOKUP_CLIENT_SECRET', 'VENDGATE_WEBHOOK_SECRETS_GEREGE']);
+    expect(environment.sort()).toEqual([
+      'VENDGATE_MQTT_PASSWORD',
+      'VENDGATE_RELAY_LOOKUP_CLIENT_SECRET',
+      'VENDGATE_WEBHOOK_SECRETS_GEREGE',
+    ]);
   });
 
   it('the relay lists every problem at once, and refuses secrets in its file', () => {
-    expect(problems(() => parseRelaySettings({ relay: { providers: ['gerege', 'stripe'], port: 70_000 }, mqtt: { url: 'embedded' } })).sort()).toEqual([
-      'mqtt.url: the relay publishes to the fleet\'s broker: give its URL (mqtt://host:1883 or mqtts://host:8883)',
-      'relay.port: Too big: expected number to be <=65535',
-      'relay.providers.1: Invalid option: expected one of "gerege"|"qutpay"',
-    ].sort());
-    expect(problems(() => parseRelaySettings({ relay: { publishTimeOutMs: 100, webhookSecrets: { gerege: ['w'] } }, mqtt: { url: 'mqtt://broker:1883' } })))
-      .toEqual(['relay.publishTimeOutMs: unknown key; did you mean "publishTimeoutMs"?']);
+    expect(
+      problems(() => parseRelaySettings({ relay: { providers: ['gerege', 'stripe'], port: 70_000 }, mqtt: { url: 'embedded' } })).sort(),
+    ).toEqual(
+      [
+        "mqtt.url: the relay publishes to the fleet's broker: give its URL (mqtt://host:1883 or mqtts://host:8883)",
+        'relay.port: Too big: expected number to be <=65535',
+        'relay.providers.1: Invalid option: expected one of "gerege"|"qutpay"',
+      ].sort(),
+    );
+    expect(
+      problems(() =>
+        parseRelaySettings({ relay: { publishTimeOutMs: 100, webhookSecrets: { gerege: ['w'] } }, mqtt: { url: 'mqtt://broker:1883' } }),
+      ),
+    ).toEqual(['relay.publishTimeOutMs: unknown key; did you mean "publishTimeoutMs"?']);
     const dir = tempDir('vendgate-relay-settings-');
     try {
       const path = join(dir.path, 'relay.yaml');

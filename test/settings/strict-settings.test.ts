@@ -14,7 +14,9 @@ const base = () => ({
 
 describe('strict settings', () => {
   let dir: ReturnType<typeof tempDir>;
-  beforeEach(() => { dir = tempDir(); });
+  beforeEach(() => {
+    dir = tempDir();
+  });
   afterEach(() => dir.cleanup());
 
   const problemsOf = (config: Record<string, unknown>): string[] => {
@@ -38,7 +40,9 @@ describe('strict settings', () => {
     const config = base() as Record<string, any>;
     config[section] = { ...(config[section] ?? {}), [key]: value };
     const problems = problemsOf(config);
-    expect(problems).toContainEqual(expect.stringMatching(new RegExp(`^${path.replace('.', '\\.')}: unknown key; did you mean "${suggestion}"\\?`)));
+    expect(problems).toContainEqual(
+      expect.stringMatching(new RegExp(`^${path.replace('.', '\\.')}: unknown key; did you mean "${suggestion}"\\?`)),
+    );
   });
 
   it('a typo of a secret key is refused as unknown and as a secret', () => {
@@ -64,7 +68,9 @@ describe('strict settings', () => {
     for (const secret of SECRET_SETTINGS) {
       expect(problems).toContainEqual(expect.stringContaining(`${secret.path}: secrets are not read from the file; set ${secret.env}`));
     }
-    expect(SECRET_SETTINGS.map((s) => s.path)).toEqual(expect.arrayContaining(['provider.clientSecret', 'provider.apiKey', 'provider.webhookSecrets', 'mqtt.password']));
+    expect(SECRET_SETTINGS.map((s) => s.path)).toEqual(
+      expect.arrayContaining(['provider.clientSecret', 'provider.apiKey', 'provider.webhookSecrets', 'mqtt.password']),
+    );
     expect(problems).toContainEqual(expect.stringMatching(/^device\.livemod: unknown key/));
     expect(problems).toContainEqual(expect.stringMatching(/^poll\.intervalMs: /));
     // No secret value is ever repeated in a message.
@@ -81,12 +87,17 @@ describe('strict settings', () => {
   it('a typo in the real command exits 78 with the path, before any database is created', async () => {
     const dbPath = join(dir.path, 'never.db');
     const path = join(dir.path, 'typo.yaml');
-    writeFileSync(path, stringify({ ...base(), storage: { path: dbPath, retentionDay: 7 }, http: { local: { port: 0 }, webhook: { port: 0 } } }));
+    writeFileSync(
+      path,
+      stringify({ ...base(), storage: { path: dbPath, retentionDay: 7 }, http: { local: { port: 0 }, webhook: { port: 0 } } }),
+    );
     const main = new URL('../../dist/main.js', import.meta.url).pathname;
     const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const child = spawn(process.execPath, [main, 'start', '--config', path], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
       child.once('exit', (code) => resolve({ code, stderr }));
     });
     expect(result.code).toBe(78);

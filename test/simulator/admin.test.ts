@@ -15,7 +15,9 @@ describe('simulator admin and pay page', () => {
     expect((await api.get(`/payment-intents/${intent.id}`)).json.status).toBe('claimed');
 
     const paid = await fetch(`${sim.url}/__sim/pay/${intent.id}?format=html`, {
-      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '',
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: '',
     });
     expect(paid.status).toBe(200);
     expect(await paid.text()).toContain('succeeded');
@@ -27,9 +29,11 @@ describe('simulator admin and pay page', () => {
     const sim = await startSimulator({ provider: 'qutpay' });
     const api = qutpayClient(sim);
     const { json: invoice } = await api.post('/api/v1/invoices', invoiceBody(), 'a-2');
-    const pay = (id: string, body?: unknown) => fetch(`${sim.url}/__sim/pay/${id}`, {
-      method: 'POST', ...(body ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
-    });
+    const pay = (id: string, body?: unknown) =>
+      fetch(`${sim.url}/__sim/pay/${id}`, {
+        method: 'POST',
+        ...(body ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
+      });
     const ok = await pay(invoice.id, { amount: 2400 });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ id: invoice.id, status: 'paid' });
@@ -68,7 +72,12 @@ describe('simulator admin and pay page', () => {
   });
 
   it('describeSimulator prints the URL, the config lines and the secrets to paste', async () => {
-    const gerege = await startSimulator({ provider: 'gerege', clientSecret: 'cs-1', webhookSecret: 'wh-1', webhookUrl: 'http://127.0.0.1:8787/webhooks/gerege' });
+    const gerege = await startSimulator({
+      provider: 'gerege',
+      clientSecret: 'cs-1',
+      webhookSecret: 'wh-1',
+      webhookUrl: 'http://127.0.0.1:8787/webhooks/gerege',
+    });
     const text = describeSimulator(gerege);
     expect(text).toContain(gerege.url);
     expect(text).toContain(`baseUrl: ${gerege.url}`);

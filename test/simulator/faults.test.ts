@@ -21,12 +21,20 @@ describe('webhook faults', () => {
     await sim.pay(invoice.id);
     await sim.waitForDeliveriesIdle();
     expect(receiver.received).toHaveLength(0);
-    expect(sim.records().deliveries.map((d) => [d.eventId, d.status])).toEqual([[`${invoice.id}:pending`, 'dropped'], [`${invoice.id}:paid`, 'dropped']]);
+    expect(sim.records().deliveries.map((d) => [d.eventId, d.status])).toEqual([
+      [`${invoice.id}:pending`, 'dropped'],
+      [`${invoice.id}:paid`, 'dropped'],
+    ]);
   });
 
   it('reorderWebhooks holds an event back and delivers it after the next one', async () => {
     const receiver = await startReceiver();
-    const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, reorderMaxHoldMs: 10_000, faults: { reorderWebhooks: 1 } });
+    const sim = await startSimulator({
+      provider: 'qutpay',
+      webhookUrl: receiver.url,
+      reorderMaxHoldMs: 10_000,
+      faults: { reorderWebhooks: 1 },
+    });
     const { json: invoice } = await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-3');
     await sim.pay(invoice.id);
     await sim.waitForDeliveriesIdle();
@@ -35,7 +43,12 @@ describe('webhook faults', () => {
 
   it('a held-back event with no next event is still delivered after reorderMaxHoldMs', async () => {
     const receiver = await startReceiver();
-    const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, reorderMaxHoldMs: 20, faults: { reorderWebhooks: 1 } });
+    const sim = await startSimulator({
+      provider: 'qutpay',
+      webhookUrl: receiver.url,
+      reorderMaxHoldMs: 20,
+      faults: { reorderWebhooks: 1 },
+    });
     await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-4');
     await sim.waitForDeliveriesIdle();
     expect(receiver.bodies().map((b) => b.event)).toEqual(['invoice.pending']);
@@ -63,7 +76,12 @@ describe('webhook faults', () => {
 
   it('webhookOutage fails every attempt without reaching the receiver; retries deliver once it ends', async () => {
     const receiver = await startReceiver();
-    const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, webhookRetryDelaysMs: [30], faults: { webhookOutage: true } });
+    const sim = await startSimulator({
+      provider: 'qutpay',
+      webhookUrl: receiver.url,
+      webhookRetryDelaysMs: [30],
+      faults: { webhookOutage: true },
+    });
     await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-7');
     await waitFor(() => sim.records().deliveries.length >= 2, 'two failed attempts');
     expect(receiver.received).toHaveLength(0);
@@ -104,7 +122,8 @@ describe('request faults', () => {
   it('timeout never answers: the client gives up and nothing is created', async () => {
     const sim = await startSimulator({ provider: 'qutpay', faults: { timeout: 1 } });
     const attempt = fetch(`${sim.url}/api/v1/invoices`, {
-      method: 'POST', signal: AbortSignal.timeout(150),
+      method: 'POST',
+      signal: AbortSignal.timeout(150),
       headers: { 'x-api-key': 'qp_test_simulator', 'content-type': 'application/json', 'idempotency-key': 'f-3' },
       body: JSON.stringify(invoiceBody()),
     });
@@ -155,7 +174,10 @@ describe('request faults', () => {
     sim.setFaults({ refundUnknown: 1 });
     for (let i = 0; i < 8; i++) {
       const answer = await api.post(`/api/v1/invoices/${invoice.id}/refund`, { amount: 100 }, `rf-${i}`);
-      expect([[502, 'refund_unknown'], [504, 'refund_pending_unknown']]).toContainEqual([answer.status, answer.json.error]);
+      expect([
+        [502, 'refund_unknown'],
+        [504, 'refund_pending_unknown'],
+      ]).toContainEqual([answer.status, answer.json.error]);
     }
     const outcomes = sim.records().refundUnknown;
     expect(outcomes).toHaveLength(8);
@@ -177,7 +199,8 @@ describe('request faults', () => {
 describe('fault configuration', () => {
   it('POST /__sim/faults merges a valid config and refuses an invalid one with 400, changing nothing', async () => {
     const sim = await startSimulator({ provider: 'qutpay' });
-    const post = (body: unknown) => fetch(`${sim.url}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (body: unknown) =>
+      fetch(`${sim.url}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const ok = await post({ rateLimit: 0.25, webhookOutage: true });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toMatchObject({ rateLimit: 0.25, webhookOutage: true, serverError: 0 });

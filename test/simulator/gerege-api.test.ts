@@ -45,9 +45,28 @@ describe('gerege simulator: creating payment intents', () => {
     const api = await geregeClient(sim);
     const first = await api.post('/payment-intents', intentBody(), 'order-8812');
     expect(first.status).toBe(201);
-    expect(Object.keys(first.json)).toEqual(['id', 'object', 'status', 'amount', 'currency', 'reference', 'livemode', 'pay_url', 'expires_at', 'created', 'amount_refunded']);
+    expect(Object.keys(first.json)).toEqual([
+      'id',
+      'object',
+      'status',
+      'amount',
+      'currency',
+      'reference',
+      'livemode',
+      'pay_url',
+      'expires_at',
+      'created',
+      'amount_refunded',
+    ]);
     expect(first.json.amount_refunded).toBe(0);
-    expect(first.json).toMatchObject({ object: 'payment_intent', status: 'requires_payment', amount: 1500, currency: 'MNT', reference: 'vm-001-42', livemode: false });
+    expect(first.json).toMatchObject({
+      object: 'payment_intent',
+      status: 'requires_payment',
+      amount: 1500,
+      currency: 'MNT',
+      reference: 'vm-001-42',
+      livemode: false,
+    });
     expect(first.json.id).toMatch(/^pi_/);
     expect(first.json.expires_at - first.json.created).toBe(120);
 
@@ -116,7 +135,10 @@ describe('gerege simulator: status machine', () => {
     await sim.pay(intent.id);
     expect((await api.get(`/payment-intents/${intent.id}`)).json.status).toBe('succeeded');
     expect(sim.records().events.map((e: any) => e.type)).toEqual([
-      'payment_intent.created', 'payment_intent.claimed', 'payment_intent.processing', 'payment_intent.succeeded',
+      'payment_intent.created',
+      'payment_intent.claimed',
+      'payment_intent.processing',
+      'payment_intent.succeeded',
     ]);
     expect(sim.records().invoices[0]).toMatchObject({ status: 'succeeded', paidAt: expect.any(Number), captureMethod: 'automatic' });
     await expect(sim.pay(intent.id)).rejects.toThrow(/cannot be paid/);
@@ -206,7 +228,13 @@ describe('gerege simulator: refunds', () => {
     await sim.pay(intent.id);
     const first = await api.post(`/payment-intents/${intent.id}/refunds`, { amount: 1000 }, 'r-1');
     expect(first.status).toBe(201);
-    expect(first.json).toEqual({ id: expect.stringMatching(/^re_/), object: 'refund', payment_intent: intent.id, amount: 1000, status: 'succeeded' });
+    expect(first.json).toEqual({
+      id: expect.stringMatching(/^re_/),
+      object: 'refund',
+      payment_intent: intent.id,
+      amount: 1000,
+      status: 'succeeded',
+    });
     const replay = await api.post(`/payment-intents/${intent.id}/refunds`, { amount: 1000 }, 'r-1');
     expect(replay).toMatchObject({ status: 200, json: first.json });
     expect((await api.post(`/payment-intents/${intent.id}/refunds`, { amount: 999 }, 'r-1')).status).toBe(409);
@@ -248,7 +276,11 @@ describe('gerege simulator: Events API', () => {
     expect(page2.json.data[0]).toEqual(all[3]);
 
     const later = await api.get(`/events?created_after=${all[1]!.created}`);
-    expect(later.json.data.map((e: any) => e.type)).toEqual(['payment_intent.claimed', 'payment_intent.processing', 'payment_intent.succeeded']);
+    expect(later.json.data.map((e: any) => e.type)).toEqual([
+      'payment_intent.claimed',
+      'payment_intent.processing',
+      'payment_intent.succeeded',
+    ]);
     expect((await api.get('/events?limit=0')).status).toBe(400);
     expect((await api.get('/events?starting_after=evt_unknown')).status).toBe(400);
   });

@@ -36,9 +36,19 @@ export async function startReceiver(status: (n: number, received: Received) => n
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/webhooks`, received, bodies: () => received.map((r) => JSON.parse(r.body) as Record<string, any>) };
+  return {
+    url: `http://127.0.0.1:${port}/webhooks`,
+    received,
+    bodies: () => received.map((r) => JSON.parse(r.body) as Record<string, any>),
+  };
 }
 
 /** Polls a condition until it holds; fails with `what` after the deadline. */
@@ -68,25 +78,33 @@ export async function geregeClient(sim: Simulator, credentials = { id: 'sim-clie
   if (tokenAnswer.status !== 200) throw new Error(`token: ${tokenAnswer.status}`);
   let token: string = tokenAnswer.json.access_token;
   return {
-    get token() { return token; },
-    set token(value: string) { token = value; },
+    get token() {
+      return token;
+    },
+    set token(value: string) {
+      token = value;
+    },
     get: (path: string) => call(`${sim.url}${path}`, { headers: { authorization: `Bearer ${token}` } }),
-    post: (path: string, body?: unknown, key?: string) => call(`${sim.url}${path}`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(key === undefined ? {} : { 'idempotency-key': key }),
-      },
-      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-    }),
+    post: (path: string, body?: unknown, key?: string) =>
+      call(`${sim.url}${path}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(key === undefined ? {} : { 'idempotency-key': key }),
+        },
+        ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+      }),
   };
 }
 
 export function requestToken(sim: Simulator, id: string, secret: string, form = 'grant_type=client_credentials'): Promise<Answer> {
   return call(`${sim.url}/oauth2/token`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: form,
   });
 }
@@ -95,23 +113,32 @@ export function requestToken(sim: Simulator, id: string, secret: string, form = 
 export function qutpayClient(sim: Simulator, apiKey = 'qp_test_simulator') {
   return {
     get: (path: string) => call(`${sim.url}${path}`, { headers: { 'x-api-key': apiKey } }),
-    post: (path: string, body?: unknown, key?: string) => call(`${sim.url}${path}`, {
-      method: 'POST',
-      headers: {
-        'x-api-key': apiKey,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(key === undefined ? {} : { 'idempotency-key': key }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    }),
+    post: (path: string, body?: unknown, key?: string) =>
+      call(`${sim.url}${path}`, {
+        method: 'POST',
+        headers: {
+          'x-api-key': apiKey,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(key === undefined ? {} : { 'idempotency-key': key }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }),
   };
 }
 
 export const intentBody = (overrides: Record<string, unknown> = {}) => ({
-  amount: 1500, currency: 'MNT', reference: 'vm-001-42', description: 'Cola', capture_method: 'automatic', expires_in: 120,
+  amount: 1500,
+  currency: 'MNT',
+  reference: 'vm-001-42',
+  description: 'Cola',
+  capture_method: 'automatic',
+  expires_in: 120,
   ...overrides,
 });
 
 export const invoiceBody = (overrides: Record<string, unknown> = {}) => ({
-  amount: 2500, description: 'Turnstile fare', externalOrderId: 'vm-001-42', ...overrides,
+  amount: 2500,
+  description: 'Turnstile fare',
+  externalOrderId: 'vm-001-42',
+  ...overrides,
 });

@@ -22,8 +22,24 @@ describe('qutpay simulator: invoices', () => {
     const api = qutpayClient(sim);
     const created = await api.post('/api/v1/invoices', invoiceBody(), 'order-1001-pay');
     expect(created.status).toBe(201);
-    expect(Object.keys(created.json)).toEqual(['id', 'status', 'amount', 'description', 'externalOrderId', 'payUrl', 'qr', 'expiresAt', 'livemode']);
-    expect(created.json).toMatchObject({ status: 'pending', amount: 2500, description: 'Turnstile fare', externalOrderId: 'vm-001-42', livemode: false });
+    expect(Object.keys(created.json)).toEqual([
+      'id',
+      'status',
+      'amount',
+      'description',
+      'externalOrderId',
+      'payUrl',
+      'qr',
+      'expiresAt',
+      'livemode',
+    ]);
+    expect(created.json).toMatchObject({
+      status: 'pending',
+      amount: 2500,
+      description: 'Turnstile fare',
+      externalOrderId: 'vm-001-42',
+      livemode: false,
+    });
     expect(created.json.id).toMatch(/^inv_/);
     expect(created.json.expiresAt).toBe(new Date(clock.now() + 300_000).toISOString());
     expect(sim.records().invoices[0]).toMatchObject({ idempotencyKey: 'order-1001-pay', reference: 'vm-001-42', currency: 'KZT' });
@@ -137,7 +153,12 @@ describe('qutpay simulator: refunds', () => {
       { id: first.json.id, amount: 1000, status: 'succeeded' },
       { id: expect.any(String), amount: 1500, status: 'succeeded' },
     ]);
-    expect(sim.records().events.map((e: any) => e.event)).toEqual(['invoice.pending', 'invoice.paid', 'invoice.partially_refunded', 'invoice.refunded']);
+    expect(sim.records().events.map((e: any) => e.event)).toEqual([
+      'invoice.pending',
+      'invoice.paid',
+      'invoice.partially_refunded',
+      'invoice.refunded',
+    ]);
     expect(sim.records().refunds).toHaveLength(2);
   });
 });

@@ -29,7 +29,12 @@ describe('webhook signatures', () => {
       expect(sameHex(match![2]!, hmacHex('whsec_test', `${match![1]}.${body}`))).toBe(true);
     }
     const last = JSON.parse(receiver.received[3]!.body);
-    expect(last).toMatchObject({ object: 'event', type: 'payment_intent.succeeded', livemode: false, data: { object: { id: intent.id, status: 'succeeded' } } });
+    expect(last).toMatchObject({
+      object: 'event',
+      type: 'payment_intent.succeeded',
+      livemode: false,
+      data: { object: { id: intent.id, status: 'succeeded' } },
+    });
     // Webhooks carry the same bodies as the Events API.
     expect(receiver.bodies()).toEqual(sim.records().events);
   });
@@ -47,7 +52,10 @@ describe('webhook signatures', () => {
       expect(signature.startsWith('sha256=')).toBe(true);
       expect(sameHex(signature.slice('sha256='.length), hmacHex('qp_whsec', body))).toBe(true);
     }
-    expect(receiver.bodies()[1]).toMatchObject({ event: 'invoice.paid', invoice: { id: invoice.id, status: 'paid', amount: 2500, refunds: [] } });
+    expect(receiver.bodies()[1]).toMatchObject({
+      event: 'invoice.paid',
+      invoice: { id: invoice.id, status: 'paid', amount: 2500, refunds: [] },
+    });
     expect(sim.records().deliveries.map((d) => d.eventId)).toEqual([`${invoice.id}:pending`, `${invoice.id}:paid`]);
   });
 
@@ -89,7 +97,12 @@ describe('webhook retries', () => {
     await sim.waitForDeliveriesIdle();
     expect(sim.records().deliveries.map((d) => d.status)).toEqual([503, 503, 204]);
 
-    const nowhere = await startSimulator({ provider: 'qutpay', webhookUrl: 'http://127.0.0.1:1/webhooks', webhookRetryDelaysMs: [1], webhookMaxAttempts: 3 });
+    const nowhere = await startSimulator({
+      provider: 'qutpay',
+      webhookUrl: 'http://127.0.0.1:1/webhooks',
+      webhookRetryDelaysMs: [1],
+      webhookMaxAttempts: 3,
+    });
     await qutpayClient(nowhere).post('/api/v1/invoices', invoiceBody(), 'r-4');
     await nowhere.waitForDeliveriesIdle();
     expect(nowhere.records().deliveries.map((d) => d.status)).toEqual(['error', 'error', 'error']);
@@ -97,7 +110,12 @@ describe('webhook retries', () => {
 
   it('waits between attempts per webhookRetryDelaysMs, the last delay repeating', async () => {
     const receiver = await startReceiver(() => 500);
-    const sim = await startSimulator({ provider: 'gerege', webhookUrl: receiver.url, webhookRetryDelaysMs: [5, 60], webhookMaxAttempts: 4 });
+    const sim = await startSimulator({
+      provider: 'gerege',
+      webhookUrl: receiver.url,
+      webhookRetryDelaysMs: [5, 60],
+      webhookMaxAttempts: 4,
+    });
     const api = await geregeClient(sim);
     await api.post('/payment-intents', intentBody(), 'r-5');
     await sim.waitForDeliveriesIdle();

@@ -8,12 +8,17 @@ import { tempDir } from '../helpers/temp.js';
 /** The soak's "machine that sometimes fails": a seeded share of actuations fails, the rest deliver. */
 describe('sim actuator failRate', () => {
   const dirs: ReturnType<typeof tempDir>[] = [];
-  afterEach(() => { for (const d of dirs.splice(0)) d.cleanup(); });
+  afterEach(() => {
+    for (const d of dirs.splice(0)) d.cleanup();
+  });
 
   async function outcomes(failRate: number | undefined, failSeed: number, failMode: 'none' | 'nak' = 'none') {
     const dir = tempDir();
     dirs.push(dir);
-    const actuator = createSimActuator({ clock: systemClock }, { logPath: join(dir.path, 'a.jsonl'), durationMs: 0, failMode, failRate, failSeed });
+    const actuator = createSimActuator(
+      { clock: systemClock },
+      { logPath: join(dir.path, 'a.jsonl'), durationMs: 0, failMode, failRate, failSeed },
+    );
     await actuator.start();
     const results: string[] = [];
     for (let i = 1; i <= 400; i += 1) {
@@ -40,7 +45,8 @@ describe('sim actuator failRate', () => {
   it('the settings accept a share between 0 and 1 only', () => {
     const dir = tempDir();
     dirs.push(dir);
-    const withRate = (failRate: number) => testSettings(dir.path, { actuator: { kind: 'sim', sim: { logPath: join(dir.path, 'a.jsonl'), failRate } } });
+    const withRate = (failRate: number) =>
+      testSettings(dir.path, { actuator: { kind: 'sim', sim: { logPath: join(dir.path, 'a.jsonl'), failRate } } });
     expect(withRate(0.1).actuator.sim.failRate).toBe(0.1);
     expect(() => withRate(1.5)).toThrow(/actuator\.sim\.failRate/);
   });

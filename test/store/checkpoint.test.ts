@@ -45,7 +45,9 @@ describe('WAL checkpoints', () => {
 
   const insert = (n: number) => {
     const statement = db.prepare('INSERT INTO t (body) VALUES (?)');
-    db.transaction(() => { for (let i = 0; i < n; i += 1) statement.run(Buffer.alloc(300, i)); })();
+    db.transaction(() => {
+      for (let i = 0; i < n; i += 1) statement.run(Buffer.alloc(300, i));
+    })();
   };
 
   it('turns the automatic checkpoint off, so no commit of the service pays for one', () => {

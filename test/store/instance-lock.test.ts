@@ -11,7 +11,11 @@ describe('instance lock (in one process)', () => {
     const dbPath = join(dir.path, 'nested', 'vendgate.db');
     const first = acquireInstanceLock(dbPath);
     let refused: unknown;
-    try { acquireInstanceLock(dbPath); } catch (err) { refused = err; }
+    try {
+      acquireInstanceLock(dbPath);
+    } catch (err) {
+      refused = err;
+    }
     expect(refused).toBeInstanceOf(InstanceLockedError);
     expect((refused as InstanceLockedError).holderPid).toBe(process.pid);
     expect((refused as InstanceLockedError).lockPath).toBe(lockPathFor(dbPath));

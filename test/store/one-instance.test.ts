@@ -20,10 +20,20 @@ function runMain(args: string[], timeoutMs = 30_000): Promise<{ code: number | n
     const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${args.join(' ')} did not exit: ${stdout}\n${stderr}`)); }, timeoutMs);
-    child.once('exit', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${args.join(' ')} did not exit: ${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -32,7 +42,9 @@ function snapshot(dbPath: string): Record<string, number> {
   const db = new Database(dbPath, { readonly: true });
   try {
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[];
-    return Object.fromEntries(tables.map(({ name }) => [name, (db.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n]));
+    return Object.fromEntries(
+      tables.map(({ name }) => [name, (db.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n]),
+    );
   } finally {
     db.close();
   }
@@ -52,10 +64,16 @@ describe('one instance per database (two real processes)', () => {
   let svc: Service;
   beforeAll(async () => {
     svc = await startService();
-    const created = await fetch(`${svc.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' });
+    const created = await fetch(`${svc.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"slot":"A1"}',
+    });
     expect(created.status).toBe(201);
   });
-  afterAll(async () => { await svc?.stop(); });
+  afterAll(async () => {
+    await svc?.stop();
+  });
 
   it('a second start on the same database, even on other ports, exits 75 naming the holder, and changes nothing', async () => {
     const before = snapshot(svc.dbPath);
@@ -105,29 +123,40 @@ describe('one instance per database (two real processes)', () => {
 describe('a port in use', () => {
   const dir = tempDir();
   let blocker: Server;
-  afterEach(() => { blocker?.close(); });
+  afterEach(() => {
+    blocker?.close();
+  });
   afterAll(() => dir.cleanup());
 
-  it.each(['local', 'webhook'] as const)('the %s port taken by another program: exit 78 naming port, setting and how to find it, before the database exists', async (which) => {
-    const port = await freePort();
-    blocker = createServer();
-    await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve));
-    const dbPath = join(dir.path, `${which}.db`);
-    const other = await freePort();
-    const configPath = join(dir.path, `${which}.yaml`);
-    writeFileSync(configPath, stringify({
-      device: { id: 'port-test', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
-      http: { local: { host: '127.0.0.1', port: which === 'local' ? port : other }, webhook: { host: '127.0.0.1', port: which === 'webhook' ? port : other } },
-      storage: { path: dbPath },
-      actuator: { kind: 'sim', sim: { logPath: join(dir.path, 'act.jsonl') } },
-      mqtt: { url: '' },
-    }));
-    const result = await runMain(['start', '--config', configPath]);
-    expect(result.code).toBe(78);
-    expect(result.stderr).toContain(`http.${which}.port`);
-    expect(result.stderr).toContain(`port ${port}`);
-    expect(result.stderr).toContain(`ss -ltnp 'sport = :${port}'`);
-    expect(existsSync(dbPath)).toBe(false);
-    expect(existsSync(join(dir.path, 'sandbox.db'))).toBe(false);
-  });
+  it.each(['local', 'webhook'] as const)(
+    'the %s port taken by another program: exit 78 naming port, setting and how to find it, before the database exists',
+    async (which) => {
+      const port = await freePort();
+      blocker = createServer();
+      await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve));
+      const dbPath = join(dir.path, `${which}.db`);
+      const other = await freePort();
+      const configPath = join(dir.path, `${which}.yaml`);
+      writeFileSync(
+        configPath,
+        stringify({
+          device: { id: 'port-test', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
+          http: {
+            local: { host: '127.0.0.1', port: which === 'local' ? port : other },
+            webhook: { host: '127.0.0.1', port: which === 'webhook' ? port : other },
+          },
+          storage: { path: dbPath },
+          actuator: { kind: 'sim', sim: { logPath: join(dir.path, 'act.jsonl') } },
+          mqtt: { url: '' },
+        }),
+      );
+      const result = await runMain(['start', '--config', configPath]);
+      expect(result.code).toBe(78);
+      expect(result.stderr).toContain(`http.${which}.port`);
+      expect(result.stderr).toContain(`port ${port}`);
+      expect(result.stderr).toContain(`ss -ltnp 'sport = :${port}'`);
+      expect(existsSync(dbPath)).toBe(false);
+      expect(existsSync(join(dir.path, 'sandbox.db'))).toBe(false);
+    },
+  );
 });

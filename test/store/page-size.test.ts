@@ -7,7 +7,9 @@ import { tempDir } from '../helpers/temp.js';
 /** The WAL holds whole pages: small pages are fewer bytes written per commit (scripts/bench/fsync.mjs). */
 describe('page size', () => {
   let dir: ReturnType<typeof tempDir>;
-  beforeEach(() => { dir = tempDir(); });
+  beforeEach(() => {
+    dir = tempDir();
+  });
   afterEach(() => dir.cleanup());
 
   it('creates a new database with 1 KiB pages, in WAL mode', () => {

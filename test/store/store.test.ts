@@ -6,7 +6,9 @@ import { tempDir } from '../helpers/temp.js';
 
 describe('store', () => {
   let dir: ReturnType<typeof tempDir>;
-  beforeEach(() => { dir = tempDir(); });
+  beforeEach(() => {
+    dir = tempDir();
+  });
   afterEach(() => dir.cleanup());
 
   it('creates the contract tables, WAL and foreign keys, and records the migration in user_version', () => {
@@ -48,8 +50,12 @@ describe('store', () => {
 
   it('(invoice, status) is recorded at most once', () => {
     const db = openDatabase(join(dir.path, 'a.db'));
-    db.prepare("INSERT INTO orders (reference, idempotency_key, source, item_name, amount, currency, livemode, provider, capture_mode, state, created_at, updated_at) VALUES ('r', 'k', 'kiosk', 'x', 1, 'MNT', 0, 'sandbox', 'automatic', 'awaiting_payment', 0, 0)").run();
-    const insert = db.prepare("INSERT INTO invoice_status_ledger (invoice_id, status, order_id, provider_status, channel, observed_at, evidence) VALUES ('i', 'paid', 1, 'paid', 'poll', 0, '{}') ON CONFLICT DO NOTHING");
+    db.prepare(
+      "INSERT INTO orders (reference, idempotency_key, source, item_name, amount, currency, livemode, provider, capture_mode, state, created_at, updated_at) VALUES ('r', 'k', 'kiosk', 'x', 1, 'MNT', 0, 'sandbox', 'automatic', 'awaiting_payment', 0, 0)",
+    ).run();
+    const insert = db.prepare(
+      "INSERT INTO invoice_status_ledger (invoice_id, status, order_id, provider_status, channel, observed_at, evidence) VALUES ('i', 'paid', 1, 'paid', 'poll', 0, '{}') ON CONFLICT DO NOTHING",
+    );
     expect(insert.run().changes).toBe(1);
     expect(insert.run().changes).toBe(0);
     db.close();
@@ -70,7 +76,12 @@ describe('store', () => {
     const path = join(dir.path, 'a.db');
     const db = openDatabase(path);
     const version = db.pragma('user_version', { simple: true });
-    expect(() => db.transaction(() => { db.exec('CREATE TABLE t (x)'); db.exec('THIS IS NOT SQL'); })()).toThrow();
+    expect(() =>
+      db.transaction(() => {
+        db.exec('CREATE TABLE t (x)');
+        db.exec('THIS IS NOT SQL');
+      })(),
+    ).toThrow();
     expect(db.pragma('user_version', { simple: true })).toBe(version);
     expect(db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 't'").get()).toEqual({ n: 0 });
     db.close();

@@ -49,7 +49,11 @@ describe('systemd notify (Type=notify, WatchdogSec=)', () => {
     try {
       await svc.waitFor(() => notify.sent().includes('WATCHDOG=1'), 5_000, 'the first watchdog ping');
       renameSync(svc.dbPath, `${svc.dbPath}.moved`);
-      const unhealthy = () => svc.stderr().split('\n').filter((line) => line.includes('watchdog: not pinging systemd')).length;
+      const unhealthy = () =>
+        svc
+          .stderr()
+          .split('\n')
+          .filter((line) => line.includes('watchdog: not pinging systemd')).length;
       // A ping already spawned before the first failed tick may still land; count from the second.
       await svc.waitFor(() => unhealthy() >= 2, 5_000, 'two unhealthy ticks');
       const before = notify.sent().length;

@@ -18,25 +18,37 @@ describe('systemctl stop (SIGTERM) during a vend', () => {
   it('stops taking orders at once, finishes the vend in progress, settles it, and exits 0', async () => {
     const svc = await startService({ config: { actuator: { sim: { durationMs: VEND_MS } } } });
     try {
-      const created = await fetch(`${svc.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A1' }) });
+      const created = await fetch(`${svc.localUrl}/api/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ slot: 'A1' }),
+      });
       expect(created.status).toBe(201);
-      const order = await created.json() as { orderId: number; invoiceId: string };
+      const order = (await created.json()) as { orderId: number; invoiceId: string };
       const paid = await fetch(`${svc.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' });
       expect(paid.status).toBe(204);
-      await svc.waitFor(() => query<{ state: string }>(svc.dbPath, 'SELECT state FROM vend_jobs WHERE order_id = ?', order.orderId)?.state === 'firing', 5_000, 'the vend to be firing');
+      await svc.waitFor(
+        () => query<{ state: string }>(svc.dbPath, 'SELECT state FROM vend_jobs WHERE order_id = ?', order.orderId)?.state === 'firing',
+        5_000,
+        'the vend to be firing',
+      );
 
       const signalledAt = Date.now();
       const exit = svc.kill('SIGTERM');
 
       // No new customer is taken while the machine is still busy with the last one.
-      await svc.waitFor(async () => {
-        try {
-          await fetch(`${svc.localUrl}/api/state`, { signal: AbortSignal.timeout(200) });
-          return false;
-        } catch {
-          return true;
-        }
-      }, VEND_MS, 'the local listener to close');
+      await svc.waitFor(
+        async () => {
+          try {
+            await fetch(`${svc.localUrl}/api/state`, { signal: AbortSignal.timeout(200) });
+            return false;
+          } catch {
+            return true;
+          }
+        },
+        VEND_MS,
+        'the local listener to close',
+      );
       const closedAt = Date.now();
       expect(svc.readSimLog()).toEqual([]);
 
@@ -47,7 +59,9 @@ describe('systemctl stop (SIGTERM) during a vend', () => {
       expect(Date.parse(String(actuations[0]!.at))).toBeGreaterThan(closedAt);
       expect(closedAt - signalledAt).toBeLessThan(VEND_MS);
       expect(query<{ state: string }>(svc.dbPath, 'SELECT state FROM orders WHERE id = ?', order.orderId)?.state).toBe('vended');
-      expect(query<{ state: string; outcome: string }>(svc.dbPath, 'SELECT state, outcome FROM vend_jobs WHERE order_id = ?', order.orderId)).toEqual({ state: 'done', outcome: 'vended' });
+      expect(
+        query<{ state: string; outcome: string }>(svc.dbPath, 'SELECT state, outcome FROM vend_jobs WHERE order_id = ?', order.orderId),
+      ).toEqual({ state: 'done', outcome: 'vended' });
 
       const messages = svc.logs().map((line) => line.msg);
       expect(messages.indexOf('stop requested')).toBeGreaterThan(-1);
@@ -60,10 +74,18 @@ describe('systemctl stop (SIGTERM) during a vend', () => {
   it('a restart after that stop finds nothing to recover: no uncertain vend, no second actuation', async () => {
     const svc = await startService({ config: { actuator: { sim: { durationMs: VEND_MS } } } });
     try {
-      const created = await fetch(`${svc.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A2' }) });
-      const order = await created.json() as { orderId: number; invoiceId: string };
+      const created = await fetch(`${svc.localUrl}/api/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ slot: 'A2' }),
+      });
+      const order = (await created.json()) as { orderId: number; invoiceId: string };
       await fetch(`${svc.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' });
-      await svc.waitFor(() => query<{ state: string }>(svc.dbPath, 'SELECT state FROM vend_jobs WHERE order_id = ?', order.orderId)?.state === 'firing', 5_000, 'the vend to be firing');
+      await svc.waitFor(
+        () => query<{ state: string }>(svc.dbPath, 'SELECT state FROM vend_jobs WHERE order_id = ?', order.orderId)?.state === 'firing',
+        5_000,
+        'the vend to be firing',
+      );
 
       expect(await svc.kill('SIGTERM')).toEqual({ code: 0, signal: null });
       await svc.restart();

@@ -16,7 +16,11 @@ function unit(name: string): Record<string, Record<string, string[]>> {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
     const header = /^\[(.+)\]$/.exec(line);
-    if (header) { current = header[1]!; sections[current] ??= {}; continue; }
+    if (header) {
+      current = header[1]!;
+      sections[current] ??= {};
+      continue;
+    }
     const eq = line.indexOf('=');
     const key = line.slice(0, eq);
     (sections[current]![key] ??= []).push(line.slice(eq + 1));
@@ -36,7 +40,9 @@ describe('systemd units', () => {
     expect(service.SupplementaryGroups![0]!.split(/\s+/)).toEqual(expect.arrayContaining(['gpio', 'dialout']));
     expect(service.StateDirectory).toEqual(['vendgate']);
     expect(service.EnvironmentFile).toEqual(['/etc/vendgate/secrets.env']);
-    expect(service.ExecStart![0]).toMatch(/^\/usr\/bin\/node \$VENDGATE_NODE_FLAGS \/opt\/vendgate\/current\/dist\/main\.js start --config \/etc\/vendgate\/config\.yaml$/);
+    expect(service.ExecStart![0]).toMatch(
+      /^\/usr\/bin\/node \$VENDGATE_NODE_FLAGS \/opt\/vendgate\/current\/dist\/main\.js start --config \/etc\/vendgate\/config\.yaml$/,
+    );
     expect(unit('vendgate.service').Unit!.StartLimitIntervalSec).toEqual(['0']);
   });
 
@@ -55,7 +61,14 @@ describe('systemd units', () => {
     expect(service.ProtectSystem).toEqual(['strict']);
     expect(service.NoNewPrivileges).toEqual(['yes']);
     // Each of these breaks the device (DEPENDENCIES.md): V8's JIT, /dev/tty* and /dev/gpiochip*, sysfs export.
-    for (const key of ['MemoryDenyWriteExecute', 'PrivateDevices', 'ProtectKernelTunables', 'ProtectClock', 'DeviceAllow', 'DevicePolicy']) {
+    for (const key of [
+      'MemoryDenyWriteExecute',
+      'PrivateDevices',
+      'ProtectKernelTunables',
+      'ProtectClock',
+      'DeviceAllow',
+      'DevicePolicy',
+    ]) {
       expect(service[key], key).toBeUndefined();
     }
   });
@@ -65,7 +78,10 @@ describe('systemd units', () => {
     const env = { VENDGATE_PROVIDER_CLIENT_SECRET: 'x', VENDGATE_PROVIDER_API_KEY: 'qp_live_x', VENDGATE_WEBHOOK_SECRETS: 'x' };
     for (const file of readdirSync(EXAMPLES)) {
       const raw = parse(readFileSync(join(EXAMPLES, file), 'utf8')) as { mqtt?: { username?: string } };
-      const { settings } = loadSettings({ path: join(EXAMPLES, file), env: raw.mqtt?.username ? { ...env, VENDGATE_MQTT_PASSWORD: 'x' } : env });
+      const { settings } = loadSettings({
+        path: join(EXAMPLES, file),
+        env: raw.mqtt?.username ? { ...env, VENDGATE_MQTT_PASSWORD: 'x' } : env,
+      });
       expect(settings.actuator.vendTimeoutMs / 1000, file).toBeLessThan(stopSec - 10);
     }
   });
@@ -79,7 +95,9 @@ describe('systemd units', () => {
     expect(service.Environment).toContain('TUNNEL_CRED_FILE=%d/tunnel.json');
 
     const defaults = settingsSchema.parse({ device: { id: 'x', catalog: [{ slot: 'A', name: 'a', price: 1 }] } }).http;
-    const config = parse(readFileSync(join(SYSTEMD, 'cloudflared.yml.example'), 'utf8')) as { ingress: { hostname?: string; path?: string; service: string }[] };
+    const config = parse(readFileSync(join(SYSTEMD, 'cloudflared.yml.example'), 'utf8')) as {
+      ingress: { hostname?: string; path?: string; service: string }[];
+    };
     const rules = config.ingress;
     const last = rules.at(-1)!;
     expect(last).toEqual({ service: 'http_status:404' });
@@ -129,12 +147,17 @@ describe('systemd units', () => {
     const scan = (dir: string) => {
       for (const entry of readdirSync(join(REPO, dir), { withFileTypes: true })) {
         const path = join(dir, entry.name);
-        if (entry.isDirectory()) { if (entry.name !== 'node_modules') scan(path); continue; }
-        for (const match of readFileSync(join(REPO, path), 'utf8').matchAll(/\bdocs\/[\w.-]+\.md\b/g)) named.add(`${match[0]} (in ${path})`);
+        if (entry.isDirectory()) {
+          if (entry.name !== 'node_modules') scan(path);
+          continue;
+        }
+        for (const match of readFileSync(join(REPO, path), 'utf8').matchAll(/\bdocs\/[\w.-]+\.md\b/g))
+          named.add(`${match[0]} (in ${path})`);
       }
     };
     for (const dir of ['src', 'scripts', 'systemd', 'config']) scan(dir);
-    for (const match of readFileSync(join(REPO, 'README.md'), 'utf8').matchAll(/\bdocs\/[\w.-]+\.md\b/g)) named.add(`${match[0]} (in README.md)`);
+    for (const match of readFileSync(join(REPO, 'README.md'), 'utf8').matchAll(/\bdocs\/[\w.-]+\.md\b/g))
+      named.add(`${match[0]} (in README.md)`);
     expect(named.size).toBeGreaterThan(0);
     for (const reference of named) expect(existsSync(join(REPO, reference.split(' ')[0]!)), reference).toBe(true);
   });

@@ -3,7 +3,9 @@ import { bindListener, LOCAL_LISTENER_DEFAULTS, PortInUseError, type BoundListen
 
 describe('bound listener', () => {
   const open: BoundListener[] = [];
-  afterEach(async () => { await Promise.all(open.splice(0).map((l) => l.close())); });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((l) => l.close()));
+  });
   const bind = async (port = 0) => {
     const listener = await bindListener({ host: '127.0.0.1', port, portSetting: 'http.local.port' }, LOCAL_LISTENER_DEFAULTS);
     open.push(listener);
@@ -16,7 +18,9 @@ describe('bound listener', () => {
     expect(early.status).toBe(503);
     expect(early.headers.get('retry-after')).toBe('1');
     expect(((await early.json()) as { error: { code: string } }).error.code).toBe('VG_ERR_STARTING');
-    listener.serve((_request, response) => { response.end('served'); });
+    listener.serve((_request, response) => {
+      response.end('served');
+    });
     expect(await (await fetch(`${listener.url}/healthz`)).text()).toBe('served');
   });
 

@@ -7,10 +7,14 @@ import { createSimActuator } from '../../src/hardware/index.js';
 import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
 
 function setup(core: Core, actuator: Actuator, overrides: { vendTimeoutMs?: number; notPassed?: 'refund' | 'keep' } = {}) {
-  const vend = createVendRunner({ db: core.db, clock: core.clock, logger: core.logger, outbox: core.outbox, actuator, provider: core.fake.provider },
-    { mode: 'vending', vendTimeoutMs: overrides.vendTimeoutMs ?? 2_000, notPassedPolicy: overrides.notPassed ?? 'refund' });
-  const refunds = createRefundWorker({ db: core.db, clock: core.clock, logger: core.logger, outbox: core.outbox, provider: core.fake.provider, ledger: core.ledger },
-    { checkIntervalMs: 1_000, unknownAlarmMs: 60_000 });
+  const vend = createVendRunner(
+    { db: core.db, clock: core.clock, logger: core.logger, outbox: core.outbox, actuator, provider: core.fake.provider },
+    { mode: 'vending', vendTimeoutMs: overrides.vendTimeoutMs ?? 2_000, notPassedPolicy: overrides.notPassed ?? 'refund' },
+  );
+  const refunds = createRefundWorker(
+    { db: core.db, clock: core.clock, logger: core.logger, outbox: core.outbox, provider: core.fake.provider, ledger: core.ledger },
+    { checkIntervalMs: 1_000, unknownAlarmMs: 60_000 },
+  );
   return { vend, refunds };
 }
 
@@ -26,7 +30,10 @@ function scripted(outcome: () => Promise<VendOutcome> | VendOutcome): Actuator &
     kind: 'sim' as const,
     fired: 0,
     async start() {},
-    async fire() { actuator.fired++; return outcome(); },
+    async fire() {
+      actuator.fired++;
+      return outcome();
+    },
     health: () => ({ ok: true, detail: 'scripted' }),
     async stop() {},
   };
@@ -35,7 +42,9 @@ function scripted(outcome: () => Promise<VendOutcome> | VendOutcome): Actuator &
 
 describe('vend runner', () => {
   let core: Core;
-  beforeEach(() => { core = buildCore(); });
+  beforeEach(() => {
+    core = buildCore();
+  });
   afterEach(() => core.close());
 
   it('commits the claim to disk before the actuator is touched', async () => {
@@ -79,12 +88,19 @@ describe('vend runner', () => {
     await refunds.run();
     await refunds.run();
     expect(core.orders.get(order.id)!.state).toBe('refunded');
-    expect(core.fake.callsOf('refund')).toEqual([{ method: 'refund', arg: { invoiceId: order.invoice_id, amount: 1500, idempotencyKey: `${order.reference}-refund` } }]);
+    expect(core.fake.callsOf('refund')).toEqual([
+      { method: 'refund', arg: { invoiceId: order.invoice_id, amount: 1500, idempotencyKey: `${order.reference}-refund` } },
+    ]);
     expect(actuator.fired).toBe(1);
   });
 
   it.each([
-    ['throws', () => { throw new Error('EIO'); }],
+    [
+      'throws',
+      () => {
+        throw new Error('EIO');
+      },
+    ],
     ['hangs past its timeout', () => new Promise<VendOutcome>(() => {})],
     ['sent the command but got no answer', () => ({ result: 'unknown', detail: 'no answer' }) as VendOutcome],
   ])('a vend whose actuator %s is parked as uncertain for a person: no refund, no second fire', async (_name, outcome) => {
@@ -140,7 +156,10 @@ describe('vend runner', () => {
     const order = await paidOrder(core);
     core.db.prepare("UPDATE vend_jobs SET state = 'firing' WHERE order_id = ?").run(order.id);
     core.db.prepare("UPDATE orders SET state = 'vending' WHERE id = ?").run(order.id);
-    const { vend } = setup(core, scripted(() => ({ result: 'vended' })));
+    const { vend } = setup(
+      core,
+      scripted(() => ({ result: 'vended' })),
+    );
     await vend.recover();
     const settlement = createSettlement({ db: core.db, clock: core.clock, outbox: core.outbox });
     expect(settlement.resolve(order.id, false, 'test').state).toBe('refunding');
@@ -152,12 +171,17 @@ describe('vend runner', () => {
 
 describe('refund worker', () => {
   let core: Core;
-  beforeEach(() => { core = buildCore(); });
+  beforeEach(() => {
+    core = buildCore();
+  });
   afterEach(() => core.close());
 
   async function failedVend(refundResult: () => { status: 'unknown' | 'pending' | 'failed' | 'succeeded' }) {
     core.fake.hooks.refund = refundResult;
-    const { vend, refunds } = setup(core, scripted(() => ({ result: 'failed', reason: 'jam' })));
+    const { vend, refunds } = setup(
+      core,
+      scripted(() => ({ result: 'failed', reason: 'jam' })),
+    );
     const order = await paidOrder(core);
     await vend.run();
     await refunds.run();
@@ -181,12 +205,20 @@ describe('refund worker', () => {
   it('asks again with the same key where the provider makes that safe, and completes on its answer', async () => {
     let moved = 0;
     core.fake.hooks.confirmRefund = () => ({ status: 'succeeded', refundId: 're_1' });
-    const { order, refunds } = await failedVend(() => { moved++; return { status: 'unknown' }; });
+    const { order, refunds } = await failedVend(() => {
+      moved++;
+      return { status: 'unknown' };
+    });
     core.clock.advance(1_000);
     await refunds.run();
     expect(core.orders.get(order.id)!.state).toBe('refunded');
-    const keys = core.fake.calls.filter((c) => c.method === 'refund' || c.method === 'confirmRefund').map((c) => [c.method, (c.arg as { idempotencyKey: string }).idempotencyKey]);
-    expect(keys).toEqual([['refund', `${order.reference}-refund`], ['confirmRefund', `${order.reference}-refund`]]);
+    const keys = core.fake.calls
+      .filter((c) => c.method === 'refund' || c.method === 'confirmRefund')
+      .map((c) => [c.method, (c.arg as { idempotencyKey: string }).idempotencyKey]);
+    expect(keys).toEqual([
+      ['refund', `${order.reference}-refund`],
+      ['confirmRefund', `${order.reference}-refund`],
+    ]);
     expect(moved).toBe(1);
   });
 

@@ -3,7 +3,10 @@ import type { WebhookServerDeps } from './server.js';
 import { verifyWithIndex, type Headers } from './verify.js';
 
 /** The listener's own dependencies, minus the HTTP-only ones: the two doors share one set of rules. */
-export type BrokerIngestDeps = Pick<WebhookServerDeps, 'provider' | 'inbox' | 'clock' | 'logger' | 'secrets' | 'toleranceSec' | 'onAccepted' | 'onDelivered'>;
+export type BrokerIngestDeps = Pick<
+  WebhookServerDeps,
+  'provider' | 'inbox' | 'clock' | 'logger' | 'secrets' | 'toleranceSec' | 'onAccepted' | 'onDelivered'
+>;
 
 /**
  * Fleet mode: a webhook the relay carried over the broker enters the SAME inbox as one from the
@@ -14,11 +17,19 @@ export type BrokerIngestDeps = Pick<WebhookServerDeps, 'provider' | 'inbox' | 'c
  */
 export function createBrokerIngest(deps: BrokerIngestDeps) {
   const log = deps.logger.child({ module: 'webhook', via: 'broker' });
-  return async function ingest(delivery: { provider: string; headers: Headers; rawBody: Buffer }): Promise<'stored' | 'duplicate' | 'refused'> {
+  return async function ingest(delivery: {
+    provider: string;
+    headers: Headers;
+    rawBody: Buffer;
+  }): Promise<'stored' | 'duplicate' | 'refused'> {
     const now = deps.clock.now();
     let verified;
     try {
-      verified = verifyWithIndex(deps.provider, delivery.rawBody, delivery.headers, { secrets: deps.secrets, toleranceSec: deps.toleranceSec, now });
+      verified = verifyWithIndex(deps.provider, delivery.rawBody, delivery.headers, {
+        secrets: deps.secrets,
+        toleranceSec: deps.toleranceSec,
+        now,
+      });
     } catch (err) {
       // Redelivery cannot make a bad signature good: the caller acknowledges, and nothing is written.
       const reason = err instanceof WebhookVerificationError ? err.reason : 'unverifiable';
@@ -29,7 +40,11 @@ export function createBrokerIngest(deps: BrokerIngestDeps) {
     const stored = await deps.inbox.addCommitted(event, delivery.rawBody, deps.provider.name, 'webhook', now);
     deps.onDelivered?.();
     if (stored.inserted && stored.handled) deps.onAccepted?.(event.eventId);
-    if (stored.inserted) log.info({ eventId: event.eventId, type: event.type, objectId: event.objectId, secretIndex, handled: stored.handled }, 'webhook accepted');
+    if (stored.inserted)
+      log.info(
+        { eventId: event.eventId, type: event.type, objectId: event.objectId, secretIndex, handled: stored.handled },
+        'webhook accepted',
+      );
     else log.debug({ eventId: event.eventId, type: event.type }, 'duplicate webhook acknowledged');
     return stored.inserted ? 'stored' : 'duplicate';
   };

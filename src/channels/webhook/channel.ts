@@ -54,22 +54,45 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
   const log = deps.logger.child({ module: 'webhook' });
   const inbox: WebhookInbox = createWebhookInbox(db);
   const orders = createOrderRepository({ db, clock });
-  const worker: WebhookWorker = createWebhookWorker({
-    ...deps, inbox, knowsInvoice: (invoiceId) => orders.getByInvoice(invoiceId) !== undefined,
-  }, settings);
-  const backfill: Backfill = createBackfill({ ...deps, inbox, onInserted: () => worker.notify() }, {
-    silenceGraceSec: settings.silenceGraceSec, lookbackSec: settings.backfillLookbackSec,
-  });
+  const worker: WebhookWorker = createWebhookWorker(
+    {
+      ...deps,
+      inbox,
+      knowsInvoice: (invoiceId) => orders.getByInvoice(invoiceId) !== undefined,
+    },
+    settings,
+  );
+  const backfill: Backfill = createBackfill(
+    { ...deps, inbox, onInserted: () => worker.notify() },
+    {
+      silenceGraceSec: settings.silenceGraceSec,
+      lookbackSec: settings.backfillLookbackSec,
+    },
+  );
   const clockSkew = createClockSkewAlarm({ db: deps.db, outbox: deps.outbox });
-  const server: WebhookServer = createWebhookServer({
-    provider, inbox, clock, logger: deps.logger, secrets: deps.secrets, toleranceSec: settings.toleranceSec, listener: deps.listener,
-    onAccepted: () => worker.notify(),
-    onDelivered: () => backfill.webhookReceived(),
-    onClockSkew: (skewSec) => clockSkew.observe(skewSec),
-  }, settings);
+  const server: WebhookServer = createWebhookServer(
+    {
+      provider,
+      inbox,
+      clock,
+      logger: deps.logger,
+      secrets: deps.secrets,
+      toleranceSec: settings.toleranceSec,
+      listener: deps.listener,
+      onAccepted: () => worker.notify(),
+      onDelivered: () => backfill.webhookReceived(),
+      onClockSkew: (skewSec) => clockSkew.observe(skewSec),
+    },
+    settings,
+  );
   // Fleet mode: webhooks the relay carried over the broker, into the same inbox with the same dedupe.
   const ingestFromBroker = createBrokerIngest({
-    provider, inbox, clock, logger: deps.logger, secrets: deps.secrets, toleranceSec: settings.toleranceSec,
+    provider,
+    inbox,
+    clock,
+    logger: deps.logger,
+    secrets: deps.secrets,
+    toleranceSec: settings.toleranceSec,
     onAccepted: () => worker.notify(),
     onDelivered: () => backfill.webhookReceived(),
   });
@@ -102,9 +125,11 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
         return;
       }
       fetch(`${url}/webhooks/${provider.name}`, { method: 'POST', headers: delivery.headers, body: delivery.rawBody })
-        .then((response) => response.arrayBuffer().then(() => {
-          if (!response.ok) log.warn({ status: response.status }, 'own listener refused a sandbox webhook');
-        }))
+        .then((response) =>
+          response.arrayBuffer().then(() => {
+            if (!response.ok) log.warn({ status: response.status }, 'own listener refused a sandbox webhook');
+          }),
+        )
         .catch((err: unknown) => log.debug({ err }, 'sandbox webhook not delivered; the poller covers it'));
     },
     stop(): Promise<void> {

@@ -17,9 +17,16 @@ export function createClockSkewAlarm(deps: { db: Db; outbox: Outbox }) {
       const skewed = Math.abs(skewSec) > SKEW_WARN_SEC;
       if (skewed === open) return;
       open = skewed;
-      inTransaction(deps.db, () => (skewed
-        ? deps.outbox.raiseAlarm(CLOCK_SKEW_ALARM, 'warning', "this device's clock differs from the payment provider's: check NTP (timedatectl)", { skewSec: Math.round(skewSec) })
-        : deps.outbox.clearAlarm(CLOCK_SKEW_ALARM)));
+      inTransaction(deps.db, () =>
+        skewed
+          ? deps.outbox.raiseAlarm(
+              CLOCK_SKEW_ALARM,
+              'warning',
+              "this device's clock differs from the payment provider's: check NTP (timedatectl)",
+              { skewSec: Math.round(skewSec) },
+            )
+          : deps.outbox.clearAlarm(CLOCK_SKEW_ALARM),
+      );
     },
   };
 }

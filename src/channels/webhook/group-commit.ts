@@ -28,8 +28,9 @@ export function createGroupCommit<I, O>(db: Db, write: (item: I) => O): (item: I
     batch.forEach((p, index) => p.resolve(results[index]!));
   }
 
-  return (item) => new Promise<O>((resolve, reject) => {
-    queue.push({ item, resolve, reject });
-    if (queue.length === 1) setImmediate(flush);
-  });
+  return (item) =>
+    new Promise<O>((resolve, reject) => {
+      queue.push({ item, resolve, reject });
+      if (queue.length === 1) setImmediate(flush);
+    });
 }

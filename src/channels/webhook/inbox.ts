@@ -20,7 +20,8 @@ export interface InboxRow {
   last_error: string | null;
 }
 
-const ROW_COLUMNS = 'event_id, provider, type, object_id, livemode, source, received_at, processed_at, attempts, next_attempt_at, last_error';
+const ROW_COLUMNS =
+  'event_id, provider, type, object_id, livemode, source, received_at, processed_at, attempts, next_attempt_at, last_error';
 
 /**
  * Event types whose object we re-read. Anything else (a type added in a provider's minor version,
@@ -52,11 +53,19 @@ export function createWebhookInbox(db: Db) {
   );
   const get = db.prepare('SELECT * FROM webhook_events WHERE event_id = ?');
   const since = db.prepare(`SELECT ${ROW_COLUMNS} FROM webhook_events WHERE received_at >= ? ORDER BY received_at, rowid`);
-  const webhookForObject = db.prepare("SELECT 1 FROM webhook_events WHERE object_id = ? AND source = 'webhook' AND received_at >= ? LIMIT 1");
+  const webhookForObject = db.prepare(
+    "SELECT 1 FROM webhook_events WHERE object_id = ? AND source = 'webhook' AND received_at >= ? LIMIT 1",
+  );
   const lastWebhook = db.prepare("SELECT max(received_at) AS at FROM webhook_events WHERE source = 'webhook'");
   const unprocessed = db.prepare('SELECT count(*) AS n FROM webhook_events WHERE processed_at IS NULL');
 
-  function add(event: WebhookEvent, rawBody: Buffer, provider: string, source: InboxSource, now: number): { inserted: boolean; handled: boolean } {
+  function add(
+    event: WebhookEvent,
+    rawBody: Buffer,
+    provider: string,
+    source: InboxSource,
+    now: number,
+  ): { inserted: boolean; handled: boolean } {
     const handled = isHandledEvent(event);
     const livemode = event.livemode === null ? null : event.livemode ? 1 : 0;
     const result = insert.run(event.eventId, provider, event.type, event.objectId, livemode, rawBody, source, now, handled ? null : now);
@@ -71,7 +80,13 @@ export function createWebhookInbox(db: Db) {
      */
     add,
     /** add() for the listener: deliveries of the same event-loop turn share one commit; resolves once committed. */
-    addCommitted(event: WebhookEvent, rawBody: Buffer, provider: string, source: InboxSource, now: number): Promise<{ inserted: boolean; handled: boolean }> {
+    addCommitted(
+      event: WebhookEvent,
+      rawBody: Buffer,
+      provider: string,
+      source: InboxSource,
+      now: number,
+    ): Promise<{ inserted: boolean; handled: boolean }> {
       return addGrouped([event, rawBody, provider, source, now]);
     },
     /** Unprocessed rows whose retry time has come, oldest first. */

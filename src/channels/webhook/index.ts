@@ -6,9 +6,20 @@
 export { createWebhookServer, SKEW_WARN_SEC, type WebhookServer, type WebhookServerDeps, type WebhookServerSettings } from './server.js';
 export { createWebhookInbox, isHandledEvent, type WebhookInbox, type InboxRow, type InboxSource } from './inbox.js';
 export {
-  createWebhookWorker, stuckAlarmName,
-  type WebhookWorker, type WebhookWorkerDeps, type WebhookWorkerSettings, type ReplayReport, type RowOutcome,
+  createWebhookWorker,
+  stuckAlarmName,
+  type WebhookWorker,
+  type WebhookWorkerDeps,
+  type WebhookWorkerSettings,
+  type ReplayReport,
+  type RowOutcome,
 } from './worker.js';
 export { verifyWithIndex, dateSkewSec } from './verify.js';
-export { createWebhookChannel, type WebhookChannel, type WebhookChannelDeps, type WebhookChannelSettings, type LocalDelivery } from './channel.js';
+export {
+  createWebhookChannel,
+  type WebhookChannel,
+  type WebhookChannelDeps,
+  type WebhookChannelSettings,
+  type LocalDelivery,
+} from './channel.js';
 export { createBrokerIngest, type BrokerIngest, type BrokerIngestDeps } from './broker-ingest.js';

@@ -116,7 +116,10 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     deps.onDelivered?.();
     if (stored.inserted && stored.handled) deps.onAccepted?.(event.eventId);
     if (stored.inserted) {
-      log.info({ eventId: event.eventId, type: event.type, objectId: event.objectId, secretIndex, handled: stored.handled }, 'webhook accepted');
+      log.info(
+        { eventId: event.eventId, type: event.type, objectId: event.objectId, secretIndex, handled: stored.handled },
+        'webhook accepted',
+      );
     } else {
       log.debug({ eventId: event.eventId, type: event.type, secretIndex }, 'duplicate webhook acknowledged');
     }
@@ -130,7 +133,9 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     server.register(async (scope) => {
       // Raw bytes for the signature, and nothing but JSON: other content types get 415 before the handler.
       scope.removeAllContentTypeParsers();
-      scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) => done(null, body));
+      scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>
+        done(null, body),
+      );
       scope.post(path, { bodyLimit: settings.bodyLimitBytes }, receive);
     });
     server.get('/webhooks/health', async (_request, reply) => {
@@ -146,7 +151,8 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
         log.error({ err }, 'webhook listener error');
         return reply.code(500).send({ error: 'internal' });
       }
-      const reason = status === 413 ? 'body_too_large' : status === 415 ? 'unsupported_media_type' : (err.code ?? 'bad_request').toLowerCase();
+      const reason =
+        status === 413 ? 'body_too_large' : status === 415 ? 'unsupported_media_type' : (err.code ?? 'bad_request').toLowerCase();
       return refuse(reply, status, ErrorCodes.WEBHOOK_MALFORMED, reason);
     });
     app = server;
@@ -156,7 +162,10 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
   return {
     async start() {
       const server = build();
-      listener ??= await bindListener({ host: settings.host, port: settings.port, portSetting: 'http.webhook.port' }, settings.limits ?? WEBHOOK_LISTENER_DEFAULTS);
+      listener ??= await bindListener(
+        { host: settings.host, port: settings.port, portSetting: 'http.webhook.port' },
+        settings.limits ?? WEBHOOK_LISTENER_DEFAULTS,
+      );
       await server.ready();
       listener.serve(server.routing);
       const { url, port } = listener;
@@ -172,6 +181,7 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
       })();
       return stopping;
     },
-    inject: ((...args: Parameters<FastifyInstance['inject']>) => (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
+    inject: ((...args: Parameters<FastifyInstance['inject']>) =>
+      (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
   };
 }

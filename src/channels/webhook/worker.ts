@@ -80,7 +80,10 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
       const counted = inbox.markFailed(row.event_id, clock.now() + wait, message);
       if (counted === settings.alarmAfterAttempts) {
         outbox.raiseAlarm(stuckAlarmName(row.event_id), 'warning', 'a webhook event keeps failing; the poller still watches its invoice', {
-          eventId: row.event_id, invoiceId: row.object_id, attempts: counted, lastError: message,
+          eventId: row.event_id,
+          invoiceId: row.object_id,
+          attempts: counted,
+          lastError: message,
         });
       }
       return counted;
@@ -180,7 +183,11 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
             else finish(row, reason);
           }
         });
-        await runRows(work, (row) => (row.source === 'backfill' ? 'backfill' : 'webhook'), () => !stopped);
+        await runRows(
+          work,
+          (row) => (row.source === 'backfill' ? 'backfill' : 'webhook'),
+          () => !stopped,
+        );
       }
     } while (again && !stopped);
   }
@@ -216,7 +223,9 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
       return;
     }
     pass = drainOnce()
-      .then(() => { lastPassFailed = false; })
+      .then(() => {
+        lastPassFailed = false;
+      })
       .catch((err) => {
         lastPassFailed = true;
         log.error({ err }, 'webhook worker pass failed');
@@ -251,7 +260,14 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     async replay(sinceMs: number): Promise<ReplayReport> {
       const rows = inbox.since(sinceMs).filter((row) => isHandledEvent({ type: row.type, objectId: row.object_id }));
       const outcomes: Record<RowOutcome, number> = { recorded: 0, duplicate: 0, ignored: 0, rejected: 0, failed: 0 };
-      await runRows(rows, () => 'replay', () => true, (outcome) => { outcomes[outcome] += 1; });
+      await runRows(
+        rows,
+        () => 'replay',
+        () => true,
+        (outcome) => {
+          outcomes[outcome] += 1;
+        },
+      );
       return { events: rows.length, outcomes };
     },
     async stop(): Promise<void> {

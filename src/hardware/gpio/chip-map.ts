@@ -21,7 +21,11 @@ export async function listSysfsGpioChips(sysfsRoot: string): Promise<SysfsGpioCh
     names = await readdir(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new VendgateError(ErrorCodes.HARDWARE, `no sysfs GPIO at ${dir} (${code}): this kernel has no /sys/class/gpio — set actuator.relay.driver: gpioset (apt install gpiod), or check that this is a Raspberry Pi`, { cause: err });
+    throw new VendgateError(
+      ErrorCodes.HARDWARE,
+      `no sysfs GPIO at ${dir} (${code}): this kernel has no /sys/class/gpio — set actuator.relay.driver: gpioset (apt install gpiod), or check that this is a Raspberry Pi`,
+      { cause: err },
+    );
   }
   const chips: SysfsGpioChip[] = [];
   for (const name of names.filter((n) => n.startsWith('gpiochip')).sort()) {
@@ -42,7 +46,10 @@ export async function findPiGpioChip(sysfsRoot = '/sys'): Promise<SysfsGpioChip>
   const chip = chips.find((c) => (PI_GPIO_CHIP_LABELS as readonly string[]).includes(c.label) && Number.isInteger(c.base));
   if (!chip) {
     const found = chips.map((c) => `${c.name} "${c.label}"`).join(', ') || 'none';
-    throw new VendgateError(ErrorCodes.HARDWARE, `no Raspberry Pi GPIO chip (${PI_GPIO_CHIP_LABELS.join(', ')}) under ${join(sysfsRoot, 'class', 'gpio')}; found: ${found}. Check the board (cat /sys/kernel/debug/gpio, gpiodetect)`);
+    throw new VendgateError(
+      ErrorCodes.HARDWARE,
+      `no Raspberry Pi GPIO chip (${PI_GPIO_CHIP_LABELS.join(', ')}) under ${join(sysfsRoot, 'class', 'gpio')}; found: ${found}. Check the board (cat /sys/kernel/debug/gpio, gpiodetect)`,
+    );
   }
   return chip;
 }
@@ -54,7 +61,10 @@ export async function findPiGpioChip(sysfsRoot = '/sys'): Promise<SysfsGpioChip>
 export async function sysfsNumberForBcm(bcmPin: number, sysfsRoot = '/sys'): Promise<{ number: number; chip: SysfsGpioChip }> {
   const chip = await findPiGpioChip(sysfsRoot);
   if (!Number.isInteger(bcmPin) || bcmPin < 0 || bcmPin >= chip.ngpio) {
-    throw new VendgateError(ErrorCodes.HARDWARE, `BCM pin ${bcmPin} does not exist on ${chip.label} (${chip.ngpio} lines): use the BCM number of a header pin (0–27)`);
+    throw new VendgateError(
+      ErrorCodes.HARDWARE,
+      `BCM pin ${bcmPin} does not exist on ${chip.label} (${chip.ngpio} lines): use the BCM number of a header pin (0–27)`,
+    );
   }
   return { number: chip.base + bcmPin, chip };
 }

@@ -26,22 +26,35 @@ export async function detectGpiosetVersion(command = 'gpioset'): Promise<1 | 2> 
   const output = await new Promise<string>((resolve, reject) => {
     const child = spawn(command, ['--version'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
-    child.stdout.on('data', (chunk: Buffer) => { text += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { text += chunk.toString(); });
-    child.on('error', (err) => reject(new VendgateError(ErrorCodes.HARDWARE, `cannot run ${command} (${(err as NodeJS.ErrnoException).code}): install libgpiod tools (apt install gpiod) or use actuator.relay.driver: sysfs`, { cause: err })));
+    child.stdout.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    child.on('error', (err) =>
+      reject(
+        new VendgateError(
+          ErrorCodes.HARDWARE,
+          `cannot run ${command} (${(err as NodeJS.ErrnoException).code}): install libgpiod tools (apt install gpiod) or use actuator.relay.driver: sysfs`,
+          { cause: err },
+        ),
+      ),
+    );
     child.on('close', () => resolve(text));
   });
   const match = /v(\d+)\.\d+/.exec(output);
   if (match?.[1] === '1') return 1;
   if (match?.[1] === '2') return 2;
-  throw new VendgateError(ErrorCodes.HARDWARE, `cannot tell the libgpiod version from "${output.trim().split('\n')[0]}": expected gpioset v1.x or v2.x`);
+  throw new VendgateError(
+    ErrorCodes.HARDWARE,
+    `cannot tell the libgpiod version from "${output.trim().split('\n')[0]}": expected gpioset v1.x or v2.x`,
+  );
 }
 
 /** The arguments that set one line and keep holding it until SIGTERM (v1 needs -m signal; v2 holds by default). */
 export function gpiosetArgs(version: 1 | 2, chip: string, offset: number, level: Level): string[] {
-  return version === 1
-    ? ['-m', 'signal', chip, `${offset}=${level}`]
-    : ['-c', chip, `${offset}=${level}`];
+  return version === 1 ? ['-m', 'signal', chip, `${offset}=${level}`] : ['-c', chip, `${offset}=${level}`];
 }
 
 /**
@@ -51,7 +64,7 @@ export function gpiosetArgs(version: 1 | 2, chip: string, offset: number, level:
  */
 export async function openGpiosetOutput(options: GpiosetOptions): Promise<DigitalOutput> {
   const command = options.command ?? 'gpioset';
-  const version = options.version ?? await detectGpiosetVersion(command);
+  const version = options.version ?? (await detectGpiosetVersion(command));
   const settleMs = options.settleMs ?? DEFAULT_SETTLE_MS;
   const log = options.logger;
   let holder: ChildProcess | null = null;
@@ -63,7 +76,10 @@ export async function openGpiosetOutput(options: GpiosetOptions): Promise<Digita
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
-      child.once('exit', () => { clearTimeout(force); resolve(); });
+      child.once('exit', () => {
+        clearTimeout(force);
+        resolve();
+      });
       child.kill('SIGTERM');
     });
   }
@@ -73,7 +89,9 @@ export async function openGpiosetOutput(options: GpiosetOptions): Promise<Digita
     const args = gpiosetArgs(version, options.chip, options.offset, level);
     const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     const describeExit = (code: number | null) =>
       `${command} ${args.join(' ')} exited with ${code}: ${stderr.trim() || 'no message'} — check actuator.relay.chip (gpiodetect) and that no other program holds the line (gpioinfo)`;
     holder = child;
@@ -88,12 +106,34 @@ export async function openGpiosetOutput(options: GpiosetOptions): Promise<Digita
       const onError = (err: Error) => {
         cleanup();
         holder = null;
-        reject(new VendgateError(ErrorCodes.HARDWARE, `cannot run ${command}: ${err.message} — install gpiod (apt install gpiod)`, { cause: err }));
+        reject(
+          new VendgateError(ErrorCodes.HARDWARE, `cannot run ${command}: ${err.message} — install gpiod (apt install gpiod)`, {
+            cause: err,
+          }),
+        );
       };
-      const onSpawn = () => { if (!confirm) { cleanup(); resolve(); } };
-      const settled = confirm ? setTimeout(() => { cleanup(); resolve(); }, settleMs) : undefined;
-      const onExit = (code: number | null) => { cleanup(); reject(new VendgateError(ErrorCodes.HARDWARE, describeExit(code))); };
-      function cleanup() { clearTimeout(settled); child.off('error', onError); child.off('spawn', onSpawn); child.off('exit', onExit); }
+      const onSpawn = () => {
+        if (!confirm) {
+          cleanup();
+          resolve();
+        }
+      };
+      const settled = confirm
+        ? setTimeout(() => {
+            cleanup();
+            resolve();
+          }, settleMs)
+        : undefined;
+      const onExit = (code: number | null) => {
+        cleanup();
+        reject(new VendgateError(ErrorCodes.HARDWARE, describeExit(code)));
+      };
+      function cleanup() {
+        clearTimeout(settled);
+        child.off('error', onError);
+        child.off('spawn', onSpawn);
+        child.off('exit', onExit);
+      }
       child.once('error', onError);
       child.once('spawn', onSpawn);
       child.once('exit', onExit);

@@ -26,12 +26,19 @@ export async function loadOnoffGpio(): Promise<GpioConstructor> {
   try {
     mod = await import('onoff');
   } catch (err) {
-    throw new VendgateError(ErrorCodes.HARDWARE, 'the onoff package could not be loaded (it is optional and its native part may have failed to build): run `npm install onoff` on the Pi and look for build errors, or set actuator.relay.driver: gpioset', { cause: err });
+    throw new VendgateError(
+      ErrorCodes.HARDWARE,
+      'the onoff package could not be loaded (it is optional and its native part may have failed to build): run `npm install onoff` on the Pi and look for build errors, or set actuator.relay.driver: gpioset',
+      { cause: err },
+    );
   }
   const Gpio = (mod.Gpio ?? mod.default?.Gpio) as (GpioConstructor & { accessible?: boolean }) | undefined;
   if (!Gpio) throw new VendgateError(ErrorCodes.HARDWARE, 'the onoff package has no Gpio export: reinstall onoff 6.0.3');
   if (Gpio.accessible === false) {
-    throw new VendgateError(ErrorCodes.HARDWARE, 'GPIO is not accessible through /sys/class/gpio: run on a Raspberry Pi, add the service user to the gpio group (SupplementaryGroups=gpio), and do not set ProtectKernelTunables=yes');
+    throw new VendgateError(
+      ErrorCodes.HARDWARE,
+      'GPIO is not accessible through /sys/class/gpio: run on a Raspberry Pi, add the service user to the gpio group (SupplementaryGroups=gpio), and do not set ProtectKernelTunables=yes',
+    );
   }
   return Gpio;
 }

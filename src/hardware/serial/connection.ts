@@ -53,12 +53,22 @@ interface PortLike {
   readonly isOpen: boolean;
 }
 
-async function loadSerialModules(): Promise<{ SerialPort: new (options: object) => PortLike; ReadlineParser: new (options: object) => NodeJS.ReadWriteStream }> {
+async function loadSerialModules(): Promise<{
+  SerialPort: new (options: object) => PortLike;
+  ReadlineParser: new (options: object) => NodeJS.ReadWriteStream;
+}> {
   try {
     const [serialport, readline] = await Promise.all([import('serialport'), import('@serialport/parser-readline')]);
-    return { SerialPort: serialport.SerialPort as unknown as new (options: object) => PortLike, ReadlineParser: readline.ReadlineParser as unknown as new (options: object) => NodeJS.ReadWriteStream };
+    return {
+      SerialPort: serialport.SerialPort as unknown as new (options: object) => PortLike,
+      ReadlineParser: readline.ReadlineParser as unknown as new (options: object) => NodeJS.ReadWriteStream,
+    };
   } catch (err) {
-    throw new VendgateError(ErrorCodes.HARDWARE, `the serialport package could not be loaded (${errorMessage(err)}): reinstall with npm ci and check that @serialport/bindings-cpp built`, { cause: err });
+    throw new VendgateError(
+      ErrorCodes.HARDWARE,
+      `the serialport package could not be loaded (${errorMessage(err)}): reinstall with npm ci and check that @serialport/bindings-cpp built`,
+      { cause: err },
+    );
   }
 }
 
@@ -92,7 +102,10 @@ export function createSerialConnection(options: SerialConnectionOptions): Serial
     const wait = retryMs;
     retryMs = Math.min(retryMs * 2, options.reconnectMaxMs);
     log.debug({ path: options.path, waitMs: wait }, 'serial reopen scheduled');
-    retryTimer = setTimeout(() => { retryTimer = null; open(); }, wait);
+    retryTimer = setTimeout(() => {
+      retryTimer = null;
+      open();
+    }, wait);
   }
 
   function open(): void {
@@ -105,7 +118,10 @@ export function createSerialConnection(options: SerialConnectionOptions): Serial
     candidate.open((err) => {
       if (err) {
         candidate.removeAllListeners();
-        setState(false, `cannot open ${options.path}: ${err.message} — check the cable, actuator.serial.path (ls /dev/serial/by-id/) and that the user is in the dialout group`);
+        setState(
+          false,
+          `cannot open ${options.path}: ${err.message} — check the cable, actuator.serial.path (ls /dev/serial/by-id/) and that the user is in the dialout group`,
+        );
         log.warn({ path: options.path, err: err.message }, 'serial open failed');
         scheduleReopen();
         return;
@@ -131,7 +147,10 @@ export function createSerialConnection(options: SerialConnectionOptions): Serial
       candidate.on('data', (chunk: Buffer) => {
         sinceLineEnd += chunk.length;
         if (sinceLineEnd <= MAX_LINE_BYTES || port !== candidate) return;
-        log.warn({ path: options.path, bytes: sinceLineEnd }, 'no line feed from the machine: bytes dropped (check baudRate and that lines end with \\n)');
+        log.warn(
+          { path: options.path, bytes: sinceLineEnd },
+          'no line feed from the machine: bytes dropped (check baudRate and that lines end with \\n)',
+        );
         sinceLineEnd = 0;
         if (parser) candidate.unpipe(parser);
         attachParser();
@@ -154,8 +173,12 @@ export function createSerialConnection(options: SerialConnectionOptions): Serial
   }
 
   return {
-    get up() { return up; },
-    get detail() { return detail; },
+    get up() {
+      return up;
+    },
+    get detail() {
+      return detail;
+    },
     async start() {
       if (running) return;
       modules ??= await loadSerialModules();
@@ -191,17 +214,28 @@ export function createSerialConnection(options: SerialConnectionOptions): Serial
       if (!running) return Promise.resolve(false);
       return new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => finish(false), ms);
-        const off = this.onState((nowUp, why) => { if (nowUp) finish(true); else if (why === 'stopped') finish(false); });
-        function finish(result: boolean) { clearTimeout(timer); off(); resolve(result); }
+        const off = this.onState((nowUp, why) => {
+          if (nowUp) finish(true);
+          else if (why === 'stopped') finish(false);
+        });
+        function finish(result: boolean) {
+          clearTimeout(timer);
+          off();
+          resolve(result);
+        }
       });
     },
     onLine(listener) {
       lineListeners.add(listener);
-      return () => { lineListeners.delete(listener); };
+      return () => {
+        lineListeners.delete(listener);
+      };
     },
     onState(listener) {
       stateListeners.add(listener);
-      return () => { stateListeners.delete(listener); };
+      return () => {
+        stateListeners.delete(listener);
+      };
     },
   };
 }

@@ -45,14 +45,18 @@ export function createLineSerialActuator(deps: LineSerialDeps, settings: SerialS
     const notVended = compilePattern(settings.statusNotVendedPattern, request);
     const ok = compilePattern(settings.okPattern, request);
     const error = compilePattern(settings.errorPattern, request);
-    const waiter = waitForLine<Status>(conn, (line) => {
-      if (vended.test(line)) return 'vended';
-      if (notVended.test(line)) return 'not_vended';
-      // A late answer to the vend command itself settles it just as well.
-      if (acceptVendAnswer && ok.test(line)) return 'vended';
-      if (acceptVendAnswer && error.test(line)) return 'not_vended';
-      return null;
-    }, ignored);
+    const waiter = waitForLine<Status>(
+      conn,
+      (line) => {
+        if (vended.test(line)) return 'vended';
+        if (notVended.test(line)) return 'not_vended';
+        // A late answer to the vend command itself settles it just as well.
+        if (acceptVendAnswer && ok.test(line)) return 'vended';
+        if (acceptVendAnswer && error.test(line)) return 'not_vended';
+        return null;
+      },
+      ignored,
+    );
     waiting++;
     try {
       await conn.write(fillCommand(settings.statusCommand, request));
@@ -74,7 +78,10 @@ export function createLineSerialActuator(deps: LineSerialDeps, settings: SerialS
 
   async function settleUnanswered(request: VendRequest, why: string): Promise<VendOutcome> {
     if (!settings.statusCommand) {
-      return { result: 'unknown', detail: `${why}: the vend command was sent and the machine may or may not have vended (configure actuator.serial.statusCommand to let vendgate ask)` };
+      return {
+        result: 'unknown',
+        detail: `${why}: the vend command was sent and the machine may or may not have vended (configure actuator.serial.statusCommand to let vendgate ask)`,
+      };
     }
     const status = await askStatus(request, timeoutMs, true);
     if (status === 'vended') return { result: 'vended', detail: `${why}; the machine's status says vended` };
@@ -103,7 +110,10 @@ export function createLineSerialActuator(deps: LineSerialDeps, settings: SerialS
     const answer = await waiter.arm(timeoutMs);
     if (answer.kind === 'match' && answer.value === 'ok') return { result: 'vended', detail: preview(answer.line) };
     if (answer.kind === 'match') return { result: 'failed', reason: `machine answered "${preview(answer.line)}"`, slotFault: true };
-    const why = answer.kind === 'down' ? 'the serial line went down after the vend command was sent' : `no answer within ${timeoutMs} ms after the vend command was sent`;
+    const why =
+      answer.kind === 'down'
+        ? 'the serial line went down after the vend command was sent'
+        : `no answer within ${timeoutMs} ms after the vend command was sent`;
     log.warn({ orderId: request.orderId, why }, 'vend command unanswered');
     return settleUnanswered(request, why);
   }
@@ -113,7 +123,9 @@ export function createLineSerialActuator(deps: LineSerialDeps, settings: SerialS
     async start() {
       if (started) return;
       started = true;
-      offLine = conn.onLine((line) => { if (waiting === 0) ignored(line); });
+      offLine = conn.onLine((line) => {
+        if (waiting === 0) ignored(line);
+      });
       offState = conn.onState((up, detail) => deps.bus.emit({ type: 'line', up, detail }));
       await conn.start();
     },

@@ -164,14 +164,21 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     if (!conn.up && !(await conn.waitUntilUp(settings.timeoutMs))) {
       return { result: 'failed', reason: `serial line down: the approval was not sent (${conn.detail})` };
     }
-    if (session !== current) return { result: 'failed', reason: 'the machine ended the vend session before the approval: nothing was sent' };
+    if (session !== current)
+      return { result: 'failed', reason: 'the machine ended the vend session before the approval: nothing was sent' };
     type Answer = 'success' | 'error' | 'ended';
-    const waiter = waitForLine<Answer>(conn, (line) => {
-      if (line.startsWith('c,VEND,SUCCESS')) return 'success';
-      if (line.startsWith('c,ERR')) return 'error';
-      if (RESET.test(line) || line === 'c,STATUS,ENABLED' || line === 'c,STATUS,DISABLED' || CANCEL.test(line)) return 'ended';
-      return null;
-    }, (line) => { if (line !== 'c,STATUS,IDLE') log.warn({ line: preview(line) }, 'unrecognised line during mdb vend ignored'); });
+    const waiter = waitForLine<Answer>(
+      conn,
+      (line) => {
+        if (line.startsWith('c,VEND,SUCCESS')) return 'success';
+        if (line.startsWith('c,ERR')) return 'error';
+        if (RESET.test(line) || line === 'c,STATUS,ENABLED' || line === 'c,STATUS,DISABLED' || CANCEL.test(line)) return 'ended';
+        return null;
+      },
+      (line) => {
+        if (line !== 'c,STATUS,IDLE') log.warn({ line: preview(line) }, 'unrecognised line during mdb vend ignored');
+      },
+    );
     approving = true;
     clearTimeout(current.timer);
     try {
@@ -185,8 +192,10 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       log.info({ orderId: request.orderId, item: current.item, amount: current.amount }, 'mdb vend approved');
       const answer = await waiter.arm(settings.timeoutMs);
       if (answer.kind === 'match' && answer.value === 'success') return { result: 'vended', detail: preview(answer.line) };
-      if (answer.kind === 'match' && answer.value === 'error') return { result: 'failed', reason: `machine reported "${preview(answer.line)}"`, slotFault: true };
-      if (answer.kind === 'match') return { result: 'unknown', detail: `the session ended ("${preview(answer.line)}") after the approval without a vend result` };
+      if (answer.kind === 'match' && answer.value === 'error')
+        return { result: 'failed', reason: `machine reported "${preview(answer.line)}"`, slotFault: true };
+      if (answer.kind === 'match')
+        return { result: 'unknown', detail: `the session ended ("${preview(answer.line)}") after the approval without a vend result` };
       if (answer.kind === 'down') return { result: 'unknown', detail: 'the serial line went down after the approval was sent' };
       return { result: 'unknown', detail: `no vend result within ${settings.timeoutMs} ms after the approval` };
     } finally {
@@ -202,11 +211,13 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       if (started) return;
       started = true;
       offs.push(conn.onLine(onLine));
-      offs.push(conn.onState((up, detail) => {
-        deps.bus.emit({ type: 'line', up, detail });
-        if (up) void enable('line up');
-        else if (!approving) cancelSession('serial line down');
-      }));
+      offs.push(
+        conn.onState((up, detail) => {
+          deps.bus.emit({ type: 'line', up, detail });
+          if (up) void enable('line up');
+          else if (!approving) cancelSession('serial line down');
+        }),
+      );
       await conn.start();
     },
     async fire(request) {
@@ -215,7 +226,10 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       const current = session;
       if (!current) return { result: 'failed', reason: 'no vend session open (the machine canceled it or it timed out): nothing was sent' };
       if (current.item !== request.slot || current.amount !== request.amount) {
-        return { result: 'failed', reason: `the machine asked for item ${current.item} at ${current.amount}, not ${request.slot} at ${request.amount}: nothing was sent` };
+        return {
+          result: 'failed',
+          reason: `the machine asked for item ${current.item} at ${current.amount}, not ${request.slot} at ${request.amount}: nothing was sent`,
+        };
       }
       busy = true;
       try {
@@ -237,7 +251,10 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     health() {
       if (!started) return { ok: false, detail: 'serial actuator not started' };
       if (!conn.up) return { ok: false, detail: conn.detail };
-      return { ok: enabled, detail: enabled ? `MDB reader enabled on ${conn.detail}` : `MDB reader not enabled by the machine yet (${conn.detail})` };
+      return {
+        ok: enabled,
+        detail: enabled ? `MDB reader enabled on ${conn.detail}` : `MDB reader not enabled by the machine yet (${conn.detail})`,
+      };
     },
     async stop() {
       if (!started) return;

@@ -6,9 +6,12 @@ const PLACEHOLDER = /\{(slot|amount|reference)\}/g;
 
 function valueOf(values: TemplateValues, name: string): string {
   switch (name) {
-    case 'slot': return values.slot ?? '';
-    case 'amount': return String(values.amount);
-    default: return values.reference;
+    case 'slot':
+      return values.slot ?? '';
+    case 'amount':
+      return String(values.amount);
+    default:
+      return values.reference;
   }
 }
 

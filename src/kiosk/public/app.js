@@ -86,7 +86,10 @@ function applyState(state, fromFetch) {
 }
 
 function refreshState() {
-  api('GET', '/api/state').then((state) => applyState(state, true), () => {});
+  api('GET', '/api/state').then(
+    (state) => applyState(state, true),
+    () => {},
+  );
 }
 
 function connect() {
@@ -170,12 +173,28 @@ function payModel() {
   const state = view.state;
   if (state.phase === 'awaiting_payment' && state.order) {
     const o = state.order;
-    return { orderId: o.orderId, itemName: catalogItem(o.slot)?.names?.[language()] ?? o.itemName, amount: o.amount, currency: o.currency, provider: o.provider, expiresAt: o.expiresAt, qrSvg: state.qrSvg };
+    return {
+      orderId: o.orderId,
+      itemName: catalogItem(o.slot)?.names?.[language()] ?? o.itemName,
+      amount: o.amount,
+      currency: o.currency,
+      provider: o.provider,
+      expiresAt: o.expiresAt,
+      qrSvg: state.qrSvg,
+    };
   }
   const c = view.created;
   if (!c) return null;
   const item = catalogItem(c.slot);
-  return { orderId: c.orderId, itemName: productName(item), amount: item?.price ?? state.fare ?? 0, currency: state.currency, provider: state.provider, expiresAt: c.expiresAt, qrSvg: c.qrSvg };
+  return {
+    orderId: c.orderId,
+    itemName: productName(item),
+    amount: item?.price ?? state.fare ?? 0,
+    currency: state.currency,
+    provider: state.provider,
+    expiresAt: c.expiresAt,
+    qrSvg: c.qrSvg,
+  };
 }
 
 function screenFor() {
@@ -202,14 +221,27 @@ function screenFor() {
     return 'catalog';
   }
   switch (phase) {
-    case 'creating': return 'creating';
-    case 'awaiting_payment': return 'pay';
-    case 'paid': case 'vending': return 'progress';
-    case 'vended': return 'done';
-    case 'vend_failed': case 'refunding': case 'refunded': return 'refund';
-    case 'failed': return 'error';
-    case 'vend_uncertain': case 'out_of_service': case 'offline': return 'operator';
-    default: return 'connecting';
+    case 'creating':
+      return 'creating';
+    case 'awaiting_payment':
+      return 'pay';
+    case 'paid':
+    case 'vending':
+      return 'progress';
+    case 'vended':
+      return 'done';
+    case 'vend_failed':
+    case 'refunding':
+    case 'refunded':
+      return 'refund';
+    case 'failed':
+      return 'error';
+    case 'vend_uncertain':
+    case 'out_of_service':
+    case 'offline':
+      return 'operator';
+    default:
+      return 'connecting';
   }
 }
 
@@ -219,7 +251,9 @@ function render() {
   const screen = screenFor();
   if (screen !== view.lastScreen) {
     // A customer's language choice lasts until their purchase is over (done, refunded, canceled, expired).
-    const customerLeft = view.lastScreen === 'done' || view.lastScreen === 'refund' ||
+    const customerLeft =
+      view.lastScreen === 'done' ||
+      view.lastScreen === 'refund' ||
       (view.lastScreen === 'pay' && (screen === 'catalog' || screen === 'fare'));
     if (customerLeft) view.chosenLang = null;
     view.lastScreen = screen;
@@ -262,25 +296,27 @@ function drawCatalog(state) {
   const list = $('catalog');
   // Sold-out and jammed slots are not offered: the API would refuse them anyway.
   const offered = state.catalog.filter((item) => item.available !== false);
-  list.replaceChildren(...offered.map((item) => {
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.className = 'product';
-    button.dataset.slot = item.slot;
-    const name = document.createElement('span');
-    name.className = 'name';
-    name.textContent = productName(item);
-    const price = document.createElement('span');
-    price.className = 'price';
-    price.textContent = money(item.price, state.currency);
-    const slot = document.createElement('span');
-    slot.className = 'slot';
-    slot.textContent = t('slotLabel', { slot: item.slot });
-    button.append(name, price, slot);
-    const entry = document.createElement('li');
-    entry.append(button);
-    return entry;
-  }));
+  list.replaceChildren(
+    ...offered.map((item) => {
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.className = 'product';
+      button.dataset.slot = item.slot;
+      const name = document.createElement('span');
+      name.className = 'name';
+      name.textContent = productName(item);
+      const price = document.createElement('span');
+      price.className = 'price';
+      price.textContent = money(item.price, state.currency);
+      const slot = document.createElement('span');
+      slot.className = 'slot';
+      slot.textContent = t('slotLabel', { slot: item.slot });
+      button.append(name, price, slot);
+      const entry = document.createElement('li');
+      entry.append(button);
+      return entry;
+    }),
+  );
   $('catalog-empty').hidden = offered.length > 0;
 }
 
@@ -291,7 +327,10 @@ function drawPay(state) {
   setText($('pay-item'), state.mode === 'turnstile' ? t('passTitle') : pay.itemName);
   setText($('pay-amount'), money(pay.amount, pay.currency));
   // Which apps can pay this QR: the operator's list, else the page's own line for the provider.
-  setText($('pay-apps'), state.paymentApps?.length ? t('payAppsList', { apps: state.paymentApps.join(', ') }) : t(PAY_APPS[pay.provider] ?? PAY_APPS.sandbox));
+  setText(
+    $('pay-apps'),
+    state.paymentApps?.length ? t('payAppsList', { apps: state.paymentApps.join(', ') }) : t(PAY_APPS[pay.provider] ?? PAY_APPS.sandbox),
+  );
   $('cancel').dataset.orderId = String(pay.orderId);
   $('cancel').hidden = state.mode === 'turnstile' && state.autoStart;
   drawQr(pay.qrSvg);
@@ -316,9 +355,12 @@ function drawQr(svgText) {
   const doc = new DOMParser().parseFromString(svgText, 'image/svg+xml');
   const root = doc.documentElement;
   const allowed = new Set(['fill', 'stroke', 'd']);
-  const safe = root.namespaceURI === 'http://www.w3.org/2000/svg' && root.localName === 'svg' &&
-    [...root.children].every((el) => el.localName === 'path' && el.children.length === 0 &&
-      [...el.attributes].every((attr) => allowed.has(attr.name)));
+  const safe =
+    root.namespaceURI === 'http://www.w3.org/2000/svg' &&
+    root.localName === 'svg' &&
+    [...root.children].every(
+      (el) => el.localName === 'path' && el.children.length === 0 && [...el.attributes].every((attr) => allowed.has(attr.name)),
+    );
   if (!safe) return;
   root.setAttribute('aria-hidden', 'true');
   $('qr').replaceChildren(document.importNode(root, true));
@@ -343,7 +385,8 @@ function onTap(event) {
   } else if (target.id === 'error-retry') {
     const retry = view.error?.retry;
     view.error = null;
-    if (retry) retry(); else render();
+    if (retry) retry();
+    else render();
   } else if (target.id === 'error-back') {
     if (!view.error && view.state?.phase === 'failed') view.dismissedOrderId = view.state.order?.orderId ?? null;
     view.error = null;
@@ -360,5 +403,17 @@ setInterval(render, 250);
 // A kiosk: no pinch or ctrl+wheel zoom, no two-finger gestures (the viewport meta and CSS do the
 // rest; the kiosk unit also starts Chromium with --disable-pinch).
 for (const type of ['gesturestart', 'gesturechange']) document.addEventListener(type, (event) => event.preventDefault());
-document.addEventListener('touchmove', (event) => { if (event.touches.length > 1) event.preventDefault(); }, { passive: false });
-document.addEventListener('wheel', (event) => { if (event.ctrlKey) event.preventDefault(); }, { passive: false });
+document.addEventListener(
+  'touchmove',
+  (event) => {
+    if (event.touches.length > 1) event.preventDefault();
+  },
+  { passive: false },
+);
+document.addEventListener(
+  'wheel',
+  (event) => {
+    if (event.ctrlKey) event.preventDefault();
+  },
+  { passive: false },
+);

@@ -29,8 +29,11 @@ export function formatMoney(amount, currency, lang) {
     const iso = new Intl.NumberFormat(locale, { style: 'currency', currency }).resolvedOptions();
     const digits = WHOLE_UNIT_CURRENCIES.has(currency) ? 0 : iso.maximumFractionDigits;
     return new Intl.NumberFormat(locale, {
-      style: 'currency', currency, currencyDisplay: 'narrowSymbol',
-      minimumFractionDigits: digits, maximumFractionDigits: digits,
+      style: 'currency',
+      currency,
+      currencyDisplay: 'narrowSymbol',
+      minimumFractionDigits: digits,
+      maximumFractionDigits: digits,
     }).format(amount / 10 ** digits);
   } catch {
     // An unknown currency code must not blank the screen.

@@ -4,7 +4,12 @@
  */
 import {
   ProviderError,
-  type CreateInvoiceRequest, type EventPage, type Invoice, type PaymentProvider, type RefundRequest, type RefundResult,
+  type CreateInvoiceRequest,
+  type EventPage,
+  type Invoice,
+  type PaymentProvider,
+  type RefundRequest,
+  type RefundResult,
 } from '../types.js';
 import { createProviderHttpClient, parseWire, type HttpClientDeps, type HttpRequest, type HttpResponse } from '../http.js';
 import { expectInvoice, findInvoiceMismatch, validateCreateRequest, withRefunds } from '../invoice-checks.js';
@@ -105,7 +110,8 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
       const invoice = toInvoice(response.body, 'gerege create payment intent');
       if (response.status === 200) invoice.replayed = true;
       const mismatches = findInvoiceMismatch(request, invoice);
-      if (mismatches.length > 0) log.warn({ invoiceId: invoice.id, reference: request.reference, mismatches }, 'created intent differs from the request');
+      if (mismatches.length > 0)
+        log.warn({ invoiceId: invoice.id, reference: request.reference, mismatches }, 'created intent differs from the request');
       return invoice;
     },
 
@@ -115,14 +121,17 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
 
     refund(request: RefundRequest): Promise<RefundResult> {
       return sendRefund(log, request, {
-        send: () => authed({
-          method: 'POST',
-          path: `/payment-intents/${encodeURIComponent(request.invoiceId)}/refunds`,
-          headers: { 'idempotency-key': request.idempotencyKey },
-          json: { amount: request.amount },
-          retry: 'none',
-        }),
-        schema: geregeRefundSchema, mapStatus: mapGeregeRefundStatus, what: 'gerege refund',
+        send: () =>
+          authed({
+            method: 'POST',
+            path: `/payment-intents/${encodeURIComponent(request.invoiceId)}/refunds`,
+            headers: { 'idempotency-key': request.idempotencyKey },
+            json: { amount: request.amount },
+            retry: 'none',
+          }),
+        schema: geregeRefundSchema,
+        mapStatus: mapGeregeRefundStatus,
+        what: 'gerege refund',
       });
     },
 
@@ -156,7 +165,10 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
 
     async checkCredentials() {
       const response = await authed({
-        method: 'GET', path: `/payment-intents/${PROBE_INTENT_ID}`, retry: 'read', okStatuses: [404],
+        method: 'GET',
+        path: `/payment-intents/${PROBE_INTENT_ID}`,
+        retry: 'read',
+        okStatuses: [404],
       });
       const date = Date.parse(response.headers.get('date') ?? '');
       return {
@@ -170,4 +182,3 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
 function withBearer(request: HttpRequest, token: string): HttpRequest {
   return { ...request, headers: { ...request.headers, authorization: `Bearer ${token}` } };
 }
-

@@ -32,30 +32,43 @@ export function verifyGeregeSignature(
   options: GeregeSignatureOptions,
 ): GeregeSignatureResult {
   if (!Buffer.isBuffer(rawBody)) {
-    throw new WebhookVerificationError('malformed_body', 'the body must be the raw request bytes (a Buffer): was the body parsed before verification?');
+    throw new WebhookVerificationError(
+      'malformed_body',
+      'the body must be the raw request bytes (a Buffer): was the body parsed before verification?',
+    );
   }
   if (options.secrets.length === 0) {
     throw new WebhookVerificationError('no_secrets', 'no webhook secret is configured: set VENDGATE_WEBHOOK_SECRETS');
   }
   const header = readHeader(headers, GEREGE_SIGNATURE_HEADER);
   if (header === undefined || header.trim() === '') {
-    throw new WebhookVerificationError('missing_signature', 'no Gerege-Signature header: is a proxy or the tunnel stripping headers, or is this request not from Gerege?');
+    throw new WebhookVerificationError(
+      'missing_signature',
+      'no Gerege-Signature header: is a proxy or the tunnel stripping headers, or is this request not from Gerege?',
+    );
   }
   const { timestampSec, signatures } = parseHeader(header);
   if (timestampSec === undefined || signatures.length === 0) {
-    throw new WebhookVerificationError('missing_signature', 'the Gerege-Signature header has no t=<unix seconds> or no v1=<hex>: expected "t=…,v1=…"');
+    throw new WebhookVerificationError(
+      'missing_signature',
+      'the Gerege-Signature header has no t=<unix seconds> or no v1=<hex>: expected "t=…,v1=…"',
+    );
   }
 
   const secretIndex = matchingSecret(rawBody, timestampSec, signatures, options.secrets);
   if (secretIndex < 0) {
-    throw new WebhookVerificationError('bad_signature',
-      `no v1 signature matches any of the ${options.secrets.length} configured secret(s): was the body parsed or re-encoded before verification, or is the webhook secret wrong?`);
+    throw new WebhookVerificationError(
+      'bad_signature',
+      `no v1 signature matches any of the ${options.secrets.length} configured secret(s): was the body parsed or re-encoded before verification, or is the webhook secret wrong?`,
+    );
   }
   const toleranceSec = options.toleranceSec ?? DEFAULT_TOLERANCE_SEC;
   const skewSec = Math.abs(options.now / 1_000 - timestampSec);
   if (skewSec > toleranceSec) {
-    throw new WebhookVerificationError('stale_timestamp',
-      `the signature timestamp is ${Math.round(skewSec)} s away from this device's clock (tolerance ${toleranceSec} s): is the clock synchronised (NTP), or is this an old request replayed?`);
+    throw new WebhookVerificationError(
+      'stale_timestamp',
+      `the signature timestamp is ${Math.round(skewSec)} s away from this device's clock (tolerance ${toleranceSec} s): is the clock synchronised (NTP), or is this an old request replayed?`,
+    );
   }
   return { secretIndex, timestampSec };
 }

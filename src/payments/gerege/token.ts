@@ -16,7 +16,10 @@ export interface TokenSource {
   invalidate(token: string): void;
 }
 
-export function createTokenSource(deps: { http: ProviderHttpClient; clock: Clock }, credentials: { clientId: string; clientSecret: string }): TokenSource {
+export function createTokenSource(
+  deps: { http: ProviderHttpClient; clock: Clock },
+  credentials: { clientId: string; clientSecret: string },
+): TokenSource {
   let cached: { token: string; refreshAt: number } | undefined;
   let inFlight: Promise<string> | undefined;
   const basic = Buffer.from(`${credentials.clientId}:${credentials.clientSecret}`, 'utf8').toString('base64');
@@ -33,9 +36,15 @@ export function createTokenSource(deps: { http: ProviderHttpClient; clock: Clock
       });
     } catch (err) {
       if (err instanceof ProviderError && err.kind === 'auth') {
-        throw new ProviderError('auth', `gerege refused the client credentials (HTTP ${err.httpStatus}): check provider.clientId and VENDGATE_PROVIDER_CLIENT_SECRET`, {
-          providerCode: err.providerCode, httpStatus: err.httpStatus, cause: err,
-        });
+        throw new ProviderError(
+          'auth',
+          `gerege refused the client credentials (HTTP ${err.httpStatus}): check provider.clientId and VENDGATE_PROVIDER_CLIENT_SECRET`,
+          {
+            providerCode: err.providerCode,
+            httpStatus: err.httpStatus,
+            cause: err,
+          },
+        );
       }
       throw err;
     }
@@ -47,7 +56,9 @@ export function createTokenSource(deps: { http: ProviderHttpClient; clock: Clock
   return {
     async get() {
       if (cached && deps.clock.now() < cached.refreshAt) return cached.token;
-      inFlight ??= fetchToken().finally(() => { inFlight = undefined; });
+      inFlight ??= fetchToken().finally(() => {
+        inFlight = undefined;
+      });
       return inFlight;
     },
     invalidate(token) {

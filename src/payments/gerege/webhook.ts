@@ -23,11 +23,17 @@ export function verifyGeregeWebhook(
   }
   const event = parseGeregeEvent(body);
   if (event === undefined) {
-    throw new WebhookVerificationError('malformed_body', 'the signed body is not a Gerege event: expected { id: "evt_…", type, data: { object } }');
+    throw new WebhookVerificationError(
+      'malformed_body',
+      'the signed body is not a Gerege event: expected { id: "evt_…", type, data: { object } }',
+    );
   }
   const headerId = readHeader(headers, GEREGE_EVENT_ID_HEADER);
   if (headerId !== undefined && headerId !== event.eventId) {
-    throw new WebhookVerificationError('malformed_body', `the Gerege-Event-Id header (${headerId}) differs from the body id (${event.eventId})`);
+    throw new WebhookVerificationError(
+      'malformed_body',
+      `the Gerege-Event-Id header (${headerId}) differs from the body id (${event.eventId})`,
+    );
   }
   return { event, secretIndex };
 }
@@ -51,6 +57,7 @@ export function parseGeregeEvent(body: unknown): WebhookEvent | undefined {
 function intentIdOf(object: Record<string, unknown>): string | null {
   const id = typeof object.id === 'string' ? object.id : '';
   if (id.startsWith('pi_')) return id;
-  if (id.startsWith('re_') && typeof object.payment_intent === 'string' && object.payment_intent.startsWith('pi_')) return object.payment_intent;
+  if (id.startsWith('re_') && typeof object.payment_intent === 'string' && object.payment_intent.startsWith('pi_'))
+    return object.payment_intent;
   return null;
 }

@@ -4,7 +4,11 @@
  */
 import {
   ProviderError,
-  type CreateInvoiceRequest, type Invoice, type PaymentProvider, type RefundRequest, type RefundResult,
+  type CreateInvoiceRequest,
+  type Invoice,
+  type PaymentProvider,
+  type RefundRequest,
+  type RefundResult,
 } from '../types.js';
 import { createProviderHttpClient, parseWire, type HttpClientDeps, type HttpRequest, type HttpResponse } from '../http.js';
 import { expectInvoice, findInvoiceMismatch, validateCreateRequest, withRefunds } from '../invoice-checks.js';
@@ -91,7 +95,8 @@ export function createQutpayProvider(deps: HttpClientDeps, config: QutpayConfig)
       if (replay) invoice.replayed = true;
       // QutPay replays an old key even when the amount differs: say so loudly, return it faithfully.
       const mismatches = findInvoiceMismatch(request, invoice);
-      if (mismatches.length > 0) log.warn({ invoiceId: invoice.id, reference: request.reference, mismatches }, 'created invoice differs from the request');
+      if (mismatches.length > 0)
+        log.warn({ invoiceId: invoice.id, reference: request.reference, mismatches }, 'created invoice differs from the request');
       return invoice;
     },
 
@@ -104,14 +109,18 @@ export function createQutpayProvider(deps: HttpClientDeps, config: QutpayConfig)
 
     refund(request: RefundRequest): Promise<RefundResult> {
       return sendRefund(log, request, {
-        send: () => call({
-          method: 'POST',
-          path: `/api/v1/invoices/${encodeURIComponent(request.invoiceId)}/refund`,
-          headers: { 'idempotency-key': request.idempotencyKey },
-          json: { amount: request.amount },
-          retry: 'none',
-        }),
-        schema: qutpayRefundSchema, mapStatus: mapQutpayRefundStatus, unknownCodes: REFUND_UNKNOWN_CODES, what: 'qutpay refund',
+        send: () =>
+          call({
+            method: 'POST',
+            path: `/api/v1/invoices/${encodeURIComponent(request.invoiceId)}/refund`,
+            headers: { 'idempotency-key': request.idempotencyKey },
+            json: { amount: request.amount },
+            retry: 'none',
+          }),
+        schema: qutpayRefundSchema,
+        mapStatus: mapQutpayRefundStatus,
+        unknownCodes: REFUND_UNKNOWN_CODES,
+        what: 'qutpay refund',
       });
     },
 

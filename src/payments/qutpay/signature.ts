@@ -14,17 +14,24 @@ export function verifyQutpaySignature(
   options: { secrets: readonly string[] },
 ): { secretIndex: number } {
   if (!Buffer.isBuffer(rawBody)) {
-    throw new WebhookVerificationError('malformed_body', 'the body must be the raw request bytes (a Buffer): was the body parsed before verification?');
+    throw new WebhookVerificationError(
+      'malformed_body',
+      'the body must be the raw request bytes (a Buffer): was the body parsed before verification?',
+    );
   }
   if (options.secrets.length === 0) {
     throw new WebhookVerificationError('no_secrets', 'no webhook secret is configured: set VENDGATE_WEBHOOK_SECRETS');
   }
   const header = readHeader(headers, QUTPAY_SIGNATURE_HEADER);
   if (header === undefined || header.trim() === '') {
-    throw new WebhookVerificationError('missing_signature', 'no X-Qutpay-Signature header: is a proxy or the tunnel stripping headers, or is this request not from QutPay?');
+    throw new WebhookVerificationError(
+      'missing_signature',
+      'no X-Qutpay-Signature header: is a proxy or the tunnel stripping headers, or is this request not from QutPay?',
+    );
   }
   // A repeated header arrives joined with commas; any well-formed value may match.
-  const candidates = header.split(',')
+  const candidates = header
+    .split(',')
     .map((part) => /^sha256=([0-9a-fA-F]{64})$/.exec(part.trim())?.[1])
     .filter((hex): hex is string => hex !== undefined)
     .map((hex) => Buffer.from(hex, 'hex'));
@@ -39,8 +46,10 @@ export function verifyQutpaySignature(
     }
     if (matched) return { secretIndex };
   }
-  throw new WebhookVerificationError('bad_signature',
-    `the signature matches none of the ${options.secrets.length} configured secret(s): was the body parsed or re-encoded before verification, or is the webhook secret wrong?`);
+  throw new WebhookVerificationError(
+    'bad_signature',
+    `the signature matches none of the ${options.secrets.length} configured secret(s): was the body parsed or re-encoded before verification, or is the webhook secret wrong?`,
+  );
 }
 
 /** The header value QutPay would send, for tests and the selftest. */

@@ -23,9 +23,20 @@ export function mapQutpayStatus(word: string): CanonicalStatus | undefined {
  */
 export function mapQutpayRefundStatus(word: string): 'succeeded' | 'pending' | 'failed' | undefined {
   switch (word) {
-    case 'succeeded': case 'success': case 'completed': case 'refunded': return 'succeeded';
-    case 'pending': case 'processing': case 'new': return 'pending';
-    case 'failed': case 'rejected': case 'declined': return 'failed';
-    default: return undefined;
+    case 'succeeded':
+    case 'success':
+    case 'completed':
+    case 'refunded':
+      return 'succeeded';
+    case 'pending':
+    case 'processing':
+    case 'new':
+      return 'pending';
+    case 'failed':
+    case 'rejected':
+    case 'declined':
+      return 'failed';
+    default:
+      return undefined;
   }
 }

@@ -18,7 +18,10 @@ export function verifyQutpayWebhook(
   }
   const event = parseQutpayEvent(body);
   if (!event) {
-    throw new WebhookVerificationError('malformed_body', 'the signed body is not a QutPay event: expected { event, invoice: { id, status } }');
+    throw new WebhookVerificationError(
+      'malformed_body',
+      'the signed body is not a QutPay event: expected { event, invoice: { id, status } }',
+    );
   }
   return { event, secretIndex };
 }

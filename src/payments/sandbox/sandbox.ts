@@ -7,14 +7,29 @@ import type { Logger } from '../../util/logger.js';
 import { ErrorCodes, VendgateError } from '../../util/errors.js';
 import { prepared } from '../../store/index.js';
 import {
-  ProviderError, WebhookVerificationError,
-  type CanonicalStatus, type CreateInvoiceRequest, type Invoice, type PaymentProvider, type RefundResult, type WebhookEvent,
+  ProviderError,
+  WebhookVerificationError,
+  type CanonicalStatus,
+  type CreateInvoiceRequest,
+  type Invoice,
+  type PaymentProvider,
+  type RefundResult,
+  type WebhookEvent,
 } from '../types.js';
 import { signSandboxPayload, verifySandboxSignature, SANDBOX_SIGNATURE_HEADER } from './signature.js';
 
 interface Row {
-  id: string; idempotency_key: string; body_hash: string; reference: string; amount: number; currency: string;
-  description: string; status: CanonicalStatus; capture_method: string; created_at: number; expires_at: number;
+  id: string;
+  idempotency_key: string;
+  body_hash: string;
+  reference: string;
+  amount: number;
+  currency: string;
+  description: string;
+  status: CanonicalStatus;
+  capture_method: string;
+  created_at: number;
+  expires_at: number;
 }
 
 function parseEvent(rawBody: Buffer): WebhookEvent {
@@ -24,10 +39,13 @@ function parseEvent(rawBody: Buffer): WebhookEvent {
   } catch {
     throw new WebhookVerificationError('malformed_body', 'body is not JSON');
   }
-  if (typeof body?.id !== 'string' || typeof body.type !== 'string') throw new WebhookVerificationError('malformed_body', 'event needs id and type');
+  if (typeof body?.id !== 'string' || typeof body.type !== 'string')
+    throw new WebhookVerificationError('malformed_body', 'event needs id and type');
   const objectId = body.data?.object?.id;
   return {
-    eventId: body.id, type: body.type, objectId: typeof objectId === 'string' ? objectId : null,
+    eventId: body.id,
+    type: body.type,
+    objectId: typeof objectId === 'string' ? objectId : null,
     livemode: typeof body.livemode === 'boolean' ? body.livemode : null,
     createdAt: typeof body.created === 'number' ? body.created * 1000 : null,
   };
@@ -79,18 +97,33 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
 
   function toInvoice(row: Row, replayed = false): Invoice {
     return {
-      id: row.id, status: row.status, providerStatus: row.status, amount: row.amount, currency: row.currency,
-      reference: row.reference, livemode: false, payUrl: settings.payUrl(row.id), expiresAt: row.expires_at, replayed,
-      refundedAmount: row.status === 'refunded' ? row.amount : 0, createdAt: row.created_at ?? undefined,
+      id: row.id,
+      status: row.status,
+      providerStatus: row.status,
+      amount: row.amount,
+      currency: row.currency,
+      reference: row.reference,
+      livemode: false,
+      payUrl: settings.payUrl(row.id),
+      expiresAt: row.expires_at,
+      replayed,
+      refundedAmount: row.status === 'refunded' ? row.amount : 0,
+      createdAt: row.created_at ?? undefined,
     };
   }
 
   function setStatus(row: Row, status: CanonicalStatus): Row {
     const next = { ...row, status };
-    const body = Buffer.from(JSON.stringify({
-      id: `evt_${randomBytes(8).toString('hex')}`, object: 'event', type: `invoice.${status}`, livemode: false,
-      created: Math.floor(deps.clock.now() / 1000), data: { object: toInvoice(next) },
-    }));
+    const body = Buffer.from(
+      JSON.stringify({
+        id: `evt_${randomBytes(8).toString('hex')}`,
+        object: 'event',
+        type: `invoice.${status}`,
+        livemode: false,
+        created: Math.floor(deps.clock.now() / 1000),
+        data: { object: toInvoice(next) },
+      }),
+    );
     const event = JSON.parse(body.toString()) as { id: string; created: number };
     open().transaction(() => {
       prepared(open(), 'UPDATE sandbox_invoices SET status = ? WHERE id = ?').run(status, row.id);
@@ -108,20 +141,38 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
   const provider: PaymentProvider = {
     name: 'sandbox',
     async createInvoice(request: CreateInvoiceRequest) {
-      const bodyHash = createHash('sha256').update(JSON.stringify([request.reference, request.amount, request.currency, request.description, request.captureMode])).digest('hex');
-      const existing = prepared(open(), 'SELECT * FROM sandbox_invoices WHERE idempotency_key = ?').get(request.idempotencyKey) as Row | undefined;
+      const bodyHash = createHash('sha256')
+        .update(JSON.stringify([request.reference, request.amount, request.currency, request.description, request.captureMode]))
+        .digest('hex');
+      const existing = prepared(open(), 'SELECT * FROM sandbox_invoices WHERE idempotency_key = ?').get(request.idempotencyKey) as
+        Row | undefined;
       if (existing) {
-        if (existing.body_hash !== bodyHash) throw new ProviderError('conflict', 'idempotency key reused with a different body', { httpStatus: 409, providerCode: 'idempotency_conflict' });
+        if (existing.body_hash !== bodyHash)
+          throw new ProviderError('conflict', 'idempotency key reused with a different body', {
+            httpStatus: 409,
+            providerCode: 'idempotency_conflict',
+          });
         return toInvoice(read(existing.id), true);
       }
       const now = deps.clock.now();
       const row: Row = {
-        id: `sb_${randomBytes(8).toString('hex')}`, idempotency_key: request.idempotencyKey, body_hash: bodyHash,
-        reference: request.reference, amount: request.amount, currency: request.currency, description: request.description,
-        status: 'pending', capture_method: request.captureMode, created_at: now, expires_at: now + request.expiresInSec * 1000,
+        id: `sb_${randomBytes(8).toString('hex')}`,
+        idempotency_key: request.idempotencyKey,
+        body_hash: bodyHash,
+        reference: request.reference,
+        amount: request.amount,
+        currency: request.currency,
+        description: request.description,
+        status: 'pending',
+        capture_method: request.captureMode,
+        created_at: now,
+        expires_at: now + request.expiresInSec * 1000,
       };
-      prepared(open(), `INSERT INTO sandbox_invoices VALUES (@id, @idempotency_key, @body_hash, @reference, @amount, @currency,
-        @description, @status, @capture_method, @created_at, @expires_at)`).run(row);
+      prepared(
+        open(),
+        `INSERT INTO sandbox_invoices VALUES (@id, @idempotency_key, @body_hash, @reference, @amount, @currency,
+        @description, @status, @capture_method, @created_at, @expires_at)`,
+      ).run(row);
       return toInvoice(row);
     },
     async getInvoice(id) {
@@ -149,10 +200,13 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
     },
     async listEvents(query) {
       const after = query.startingAfter
-        ? (prepared(open(), 'SELECT seq FROM sandbox_events WHERE id = ?').get(query.startingAfter) as { seq: number } | undefined)?.seq ?? 0
+        ? ((prepared(open(), 'SELECT seq FROM sandbox_events WHERE id = ?').get(query.startingAfter) as { seq: number } | undefined)?.seq ??
+          0)
         : 0;
-      const rows = prepared(open(), 'SELECT id, body FROM sandbox_events WHERE seq > ? AND created >= ? ORDER BY seq LIMIT 101')
-        .all(after, query.createdAfterSec ?? 0) as { id: string; body: string }[];
+      const rows = prepared(open(), 'SELECT id, body FROM sandbox_events WHERE seq > ? AND created >= ? ORDER BY seq LIMIT 101').all(
+        after,
+        query.createdAfterSec ?? 0,
+      ) as { id: string; body: string }[];
       const page = rows.slice(0, 100);
       return {
         // Read over the authenticated API, not a webhook: nothing to verify.
@@ -173,7 +227,14 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
       describe(invoiceId: string) {
         try {
           const row = read(invoiceId);
-          return { id: row.id, amount: row.amount, currency: row.currency, reference: row.reference, status: row.status, expiresAt: row.expires_at };
+          return {
+            id: row.id,
+            amount: row.amount,
+            currency: row.currency,
+            reference: row.reference,
+            status: row.status,
+            expiresAt: row.expires_at,
+          };
         } catch {
           return null;
         }
@@ -189,7 +250,8 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
         if (row.status !== 'pending' && row.status !== 'canceled') {
           throw new VendgateError(ErrorCodes.ORDER_STATE, `this invoice is ${row.status} and cannot be paid`, { httpStatus: 409 });
         }
-        if (row.expires_at <= deps.clock.now()) throw new VendgateError(ErrorCodes.ORDER_STATE, 'this invoice has expired', { httpStatus: 409 });
+        if (row.expires_at <= deps.clock.now())
+          throw new VendgateError(ErrorCodes.ORDER_STATE, 'this invoice has expired', { httpStatus: 409 });
         setStatus(row, row.capture_method === 'manual' ? 'authorized' : 'paid');
         log.info({ invoiceId }, 'sandbox invoice paid');
       },

@@ -16,9 +16,13 @@ export function verifySandboxSignature(rawBody: Buffer, header: string | undefin
   const parts = header.split(',').map((p) => p.trim().split('='));
   const t = Number(parts.find(([k]) => k === 't')?.[1]);
   const signatures = parts.filter(([k]) => k === 'v1').map(([, v]) => v ?? '');
-  if (!Number.isInteger(t) || signatures.length === 0) throw new WebhookVerificationError('bad_signature', 'signature header must be t=<unix>,v1=<hex>');
+  if (!Number.isInteger(t) || signatures.length === 0)
+    throw new WebhookVerificationError('bad_signature', 'signature header must be t=<unix>,v1=<hex>');
   if (Math.abs(context.now / 1000 - t) > context.toleranceSec) {
-    throw new WebhookVerificationError('stale_timestamp', `signature timestamp is ${Math.round(context.now / 1000 - t)} s off (tolerance ${context.toleranceSec} s): check the clock, or a replayed request`);
+    throw new WebhookVerificationError(
+      'stale_timestamp',
+      `signature timestamp is ${Math.round(context.now / 1000 - t)} s off (tolerance ${context.toleranceSec} s): check the clock, or a replayed request`,
+    );
   }
   for (const [index, secret] of context.secrets.entries()) {
     const expected = Buffer.from(createHmac('sha256', secret).update(`${t}.`).update(rawBody).digest('hex'));
@@ -27,5 +31,8 @@ export function verifySandboxSignature(rawBody: Buffer, header: string | undefin
       if (given.length === expected.length && timingSafeEqual(given, expected)) return index;
     }
   }
-  throw new WebhookVerificationError('bad_signature', 'no signature matches any configured secret: was the body parsed or re-serialised before verification?');
+  throw new WebhookVerificationError(
+    'bad_signature',
+    'no signature matches any configured secret: was the body parsed or re-serialised before verification?',
+  );
 }

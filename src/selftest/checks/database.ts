@@ -27,7 +27,8 @@ function hintFor(err: unknown, path: string): string {
   if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM' || code === 'EACCES') {
     return `the service user must own the directory: sudo chown -R vendgate:vendgate ${dirname(path)}; run the selftest as that user (sudo -u vendgate …)`;
   }
-  if (code === 'SQLITE_BUSY') return 'another process held a write lock for more than 5 s: look for a stuck vendgate command (ps aux | grep vendgate)';
+  if (code === 'SQLITE_BUSY')
+    return 'another process held a write lock for more than 5 s: look for a stuck vendgate command (ps aux | grep vendgate)';
   if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR') return 'the disk is full or failing: check df -h and the SD card';
   return 'see the detail; journalctl -u vendgate -n 50 may say more';
 }
@@ -47,7 +48,16 @@ export function checkDatabase(settings: Readonly<Settings>, live: Db | undefined
     db = live;
   } else {
     if (path !== ':memory:' && !existsSync(path)) {
-      return { ...none, exists: false, db: null, result: warn(name, `no database yet at ${resolve(path)}`, 'the service creates it at its first start: sudo systemctl start vendgate') };
+      return {
+        ...none,
+        exists: false,
+        db: null,
+        result: warn(
+          name,
+          `no database yet at ${resolve(path)}`,
+          'the service creates it at its first start: sudo systemctl start vendgate',
+        ),
+      };
     }
     try {
       db = openDatabase(path);
@@ -56,21 +66,38 @@ export function checkDatabase(settings: Readonly<Settings>, live: Db | undefined
       return { ...none, db: null, result: fail(name, `cannot open ${resolve(path)}: ${describeError(err)}`, hintFor(err, path)) };
     }
   }
-  const close = () => { if (owned && db.open) db.close(); };
+  const close = () => {
+    if (owned && db.open) db.close();
+  };
   try {
     // Inside the service the full check would stall its event loop for seconds on a big file.
     const pragma = live ? 'quick_check' : 'integrity_check';
     const problems = (db.pragma(pragma) as Record<string, string>[]).map((row) => Object.values(row)[0]).filter((v) => v !== 'ok');
     if (problems.length > 0) {
       close();
-      return { ...none, db: null, result: fail(name, `${pragma} found ${problems.length} problem(s): ${problems[0]}`, hintFor({ code: 'SQLITE_CORRUPT' }, path)) };
+      return {
+        ...none,
+        db: null,
+        result: fail(name, `${pragma} found ${problems.length} problem(s): ${problems[0]}`, hintFor({ code: 'SQLITE_CORRUPT' }, path)),
+      };
     }
     const journal = String(db.pragma('journal_mode', { simple: true }));
     if (journal !== 'wal') {
-      return { exists: true, db, close, result: fail(name, `journal_mode is ${journal}, not wal`, 'the service and the selftest share the file safely only in WAL mode: restart the service, which sets it') };
+      return {
+        exists: true,
+        db,
+        close,
+        result: fail(
+          name,
+          `journal_mode is ${journal}, not wal`,
+          'the service and the selftest share the file safely only in WAL mode: restart the service, which sets it',
+        ),
+      };
     }
     inTransaction(db, () => {
-      db.prepare("INSERT INTO meta (key, value) VALUES ('selftest_write_probe', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(new Date().toISOString());
+      db.prepare(
+        "INSERT INTO meta (key, value) VALUES ('selftest_write_probe', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      ).run(new Date().toISOString());
       db.prepare("DELETE FROM meta WHERE key = 'selftest_write_probe'").run();
     });
     const version = Number(db.pragma('user_version', { simple: true }));

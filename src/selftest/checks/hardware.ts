@@ -1,7 +1,12 @@
 import type { Settings } from '../../settings/index.js';
 import {
-  checkHardware, createHardware, createHardwareBus,
-  type Actuator, type HardwareCheck, type HardwareInputs, type VendRequest,
+  checkHardware,
+  createHardware,
+  createHardwareBus,
+  type Actuator,
+  type HardwareCheck,
+  type HardwareInputs,
+  type VendRequest,
 } from '../../hardware/index.js';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
@@ -16,8 +21,10 @@ export interface HardwareCheckDeps {
   live: LiveComponents | undefined;
 }
 
-const SERIAL_HINT = 'check the USB cable and actuator.serial.path (ls -l /dev/serial/by-id/); the vendgate user must be in the dialout group';
-const GPIO_HINT = 'check actuator.relay.pin (a BCM number), that the vendgate user is in the gpio group, and the kernel GPIO driver (cat /sys/kernel/debug/gpio, gpiodetect)';
+const SERIAL_HINT =
+  'check the USB cable and actuator.serial.path (ls -l /dev/serial/by-id/); the vendgate user must be in the dialout group';
+const GPIO_HINT =
+  'check actuator.relay.pin (a BCM number), that the vendgate user is in the gpio group, and the kernel GPIO driver (cat /sys/kernel/debug/gpio, gpiodetect)';
 const INPUT_HINT = 'check inputs.<name>.pin (a BCM number) and the gpio group; cat /sys/kernel/debug/gpio shows who holds the pin';
 /** How long a freshly opened serial port gets to come up. */
 const SERIAL_UP_MS = 2_000;
@@ -32,7 +39,8 @@ export function describeActuation(settings: Readonly<Settings>): string {
   const a = settings.actuator;
   const request = testVendRequest(settings);
   switch (a.kind) {
-    case 'sim': return `one simulated vend (a line in ${a.sim.logPath})`;
+    case 'sim':
+      return `one simulated vend (a line in ${a.sim.logPath})`;
     case 'relay': {
       const pulses = a.relay.creditPerPulse ? Math.floor(request.amount / a.relay.creditPerPulse) : a.relay.pulses;
       const what = settings.device.mode === 'turnstile' ? 'the gate opens for one person' : 'the machine gets the credit of one test vend';
@@ -49,7 +57,14 @@ function testVendRequest(settings: Readonly<Settings>): VendRequest {
   const first = settings.device.catalog[0];
   const turnstile = settings.device.mode === 'turnstile';
   const amount = settings.actuator.relay.creditPerPulse ?? (turnstile ? settings.device.fare : first?.price) ?? 1;
-  return { orderId: 0, reference: 'selftest', slot: turnstile ? null : first?.slot ?? null, amount, currency: settings.device.currency, mode: settings.device.mode };
+  return {
+    orderId: 0,
+    reference: 'selftest',
+    slot: turnstile ? null : (first?.slot ?? null),
+    amount,
+    currency: settings.device.currency,
+    mode: settings.device.mode,
+  };
 }
 
 function levels(inputs: HardwareInputs, settings: Readonly<Settings>): string {
@@ -80,20 +95,34 @@ async function waitUp(actuator: Actuator, ms: number): Promise<void> {
  * service: only what can be looked at without taking the port or the pins from it. Service stopped:
  * the real actuator and inputs are built with the service's factories, started, read and stopped.
  */
-export async function checkHardwareLines(settings: Readonly<Settings>, deps: HardwareCheckDeps, service: ServiceState, actuate: boolean): Promise<CheckResult[]> {
+export async function checkHardwareLines(
+  settings: Readonly<Settings>,
+  deps: HardwareCheckDeps,
+  service: ServiceState,
+  actuate: boolean,
+): Promise<CheckResult[]> {
   const name = actuatorCheckName(settings);
   const kind = settings.actuator.kind;
   const hint = kind === 'serial' ? SERIAL_HINT : GPIO_HINT;
-  const found = await checkHardware({ sysfsRoot: deps.hardware?.sysfsRoot, skipOnoff: deps.hardware?.Gpio !== undefined, gpiosetCommand: deps.hardware?.gpiosetCommand }, settings);
+  const found = await checkHardware(
+    { sysfsRoot: deps.hardware?.sysfsRoot, skipOnoff: deps.hardware?.Gpio !== undefined, gpiosetCommand: deps.hardware?.gpiosetCommand },
+    settings,
+  );
   // onoff is loaded for the relay and for inputs alike: its failure belongs to whichever uses it first.
-  const actuatorStatic = staticFindings(found, (n) => n.startsWith(`actuator.${kind}`) || (kind === 'relay' && (n === 'onoff' || n === 'relay gpioset')));
+  const actuatorStatic = staticFindings(
+    found,
+    (n) => n.startsWith(`actuator.${kind}`) || (kind === 'relay' && (n === 'onoff' || n === 'relay gpioset')),
+  );
   const inputsStatic = staticFindings(found, (n) => n.startsWith('inputs.') || (kind !== 'relay' && n === 'onoff'));
   const results: CheckResult[] = [];
 
   if (deps.live) {
     const health = deps.live.actuator.health();
     results.push(health.ok ? pass(name, health.detail) : fail(name, health.detail, hint));
-    if (anyInputs(settings)) results.push(inputsStatic.failed ? fail('inputs', inputsStatic.failed.detail, INPUT_HINT) : pass('inputs', levels(deps.live.inputs, settings)));
+    if (anyInputs(settings))
+      results.push(
+        inputsStatic.failed ? fail('inputs', inputsStatic.failed.detail, INPUT_HINT) : pass('inputs', levels(deps.live.inputs, settings)),
+      );
     return results;
   }
 
@@ -103,8 +132,16 @@ export async function checkHardwareLines(settings: Readonly<Settings>, deps: Har
   if (service.running && exclusive) {
     // The service holds the port (serialport locks it) and the exported pins: look, do not touch.
     if (!actuatorStatic.failed) results.push(pass(name, `${actuatorStatic.detail}; in use by the running service`));
-    if (anyInputs(settings) && !inputsStatic.failed) results.push(pass('inputs', `${inputsStatic.detail}; levels are read by the running service (MQTT cmd/selftest shows them)`));
-    if (actuate) results.push(fail('actuate', 'not done: the running service holds the hardware', 'stop it for the test (sudo systemctl stop vendgate), run vendgate selftest --actuate, start it again; or use MQTT cmd/test_vend'));
+    if (anyInputs(settings) && !inputsStatic.failed)
+      results.push(pass('inputs', `${inputsStatic.detail}; levels are read by the running service (MQTT cmd/selftest shows them)`));
+    if (actuate)
+      results.push(
+        fail(
+          'actuate',
+          'not done: the running service holds the hardware',
+          'stop it for the test (sudo systemctl stop vendgate), run vendgate selftest --actuate, start it again; or use MQTT cmd/test_vend',
+        ),
+      );
     return results;
   }
   if (actuatorStatic.failed || inputsStatic.failed) {
@@ -113,7 +150,10 @@ export async function checkHardwareLines(settings: Readonly<Settings>, deps: Har
     return results;
   }
 
-  const built = await createHardware({ clock: deps.clock, logger: deps.logger, ...deps.hardware, bus: createHardwareBus(deps.logger) }, settings);
+  const built = await createHardware(
+    { clock: deps.clock, logger: deps.logger, ...deps.hardware, bus: createHardwareBus(deps.logger) },
+    settings,
+  );
   try {
     if (anyInputs(settings)) {
       try {
@@ -140,15 +180,24 @@ export async function checkHardwareLines(settings: Readonly<Settings>, deps: Har
   }
 }
 
-async function actuatorLine(settings: Readonly<Settings>, actuator: Actuator, name: string, hint: string, staticDetail: string): Promise<CheckResult> {
+async function actuatorLine(
+  settings: Readonly<Settings>,
+  actuator: Actuator,
+  name: string,
+  hint: string,
+  staticDetail: string,
+): Promise<CheckResult> {
   const health = actuator.health();
   if (!health.ok) return fail(name, health.detail, hint);
   const serial = settings.actuator.serial;
   if (settings.actuator.kind === 'serial' && serial.profile === 'line' && serial.statusCommand && actuator.queryOutcome) {
     const answer = await actuator.queryOutcome(testVendRequest(settings));
     if (answer === 'unknown') {
-      return fail(name, `${health.detail}, but no answer to the status command within ${serial.timeoutMs} ms`,
-        'check actuator.serial.baudRate, the wiring (TX↔RX crossed, common ground), that the machine is on, and statusVendedPattern/statusNotVendedPattern');
+      return fail(
+        name,
+        `${health.detail}, but no answer to the status command within ${serial.timeoutMs} ms`,
+        'check actuator.serial.baudRate, the wiring (TX↔RX crossed, common ground), that the machine is on, and statusVendedPattern/statusNotVendedPattern',
+      );
     }
     return pass(name, `${health.detail}; the machine answered the status command (${answer.replace('_', ' ')})`);
   }
@@ -160,16 +209,28 @@ async function testVend(settings: Readonly<Settings>, actuator: Actuator, health
   const name = 'actuate';
   if (!healthy) return fail(name, 'not done: the actuator is not healthy', 'fix the line above first');
   if (settings.actuator.kind === 'serial' && settings.actuator.serial.profile === 'mdb') {
-    return warn(name, 'not done: an MDB machine starts each vend itself', 'select a product on the machine and pay for it to test the whole path');
+    return warn(
+      name,
+      'not done: an MDB machine starts each vend itself',
+      'select a product on the machine and pay for it to test the whole path',
+    );
   }
   const request = testVendRequest(settings);
   const started = Date.now();
   const outcome = await actuator.fire(request);
   const ms = Date.now() - started;
   switch (outcome.result) {
-    case 'vended': return pass(name, `test vend delivered in ${ms} ms${outcome.detail ? ` (${outcome.detail})` : ''}`);
-    case 'not_passed': return pass(name, `gate opened; nobody passed within ${settings.actuator.turnstile.passTimeoutMs} ms (expected in a test)`);
-    case 'failed': return fail(name, `test vend failed: ${outcome.reason}`, 'check the machine (jam, door open, service mode) and the wiring');
-    case 'unknown': return fail(name, `test vend outcome unknown: ${outcome.detail}`, 'look at the machine: did it dispense? then check the answer patterns in actuator.serial');
+    case 'vended':
+      return pass(name, `test vend delivered in ${ms} ms${outcome.detail ? ` (${outcome.detail})` : ''}`);
+    case 'not_passed':
+      return pass(name, `gate opened; nobody passed within ${settings.actuator.turnstile.passTimeoutMs} ms (expected in a test)`);
+    case 'failed':
+      return fail(name, `test vend failed: ${outcome.reason}`, 'check the machine (jam, door open, service mode) and the wiring');
+    case 'unknown':
+      return fail(
+        name,
+        `test vend outcome unknown: ${outcome.detail}`,
+        'look at the machine: did it dispense? then check the answer patterns in actuator.serial',
+      );
   }
 }

@@ -55,12 +55,17 @@ export async function detectService(
   };
 }
 
-const NOT_RUNNING_HINT = 'start it: sudo systemctl start vendgate (or npm start for the demo); journalctl -u vendgate -n 50 says why it stopped';
+const NOT_RUNNING_HINT =
+  'start it: sudo systemctl start vendgate (or npm start for the demo); journalctl -u vendgate -n 50 says why it stopped';
 
 /** The line for a listener that refused: the service is simply off (WARN), or it should be on (FAIL). */
 function refused(name: string, service: ServiceState, what: string, port: number | string): CheckResult {
   if (service.running) {
-    return fail(name, `the service is running (${service.how}) but nothing listens on port ${port}`, `journalctl -u vendgate -n 50 shows why the ${what} did not start (port taken? sudo ss -ltnp 'sport = :${port}')`);
+    return fail(
+      name,
+      `the service is running (${service.how}) but nothing listens on port ${port}`,
+      `journalctl -u vendgate -n 50 shows why the ${what} did not start (port taken? sudo ss -ltnp 'sport = :${port}')`,
+    );
   }
   if (service.expected) return fail(name, 'service not running', NOT_RUNNING_HINT);
   return warn(name, 'service not running', NOT_RUNNING_HINT);
@@ -74,32 +79,62 @@ function portOf(url: string): string {
 export function webhookListenerCheck(service: ServiceState): CheckResult {
   const name = 'webhook.listener';
   if (!service.webhookUrl || !service.webhook) {
-    return warn(name, 'http.webhook.port is 0 (any free port): cannot be probed from outside the service', 'give the webhook listener a fixed port; the tunnel needs one');
+    return warn(
+      name,
+      'http.webhook.port is 0 (any free port): cannot be probed from outside the service',
+      'give the webhook listener a fixed port; the tunnel needs one',
+    );
   }
   const port = portOf(service.webhookUrl);
   const p = service.webhook;
   if (p.kind === 'refused') return refused(name, service, 'webhook listener', port);
-  if (p.kind === 'error') return fail(name, `${service.webhookUrl}/webhooks/health: ${p.message}`, 'the listener accepts connections but does not answer: journalctl -u vendgate -n 50');
+  if (p.kind === 'error')
+    return fail(
+      name,
+      `${service.webhookUrl}/webhooks/health: ${p.message}`,
+      'the listener accepts connections but does not answer: journalctl -u vendgate -n 50',
+    );
   if (p.status >= 200 && p.status < 300) return pass(name, `${service.webhookUrl}/webhooks/health answered in ${p.ms} ms`);
-  return fail(name, `${service.webhookUrl}/webhooks/health answered HTTP ${p.status}: not vendgate's webhook listener`, `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it or change http.webhook.port`);
+  return fail(
+    name,
+    `${service.webhookUrl}/webhooks/health answered HTTP ${p.status}: not vendgate's webhook listener`,
+    `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it or change http.webhook.port`,
+  );
 }
 
 /** `GET /healthz` on the local listener: the service's own view (provider reachable, taking orders). */
 export function localListenerCheck(service: ServiceState): CheckResult {
   const name = 'local.listener';
   if (!service.localUrl || !service.local) {
-    return warn(name, 'http.local.port is 0 (any free port): cannot be probed from outside the service', 'give the local listener a fixed port; the kiosk page needs one');
+    return warn(
+      name,
+      'http.local.port is 0 (any free port): cannot be probed from outside the service',
+      'give the local listener a fixed port; the kiosk page needs one',
+    );
   }
   const port = portOf(service.localUrl);
   const p = service.local;
   if (p.kind === 'refused') return refused(name, service, 'local listener', port);
-  if (p.kind === 'error') return fail(name, `${service.localUrl}/healthz: ${p.message}`, 'the listener accepts connections but does not answer: journalctl -u vendgate -n 50');
+  if (p.kind === 'error')
+    return fail(
+      name,
+      `${service.localUrl}/healthz: ${p.message}`,
+      'the listener accepts connections but does not answer: journalctl -u vendgate -n 50',
+    );
   const health = parseHealth(p.body);
   if (p.status === 200) return pass(name, `${service.localUrl}/healthz answered in ${p.ms} ms${health ? `: ${health}` : ''}`);
   if (p.status === 503 && health !== null) {
-    return fail(name, `the service reports a problem: ${health}`, 'the lines above name the cause (provider, out of service by an input or over MQTT)');
+    return fail(
+      name,
+      `the service reports a problem: ${health}`,
+      'the lines above name the cause (provider, out of service by an input or over MQTT)',
+    );
   }
-  return fail(name, `${service.localUrl}/healthz answered HTTP ${p.status}: not vendgate's local listener`, `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it or change http.local.port`);
+  return fail(
+    name,
+    `${service.localUrl}/healthz answered HTTP ${p.status}: not vendgate's local listener`,
+    `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it or change http.local.port`,
+  );
 }
 
 /** `{ok, checks: {provider: {ok, detail}, …}}` → "provider: reachable; service: taking orders". */
@@ -107,7 +142,9 @@ function parseHealth(body: string): string | null {
   try {
     const parsed = JSON.parse(body) as { checks?: Record<string, { ok?: boolean; detail?: string }> };
     if (!parsed.checks || typeof parsed.checks !== 'object') return null;
-    return Object.entries(parsed.checks).map(([key, c]) => `${key}: ${c.detail ?? (c.ok ? 'ok' : 'not ok')}`).join('; ');
+    return Object.entries(parsed.checks)
+      .map(([key, c]) => `${key}: ${c.detail ?? (c.ok ? 'ok' : 'not ok')}`)
+      .join('; ');
   } catch {
     return null;
   }

@@ -8,11 +8,11 @@ const HINTS: Record<string, string> = {
   refused: 'nothing listens at mqtt.url: is the broker running (systemctl status mosquitto)? check host and port',
   unreachable: 'check the network, DNS and the host in mqtt.url',
   timeout: 'a firewall may drop the connection; check host and port in mqtt.url',
-  auth: 'check mqtt.username and VENDGATE_MQTT_PASSWORD in /etc/vendgate/secrets.env, and the broker\'s ACL for <prefix>/<deviceId>/#',
-  tls: 'check mqtt.caPath (the broker\'s CA), the host name in the certificate, and the clock',
+  auth: "check mqtt.username and VENDGATE_MQTT_PASSWORD in /etc/vendgate/secrets.env, and the broker's ACL for <prefix>/<deviceId>/#",
+  tls: "check mqtt.caPath (the broker's CA), the host name in the certificate, and the clock",
   config: 'fix the path in the configuration',
   no_echo: 'the broker accepted the connection but did not deliver our message back: check its ACL for <prefix>/<deviceId>/#',
-  error: 'see the detail; the broker\'s log says more',
+  error: "see the detail; the broker's log says more",
 };
 
 /**
@@ -34,14 +34,20 @@ export async function checkMqtt(
     if (embedded && !service.running) {
       return {
         reachable: true,
-        result: warn(name, `the service is not running, yet a broker answers on the embedded broker's port: ${round.detail}`,
-          `the service would use that broker instead of starting its own: set mqtt.url: ${round.url} to use it on purpose, or change mqtt.embeddedPort`),
+        result: warn(
+          name,
+          `the service is not running, yet a broker answers on the embedded broker's port: ${round.detail}`,
+          `the service would use that broker instead of starting its own: set mqtt.url: ${round.url} to use it on purpose, or change mqtt.embeddedPort`,
+        ),
       };
     }
     return { reachable: true, result: pass(name, `${embedded ? 'embedded broker: ' : ''}${round.detail}`) };
   }
   if (embedded && round.reason === 'refused' && !service.running) {
-    const result = { detail: 'embedded broker not running: it lives inside the service, which is not running', hint: 'start the service (sudo systemctl start vendgate) and run the selftest again' };
+    const result = {
+      detail: 'embedded broker not running: it lives inside the service, which is not running',
+      hint: 'start the service (sudo systemctl start vendgate) and run the selftest again',
+    };
     return { reachable: false, result: service.expected ? fail(name, result.detail, result.hint) : warn(name, result.detail, result.hint) };
   }
   return { reachable: false, result: fail(name, round.detail, HINTS[round.reason ?? 'error'] ?? HINTS.error!) };

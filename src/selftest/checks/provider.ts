@@ -13,8 +13,10 @@ export interface ProviderCheck {
 }
 
 const CREDENTIALS_HINT: Record<string, string> = {
-  gerege: 'check provider.clientId and VENDGATE_PROVIDER_CLIENT_SECRET in /etc/vendgate/secrets.env (test and live credentials are separate), then sudo systemctl restart vendgate',
-  qutpay: 'check VENDGATE_PROVIDER_API_KEY in /etc/vendgate/secrets.env (qp_test_… for tests, qp_live_… for real money), then sudo systemctl restart vendgate',
+  gerege:
+    'check provider.clientId and VENDGATE_PROVIDER_CLIENT_SECRET in /etc/vendgate/secrets.env (test and live credentials are separate), then sudo systemctl restart vendgate',
+  qutpay:
+    'check VENDGATE_PROVIDER_API_KEY in /etc/vendgate/secrets.env (qp_test_… for tests, qp_live_… for real money), then sudo systemctl restart vendgate',
   sandbox: 'the sandbox needs no credentials',
 };
 
@@ -35,11 +37,14 @@ export async function checkProvider(
   let close = () => {};
   if (!provider && conf.name === 'sandbox') {
     // The same construction as app.ts: the sandbox keeps its invoices next to the database.
-    const sandbox = createSandboxProvider({ clock: deps.clock, logger: deps.logger }, {
-      dbPath: sandboxDbPath(settings.storage.path),
-      payUrl: (id) => `/sandbox/pay/${id}`,
-      webhookSecret: conf.webhookSecrets[0] ?? 'sandbox-webhook-secret',
-    });
+    const sandbox = createSandboxProvider(
+      { clock: deps.clock, logger: deps.logger },
+      {
+        dbPath: sandboxDbPath(settings.storage.path),
+        payUrl: (id) => `/sandbox/pay/${id}`,
+        webhookSecret: conf.webhookSecrets[0] ?? 'sandbox-webhook-secret',
+      },
+    );
     provider = sandbox.provider;
     close = () => sandbox.close();
   }
@@ -67,13 +72,20 @@ function providerFailure(err: unknown, where: string, providerName: string): Che
   switch (err.kind) {
     case 'network':
     case 'timeout':
-      return fail(name, `${where} unreachable: ${describeError(err)}`,
-        'check the network (ping 1.1.1.1), DNS and provider.baseUrl; for a simulator: is `vendgate simulate` running?');
+      return fail(
+        name,
+        `${where} unreachable: ${describeError(err)}`,
+        'check the network (ping 1.1.1.1), DNS and provider.baseUrl; for a simulator: is `vendgate simulate` running?',
+      );
     case 'auth':
       return fail(name, `${where} refused the credentials: ${describeError(err)}`, CREDENTIALS_HINT[providerName] ?? '');
     case 'server':
     case 'rate_limited':
-      return fail(name, `${where} answered with an error: ${describeError(err)}`, 'the provider has trouble: check its status page; the device keeps retrying');
+      return fail(
+        name,
+        `${where} answered with an error: ${describeError(err)}`,
+        'the provider has trouble: check its status page; the device keeps retrying',
+      );
     default:
       return fail(name, `${where}: ${describeError(err)}`, 'check provider.baseUrl: it must be the API root, not the dashboard');
   }
@@ -83,8 +95,10 @@ function providerFailure(err: unknown, where: string, providerName: string): Che
 function liveKeyMismatch(settings: Readonly<Settings>): string | null {
   const key = settings.provider.apiKey;
   if (settings.provider.name !== 'qutpay' || !key) return null;
-  if (settings.device.livemode && key.startsWith('qp_test_')) return 'device.livemode is true but VENDGATE_PROVIDER_API_KEY is a test key (qp_test_…): customers would pay nothing';
-  if (!settings.device.livemode && key.startsWith('qp_live_')) return 'device.livemode is false but VENDGATE_PROVIDER_API_KEY is a live key (qp_live_…): real money would be taken for test orders';
+  if (settings.device.livemode && key.startsWith('qp_test_'))
+    return 'device.livemode is true but VENDGATE_PROVIDER_API_KEY is a test key (qp_test_…): customers would pay nothing';
+  if (!settings.device.livemode && key.startsWith('qp_live_'))
+    return 'device.livemode is false but VENDGATE_PROVIDER_API_KEY is a live key (qp_live_…): real money would be taken for test orders';
   return null;
 }
 
@@ -105,15 +119,19 @@ export async function checkClock(
 ): Promise<CheckResult> {
   const name = 'clock';
   const now = deps.clock.now();
-  const hint = 'turn on time sync: sudo timedatectl set-ntp true; the network must allow NTP (UDP 123); timedatectl timesync-status shows the server';
+  const hint =
+    'turn on time sync: sudo timedatectl set-ntp true; the network must allow NTP (UDP 123); timedatectl timesync-status shows the server';
   if (now < EARLIEST_PLAUSIBLE) return fail(name, `the clock says ${new Date(now).toISOString()}: it was never set`, hint);
   const timedatectl = await deps.exec('timedatectl', ['show', '-p', 'NTPSynchronized', '--value'], 2_000);
   const synced = timedatectl.code === 0 ? timedatectl.stdout.trim() === 'yes' : null;
   // The Date header has one-second resolution: a second of difference is no evidence at all.
   const skewMs = serverDate ? serverDate.ours - serverDate.theirs : null;
-  const skewText = skewMs === null ? ''
-    : Math.abs(skewMs) <= 1_000 ? "within 1 s of the provider's clock"
-      : `${Math.round(Math.abs(skewMs) / 1000)} s ${skewMs < 0 ? 'behind' : 'ahead of'} the provider's clock`;
+  const skewText =
+    skewMs === null
+      ? ''
+      : Math.abs(skewMs) <= 1_000
+        ? "within 1 s of the provider's clock"
+        : `${Math.round(Math.abs(skewMs) / 1000)} s ${skewMs < 0 ? 'behind' : 'ahead of'} the provider's clock`;
   const toleranceMs = settings.provider.toleranceSec * 1000;
   if (skewMs !== null && Math.abs(skewMs) > toleranceMs / 2) {
     return fail(name, `${skewText}: signed webhooks are refused beyond ${settings.provider.toleranceSec} s`, hint);
@@ -123,7 +141,15 @@ export async function checkClock(
   if (synced === false) return warn(name, ['not synchronised (timedatectl)', skewText].filter(Boolean).join('; '), hint);
   if (skewBad) return warn(name, skewText, hint);
   if (skewMs !== null) return pass(name, `${skewText} (timedatectl unavailable: ${timedatectl.error ?? 'no answer'})`);
-  const noReference = settings.provider.name === 'sandbox' ? 'the sandbox has no clock of its own' : providerAnswered ? 'the provider sent no Date header' : 'the provider did not answer';
-  return warn(name, `cannot tell: timedatectl unavailable (${timedatectl.error ?? 'no answer'}) and ${noReference}`,
-    'on the Pi: timedatectl status (systemd-timesyncd keeps the clock)');
+  const noReference =
+    settings.provider.name === 'sandbox'
+      ? 'the sandbox has no clock of its own'
+      : providerAnswered
+        ? 'the provider sent no Date header'
+        : 'the provider did not answer';
+  return warn(
+    name,
+    `cannot tell: timedatectl unavailable (${timedatectl.error ?? 'no answer'}) and ${noReference}`,
+    'on the Pi: timedatectl status (systemd-timesyncd keeps the clock)',
+  );
 }

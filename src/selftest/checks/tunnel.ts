@@ -5,8 +5,10 @@ import { describeError, fail, pass, probe, warn } from '../helpers.js';
 import { signedTestEvent } from '../test-event.js';
 import type { ServiceState } from './listeners.js';
 
-const TUNNEL_HINT = 'is the tunnel up? systemctl status vendgate-tunnel; journalctl -u vendgate-tunnel -n 50; the hostname must resolve to the tunnel';
-const INGRESS_HINT = 'the tunnel must forward only ^/webhooks/ to the webhook listener (http://127.0.0.1:<http.webhook.port>) and end with http_status:404 (systemd/cloudflared.yml.example)';
+const TUNNEL_HINT =
+  'is the tunnel up? systemctl status vendgate-tunnel; journalctl -u vendgate-tunnel -n 50; the hostname must resolve to the tunnel';
+const INGRESS_HINT =
+  'the tunnel must forward only ^/webhooks/ to the webhook listener (http://127.0.0.1:<http.webhook.port>) and end with http_status:404 (systemd/cloudflared.yml.example)';
 
 /**
  * Sends a signed test event to the public URL and looks for it in this device's inbox: proof that a
@@ -24,8 +26,11 @@ export async function checkTunnel(
   if (!publicUrl) {
     // The sandbox delivers its webhooks inside the process: there is no tunnel to test.
     if (settings.provider.name === 'sandbox') return null;
-    return warn(name, 'http.webhook.publicUrl is not set: the round trip through the tunnel is not tested',
-      'set http.webhook.publicUrl to the tunnel\'s public address; until webhooks arrive the device learns of payments by polling only');
+    return warn(
+      name,
+      'http.webhook.publicUrl is not set: the round trip through the tunnel is not tested',
+      "set http.webhook.publicUrl to the tunnel's public address; until webhooks arrive the device learns of payments by polling only",
+    );
   }
   const base = publicUrl.replace(/\/+$/, '');
   const secret = settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret';
@@ -34,12 +39,22 @@ export async function checkTunnel(
   const started = Date.now();
   let status: number;
   try {
-    const response = await deps.fetch(url, { method: 'POST', headers: event.headers, body: new Uint8Array(event.body), redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+    const response = await deps.fetch(url, {
+      method: 'POST',
+      headers: event.headers,
+      body: new Uint8Array(event.body),
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     status = response.status;
     await response.arrayBuffer();
   } catch (err) {
     const cause = (err as { cause?: unknown }).cause;
-    return fail(name, `${url}: ${(err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : describeError(cause ?? err)}`, TUNNEL_HINT);
+    return fail(
+      name,
+      `${url}: ${(err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : describeError(cause ?? err)}`,
+      TUNNEL_HINT,
+    );
   }
   const rttMs = Date.now() - started;
   if (status >= 200 && status < 300) {
@@ -48,14 +63,21 @@ export async function checkTunnel(
     if (!deps.db) return pass(name, `signed test event accepted through ${base} in ${rttMs} ms (inbox not checked: no database)`);
     const arrived = deps.db.prepare('SELECT 1 FROM webhook_events WHERE event_id = ?').get(event.eventId) !== undefined;
     if (arrived) return pass(name, `signed test event came back through ${base} into this device's inbox in ${rttMs} ms`);
-    return warn(name, `${base} accepted the test event in ${rttMs} ms but it is not in this device's inbox`,
-      'the public URL (or the tunnel) leads to another device: check http.webhook.publicUrl and the tunnel\'s hostname');
+    return warn(
+      name,
+      `${base} accepted the test event in ${rttMs} ms but it is not in this device's inbox`,
+      "the public URL (or the tunnel) leads to another device: check http.webhook.publicUrl and the tunnel's hostname",
+    );
   }
   if (status === 400) {
-    return fail(name, `${url} answered 400: the listener refused the test event's signature`,
-      'the running service has other webhook secrets than this configuration: sudo systemctl restart vendgate after editing /etc/vendgate/secrets.env');
+    return fail(
+      name,
+      `${url} answered 400: the listener refused the test event's signature`,
+      'the running service has other webhook secrets than this configuration: sudo systemctl restart vendgate after editing /etc/vendgate/secrets.env',
+    );
   }
-  if (status === 404 || status === 405) return fail(name, `${url} answered ${status}: the tunnel does not route ${event.path} to this listener`, INGRESS_HINT);
+  if (status === 404 || status === 405)
+    return fail(name, `${url} answered ${status}: the tunnel does not route ${event.path} to this listener`, INGRESS_HINT);
   if (status >= 500 && !service.running && !service.expected) {
     return warn(name, `the tunnel answered ${status}: service not running`, 'start it: sudo systemctl start vendgate');
   }

@@ -3,17 +3,23 @@ import { z } from 'zod';
 /** The kiosk's languages; a catalog item may name itself in each. */
 export const KIOSK_LANGUAGES = ['mn', 'kk', 'ru', 'en'] as const;
 
-export const catalogItemSchema = z.object({
-  slot: z.string().min(1).max(16).regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only'),
-  /** The name in the invoice and wherever no translation is given. */
-  name: z.string().min(1).max(80),
-  /** The name per kiosk language (`{ mn: "Ус 0.5 л", ru: "Вода 0,5 л" }`); a missing language shows `name`. */
-  names: z.partialRecord(z.enum(KIOSK_LANGUAGES, 'one of the kiosk languages mn, kk, ru, en'), z.string().min(1).max(80)).optional(),
-  /** In the currency's smallest unit the provider charges in (MNT and KZT have none in practice). */
-  price: z.number().int().positive(),
-  /** Raise stock_low/<slot> when the counted stock falls to this; default slots.lowStockAt. */
-  lowStockAt: z.number().int().min(0).max(10_000).optional(),
-}).strict();
+export const catalogItemSchema = z
+  .object({
+    slot: z
+      .string()
+      .min(1)
+      .max(16)
+      .regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only'),
+    /** The name in the invoice and wherever no translation is given. */
+    name: z.string().min(1).max(80),
+    /** The name per kiosk language (`{ mn: "Ус 0.5 л", ru: "Вода 0,5 л" }`); a missing language shows `name`. */
+    names: z.partialRecord(z.enum(KIOSK_LANGUAGES, 'one of the kiosk languages mn, kk, ru, en'), z.string().min(1).max(80)).optional(),
+    /** In the currency's smallest unit the provider charges in (MNT and KZT have none in practice). */
+    price: z.number().int().positive(),
+    /** Raise stock_low/<slot> when the counted stock falls to this; default slots.lowStockAt. */
+    lowStockAt: z.number().int().min(0).max(10_000).optional(),
+  })
+  .strict();
 
 /**
  * A catalog: each slot once. Used by `device.catalog` and by the catalog document
@@ -29,10 +35,17 @@ export const catalogSchema = z.array(catalogItemSchema).superRefine((catalog, ct
 
 export const deviceSchema = z
   .object({
-    id: z.string().min(1).max(32).regex(/^[a-z0-9][a-z0-9-]*$/, 'lower-case letters, digits and - only (it goes into MQTT topics and order references)'),
+    id: z
+      .string()
+      .min(1)
+      .max(32)
+      .regex(/^[a-z0-9][a-z0-9-]*$/, 'lower-case letters, digits and - only (it goes into MQTT topics and order references)'),
     mode: z.enum(['vending', 'turnstile']).default('vending'),
     livemode: z.boolean().default(false),
-    currency: z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as MNT or KZT').default('MNT'),
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as MNT or KZT')
+      .default('MNT'),
     catalog: catalogSchema.default([]),
     /** Turnstile mode: the price of one pass. */
     fare: z.number().int().positive().optional(),
@@ -46,9 +59,11 @@ export const deviceSchema = z
     }
   });
 
-export const slotsSchema = z.object({
-  /** A slot whose vend fails this many times in a row is taken out of sale (alarm slot_jammed/<slot>). */
-  jamAfterFailures: z.number().int().min(1).max(100).default(3),
-  /** Counted stock at or below this raises stock_low/<slot> (per item: catalog lowStockAt). */
-  lowStockAt: z.number().int().min(0).max(10_000).default(2),
-}).strict();
+export const slotsSchema = z
+  .object({
+    /** A slot whose vend fails this many times in a row is taken out of sale (alarm slot_jammed/<slot>). */
+    jamAfterFailures: z.number().int().min(1).max(100).default(3),
+    /** Counted stock at or below this raises stock_low/<slot> (per item: catalog lowStockAt). */
+    lowStockAt: z.number().int().min(0).max(10_000).default(2),
+  })
+  .strict();

@@ -25,15 +25,28 @@ export const providerSchema = z
     /** Demo: also serve the sandbox pay page on every interface at this port, for a phone on the same network; 0 = off. */
     sandboxLanPort: z.number().int().min(0).max(65_535).default(0),
     /** The address phones reach this machine at, used in the pay URL and QR; absent: the first LAN IPv4 address. */
-    sandboxLanAddress: z.string().regex(/^[A-Za-z0-9.:-]+$/, 'an IP address or host name such as 192.168.1.20').optional(),
+    sandboxLanAddress: z
+      .string()
+      .regex(/^[A-Za-z0-9.:-]+$/, 'an IP address or host name such as 192.168.1.20')
+      .optional(),
   })
   .superRefine((provider, ctx) => {
     if (provider.name === 'sandbox') return;
-    if (provider.sandboxLanPort > 0) ctx.addIssue({ code: 'custom', path: ['sandboxLanPort'], message: `only the sandbox has a pay page here; ${provider.name} shows its own` });
+    if (provider.sandboxLanPort > 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sandboxLanPort'],
+        message: `only the sandbox has a pay page here; ${provider.name} shows its own`,
+      });
     if (!provider.baseUrl) ctx.addIssue({ code: 'custom', path: ['baseUrl'], message: `required for provider ${provider.name}` });
     if (provider.name === 'gerege') {
       if (!provider.clientId) ctx.addIssue({ code: 'custom', path: ['clientId'], message: 'required for provider gerege' });
-      if (!provider.clientSecret) ctx.addIssue({ code: 'custom', path: ['clientSecret'], message: 'required for provider gerege: set VENDGATE_PROVIDER_CLIENT_SECRET' });
+      if (!provider.clientSecret)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['clientSecret'],
+          message: 'required for provider gerege: set VENDGATE_PROVIDER_CLIENT_SECRET',
+        });
     }
     if (provider.name === 'qutpay' && !provider.apiKey) {
       ctx.addIssue({ code: 'custom', path: ['apiKey'], message: 'required for provider qutpay: set VENDGATE_PROVIDER_API_KEY' });
@@ -42,6 +55,10 @@ export const providerSchema = z
       ctx.addIssue({ code: 'custom', path: ['captureMode'], message: 'qutpay has no manual capture: use automatic' });
     }
     if (provider.webhookSecrets.length === 0) {
-      ctx.addIssue({ code: 'custom', path: ['webhookSecrets'], message: `required for provider ${provider.name}: set VENDGATE_WEBHOOK_SECRETS (comma-separated)` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['webhookSecrets'],
+        message: `required for provider ${provider.name}: set VENDGATE_WEBHOOK_SECRETS (comma-separated)`,
+      });
     }
   });

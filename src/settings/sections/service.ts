@@ -33,31 +33,44 @@ export const pollSchema = z.strictObject({
   reconcileReadsPerHour: z.number().int().min(1).max(10_000).default(120),
 });
 
-export const httpSchema = z.object({
-  webhook: listener('0.0.0.0', 8787, WEBHOOK_LISTENER_DEFAULTS).extend({
-    /** Public URL of the webhook listener through the tunnel (selftest round trip). */
-    publicUrl: z.url().optional(),
-    bodyLimitBytes: z.number().int().min(1_024).max(1_048_576).default(65_536),
-    /** First wait before the worker retries an event whose GET failed; doubles per attempt. */
-    retryBaseMs: z.number().int().min(10).max(60_000).default(1_000),
-    /** Longest wait between two retries of one event. */
-    retryMaxMs: z.number().int().min(100).max(3_600_000).default(300_000),
-    /** An event that failed this many times raises the webhook_stuck alarm (and keeps being retried). */
-    alarmAfterAttempts: z.number().int().min(1).max(1_000).default(5),
-    /** The poller found a payment and no webhook for it came within this: run the Events backfill. */
-    silenceGraceSec: z.number().int().min(1).max(3_600).default(30),
-    /** A device without a backfill cursor reads the Events API this far back. */
-    backfillLookbackSec: z.number().int().min(60).max(2_592_000).default(86_400),
-  }).prefault({}),
-  local: listener('127.0.0.1', 8080, LOCAL_LISTENER_DEFAULTS).extend({
-    /** Host names the kiosk page may be opened under besides 127.0.0.1, localhost and ::1 (DNS rebinding guard). */
-    allowedHosts: z.array(z.string().min(1).regex(/^[A-Za-z0-9.-]+$/, 'a host name such as kiosk.local, without port or scheme')).default([]),
-    /** A second order press for the same item within this returns the first order (one invoice, one QR). */
-    doublePressWindowMs: z.number().int().min(0).max(60_000).default(3_000),
-    /** Orders (invoices) the local API creates at most per minute; beyond it 429. */
-    ordersPerMinute: z.number().int().min(1).max(1_000_000).default(10),
-  }).prefault({}),
-}).strict();
+export const httpSchema = z
+  .object({
+    webhook: listener('0.0.0.0', 8787, WEBHOOK_LISTENER_DEFAULTS)
+      .extend({
+        /** Public URL of the webhook listener through the tunnel (selftest round trip). */
+        publicUrl: z.url().optional(),
+        bodyLimitBytes: z.number().int().min(1_024).max(1_048_576).default(65_536),
+        /** First wait before the worker retries an event whose GET failed; doubles per attempt. */
+        retryBaseMs: z.number().int().min(10).max(60_000).default(1_000),
+        /** Longest wait between two retries of one event. */
+        retryMaxMs: z.number().int().min(100).max(3_600_000).default(300_000),
+        /** An event that failed this many times raises the webhook_stuck alarm (and keeps being retried). */
+        alarmAfterAttempts: z.number().int().min(1).max(1_000).default(5),
+        /** The poller found a payment and no webhook for it came within this: run the Events backfill. */
+        silenceGraceSec: z.number().int().min(1).max(3_600).default(30),
+        /** A device without a backfill cursor reads the Events API this far back. */
+        backfillLookbackSec: z.number().int().min(60).max(2_592_000).default(86_400),
+      })
+      .prefault({}),
+    local: listener('127.0.0.1', 8080, LOCAL_LISTENER_DEFAULTS)
+      .extend({
+        /** Host names the kiosk page may be opened under besides 127.0.0.1, localhost and ::1 (DNS rebinding guard). */
+        allowedHosts: z
+          .array(
+            z
+              .string()
+              .min(1)
+              .regex(/^[A-Za-z0-9.-]+$/, 'a host name such as kiosk.local, without port or scheme'),
+          )
+          .default([]),
+        /** A second order press for the same item within this returns the first order (one invoice, one QR). */
+        doublePressWindowMs: z.number().int().min(0).max(60_000).default(3_000),
+        /** Orders (invoices) the local API creates at most per minute; beyond it 429. */
+        ordersPerMinute: z.number().int().min(1).max(1_000_000).default(10),
+      })
+      .prefault({}),
+  })
+  .strict();
 
 export const storageSchema = z.strictObject({
   path: z.string().min(1).default('./data/vendgate.db'),

@@ -19,18 +19,25 @@ export interface FakePin {
  * A stand-in for onoff's Gpio: records what is driven, lets a test move input levels and fire
  * edges. One registry per test so pins never leak between tests.
  */
-export function createFakeGpio(): { Gpio: GpioConstructor; pins: Map<number, FakePin>; pin(number: number): FakePin; setInput(number: number, level: Level): void } {
+export function createFakeGpio(): {
+  Gpio: GpioConstructor;
+  pins: Map<number, FakePin>;
+  pin(number: number): FakePin;
+  setInput(number: number, level: Level): void;
+} {
   const pins = new Map<number, FakePin>();
   class FakeGpio implements GpioLine {
     private readonly state: FakePin;
     constructor(number: number, direction: 'in' | 'out' | 'high' | 'low', edge?: 'none' | 'rising' | 'falling' | 'both') {
       const existing = pins.get(number);
-      const initial: Level = direction === 'high' ? 1 : direction === 'low' ? 0 : existing?.level ?? 0;
+      const initial: Level = direction === 'high' ? 1 : direction === 'low' ? 0 : (existing?.level ?? 0);
       this.state = { number, direction, edge, level: initial, writes: [], exported: true, watchers: [], failNextWrite: null };
       if (direction === 'high' || direction === 'low') this.state.writes.push({ level: initial, at: Date.now() });
       pins.set(number, this.state);
     }
-    readSync(): Level { return this.state.level; }
+    readSync(): Level {
+      return this.state.level;
+    }
     writeSync(value: Level): void {
       if (!this.state.exported) throw new Error(`gpio${this.state.number} is not exported`);
       const failure = this.state.failNextWrite;
@@ -41,9 +48,15 @@ export function createFakeGpio(): { Gpio: GpioConstructor; pins: Map<number, Fak
       this.state.level = value;
       this.state.writes.push({ level: value, at: Date.now() });
     }
-    watch(callback: (err: Error | null | undefined, value: Level) => void): void { this.state.watchers.push(callback); }
-    unwatchAll(): void { this.state.watchers = []; }
-    unexport(): void { this.state.exported = false; }
+    watch(callback: (err: Error | null | undefined, value: Level) => void): void {
+      this.state.watchers.push(callback);
+    }
+    unwatchAll(): void {
+      this.state.watchers = [];
+    }
+    unexport(): void {
+      this.state.exported = false;
+    }
   }
   const pin = (number: number) => {
     const found = pins.get(number);
@@ -59,7 +72,16 @@ export function createFakeGpio(): { Gpio: GpioConstructor; pins: Map<number, Fak
       const state = pins.get(number);
       if (!state) {
         // Level before the input is opened (e.g. an alarm already active at start).
-        pins.set(number, { number, direction: 'in', edge: undefined, level, writes: [], exported: false, watchers: [], failNextWrite: null });
+        pins.set(number, {
+          number,
+          direction: 'in',
+          edge: undefined,
+          level,
+          writes: [],
+          exported: false,
+          watchers: [],
+          failNextWrite: null,
+        });
         return;
       }
       state.level = level;

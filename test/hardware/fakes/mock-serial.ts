@@ -48,7 +48,9 @@ export function createMockSerial(path = '/dev/ttyMOCK0') {
       const port = current() as unknown as { pendingRead: ((err?: Error) => void) | null; read: MockPortBinding['read'] } | undefined;
       if (!port) return;
       const gone = Object.assign(new Error('device disconnected (EIO)'), { code: 'EIO' });
-      port.read = async () => { throw gone; };
+      port.read = async () => {
+        throw gone;
+      };
       const pending = port.pendingRead;
       port.pendingRead = null;
       pending?.(gone);

@@ -1,7 +1,9 @@
 import { parseSettings, type Settings } from '../../../src/settings/index.js';
 
 /** Valid settings for hardware tests: a vending device with slots A1, A2 and 12, plus overrides. */
-export function hardwareSettings(overrides: { device?: Record<string, unknown>; actuator?: Record<string, unknown>; inputs?: Record<string, unknown> } = {}): Readonly<Settings> {
+export function hardwareSettings(
+  overrides: { device?: Record<string, unknown>; actuator?: Record<string, unknown>; inputs?: Record<string, unknown> } = {},
+): Readonly<Settings> {
   return parseSettings({
     device: {
       id: 'test-1',
