@@ -218,6 +218,7 @@ install_units() {
   # The units expect /usr/bin/node (NodeSource, apt); any other node gets a drop-in.
   if [ "$NODE_BIN" != /usr/bin/node ]; then
     install -d -m 0755 "$UNIT_DIR/vendgate.service.d"
+    # shellcheck disable=SC2016 # $VENDGATE_NODE_FLAGS is for systemd to expand from the unit's Environment=, not the shell
     printf '[Service]\nExecStart=\nExecStart=%s $VENDGATE_NODE_FLAGS /opt/vendgate/current/dist/main.js start --config /etc/vendgate/config.yaml\n' "$NODE_BIN" > "$UNIT_DIR/vendgate.service.d/node.conf"
     info "node is $NODE_BIN: drop-in vendgate.service.d/node.conf"
   fi
