@@ -1,5 +1,5 @@
 import type { Db } from '../store/index.js';
-import { inTransaction, prepared } from '../store/index.js';
+import { inTransaction, prepared, restoredBoundary } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
@@ -76,6 +76,10 @@ export function createLedger(
   const { db, clock, outbox } = deps;
   const log = deps.logger.child({ module: 'ledger' });
   const orders = createOrderRepository({ db, clock });
+  const isRestoredOrder = (orderId: number) => {
+    const boundary = restoredBoundary(db, 'orders');
+    return boundary !== null && orderId <= boundary;
+  };
 
   function observeInTransaction(observation: Observation): ObserveResult {
     const o = { ...observation, refundedAmount: observation.refundedAmount ?? 0 };
@@ -146,6 +150,7 @@ export function createLedger(
       paidAmount: o.amount,
       refundedAmount: o.refundedAmount,
       tooLateToServe: order.expires_at !== null && now > order.expires_at + settings.lateVendMs,
+      restoredOrder: isRestoredOrder(order.id),
     });
     let to: OrderState | null = null;
     if (

@@ -160,11 +160,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
         const recovered = await vend.recover();
         const refundsUnknown = refunds.recover();
         await orders.recover();
-        const parked = options.restored
-          ? vend.parkQueued(
-              'restored database: this paid order may have been vended after the backup was taken; check the machine, then run vendgate resolve',
-            )
-          : [];
+        const parked = options.restored ? vend.parkQueued() : [];
         return { ...recovered, uncertain: [...recovered.uncertain, ...parked], refundsUnknown };
       } finally {
         recovering = false;

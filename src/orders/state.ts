@@ -87,6 +87,12 @@ export interface ObservationFacts {
   refundedAmount: number;
   /** The payment is seen so long after the QR expired that the customer has gone: give it back. */
   tooLateToServe: boolean;
+  /**
+   * The order came back with a restored database: goods may have left after the backup was taken,
+   * so neither a vend nor a refund is automatic. It goes to the vend queue, where the runner parks
+   * it for a person (`vend_uncertain`) instead of firing.
+   */
+  restoredOrder?: boolean;
 }
 
 /** What an observation of the provider's status means for an order in a given state. */
@@ -122,6 +128,7 @@ export function decideObservation(state: OrderState, facts: ObservationFacts): O
       // Held money only counts in manual-capture mode; in automatic mode wait for `paid`.
       if (held && facts.captureMode !== 'manual' && waiting) return NOTHING;
       const kind = held ? 'void' : 'refund';
+      if (waiting && facts.restoredOrder) return { ...NOTHING, to: held ? 'authorized' : 'paid', queueVend: true };
       if (waiting && !facts.amountMatches) {
         return {
           to: 'refunding',
@@ -151,6 +158,8 @@ export function decideObservation(state: OrderState, facts: ObservationFacts): O
       if (waiting) return { ...NOTHING, to: facts.status };
       return NOTHING;
     case 'partially_refunded':
+      // A restored order may have been delivered after the backup: a person decides (see restoredOrder).
+      if (waiting && facts.restoredOrder) return { ...NOTHING, to: 'paid', queueVend: true };
       // Refunded in part elsewhere before any goods left: nothing is vended, the rest goes back.
       if ((waiting || closedUnpaid || beforeVend) && rest > 0) {
         return {

@@ -14,5 +14,13 @@ export {
 } from './open.js';
 export { createRetention, type Retention, type RetentionSettings, type PruneCounts } from './retention.js';
 export { createCheckpointer, type Checkpointer, type CheckpointSettings, type CheckpointResult } from './checkpoint.js';
-export { checkLineage, recordLineage, lineagePath, machineIdentity, type LineageFinding } from './lineage.js';
+export {
+  checkLineage,
+  recordLineage,
+  markRestored,
+  restoredBoundary,
+  lineagePath,
+  machineIdentity,
+  type LineageFinding,
+} from './lineage.js';
 export { acquireInstanceLock, lockPathFor, InstanceLockedError, type InstanceLock } from './instance-lock.js';

@@ -101,6 +101,7 @@ export function checkLineage(db: Db, dbPath: string, machine = machineIdentity()
       META_MACHINE,
       machine,
     );
+  if (restored) markRestored(db);
   if (dbPath !== ':memory:') writeMark(lineagePath(dbPath), { dbId, highWater: current }, true);
 
   const details: string[] = [];
@@ -110,4 +111,28 @@ export function checkLineage(db: Db, dbPath: string, machine = machineIdentity()
     );
   if (cloned) details.push('the database was last used on another machine (a cloned or moved SD card)');
   return { restored, cloned, detail: details.length ? details.join('; ') : null, highWater: current };
+}
+
+const META_RESTORED = 'lineage_restored_at_seq';
+
+/**
+ * Records where the restored database stood: every row up to these AUTOINCREMENT counters was
+ * written before the backup was taken, and whatever happened to it after (a vend, a refund) is
+ * gone from this copy. Kept for good: a later restart does not forget it.
+ */
+export function markRestored(db: Db): void {
+  const rows = db.prepare('SELECT name, seq FROM sqlite_sequence').all() as { name: string; seq: number }[];
+  const boundary = Object.fromEntries(rows.map((row) => [row.name, row.seq]));
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+    META_RESTORED,
+    JSON.stringify(boundary),
+  );
+}
+
+/** The highest id of `table` that a restored database already held when it came back, or null. */
+export function restoredBoundary(db: Db, table: string): number | null {
+  const row = db.prepare('SELECT value FROM meta WHERE key = ?').get(META_RESTORED) as { value: string } | undefined;
+  if (!row) return null;
+  const boundary = (JSON.parse(row.value) as Record<string, number>)[table];
+  return typeof boundary === 'number' ? boundary : null;
 }

@@ -1,5 +1,5 @@
 import type { Db } from '../store/index.js';
-import { durably, inTransaction } from '../store/index.js';
+import { durably, inTransaction, restoredBoundary } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { errorMessage, ErrorCodes } from '../util/errors.js';
@@ -9,6 +9,11 @@ import { ProviderError, type PaymentProvider } from '../payments/types.js';
 import { createOrderRepository, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 import { createSettlement } from './settlement.js';
+
+/** claimNext parked the job for a person instead of returning it to fire. */
+const PARKED = Symbol('parked');
+const RESTORED_DETAIL =
+  'restored database: this paid order may have been vended after the backup was taken; check the machine, then run vendgate resolve';
 
 export interface VendRunnerSettings {
   mode: 'vending' | 'turnstile';
@@ -64,7 +69,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   });
 
   /** Claims one job durably. Returns the order to fire, or null when there is nothing (more) to do. */
-  function claimNext(): OrderRow | null {
+  function claimNext(): OrderRow | typeof PARKED | null {
     // Nothing queued (the usual idle tick): no transaction, no write, no sync.
     if (!jobs.nextQueued()) return null;
     return durably(
@@ -80,6 +85,14 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         }
         if (!job || !order) return null;
         if (!jobs.claim(job.order_id, clock.now())) return null;
+        // An order a restored database already held may have been vended after the backup was taken
+        // (those rows are gone): never fired, a person looks at the machine.
+        const boundary = restoredBoundary(db, 'orders');
+        if (boundary !== null && order.id <= boundary) {
+          orders.transition(order.id, order.state, 'vending', 'vend claimed for a person: restored database');
+          markUncertain({ ...order, state: 'vending' }, RESTORED_DETAIL);
+          return PARKED;
+        }
         orders.transition(order.id, order.state, 'vending', 'vend claimed');
         outbox.event('vend.started', { orderId: order.id, reference: order.reference, slot: order.slot });
         return orders.get(order.id)!;
@@ -156,6 +169,10 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     while (!stopped) {
       const order = claimNext();
       if (!order) return;
+      if (order === PARKED) {
+        deps.onChange?.();
+        continue;
+      }
       deps.onChange?.();
       crash('after_claim_commit');
       log.info({ orderId: order.id, reference: order.reference, slot: order.slot }, 'vend firing');
@@ -340,7 +357,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
      * taken (the newer rows are gone), so it is never fired blindly — each becomes uncertain, with
      * the alarm that asks a person to look at the machine.
      */
-    parkQueued(detail: string): number[] {
+    parkQueued(detail = RESTORED_DETAIL): number[] {
       const parked: number[] = [];
       for (const job of jobs.inState('queued')) {
         durably(

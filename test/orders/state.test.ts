@@ -158,6 +158,21 @@ describe('deciding on an observed status', () => {
     }
   });
 
+  it('an order a restored database brought back is never vended or refunded by itself: it is queued for the runner to park', () => {
+    for (const status of ['paid', 'partially_refunded'] as const) {
+      expect(
+        decideObservation(
+          'awaiting_payment',
+          facts(status, 'automatic', { restoredOrder: true, tooLateToServe: true, refundedAmount: status === 'paid' ? 0 : 500 }),
+        ),
+      ).toEqual({ to: 'paid', queueVend: true, refund: null, alarm: null });
+    }
+    expect(decideObservation('awaiting_payment', facts('paid', 'automatic', { restoredOrder: true, amountMatches: false }))).toMatchObject({
+      to: 'paid',
+      queueVend: true,
+    });
+  });
+
   it('ignores a late pending, canceled or expired on an order that was already paid', () => {
     for (const state of ['paid', 'vending', 'vended', 'refunding', 'refunded', 'vend_uncertain'] as const) {
       for (const status of ['pending', 'canceled', 'expired'] as const) {

@@ -297,10 +297,7 @@ class RefundOutside extends Step {
   }
   async act(w: World) {
     const id = pick([...w.fake.invoices.keys()], this.k);
-    const invoice = id ? w.fake.invoices.get(id) : undefined;
-    if (!invoice || invoice.status !== 'paid') return;
-    if (this.partial) w.fake.set(id!, 'partially_refunded', { refundedAmount: Math.floor(invoice.amount / 3) });
-    else w.fake.set(id!, 'refunded', { refundedAmount: invoice.amount });
+    if (id) w.refundOutside(id, this.partial);
   }
   toString() {
     return `refund outside(#${this.k}${this.partial ? ', partial' : ''})`;

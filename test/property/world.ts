@@ -1,4 +1,4 @@
-import { openDatabase, databaseId, type Db } from '../../src/store/index.js';
+import { openDatabase, databaseId, markRestored, type Db } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { createOutbox } from '../../src/outbox/index.js';
@@ -68,6 +68,10 @@ export function createWorld(options: WorldOptions) {
   /** A copy of the database taken earlier (the nightly backup), and references a restore lost. */
   let backupPath: string | null = null;
   const lostInRestore = new Set<string>();
+  /** Deliveries made before a restore: the restored database may rightly have no record of their payment. */
+  const deliveredBeforeRestore = new Set<string>();
+  /** Orders the merchant refunded from the dashboard (RefundOutside). */
+  const refundedOutside = new Set<string>();
   let restores = 0;
   let backups = 0;
   /** Paid orders a restore may have parked for a person (at most the queued and waiting ones it found). */
@@ -312,6 +316,9 @@ export function createWorld(options: WorldOptions) {
       copyFileSync(backupPath, settings.storage.path);
       restores += 1;
       node = boot();
+      // What the service's start-up does when the lineage mark says the database went back in time.
+      markRestored(node.db);
+      for (const p of physical) deliveredBeforeRestore.add(p.reference);
       const known = new Set(node.db.prepare('SELECT reference FROM orders').pluck().all() as string[]);
       for (const invoice of fake.invoices.values()) if (!known.has(invoice.reference)) lostInRestore.add(invoice.reference);
       restoredUncertain += node.db
@@ -321,6 +328,14 @@ export function createWorld(options: WorldOptions) {
       await node.money.recover({ restored: true });
       remember();
       return true;
+    },
+    /** The merchant refunds from the dashboard: the provider shows it, the device did nothing. */
+    refundOutside(id: string, partial: boolean): void {
+      const invoice = fake.invoices.get(id);
+      if (!invoice || invoice.status !== 'paid') return;
+      refundedOutside.add(invoice.reference);
+      if (partial) fake.set(id, 'partially_refunded', { refundedAmount: Math.floor(invoice.amount / 3) });
+      else fake.set(id, 'refunded', { refundedAmount: invoice.amount });
     },
     /** The uplink goes down (or comes back): every provider call fails meanwhile. */
     setOutage(down: boolean): void {
@@ -383,7 +398,7 @@ export function createWorld(options: WorldOptions) {
         const tookMoney = invoice && [...(seen.get(invoice.id) ?? [])].some((s) => PAID_LIKE.includes(s));
         if (!tookMoney) broken.push(`order ${reference} actuated without money at the provider`);
         // ...and the device saw it paid (unless a restore took that order's rows away).
-        if (lostInRestore.has(reference)) continue;
+        if (lostInRestore.has(reference) || deliveredBeforeRestore.has(reference)) continue;
         const money = db
           .prepare(
             `SELECT count(*) FROM invoice_status_ledger l JOIN orders o ON o.id = l.order_id AND o.invoice_id = l.invoice_id
@@ -416,8 +431,16 @@ export function createWorld(options: WorldOptions) {
       for (const o of orders) {
         if (lastState.get(o.id) !== o.state) broken.push(`order ${o.id} is ${o.state} but its history ends in ${lastState.get(o.id)}`);
         // Goods or money back, never both: a refunded order was not delivered, a vended one was.
+        // (A refund the merchant made from the dashboard is theirs, not the device's: only a refund
+        // the device queued counts.)
         if (o.state === 'vended' && !fired.has(o.reference)) broken.push(`order ${o.id} vended but the machine never delivered`);
-        if ((o.state === 'refunded' || o.state === 'refunding') && fired.has(o.reference))
+        const refundedByDevice =
+          o.invoice_id !== null && db.prepare('SELECT 1 FROM refunds WHERE invoice_id = ?').get(o.invoice_id) !== undefined;
+        if (
+          (o.state === 'refunded' || o.state === 'refunding') &&
+          fired.has(o.reference) &&
+          (refundedByDevice || !refundedOutside.has(o.reference))
+        )
           broken.push(`order ${o.id} delivered and refunded`);
         // Invariant 4: one invoice per attempt.
         const invoices = [...fake.invoices.values()].filter((i) => i.reference === o.reference).length;

@@ -23,7 +23,7 @@ case "$*" in
   --version) echo "cloudflared version 2026.11.0 (fake)" ;;
   "tunnel login") mkdir -p "$HOME/.cloudflared"; echo cert > "$HOME/.cloudflared/cert.pem"; echo "Please open the following URL and log in: https://dash.cloudflare.com/argotunnel?..." ;;
   *"tunnel create --credentials-file "*)
-    while [ "$1" != --credentials-file ]; do shift; done; file="$2"; printf '{"AccountTag":"a","TunnelSecret":"s","TunnelID":"6f1c2d3e-0000-4000-8000-00000000abcd"}' > "$file" ;;
+    file=""; prev=""; for a in "$@"; do [ "$prev" = --credentials-file ] && file="$a"; prev="$a"; done; [ -n "$file" ] || exit 2; printf '{"AccountTag":"a","TunnelSecret":"s","TunnelID":"6f1c2d3e-0000-4000-8000-00000000abcd"}' > "$file" ;;
 esac`,
   groupadd: 'echo "groupadd $*" >> "$FAKE_LOG"',
   usermod: 'echo "usermod $*" >> "$FAKE_LOG"',
