@@ -260,9 +260,18 @@ describe('both channels', () => {
         const invoice = records.invoices.find((i) => i.id === order.invoice_id)!;
         expect(invoice.paidAt, `order ${order.id} vended`).toBeDefined();
       }
-      // Every webhook event processed once: all stored, all processed, and the listener never refused a valid delivery.
+      // Every webhook event processed once: all stored, all processed, and the listener never refused a
+      // valid delivery — except 503 while a restarted service runs its recovery before serving
+      // (VG_ERR_STARTING, which the provider retries), and each such event was accepted later.
       expect(s.query('SELECT event_id FROM webhook_events WHERE processed_at IS NULL')).toEqual([]);
-      expect(records.deliveries.filter((d) => typeof d.status === 'number' && (d.status < 200 || d.status >= 300))).toEqual([]);
+      const answered = records.deliveries.filter((d) => typeof d.status === 'number');
+      expect(answered.filter((d) => (d.status as number) !== 503 && ((d.status as number) < 200 || (d.status as number) >= 300))).toEqual(
+        [],
+      );
+      const acceptedLater = new Set(
+        answered.filter((d) => (d.status as number) >= 200 && (d.status as number) < 300).map((d) => d.eventId),
+      );
+      expect(answered.filter((d) => d.status === 503 && !acceptedLater.has(d.eventId))).toEqual([]);
       expect(s.query("SELECT name FROM alarms WHERE name LIKE 'webhook_%'")).toEqual([]);
       // The outage was noticed, caught up by the backfill, and the alarm cleared once webhooks came back.
       const logs = s.svc.logs();
