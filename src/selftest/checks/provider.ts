@@ -124,12 +124,13 @@ export async function checkClock(
   if (now < EARLIEST_PLAUSIBLE) return fail(name, `the clock says ${new Date(now).toISOString()}: it was never set`, hint);
   const timedatectl = await deps.exec('timedatectl', ['show', '-p', 'NTPSynchronized', '--value'], 2_000);
   const synced = timedatectl.code === 0 ? timedatectl.stdout.trim() === 'yes' : null;
-  // The Date header has one-second resolution: a second of difference is no evidence at all.
+  // The Date header has one-second resolution (truncated), and the answer takes a moment to
+  // arrive: under two seconds of difference is no evidence of any skew at all.
   const skewMs = serverDate ? serverDate.ours - serverDate.theirs : null;
   const skewText =
     skewMs === null
       ? ''
-      : Math.abs(skewMs) <= 1_000
+      : Math.abs(skewMs) < 2_000
         ? "within 1 s of the provider's clock"
         : `${Math.round(Math.abs(skewMs) / 1000)} s ${skewMs < 0 ? 'behind' : 'ahead of'} the provider's clock`;
   const toleranceMs = settings.provider.toleranceSec * 1000;
