@@ -52,7 +52,12 @@ export async function runSelftest(
   const service = await detectService(
     settings,
     { fetch: fetchFn, exec },
-    { urls: options.urls, inProcess: deps.live !== undefined, expectService: options.expectService ?? false },
+    {
+      urls: options.urls,
+      inProcess: deps.live !== undefined,
+      expectService: options.expectService ?? false,
+      probeTimeoutMs: options.probeTimeoutMs,
+    },
   );
   // Synchronous and first: the tunnel and pending checks read the database.
   const database = checkDatabase(settings, deps.live?.db);

@@ -73,4 +73,10 @@ export interface SelftestOptions {
   urls?: { local?: string; webhook?: string };
   /** Upper bound of one network check. Default 5000 ms. */
   checkTimeoutMs?: number;
+  /**
+   * Upper bound of each probe of the service's own listeners. Default 1500 ms: a listener on this
+   * machine that takes longer is not healthy. Tests raise it: a port nobody listens on is refused at
+   * once, and a loaded CI machine must not turn that into "no answer".
+   */
+  probeTimeoutMs?: number;
 }

@@ -92,7 +92,15 @@ export async function selftestFor(
   const { env, ...rest } = options;
   const loaded = loadSettings({ path, env: env ?? {} });
   const run = await runSelftest(
-    { settings: loaded.settings, source: loaded.source, environment: loaded.environment, publish: false, ...rest },
+    {
+      settings: loaded.settings,
+      source: loaded.source,
+      environment: loaded.environment,
+      publish: false,
+      // A refused port answers at once; on a loaded machine the default 1.5 s could expire first.
+      probeTimeoutMs: 30_000,
+      ...rest,
+    },
     { exec: fakeExec(), ...deps },
   );
   return { ...run, settings: loaded.settings };

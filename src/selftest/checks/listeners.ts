@@ -26,16 +26,22 @@ const UNIT = 'vendgate';
 export async function detectService(
   settings: Readonly<Settings>,
   deps: { fetch: typeof fetch; exec: Exec },
-  options: { urls?: { local?: string; webhook?: string }; inProcess: boolean; expectService: boolean },
+  options: {
+    urls?: { local?: string; webhook?: string };
+    inProcess: boolean;
+    expectService: boolean;
+    probeTimeoutMs?: number;
+  },
 ): Promise<ServiceState> {
   const { local: localConf, webhook: webhookConf } = settings.http;
   // Port 0 means "any free port": only the service knows which one it got.
   const localUrl = options.urls?.local ?? (localConf.port === 0 ? null : listenerUrl(localConf.host, localConf.port));
   const webhookUrl = options.urls?.webhook ?? (webhookConf.port === 0 ? null : listenerUrl(webhookConf.host, webhookConf.port));
+  const timeoutMs = options.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
   const [local, webhook, systemd] = await Promise.all([
-    localUrl ? probe(deps.fetch, `${localUrl}/healthz`, PROBE_TIMEOUT_MS) : Promise.resolve(null),
-    webhookUrl ? probe(deps.fetch, `${webhookUrl}/webhooks/health`, PROBE_TIMEOUT_MS) : Promise.resolve(null),
-    options.inProcess ? Promise.resolve(null) : deps.exec('systemctl', ['is-active', UNIT], PROBE_TIMEOUT_MS),
+    localUrl ? probe(deps.fetch, `${localUrl}/healthz`, timeoutMs) : Promise.resolve(null),
+    webhookUrl ? probe(deps.fetch, `${webhookUrl}/webhooks/health`, timeoutMs) : Promise.resolve(null),
+    options.inProcess ? Promise.resolve(null) : deps.exec('systemctl', ['is-active', UNIT], timeoutMs),
   ]);
   const systemdActive = systemd?.code === 0 && systemd.stdout.trim() === 'active';
   let how = 'not running';
