@@ -4,8 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     exclude: ['test/e2e/**', 'node_modules/**'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     // Tests that spawn dist/main.js never run an old build: rebuilt (or refused) first.
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',

@@ -3,8 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/e2e/**/*.test.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     // Tests that spawn dist/main.js never run an old build: rebuilt (or refused) first.
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',

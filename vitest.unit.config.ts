@@ -8,8 +8,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     exclude: ['test/e2e/**', 'node_modules/**', ...serviceTestFiles(import.meta.dirname), ...REAL_TIME_TEST_FILES],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     // Worker threads: ~10 % faster here than forks (measured: 49.6 s vs 55.7 s at the same load),
     // and nothing in this part needs a process of its own. The full suite stays on forks.
     pool: 'threads',

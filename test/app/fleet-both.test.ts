@@ -75,7 +75,7 @@ describe('fleet.webhookSource on the real service', () => {
     }).then((r) => r.json())) as { orderId: number; invoiceId: string; reference: string };
     expect(order.reference.startsWith(route.referencePrefixes[0])).toBe(true);
     await sim.pay(order.invoiceId);
-    await svc.waitFor(() => svc.readSimLog().length === 1, 15_000, 'the vend');
+    await svc.waitFor(() => svc.readSimLog().length === 1, 30_000, 'the vend');
     const stored = await waitFor(
       () =>
         rows(

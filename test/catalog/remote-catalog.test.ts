@@ -35,16 +35,16 @@ describe('a catalog published over MQTT', () => {
     const base = `${prefix}/${deviceId}`;
     watcher = await watch(BROKER, [`${base}/#`]);
     svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix } } });
-    await watcher.next(`${base}/status`, (m) => m.payload === 'online', 15_000);
+    await watcher.next(`${base}/status`, (m) => m.payload === 'online', 30_000);
     let n = 0;
     const command = async (name: string, body: Record<string, unknown>) => {
       const requestId = `${name}-${++n}`;
       await watcher!.publish(`${base}/cmd/${name}`, JSON.stringify({ requestId, ...body }));
-      const result = await watcher!.next(`${base}/cmd/${name}/result`, (m) => JSON.parse(m.payload).requestId === requestId, 15_000);
+      const result = await watcher!.next(`${base}/cmd/${name}/result`, (m) => JSON.parse(m.payload).requestId === requestId, 30_000);
       return JSON.parse(result.payload);
     };
     const applied = (version: string) =>
-      watcher!.next(`${base}/catalog`, (m) => m.payload !== '' && JSON.parse(m.payload).version === version, 15_000);
+      watcher!.next(`${base}/catalog`, (m) => m.payload !== '' && JSON.parse(m.payload).version === version, 30_000);
     return { base, command, applied };
   }
 
@@ -175,6 +175,6 @@ describe('a catalog published over MQTT', () => {
     expect(shown.stdout).toMatch(/A1 {2}1800 {2}Water mn: Ус, ru: Вода/);
     const rolled = await cli(svc!, ['catalog', '--rollback']);
     expect(rolled).toMatchObject({ code: 0 });
-    await svc!.waitFor(async () => (await stateOf()).catalogVersion === 'settings', 5_000, 'the screen on the settings catalog');
+    await svc!.waitFor(async () => (await stateOf()).catalogVersion === 'settings', 30_000, 'the screen on the settings catalog');
   });
 });

@@ -83,7 +83,7 @@ describe('listener limits (default settings)', () => {
       'the server to close all 40 slow-body connections',
     );
     expect(webhook.open() + local.open()).toBe(0);
-  }, 40_000);
+  }, 120_000);
 
   it('clients that send their headers slowly, or nothing at all, are cut too', async () => {
     const dripping = slow({ url: svc.webhookUrl, count: 10, mode: 'headers', dripEveryMs: 300 });
@@ -94,7 +94,7 @@ describe('listener limits (default settings)', () => {
       30_000,
       'the server to close slow-header and silent connections',
     );
-  }, 40_000);
+  }, 120_000);
 
   it('signed webhooks keep flowing while 200 slow clients hang on (and reconnect when cut)', async () => {
     const attack = slow({ url: svc.webhookUrl, count: 200, mode: 'body', reconnect: true, dripEveryMs: 500 });
@@ -115,7 +115,7 @@ describe('listener limits (default settings)', () => {
     } finally {
       db.close();
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('webhook listener connection cap', () => {
@@ -137,5 +137,5 @@ describe('webhook listener connection cap', () => {
     await svc.waitFor(() => clients!.closedByServer() >= 20 && clients!.open() <= 10, 20_000, 'the cap to close the oldest connections');
     const response = await signedWebhook(svc.webhookUrl, `evt_cap_${Date.now()}`);
     expect(response.status).toBe(200);
-  }, 40_000);
+  }, 120_000);
 });

@@ -137,8 +137,8 @@ describe('vendgate reconcile', () => {
     ]);
 
     await s.restart();
-    await s.waitFor(() => s.readSimLog().length === 1, 10_000, 'the vend after the restart');
-    await s.waitFor(() => count(s, "SELECT count(*) AS n FROM orders WHERE state = 'vended'") === 1, 10_000, 'the order to be vended');
+    await s.waitFor(() => s.readSimLog().length === 1, 30_000, 'the vend after the restart');
+    await s.waitFor(() => count(s, "SELECT count(*) AS n FROM orders WHERE state = 'vended'") === 1, 30_000, 'the order to be vended');
     expect((await cli(s, 'reconcile')).code).toBe(0);
   });
 

@@ -26,7 +26,7 @@ describe('the embedded demo (sandbox provider)', () => {
       body: '{"slot":"A2"}',
     }).then((r) => r.json())) as { orderId: number; invoiceId: string };
     expect((await fetch(`${s.localUrl}/sandbox/pay/${created.invoiceId}`, { method: 'POST' })).status).toBe(204);
-    await s.waitFor(() => s.readSimLog().length === 1, 10_000, 'the vend');
+    await s.waitFor(() => s.readSimLog().length === 1, 30_000, 'the vend');
 
     const events = await s.waitFor(
       () => {

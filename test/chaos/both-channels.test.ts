@@ -92,7 +92,7 @@ describe('both channels', () => {
       raced.push(order);
     }
     await s.sim.waitForDeliveriesIdle(20_000);
-    await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0, 10_000, 'the inbox to drain');
+    await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0, 30_000, 'the inbox to drain');
 
     const actuations = s.actuationsByOrder();
     for (const order of [first, ...raced]) expect(actuations.get(order.orderId), `order ${order.orderId}`).toBe(1);
@@ -107,7 +107,7 @@ describe('both channels', () => {
         ),
       ).toHaveLength(1);
     }
-  }, 90_000);
+  }, 240_000);
 
   it(
     `with every fault, SIGKILL restarts and a tunnel outage, ${ORDERS} orders keep every invariant`,

@@ -61,7 +61,7 @@ describe('crash at every step of the payment path', () => {
         expect((await post(`${url}/sandbox/pay/${invoiceId}`)).status).toBe(204);
       }
       const expected = EXPECTED[point];
-      await waitFor(async () => (await order()).state === expected.state, { what: `state ${expected.state}`, timeoutMs: 10_000 });
+      await waitFor(async () => (await order()).state === expected.state, { what: `state ${expected.state}`, timeoutMs: 30_000 });
       expect(svc.readSimLog().filter((l) => l.orderId === 1)).toHaveLength(expected.actuations);
 
       const db = new Database(svc.dbPath, { readonly: true });

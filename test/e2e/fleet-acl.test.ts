@@ -100,7 +100,7 @@ describe('fleet broker ACL (shipped config, real Mosquitto)', () => {
     });
     const check = await as('operator', 'B');
     await check.client.subscribeAsync('vendgate/dev-a/route', { qos: 1 });
-    await waitFor(() => check.got.length > 0, 10_000, 'the retained route');
+    await waitFor(() => check.got.length > 0, 30_000, 'the retained route');
     expect(check.got.at(-1)!.payload).toContain('dev-a-x-');
   });
 });

@@ -72,7 +72,7 @@ export async function startService(configPath: string, env: Record<string, strin
         })
         .find((l) => l?.msg === 'vendgate ready');
     },
-    { timeoutMs: 15_000, what: 'the service to be ready' },
+    { timeoutMs: 60_000, what: 'the service to be ready' },
   );
   return {
     url: ready.localUrl as string,

@@ -109,7 +109,7 @@ describe('kiosk page in Chromium against the real service (800×480)', () => {
     expect(readSimLog(dir.path).filter((line) => line.orderId === order.orderId)).toHaveLength(1);
     expect(readSimLog(dir.path)).toHaveLength(1);
 
-    await waitForScreen(page, 'catalog', 15_000);
+    await waitForScreen(page, 'catalog', 30_000);
     expect(readSimLog(dir.path)).toHaveLength(1);
   });
 
@@ -124,7 +124,7 @@ describe('kiosk page in Chromium against the real service (800×480)', () => {
       what: 'the last seconds',
     });
     await screenshot(page, '03-countdown-ending');
-    await waitForScreen(page, 'catalog', 15_000);
+    await waitForScreen(page, 'catalog', 30_000);
     const state = await (await fetch(`${svc.url}/api/state`)).json();
     expect(['idle', 'expired']).toContain(state.phase);
   });
@@ -138,7 +138,7 @@ describe('kiosk page in Chromium against the real service (800×480)', () => {
     await page.click('button.product[data-slot="A1"]');
     await waitForScreen(page, 'pay');
     await payOnPhone((await currentOrder(svc)).payUrl);
-    await waitForScreen(page, 'refund', 5_000);
+    await waitForScreen(page, 'refund', 30_000);
     expect(await page.textContent('#screen-refund .big')).toBe('Your money is being refunded');
     expect(await layoutProblems(page)).toEqual([]);
     await screenshot(page, '06-refund');
@@ -214,7 +214,7 @@ describe('kiosk page: languages, turnstile, large screen', () => {
     );
     const renewed = await currentOrder(svc);
     await waitFor(async () => decodeQrSvg(await page.locator('#qr svg').evaluate((svg) => svg.outerHTML)) === renewed.payUrl, {
-      timeoutMs: 5_000,
+      timeoutMs: 30_000,
       what: 'the new QR on screen',
     });
     const old = await (await fetch(`${svc.url}/api/orders/${firstOrder.orderId}`)).json();

@@ -144,7 +144,7 @@ describe('serial vend over a socat pty pair', () => {
     });
     const { machinePath } = await startSocat();
     machine = await runMachineSimulator({ path: machinePath, profile: 'line', baudRate: 115_200, logger: silentLogger(), vendDelayMs: 20 });
-    await waitFor(() => s.actuator.health().ok, { what: 'line back up', timeoutMs: 10_000 });
+    await waitFor(() => s.actuator.health().ok, { what: 'line back up', timeoutMs: 30_000 });
     await expect(s.actuator.fire(vend('A1'))).resolves.toMatchObject({ result: 'vended' });
     expect(machine.vends).toHaveLength(1);
   });

@@ -86,7 +86,7 @@ export async function freePort(): Promise<number> {
 
 type Falsy = null | undefined | false | 0 | '';
 
-export async function waitFor<T>(predicate: () => T | Falsy | Promise<T | Falsy>, timeoutMs = 10_000, what = 'a condition'): Promise<T> {
+export async function waitFor<T>(predicate: () => T | Falsy | Promise<T | Falsy>, timeoutMs = 30_000, what = 'a condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {

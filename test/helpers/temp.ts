@@ -13,7 +13,7 @@ export async function waitFor<T>(
   predicate: () => T | Promise<T>,
   options: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
 ): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
-  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
   let last: unknown;
   for (;;) {
     try {

@@ -69,7 +69,7 @@ describe.each(['gerege', 'qutpay'] as const)('%s: a database restored from a bac
     expect(third.invoiceId).not.toBe(second.invoiceId);
     expect(third.state).toBe('awaiting_payment');
     expect(third.reference).not.toBe(second.reference);
-    await waitFor(() => alarms(s, 'database_restored').length === 1, 10_000, 'the restored-database alarm');
+    await waitFor(() => alarms(s, 'database_restored').length === 1, 30_000, 'the restored-database alarm');
     expect(s.svc.readSimLog()).toHaveLength(2);
 
     // And it is sold normally.
@@ -154,7 +154,7 @@ describe('refunds made elsewhere are evidence', () => {
 
     expect((await settled(s, placed.orderId)).state).toBe('refunded');
     await s.sim.waitForDeliveriesIdle(20_000);
-    await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0, 10_000, 'the inbox to drain');
+    await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0, 30_000, 'the inbox to drain');
     expect(s.svc.readSimLog()).toHaveLength(0);
     expect(refundsAtProvider(s, placed.invoiceId!)).toHaveLength(1);
   });
@@ -166,7 +166,7 @@ describe('a new order never throws away a paid one', () => {
     const s = (stack = await startProviderStack({ config: { poll: { intervalMs: 60_000 } } }));
     s.sim.setFaults({ webhookOutage: true });
     const waiting = await order(s, 'A1');
-    await waitFor(() => s.sim.records().getCalls.some((c) => c.id === waiting.invoiceId), 10_000, 'the first poll of the invoice');
+    await waitFor(() => s.sim.records().getCalls.some((c) => c.id === waiting.invoiceId), 60_000, 'the first poll of the invoice');
     await s.sim.pay(waiting.invoiceId!);
 
     const replacement = await s.call('POST', '/api/orders', { slot: 'A2' });

@@ -90,7 +90,7 @@ describe('a capture that can never succeed', () => {
     }));
     const placed = await order(s);
     await s.sim.pay(placed.invoiceId!);
-    await waitFor(async () => (await s.order(placed.orderId))?.state === 'vending', 10_000, 'the vend to start');
+    await waitFor(async () => (await s.order(placed.orderId))?.state === 'vending', 30_000, 'the vend to start');
     // Meanwhile another system of the merchant cancels the authorization.
     const token = await fetch(`${s.sim.url}/oauth2/token`, {
       method: 'POST',

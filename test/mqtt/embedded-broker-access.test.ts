@@ -18,7 +18,7 @@ afterEach(() => {
 });
 
 async function connected(c: MqttClient): Promise<MqttClient> {
-  await waitFor(() => c.connected, 10_000, 'the MQTT client to connect');
+  await waitFor(() => c.connected, 30_000, 'the MQTT client to connect');
   return c;
 }
 
@@ -45,13 +45,13 @@ describe('embedded broker: anonymous clients read, never command', () => {
   it('an anonymous client reads the retained status', async () => {
     const reader = await connected(client(port));
     const seen = collect(reader, 'vendgate/svc-test/status');
-    await waitFor(() => seen.includes('vendgate/svc-test/status online'), 10_000, 'the retained status');
+    await waitFor(() => seen.includes('vendgate/svc-test/status online'), 30_000, 'the retained status');
   });
 
   it('an anonymous cmd/refund and cmd/ping are refused by the broker and never reach the service', async () => {
     const reader = await connected(client(port));
     const results = collect(reader, 'vendgate/svc-test/cmd/#');
-    await waitFor(() => reader.connected, 5_000, 'the reader');
+    await waitFor(() => reader.connected, 30_000, 'the reader');
     const attacker = await connected(client(port));
     let closed = false;
     attacker.on('close', () => {
@@ -59,7 +59,7 @@ describe('embedded broker: anonymous clients read, never command', () => {
     });
     attacker.publish('vendgate/svc-test/cmd/refund', JSON.stringify({ requestId: 'evil-1', orderId: 1 }), { qos: 1 });
     attacker.publish('vendgate/svc-test/cmd/ping', JSON.stringify({ requestId: 'evil-2' }), { qos: 1 });
-    await waitFor(() => closed, 10_000, 'the broker to drop the anonymous publisher');
+    await waitFor(() => closed, 30_000, 'the broker to drop the anonymous publisher');
     expect(results.filter((line) => line.includes('evil-'))).toEqual([]);
     expect(svc.logs().some((line) => JSON.stringify(line).includes('evil-'))).toBe(false);
   });
@@ -84,7 +84,7 @@ describe('embedded broker with an operator login (mqtt.username + VENDGATE_MQTT_
     const results = collect(operator, 'vendgate/svc-test/cmd/ping/result');
     await new Promise<void>((resolve) => operator.subscribe('vendgate/svc-test/cmd/ping/result', { qos: 1 }, () => resolve()));
     operator.publish('vendgate/svc-test/cmd/ping', JSON.stringify({ requestId: 'op-1' }), { qos: 1 });
-    await waitFor(() => results.some((line) => line.includes('op-1')), 10_000, 'the ping result');
+    await waitFor(() => results.some((line) => line.includes('op-1')), 30_000, 'the ping result');
 
     const intruder = client(port, { username: 'operator', password: 'wrong' });
     let refused = false;
@@ -94,7 +94,7 @@ describe('embedded broker with an operator login (mqtt.username + VENDGATE_MQTT_
     intruder.on('close', () => {
       refused = true;
     });
-    await waitFor(() => refused, 10_000, 'the broker to refuse a wrong password');
+    await waitFor(() => refused, 30_000, 'the broker to refuse a wrong password');
     expect(intruder.connected).toBe(false);
   });
 });

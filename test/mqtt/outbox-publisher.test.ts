@@ -46,7 +46,7 @@ describe('outbox publisher', () => {
     expect(device.outbox.depth()).toBe(100);
 
     await broker.start();
-    await until(() => device.outbox.depth() === 0, 'the backlog to be acknowledged', 15_000);
+    await until(() => device.outbox.depth() === 0, 'the backlog to be acknowledged', 30_000);
     const events = parseEvents(broker.received.filter((p) => p.topic === `${device.base}/events`));
     expect(events.map((e) => e.id)).toEqual([...before, ...during]);
     const seqs = events.map((e) => e.seq);

@@ -42,7 +42,7 @@ export async function watch(url: string, filters: string[]): Promise<Watcher> {
   });
   await client.subscribeAsync(filters, { qos: 1 });
 
-  function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  function until(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
     return new Promise((resolve, reject) => {
       const check = () => {
         if (!predicate()) return;
@@ -63,7 +63,7 @@ export async function watch(url: string, filters: string[]): Promise<Watcher> {
     messages,
     on: (topic) => messages.filter((m) => m.topic === topic),
     until,
-    async next(topic, match = () => true, timeoutMs = 10_000) {
+    async next(topic, match = () => true, timeoutMs = 30_000) {
       let found: Received | undefined;
       await until(() => (found = messages.find((m) => m.topic === topic && match(m))) !== undefined, `a message on ${topic}`, timeoutMs);
       return found!;
@@ -83,7 +83,7 @@ export async function watch(url: string, filters: string[]): Promise<Watcher> {
  * The retained messages the broker holds under `filter` (ending in `/#`), as a fresh subscriber sees
  * them. Complete: a marker published after subscribing comes back only after the retained ones.
  */
-export async function retainedNow(url: string, filter: string, timeoutMs = 5_000): Promise<Map<string, string>> {
+export async function retainedNow(url: string, filter: string, timeoutMs = 30_000): Promise<Map<string, string>> {
   const client: MqttClient = connect(url, {
     clientId: `peek-${randomBytes(6).toString('hex')}`,
     protocolVersion: 4,

@@ -83,7 +83,7 @@ describe('vendgate relay', () => {
     await announce(w, prefix, 'vm-1', ['vm-1-aaaa-']);
     await announce(w, prefix, 'vm-1-b', ['vm-1-b-cccc-']);
     const relay = await startRelay(broker.url, prefix);
-    await waitFor(() => relay.ready() && relay.stats().devices === 2, 10_000, 'the relay to read both routes');
+    await waitFor(() => relay.ready() && relay.stats().devices === 2, 30_000, 'the relay to read both routes');
 
     const event = geregeEvent('evt_1', { id: 'pi_1', object: 'payment_intent', status: 'succeeded', reference: 'vm-1-b-cccc-7' });
     const answer = await relay.inject({
@@ -108,7 +108,7 @@ describe('vendgate relay', () => {
     const { broker, prefix, w } = await fleet();
     await announce(w, prefix, 'vm-2', ['vm-2-aaaa-']);
     const relay = await startRelay(broker.url, prefix);
-    await waitFor(() => relay.ready() && relay.stats().devices === 1, 10_000, 'the route');
+    await waitFor(() => relay.ready() && relay.stats().devices === 1, 30_000, 'the route');
     const bad = geregeEvent('evt_bad', { id: 'pi_2', reference: 'vm-2-aaaa-1' });
     const tampered = bad.body.replace('pi_2', 'pi_3');
     const refused = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: bad.headers, payload: tampered });
@@ -140,7 +140,7 @@ describe('vendgate relay', () => {
     const { broker, prefix, w } = await fleet();
     await announce(w, prefix, 'vm-3', ['vm-4-aaaa-']);
     const relay = await startRelay(broker.url, prefix);
-    await waitFor(() => relay.ready(), 10_000, 'the relay');
+    await waitFor(() => relay.ready(), 30_000, 'the relay');
     const event = geregeEvent('evt_other', { id: 'pi_x', reference: 'vm-4-aaaa-1' });
     const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
     expect(answer.statusCode).toBe(202);
@@ -150,7 +150,7 @@ describe('vendgate relay', () => {
   it('right after start-up answers an unknown reference with 503, not 202: its route may still be on the way', async () => {
     const { broker, prefix } = await fleet();
     const relay = await startRelay(broker.url, prefix, null, { routesWarmupSec: 600 });
-    await waitFor(() => relay.ready(), 10_000, 'the relay');
+    await waitFor(() => relay.ready(), 30_000, 'the relay');
     const event = geregeEvent('evt_early', { id: 'pi_e', reference: 'vm-9-aaaa-1' });
     const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
     expect(answer.statusCode).toBe(503);
@@ -172,7 +172,7 @@ describe('vendgate relay', () => {
       },
     } as unknown as PaymentProvider;
     const relay = await startRelay(broker.url, prefix, lookup);
-    await waitFor(() => relay.ready() && relay.stats().devices === 1, 10_000, 'the route');
+    await waitFor(() => relay.ready() && relay.stats().devices === 1, 30_000, 'the route');
     for (const id of ['evt_r1', 'evt_r2']) {
       const refund = geregeEvent(id, { id: `re_${id}`, object: 'refund', payment_intent: 'pi_5', status: 'succeeded' }, 'refund.succeeded');
       const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: refund.headers, payload: refund.body });
@@ -214,7 +214,7 @@ describe('vendgate relay', () => {
     cleanups.push(() => w.close());
     await announce(w, prefix, 'vm-6', ['vm-6-aaaa-']);
     const relay = await startRelay(url, prefix);
-    await waitFor(() => relay.ready() && relay.stats().devices === 1, 10_000, 'the route');
+    await waitFor(() => relay.ready() && relay.stats().devices === 1, 30_000, 'the route');
     const event = geregeEvent('evt_6', { id: 'pi_6', reference: 'vm-6-aaaa-1' });
     const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
     expect(answer.statusCode).toBe(503);

@@ -119,7 +119,7 @@ describe('GPIO, serial and inputs', () => {
 
     const answering = createMockSerial('/dev/null');
     const machine = (async () => {
-      await waitFor(() => answering.written().includes('STATUS'), { timeoutMs: 5_000, what: 'the status command' });
+      await waitFor(() => answering.written().includes('STATUS'), { timeoutMs: 30_000, what: 'the status command' });
       answering.emit('NONE\r\n');
     })();
     const good = await selftestFor(device.path, {}, { hardware: { serialBinding: answering.binding } });

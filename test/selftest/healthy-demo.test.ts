@@ -11,7 +11,7 @@ async function retained(url: string, topic: string): Promise<string> {
   const client = connect(url, { protocolVersion: 4, clean: true, reconnectPeriod: 0 });
   try {
     return await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no retained message on ${topic}`)), 5_000);
+      const timer = setTimeout(() => reject(new Error(`no retained message on ${topic}`)), 30_000);
       client.on('message', (received, payload, packet) => {
         if (received === topic && packet.retain) {
           clearTimeout(timer);

@@ -103,5 +103,5 @@ describe('strict settings', () => {
     expect(result.code).toBe(78);
     expect(result.stderr).toContain('storage.retentionDay: unknown key; did you mean "retentionDays"?');
     expect(existsSync(dbPath)).toBe(false);
-  }, 30_000);
+  }, 120_000);
 });

@@ -41,12 +41,12 @@ describe('power-loss durability of the money steps', () => {
     const sold = await ctx.orders.create({ source: 'cli', slot: 'A1' });
     fake.set(sold.invoice_id!, 'authorized');
     ctx.poller.pollNow(sold.invoice_id!);
-    await waitFor(() => ctx.orders.get(sold.id)!.state === 'vended', 10_000, 'the vend');
-    await waitFor(() => fake.calls.some((c) => c.method === 'captureInvoice'), 10_000, 'the capture');
+    await waitFor(() => ctx.orders.get(sold.id)!.state === 'vended', 30_000, 'the vend');
+    await waitFor(() => fake.calls.some((c) => c.method === 'captureInvoice'), 30_000, 'the capture');
 
     // An operator's refund of a vended order: the refund claim before the POST.
     ctx.vend.refund(sold.id, 'test');
-    await waitFor(() => fake.calls.some((c) => c.method === 'refund'), 10_000, 'the refund');
+    await waitFor(() => fake.calls.some((c) => c.method === 'refund'), 30_000, 'the refund');
 
     for (const step of MONEY_STEPS) {
       expect(seen.get(step), `${step} committed durably`).toBeDefined();
