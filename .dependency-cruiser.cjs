@@ -14,7 +14,7 @@ module.exports = {
       name: 'no-circular',
       severity: 'error',
       comment:
-        'A module reaches itself through its imports. Declare the port the importer needs in the importer instead (see BackfillInbox, DeviceControlPorts).',
+        'A module reaches itself through its imports. Declare the port the importer needs in the importer instead (see BackfillInbox, DeviceControlDeps).',
       from: { path: '^src/' },
       to: { circular: true },
     },
@@ -25,15 +25,23 @@ module.exports = {
       name: 'money-path-never-waits-on-the-broker',
       severity: 'error',
       comment:
-        'The money path (orders, ledger, vend, money) writes outbox rows in its own transactions; mqtt/ reads and publishes them. It never imports mqtt/, the mqtt library, the kiosk, the channels or metrics/ (it reports through callbacks such as onSettled).',
+        'The money path (orders, ledger, vend, money) writes outbox rows in its own transactions; mqtt/ reads and publishes them. It never imports mqtt/, the mqtt library, the kiosk, the channels, metrics/ or device/ (it reports through callbacks such as onSettled, and reads availability through its outOfService port).',
       from: { path: moneyPath },
       to: {
         path: [
-          '^src/(mqtt|kiosk|channels|relay|simulator|selftest|cli|metrics)/',
+          '^src/(mqtt|kiosk|channels|relay|simulator|selftest|cli|metrics|device)/',
           '^src/app\\.ts$',
           'node_modules/(mqtt|aedes|fastify|@fastify)/',
         ],
       },
+    },
+    {
+      name: 'device-takes-ports-not-the-app',
+      severity: 'error',
+      comment:
+        'device/ (availability, operator controls, the screen, reactions to inputs) declares the narrow ports it uses; app.ts composes it. It never imports app.ts (no service locator), the channels, the relay or the simulator.',
+      from: { path: '^src/device/' },
+      to: { path: ['^src/app\\.ts$', '^src/(channels|relay|simulator)/'] },
     },
     {
       name: 'hardware-knows-no-money',

@@ -28,11 +28,16 @@ import { createPoller, type Poller } from './channels/poller.js';
 import { createWebhookChannel, type WebhookChannel } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
-import { createDeviceView, type DeviceView } from './device-view.js';
 import { createMetrics } from './metrics/index.js';
-import { handleHardwareEvent } from './hardware-events.js';
 import { createMqtt, createBrokerWebhookSubscription, type Mqtt, type BrokerWebhookSubscription } from './mqtt/index.js';
-import { createDeviceControl } from './device-control.js';
+import {
+  createAvailability,
+  createDeviceControl,
+  createDeviceView,
+  createHardwareEventHandler,
+  createStateChanges,
+  type DeviceView,
+} from './device/index.js';
 import { createCatalog, type Catalog } from './catalog/index.js';
 
 export interface AppDeps {
@@ -185,14 +190,15 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const actuator =
       deps.actuator ?? (await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings));
     const inputs = deps.inputs ?? (await createInputs({ clock, logger }, settings));
-    const outOfService = new Map<string, string>();
-    const listeners = new Set<() => void>();
+    const availability = createAvailability();
+    const changes = createStateChanges();
     let mqtt: Mqtt | null = null;
     // Every state change may have written outbox rows: publish them now, not at the next poll.
     const notify = () => {
-      for (const listener of listeners) listener();
+      changes.notify();
       mqtt?.kick();
     };
+    availability.subscribe(notify);
 
     let catalogGeneration = catalog.generation();
     // The money path, composed once (src/money/): ledger, orders, vend jobs, refunds, reconciliation.
@@ -207,7 +213,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
         health,
         deviceId: settings.device.id,
         dbId,
-        outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
+        outOfService: availability.reason,
         crashPoint: deps.crashPoint,
         onChange: notify,
         onSettled: (order, result) => {
@@ -273,11 +279,11 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       clock,
       orders,
       health,
-      outOfService,
+      availability,
       outbox,
       poller,
       startedAt,
-      listeners,
+      changes,
       catalog,
       notify,
       metrics,
@@ -292,13 +298,26 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
         logger,
         deviceId: settings.device.id,
         control: createDeviceControl({
-          ctx: () => ctx!,
-          outOfService,
-          listeners,
+          device: settings.device,
+          db,
+          logger,
+          outbox,
+          availability,
+          orders,
+          vend,
+          refunds,
+          catalog,
+          view,
+          changes,
           notify,
-          urls: () => urls,
-          source: deps.configSource ?? '(in memory)',
-          environment: deps.configEnvironment ?? [],
+          selftest: {
+            settings,
+            clock,
+            live: { db, provider, actuator, inputs },
+            urls: () => urls,
+            source: deps.configSource ?? '(in memory)',
+            environment: deps.configEnvironment ?? [],
+          },
         }),
       },
       settings.mqtt,
@@ -332,7 +351,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)
       log.warn(recovered, 'recovered from an interrupted run');
 
-    inputs.on((event) => handleHardwareEvent(ctx!, outOfService, event, notify));
+    inputs.on(createHardwareEventHandler({ db, logger, outbox, orders, availability, actuator }));
     await inputs.start();
 
     kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock, listener: bound.local }, settings.http.local);

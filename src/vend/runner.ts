@@ -2,7 +2,7 @@ import type { Db } from '../store/index.js';
 import { durably, inTransaction, restoredBoundary } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
-import { errorMessage, ErrorCodes } from '../util/errors.js';
+import { errorMessage, ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Actuator, VendOutcome, VendRequest } from '../hardware/index.js';
 import { ProviderError, type PaymentProvider } from '../payments/types.js';
@@ -57,6 +57,8 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   const crash = deps.crashPoint ?? (() => {});
   let running: Promise<void> | null = null;
   let firing: Promise<void> | null = null;
+  /** A test actuation in progress (no order): a vend claimed meanwhile waits for it. */
+  let testing: Promise<void> | null = null;
   let stopped = false;
 
   const requestFor = (order: OrderRow): VendRequest => ({
@@ -107,6 +109,15 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
    * outcome is unknown: the order is parked for a person, never refunded or refired blindly.
    */
   async function fire(order: OrderRow): Promise<VendOutcome> {
+    try {
+      return await fireWithin(requestFor(order));
+    } catch (err) {
+      return { result: 'unknown', detail: `actuator error: ${errorMessage(err)}` };
+    }
+  }
+
+  /** The actuator's answer, or `unknown` once vendTimeoutMs has passed without one. A throw passes through. */
+  async function fireWithin(request: VendRequest): Promise<VendOutcome> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<VendOutcome>((resolve) => {
       timer = setTimeout(
@@ -115,9 +126,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       );
     });
     try {
-      return await Promise.race([actuator.fire(requestFor(order)), timeout]);
-    } catch (err) {
-      return { result: 'unknown', detail: `actuator error: ${errorMessage(err)}` };
+      return await Promise.race([actuator.fire(request), timeout]);
     } finally {
       clearTimeout(timer);
     }
@@ -167,6 +176,8 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
 
   async function runOnce(): Promise<void> {
     while (!stopped) {
+      // One actuation at a time: a paid vend is claimed only once a test actuation has answered.
+      while (testing) await testing;
       const order = claimNext();
       if (!order) return;
       if (order === PARKED) {
@@ -404,14 +415,38 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
 
     /** True while an actuation is in progress. */
     busy(): boolean {
-      return firing !== null;
+      return firing !== null || testing !== null;
+    },
+
+    /**
+     * One actuation with no order and no money (an operator's test vend). Refused while a vend is
+     * queued, being claimed or firing, or another test runs; a vend queued meanwhile is claimed once
+     * this one has answered, so the two never touch the machine at once. Writes nothing: there is
+     * no order to vend twice. Answers `unknown` after vendTimeoutMs; an actuator that throws, throws.
+     */
+    async testFire(request: VendRequest): Promise<VendOutcome> {
+      if (stopped || running || firing || testing || jobs.nextQueued()) {
+        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'a vend is queued or in progress; try the test vend when the machine is idle', {
+          httpStatus: 409,
+        });
+      }
+      const current = fireWithin(request);
+      testing = current.then(
+        () => {},
+        () => {},
+      );
+      try {
+        return await current;
+      } finally {
+        testing = null;
+      }
     },
 
     /** Stops claiming new jobs and waits (bounded) for the actuation in progress to settle. */
     async stop(graceMs = settings.vendTimeoutMs): Promise<void> {
       stopped = true;
-      const pending = running;
-      if (!pending) return;
+      if (!running && !testing) return;
+      const pending = Promise.all([running, testing]);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         pending,

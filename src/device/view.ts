@@ -1,38 +1,41 @@
-import type { Settings } from './settings/index.js';
-import type { Clock } from './util/clock.js';
-import type { Outbox } from './outbox/index.js';
-import { orderView, screenPhase, type OrderService, type ProviderHealth } from './orders/index.js';
-import type { Poller } from './channels/poller.js';
-import type { DeviceState, KioskDeps, SandboxPayments } from './kiosk/index.js';
-import { ORDER_STATES } from './orders/index.js';
-import type { Metrics } from './metrics/index.js';
-import type { Catalog } from './catalog/index.js';
+import type { Settings } from '../settings/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Outbox } from '../outbox/index.js';
+import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth } from '../orders/index.js';
+import type { DeviceState, KioskDeps, SandboxPayments } from '../kiosk/index.js';
+import type { Metrics } from '../metrics/index.js';
+import type { Catalog } from '../catalog/index.js';
+import type { Availability } from './availability.js';
+import type { StateChanges } from './state-changes.js';
 
+/** Exactly what the screen's view reads and the kiosk's ports call. */
 export interface DeviceViewDeps {
-  settings: Readonly<Settings>;
+  settings: Pick<Readonly<Settings>, 'device' | 'kiosk' | 'provider'>;
   clock: Clock;
-  orders: OrderService;
-  health: ProviderHealth;
-  outOfService: Map<string, string>;
-  outbox: Outbox;
-  poller: Poller;
+  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel'> & {
+    repo: Pick<OrderService['repo'], 'latest' | 'countByState'>;
+  };
+  health: Pick<ProviderHealth, 'reachable' | 'lastError'>;
+  availability: Pick<Availability, 'reason' | 'isAvailable'>;
+  outbox: Pick<Outbox, 'counters' | 'depth' | 'openAlarms'>;
+  poller: { lastPollAt(): number | null };
   startedAt: number;
-  listeners: Set<() => void>;
-  metrics: Metrics;
-  catalog: Catalog;
+  changes: Pick<StateChanges, 'subscribe'>;
+  metrics: Pick<Metrics, 'render'>;
+  catalog: Pick<Catalog, 'offered' | 'current'> & { slots: Pick<Catalog['slots'], 'get' | 'refill'> };
   /** After a change made here (a refill): the screen and MQTT follow. */
   notify?: () => void;
 }
 
 /** What the screen, /metrics and MQTT telemetry read: derived from the database on every call. */
 export function createDeviceView(deps: DeviceViewDeps) {
-  const { settings, clock, orders, health, outOfService, outbox } = deps;
+  const { settings, clock, orders, health, availability, outbox } = deps;
   let since = clock.now();
   let lastPhase = '';
 
   function state(): DeviceState {
     const now = clock.now();
-    const reason = outOfService.size ? [...outOfService.values()].join('; ') : null;
+    const reason = availability.reason();
     const { phase, order } = screenPhase({
       latest: orders.repo.latest(),
       now,
@@ -76,11 +79,12 @@ export function createDeviceView(deps: DeviceViewDeps) {
   function telemetry(): Record<string, unknown> {
     const byState = Object.fromEntries(ORDER_STATES.map((s) => [s, 0]));
     for (const row of orders.repo.countByState()) byState[row.state] = row.n;
+    const lastPollAt = deps.poller.lastPollAt();
     return {
       uptimeSec: Math.round((clock.now() - deps.startedAt) / 1000),
       counters: outbox.counters(),
       ordersByState: byState,
-      lastPollAt: deps.poller.lastPollAt() ? new Date(deps.poller.lastPollAt()!).toISOString() : null,
+      lastPollAt: lastPollAt ? new Date(lastPollAt).toISOString() : null,
       providerReachable: health.reachable,
       outboxDepth: outbox.depth(),
       openAlarms: outbox.openAlarms().map((a) => a.name),
@@ -110,9 +114,6 @@ export function createDeviceView(deps: DeviceViewDeps) {
     state,
     telemetry,
     metrics,
-    notify(): void {
-      for (const listener of deps.listeners) listener();
-    },
     kioskDeps(sandbox: SandboxPayments | undefined): KioskDeps {
       return {
         orders: {
@@ -138,14 +139,12 @@ export function createDeviceView(deps: DeviceViewDeps) {
         },
         state,
         subscribe(listener) {
-          const wrapped = () => listener(state());
-          deps.listeners.add(wrapped);
-          return () => deps.listeners.delete(wrapped);
+          return deps.changes.subscribe(() => listener(state()));
         },
         health() {
           const checks: Record<string, { ok: boolean; detail: string }> = {
             provider: { ok: health.reachable, detail: health.reachable ? 'reachable' : (health.lastError ?? 'unreachable') },
-            service: { ok: outOfService.size === 0, detail: outOfService.size ? [...outOfService.values()].join('; ') : 'taking orders' },
+            service: { ok: availability.isAvailable(), detail: availability.reason() ?? 'taking orders' },
           };
           return { ok: Object.values(checks).every((c) => c.ok), checks };
         },

@@ -1,0 +1,136 @@
+import type { DeviceControl } from '../mqtt/index.js';
+import type { Settings } from '../settings/index.js';
+import type { Db } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import type { Outbox } from '../outbox/index.js';
+import type { OrderService } from '../orders/index.js';
+import type { VendRunner, RefundWorker } from '../vend/index.js';
+import type { Catalog } from '../catalog/index.js';
+import type { LiveComponents } from '../selftest/index.js';
+import { ErrorCodes, VendgateError } from '../util/errors.js';
+import { inTransaction } from '../store/index.js';
+import { orderView } from '../orders/index.js';
+import { runSelftest } from '../selftest/index.js';
+import type { Availability } from './availability.js';
+import type { DeviceView } from './view.js';
+import type { StateChanges } from './state-changes.js';
+
+/** Exactly what the operator's controls use. */
+export interface DeviceControlDeps {
+  device: Pick<Readonly<Settings>['device'], 'mode' | 'currency' | 'fare'>;
+  db: Db;
+  logger: Logger;
+  outbox: Pick<Outbox, 'event'>;
+  availability: Pick<Availability, 'set' | 'clear'>;
+  orders: Pick<OrderService, 'get' | 'history'> & { repo: Pick<OrderService['repo'], 'inStates'> };
+  /** Settlement by a person, and the test actuation (vend/ owns every touch of the machine). */
+  vend: Pick<VendRunner, 'resolve' | 'refund' | 'testFire'>;
+  refunds: Pick<RefundWorker, 'run'>;
+  catalog: Pick<Catalog, 'current' | 'apply' | 'rollback'> & { slots: Pick<Catalog['slots'], 'refill' | 'clearJam'> };
+  view: Pick<DeviceView, 'state' | 'telemetry'>;
+  changes: Pick<StateChanges, 'subscribe'>;
+  /** After a catalog change: the screen and MQTT follow. */
+  notify: () => void;
+  /** The in-process selftest: the running service's own components, never a second set. */
+  selftest: {
+    settings: Readonly<Settings>;
+    clock: Clock;
+    live: LiveComponents;
+    /** Where the running service listens. */
+    urls: () => { local?: string; webhook?: string };
+    source: string;
+    environment: string[];
+  };
+}
+
+/** Orders in these states hold the machine: no test vend meanwhile. */
+const ORDER_IN_PROGRESS = ['creating', 'awaiting_payment', 'paid', 'authorized', 'vending'] as const;
+
+/**
+ * What operators may do to the device remotely (MQTT commands). Every money decision goes through
+ * the same settlement code as the CLI; a test vend moves no money, goes through vend/ like any
+ * actuation, and is refused while an order is in progress.
+ */
+export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
+  const { orders, vend, refunds, catalog, notify } = deps;
+  const view = (orderId: number) => orderView(orders.get(orderId)!, orders.history(orderId));
+  const changed = <T>(result: T): T => {
+    notify();
+    return result;
+  };
+
+  return {
+    state() {
+      const state = deps.view.state();
+      return {
+        mode: state.mode,
+        phase: state.phase,
+        orderId: state.order?.orderId ?? null,
+        reference: state.order?.reference ?? null,
+        since: state.since,
+        reason: state.reason,
+      };
+    },
+    setOutOfService(on, reason) {
+      inTransaction(deps.db, () => deps.outbox.event('device.out_of_service', { on, reason: reason || null }));
+      // The screen and MQTT follow through availability's subscribers.
+      if (on) deps.availability.set('operator', reason || undefined);
+      else deps.availability.clear('operator');
+    },
+    async resolve(orderId, vended) {
+      vend.resolve(orderId, vended, 'mqtt');
+      void refunds.run();
+      return view(orderId);
+    },
+    async refund(orderId) {
+      vend.refund(orderId, 'mqtt');
+      void refunds.run();
+      return view(orderId);
+    },
+    async testVend(slot) {
+      const { device } = deps;
+      if (orders.repo.inStates([...ORDER_IN_PROGRESS]).length > 0) {
+        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is in progress; try the test vend when the machine is idle', {
+          httpStatus: 409,
+        });
+      }
+      const items = catalog.current().items;
+      const item = device.mode === 'vending' ? items.find((c) => c.slot === slot) : null;
+      if (device.mode === 'vending' && !item) {
+        throw new VendgateError(
+          ErrorCodes.UNKNOWN_SLOT,
+          `unknown slot "${slot ?? ''}"; this machine has: ${items.map((c) => c.slot).join(', ')}`,
+          { httpStatus: 400 },
+        );
+      }
+      deps.logger.child({ module: 'control' }).warn({ slot }, 'remote test vend (no money)');
+      return vend.testFire({
+        orderId: 0,
+        reference: 'test-vend',
+        slot: item?.slot ?? null,
+        amount: item?.price ?? device.fare ?? 0,
+        currency: device.currency,
+        mode: device.mode,
+      });
+    },
+    async runSelftest() {
+      const { settings, clock, live, urls, source, environment } = deps.selftest;
+      const run = await runSelftest({ settings, source, environment, urls: urls(), store: true }, { clock, logger: deps.logger, live });
+      return { ok: run.report.ok, report: run.report };
+    },
+    telemetry() {
+      return deps.view.telemetry();
+    },
+    onStateChange(listener) {
+      deps.changes.subscribe(listener);
+    },
+    catalog: {
+      apply: (document) => changed(catalog.apply(document, 'mqtt')),
+      rollback: () => changed(catalog.rollback('mqtt')),
+      refill: (slot, count) => changed(catalog.slots.refill(slot, count, 'mqtt')),
+      clearJam: (slot) => changed(catalog.slots.clearJam(slot, 'mqtt')),
+      slots: () => catalog.current().items.map((item) => item.slot),
+    },
+  };
+}
