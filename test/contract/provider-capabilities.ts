@@ -1,6 +1,7 @@
 /**
  * What the contract checks instead, when a provider lacks a capability by design (the sandbox has no
- * network, no credentials, one pay page that pays the invoice amount, no redelivery). Each case
+ * network, no credentials, one pay page that pays the invoice amount, whole refunds only, no
+ * redelivery). Each case
  * states the reason the target gave and holds the provider to it: a lack that stops being true —
  * a sandbox that starts calling out, or sending an event twice — fails here, not silently.
  */
@@ -66,6 +67,18 @@ export const byDesignCases = {
       const replay = await h.provider.createInvoice(request);
       expect(replay).toMatchObject({ id: invoice.id, status: 'paid', replayed: true });
       expect(findInvoiceMismatch(request, replay)).toEqual([]);
+    });
+  },
+
+  partialRefunds(reason: string, start: Start): void {
+    it(`partial refunds: none (${reason}) — a request for part is refused and moves nothing, never widened to the whole`, async () => {
+      const h = await start();
+      const invoice = await h.provider.createInvoice(orderRequest());
+      await h.pay(invoice.id);
+      const result = await h.provider.refund({ invoiceId: invoice.id, amount: 500, idempotencyKey: `${invoice.reference}-refund` });
+      expect(result.status).toBe('failed');
+      expect(await h.provider.getInvoice(invoice.id)).toMatchObject({ status: 'paid', refundedAmount: 0 });
+      expect(h.refundsMade()).toBe(0);
     });
   },
 

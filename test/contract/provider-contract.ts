@@ -48,6 +48,8 @@ export interface ContractTarget {
   credentials: { startWithWrongCredentials(): Promise<ContractHarness> } | ByDesign;
   /** The customer's page can pay another sum than the invoice's (a buggy wallet, a manual transfer). */
   anotherAmountPaid: { supported: true } | ByDesign;
+  /** A refund of part of the amount (after a refund made elsewhere, the core asks only for the rest). */
+  partialRefunds: { supported: true } | ByDesign;
   /** The provider may deliver one event twice. */
   duplicateDeliveries: { startDuplicating(): Promise<ContractHarness> } | ByDesign;
 }
@@ -60,6 +62,7 @@ export function overSimulator(name: ProviderUnderTest, paths: { createPath: RegE
     network: { start: (options: HarnessOptions) => startHarness(name, options), ...paths },
     credentials: { startWithWrongCredentials: () => startHarness(name, { wrongCredentials: true }) },
     anotherAmountPaid: { supported: true as const },
+    partialRefunds: { supported: true as const },
     duplicateDeliveries: { startDuplicating: () => startHarness(name, { webhooks: true, faults: { duplicateWebhook: 1 } }) },
   };
 }
@@ -207,6 +210,18 @@ export function providerContract(target: ContractTarget): void {
       expect(result).toMatchObject({ status: 'succeeded', refundId: expect.any(String) });
       expect(h.refundsMade()).toBe(1);
     });
+
+    if (!isByDesign(target.partialRefunds)) {
+      it('a refund of part of the amount moves only that part', async () => {
+        const h = await start();
+        const invoice = await h.provider.createInvoice(orderRequest());
+        await h.pay(invoice.id);
+        const result = await h.provider.refund({ invoiceId: invoice.id, amount: 500, idempotencyKey: `${invoice.reference}-refund` });
+        expect(result.status).toBe('succeeded');
+        expect(await h.provider.getInvoice(invoice.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: 500 });
+        expect(h.refundsMade()).toBe(1);
+      });
+    }
 
     if (!isByDesign(network))
       it.each<FaultName>(['lostResponse', 'serverError', 'timeout'])(
