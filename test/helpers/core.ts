@@ -6,6 +6,7 @@ import { silentLogger, type Logger } from '../../src/util/logger.js';
 import { createOutbox, type Outbox } from '../../src/outbox/index.js';
 import { createProviderHealth, type ProviderHealth } from '../../src/orders/index.js';
 import { createMoneyPath, type MoneyPath } from '../../src/money/index.js';
+import { observationOf } from '../../src/ledger/index.js';
 import type { Actuator, VendRequest } from '../../src/hardware/index.js';
 import type { PaymentProvider } from '../../src/payments/types.js';
 import { createFakeProvider } from '../fakes/provider.js';
@@ -126,18 +127,9 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
       db.close();
       dir.cleanup();
     },
-    /** Observes the fake provider's current view of an invoice through the ledger. */
+    /** Observes the fake provider's current view of an invoice through the ledger, as the channels do. */
     async observe(invoiceId: string, channel: 'poll' | 'webhook' = 'poll') {
-      const invoice = await fake.provider.getInvoice(invoiceId);
-      return ledger.observe({
-        invoiceId,
-        status: invoice.status,
-        providerStatus: invoice.providerStatus,
-        livemode: invoice.livemode,
-        amount: invoice.amount,
-        currency: invoice.currency,
-        channel,
-      });
+      return ledger.observe(observationOf(await fake.provider.getInvoice(invoiceId), channel));
     },
     count(sql: string, ...params: unknown[]): number {
       return (db.prepare(sql).get(...params) as { n: number }).n;
