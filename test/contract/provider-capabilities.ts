@@ -7,7 +7,7 @@
  */
 import { afterEach, expect, it, vi } from 'vitest';
 import { findInvoiceMismatch } from '../../src/payments/index.js';
-import { orderRequest, WEBHOOK_SECRET, type ContractHarness } from './provider-harness.js';
+import { orderRequest, refundPaidInvoice, WEBHOOK_SECRET, type ContractHarness } from './provider-harness.js';
 
 /** The provider has no such capability, and why. */
 export interface ByDesign {
@@ -73,9 +73,7 @@ export const byDesignCases = {
   partialRefunds(reason: string, start: Start): void {
     it(`partial refunds: none (${reason}) — a request for part is refused and moves nothing, never widened to the whole`, async () => {
       const h = await start();
-      const invoice = await h.provider.createInvoice(orderRequest());
-      await h.pay(invoice.id);
-      const result = await h.provider.refund({ invoiceId: invoice.id, amount: 500, idempotencyKey: `${invoice.reference}-refund` });
+      const { invoice, result } = await refundPaidInvoice(h, 500);
       expect(result.status).toBe('failed');
       expect(await h.provider.getInvoice(invoice.id)).toMatchObject({ status: 'paid', refundedAmount: 0 });
       expect(h.refundsMade()).toBe(0);

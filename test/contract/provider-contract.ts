@@ -11,6 +11,7 @@ import type { ProviderName } from '../../src/payments/types.js';
 import type { FaultName } from '../../src/simulator/index.js';
 import {
   orderRequest,
+  refundPaidInvoice,
   startHarness,
   waitFor,
   WEBHOOK_SECRET,
@@ -204,9 +205,7 @@ export function providerContract(target: ContractTarget): void {
   describe('refund', () => {
     it('a refund of a paid invoice succeeds once', async () => {
       const h = await start();
-      const invoice = await h.provider.createInvoice(orderRequest());
-      await h.pay(invoice.id);
-      const result = await h.provider.refund({ invoiceId: invoice.id, amount: 1500, idempotencyKey: `${invoice.reference}-refund` });
+      const { result } = await refundPaidInvoice(h, 1500);
       expect(result).toMatchObject({ status: 'succeeded', refundId: expect.any(String) });
       expect(h.refundsMade()).toBe(1);
     });
@@ -214,9 +213,7 @@ export function providerContract(target: ContractTarget): void {
     if (!isByDesign(target.partialRefunds)) {
       it('a refund of part of the amount moves only that part', async () => {
         const h = await start();
-        const invoice = await h.provider.createInvoice(orderRequest());
-        await h.pay(invoice.id);
-        const result = await h.provider.refund({ invoiceId: invoice.id, amount: 500, idempotencyKey: `${invoice.reference}-refund` });
+        const { invoice, result } = await refundPaidInvoice(h, 500);
         expect(result.status).toBe('succeeded');
         expect(await h.provider.getInvoice(invoice.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: 500 });
         expect(h.refundsMade()).toBe(1);

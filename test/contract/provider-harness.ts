@@ -90,6 +90,14 @@ export function orderRequest(overrides: Partial<CreateInvoiceRequest> = {}): Cre
   };
 }
 
+/** A fresh invoice, paid by the customer, then refunded by `amount` with the key the core derives. */
+export async function refundPaidInvoice(h: ContractHarness, amount: number) {
+  const invoice = await h.provider.createInvoice(orderRequest());
+  await h.pay(invoice.id);
+  const result = await h.provider.refund({ invoiceId: invoice.id, amount, idempotencyKey: `${invoice.reference}-refund` });
+  return { invoice, result };
+}
+
 export async function startHarness(providerName: ProviderUnderTest, options: HarnessOptions = {}): Promise<Harness> {
   const clock = createManualClock();
   const webhooks: CapturedWebhook[] = [];
