@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/util/index.js';
 import { isRecord } from '../../src/payments/http.js';
 import { mapGeregeStatus } from '../../src/payments/index.js';
-import { providerContract } from './provider-contract.js';
+import { overSimulator, providerContract } from './provider-contract.js';
 import { orderRequest, startHarness, type Harness, type HarnessOptions } from './provider-harness.js';
 
 function objectOf(body: unknown): Record<string, unknown> | undefined {
@@ -11,9 +11,8 @@ function objectOf(body: unknown): Record<string, unknown> | undefined {
 
 describe('Gerege adapter against the simulator', () => {
   providerContract({
-    name: 'gerege',
-    createPath: /^\/payment-intents$/,
-    refundPath: /^\/payment-intents\/[^/]+\/refunds$/,
+    ...overSimulator('gerege', { createPath: /^\/payment-intents$/, refundPath: /^\/payment-intents\/[^/]+\/refunds$/ }),
+    unknownInvoiceId: 'pi_missing',
     // The intent stays succeeded; its amount_refunded says the money went back.
     statusAfterFullRefund: 'refunded',
     mapStatus: mapGeregeStatus,

@@ -35,11 +35,35 @@ export interface CapturedWebhook {
   headers: IncomingHttpHeaders;
 }
 
-export interface Harness {
+/**
+ * What every contract case needs, whichever provider is under test: the adapter, and the provider's
+ * side of the conversation (what it holds, what it emitted, the customer paying, an invoice running
+ * out of time, the webhooks it delivered).
+ */
+export interface ContractHarness {
   provider: PaymentProvider;
-  sim: Simulator;
-  /** The adapter's clock; also the simulator's unless `simClock` was given. */
+  /** The adapter's clock; also the provider's unless `simClock` was given. */
   clock: ReturnType<typeof createManualClock>;
+  /** The invoices the provider holds, with the idempotency key each was created with. */
+  invoices(): { id: string; idempotencyKey: string | null }[];
+  /** The body of every event the provider emitted, oldest first. */
+  events(): unknown[];
+  /** How many refunds the provider carried out (money moved). */
+  refundsMade(): number;
+  /** The customer pays on the provider's page (`amount`: only where the page lets them pay another sum). */
+  pay(invoiceId: string, options?: { amount?: number }): Promise<void>;
+  /** The invoice's time runs out at the provider. */
+  expire(invoiceId: string): void;
+  /** Webhooks the provider delivered, as the merchant's endpoint received them (with `webhooks: true`). */
+  webhooks: CapturedWebhook[];
+  /** Resolves once no webhook delivery (or retry of one) is in flight. */
+  deliveriesIdle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** An adapter over HTTP against the simulator: the contract harness plus the network's controls. */
+export interface Harness extends ContractHarness {
+  sim: Simulator;
   /** Every wait the retry matrix asked for, in ms. */
   delays: number[];
   /** Sets faults now and clears them once `calls` API calls (token calls not counted) have come back. */
@@ -47,8 +71,6 @@ export interface Harness {
   records(): SimulatorRecords;
   /** Simulator-recorded API requests whose path matches. */
   requestsTo(path: RegExp): SimulatorRecords['requests'];
-  webhooks: CapturedWebhook[];
-  stop(): Promise<void>;
 }
 
 let sequence = 0;
@@ -66,6 +88,14 @@ export function orderRequest(overrides: Partial<CreateInvoiceRequest> = {}): Cre
     captureMode: 'automatic',
     ...overrides,
   };
+}
+
+/** A fresh invoice, paid by the customer, then refunded by `amount` with the key the core derives. */
+export async function refundPaidInvoice(h: ContractHarness, amount: number) {
+  const invoice = await h.provider.createInvoice(orderRequest());
+  await h.pay(invoice.id);
+  const result = await h.provider.refund({ invoiceId: invoice.id, amount, idempotencyKey: `${invoice.reference}-refund` });
+  return { invoice, result };
 }
 
 export async function startHarness(providerName: ProviderUnderTest, options: HarnessOptions = {}): Promise<Harness> {
@@ -138,6 +168,12 @@ export async function startHarness(providerName: ProviderUnderTest, options: Har
       sim.setFaults(faults);
     },
     records: () => sim.records(),
+    invoices: () => sim.records().invoices,
+    events: () => sim.records().events,
+    refundsMade: () => sim.records().refunds.length,
+    pay: (invoiceId, payOptions) => sim.pay(invoiceId, payOptions),
+    expire: (invoiceId) => sim.expire(invoiceId),
+    deliveriesIdle: () => sim.waitForDeliveriesIdle(),
     requestsTo: (path) => sim.records().requests.filter((r) => path.test(r.path)),
     async stop() {
       await sim.stop();

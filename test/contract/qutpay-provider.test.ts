@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRecord } from '../../src/payments/http.js';
 import { mapQutpayStatus } from '../../src/payments/index.js';
-import { providerContract } from './provider-contract.js';
+import { overSimulator, providerContract } from './provider-contract.js';
 import { orderRequest, startHarness, type Harness, type HarnessOptions } from './provider-harness.js';
 
 function invoiceOf(body: unknown): Record<string, unknown> | undefined {
@@ -10,9 +10,8 @@ function invoiceOf(body: unknown): Record<string, unknown> | undefined {
 
 describe('QutPay adapter against the simulator', () => {
   providerContract({
-    name: 'qutpay',
-    createPath: /^\/api\/v1\/invoices$/,
-    refundPath: /^\/api\/v1\/invoices\/[^/]+\/refund$/,
+    ...overSimulator('qutpay', { createPath: /^\/api\/v1\/invoices$/, refundPath: /^\/api\/v1\/invoices\/[^/]+\/refund$/ }),
+    unknownInvoiceId: 'inv_missing',
     statusAfterFullRefund: 'refunded',
     mapStatus: mapQutpayStatus,
     statusWordOf: (body) => {

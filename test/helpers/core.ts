@@ -1,12 +1,14 @@
 import { join } from 'node:path';
-import { parseSettings, type SettingsInput } from '../../src/settings/index.js';
-import { openDatabase, databaseId } from '../../src/store/index.js';
-import { createManualClock } from '../../src/util/clock.js';
-import { silentLogger } from '../../src/util/logger.js';
-import { createOutbox } from '../../src/outbox/index.js';
-import { createProviderHealth } from '../../src/orders/index.js';
-import { createMoneyPath } from '../../src/money/index.js';
+import { parseSettings, type Settings, type SettingsInput } from '../../src/settings/index.js';
+import { openDatabase, databaseId, type Db } from '../../src/store/index.js';
+import { createManualClock, type Clock } from '../../src/util/clock.js';
+import { silentLogger, type Logger } from '../../src/util/logger.js';
+import { createOutbox, type Outbox } from '../../src/outbox/index.js';
+import { createProviderHealth, type ProviderHealth } from '../../src/orders/index.js';
+import { createMoneyPath, type MoneyPath } from '../../src/money/index.js';
+import { observationOf } from '../../src/ledger/index.js';
 import type { Actuator, VendRequest } from '../../src/hardware/index.js';
+import type { PaymentProvider } from '../../src/payments/types.js';
 import { createFakeProvider } from '../fakes/provider.js';
 import { tempDir } from './temp.js';
 
@@ -30,16 +32,61 @@ export function testSettings(dir: string, overrides: Partial<Record<keyof Settin
   });
 }
 
+export interface CoreDeps {
+  settings: Readonly<Settings>;
+  clock: Clock;
+  logger: Logger;
+  provider: PaymentProvider;
+  actuator: Actuator;
+  /** Why the device takes no orders right now, or null (default: always in service). */
+  outOfService?: () => string | null;
+}
+
+/** One composed "process": its database connection and what the money path is built on. */
+export interface CoreNode {
+  db: Db;
+  outbox: Outbox;
+  health: ProviderHealth;
+  money: MoneyPath;
+}
+
+/**
+ * The one test composition of the money path: the database at `settings.storage.path` opened as the
+ * service opens it, its outbox and provider health, and `createMoneyPath` — the product's own wiring
+ * (src/money/) that app.ts builds — with each worker run only when the test says so. `buildCore`
+ * composes it once; the property world composes it again after every crash or restore.
+ */
+export function composeMoneyPath(deps: CoreDeps): CoreNode {
+  const { settings, clock, logger, provider, actuator } = deps;
+  const db = openDatabase(settings.storage.path);
+  const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
+  const health = createProviderHealth(clock);
+  const money = createMoneyPath(
+    {
+      db,
+      clock,
+      logger,
+      outbox,
+      provider,
+      actuator,
+      health,
+      deviceId: settings.device.id,
+      dbId: databaseId(db),
+      outOfService: deps.outOfService ?? (() => null),
+      runWorkersOnObserve: false,
+    },
+    settings,
+  );
+  return { db, outbox, health, money };
+}
+
 /** The money path on a real SQLite file with a scriptable provider and a manual clock. */
 export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
   const dir = tempDir();
   const settings = testSettings(dir.path, overrides);
   const clock = createManualClock();
   const logger = silentLogger();
-  const db = openDatabase(settings.storage.path);
-  const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
   const fake = createFakeProvider({ livemode: settings.device.livemode, now: clock.now });
-  const health = createProviderHealth(clock);
   const outOfService = new Map<string, string>();
   // A machine that always delivers and remembers what it was asked: the physical truth of a core test.
   const fired: VendRequest[] = [];
@@ -53,23 +100,14 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
       return { result: 'vended' };
     },
   };
-  // The same composition as the service; each worker runs only when the test says so.
-  const money = createMoneyPath(
-    {
-      db,
-      clock,
-      logger,
-      outbox,
-      provider: fake.provider,
-      actuator: machine,
-      health,
-      deviceId: settings.device.id,
-      dbId: databaseId(db),
-      outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
-      runWorkersOnObserve: false,
-    },
+  const { db, outbox, health, money } = composeMoneyPath({
     settings,
-  );
+    clock,
+    logger,
+    provider: fake.provider,
+    actuator: machine,
+    outOfService: () => (outOfService.size ? [...outOfService.values()].join('; ') : null),
+  });
   const { ledger, orders } = money;
   return {
     dir,
@@ -89,18 +127,9 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
       db.close();
       dir.cleanup();
     },
-    /** Observes the fake provider's current view of an invoice through the ledger. */
+    /** Observes the fake provider's current view of an invoice through the ledger, as the channels do. */
     async observe(invoiceId: string, channel: 'poll' | 'webhook' = 'poll') {
-      const invoice = await fake.provider.getInvoice(invoiceId);
-      return ledger.observe({
-        invoiceId,
-        status: invoice.status,
-        providerStatus: invoice.providerStatus,
-        livemode: invoice.livemode,
-        amount: invoice.amount,
-        currency: invoice.currency,
-        channel,
-      });
+      return ledger.observe(observationOf(await fake.provider.getInvoice(invoiceId), channel));
     },
     count(sql: string, ...params: unknown[]): number {
       return (db.prepare(sql).get(...params) as { n: number }).n;

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { VendgateError } from '../../src/util/errors.js';
+import { observationOf } from '../../src/ledger/index.js';
 import { createWorld, type World } from './world.js';
 
 /**
@@ -50,16 +51,7 @@ async function runTask(w: World, task: Task): Promise<void> {
     case 'poll': {
       if (!id) return;
       // The channel reads the current state; the answer may be overtaken by the other channel's.
-      const invoice = await w.provider.getInvoice(id);
-      w.node.ledger.observe({
-        invoiceId: id,
-        status: invoice.status,
-        providerStatus: invoice.providerStatus,
-        livemode: invoice.livemode,
-        amount: invoice.amount,
-        currency: invoice.currency,
-        channel: task,
-      });
+      w.node.ledger.observe(observationOf(await w.provider.getInvoice(id), task));
       return;
     }
     case 'expiry':

@@ -1,11 +1,10 @@
-import { openDatabase, databaseId, markRestored, type Db } from '../../src/store/index.js';
+import { markRestored, type Db } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { createOutbox } from '../../src/outbox/index.js';
 import type { Ledger } from '../../src/ledger/index.js';
-import { canTransition, createProviderHealth, type OrderState, type OrderService } from '../../src/orders/index.js';
+import { canTransition, type OrderState, type OrderService } from '../../src/orders/index.js';
 import type { VendRunner, RefundWorker } from '../../src/vend/index.js';
-import { createMoneyPath, type MoneyPath } from '../../src/money/index.js';
+import type { MoneyPath } from '../../src/money/index.js';
 import type { Actuator, VendOutcome, VendRequest } from '../../src/hardware/index.js';
 import type { CanonicalStatus, PaymentProvider, RefundResult } from '../../src/payments/types.js';
 import { createFakeProvider } from '../fakes/provider.js';
@@ -13,7 +12,7 @@ import { observationOf } from '../../src/ledger/index.js';
 import { ProviderError } from '../../src/payments/types.js';
 import { copyFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { testSettings } from '../helpers/core.js';
+import { composeMoneyPath, testSettings } from '../helpers/core.js';
 import { tempDir } from '../helpers/temp.js';
 
 /**
@@ -204,26 +203,8 @@ export function createWorld(options: WorldOptions) {
   }
 
   function boot(): Node {
-    const db = openDatabase(settings.storage.path);
-    const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
-    const health = createProviderHealth(clock);
-    // The service's own composition of the money path; the steps of the test run each worker.
-    const money = createMoneyPath(
-      {
-        db,
-        clock,
-        logger,
-        outbox,
-        provider,
-        actuator,
-        health,
-        deviceId: settings.device.id,
-        dbId: databaseId(db),
-        outOfService: () => null,
-        runWorkersOnObserve: false,
-      },
-      settings,
-    );
+    // The shared test composition (test/helpers/core.ts): the service's money path on this file.
+    const { db, money } = composeMoneyPath({ settings, clock, logger, provider, actuator });
     return { db, money, ledger: money.ledger, orders: money.orders, vend: money.vend, refunds: money.refunds };
   }
 

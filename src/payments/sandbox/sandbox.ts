@@ -106,7 +106,8 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
       livemode: false,
       payUrl: settings.payUrl(row.id),
       expiresAt: row.expires_at,
-      replayed,
+      // Only a replayed key says so, as the adapters do (a new invoice or a GET has no `replayed`).
+      ...(replayed ? { replayed: true } : {}),
       refundedAmount: row.status === 'refunded' ? row.amount : 0,
       createdAt: row.created_at ?? undefined,
     };
@@ -190,6 +191,8 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
       const row = read(request.invoiceId);
       if (row.status === 'refunded') return { status: 'succeeded', refundId: `re_${row.id}` };
       if (row.status !== 'paid') return { status: 'failed', detail: `invoice is ${row.status}` };
+      // Whole invoices only: a request for part is refused, never widened to the whole amount.
+      if (request.amount !== row.amount) return { status: 'failed', detail: `the sandbox refunds the whole ${row.amount} only` };
       setStatus(row, 'refunded');
       return { status: 'succeeded', refundId: `re_${row.id}` };
     },
