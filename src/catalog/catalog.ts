@@ -91,12 +91,11 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
       return new VendgateError(
         ErrorCodes.SLOT_JAMMED,
         `slot ${slot} is out of order (${state.jamReason ?? 'jammed'}); please choose another product`,
-        { httpStatus: 409, details: { slot } },
+        { details: { slot } },
       );
     }
     if (state.stock === 0)
       return new VendgateError(ErrorCodes.SOLD_OUT, `slot ${slot} is sold out; please choose another product`, {
-        httpStatus: 409,
         details: { slot },
       });
     return null;
@@ -110,7 +109,6 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
       }),
     );
     return new VendgateError(ErrorCodes.CATALOG_INVALID, `catalog not applied, nothing changed: ${problems.join('; ')}`, {
-      httpStatus: 400,
       details: { problems },
     });
   }
@@ -132,7 +130,6 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
         throw new VendgateError(
           ErrorCodes.UNKNOWN_SLOT,
           slot ? `unknown slot "${slot}"; this machine has: ${names}` : `choose a slot: ${names}`,
-          { httpStatus: 400 },
         );
       }
       const refusal = refusalFor(found.slot);
@@ -203,7 +200,6 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
         throw new VendgateError(
           ErrorCodes.CATALOG_INVALID,
           `nothing to roll back: the catalog in use is the one in the settings (version "${SETTINGS_VERSION}")`,
-          { httpStatus: 409 },
         );
       log.warn({ ...result, source }, 'catalog rolled back');
       return result;

@@ -72,8 +72,7 @@ export function createSlots(
   }
 
   function mustKnow(slot: string): void {
-    if (!deps.knownSlot(slot))
-      throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, `unknown slot "${slot}": it is not in the catalog in use`, { httpStatus: 400 });
+    if (!deps.knownSlot(slot)) throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, `unknown slot "${slot}": it is not in the catalog in use`);
   }
 
   const hooks: SlotHooks = {
@@ -122,9 +121,7 @@ export function createSlots(
     /** Sets the counted stock after a technician filled the slot. */
     refill(slot: string, count: unknown, by: string): SlotView {
       if (typeof count !== 'number' || !Number.isInteger(count) || count < 0 || count > 10_000) {
-        throw new VendgateError(ErrorCodes.BAD_REQUEST, 'count must be a whole number from 0 to 10000 (the items now in the slot)', {
-          httpStatus: 400,
-        });
+        throw new VendgateError(ErrorCodes.BAD_REQUEST, 'count must be a whole number from 0 to 10000 (the items now in the slot)');
       }
       mustKnow(slot);
       inTransaction(db, () => {

@@ -101,7 +101,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   function describeItem(input: OrderInput): { slot: string | null; itemName: string; amount: number } {
     if (input.source === 'mdb') {
       if (!input.item || !Number.isInteger(input.amount) || (input.amount ?? 0) <= 0) {
-        throw new VendgateError(ErrorCodes.BAD_REQUEST, 'a machine vend request needs an item and a positive amount', { httpStatus: 400 });
+        throw new VendgateError(ErrorCodes.BAD_REQUEST, 'a machine vend request needs an item and a positive amount');
       }
       deps.catalog?.assertSellable(input.item);
       const listed = deps.catalog ? deps.catalog.item(input.item) : settings.device.catalog.find((c) => c.slot === input.item);
@@ -120,7 +120,6 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       throw new VendgateError(
         ErrorCodes.UNKNOWN_SLOT,
         input.slot ? `unknown slot "${input.slot}"; this machine has: ${slots}` : `choose a slot: ${slots}`,
-        { httpStatus: 400 },
       );
     }
     return { slot: item.slot, itemName: item.name, amount: item.price };
@@ -202,7 +201,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
           throw new VendgateError(
             ErrorCodes.IDEMPOTENCY_CONFLICT,
             'the payment provider refused the order; the operator has been alerted',
-            { httpStatus: 502, cause: err },
+            { cause: err },
           );
         }
         const transient = !(err instanceof ProviderError) || err.transient;
@@ -214,7 +213,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
           transient
             ? 'the payment service is not reachable; please try again'
             : `the payment provider refused the order: ${errorMessage(err)}`,
-          { httpStatus: transient ? 503 : 502, cause: err },
+          { cause: err },
         );
       }
       crash('after_invoice_create');
@@ -251,7 +250,6 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
         throw new VendgateError(
           ErrorCodes.INVOICE_MISMATCH,
           'the payment provider returned an unexpected invoice; the operator has been alerted',
-          { httpStatus: 502 },
         );
       }
     }
@@ -325,19 +323,17 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   return {
     async create(input: OrderInput): Promise<OrderRow> {
       const reason = deps.outOfService();
-      if (reason) throw new VendgateError(ErrorCodes.OUT_OF_SERVICE, `out of service: ${reason}`, { httpStatus: 503 });
+      if (reason) throw new VendgateError(ErrorCodes.OUT_OF_SERVICE, `out of service: ${reason}`);
       if (!health.reachable)
-        throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
-          httpStatus: 503,
-        });
+        throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly');
       // Validated before anything is touched; priced again at the insert (a catalog may change meanwhile).
       describeItem(input);
-      if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait', { httpStatus: 409 });
+      if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
       if (repo.inStates(IN_PROGRESS_STATES).length > 0) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the machine is delivering an order; please wait', { httpStatus: 409 });
+        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the machine is delivering an order; please wait');
       }
       if (repo.inStates(['creating']).length > 0) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait', { httpStatus: 409 });
+        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
       }
       // One order at a time: a new choice replaces the one waiting for payment — by the provider's
       // word. A waiting order that turns out paid is vended and this one refused.
@@ -348,14 +344,11 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
           const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
             health.failed(err);
             throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
-              httpStatus: 503,
               cause: err,
             });
           });
           if (after.state !== 'canceled' && after.state !== 'expired') {
-            throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait', {
-              httpStatus: 409,
-            });
+            throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait');
           }
         }
       } finally {
@@ -406,12 +399,10 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
 
     async cancel(orderId: number, by = 'customer'): Promise<OrderRow> {
       const order = repo.get(orderId);
-      if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no order ${orderId}`, { httpStatus: 404 });
+      if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no order ${orderId}`);
       if (order.state === 'canceled') return order;
       if (order.state !== 'awaiting_payment') {
-        throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state} and can no longer be canceled`, {
-          httpStatus: 409,
-        });
+        throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state} and can no longer be canceled`);
       }
       try {
         return await closeAtProvider(order, 'canceled', `canceled by ${by}`);
@@ -420,7 +411,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
         throw new VendgateError(
           ErrorCodes.PROVIDER_UNAVAILABLE,
           'the payment service is not reachable, so the order cannot be canceled yet; it stays open and is still watched',
-          { httpStatus: 503, cause: err },
+          { cause: err },
         );
       }
     },

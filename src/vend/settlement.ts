@@ -43,7 +43,7 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
 
   function mustGet(orderId: number): OrderRow {
     const order = orders.get(orderId);
-    if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no order ${orderId}`, { httpStatus: 404 });
+    if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no order ${orderId}`);
     return order;
   }
 
@@ -56,9 +56,7 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
       inTransaction(db, () => {
         const order = mustGet(orderId);
         if (order.state !== 'vend_uncertain') {
-          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only vend_uncertain orders are resolved`, {
-            httpStatus: 409,
-          });
+          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only vend_uncertain orders are resolved`);
         }
         jobs.finish(orderId, 'uncertain', 'resolved', vended ? 'resolved_vended' : 'resolved_not_vended', by, clock.now());
         if (vended) {
@@ -79,11 +77,7 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
       inTransaction(db, () => {
         const order = mustGet(orderId);
         if (order.state !== 'vended' && order.state !== 'paid' && order.state !== 'authorized') {
-          throw new VendgateError(
-            ErrorCodes.ORDER_STATE,
-            `order ${orderId} is ${order.state}; only paid or vended orders can be refunded`,
-            { httpStatus: 409 },
-          );
+          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only paid or vended orders can be refunded`);
         }
         orders.transition(orderId, order.state, 'refunding', `refund requested by ${by}`);
         queueRefund(order, `requested by ${by}`);

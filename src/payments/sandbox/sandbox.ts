@@ -244,14 +244,13 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
         try {
           row = read(invoiceId);
         } catch {
-          throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no invoice ${invoiceId}`, { httpStatus: 404 });
+          throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no invoice ${invoiceId}`);
         }
         // Like QutPay: a canceled QR may still be paid until it expires.
         if (row.status !== 'pending' && row.status !== 'canceled') {
-          throw new VendgateError(ErrorCodes.ORDER_STATE, `this invoice is ${row.status} and cannot be paid`, { httpStatus: 409 });
+          throw new VendgateError(ErrorCodes.ORDER_STATE, `this invoice is ${row.status} and cannot be paid`);
         }
-        if (row.expires_at <= deps.clock.now())
-          throw new VendgateError(ErrorCodes.ORDER_STATE, 'this invoice has expired', { httpStatus: 409 });
+        if (row.expires_at <= deps.clock.now()) throw new VendgateError(ErrorCodes.ORDER_STATE, 'this invoice has expired');
         setStatus(row, row.capture_method === 'manual' ? 'authorized' : 'paid');
         log.info({ invoiceId }, 'sandbox invoice paid');
       },
