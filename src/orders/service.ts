@@ -8,7 +8,14 @@ import type { Invoice, PaymentProvider } from '../payments/types.js';
 import { ProviderError } from '../payments/types.js';
 import { observationOf, type Ledger } from '../ledger/index.js';
 import type { Settings } from '../settings/index.js';
-import { createOrderRepository, type CreateRequestFields, type OrderRow } from './repository.js';
+import {
+  createOrderRepository,
+  type CreateRequestFields,
+  type OrderHistoryEntry,
+  type OrderListFilter,
+  type OrderRepository,
+  type OrderRow,
+} from './repository.js';
 import { IN_PROGRESS_STATES } from './state.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
@@ -89,7 +96,47 @@ export interface CatalogPort {
   item(slot: string): { name: string } | undefined;
 }
 
-export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>) {
+/**
+ * Orders as the rest of the device uses them (kiosk, buttons, MDB, MQTT, the CLI, the money path):
+ * create with the key on disk before the call, cancel and expire by the provider's word.
+ */
+export interface OrderService {
+  /**
+   * A new order and its invoice. The order row, its key and the request body are on disk before
+   * the create call (invariant 4). Throws a VendgateError: OUT_OF_SERVICE, PROVIDER_UNAVAILABLE,
+   * UNKNOWN_SLOT, SOLD_OUT / SLOT_JAMMED, DEVICE_BUSY (another order is being created or
+   * delivered), PROVIDER_REJECTED, IDEMPOTENCY_CONFLICT, INVOICE_MISMATCH.
+   */
+  create(input: OrderInput): Promise<OrderRow>;
+  get(orderId: number): OrderRow | undefined;
+  /**
+   * Cancels a waiting order at the provider; its answer decides (a payment that raced the cancel is
+   * vended). An order already canceled is returned as it is. Throws ORDER_NOT_FOUND, ORDER_STATE
+   * (no longer waiting), PROVIDER_UNAVAILABLE (the order stays open and watched).
+   */
+  cancel(orderId: number, by?: string): Promise<OrderRow>;
+  /**
+   * Expires orders whose invoice ran out, by the provider's word: one last read (a payment made
+   * in the last second is vended), then the cancel, whose answer decides. When the provider
+   * cannot be reached the order stays waiting and followed — no local timer closes an invoice
+   * whose last read failed.
+   */
+  expireDue(): Promise<void>;
+  /**
+   * Start-up, before any new order is taken: orders a crash left in `creating` get their invoice
+   * with the same key and body (invariant 4), and every waiting order is read (a payment made
+   * while the service was down is vended, not replaced).
+   */
+  recover(): Promise<void>;
+  /** Orders newest first (the CLI, the export). */
+  list(filter?: OrderListFilter): OrderRow[];
+  /** The order's transitions, oldest first. */
+  history(id: number): OrderHistoryEntry[];
+  /** The repository the service writes through, for readers that need more than the above. */
+  repo: OrderRepository;
+}
+
+export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
   const { db, clock, outbox, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'orders' });
   const repo = createOrderRepository({ db, clock });
@@ -463,5 +510,3 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     repo,
   };
 }
-
-export type OrderService = ReturnType<typeof createOrderService>;
