@@ -7,11 +7,29 @@ import { queueRefundFor } from './queue.js';
 import { createOrderRepository, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 
+/** Settlement decisions, as the runner, `vendgate resolve` and the MQTT commands use them. */
+export interface Settlement {
+  /** Queues the money back for the order's own invoice (void for a held authorization). Caller owns the tx. */
+  queueRefund(order: OrderRow, reason: string): void;
+  /** The machine may or may not have delivered: a person decides (invariant 3). Caller owns the tx. */
+  markUncertain(order: OrderRow, detail: string): void;
+  /**
+   * A person settles an uncertain vend: vended keeps the money, not vended gives it back. Throws
+   * ORDER_NOT_FOUND, ORDER_STATE (not vend_uncertain).
+   */
+  resolve(orderId: number, vended: boolean, by?: string): OrderRow;
+  /**
+   * An operator gives the money back for a paid (not yet vended) or vended order. Throws
+   * ORDER_NOT_FOUND, ORDER_STATE.
+   */
+  refund(orderId: number, by?: string): OrderRow;
+}
+
 /**
  * Decisions about a vend that are pure database work: queue a refund, park an uncertain vend, and a
  * person's settlement of one. Shared by the runner, the CLI (`vendgate resolve`) and MQTT commands.
  */
-export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox }) {
+export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox }): Settlement {
   const { db, clock, outbox } = deps;
   const orders = createOrderRepository({ db, clock });
   const jobs = createVendJobRepository(db);
@@ -86,5 +104,3 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
     },
   };
 }
-
-export type Settlement = ReturnType<typeof createSettlement>;
