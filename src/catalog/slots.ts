@@ -30,6 +30,18 @@ export interface SlotHooks {
 export const jamAlarm = (slot: string) => `slot_jammed/${slot}`;
 export const lowStockAlarm = (slot: string) => `stock_low/${slot}`;
 
+/** Stock and jams per slot (`slot_state`), reached through `Catalog.slots`. */
+export interface Slots extends SlotHooks {
+  /** One slot's stock and jam state. */
+  get(slot: string): SlotView;
+  /** The state of each of these slots, in the order given. */
+  list(slots: string[]): SlotView[];
+  /** Sets the counted stock after a technician filled the slot; throws BAD_REQUEST (count outside 0–10000) or UNKNOWN_SLOT. */
+  refill(slot: string, count: unknown, by: string): SlotView;
+  /** A technician fixed the slot: back in sale, jam counter reset (`wasJammed`: it was out of sale); throws UNKNOWN_SLOT. */
+  clearJam(slot: string, by: string): SlotView & { wasJammed: boolean };
+}
+
 export function createSlots(
   deps: {
     db: Db;
@@ -41,7 +53,7 @@ export function createSlots(
     knownSlot(slot: string): boolean;
   },
   settings: Readonly<Settings>['slots'],
-) {
+): Slots {
   const { db, clock, outbox, tables } = deps;
   const log = deps.logger.child({ module: 'slots' });
 
@@ -150,5 +162,3 @@ export function createSlots(
     },
   };
 }
-
-export type Slots = ReturnType<typeof createSlots>;
