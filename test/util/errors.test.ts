@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CommandErrorCodes } from '../../src/mqtt/commands.js';
 import { ERROR_HTTP_STATUS, ErrorCodes, VendgateError, httpStatusOf, type ErrorCode } from '../../src/util/index.js';
@@ -53,5 +54,11 @@ describe('every error code has exactly one HTTP status, decided in util/errors.t
 
   it('lists the MQTT command result codes in the same table', () => {
     for (const code of Object.values(CommandErrorCodes)) expect(Object.keys(ERROR_HTTP_STATUS), code).toContain(code);
+  });
+
+  it('is the HTTP column of the README error table', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const documented = Object.fromEntries([...readme.matchAll(/^\| `(VG_ERR_[A-Z_]+)` \| (\d{3}) \|/gm)].map((m) => [m[1], Number(m[2])]));
+    expect(documented).toEqual(ERROR_HTTP_STATUS);
   });
 });
