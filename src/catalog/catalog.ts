@@ -6,7 +6,7 @@ import type { Outbox } from '../outbox/index.js';
 import type { CatalogItem, Settings } from '../settings/index.js';
 import { parseCatalogDocument, SETTINGS_VERSION, type CatalogDocument } from './document.js';
 import { createCatalogTables } from './tables.js';
-import { createSlots, type SlotView } from './slots.js';
+import { createSlots, type Slots, type SlotView } from './slots.js';
 
 export interface CatalogDeps {
   db: Db;
@@ -36,6 +36,39 @@ export interface OfferedItem extends CatalogItem {
 /** Relative topic of the retained applied-catalog message. */
 export const CATALOG_TOPIC = 'catalog';
 
+/** The live catalog, as the order service, the screen, the MQTT commands and the CLI use it. */
+export interface Catalog {
+  /** The catalog applied now (the settings' one until a document was applied). */
+  current(): AppliedCatalog;
+  /** The item in `slot` in the catalog in use, if any. */
+  item(slot: string): CatalogItem | undefined;
+  /** Stock and jams per slot. */
+  slots: Slots;
+  /**
+   * The item an order for `slot` is priced from, or the reason it cannot be sold: UNKNOWN_SLOT,
+   * SLOT_JAMMED or SOLD_OUT (statuses in util/errors.ts). MDB: an item the catalog does not list is
+   * left to the caller.
+   */
+  forSale(slot: string | undefined): CatalogItem;
+  /** Throws SLOT_JAMMED or SOLD_OUT when a listed item cannot be sold now. */
+  assertSellable(slot: string): void;
+  /** Every item with its availability, for the screen (sold-out and jammed items are not offered). */
+  offered(): OfferedItem[];
+  /**
+   * Validates and applies a catalog document in one transaction; every problem is reported
+   * (CATALOG_INVALID) and nothing changes when there is one. The same version again with the same
+   * content is a no-op; with other content it is refused (a fleet tool compares versions, so they
+   * must mean one thing).
+   */
+  apply(input: unknown, source: string): { version: string; previousVersion: string; changed: boolean };
+  /** Back to the catalog applied before the current one (the settings' catalog when there is none); CATALOG_INVALID when there is nothing to roll back. */
+  rollback(source: string): { version: string; rolledBack: string };
+  /** Start-up: the applied version is announced again (retained), in case the broker lost it. */
+  announce(): void;
+  /** Changes when the catalog or a slot changed (also by the CLI from another process). */
+  generation(): string;
+}
+
 /**
  * The remote catalog and the slots' stock and jams. The current catalog is read from the database on
  * every use (one indexed row, parsed again only when it changed), so the CLI, MQTT and the service see
@@ -43,7 +76,7 @@ export const CATALOG_TOPIC = 'catalog';
  * when it was created and keeps that price (the amount is in its own row), so a push never reprices an
  * order already on screen, and the next order gets the new prices.
  */
-export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
+export function createCatalog(deps: CatalogDeps, settings: CatalogSettings): Catalog {
   const { db, clock, outbox } = deps;
   const log = deps.logger.child({ module: 'catalog' });
   const tables = createCatalogTables(db);
@@ -91,12 +124,11 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
       return new VendgateError(
         ErrorCodes.SLOT_JAMMED,
         `slot ${slot} is out of order (${state.jamReason ?? 'jammed'}); please choose another product`,
-        { httpStatus: 409, details: { slot } },
+        { details: { slot } },
       );
     }
     if (state.stock === 0)
       return new VendgateError(ErrorCodes.SOLD_OUT, `slot ${slot} is sold out; please choose another product`, {
-        httpStatus: 409,
         details: { slot },
       });
     return null;
@@ -110,7 +142,6 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
       }),
     );
     return new VendgateError(ErrorCodes.CATALOG_INVALID, `catalog not applied, nothing changed: ${problems.join('; ')}`, {
-      httpStatus: 400,
       details: { problems },
     });
   }
@@ -132,7 +163,6 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
         throw new VendgateError(
           ErrorCodes.UNKNOWN_SLOT,
           slot ? `unknown slot "${slot}"; this machine has: ${names}` : `choose a slot: ${names}`,
-          { httpStatus: 400 },
         );
       }
       const refusal = refusalFor(found.slot);
@@ -203,7 +233,6 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
         throw new VendgateError(
           ErrorCodes.CATALOG_INVALID,
           `nothing to roll back: the catalog in use is the one in the settings (version "${SETTINGS_VERSION}")`,
-          { httpStatus: 409 },
         );
       log.warn({ ...result, source }, 'catalog rolled back');
       return result;
@@ -218,5 +247,3 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings) {
     generation: tables.generation,
   };
 }
-
-export type Catalog = ReturnType<typeof createCatalog>;

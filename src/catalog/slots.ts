@@ -30,6 +30,18 @@ export interface SlotHooks {
 export const jamAlarm = (slot: string) => `slot_jammed/${slot}`;
 export const lowStockAlarm = (slot: string) => `stock_low/${slot}`;
 
+/** Stock and jams per slot (`slot_state`), reached through `Catalog.slots`. */
+export interface Slots extends SlotHooks {
+  /** One slot's stock and jam state. */
+  get(slot: string): SlotView;
+  /** The state of each of these slots, in the order given. */
+  list(slots: string[]): SlotView[];
+  /** Sets the counted stock after a technician filled the slot; throws BAD_REQUEST (count outside 0–10000) or UNKNOWN_SLOT. */
+  refill(slot: string, count: unknown, by: string): SlotView;
+  /** A technician fixed the slot: back in sale, jam counter reset (`wasJammed`: it was out of sale); throws UNKNOWN_SLOT. */
+  clearJam(slot: string, by: string): SlotView & { wasJammed: boolean };
+}
+
 export function createSlots(
   deps: {
     db: Db;
@@ -41,7 +53,7 @@ export function createSlots(
     knownSlot(slot: string): boolean;
   },
   settings: Readonly<Settings>['slots'],
-) {
+): Slots {
   const { db, clock, outbox, tables } = deps;
   const log = deps.logger.child({ module: 'slots' });
 
@@ -72,8 +84,7 @@ export function createSlots(
   }
 
   function mustKnow(slot: string): void {
-    if (!deps.knownSlot(slot))
-      throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, `unknown slot "${slot}": it is not in the catalog in use`, { httpStatus: 400 });
+    if (!deps.knownSlot(slot)) throw new VendgateError(ErrorCodes.UNKNOWN_SLOT, `unknown slot "${slot}": it is not in the catalog in use`);
   }
 
   const hooks: SlotHooks = {
@@ -122,9 +133,7 @@ export function createSlots(
     /** Sets the counted stock after a technician filled the slot. */
     refill(slot: string, count: unknown, by: string): SlotView {
       if (typeof count !== 'number' || !Number.isInteger(count) || count < 0 || count > 10_000) {
-        throw new VendgateError(ErrorCodes.BAD_REQUEST, 'count must be a whole number from 0 to 10000 (the items now in the slot)', {
-          httpStatus: 400,
-        });
+        throw new VendgateError(ErrorCodes.BAD_REQUEST, 'count must be a whole number from 0 to 10000 (the items now in the slot)');
       }
       mustKnow(slot);
       inTransaction(db, () => {
@@ -153,5 +162,3 @@ export function createSlots(
     },
   };
 }
-
-export type Slots = ReturnType<typeof createSlots>;

@@ -50,9 +50,26 @@ export const WEBHOOK_SILENT_ALARM = 'webhook_silent';
 /** A run never reads more than this many pages; the next trigger continues from the cursor. */
 const MAX_PAGES = 200;
 
-interface Cursor {
+/** The last event the backfill read (meta `webhook_backfill_cursor`). */
+export interface BackfillCursor {
   eventId: string;
   createdSec: number;
+}
+
+/** The Events API catch-up, as the webhook channel and the app drive it. */
+export interface Backfill {
+  /** The start-up catch-up; does not wait for the provider. */
+  start(): void;
+  /** Reads the Events API from the cursor now. Single flight: a call during a run makes it read again. */
+  run(reason: string): Promise<BackfillResult>;
+  /** The poller recorded a payment before any webhook did: check the webhook channel after the grace period. */
+  paymentPolled(invoiceId: string): void;
+  /** A verified webhook arrived: the channel works. Clears the silence alarm and catches up on the gap. */
+  webhookReceived(): void;
+  /** The cursor, for the selftest and tests; null before the first event was read. */
+  cursor(): BackfillCursor | null;
+  /** Cancels the pending triggers; resolves when the run in flight is over. */
+  stop(): Promise<void>;
 }
 
 /**
@@ -60,7 +77,7 @@ interface Cursor {
  * found payments (a tunnel outage), it pages the provider's events from the last one seen and puts
  * them into the same inbox, so a missed event is handled exactly like a delivered one.
  */
-export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
+export function createBackfill(deps: BackfillDeps, settings: BackfillSettings): Backfill {
   const { db, clock, provider, outbox, inbox } = deps;
   const log = deps.logger.child({ module: 'backfill' });
   const retryBaseMs = settings.retryBaseMs ?? 5_000;
@@ -87,11 +104,11 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
     timers.add(timer);
   }
 
-  function cursor(): Cursor | null {
+  function cursor(): BackfillCursor | null {
     const row = readCursor.get(BACKFILL_CURSOR_KEY) as { value: string } | undefined;
     if (!row) return null;
     try {
-      const parsed = JSON.parse(row.value) as Partial<Cursor>;
+      const parsed = JSON.parse(row.value) as Partial<BackfillCursor>;
       return typeof parsed.eventId === 'string' && typeof parsed.createdSec === 'number'
         ? { eventId: parsed.eventId, createdSec: parsed.createdSec }
         : null;
@@ -242,5 +259,3 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings) {
     },
   };
 }
-
-export type Backfill = ReturnType<typeof createBackfill>;

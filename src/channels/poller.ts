@@ -26,6 +26,22 @@ const CLOSED_INTERVAL_FACTOR = 5;
 /** While the provider is unreachable and nothing is open, probe it this often so `offline` clears. */
 const PROBE_INTERVAL_MS = 15_000;
 
+/** The poller as the app and the device view use it. */
+export interface Poller {
+  /** Starts the ticks; every unsettled invoice in the database is followed from here on. */
+  start(): void;
+  /** Reads every unsettled invoice at the next tick (the provider is reachable again after an outage). */
+  pollAllNow(): void;
+  /** Reads an invoice now (a webhook arrived, a new order was created). */
+  pollNow(invoiceId: string): void;
+  /** Number of invoices being watched. */
+  watching(): number;
+  /** When an invoice was last read successfully (ms), or null before the first. */
+  lastPollAt(): number | null;
+  /** No new ticks; resolves when the tick in flight is over. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
 /**
  * The channel that always works. Every invoice this device created is read until the provider gives
  * its final answer (paid, expired, refunded, canceled after its expiry): an open one every
@@ -33,7 +49,7 @@ const PROBE_INTERVAL_MS = 15_000;
  * invoice. No unsettled invoice → no provider calls. Everything it needs is in the database, so a
  * restart resumes it.
  */
-export function createPoller(deps: PollerDeps, settings: PollerSettings) {
+export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller {
   const { db, clock, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'poller' });
   const due = new Map<string, { at: number; failures: number }>();
@@ -148,5 +164,3 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings) {
     },
   };
 }
-
-export type Poller = ReturnType<typeof createPoller>;

@@ -3,7 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { loadSettings } from '../settings/index.js';
 import { openDatabase } from '../store/index.js';
 import { createOutbox } from '../outbox/index.js';
-import { createCatalog } from '../catalog/index.js';
+import { createCatalog, type Catalog } from '../catalog/index.js';
 import { systemClock } from '../util/clock.js';
 import { silentLogger } from '../util/logger.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
@@ -13,7 +13,7 @@ import { type CliIo, EXIT, print, UsageError } from './io.js';
  * reads (its screen follows within a second) and the outbox it publishes from, exactly like
  * `vendgate resolve`.
  */
-function withCatalog<T>(config: string | undefined, io: CliIo, run: (catalog: ReturnType<typeof createCatalog>) => T): T {
+function withCatalog<T>(config: string | undefined, io: CliIo, run: (catalog: Catalog) => T): T {
   const { settings } = loadSettings({ path: config, env: io.env });
   const db = openDatabase(settings.storage.path);
   try {

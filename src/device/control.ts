@@ -91,9 +91,7 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
     async testVend(slot) {
       const { device } = deps;
       if (orders.repo.inStates([...ORDER_IN_PROGRESS]).length > 0) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is in progress; try the test vend when the machine is idle', {
-          httpStatus: 409,
-        });
+        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is in progress; try the test vend when the machine is idle');
       }
       const items = catalog.current().items;
       const item = device.mode === 'vending' ? items.find((c) => c.slot === slot) : null;
@@ -101,7 +99,6 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
         throw new VendgateError(
           ErrorCodes.UNKNOWN_SLOT,
           `unknown slot "${slot ?? ''}"; this machine has: ${items.map((c) => c.slot).join(', ')}`,
-          { httpStatus: 400 },
         );
       }
       deps.logger.child({ module: 'control' }).warn({ slot }, 'remote test vend (no money)');

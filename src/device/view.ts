@@ -28,7 +28,18 @@ export interface DeviceViewDeps {
 }
 
 /** What the screen, /metrics and MQTT telemetry read: derived from the database on every call. */
-export function createDeviceView(deps: DeviceViewDeps) {
+export interface DeviceView {
+  /** The screen's state (/api/state, the kiosk's event stream, MQTT `state`): phase, order, catalog. */
+  state(): DeviceState;
+  /** MQTT `telemetry`: uptime, counters, orders by state, outbox depth, open alarms, stock. */
+  telemetry(): Record<string, unknown>;
+  /** The Prometheus text of /metrics. */
+  metrics(): string;
+  /** The kiosk server's ports, with the sandbox's pay buttons when the demo runs one. */
+  kioskDeps(sandbox: SandboxPayments | undefined): KioskDeps;
+}
+
+export function createDeviceView(deps: DeviceViewDeps): DeviceView {
   const { settings, clock, orders, health, availability, outbox } = deps;
   let since = clock.now();
   let lastPhase = '';
@@ -165,5 +176,3 @@ export function createDeviceView(deps: DeviceViewDeps) {
     },
   };
 }
-
-export type DeviceView = ReturnType<typeof createDeviceView>;

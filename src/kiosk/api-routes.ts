@@ -75,7 +75,7 @@ export function registerApiRoutes(app: FastifyInstance, deps: KioskDeps, qr: QrR
   app.get<{ Params: { id: string } }>('/api/orders/:id', async (request) => {
     const id = parseOrderId(request.params.id);
     const order = deps.orders.get(id);
-    if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `order ${id} does not exist`, { httpStatus: 404 });
+    if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `order ${id} does not exist`);
     return orderWithQr(order);
   });
 

@@ -16,7 +16,6 @@ export class OrderRateLimitError extends VendgateError {
   readonly retryAfterSec: number;
   constructor(limit: number, retryAfterSec: number) {
     super(ErrorCodes.RATE_LIMITED, `too many orders: at most ${limit} a minute; try again in ${retryAfterSec} s`, {
-      httpStatus: 429,
       details: { retryAfterSec },
     });
     this.retryAfterSec = retryAfterSec;

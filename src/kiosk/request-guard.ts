@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ErrorCodes, VendgateError } from '../util/index.js';
+import { HttpRefusal } from './http-errors.js';
 
 /**
  * Who may drive the local API. The kiosk browser opens web pages, and any page it opens can send
@@ -21,7 +22,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const JSON_EXEMPT = /^\/sandbox\//;
 
 function forbidden(message: string): VendgateError {
-  return new VendgateError(ErrorCodes.FORBIDDEN, message, { httpStatus: 403 });
+  return new VendgateError(ErrorCodes.FORBIDDEN, message);
 }
 
 /** `host[:port]` or `[v6]:port` → the host name, lower case. */
@@ -53,7 +54,7 @@ export function installRequestGuard(app: FastifyInstance, settings: RequestGuard
     if (JSON_EXEMPT.test(request.url)) return;
     const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (type !== 'application/json') {
-      throw new VendgateError(ErrorCodes.BAD_REQUEST, 'unsupported Content-Type; send application/json', { httpStatus: 415 });
+      throw new HttpRefusal(415, 'unsupported Content-Type; send application/json');
     }
   }
 

@@ -16,6 +16,21 @@ export interface ReconcilerSettings {
 const SETTLE_MS = 5 * 60_000;
 const RESTORED_ALARMS = ['database_restored', 'database_cloned'];
 
+/** The reconciliation loop, as money/ composes it. */
+export interface Reconciler {
+  /** A pass every `everyMs` (the timer does not keep the process alive); a second call does nothing. */
+  start(): void;
+  /**
+   * One pass now (the CLI, tests, a restored database); resolves with the mismatches found.
+   * Concurrent calls share one pass.
+   */
+  run(): Promise<number>;
+  /** After a restore: every recent invoice is compared again. */
+  compareAllAgain(): void;
+  /** No further passes; resolves when the pass in flight is over. */
+  stop(): Promise<void>;
+}
+
 /**
  * Reconciliation as a loop: every invoice of the last `days` whose order has changed since it was
  * last compared (and each one still mismatched, once per pass) is read from the provider, observed
@@ -26,7 +41,7 @@ const RESTORED_ALARMS = ['database_restored', 'database_cloned'];
 export function createReconciler(
   deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger },
   settings: ReconcilerSettings,
-) {
+): Reconciler {
   const { db, clock, outbox, provider, ledger } = deps;
   const log = deps.logger.child({ module: 'reconcile' });
   const reads: number[] = [];
@@ -126,5 +141,3 @@ export function createReconciler(
     },
   };
 }
-
-export type Reconciler = ReturnType<typeof createReconciler>;

@@ -7,6 +7,8 @@ export {
   type OrderRow,
   type NewOrder,
   type OrderRepository,
+  type OrderHistoryEntry,
+  type OrderListFilter,
 } from './repository.js';
 export {
   createOrderService,

@@ -94,8 +94,64 @@ export class TransitionRefused extends Error {
   }
 }
 
+/** An order's history line, oldest first. */
+export interface OrderHistoryEntry {
+  /** ISO time of the transition. */
+  at: string;
+  from: string | null;
+  to: string;
+  reason: string;
+}
+
+/** Which orders `list()` returns: newest first, `from`/`to` on the creation time (ms, `to` excluded). */
+export interface OrderListFilter {
+  state?: string;
+  from?: number;
+  to?: number;
+  limit?: number;
+}
+
+/**
+ * The SQL of `orders`, `order_invoices` and `order_history`: the only way another folder reads or
+ * moves an order row. Callers own the transaction (writes go inside theirs).
+ */
+export interface OrderRepository {
+  /** Inserts the order with its reference and idempotency key in one statement pair (caller: durably). */
+  insert(order: NewOrder, deviceId: string, dbId: string, nonce?: string): OrderRow;
+  get(id: number): OrderRow | undefined;
+  /** The order an invoice belongs to (any attempt), with the attempt the invoice was made for. */
+  getByInvoice(invoiceId: string): (OrderRow & { invoice_attempt: number }) | undefined;
+  /** Records the invoice the provider returned for the order's current attempt. */
+  attachInvoice(id: number, invoice: { id: string; payUrl: string; expiresAt: number }): void;
+  /**
+   * A new attempt for an order still in `creating` (its invoice answer was not one it made): a
+   * new key, derived like the first, and the request fixed again. Caller: durably.
+   */
+  newAttempt(id: number, request: CreateRequestFields): OrderRow;
+  /** The provider gave its final answer on the invoice: it is no longer followed. */
+  markInvoiceSettled(invoiceId: string, at: number): void;
+  /** Invoices without a final answer from the provider yet, with what the poller needs. */
+  unsettledInvoices(): { invoice_id: string; order_id: number; state: OrderState; current: number; expires_at: number | null }[];
+  /**
+   * Moves the order forward and writes its history line. Refuses (throws) a transition the state
+   * table does not allow; returns false when the order is no longer in `from` (someone else moved
+   * it first).
+   */
+  transition(id: number, from: OrderState, to: OrderState, reason: string, extra?: { errorCode?: string; errorMessage?: string }): boolean;
+  /** Orders newest first (see OrderListFilter). */
+  list(filter?: OrderListFilter): OrderRow[];
+  /** Orders in any of these states, oldest first. */
+  inStates(states: readonly OrderState[]): OrderRow[];
+  /** How many orders are in each state (states with none are absent). */
+  countByState(): { state: string; n: number }[];
+  /** The newest order, if any. */
+  latest(): OrderRow | undefined;
+  /** The order's transitions, oldest first. */
+  history(id: number): OrderHistoryEntry[];
+}
+
 /** The SQL of the orders tables. Callers own the transaction. */
-export function createOrderRepository(deps: { db: Db; clock: Clock }) {
+export function createOrderRepository(deps: { db: Db; clock: Clock }): OrderRepository {
   const { db, clock } = deps;
   const byId = db.prepare('SELECT * FROM orders WHERE id = ?');
   const byInvoice = db.prepare(
@@ -263,5 +319,3 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }) {
     },
   };
 }
-
-export type OrderRepository = ReturnType<typeof createOrderRepository>;

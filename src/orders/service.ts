@@ -8,7 +8,14 @@ import type { Invoice, PaymentProvider } from '../payments/types.js';
 import { ProviderError } from '../payments/types.js';
 import { observationOf, type Ledger } from '../ledger/index.js';
 import type { Settings } from '../settings/index.js';
-import { createOrderRepository, type CreateRequestFields, type OrderRow } from './repository.js';
+import {
+  createOrderRepository,
+  type CreateRequestFields,
+  type OrderHistoryEntry,
+  type OrderListFilter,
+  type OrderRepository,
+  type OrderRow,
+} from './repository.js';
 import { IN_PROGRESS_STATES } from './state.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
@@ -89,7 +96,47 @@ export interface CatalogPort {
   item(slot: string): { name: string } | undefined;
 }
 
-export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>) {
+/**
+ * Orders as the rest of the device uses them (kiosk, buttons, MDB, MQTT, the CLI, the money path):
+ * create with the key on disk before the call, cancel and expire by the provider's word.
+ */
+export interface OrderService {
+  /**
+   * A new order and its invoice. The order row, its key and the request body are on disk before
+   * the create call (invariant 4). Throws a VendgateError: OUT_OF_SERVICE, PROVIDER_UNAVAILABLE,
+   * UNKNOWN_SLOT, SOLD_OUT / SLOT_JAMMED, DEVICE_BUSY (another order is being created or
+   * delivered), PROVIDER_REJECTED, IDEMPOTENCY_CONFLICT, INVOICE_MISMATCH.
+   */
+  create(input: OrderInput): Promise<OrderRow>;
+  get(orderId: number): OrderRow | undefined;
+  /**
+   * Cancels a waiting order at the provider; its answer decides (a payment that raced the cancel is
+   * vended). An order already canceled is returned as it is. Throws ORDER_NOT_FOUND, ORDER_STATE
+   * (no longer waiting), PROVIDER_UNAVAILABLE (the order stays open and watched).
+   */
+  cancel(orderId: number, by?: string): Promise<OrderRow>;
+  /**
+   * Expires orders whose invoice ran out, by the provider's word: one last read (a payment made
+   * in the last second is vended), then the cancel, whose answer decides. When the provider
+   * cannot be reached the order stays waiting and followed — no local timer closes an invoice
+   * whose last read failed.
+   */
+  expireDue(): Promise<void>;
+  /**
+   * Start-up, before any new order is taken: orders a crash left in `creating` get their invoice
+   * with the same key and body (invariant 4), and every waiting order is read (a payment made
+   * while the service was down is vended, not replaced).
+   */
+  recover(): Promise<void>;
+  /** Orders newest first (the CLI, the export). */
+  list(filter?: OrderListFilter): OrderRow[];
+  /** The order's transitions, oldest first. */
+  history(id: number): OrderHistoryEntry[];
+  /** The repository the service writes through, for readers that need more than the above. */
+  repo: OrderRepository;
+}
+
+export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
   const { db, clock, outbox, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'orders' });
   const repo = createOrderRepository({ db, clock });
@@ -101,7 +148,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   function describeItem(input: OrderInput): { slot: string | null; itemName: string; amount: number } {
     if (input.source === 'mdb') {
       if (!input.item || !Number.isInteger(input.amount) || (input.amount ?? 0) <= 0) {
-        throw new VendgateError(ErrorCodes.BAD_REQUEST, 'a machine vend request needs an item and a positive amount', { httpStatus: 400 });
+        throw new VendgateError(ErrorCodes.BAD_REQUEST, 'a machine vend request needs an item and a positive amount');
       }
       deps.catalog?.assertSellable(input.item);
       const listed = deps.catalog ? deps.catalog.item(input.item) : settings.device.catalog.find((c) => c.slot === input.item);
@@ -120,7 +167,6 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       throw new VendgateError(
         ErrorCodes.UNKNOWN_SLOT,
         input.slot ? `unknown slot "${input.slot}"; this machine has: ${slots}` : `choose a slot: ${slots}`,
-        { httpStatus: 400 },
       );
     }
     return { slot: item.slot, itemName: item.name, amount: item.price };
@@ -202,7 +248,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
           throw new VendgateError(
             ErrorCodes.IDEMPOTENCY_CONFLICT,
             'the payment provider refused the order; the operator has been alerted',
-            { httpStatus: 502, cause: err },
+            { cause: err },
           );
         }
         const transient = !(err instanceof ProviderError) || err.transient;
@@ -214,7 +260,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
           transient
             ? 'the payment service is not reachable; please try again'
             : `the payment provider refused the order: ${errorMessage(err)}`,
-          { httpStatus: transient ? 503 : 502, cause: err },
+          { cause: err },
         );
       }
       crash('after_invoice_create');
@@ -251,7 +297,6 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
         throw new VendgateError(
           ErrorCodes.INVOICE_MISMATCH,
           'the payment provider returned an unexpected invoice; the operator has been alerted',
-          { httpStatus: 502 },
         );
       }
     }
@@ -325,19 +370,17 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   return {
     async create(input: OrderInput): Promise<OrderRow> {
       const reason = deps.outOfService();
-      if (reason) throw new VendgateError(ErrorCodes.OUT_OF_SERVICE, `out of service: ${reason}`, { httpStatus: 503 });
+      if (reason) throw new VendgateError(ErrorCodes.OUT_OF_SERVICE, `out of service: ${reason}`);
       if (!health.reachable)
-        throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
-          httpStatus: 503,
-        });
+        throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly');
       // Validated before anything is touched; priced again at the insert (a catalog may change meanwhile).
       describeItem(input);
-      if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait', { httpStatus: 409 });
+      if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
       if (repo.inStates(IN_PROGRESS_STATES).length > 0) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the machine is delivering an order; please wait', { httpStatus: 409 });
+        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the machine is delivering an order; please wait');
       }
       if (repo.inStates(['creating']).length > 0) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait', { httpStatus: 409 });
+        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
       }
       // One order at a time: a new choice replaces the one waiting for payment — by the provider's
       // word. A waiting order that turns out paid is vended and this one refused.
@@ -348,14 +391,11 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
           const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
             health.failed(err);
             throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
-              httpStatus: 503,
               cause: err,
             });
           });
           if (after.state !== 'canceled' && after.state !== 'expired') {
-            throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait', {
-              httpStatus: 409,
-            });
+            throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait');
           }
         }
       } finally {
@@ -406,12 +446,10 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
 
     async cancel(orderId: number, by = 'customer'): Promise<OrderRow> {
       const order = repo.get(orderId);
-      if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no order ${orderId}`, { httpStatus: 404 });
+      if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no order ${orderId}`);
       if (order.state === 'canceled') return order;
       if (order.state !== 'awaiting_payment') {
-        throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state} and can no longer be canceled`, {
-          httpStatus: 409,
-        });
+        throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state} and can no longer be canceled`);
       }
       try {
         return await closeAtProvider(order, 'canceled', `canceled by ${by}`);
@@ -420,7 +458,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
         throw new VendgateError(
           ErrorCodes.PROVIDER_UNAVAILABLE,
           'the payment service is not reachable, so the order cannot be canceled yet; it stays open and is still watched',
-          { httpStatus: 503, cause: err },
+          { cause: err },
         );
       }
     },
@@ -472,5 +510,3 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     repo,
   };
 }
-
-export type OrderService = ReturnType<typeof createOrderService>;

@@ -40,17 +40,79 @@ export const ErrorCodes = {
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
-/** Base class of every error vendgate raises on purpose. `httpStatus` is what the local API answers. */
-export class VendgateError extends Error {
-  readonly code: ErrorCode;
-  readonly httpStatus: number;
+/** The statuses an error code may answer with over HTTP. */
+export type ErrorHttpStatus = 400 | 403 | 404 | 409 | 429 | 500 | 502 | 503;
+
+/**
+ * The HTTP status of each code, decided here once: a throw site names the code, never the status.
+ * The local API answers a VendgateError with this status (kiosk/http-errors.ts); codes that only
+ * travel over MQTT or the command line keep one too, so an error is the same wherever it surfaces.
+ * A failure that needs another status is another code. (The listeners' refusals of a request's
+ * form — no such route, body too large, wrong media type — answer with the status HTTP defines for
+ * them and are not VendgateErrors: see kiosk/http-errors.ts and channels/webhook/server.ts.)
+ */
+export const ERROR_HTTP_STATUS = {
+  VG_ERR_CONFIG_INVALID: 500,
+  VG_ERR_UNKNOWN_SLOT: 400,
+  VG_ERR_BAD_REQUEST: 400,
+  VG_ERR_DEVICE_BUSY: 409,
+  VG_ERR_OUT_OF_SERVICE: 503,
+  VG_ERR_PROVIDER_UNAVAILABLE: 503,
+  VG_ERR_PROVIDER_REJECTED: 502,
+  VG_ERR_PROVIDER_MALFORMED: 502,
+  VG_ERR_PROVIDER_AUTH: 502,
+  VG_ERR_IDEMPOTENCY_CONFLICT: 502,
+  VG_ERR_INVOICE_MISMATCH: 502,
+  VG_ERR_REFUND_UNKNOWN: 502,
+  VG_ERR_ORDER_NOT_FOUND: 404,
+  VG_ERR_ORDER_STATE: 409,
+  VG_ERR_WEBHOOK_SIGNATURE: 400,
+  VG_ERR_WEBHOOK_MALFORMED: 400,
+  VG_ERR_VEND_FAILED: 500,
+  VG_ERR_VEND_UNCERTAIN: 500,
+  VG_ERR_HARDWARE: 500,
+  VG_ERR_DATABASE: 500,
+  VG_ERR_INTERNAL: 500,
+  VG_ERR_NOT_FOUND: 404,
+  VG_ERR_UNKNOWN_COMMAND: 400,
+  VG_ERR_REMOTE_VEND_DISABLED: 403,
+  VG_ERR_COMMAND_FAILED: 500,
+  VG_ERR_ALREADY_RUNNING: 500,
+  VG_ERR_PORT_IN_USE: 500,
+  VG_ERR_FORBIDDEN: 403,
+  VG_ERR_RATE_LIMITED: 429,
+  VG_ERR_STARTING: 503,
+  VG_ERR_SOLD_OUT: 409,
+  VG_ERR_SLOT_JAMMED: 409,
+  VG_ERR_CATALOG_INVALID: 400,
+} as const satisfies { readonly [C in ErrorCode]: ErrorHttpStatus };
+
+/** The one status of a code (see ERROR_HTTP_STATUS). */
+export type HttpStatusOf<C extends ErrorCode> = (typeof ERROR_HTTP_STATUS)[C];
+
+export function httpStatusOf<C extends ErrorCode>(code: C): HttpStatusOf<C> {
+  return ERROR_HTTP_STATUS[code];
+}
+
+export interface VendgateErrorOptions<C extends ErrorCode> {
+  details?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+/**
+ * Base class of every error vendgate raises on purpose. `httpStatus` is what the local API answers;
+ * it comes from the code (ERROR_HTTP_STATUS) and cannot be chosen where the error is thrown.
+ */
+export class VendgateError<C extends ErrorCode = ErrorCode> extends Error {
+  readonly code: C;
+  readonly httpStatus: HttpStatusOf<C>;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: ErrorCode, message: string, options: { httpStatus?: number; details?: Record<string, unknown>; cause?: unknown } = {}) {
+  constructor(code: C, message: string, options: VendgateErrorOptions<C> = {}) {
     super(message, { cause: options.cause });
     this.name = 'VendgateError';
     this.code = code;
-    this.httpStatus = options.httpStatus ?? 500;
+    this.httpStatus = httpStatusOf(code);
     this.details = options.details;
   }
 }

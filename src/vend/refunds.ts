@@ -33,6 +33,20 @@ export interface RefundWorkerSettings {
   unknownAlarmMs: number;
 }
 
+/** The refund worker, as money/ composes it and the device's controls read it. */
+export interface RefundWorker {
+  /** Crash recovery: a refund that was being sent has an unknown outcome; returns how many. */
+  recover(): number;
+  /** Processes what is due; concurrent calls share one pass. */
+  run(): Promise<void>;
+  /** No new pass; the refund in flight finishes (its answer recorded) before this resolves. */
+  stop(): Promise<void>;
+  /** Check this invoice's refund now (a webhook or poll brought refund evidence). */
+  expedite(invoiceId: string): void;
+  /** Every refund, oldest first, or only those in these states. */
+  list(states?: RefundRow['state'][]): RefundRow[];
+}
+
 /**
  * Sends each requested refund once, with its derived key. An unknown outcome is never re-sent
  * blindly: where the provider guarantees that the same key returns the same refund (Gerege) it is
@@ -42,7 +56,7 @@ export interface RefundWorkerSettings {
 export function createRefundWorker(
   deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger },
   settings: RefundWorkerSettings,
-) {
+): RefundWorker {
   const { db, clock, outbox, provider, ledger } = deps;
   const log = deps.logger.child({ module: 'refunds' });
   const orders = createOrderRepository({ db, clock });
@@ -247,5 +261,3 @@ export function createRefundWorker(
     },
   };
 }
-
-export type RefundWorker = ReturnType<typeof createRefundWorker>;

@@ -43,11 +43,47 @@ export interface VendRunnerDeps {
   slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void };
 }
 
+/** The vend runner, as money/ composes it and the device's controls use it. */
+export interface VendRunner {
+  /**
+   * Start-up recovery. A job left `firing` crashed between claim and result: it becomes uncertain
+   * (never refired). Where the machine can tell (serial status command), the outcome is settled.
+   */
+  recover(): Promise<{ uncertain: number[]; settled: number[] }>;
+  /**
+   * A database restored from a backup: a queued vend may have been delivered after the backup was
+   * taken (the newer rows are gone), so it is never fired blindly — each becomes uncertain, with
+   * the alarm that asks a person to look at the machine. Returns the orders parked.
+   */
+  parkQueued(detail?: string): number[];
+  /** Processes queued jobs one at a time; concurrent calls share one pass. */
+  run(): Promise<void>;
+  /**
+   * Manual capture after a delivered vend, claimed durably first; after a cut the invoice is read,
+   * not captured blindly. Failures back off with one alarm.
+   */
+  capturePending(): Promise<void>;
+  /** A person (CLI, MQTT) settles an uncertain vend: vended keeps the money, not vended refunds it. */
+  resolve(orderId: number, vended: boolean, by?: string): OrderRow;
+  /** An operator gives the money back for a vended (or paid, not yet vended) order. */
+  refund(orderId: number, by?: string): OrderRow;
+  /** True while an actuation is in progress. */
+  busy(): boolean;
+  /**
+   * One actuation with no order and no money (an operator's test vend). Refused (VG_ERR_DEVICE_BUSY)
+   * while a vend is queued, being claimed or firing; a vend queued meanwhile waits for its answer.
+   * Writes nothing. Answers `unknown` after vendTimeoutMs; an actuator that throws, throws.
+   */
+  testFire(request: VendRequest): Promise<VendOutcome>;
+  /** Stops claiming new jobs and waits (bounded) for the actuation in progress to settle. */
+  stop(graceMs?: number): Promise<void>;
+}
+
 /**
  * Claim → fire → settle. The claim is committed with synchronous=FULL before the actuator is touched
  * (invariant 6); a crash after it leaves `firing`, which start-up turns into `uncertain` — never a refire.
  */
-export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSettings) {
+export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSettings): VendRunner {
   const { db, clock, outbox, actuator, provider } = deps;
   const log = deps.logger.child({ module: 'vend' });
   const orders = createOrderRepository({ db, clock });
@@ -426,9 +462,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
      */
     async testFire(request: VendRequest): Promise<VendOutcome> {
       if (stopped || running || firing || testing || jobs.nextQueued()) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'a vend is queued or in progress; try the test vend when the machine is idle', {
-          httpStatus: 409,
-        });
+        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'a vend is queued or in progress; try the test vend when the machine is idle');
       }
       const current = fireWithin(request);
       testing = current.then(
@@ -458,5 +492,3 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     },
   };
 }
-
-export type VendRunner = ReturnType<typeof createVendRunner>;

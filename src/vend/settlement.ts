@@ -7,11 +7,29 @@ import { queueRefundFor } from './queue.js';
 import { createOrderRepository, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 
+/** Settlement decisions, as the runner, `vendgate resolve` and the MQTT commands use them. */
+export interface Settlement {
+  /** Queues the money back for the order's own invoice (void for a held authorization). Caller owns the tx. */
+  queueRefund(order: OrderRow, reason: string): void;
+  /** The machine may or may not have delivered: a person decides (invariant 3). Caller owns the tx. */
+  markUncertain(order: OrderRow, detail: string): void;
+  /**
+   * A person settles an uncertain vend: vended keeps the money, not vended gives it back. Throws
+   * ORDER_NOT_FOUND, ORDER_STATE (not vend_uncertain).
+   */
+  resolve(orderId: number, vended: boolean, by?: string): OrderRow;
+  /**
+   * An operator gives the money back for a paid (not yet vended) or vended order. Throws
+   * ORDER_NOT_FOUND, ORDER_STATE.
+   */
+  refund(orderId: number, by?: string): OrderRow;
+}
+
 /**
  * Decisions about a vend that are pure database work: queue a refund, park an uncertain vend, and a
  * person's settlement of one. Shared by the runner, the CLI (`vendgate resolve`) and MQTT commands.
  */
-export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox }) {
+export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox }): Settlement {
   const { db, clock, outbox } = deps;
   const orders = createOrderRepository({ db, clock });
   const jobs = createVendJobRepository(db);
@@ -43,7 +61,7 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
 
   function mustGet(orderId: number): OrderRow {
     const order = orders.get(orderId);
-    if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no order ${orderId}`, { httpStatus: 404 });
+    if (!order) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no order ${orderId}`);
     return order;
   }
 
@@ -56,9 +74,7 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
       inTransaction(db, () => {
         const order = mustGet(orderId);
         if (order.state !== 'vend_uncertain') {
-          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only vend_uncertain orders are resolved`, {
-            httpStatus: 409,
-          });
+          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only vend_uncertain orders are resolved`);
         }
         jobs.finish(orderId, 'uncertain', 'resolved', vended ? 'resolved_vended' : 'resolved_not_vended', by, clock.now());
         if (vended) {
@@ -79,11 +95,7 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
       inTransaction(db, () => {
         const order = mustGet(orderId);
         if (order.state !== 'vended' && order.state !== 'paid' && order.state !== 'authorized') {
-          throw new VendgateError(
-            ErrorCodes.ORDER_STATE,
-            `order ${orderId} is ${order.state}; only paid or vended orders can be refunded`,
-            { httpStatus: 409 },
-          );
+          throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only paid or vended orders can be refunded`);
         }
         orders.transition(orderId, order.state, 'refunding', `refund requested by ${by}`);
         queueRefund(order, `requested by ${by}`);
@@ -92,5 +104,3 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
     },
   };
 }
-
-export type Settlement = ReturnType<typeof createSettlement>;

@@ -1,13 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildCore, type Core } from '../helpers/core.js';
-import { createPoller } from '../../src/channels/poller.js';
+import { createPoller, type Poller } from '../../src/channels/poller.js';
 import { ProviderError } from '../../src/payments/types.js';
 import { waitFor } from '../helpers/temp.js';
 import { systemClock } from '../../src/util/clock.js';
 
 describe('poller', () => {
   let core: Core;
-  let poller: ReturnType<typeof createPoller>;
+  let poller: Poller;
   beforeEach(() => {
     core = buildCore();
   });

@@ -83,7 +83,7 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
     const deps = createFakeKioskDeps();
     const working = deps.createImpl;
     deps.createImpl = async () => {
-      throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'POST /payment-intents: 503 after 4 attempts', { httpStatus: 503 });
+      throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'POST /payment-intents: 503 after 4 attempts');
     };
     const page = await open(deps);
     await waitForScreen(page, 'catalog');
@@ -102,7 +102,7 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
   it('says the machine is busy when another order is open', async () => {
     const deps = createFakeKioskDeps();
     deps.createImpl = async () => {
-      throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'order 3 is open', { httpStatus: 409 });
+      throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'order 3 is open');
     };
     const page = await open(deps);
     await waitForScreen(page, 'catalog');

@@ -47,14 +47,14 @@ export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {
     async resolve(orderId, vended) {
       fake.calls.resolve.push({ orderId, vended });
       if (!fake.vendUncertain.has(orderId)) {
-        throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is not vend_uncertain`, { httpStatus: 409 });
+        throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is not vend_uncertain`);
       }
       fake.vendUncertain.delete(orderId);
       return { orderId, state: vended ? 'vended' : 'refund_requested' };
     },
     async refund(orderId) {
       fake.calls.refund.push(orderId);
-      if (!fake.paid.has(orderId)) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no paid order ${orderId}`, { httpStatus: 404 });
+      if (!fake.paid.has(orderId)) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no paid order ${orderId}`);
       return { orderId, state: 'refund_requested' };
     },
     async testVend(slot) {

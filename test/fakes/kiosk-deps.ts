@@ -123,7 +123,7 @@ export function createFakeKioskDeps(
         deps.calls.cancel.push(orderId);
         const order = deps.orderTable.get(orderId);
         if (!order) {
-          throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `order ${orderId} does not exist`, { httpStatus: 404 });
+          throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `order ${orderId} does not exist`);
         }
         const canceled: OrderView = {
           ...order,
@@ -156,9 +156,8 @@ export function createFakeKioskDeps(
       pay: async (invoiceId) => {
         deps.calls.pay.push(invoiceId);
         const invoice = invoices.get(invoiceId);
-        if (!invoice) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `invoice ${invoiceId} does not exist`, { httpStatus: 404 });
-        if (invoice.status !== 'pending')
-          throw new VendgateError(ErrorCodes.ORDER_STATE, `invoice ${invoiceId} is ${invoice.status}`, { httpStatus: 409 });
+        if (!invoice) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `invoice ${invoiceId} does not exist`);
+        if (invoice.status !== 'pending') throw new VendgateError(ErrorCodes.ORDER_STATE, `invoice ${invoiceId} is ${invoice.status}`);
         invoice.status = 'paid';
       },
     };

@@ -10,10 +10,15 @@ describe('errors from the order service reach the page as { error: { code, messa
     [ErrorCodes.OUT_OF_SERVICE, 503, 'the machine is out of service'],
     [ErrorCodes.PROVIDER_UNAVAILABLE, 503, 'the payment provider did not answer'],
     [ErrorCodes.PROVIDER_REJECTED, 502, 'the payment provider refused the invoice'],
+    [ErrorCodes.IDEMPOTENCY_CONFLICT, 502, 'the payment provider refused the order; the operator has been alerted'],
+    [ErrorCodes.INVOICE_MISMATCH, 502, 'the payment provider returned an unexpected invoice; the operator has been alerted'],
+    [ErrorCodes.SOLD_OUT, 409, 'slot A1 is sold out; please choose another product'],
+    [ErrorCodes.SLOT_JAMMED, 409, 'slot A1 is out of order (jammed); please choose another product'],
   ])('maps %s to HTTP %i with its code and message', async (code, status, message) => {
     const deps = createFakeKioskDeps();
     deps.createImpl = async () => {
-      throw new VendgateError(code, message, { httpStatus: status });
+      // The throw site names only the code; its status comes from util/errors.ts.
+      throw new VendgateError(code, message);
     };
     const res = await kioskForInject(deps).inject({ method: 'POST', url: '/api/orders', payload: { slot: 'A1' } });
     expect(res.statusCode).toBe(status);
@@ -23,7 +28,7 @@ describe('errors from the order service reach the page as { error: { code, messa
   it('maps a cancel that is too late to 409 VG_ERR_ORDER_STATE', async () => {
     const deps = createFakeKioskDeps();
     deps.orders.cancel = async () => {
-      throw new VendgateError(ErrorCodes.ORDER_STATE, 'order 1 is paid and can no longer be canceled', { httpStatus: 409 });
+      throw new VendgateError(ErrorCodes.ORDER_STATE, 'order 1 is paid and can no longer be canceled');
     };
     const res = await kioskForInject(deps).inject({
       method: 'POST',

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createSandboxProvider, signSandboxPayload, type SandboxDelivery } from '../../src/payments/sandbox/index.js';
+import { createSandboxProvider, signSandboxPayload, type SandboxDelivery, type SandboxProvider } from '../../src/payments/sandbox/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { tempDir } from '../helpers/temp.js';
@@ -18,7 +18,7 @@ const request = {
 describe('sandbox provider', () => {
   let dir: ReturnType<typeof tempDir>;
   let clock: ReturnType<typeof createManualClock>;
-  let sandbox: ReturnType<typeof createSandboxProvider>;
+  let sandbox: SandboxProvider;
   const deliveries: SandboxDelivery[] = [];
   beforeEach(() => {
     dir = tempDir();

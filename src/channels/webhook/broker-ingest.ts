@@ -8,6 +8,19 @@ export type BrokerIngestDeps = Pick<
   'provider' | 'inbox' | 'clock' | 'logger' | 'secrets' | 'toleranceSec' | 'onAccepted' | 'onDelivered'
 >;
 
+/** A webhook as the relay carried it: the provider's name, its headers and its exact bytes. */
+export interface BrokerDelivery {
+  provider: string;
+  headers: Headers;
+  rawBody: Buffer;
+}
+
+/**
+ * Verifies and stores one carried webhook; resolves after the commit ('refused': the signature
+ * failed and nothing was written). Throws when the database refused, so the message is redelivered.
+ */
+export type BrokerIngest = (delivery: BrokerDelivery) => Promise<'stored' | 'duplicate' | 'refused'>;
+
 /**
  * Fleet mode: a webhook the relay carried over the broker enters the SAME inbox as one from the
  * tunnel, with the same dedupe (event id) and the same source ('webhook', so the silence detector and
@@ -15,13 +28,9 @@ export type BrokerIngestDeps = Pick<
  * here on the raw bytes. Resolves after the commit — the MQTT side acknowledges only then — and
  * throws when the database refused, so the message is redelivered.
  */
-export function createBrokerIngest(deps: BrokerIngestDeps) {
+export function createBrokerIngest(deps: BrokerIngestDeps): BrokerIngest {
   const log = deps.logger.child({ module: 'webhook', via: 'broker' });
-  return async function ingest(delivery: {
-    provider: string;
-    headers: Headers;
-    rawBody: Buffer;
-  }): Promise<'stored' | 'duplicate' | 'refused'> {
+  return async function ingest(delivery: BrokerDelivery): Promise<'stored' | 'duplicate' | 'refused'> {
     const now = deps.clock.now();
     let verified;
     try {
@@ -49,5 +58,3 @@ export function createBrokerIngest(deps: BrokerIngestDeps) {
     return stored.inserted ? 'stored' : 'duplicate';
   };
 }
-
-export type BrokerIngest = ReturnType<typeof createBrokerIngest>;

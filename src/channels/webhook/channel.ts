@@ -10,7 +10,7 @@ import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createWebhookServer, type WebhookServer } from './server.js';
 import { createWebhookWorker, type WebhookWorker } from './worker.js';
 import { createClockSkewAlarm } from './clock-skew.js';
-import { createBrokerIngest } from './broker-ingest.js';
+import { createBrokerIngest, type BrokerIngest } from './broker-ingest.js';
 import type { BoundListener, ListenerLimits } from '../../util/http-listener.js';
 
 export interface WebhookChannelDeps {
@@ -45,11 +45,31 @@ export interface LocalDelivery {
   headers: Record<string, string>;
 }
 
+/** The webhook channel as app.ts wires it. */
+export interface WebhookChannel {
+  inbox: WebhookInbox;
+  worker: WebhookWorker;
+  backfill: Backfill;
+  server: WebhookServer;
+  /** Fleet mode: a webhook the relay carried over the broker, into the same inbox. */
+  ingestFromBroker: BrokerIngest;
+  /** The listener's base URL once started (http://127.0.0.1:<port> when bound to all interfaces). */
+  url(): string | null;
+  /** Listens, resumes the rows a crash left and starts the catch-up. */
+  start(): Promise<{ url: string; port: number }>;
+  /** The poller recorded a payment before any webhook did (the ledger wrapper calls this). */
+  paymentPolled(invoiceId: string): void;
+  /** POSTs a sandbox webhook to our own listener, so the demo exercises the same path as a tunnel. */
+  deliverLocally(delivery: LocalDelivery): void;
+  /** Listener, then backfill, then worker; safe to call twice. */
+  stop(): Promise<void>;
+}
+
 /**
  * The whole webhook channel as the app wires it: listener → inbox → worker, plus the Events
  * backfill. start() listens, resumes leftovers and catches up; stop() is safe twice.
  */
-export function createWebhookChannel(deps: WebhookChannelDeps, settings: WebhookChannelSettings) {
+export function createWebhookChannel(deps: WebhookChannelDeps, settings: WebhookChannelSettings): WebhookChannel {
   const { db, clock, provider } = deps;
   const log = deps.logger.child({ module: 'webhook' });
   const inbox: WebhookInbox = createWebhookInbox(db);
@@ -142,5 +162,3 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
     },
   };
 }
-
-export type WebhookChannel = ReturnType<typeof createWebhookChannel>;

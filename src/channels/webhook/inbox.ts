@@ -33,8 +33,43 @@ export function isHandledEvent(event: Pick<WebhookEvent, 'type' | 'objectId'>): 
   return event.objectId !== null && HANDLED_TYPE.test(event.type);
 }
 
+/** The durable inbox of webhook events (`webhook_events`), deduplicated by event id. */
+export interface WebhookInbox {
+  /**
+   * Stores a verified event once. `inserted` is false when its id is already there (a duplicate). An
+   * event the worker has nothing to do for is stored already processed (`handled` false).
+   */
+  add(event: WebhookEvent, rawBody: Buffer, provider: string, source: InboxSource, now: number): { inserted: boolean; handled: boolean };
+  /** add() for the listener: deliveries of the same event-loop turn share one commit; resolves once committed. */
+  addCommitted(
+    event: WebhookEvent,
+    rawBody: Buffer,
+    provider: string,
+    source: InboxSource,
+    now: number,
+  ): Promise<{ inserted: boolean; handled: boolean }>;
+  /** Unprocessed rows whose retry time has come, oldest first. */
+  due(now: number, limit: number): InboxRow[];
+  /** When the next unprocessed row becomes due (ms), or null when the inbox is empty. */
+  nextDueAt(): number | null;
+  /** The worker is done with the event; false when it was not there or already processed. */
+  markProcessed(eventId: string, now: number, note?: string | null): boolean;
+  /** Counts a failed attempt and schedules the next; returns the attempts so far. */
+  markFailed(eventId: string, nextAttemptAt: number, error: string): number;
+  /** One stored event with its exact raw body. */
+  get(eventId: string): (InboxRow & { raw_body: Buffer }) | undefined;
+  /** Every stored event received at or after `sinceMs`, processed or not (replay). */
+  since(sinceMs: number): InboxRow[];
+  /** True when a webhook (not a backfilled event) about this invoice was delivered at or after `sinceMs`. */
+  hasWebhookFor(objectId: string, sinceMs?: number): boolean;
+  /** When the last webhook (not a backfilled event) arrived (ms), or null. */
+  lastWebhookAt(): number | null;
+  /** Rows the worker has not processed yet. */
+  unprocessedCount(): number;
+}
+
 /** The SQL of `webhook_events`: the durable, deduplicating inbox both the listener and the backfill feed. */
-export function createWebhookInbox(db: Db) {
+export function createWebhookInbox(db: Db): WebhookInbox {
   const insert = db.prepare(
     `INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
@@ -124,5 +159,3 @@ export function createWebhookInbox(db: Db) {
     },
   };
 }
-
-export type WebhookInbox = ReturnType<typeof createWebhookInbox>;

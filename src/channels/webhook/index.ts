@@ -22,4 +22,4 @@ export {
   type WebhookChannelSettings,
   type LocalDelivery,
 } from './channel.js';
-export { createBrokerIngest, type BrokerIngest, type BrokerIngestDeps } from './broker-ingest.js';
+export { createBrokerIngest, type BrokerIngest, type BrokerIngestDeps, type BrokerDelivery } from './broker-ingest.js';

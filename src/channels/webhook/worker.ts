@@ -45,13 +45,30 @@ const SAFETY_SWEEP_MS = 30_000;
 /** The webhook_stuck alarm of one event. */
 export const stuckAlarmName = (eventId: string) => `webhook_stuck/${eventId}`;
 
+/** The worker that turns inbox rows into observations (the webhook side of the money path). */
+export interface WebhookWorker {
+  /** Starts draining, beginning with rows a crash left unprocessed. */
+  start(): void;
+  /** A new row is in the inbox (in-process; the handler never waits for this). */
+  notify(): void;
+  /** Resolves when the current pass (if any) is over (tests). */
+  idle(): Promise<void>;
+  /**
+   * Re-runs stored events received since `sinceMs` through the worker path with channel 'replay'.
+   * Safe at any time: the ledger records each (invoice, status) once.
+   */
+  replay(sinceMs: number): Promise<ReplayReport>;
+  /** No new pass; resolves when the pass in progress is over. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
 /**
  * Drains the inbox: for each unprocessed event, GET the object's current state (never the event
  * body's status), observe() it, mark the row processed. A failing row backs off on its own schedule
  * and raises an alarm after `alarmAfterAttempts` without holding up the others. Rows a crash left
  * unprocessed are found by start(): everything it needs is in the table.
  */
-export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWorkerSettings) {
+export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWorkerSettings): WebhookWorker {
   const { db, clock, provider, ledger, outbox, inbox } = deps;
   const log = deps.logger.child({ module: 'webhook-worker' });
   const concurrency = Math.max(1, settings.concurrency ?? 4);
@@ -278,5 +295,3 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     },
   };
 }
-
-export type WebhookWorker = ReturnType<typeof createWebhookWorker>;

@@ -1,4 +1,10 @@
-export { createSandboxProvider, type SandboxProvider, type SandboxSettings, type SandboxDelivery } from './sandbox.js';
+export {
+  createSandboxProvider,
+  type SandboxProvider,
+  type SandboxSettings,
+  type SandboxDelivery,
+  type SandboxInvoiceView,
+} from './sandbox.js';
 export { signSandboxPayload, verifySandboxSignature, SANDBOX_SIGNATURE_HEADER } from './signature.js';
 
 import { dirname, join } from 'node:path';

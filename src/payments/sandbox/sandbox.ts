@@ -65,12 +65,39 @@ export interface SandboxDelivery {
   headers: Record<string, string>;
 }
 
+/** An invoice as the sandbox's pay page shows it. */
+export interface SandboxInvoiceView {
+  id: string;
+  amount: number;
+  currency: string;
+  reference: string;
+  status: CanonicalStatus;
+  expiresAt: number;
+}
+
+/** The demo's provider, as the app, `vendgate replay` and the selftest use it. */
+export interface SandboxProvider {
+  /** The PaymentProvider the money path talks to (livemode always false). */
+  provider: PaymentProvider;
+  /** The demo's pay page and button. */
+  payments: {
+    /** The invoice for the pay page, or null when there is none. */
+    describe(invoiceId: string): SandboxInvoiceView | null;
+    /** Pays a pending invoice (authorizes it in manual-capture mode); throws ORDER_NOT_FOUND or ORDER_STATE (paid, expired). */
+    pay(invoiceId: string): Promise<void>;
+  };
+  /** Each status change as a signed webhook (the app POSTs it to its own webhook listener). */
+  onDelivery(listener: (delivery: SandboxDelivery) => void): void;
+  /** Closes its SQLite file. */
+  close(): void;
+}
+
 /**
  * The demo's provider, in process: invoices, a pay page, idempotency by key, expiry, refunds and
  * signed webhooks, so `npm start` needs nothing outside the machine. Never used with real money
  * (livemode is always false).
  */
-export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, settings: SandboxSettings) {
+export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, settings: SandboxSettings): SandboxProvider {
   const log = deps.logger.child({ module: 'sandbox' });
   let db: Database.Database | null = null;
   const listeners: ((delivery: SandboxDelivery) => void)[] = [];
@@ -247,14 +274,13 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
         try {
           row = read(invoiceId);
         } catch {
-          throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no invoice ${invoiceId}`, { httpStatus: 404 });
+          throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no invoice ${invoiceId}`);
         }
         // Like QutPay: a canceled QR may still be paid until it expires.
         if (row.status !== 'pending' && row.status !== 'canceled') {
-          throw new VendgateError(ErrorCodes.ORDER_STATE, `this invoice is ${row.status} and cannot be paid`, { httpStatus: 409 });
+          throw new VendgateError(ErrorCodes.ORDER_STATE, `this invoice is ${row.status} and cannot be paid`);
         }
-        if (row.expires_at <= deps.clock.now())
-          throw new VendgateError(ErrorCodes.ORDER_STATE, 'this invoice has expired', { httpStatus: 409 });
+        if (row.expires_at <= deps.clock.now()) throw new VendgateError(ErrorCodes.ORDER_STATE, 'this invoice has expired');
         setStatus(row, row.capture_method === 'manual' ? 'authorized' : 'paid');
         log.info({ invoiceId }, 'sandbox invoice paid');
       },
@@ -269,5 +295,3 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
     },
   };
 }
-
-export type SandboxProvider = ReturnType<typeof createSandboxProvider>;
