@@ -41,7 +41,7 @@ export function createBrokerIngest(deps: BrokerIngestDeps) {
     deps.onDelivered?.();
     if (stored.inserted && stored.handled) deps.onAccepted?.(event.eventId);
     if (stored.inserted)
-      log.info(
+      log[stored.handled ? 'info' : 'debug'](
         { eventId: event.eventId, type: event.type, objectId: event.objectId, secretIndex, handled: stored.handled },
         'webhook accepted',
       );
