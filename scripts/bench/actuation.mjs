@@ -157,7 +157,7 @@ async function phase(stacks, key, orders, chunk) {
 }
 
 export async function actuationBench({ log, quick, baseline = '02e2c0d', orders: ordersOption }) {
-  const orders = ordersOption ?? (quick ? 20 : 200);
+  const orders = ordersOption ?? (quick ? 20 : 150);
   const chunk = quick ? 10 : 25;
   const old = baselineBuild(baseline, log);
   const unit = unitStart();
