@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * npm run bench [-- --quick] [-- --only latency,provider-calls,ingest,resources,observe,durability,db-size,fsync]
+ * npm run bench [-- --quick] [-- --only latency,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync]
  *
  * Every figure of issues #9 and #18 with its target beside it, measured on this machine, printed as one table
  * and written as JSON to bench-results/bench-<date>.json (and bench-latest.json). Nothing here is a
@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { formatTable } from '../soak/table.mjs';
 import { machine } from './lib.mjs';
 import { latencyBench } from './latency.mjs';
+import { actuationBench } from './actuation.mjs';
 import { providerCallsBench } from './provider-calls.mjs';
 import { ingestBench } from './ingest.mjs';
 import { resourcesBench } from './resources.mjs';
@@ -22,6 +23,7 @@ import { fsyncBench } from './fsync.mjs';
 
 const BENCHES = {
   latency: latencyBench,
+  actuation: actuationBench,
   'provider-calls': providerCallsBench,
   ingest: ingestBench,
   resources: resourcesBench,

@@ -1,4 +1,3 @@
-import QRCode from 'qrcode';
 import { loadSettings, type Settings } from '../settings/index.js';
 import { createApp } from '../app.js';
 import { createServiceLogger, pickLogFormat } from '../util/logger.js';
@@ -73,9 +72,12 @@ export async function startCommand(
       .view.kioskDeps(undefined)
       .subscribe((state) => {
         const order = state.order;
-        if (!order?.payUrl || order.state !== 'awaiting_payment' || shown.has(order.orderId)) return;
+        const payUrl = order?.payUrl;
+        if (!order || !payUrl || order.state !== 'awaiting_payment' || shown.has(order.orderId)) return;
         shown.add(order.orderId);
-        QRCode.toString(order.payUrl, { type: 'terminal', small: true })
+        // Loaded on the first order, not at start-up (issue 18: start-up to ready).
+        import('qrcode')
+          .then((qrcode) => qrcode.toString(payUrl, { type: 'terminal', small: true }))
           .then((qr) => print(io.stderr, `\nOrder ${order.reference}: ${order.amount} ${order.currency} — pay at ${order.payUrl}\n${qr}`))
           .catch(() => {});
       });

@@ -1,4 +1,6 @@
-import QRCode from 'qrcode';
+/** qrcode (and the PNG encoder it requires) loads on the first QR, not at start-up (issue 18). */
+let qrcode: Promise<typeof import('qrcode')> | null = null;
+const loadQrcode = () => (qrcode ??= import('qrcode'));
 
 /** Renders pay URLs as QR SVGs. The same URL is asked for on every state push, so results are cached. */
 export interface QrRenderer {
@@ -21,7 +23,7 @@ export function createQrRenderer(maxEntries = DEFAULT_CACHE_ENTRIES): QrRenderer
         return hit;
       }
       // ISO/IEC 18004 asks for a quiet zone of 4 modules: phone cameras find the code faster.
-      const rendered = QRCode.toString(url, { type: 'svg', margin: QUIET_ZONE_MODULES });
+      const rendered = loadQrcode().then((module) => module.toString(url, { type: 'svg', margin: QUIET_ZONE_MODULES }));
       cache.set(url, rendered);
       rendered.catch(() => cache.delete(url));
       while (cache.size > maxEntries) {

@@ -27,7 +27,7 @@ export interface MoneyPathDeps {
   /** Why the device takes no orders right now, or null. */
   outOfService: () => string | null;
   crashPoint?: (name: string) => void;
-  /** Something changed that the screen and MQTT should show. */
+  /** Something changed that the screen and MQTT should show: called at the next turn of the event loop, once per turn. */
   onChange?: () => void;
   /** Once per settled vend, with the order as claimed and the actuator's result (metrics). */
   onSettled?: (order: OrderRow, result: string) => void;
@@ -69,7 +69,22 @@ export interface MoneyPath {
 export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings): MoneyPath {
   const { db, clock, logger, outbox, provider, actuator, health } = deps;
   const log = logger.child({ module: 'money' });
-  const changed = () => deps.onChange?.();
+  // The screen and MQTT hear of a change at the next turn of the event loop, once however many steps
+  // changed something in this one (observed, claimed): the vend being fired and the webhook being
+  // answered never wait while the screen's state is computed and sent (issue 18: nothing on the paid →
+  // actuation path waits behind work that can wait).
+  let changePending: NodeJS.Immediate | null = null;
+  const changed = () => {
+    if (!deps.onChange || changePending) return;
+    changePending = setImmediate(() => {
+      changePending = null;
+      try {
+        deps.onChange?.();
+      } catch (err) {
+        log.warn({ err }, 'the screen or MQTT could not follow a change');
+      }
+    });
+  };
   const baseLedger = createLedger({ db, clock, logger, outbox }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
   let housekeeping: NodeJS.Timeout | null = null;
   /** During recovery nothing is fired from an observation; what recovery queued is looked at first. */

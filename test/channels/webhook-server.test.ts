@@ -139,6 +139,19 @@ describe('webhook listener', () => {
     for (const secret of listener.secrets) expect(listener.log.text()).not.toContain(secret);
   });
 
+  it('logs an accepted event the worker has nothing to do for at debug, one it must process at info', async () => {
+    const listener = await startListener();
+    const ignored = geregeEventBody({ id: 'evt_ignored', type: 'customer.updated' });
+    const handled = geregeEventBody({ id: 'evt_handled' });
+    expect((await listener.post(ignored, listener.signedHeaders(ignored))).status).toBe(200);
+    expect((await listener.post(handled, listener.signedHeaders(handled))).status).toBe(200);
+    const accepted = listener.log.lines().filter((l) => l.msg === 'webhook accepted');
+    expect(accepted.map((l) => [l.eventId, l.level, l.handled])).toEqual([
+      ['evt_ignored', 20, false],
+      ['evt_handled', 30, true],
+    ]);
+  });
+
   it("logs a skew warning when the provider's Date header is more than 60 s from our clock", async () => {
     const listener = await startListener();
     const near = geregeEventBody();

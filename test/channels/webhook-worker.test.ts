@@ -160,6 +160,22 @@ describe('webhook worker', () => {
     await worker.stop();
   });
 
+  it("an inbox that knows the device's invoices stores another device's event already processed, so the worker never sees it", async () => {
+    const orders = createOrderRepository({ db: core.db, clock: core.clock });
+    const inbox = createWebhookInbox(core.db, { knowsInvoice: (id) => orders.getByInvoice(id) !== undefined });
+    const { row } = setup();
+    const own = await newOrder();
+    const store = (eventId: string, objectId: string, type = 'invoice.paid') =>
+      inbox.add({ eventId, type, objectId, livemode: false, createdAt: null }, Buffer.from('{}'), 'sandbox', 'webhook', core.clock.now());
+    expect(store('evt_foreign', 'fk_of_another_device')).toEqual({ inserted: true, handled: false });
+    expect(store('evt_own', own)).toEqual({ inserted: true, handled: true });
+    expect(store('evt_other_type', own, 'customer.updated')).toEqual({ inserted: true, handled: false });
+    expect(row('evt_foreign')).toMatchObject({ processed_at: core.clock.now(), last_error: 'not an invoice of this device' });
+    expect(row('evt_own')).toMatchObject({ processed_at: null, last_error: null });
+    expect(row('evt_other_type')).toMatchObject({ processed_at: core.clock.now(), last_error: null });
+    expect(inbox.due(core.clock.now(), 10).map((r) => r.event_id)).toEqual(['evt_own']);
+  });
+
   it('without the local check, the ledger rejects an unknown invoice and the event is still acknowledged', async () => {
     const { worker, add, row } = setup({ knowsInvoice: false });
     const other = await newOrder();

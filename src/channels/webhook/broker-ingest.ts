@@ -50,7 +50,7 @@ export function createBrokerIngest(deps: BrokerIngestDeps): BrokerIngest {
     deps.onDelivered?.();
     if (stored.inserted && stored.handled) deps.onAccepted?.(event.eventId);
     if (stored.inserted)
-      log.info(
+      log[stored.handled ? 'info' : 'debug'](
         { eventId: event.eventId, type: event.type, objectId: event.objectId, secretIndex, handled: stored.handled },
         'webhook accepted',
       );

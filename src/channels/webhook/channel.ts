@@ -72,13 +72,14 @@ export interface WebhookChannel {
 export function createWebhookChannel(deps: WebhookChannelDeps, settings: WebhookChannelSettings): WebhookChannel {
   const { db, clock, provider } = deps;
   const log = deps.logger.child({ module: 'webhook' });
-  const inbox: WebhookInbox = createWebhookInbox(db);
   const orders = createOrderRepository({ db, clock });
+  const knowsInvoice = (invoiceId: string) => orders.getByInvoice(invoiceId) !== undefined;
+  const inbox: WebhookInbox = createWebhookInbox(db, { knowsInvoice });
   const worker: WebhookWorker = createWebhookWorker(
     {
       ...deps,
       inbox,
-      knowsInvoice: (invoiceId) => orders.getByInvoice(invoiceId) !== undefined,
+      knowsInvoice,
     },
     settings,
   );

@@ -68,11 +68,24 @@ export interface WebhookInbox {
   unprocessedCount(): number;
 }
 
+/** The note on an event about an invoice no order of this device has (acknowledged, ignored). */
+export const NOT_THIS_DEVICE = 'not an invoice of this device';
+
+export interface WebhookInboxOptions {
+  /**
+   * False when no order of this device has the invoice. Such an event (another device of the same
+   * merchant) is stored already processed, with the note the worker would write: the worker would
+   * only acknowledge it, and doing that in the insert saves it a pass, a query and a commit per
+   * event. Without it, every event of a handled type waits for the worker.
+   */
+  knowsInvoice?: (invoiceId: string) => boolean;
+}
+
 /** The SQL of `webhook_events`: the durable, deduplicating inbox both the listener and the backfill feed. */
-export function createWebhookInbox(db: Db): WebhookInbox {
+export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): WebhookInbox {
   const insert = db.prepare(
-    `INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
+    `INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at, last_error)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
   );
   // rowid order is arrival order (received_at is set at insert), and it lets SQLite walk the partial
   // index of unprocessed rows without sorting a backlog. The raw body stays on disk: the worker re-reads by GET.
@@ -101,9 +114,22 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     source: InboxSource,
     now: number,
   ): { inserted: boolean; handled: boolean } {
-    const handled = isHandledEvent(event);
+    const foreign = isHandledEvent(event) && event.objectId !== null && options.knowsInvoice?.(event.objectId) === false;
+    const handled = isHandledEvent(event) && !foreign;
     const livemode = event.livemode === null ? null : event.livemode ? 1 : 0;
-    const result = insert.run(event.eventId, provider, event.type, event.objectId, livemode, rawBody, source, now, handled ? null : now);
+    const note = foreign ? NOT_THIS_DEVICE : null;
+    const result = insert.run(
+      event.eventId,
+      provider,
+      event.type,
+      event.objectId,
+      livemode,
+      rawBody,
+      source,
+      now,
+      handled ? null : now,
+      note,
+    );
     return { inserted: result.changes === 1, handled };
   }
   const addGrouped = createGroupCommit(db, (a: Parameters<typeof add>) => add(...a));
@@ -111,7 +137,8 @@ export function createWebhookInbox(db: Db): WebhookInbox {
   return {
     /**
      * Stores a verified event once. Returns false when its id is already there (a duplicate). An
-     * event the worker has nothing to do for is stored already processed.
+     * event the worker has nothing to do for (a type we ignore, another device's invoice) is stored
+     * already processed; `handled` says whether the worker must look at it.
      */
     add,
     /** add() for the listener: deliveries of the same event-loop turn share one commit; resolves once committed. */

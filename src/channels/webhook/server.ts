@@ -116,7 +116,9 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     deps.onDelivered?.();
     if (stored.inserted && stored.handled) deps.onAccepted?.(event.eventId);
     if (stored.inserted) {
-      log.info(
+      // Nothing to do (another device's invoice, a type we ignore): debug. On a merchant account
+      // shared by several devices those are most deliveries, and each info line is a journal write.
+      log[stored.handled ? 'info' : 'debug'](
         { eventId: event.eventId, type: event.type, objectId: event.objectId, secretIndex, handled: stored.handled },
         'webhook accepted',
       );

@@ -6,7 +6,7 @@ import { errorMessage } from '../../util/errors.js';
 import type { Outbox } from '../../outbox/index.js';
 import { ProviderError, type PaymentProvider } from '../../payments/types.js';
 import { observationOf, type Ledger, type ObserveResult } from '../../ledger/index.js';
-import { isHandledEvent, type InboxRow, type WebhookInbox } from './inbox.js';
+import { isHandledEvent, NOT_THIS_DEVICE, type InboxRow, type WebhookInbox } from './inbox.js';
 
 export interface WebhookWorkerDeps {
   db: Db;
@@ -112,7 +112,7 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
   /** Why a row needs no GET at all (acknowledged and ignored), or null when it does. */
   function ignoreReason(row: InboxRow): string | null {
     if (row.object_id === null || !isHandledEvent({ type: row.type, objectId: row.object_id })) return 'event type not handled';
-    if (deps.knowsInvoice && !deps.knowsInvoice(row.object_id)) return 'not an invoice of this device';
+    if (deps.knowsInvoice && !deps.knowsInvoice(row.object_id)) return NOT_THIS_DEVICE;
     return null;
   }
 
@@ -139,7 +139,7 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     }
     switch (result.outcome) {
       case 'unknown_invoice':
-        finish(row, 'not an invoice of this device');
+        finish(row, NOT_THIS_DEVICE);
         return 'ignored';
       case 'rejected':
         finish(row, `rejected: ${result.reason}`);
