@@ -182,10 +182,16 @@ export async function runSoak(options) {
   if (killEverySec > 0) {
     chaosDone.push(
       (async () => {
+        let servedAtKill = -1;
         while (!stopping) {
           // A short run still sees a kill: halfway through, if none has landed yet.
           await pause(killEverySec * 1_000 * (0.5 + chaosRandom.next()), () => kills.length === 0 && served >= total / 2);
+          // And the service gets work done between two kills, however slow the machine: at least one
+          // customer more has finished since the last one (on a loaded CI machine a 2 s clock alone
+          // killed every start before it could vend).
+          await pause(Number.POSITIVE_INFINITY, () => served > servedAtKill);
           if (stopping) break;
+          servedAtKill = served;
           await service.kill('SIGKILL');
           // What the disk says at the instant of death: was the machine moving?
           const db = new Database(dbPath, { readonly: true, fileMustExist: true });

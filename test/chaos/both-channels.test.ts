@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { NO_FAULTS } from '../../src/simulator/index.js';
 import { waitFor } from '../helpers/service.js';
-import { SETTLED, seededRandom, startGeregeStack, type GeregeStack, type OrderAnswer } from './stack.js';
+import { GEREGE_WEBHOOK_ATTEMPTS, SETTLED, seededRandom, startGeregeStack, type GeregeStack, type OrderAnswer } from './stack.js';
 
 /**
  * The real service against the Gerege simulator: webhooks through the listener and the poller at
@@ -262,7 +262,10 @@ describe('both channels', () => {
       }
       // Every webhook event processed once: all stored, all processed, and the listener never refused a
       // valid delivery — except 503 while a restarted service runs its recovery before serving
-      // (VG_ERR_STARTING, which the provider retries), and each such event was accepted later.
+      // (VG_ERR_STARTING, which the provider retries). Each such event was accepted later, or the
+      // provider gave up on it (its retries here last ~13 s, a real one's days; on a loaded machine
+      // kills and restarts can outlast them) and the backfill brought it in: checked above, where
+      // every provider event is in the inbox and processed.
       expect(s.query('SELECT event_id FROM webhook_events WHERE processed_at IS NULL')).toEqual([]);
       const answered = records.deliveries.filter((d) => typeof d.status === 'number');
       expect(answered.filter((d) => (d.status as number) !== 503 && ((d.status as number) < 200 || (d.status as number) >= 300))).toEqual(
@@ -271,7 +274,10 @@ describe('both channels', () => {
       const acceptedLater = new Set(
         answered.filter((d) => (d.status as number) >= 200 && (d.status as number) < 300).map((d) => d.eventId),
       );
-      expect(answered.filter((d) => d.status === 503 && !acceptedLater.has(d.eventId))).toEqual([]);
+      const lastAttempt = new Map<string, number>();
+      for (const d of records.deliveries) lastAttempt.set(d.eventId, Math.max(lastAttempt.get(d.eventId) ?? 0, d.attempt));
+      const givenUp = (eventId: string) => lastAttempt.get(eventId) === GEREGE_WEBHOOK_ATTEMPTS;
+      expect(answered.filter((d) => d.status === 503 && !acceptedLater.has(d.eventId) && !givenUp(d.eventId))).toEqual([]);
       expect(s.query("SELECT name FROM alarms WHERE name LIKE 'webhook_%'")).toEqual([]);
       // The outage was noticed, caught up by the backfill, and the alarm cleared once webhooks came back.
       const logs = s.svc.logs();

@@ -33,6 +33,9 @@ export interface StackOptions {
  * polls (and, for Gerege, reads the Events API) from the simulator — through an outage proxy when
  * `outage` is set.
  */
+/** How many times the simulated Gerege delivers a webhook before it gives up (its real rule, PROVIDERS.md). */
+export const GEREGE_WEBHOOK_ATTEMPTS = 8;
+
 export async function startProviderStack(options: StackOptions = {}) {
   const providerName = options.provider ?? 'gerege';
   const webhookPort = await freePort();
@@ -42,6 +45,7 @@ export async function startProviderStack(options: StackOptions = {}) {
     webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/${providerName}`,
     // Gerege retries up to 8 times; these short waits keep a run brief while still outlasting a restart.
     webhookRetryDelaysMs: [100, 200, 400, 800, 1_600, 3_200, 6_400],
+    ...(providerName === 'gerege' ? { webhookMaxAttempts: GEREGE_WEBHOOK_ATTEMPTS } : {}),
     webhookTimeoutMs: 2_000,
     ...(options.faults ? { faults: options.faults } : {}),
     ...(options.simClock ? { clock: options.simClock } : {}),
