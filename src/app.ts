@@ -193,10 +193,13 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const availability = createAvailability();
     const changes = createStateChanges();
     let mqtt: Mqtt | null = null;
-    // Every state change may have written outbox rows: publish them now, not at the next poll.
+    // Every state change may have written outbox rows: publish them now, not at the next poll. It
+    // may also have opened an invoice (a new order): an idle poller reads it at its next short tick.
+    let wakePoller = () => {};
     const notify = () => {
       changes.notify();
       mqtt?.kick();
+      wakePoller();
     };
     availability.subscribe(notify);
 
@@ -241,6 +244,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     );
     const { ledger, orders, vend, refunds } = money;
     const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
+    wakePoller = () => poller.wake();
     const webhookSecrets =
       settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
     const webhookSource = settings.fleet.webhookSource;

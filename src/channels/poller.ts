@@ -34,6 +34,11 @@ export interface Poller {
   pollAllNow(): void;
   /** Reads an invoice now (a webhook arrived, a new order was created). */
   pollNow(invoiceId: string): void;
+  /**
+   * Something may have opened an invoice (the app calls it on every state change): a poller asleep
+   * for a whole interval because nothing was open looks at its next short tick instead.
+   */
+  wake(): void;
   /** Number of invoices being watched. */
   watching(): number;
   /** When an invoice was last read successfully (ms), or null before the first. */
@@ -59,6 +64,8 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller
   let lastPollAt: number | null = null;
   let stopped = true;
   let nothingOpen = false;
+  /** wake() came during a tick: the next wait is a short tick whatever that tick found. */
+  let woken = false;
   const tickMs = Math.max(25, Math.min(250, Math.floor(settings.intervalMs / 4)));
 
   const orders = createOrderRepository({ db, clock });
@@ -122,7 +129,8 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller
     if (stopped) return;
     // An idle device (no invoice open) looks once an interval, not four times: a new invoice's
     // first read waits at most one interval, as every later one does (idle CPU, issue 18).
-    const wait = nothingOpen ? Math.max(tickMs, settings.intervalMs) : tickMs;
+    const wait = nothingOpen && !woken ? Math.max(tickMs, settings.intervalMs) : tickMs;
+    woken = false;
     timer = setTimeout(() => {
       ticking = tick()
         .catch((err) => log.error({ err }, 'poll tick failed'))
@@ -148,6 +156,18 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller
     pollNow(invoiceId: string): void {
       const entry = due.get(invoiceId);
       if (entry) entry.at = 0;
+    },
+    wake(): void {
+      if (stopped) return;
+      // A tick in flight may have looked before the invoice existed: its next wait is a short one.
+      if (ticking) {
+        woken = true;
+        return;
+      }
+      if (!nothingOpen || !timer) return;
+      clearTimeout(timer);
+      nothingOpen = false;
+      schedule();
     },
     /** Number of invoices being watched. */
     watching(): number {

@@ -33,6 +33,16 @@ describe('poller', () => {
     expect(core.fake.calls).toEqual([]);
   });
 
+  it('an idle poller woken by a new order reads its invoice at once, not after a whole interval', async () => {
+    start(60_000);
+    // Let the first tick find nothing open: the poller then sleeps a whole interval (issue 18).
+    const idle = Date.now();
+    await waitFor(() => Date.now() - idle > 600);
+    const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
+    poller.wake();
+    await waitFor(() => core.fake.callsOf('getInvoice').some((c) => c.arg === order.invoice_id), { what: 'the first read' });
+  });
+
   it('reads an open invoice until it is paid, feeds the ledger, then stops', async () => {
     const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
     start();
