@@ -6,13 +6,26 @@ import { spawn } from 'node:child_process';
 import { runCli, EXIT } from './cli/index.js';
 import { startWatchdog, watchdogIntervalMs, watchdogDatabasePath, databaseProbe, type Watchdog } from './selftest/index.js';
 
-/** systemd Type=notify: Node has no Unix datagram sockets, so `systemd-notify` sends for us (NotifyAccess=all). */
+/**
+ * systemd Type=notify: Node has no Unix datagram sockets, so `systemd-notify` sends for us
+ * (NotifyAccess=all). One at a time, in order: two spawned at once may arrive swapped (seen on
+ * Node 24: STOPPING=1 before READY=1 when a stop followed the start closely).
+ */
+let notifying: Promise<void> = Promise.resolve();
 function notify(state: string): void {
   if (!process.env.NOTIFY_SOCKET) return;
-  const child = spawn('systemd-notify', [state], { stdio: 'ignore' });
-  child.on('error', () => {});
-  child.unref();
+  notifying = notifying.then(
+    () =>
+      new Promise<void>((resolve) => {
+        const child = spawn('systemd-notify', [state], { stdio: 'ignore' });
+        child.once('error', () => resolve());
+        child.once('exit', () => resolve());
+        child.unref();
+      }),
+  );
 }
+/** How long the process waits at exit for what it told systemd to be sent (STOPPING=1 last). */
+const NOTIFY_FLUSH_MS = 2_000;
 
 // WatchdogSec=: ping from READY=1 to STOPPING=1, and only while the event loop turns and the database answers.
 let watchdog: Watchdog | null = null;
@@ -71,4 +84,8 @@ const code = await runCli(
   },
   { crashPoint },
 );
+// The timer also keeps the event loop turning while a `systemd-notify` is still running.
+let flushTimer: NodeJS.Timeout | undefined;
+await Promise.race([notifying, new Promise((resolve) => (flushTimer = setTimeout(resolve, NOTIFY_FLUSH_MS)))]);
+clearTimeout(flushTimer);
 process.exit(code);

@@ -8,13 +8,15 @@ import { tempDir } from '../helpers/temp.js';
  * A `systemd-notify` that appends what it was told to a file: main.ts spawns it for every
  * notification (Node has no datagram sockets), so the PATH decides which one runs.
  */
-function fakeSystemdNotify() {
+function fakeSystemdNotify(options: { slowReady?: boolean } = {}) {
   const dir = tempDir('vendgate-notify-');
   const log = join(dir.path, 'notify.log');
   const bin = join(dir.path, 'bin');
   const script = join(bin, 'systemd-notify');
   mkdirSync(bin);
-  writeFileSync(script, `#!/bin/sh\necho "$*" >> "${log}"\n`);
+  // slowReady: READY=1 takes a second to send, so a STOPPING=1 spawned meanwhile would overtake it.
+  const slow = options.slowReady ? `[ "$1" = "READY=1" ] && sleep 1\n` : '';
+  writeFileSync(script, `#!/bin/sh\n${slow}echo "$*" >> "${log}"\n`);
   chmodSync(script, 0o755);
   return {
     env: { PATH: `${bin}:${process.env.PATH}`, NOTIFY_SOCKET: join(dir.path, 'notify.sock'), WATCHDOG_USEC: '300000' },
@@ -65,6 +67,17 @@ describe('systemd notify (Type=notify, WatchdogSec=)', () => {
       await svc.waitFor(() => notify.sent().length > before, 30_000, 'pings to resume');
     } finally {
       await svc.stop();
+      notify.cleanup();
+    }
+  });
+
+  it('notifications reach systemd in the order they were made, and all of them before the process exits', async () => {
+    const notify = fakeSystemdNotify({ slowReady: true });
+    try {
+      const svc = await startService({ env: { ...notify.env, WATCHDOG_USEC: '' } });
+      await svc.stop();
+      expect(notify.sent()).toEqual(['READY=1', 'STOPPING=1']);
+    } finally {
       notify.cleanup();
     }
   });
