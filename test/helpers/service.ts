@@ -19,7 +19,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -82,6 +82,41 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** The first port of the kernel's ephemeral range: listen(0) and outgoing connections use ports from here up. */
+function ephemeralStart(): number {
+  try {
+    const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(first) && first > 21_000 ? first : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
+  });
+}
+
+/**
+ * A port that nothing listens on and nothing will: below the ephemeral range, where neither
+ * freePort() (listen(0)) nor an outgoing connection of any process lands, and refused right now.
+ * For settings of a service that is NOT running (a freePort() number is free only until another
+ * test, or a second suite beside this one, is given it).
+ */
+export async function unusedPort(): Promise<number> {
+  const top = ephemeralStart();
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * (top - 20_000));
+    if (await refused(port)) return port;
+  }
 }
 
 type Falsy = null | undefined | false | 0 | '';

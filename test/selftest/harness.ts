@@ -6,7 +6,7 @@ import { afterEach } from 'vitest';
 import { loadSettings } from '../../src/settings/index.js';
 import { runSelftest, type Exec, type SelftestDeps, type SelftestOptions, type CheckResult } from '../../src/selftest/index.js';
 import { tempDir } from '../helpers/temp.js';
-import { freePort } from '../helpers/service.js';
+import { unusedPort } from '../helpers/service.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -66,10 +66,14 @@ export async function deviceConfig(
   mkdirSync(dir.path, { recursive: true });
   const dbPath = join(dir.path, 'vendgate.db');
   const simLog = join(dir.path, 'actuations.jsonl');
+  const localPort = await unusedPort();
+  let webhookPort = await unusedPort();
+  while (webhookPort === localPort) webhookPort = await unusedPort();
   const defaults = {
     device: { id: uniqueDeviceId(), mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
     provider: { name: 'sandbox' },
-    http: { local: { host: '127.0.0.1', port: await freePort() }, webhook: { host: '127.0.0.1', port: await freePort() } },
+    // Nothing listens there, ever: a freePort() number may be handed to another test's service meanwhile.
+    http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: webhookPort } },
     storage: { path: dbPath },
     actuator: { kind: 'sim', sim: { logPath: simLog, durationMs: 0 } },
     mqtt: { url: '' },
