@@ -204,7 +204,7 @@ async function startReceiver(into: CapturedWebhook[]) {
 }
 
 /** Polls a predicate until it holds (no fixed sleeps); fails with `what` after the deadline. */
-export async function waitFor(predicate: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+export async function waitFor(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

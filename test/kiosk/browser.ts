@@ -28,7 +28,7 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 }
 
 /** Waits for the kiosk to show a screen (body[data-screen]). */
-export async function waitForScreen(page: Page, screen: string, timeoutMs = 10_000): Promise<void> {
+export async function waitForScreen(page: Page, screen: string, timeoutMs = 30_000): Promise<void> {
   await page.waitForSelector(`body[data-screen="${screen}"]`, { timeout: timeoutMs });
 }
 

@@ -24,7 +24,7 @@ export function kioskForInject(deps: FakeKioskDeps, settings: Partial<KioskServe
 }
 
 /** Polls a condition until it holds or the deadline passes. */
-export async function waitFor(predicate: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+export async function waitFor(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -9,6 +9,7 @@ import { backoffDelay } from '../../src/mqtt/connection.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { captureLogger, createDevice, onCleanup, watching } from './harness.js';
 import { retainedNow } from './watch.js';
+import { unusedPort } from '../helpers/service.js';
 
 const TLS = (name: string) => fileURLToPath(new URL(`./fixtures/tls/${name}`, import.meta.url));
 
@@ -37,7 +38,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+async function until(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -59,7 +60,7 @@ describe('connection', () => {
   });
 
   it('start() returns at once when the broker is unreachable, and the device connects when it appears', async () => {
-    const port = await freePort();
+    const port = await unusedPort();
     const device = createDevice(`mqtt://127.0.0.1:${port}`);
     await device.mqtt.start();
     expect(device.mqtt.connected()).toBe(false);

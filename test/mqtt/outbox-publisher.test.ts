@@ -8,7 +8,7 @@ import { restartableBroker } from '../helpers/broker.js';
 import { broker, createDevice, onCleanup, parseEvents, watching } from './harness.js';
 
 /** Waits on a condition of the device's own state (the outbox table). */
-async function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+async function until(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

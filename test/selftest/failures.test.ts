@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createSimulator } from '../../src/simulator/index.js';
 import { openDatabase } from '../../src/store/index.js';
-import { freePort } from '../helpers/service.js';
+import { unusedPort } from '../helpers/service.js';
 import { byName, deviceConfig, failing, onCleanup, selftestFor } from './harness.js';
 
 /** A healthy stopped device with a database: the baseline every failure below differs from by one thing. */
@@ -46,7 +46,7 @@ describe('each broken part FAILs on its own line, with a hint, and leaves the ot
   });
 
   it('an unreachable provider: FAIL provider with where it looked and what to check', async () => {
-    const port = await freePort();
+    const port = await unusedPort();
     const device = await stoppedDevice({ provider: { name: 'gerege', baseUrl: `http://127.0.0.1:${port}`, clientId: 'sim-client' } });
 
     const started = Date.now();
@@ -78,7 +78,7 @@ describe('each broken part FAILs on its own line, with a hint, and leaves the ot
   });
 
   it('a broker that refuses the connection: FAIL mqtt with the URL and what to check', async () => {
-    const port = await freePort();
+    const port = await unusedPort();
     const device = await stoppedDevice({ mqtt: { url: `mqtt://127.0.0.1:${port}` } });
 
     const { report } = await selftestFor(device.path);
