@@ -26,8 +26,11 @@ describe('soak: the real service under every fault, kills and a flapping broker'
       expect(report.uncertain).toBeLessThanOrEqual(report.killsWhileFiring);
       expect(report.extraInvoices).toBe(0);
       expect(report.mqtt.missing).toBe(0);
-      // The run did what it says: customers paid, the machine delivered, the service was killed.
-      expect(report.vended).toBeGreaterThan(0);
+      // The run did what it says: customers paid (and every payment was settled, above), the service
+      // was killed. Whether a payment is vended or refunded depends on how late it is seen (a payment
+      // seen after its QR expired is refunded by design): beside CPU hogs, seed 11 once vended none.
+      expect(report.paid, JSON.stringify(report.byState)).toBeGreaterThan(0);
+      expect(report.vended + report.refunded + report.uncertain).toBeGreaterThanOrEqual(report.paid);
       expect(report.kills).toBeGreaterThan(0);
     },
     300_000,
