@@ -17,7 +17,9 @@ const say = (text) => {
 
 /** What a build reads: the sources and assets under src/, and the files that decide how they compile. */
 function inputs() {
-  const files = ['tsconfig.json', 'package.json', 'scripts/copy-assets.mjs'].map((f) => join(root, f)).filter(existsSync);
+  const files = ['tsconfig.json', 'package.json', 'scripts/copy-assets.mjs', 'scripts/bundle.mjs']
+    .map((f) => join(root, f))
+    .filter(existsSync);
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
@@ -41,7 +43,7 @@ function fingerprint() {
 
 const current = fingerprint();
 const previous = existsSync(stampPath) ? readFileSync(stampPath, 'utf8').trim() : '';
-if (previous === current && existsSync(join(dist, 'main.js'))) {
+if (previous === current && existsSync(join(dist, 'main.js')) && existsSync(join(dist, 'vendgate.js'))) {
   say('dist/ is up to date (nothing under src/ changed since the last build)');
   // The commit may have moved without a source change: refresh dist/build-info.json (milliseconds).
   execFileSync(process.execPath, [join(root, 'scripts/copy-assets.mjs')], { stdio: 'inherit' });
@@ -54,5 +56,6 @@ if (previous === current && existsSync(join(dist, 'main.js'))) {
     { stdio: 'inherit', cwd: root },
   );
   execFileSync(process.execPath, [join(root, 'scripts/copy-assets.mjs')], { stdio: 'inherit' });
+  execFileSync(process.execPath, [join(root, 'scripts/bundle.mjs')], { stdio: 'inherit' });
   writeFileSync(stampPath, `${current}\n`);
 }

@@ -21,7 +21,12 @@ function files(dir) {
 
 export function sourceHash() {
   const hash = createHash('sha256');
-  for (const path of [...files(join(root, 'src')), join(root, 'tsconfig.json'), join(root, 'scripts', 'copy-assets.mjs')]) {
+  for (const path of [
+    ...files(join(root, 'src')),
+    join(root, 'tsconfig.json'),
+    join(root, 'scripts', 'copy-assets.mjs'),
+    join(root, 'scripts', 'bundle.mjs'),
+  ]) {
     hash.update(relative(root, path)).update('\0').update(readFileSync(path)).update('\0');
   }
   return hash.digest('hex');

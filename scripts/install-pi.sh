@@ -202,7 +202,7 @@ set -eu
 # shellcheck source=/dev/null
 if [ -r "$ETC_DIR/secrets.env" ]; then set -a; . "$ETC_DIR/secrets.env"; set +a; fi
 export VENDGATE_CONFIG="\${VENDGATE_CONFIG:-$ETC_DIR/config.yaml}"
-exec "$NODE_BIN" "$APP_DIR/current/dist/main.js" "\$@"
+exec "$NODE_BIN" "$APP_DIR/current/dist/vendgate.js" "\$@"
 EOF
   chmod 0755 "$BIN_DIR/vendgate.new"
   mv -f "$BIN_DIR/vendgate.new" "$BIN_DIR/vendgate"
@@ -219,7 +219,7 @@ install_units() {
   if [ "$NODE_BIN" != /usr/bin/node ]; then
     install -d -m 0755 "$UNIT_DIR/vendgate.service.d"
     # shellcheck disable=SC2016 # $VENDGATE_NODE_FLAGS is for systemd to expand from the unit's Environment=, not the shell
-    printf '[Service]\nExecStart=\nExecStart=%s $VENDGATE_NODE_FLAGS /opt/vendgate/current/dist/main.js start --config /etc/vendgate/config.yaml\n' "$NODE_BIN" > "$UNIT_DIR/vendgate.service.d/node.conf"
+    printf '[Service]\nExecStart=\nExecStart=%s $VENDGATE_NODE_FLAGS /opt/vendgate/current/dist/vendgate.js start --config /etc/vendgate/config.yaml\n' "$NODE_BIN" > "$UNIT_DIR/vendgate.service.d/node.conf"
     info "node is $NODE_BIN: drop-in vendgate.service.d/node.conf"
   fi
   # time-sync.target means "synchronised" only with systemd-time-wait-sync; 90 s at most, so a

@@ -38,7 +38,7 @@ migrate_database() {
     # The settings are validated as the service sees them: with its secrets.
     # shellcheck source=/dev/null
     if [ -r "$ETC_DIR/secrets.env" ]; then set -a; . "$ETC_DIR/secrets.env"; set +a; fi
-    runuser -u "$SERVICE_USER" -- "$NODE_BIN" "$APP_DIR/current/dist/main.js" migrate --config "$ETC_DIR/config.yaml"
+    runuser -u "$SERVICE_USER" -- "$NODE_BIN" "$APP_DIR/current/dist/vendgate.js" migrate --config "$ETC_DIR/config.yaml"
   )
 }
 

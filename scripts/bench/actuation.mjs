@@ -4,7 +4,7 @@
  *
  *   node scripts/bench/actuation.mjs [--orders N] [--baseline REF] [--quick]   (after npm run build)
  *
- * The real compiled service (dist/main.js, started with the unit's V8 flags), a Gerege simulator in
+ * The real compiled service (dist/vendgate.js as the unit starts it, with the unit's V8 flags), a Gerege simulator in
  * this process as its provider (without a webhook URL: it only answers the service's GETs), the sim
  * actuator, the embedded MQTT broker, and an open `GET /api/events` stream as the kiosk screen keeps
  * one. Per order: create it on the local API, pay the invoice at the simulator, then POST the
@@ -27,7 +27,6 @@ import { baselineBuild } from './baseline.mjs';
 import { followSimLog, percentiles, postJson, row, sleep, waitFor } from './lib.mjs';
 import { unitStart } from './resources.mjs';
 
-const CURRENT_MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 const WEBHOOK_SECRET = 'whsec_simulator';
 /** The targets of issue #18: p99 quiet / with a CPU hog on every core. */
 export const TARGET_QUIET_P99_MS = 12;
@@ -162,7 +161,7 @@ export async function actuationBench({ log, quick, baseline = '02e2c0d', orders:
   const old = baselineBuild(baseline, log);
   const unit = unitStart();
   const stacks = [
-    await startStack({ label: 'this build', main: CURRENT_MAIN, nodeArgs: unit.nodeArgs, env: unit.env }),
+    await startStack({ label: 'this build', main: unit.main, nodeArgs: unit.nodeArgs, env: unit.env }),
     await startStack({ label: `baseline ${old.sha.slice(0, 7)}`, main: old.main, nodeArgs: unit.nodeArgs, env: unit.env }),
   ];
   let hogs = null;

@@ -16,9 +16,11 @@ import { parseArgs } from 'node:util';
 import { createServiceProcess, freePort } from '../soak/service.mjs';
 import { getJson, postJson, row, sleep, waitFor } from './lib.mjs';
 import { baselineBuild } from './baseline.mjs';
+import { unitStart } from './resources.mjs';
 import { STRACE_ARGS, attribute, markCheckpoints, parseTrace, summarise } from './strace-io.mjs';
 
-const CURRENT_MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
+// The entry the unit starts (dist/vendgate.js).
+const CURRENT_MAIN = unitStart().main;
 const SLOTS = ['A1', 'A2', 'B1', 'B2'];
 
 /** Log messages that close a step (the events before them belong to it). */

@@ -14,7 +14,7 @@ import { unitStart } from './resources.mjs';
  * synchronous=NORMAL, same table), both run the same worker step for each event (look the invoice
  * up among the orders, mark the row processed), both start with the unit's V8 flags, and both get
  * the same signed sandbox events — a new event id on every request, for an invoice of another
- * device. The service runs as on a device (`dist/main.js start`, one log line per accepted webhook
+ * device. The service runs as on a device (`dist/vendgate.js start` as the unit starts it, one log line per accepted webhook
  * at info, to a pipe nobody reads); MQTT is off on both. Throughput runs alternate between the two
  * (and a bare fastify 204 route in the peer's process) in rounds, so a noisy neighbour hits all
  * alike; then each at a fixed 200 req/s for the p99 there.
@@ -85,7 +85,7 @@ export async function startIngestTargets({ cpuProf } = {}) {
   );
   const unit = unitStart();
   const profile = cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`] : [];
-  const service = spawn(process.execPath, [...unit.nodeArgs, ...profile, join(ROOT, 'dist/main.js'), 'start', '--config', config], {
+  const service = spawn(process.execPath, [...unit.nodeArgs, ...profile, unit.main, 'start', '--config', config], {
     env: { ...process.env, ...unit.env, VENDGATE_WEBHOOK_SECRETS: SECRET },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

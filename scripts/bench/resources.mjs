@@ -24,14 +24,17 @@ export function brokerListening() {
 }
 
 const UNIT = new URL('../../systemd/vendgate.service', import.meta.url);
-const CURRENT_MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 
 /**
- * The V8 flags (`VENDGATE_NODE_FLAGS`, expanded in ExecStart) and the other `Environment=` lines of
- * the unit: the bench starts the service the way systemd does on a device.
+ * The entry file of ExecStart (dist/vendgate.js, the bundle), the V8 flags (`VENDGATE_NODE_FLAGS`,
+ * expanded in ExecStart) and the other `Environment=` lines of the unit: the bench starts this
+ * build the way systemd does on a device.
  */
 export function unitStart() {
   const unit = readFileSync(UNIT, 'utf8');
+  const entry = /^ExecStart=\S+ \S+ \S*\/dist\/(\S+\.js) start/m.exec(unit)?.[1];
+  if (!entry) throw new Error(`no "ExecStart=node $VENDGATE_NODE_FLAGS …/dist/<file>.js start" in ${UNIT.pathname}`);
+  const main = new URL(`../../dist/${entry}`, import.meta.url).pathname;
   const env = {};
   for (const [, raw] of unit.matchAll(/^Environment=(.*)$/gm)) {
     const [key, ...rest] = raw.replace(/^"|"$/g, '').split('=');
@@ -42,7 +45,7 @@ export function unitStart() {
   delete env.NODE_ENV;
   // Node 22's compile cache, in a directory this user may write (the unit's is /var/cache/vendgate).
   if (env.NODE_COMPILE_CACHE) env.NODE_COMPILE_CACHE = join(tmpdir(), 'vendgate-bench-compile-cache');
-  return { nodeArgs, env };
+  return { main, nodeArgs, env };
 }
 
 /**
@@ -151,7 +154,7 @@ export async function resourcesBench({ log, quick, baseline = '5eec3ce' }) {
   const unit = unitStart();
   const flags = [...unit.nodeArgs, ...Object.entries(unit.env).map(([k, v]) => `${k}=${v}`)];
   const [a, b] = await Promise.all([
-    measure({ label: 'this build', main: CURRENT_MAIN, nodeArgs: unit.nodeArgs, env: unit.env, quick, log }),
+    measure({ label: 'this build', main: unit.main, nodeArgs: unit.nodeArgs, env: unit.env, quick, log }),
     measure({ label: `baseline ${old.sha.slice(0, 7)}`, main: old.main, nodeArgs: [], quick, log }),
   ]);
   const was = (x) => `(before: ${x})`;

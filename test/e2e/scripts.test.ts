@@ -46,7 +46,7 @@ describe('shell scripts', () => {
       });
       expect(write.stderr).toBe('');
       const cli = join(dir.path, 'usr/local/bin/vendgate');
-      expect(readFileSync(cli, 'utf8')).toContain('/opt/vendgate/current/dist/main.js');
+      expect(readFileSync(cli, 'utf8')).toContain('/opt/vendgate/current/dist/vendgate.js');
       const { status, output } = shellcheck([cli]);
       expect(output).toBe('');
       expect(status).toBe(0);

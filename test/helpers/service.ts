@@ -38,6 +38,8 @@ export interface ServiceOptions {
   webhookPort?: number;
   /** How long to wait for `vendgate ready`. Default 15 s. */
   readyTimeoutMs?: number;
+  /** The entry to run: dist/main.js unless given (dist/vendgate.js, the one-file build the units start). */
+  main?: string;
 }
 
 export interface Exit {
@@ -156,7 +158,8 @@ process.once('exit', () => {
 });
 
 export async function startService(options: ServiceOptions = {}): Promise<Service> {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} does not exist: run \`npm run build\` first (npm test does)`);
+  const main = options.main ?? MAIN;
+  if (!existsSync(main)) throw new Error(`${main} does not exist: run \`npm run build\` first (npm test does)`);
   const ownDir = options.dir === undefined;
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'vendgate-svc-'));
   const localPort = options.localPort ?? (await freePort());
@@ -196,7 +199,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   let stopped = false;
 
   async function launch(env: Record<string, string>): Promise<void> {
-    const proc = spawn(process.execPath, [MAIN, 'start', '--config', configPath], {
+    const proc = spawn(process.execPath, [main, 'start', '--config', configPath], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -16,7 +16,8 @@ function project(): string {
   dirs.push(dir);
   mkdirSync(join(dir, 'scripts'));
   mkdirSync(join(dir, 'src/kiosk'), { recursive: true });
-  for (const script of ['build-if-stale.mjs', 'copy-assets.mjs']) cpSync(join(ROOT, 'scripts', script), join(dir, 'scripts', script));
+  for (const script of ['build-if-stale.mjs', 'copy-assets.mjs', 'bundle.mjs'])
+    cpSync(join(ROOT, 'scripts', script), join(dir, 'scripts', script));
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   writeFileSync(join(dir, 'package.json'), '{"name":"tiny","version":"1.2.3","type":"module"}\n');
   writeFileSync(
@@ -42,13 +43,14 @@ describe('npm start builds only what changed', () => {
   it('package.json: npm start, selftest and simulate go through the staleness check, not a full tsc run', () => {
     const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     for (const name of ['start', 'selftest', 'simulate'])
-      expect(scripts[name], name).toMatch(/^node scripts\/build-if-stale\.mjs && node dist\/main\.js /);
+      expect(scripts[name], name).toMatch(/^node scripts\/build-if-stale\.mjs && node dist\/vendgate\.js /);
   });
 
   it('compiles when there is no dist, skips tsc when nothing changed, and recompiles after an edit or a new asset', () => {
     const dir = project();
     expect(buildIfStale(dir)).toContain('no build yet: compiling');
     expect(readFileSync(join(dir, 'dist/main.js'), 'utf8')).toContain('41');
+    expect(readFileSync(join(dir, 'dist/vendgate.js'), 'utf8')).toContain('41');
     expect(readFileSync(join(dir, 'dist/kiosk/index.html'), 'utf8')).toContain('one');
     const builtAt = statSync(join(dir, 'dist/main.js')).mtimeMs;
 
@@ -59,6 +61,7 @@ describe('npm start builds only what changed', () => {
     writeFileSync(join(dir, 'src/main.ts'), 'export const answer: number = 42;\n');
     expect(buildIfStale(dir)).toContain('sources changed');
     expect(readFileSync(join(dir, 'dist/main.js'), 'utf8')).toContain('42');
+    expect(readFileSync(join(dir, 'dist/vendgate.js'), 'utf8')).toContain('42');
 
     writeFileSync(join(dir, 'src/kiosk/index.html'), '<p>two!</p>\n');
     expect(buildIfStale(dir)).toContain('sources changed');

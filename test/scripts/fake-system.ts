@@ -10,7 +10,7 @@ const REPO = new URL('../../', import.meta.url).pathname;
 /**
  * A Raspberry Pi in a directory: the scripts put every system path under $VENDGATE_ROOT, and the
  * commands that need a real root or a real systemd are stand-ins on PATH that log what they were
- * asked. `systemctl` really starts and stops the installed service (node dist/main.js start), so
+ * asked. `systemctl` really starts and stops the installed service (node dist/vendgate.js start, as the unit does), so
  * the scripts' own selftest runs against a live service, as on the device.
  */
 const FAKES: Record<string, string> = {
@@ -55,7 +55,7 @@ start() {
   : > "$log"
   (
     if [ -r "$VENDGATE_ROOT/etc/vendgate/secrets.env" ]; then set -a; . "$VENDGATE_ROOT/etc/vendgate/secrets.env"; set +a; fi
-    exec node "$VENDGATE_ROOT/opt/vendgate/current/dist/main.js" start --config "$VENDGATE_ROOT/etc/vendgate/config.yaml"
+    exec node "$VENDGATE_ROOT/opt/vendgate/current/dist/vendgate.js" start --config "$VENDGATE_ROOT/etc/vendgate/config.yaml"
   ) >> "$log" 2>&1 &
   echo $! > "$pidfile"
   # Type=notify: return when the service is ready; fail when it died first.

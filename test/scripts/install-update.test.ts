@@ -49,7 +49,7 @@ describe('scripts/install-pi.sh', () => {
     // Installed for a fleet's node_exporter, not enabled (it needs prometheus-node-exporter).
     expect(pi.exists('etc/systemd/system/vendgate-metrics-textfile.timer')).toBe(true);
     expect(pi.calls()).not.toContainEqual(expect.stringContaining('enable --now vendgate-metrics-textfile'));
-    expect(pi.read('usr/local/bin/vendgate')).toContain('/opt/vendgate/current/dist/main.js');
+    expect(pi.read('usr/local/bin/vendgate')).toContain('/opt/vendgate/current/dist/vendgate.js');
   });
 
   it('is safe to run again: configuration and secrets are kept, the user is not created twice', async () => {
@@ -180,7 +180,8 @@ describe('scripts/update.sh', () => {
       const checkout = pi.source('1.2.0', (dir) => {
         cpSync(join(REPO, 'src'), join(dir, 'src'), { recursive: true });
         cpSync(join(REPO, 'tsconfig.json'), join(dir, 'tsconfig.json'));
-        writeFileSync(join(dir, 'dist/main.js'), "process.stderr.write('stale build\\n'); process.exit(1);\n");
+        for (const entry of ['dist/main.js', 'dist/vendgate.js'])
+          writeFileSync(join(dir, entry), "process.stderr.write('stale build\\n'); process.exit(1);\n");
       });
 
       const update = await pi.run('update.sh', [checkout], checkout);
@@ -190,6 +191,7 @@ describe('scripts/update.sh', () => {
       expect(update.stderr).toMatch(/building 1\.2\.0 from source/);
       const release = `opt/vendgate/releases/${current(pi)}`;
       expect(pi.read(`${release}/dist/main.js`)).not.toContain('stale build');
+      expect(pi.read(`${release}/dist/vendgate.js`)).not.toContain('stale build');
       expect(pi.exists(`${release}/src`)).toBe(false);
       expect(pi.exists(`${release}/docs/operations.md`)).toBe(true);
       const calls = pi.calls();
@@ -205,10 +207,10 @@ describe('scripts/update.sh', () => {
     const before = current(pi);
     // Migrates fine, then dies at start.
     const broken = pi.source('2.0.0', (dir) => {
-      renameSync(join(dir, 'dist/main.js'), join(dir, 'dist/main-real.js'));
+      renameSync(join(dir, 'dist/vendgate.js'), join(dir, 'dist/vendgate-real.js'));
       writeFileSync(
-        join(dir, 'dist/main.js'),
-        "if (process.argv[2] === 'start') { process.stderr.write('boom\\n'); process.exit(1); }\nawait import('./main-real.js');\n",
+        join(dir, 'dist/vendgate.js'),
+        "if (process.argv[2] === 'start') { process.stderr.write('boom\\n'); process.exit(1); }\nawait import('./vendgate-real.js');\n",
       );
     });
 
@@ -227,7 +229,7 @@ describe('scripts/update.sh', () => {
     expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
     const before = current(pi);
     const broken = pi.source('2.0.0', (dir) =>
-      writeFileSync(join(dir, 'dist/main.js'), "process.stderr.write('boom\\n'); process.exit(1);\n"),
+      writeFileSync(join(dir, 'dist/vendgate.js'), "process.stderr.write('boom\\n'); process.exit(1);\n"),
     );
 
     const update = await pi.run('update.sh', [broken], broken);

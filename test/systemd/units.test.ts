@@ -41,7 +41,7 @@ describe('systemd units', () => {
     expect(service.StateDirectory).toEqual(['vendgate']);
     expect(service.EnvironmentFile).toEqual(['/etc/vendgate/secrets.env']);
     expect(service.ExecStart![0]).toMatch(
-      /^\/usr\/bin\/node \$VENDGATE_NODE_FLAGS \/opt\/vendgate\/current\/dist\/main\.js start --config \/etc\/vendgate\/config\.yaml$/,
+      /^\/usr\/bin\/node \$VENDGATE_NODE_FLAGS \/opt\/vendgate\/current\/dist\/vendgate\.js start --config \/etc\/vendgate\/config\.yaml$/,
     );
     expect(unit('vendgate.service').Unit!.StartLimitIntervalSec).toEqual(['0']);
   });
@@ -164,7 +164,7 @@ describe('systemd units', () => {
 
   it('vendgate-relay.service runs the relay with its own settings and secrets, restarts except on bad configuration, no watchdog', () => {
     const service = unit('vendgate-relay.service').Service!;
-    expect(service.ExecStart![0]).toMatch(/dist\/main\.js relay --config \/etc\/vendgate\/relay\.yaml$/);
+    expect(service.ExecStart![0]).toMatch(/dist\/vendgate\.js relay --config \/etc\/vendgate\/relay\.yaml$/);
     expect(service.EnvironmentFile).toEqual(['/etc/vendgate/relay-secrets.env']);
     expect(service.Type).toEqual(['notify']);
     expect(service.Restart).toEqual(['always']);
