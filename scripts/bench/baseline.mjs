@@ -9,7 +9,9 @@ const ROOT = new URL('../../', import.meta.url).pathname;
  * A build of an older commit, for figures measured "before and after in the same run": the commit's
  * tree from `git archive` (no worktree, nothing in the repository changes), this checkout's
  * node_modules linked in (the dependencies are pinned and the same), compiled once and kept in the
- * temporary directory under the commit's id. Returns the path of its dist/main.js.
+ * temporary directory under the commit's id. Returns the path of its dist/main.js. A commit whose
+ * dependencies are no longer all installed cannot be built this way (5eec3ce needs @fastify/static,
+ * removed since): the benches compare with 09b554b, the code before the one-file build.
  */
 export function baselineBuild(ref, log = () => {}) {
   const sha = execFileSync('git', ['rev-parse', '--verify', `${ref}^{commit}`], { cwd: ROOT, encoding: 'utf8' }).trim();

@@ -6,7 +6,7 @@
  * fsync/fdatasync and every byte written to the database files is attributed to the step the
  * service's next log line closes (see strace-io.mjs); checkpoint work is recognised by its file.
  *
- *   node scripts/bench/fsync.mjs [--orders 30] [--baseline 5eec3ce] [--quick]   (after npm run build)
+ *   node scripts/bench/fsync.mjs [--orders 30] [--baseline 09b554b] [--quick]   (after npm run build)
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
@@ -204,7 +204,7 @@ export function totals(result) {
   };
 }
 
-export async function fsyncBench({ log, quick, orders = quick ? 4 : 30, baseline = '5eec3ce', gapMs = 1_000 }) {
+export async function fsyncBench({ log, quick, orders = quick ? 4 : 30, baseline = '09b554b', gapMs = 1_000 }) {
   if (spawnSync('strace', ['-V']).error)
     throw new Error('strace is not installed (sudo apt-get install strace): it counts the syncs and writes');
   const old = baselineBuild(baseline, log);
@@ -284,7 +284,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     options: {
       quick: { type: 'boolean', default: false },
       orders: { type: 'string' },
-      baseline: { type: 'string', default: '5eec3ce' },
+      baseline: { type: 'string', default: '09b554b' },
       gap: { type: 'string' },
     },
   });

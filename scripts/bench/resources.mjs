@@ -23,18 +23,19 @@ export function brokerListening() {
   });
 }
 
-const UNIT = new URL('../../systemd/vendgate.service', import.meta.url);
+const ROOT = new URL('../../', import.meta.url).pathname;
 
 /**
  * The entry file of ExecStart (dist/vendgate.js, the bundle), the V8 flags (`VENDGATE_NODE_FLAGS`,
- * expanded in ExecStart) and the other `Environment=` lines of the unit: the bench starts this
- * build the way systemd does on a device.
+ * expanded in ExecStart) and the other `Environment=` lines of the unit of the tree at `root` (this
+ * checkout, or a baseline's): the bench starts each build the way its own unit starts it on a device.
  */
-export function unitStart() {
-  const unit = readFileSync(UNIT, 'utf8');
-  const entry = /^ExecStart=\S+ \S+ \S*\/dist\/(\S+\.js) start/m.exec(unit)?.[1];
-  if (!entry) throw new Error(`no "ExecStart=node $VENDGATE_NODE_FLAGS …/dist/<file>.js start" in ${UNIT.pathname}`);
-  const main = new URL(`../../dist/${entry}`, import.meta.url).pathname;
+export function unitStart(root = ROOT) {
+  const unitPath = join(root, 'systemd', 'vendgate.service');
+  const unit = readFileSync(unitPath, 'utf8');
+  const entry = /^ExecStart=.*\/dist\/(\S+\.js) start/m.exec(unit)?.[1];
+  if (!entry) throw new Error(`no "ExecStart=… /dist/<file>.js start" in ${unitPath}`);
+  const main = join(root, 'dist', entry);
   const env = {};
   for (const [, raw] of unit.matchAll(/^Environment=(.*)$/gm)) {
     const [key, ...rest] = raw.replace(/^"|"$/g, '').split('=');
@@ -149,18 +150,19 @@ async function measure({ label, main, nodeArgs, env = {}, quick, log }) {
   }
 }
 
-export async function resourcesBench({ log, quick, baseline = '5eec3ce' }) {
+export async function resourcesBench({ log, quick, baseline = '09b554b' }) {
   const old = baselineBuild(baseline, log);
   const unit = unitStart();
+  const oldUnit = unitStart(old.dir);
   const flags = [...unit.nodeArgs, ...Object.entries(unit.env).map(([k, v]) => `${k}=${v}`)];
   const [a, b] = await Promise.all([
     measure({ label: 'this build', main: unit.main, nodeArgs: unit.nodeArgs, env: unit.env, quick, log }),
-    measure({ label: `baseline ${old.sha.slice(0, 7)}`, main: old.main, nodeArgs: [], quick, log }),
+    measure({ label: `baseline ${old.sha.slice(0, 7)}`, main: oldUnit.main, nodeArgs: oldUnit.nodeArgs, env: oldUnit.env, quick, log }),
   ]);
   const was = (x) => `(before: ${x})`;
   return {
     name: 'resources',
-    settings: { mqtt: 'embedded broker', nodeFlags: flags, baseline: old.sha, orders: a.orders },
+    settings: { mqtt: 'embedded broker', nodeFlags: flags, baselineNodeFlags: oldUnit.nodeArgs, baseline: old.sha, orders: a.orders },
     results: { after: a, before: b },
     rows: [
       row(
