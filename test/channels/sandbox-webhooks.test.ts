@@ -41,7 +41,9 @@ describe('the embedded demo (sandbox provider)', () => {
       'the processed webhook',
     );
     expect(events).toEqual([expect.objectContaining({ type: 'invoice.paid', source: 'webhook' })]);
-    expect(s.logs().find((l) => l.msg === 'webhook accepted')).toMatchObject({ secretIndex: 0, type: 'invoice.paid' });
+    // The row can be read before the service's log line has come through its stdout pipe: wait for it.
+    const accepted = await s.waitFor(() => s.logs().find((l) => l.msg === 'webhook accepted'), 30_000, 'the "webhook accepted" log line');
+    expect(accepted).toMatchObject({ secretIndex: 0, type: 'invoice.paid' });
     expect(s.logs().find((l) => l.msg === 'vendgate ready')?.webhookUrl).toBe(s.webhookUrl);
     expect((await fetch(`${s.webhookUrl}/webhooks/health`)).status).toBe(200);
     // The tunnel port serves nothing of the local API.
