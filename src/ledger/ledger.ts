@@ -4,7 +4,15 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { CanonicalStatus, Invoice } from '../payments/types.js';
-import { createOrderRepository, decideObservation, isFinalReading, type OrderState } from '../orders/index.js';
+import {
+  createOrderRepository,
+  decideObservation,
+  isFinalReading,
+  isMoneyStatus,
+  isRefundEvidence,
+  refundKindOfReading,
+  type OrderState,
+} from '../orders/index.js';
 import { queueRefundFor, queueVendFor, refundExists } from '../vend/queue.js';
 
 export type Channel = 'poll' | 'webhook' | 'backfill' | 'create' | 'replay' | 'refund' | 'expiry' | 'cancel' | 'recovery' | 'reconcile';
@@ -119,8 +127,8 @@ export function createLedger(
       status: o.status,
       channel: o.channel,
     });
-    const refundEvidence = o.status === 'refunded' || o.status === 'partially_refunded' || o.status === 'canceled';
-    const moneyStatus = o.status === 'paid' || o.status === 'authorized' || o.status === 'partially_refunded';
+    const refundEvidence = isRefundEvidence(o.status);
+    const moneyStatus = isMoneyStatus(o.status);
 
     // A payment of an earlier attempt's invoice: the order has moved on, so the money goes back.
     if (order.invoice_id !== o.invoiceId) {
@@ -135,7 +143,7 @@ export function createLedger(
             invoiceId: o.invoiceId,
             attempt: order.invoice_attempt,
             amount: rest,
-            kind: o.status === 'authorized' ? 'void' : 'refund',
+            kind: refundKindOfReading(o.status),
             reason: 'paid invoice of an earlier attempt',
             now,
           },

@@ -1,4 +1,5 @@
 export * from './state.js';
+export * from './decide.js';
 export {
   createOrderRepository,
   idempotencyKeyFor,

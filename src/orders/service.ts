@@ -16,7 +16,7 @@ import {
   type OrderRepository,
   type OrderRow,
 } from './repository.js';
-import { IN_PROGRESS_STATES } from './state.js';
+import { IN_PROGRESS_STATES, isClosedUnpaid } from './decide.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
 const CLOCK_SLACK_MS = 5 * 60_000;
@@ -333,7 +333,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   async function closeAtProvider(order: OrderRow, to: 'canceled' | 'expired', reason: string): Promise<OrderRow> {
     const invoice = await provider.cancelInvoice(order.invoice_id!);
     health.ok();
-    if (invoice.status === 'canceled' || invoice.status === 'expired') closeUnpaid(order, to, reason);
+    if (isClosedUnpaid(invoice.status)) closeUnpaid(order, to, reason);
     ledger.observe(observationOf(invoice, to === 'expired' ? 'expiry' : 'cancel'));
     changed();
     return repo.get(order.id)!;

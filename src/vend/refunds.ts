@@ -7,7 +7,7 @@ import type { Outbox } from '../outbox/index.js';
 import type { PaymentProvider } from '../payments/types.js';
 import { ProviderError } from '../payments/types.js';
 import { observationOf, type Ledger } from '../ledger/index.js';
-import { createOrderRepository } from '../orders/index.js';
+import { createOrderRepository, refundDoneByReading, refundStillOwed } from '../orders/index.js';
 
 export interface RefundRow {
   invoice_id: string;
@@ -98,19 +98,10 @@ export function createRefundWorker(
   async function stillOwed(row: RefundRow): Promise<number | null> {
     const invoice = await provider.getInvoice(row.invoice_id);
     ledger.observe(observationOf(invoice, 'refund'));
-    if (row.kind === 'void') {
-      if (invoice.status === 'canceled' || invoice.status === 'expired') {
-        complete(row, 'authorization already canceled at the provider');
-        return null;
-      }
-      return row.amount;
-    }
-    const refundable = invoice.amount - (invoice.refundedAmount ?? 0);
-    if (invoice.status === 'refunded' || refundable <= 0) {
-      complete(row, 'already refunded at the provider');
-      return null;
-    }
-    return Math.min(row.amount, refundable);
+    const owed = refundStillOwed(row.kind, invoice, row.amount);
+    if (owed === null)
+      complete(row, row.kind === 'void' ? 'authorization already canceled at the provider' : 'already refunded at the provider');
+    return owed;
   }
 
   async function send(row: RefundRow): Promise<void> {
@@ -143,7 +134,7 @@ export function createRefundWorker(
     try {
       if (row.kind === 'void') {
         const invoice = await provider.cancelInvoice(row.invoice_id);
-        if (invoice.status === 'canceled' || invoice.status === 'expired') return complete(row, 'authorization canceled');
+        if (refundDoneByReading('void', invoice.status)) return complete(row, 'authorization canceled');
         return markUnknown(row, `after cancel the invoice is ${invoice.status}`, 'pending');
       }
       const result = await provider.refund({ invoiceId: row.invoice_id, amount: row.amount, idempotencyKey: row.idempotency_key });
@@ -191,8 +182,7 @@ export function createRefundWorker(
       } else {
         const invoice = await provider.getInvoice(row.invoice_id);
         ledger.observe(observationOf(invoice, 'refund'));
-        const done = row.kind === 'void' ? invoice.status === 'canceled' || invoice.status === 'expired' : invoice.status === 'refunded';
-        if (done) return complete(row, `invoice is ${invoice.status}`);
+        if (refundDoneByReading(row.kind, invoice.status)) return complete(row, `invoice is ${invoice.status}`);
       }
     } catch (err) {
       if (!(err instanceof ProviderError)) log.error({ err, invoiceId: row.invoice_id }, 'refund check failed');

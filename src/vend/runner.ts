@@ -6,7 +6,14 @@ import { errorMessage, ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Actuator, VendOutcome, VendRequest } from '../hardware/index.js';
 import { ProviderError, type PaymentProvider } from '../payments/types.js';
-import { createOrderRepository, type OrderRow } from '../orders/index.js';
+import {
+  captureOutcome,
+  createOrderRepository,
+  moneyBackBeforeInterruptedVend,
+  settleVendOutcome,
+  type CaptureOutcome,
+  type OrderRow,
+} from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 import { createSettlement } from './settlement.js';
 
@@ -177,7 +184,8 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     durably(
       db,
       () => {
-        if (outcome.result === 'vended' || (outcome.result === 'not_passed' && settings.notPassedPolicy === 'keep')) {
+        const settlement = settleVendOutcome(outcome.result, settings.notPassedPolicy);
+        if (settlement === 'delivered') {
           jobs.finish(order.id, 'firing', 'done', outcome.result, detail, now);
           orders.transition(
             order.id,
@@ -189,7 +197,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
           outbox.event('vend.succeeded', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result });
           outbox.count('vends_succeeded');
           if (slotted) deps.slots?.delivered(order.slot!);
-        } else if (outcome.result === 'failed' || outcome.result === 'not_passed') {
+        } else if (settlement === 'failed') {
           jobs.finish(order.id, 'firing', 'failed', outcome.result, detail, now);
           orders.transition(order.id, 'vending', 'vend_failed', detail ?? outcome.result, {
             errorCode: ErrorCodes.VEND_FAILED,
@@ -248,7 +256,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       const order = orders.get(job.order_id)!;
       const claimed = durably(db, () => jobs.claimCapture(order.id, clock.now()), 'capture_claim');
       if (!claimed) continue;
-      let outcome: { done: true } | { done: false; permanent: boolean; detail: string };
+      let outcome: CaptureOutcome;
       try {
         const invoice = await provider.captureInvoice(order.invoice_id!);
         outcome = captureOutcome(invoice.status, invoice.providerStatus);
@@ -263,17 +271,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     }
   }
 
-  function captureOutcome(status: string, providerStatus: string): { done: true } | { done: false; permanent: boolean; detail: string } {
-    if (status === 'paid' || status === 'refunded' || status === 'partially_refunded') return { done: true };
-    if (status === 'authorized') return { done: false, permanent: false, detail: `capture left the invoice ${providerStatus}` };
-    return { done: false, permanent: true, detail: `the authorization is ${providerStatus}: it can no longer be captured` };
-  }
-
-  function settleCapture(
-    order: OrderRow,
-    attempts: number,
-    outcome: { done: true } | { done: false; permanent: boolean; detail: string },
-  ): void {
+  function settleCapture(order: OrderRow, attempts: number, outcome: CaptureOutcome): void {
     inTransaction(db, () => {
       if (outcome.done) {
         jobs.setCapture(order.id, 'done');
@@ -349,9 +347,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   async function refundedAtProvider(order: OrderRow): Promise<string | null> {
     try {
       const invoice = await provider.getInvoice(order.invoice_id!);
-      if (invoice.status === 'refunded') return 'the invoice is already refunded at the provider';
-      if (order.capture_mode === 'manual' && (invoice.status === 'canceled' || invoice.status === 'expired'))
-        return `the authorization is already ${invoice.providerStatus} at the provider`;
+      return moneyBackBeforeInterruptedVend(order.capture_mode, invoice);
     } catch (err) {
       log.warn({ err, orderId: order.id }, 'recovery: the invoice is not readable; the vend is parked for a person');
     }

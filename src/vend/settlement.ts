@@ -4,7 +4,7 @@ import type { Clock } from '../util/clock.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import { queueRefundFor } from './queue.js';
-import { createOrderRepository, type OrderRow } from '../orders/index.js';
+import { createOrderRepository, refundKindOfOrder, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 
 /** Settlement decisions, as the runner, `vendgate resolve` and the MQTT commands use them. */
@@ -36,8 +36,7 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
 
   /** Queues the money back for the order's own invoice (void for a held authorization). Caller owns the tx. */
   function queueRefund(order: OrderRow, reason: string): void {
-    const kind = order.capture_mode === 'manual' && order.state !== 'vended' ? 'void' : 'refund';
-    queueRefundFor({ db, outbox }, { ...order, invoiceId: order.invoice_id!, kind, reason, now: clock.now() });
+    queueRefundFor({ db, outbox }, { ...order, invoiceId: order.invoice_id!, kind: refundKindOfOrder(order), reason, now: clock.now() });
   }
 
   /** The machine may or may not have delivered: a person decides (invariant 3). Caller owns the tx. */
