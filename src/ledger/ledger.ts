@@ -3,7 +3,7 @@ import { inTransaction, prepared, restoredBoundary } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
-import type { CanonicalStatus, Invoice } from '../payments/types.js';
+import type { Observation } from '../payments/types.js';
 import {
   createOrderRepository,
   decideObservation,
@@ -11,66 +11,20 @@ import {
   isMoneyStatus,
   isRefundEvidence,
   refundKindOfReading,
+  type ObservePort,
+  type ObserveResult,
   type OrderState,
 } from '../orders/index.js';
 import { queueRefundFor, queueVendFor, refundExists } from '../vend/queue.js';
 
-export type Channel = 'poll' | 'webhook' | 'backfill' | 'create' | 'replay' | 'refund' | 'expiry' | 'cancel' | 'recovery' | 'reconcile';
+export { observationOf, type Channel, type Observation } from '../payments/types.js';
+export type { ObserveResult } from '../orders/index.js';
 
-/** One reading of an invoice's current state, from a GET (or the create / cancel response). */
-export interface Observation {
-  invoiceId: string;
-  status: CanonicalStatus;
-  providerStatus: string;
-  livemode: boolean;
-  amount: number;
-  currency: string;
-  /** What was refunded at the provider, by anyone (absent or 0 when nothing). */
-  refundedAmount?: number;
-  channel: Channel;
-  /** The webhook event that led to the GET, when there was one. */
-  eventId?: string;
-}
-
-/** The observation a read of `invoice` makes: one spelling for every channel. */
-export function observationOf(invoice: Invoice, channel: Channel, eventId?: string): Observation {
-  return {
-    invoiceId: invoice.id,
-    status: invoice.status,
-    providerStatus: invoice.providerStatus,
-    livemode: invoice.livemode,
-    amount: invoice.amount,
-    currency: invoice.currency,
-    refundedAmount: invoice.refundedAmount ?? 0,
-    channel,
-    ...(eventId ? { eventId } : {}),
-  };
-}
-
-export type ObserveResult =
-  | { outcome: 'unknown_invoice' }
-  | { outcome: 'rejected'; reason: 'livemode_mismatch'; orderId: number }
-  | { outcome: 'duplicate'; orderId: number }
-  | {
-      outcome: 'recorded';
-      orderId: number;
-      from: OrderState;
-      to: OrderState | null;
-      vendQueued: boolean;
-      refundQueued: boolean;
-      /** The status is evidence about a refund (refunded / partially_refunded / canceled on a void). */
-      refundEvidence: boolean;
-    };
-
-export interface Ledger {
-  /**
-   * The only function that moves an order because of money. One synchronous transaction: records
-   * (invoice, status) once, applies the decision of the state table, queues the vend or the refund
-   * (through `vend/`), and writes the outbox rows. Safe to call any number of times from any
-   * channel, in any order.
-   */
-  observe(observation: Observation): ObserveResult;
-}
+/**
+ * The ledger: the real `ObservePort` (orders/observe-port.ts), the single merge point of every
+ * reading. money/ gives it to the order service and the refund worker, which do not import it.
+ */
+export type Ledger = ObservePort;
 
 export interface LedgerSettings {
   /** A payment first seen this long after the QR expired is refunded: the customer has gone. */

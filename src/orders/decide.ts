@@ -1,4 +1,4 @@
-import type { CanonicalStatus } from '../payments/types.js';
+import type { CanonicalStatus } from '../payments/index.js';
 import type { OrderState } from './state.js';
 
 /**

@@ -1,5 +1,6 @@
 export * from './state.js';
 export * from './decide.js';
+export type { ObservePort, ObserveResult } from './observe-port.js';
 export {
   createOrderRepository,
   idempotencyKeyFor,

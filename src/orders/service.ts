@@ -5,8 +5,7 @@ import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/types.js';
-import { ProviderError } from '../payments/types.js';
-import { observationOf, type Ledger } from '../ledger/index.js';
+import { observationOf, ProviderError } from '../payments/types.js';
 import type { Settings } from '../settings/index.js';
 import {
   createOrderRepository,
@@ -17,6 +16,7 @@ import {
   type OrderRow,
 } from './repository.js';
 import { IN_PROGRESS_STATES, isClosedUnpaid } from './decide.js';
+import type { ObservePort } from './observe-port.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
 const CLOCK_SLACK_MS = 5 * 60_000;
@@ -73,7 +73,8 @@ export interface OrderServiceDeps {
   logger: Logger;
   outbox: Outbox;
   provider: PaymentProvider;
-  ledger: Ledger;
+  /** Where a reading this service made (the create and cancel answers, a read) is recorded: the ledger. */
+  ledger: ObservePort;
   health: ProviderHealth;
   deviceId: string;
   dbId: string;

@@ -5,9 +5,8 @@ import type { Logger } from '../util/logger.js';
 import { errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { PaymentProvider } from '../payments/types.js';
-import { ProviderError } from '../payments/types.js';
-import { observationOf, type Ledger } from '../ledger/index.js';
-import { createOrderRepository, refundDoneByReading, refundStillOwed } from '../orders/index.js';
+import { observationOf, ProviderError } from '../payments/types.js';
+import { createOrderRepository, refundDoneByReading, refundStillOwed, type ObservePort } from '../orders/index.js';
 
 export interface RefundRow {
   invoice_id: string;
@@ -54,7 +53,7 @@ export interface RefundWorker {
  * read again). Unsettled for too long → alarm for a person.
  */
 export function createRefundWorker(
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger },
+  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: ObservePort },
   settings: RefundWorkerSettings,
 ): RefundWorker {
   const { db, clock, outbox, provider, ledger } = deps;
