@@ -5,13 +5,16 @@ import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Observation } from '../payments/types.js';
 import {
+  answerRuleFor,
   createOrderRepository,
+  createTransitions,
   decideObservation,
   isFinalReading,
   isMoneyStatus,
   isRefundEvidence,
   refundKindOfReading,
   type ObservePort,
+  type OurQuestion,
   type ObserveResult,
   type OrderState,
 } from '../orders/index.js';
@@ -26,6 +29,8 @@ export type { ObserveResult } from '../orders/index.js';
  */
 export type Ledger = ObservePort;
 
+const NO_DECISION = { to: null, queueVend: false, refund: null, alarm: null } as const;
+
 export interface LedgerSettings {
   /** A payment first seen this long after the QR expired is refunded: the customer has gone. */
   lateVendMs: number;
@@ -38,12 +43,13 @@ export function createLedger(
   const { db, clock, outbox } = deps;
   const log = deps.logger.child({ module: 'ledger' });
   const orders = createOrderRepository({ db, clock });
+  const transitions = createTransitions(orders);
   const isRestoredOrder = (orderId: number) => {
     const boundary = restoredBoundary(db, 'orders');
     return boundary !== null && orderId <= boundary;
   };
 
-  function observeInTransaction(observation: Observation): ObserveResult {
+  function observeInTransaction(observation: Observation, question?: OurQuestion): ObserveResult {
     const o = { ...observation, refundedAmount: observation.refundedAmount ?? 0 };
     const order = orders.getByInvoice(o.invoiceId);
     if (!order) return { outcome: 'unknown_invoice' };
@@ -71,21 +77,22 @@ export function createLedger(
         `INSERT INTO invoice_status_ledger (invoice_id, status, order_id, provider_status, channel, observed_at, evidence)
        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
       ).run(o.invoiceId, o.status, order.id, o.providerStatus, o.channel, now, evidence).changes === 1;
-    if (!inserted) {
-      return { outcome: 'duplicate', orderId: order.id };
-    }
-    outbox.event('payment.observed', {
-      orderId: order.id,
-      reference: order.reference,
-      invoiceId: o.invoiceId,
-      status: o.status,
-      channel: o.channel,
-    });
+    // A status seen before decides nothing again, unless the reading answers a question of ours.
+    if (!inserted && !question) return { outcome: 'duplicate', orderId: order.id };
+    if (inserted)
+      outbox.event('payment.observed', {
+        orderId: order.id,
+        reference: order.reference,
+        invoiceId: o.invoiceId,
+        status: o.status,
+        channel: o.channel,
+      });
     const refundEvidence = isRefundEvidence(o.status);
     const moneyStatus = isMoneyStatus(o.status);
 
     // A payment of an earlier attempt's invoice: the order has moved on, so the money goes back.
     if (order.invoice_id !== o.invoiceId) {
+      if (!inserted) return { outcome: 'duplicate', orderId: order.id };
       const rest = o.amount - o.refundedAmount;
       const refundQueued =
         moneyStatus &&
@@ -105,31 +112,29 @@ export function createLedger(
       return { outcome: 'recorded', orderId: order.id, from: order.state, to: null, vendQueued: false, refundQueued, refundEvidence };
     }
 
-    const decision = decideObservation(order.state, {
+    const facts = {
       status: o.status,
+      providerStatus: o.providerStatus,
       captureMode: order.capture_mode,
       amountMatches: o.amount === order.amount && o.currency === order.currency,
       paidAmount: o.amount,
       refundedAmount: o.refundedAmount,
       tooLateToServe: order.expires_at !== null && now > order.expires_at + settings.lateVendMs,
       restoredOrder: isRestoredOrder(order.id),
-    });
+    };
+    const answer = question ? answerRuleFor(order.state, facts, question) : null;
+    if (!answer && !inserted) return { outcome: 'duplicate', orderId: order.id };
+    const decision = answer ? { ...NO_DECISION, to: answer.to } : decideObservation(order.state, facts);
+    const history = answer ? answer.history : `${o.status} seen by ${o.channel}${decision.refund ? `: ${decision.refund.reason}` : ''}`;
     let to: OrderState | null = null;
-    if (
-      decision.to &&
-      orders.transition(
-        order.id,
-        order.state,
-        decision.to,
-        `${o.status} seen by ${o.channel}${decision.refund ? `: ${decision.refund.reason}` : ''}`,
-      )
-    ) {
+    if (decision.to && transitions.byReading(order, decision.to, history)) {
       to = decision.to;
       if (to === 'expired' || to === 'canceled')
         outbox.event(to === 'expired' ? 'order.expired' : 'order.canceled', {
           orderId: order.id,
           reference: order.reference,
-          by: 'provider',
+          // Closed at our request: the reason we asked; otherwise the provider closed it.
+          ...(question?.kind === 'close' && answer ? { reason: question.reason } : { by: 'provider' }),
         });
       if (to === 'paid' || to === 'authorized') outbox.count('orders_paid');
     }
@@ -188,8 +193,8 @@ export function createLedger(
   }
 
   return {
-    observe(observation) {
-      const result = inTransaction(db, () => observeInTransaction(observation));
+    observe(observation, question) {
+      const result = inTransaction(db, () => observeInTransaction(observation, question));
       if (result.outcome === 'recorded') {
         log.info(
           {

@@ -92,8 +92,8 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
 
   // Every channel observes through this: a queued vend or refund starts at once, not at the next tick.
   const ledger: Ledger = {
-    observe(observation) {
-      const result = baseLedger.observe(observation);
+    observe(observation, question) {
+      const result = baseLedger.observe(observation, question);
       if (result.outcome === 'recorded') {
         if (result.vendQueued) deps.crashPoint?.('after_ledger_commit');
         if (deps.runWorkersOnObserve !== false && !recovering) {
@@ -122,6 +122,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       outbox,
       actuator,
       provider,
+      ledger,
       crashPoint: deps.crashPoint,
       onChange: changed,
       onSettled: deps.onSettled,

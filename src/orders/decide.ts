@@ -374,3 +374,105 @@ export function observationRuleFor(state: OrderState, facts: ObservationFacts): 
 export function decideObservation(state: OrderState, facts: ObservationFacts): ObservationDecision {
   return observationRuleFor(state, facts)?.then(facts, state) ?? NOTHING;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Answers to a question of ours: a reading the service asked for with a purpose (our cancel, the
+// recovery of an interrupted vend, the read around a refund of ours). These rows are read before
+// OBSERVATION_RULES, and they decide even when the same status was recorded before (the question
+// is new even if the status is not); when none matches, a new reading goes on to the table above.
+// ---------------------------------------------------------------------------------------------
+
+/** Why the service read (or changed) the invoice; passed with the observation to `observe()`. */
+export type OurQuestion =
+  /** We asked the provider to cancel a waiting order (customer, replacement, expiry); its answer decides. */
+  | { kind: 'close'; as: 'canceled' | 'expired'; reason: string }
+  /** Start-up found a vend cut by a restart: before it is parked for a person, did the money go back? */
+  | { kind: 'interrupted_vend' }
+  /**
+   * The refund worker read the invoice around a refund of ours: before sending it, while checking
+   * an unknown outcome, or (a void) the cancel's own answer.
+   */
+  | { kind: 'refund'; refundKind: RefundKind; queuedAmount: number; stage: 'before_send' | 'check' | 'cancel_answer' };
+
+export interface AnswerFacts extends ObservationFacts {
+  /** The provider's own word, for the history line. */
+  providerStatus: string;
+}
+
+export interface AnswerRule {
+  name: string;
+  why: string;
+  question: OurQuestion['kind'];
+  states: readonly OrderState[];
+  /** Returns the history line when the row decides, or null when it does not match. */
+  decide: (facts: AnswerFacts, question: OurQuestion) => { to: OrderState; history: string } | null;
+}
+
+export const ANSWER_RULES: readonly AnswerRule[] = [
+  {
+    name: 'our-cancel-closes-the-order',
+    why: 'the provider confirmed our cancel: the order closes as we asked (canceled, or expired when its time ran out)',
+    question: 'close',
+    states: WAITING,
+    decide: (f, q) => (q.kind === 'close' && isClosedUnpaid(f.status) ? { to: q.as, history: q.reason } : null),
+  },
+  {
+    name: 'interrupted-vend-money-already-back',
+    why: 'a vend cut by a restart whose money the provider shows already back is settled as refunded, not parked for a person',
+    question: 'interrupted_vend',
+    states: ['vending'],
+    decide: (f) => {
+      const why = moneyBackBeforeInterruptedVend(f.captureMode, f);
+      return why ? { to: 'refunded', history: `interrupted vend: ${why}` } : null;
+    },
+  },
+  {
+    name: 'our-refund-already-back-before-send',
+    why: 'the read before a refund of ours shows the money back already (elsewhere, or a refund whose record a power cut lost): nothing is sent',
+    question: 'refund',
+    states: ['refunding'],
+    decide: (f, q) =>
+      q.kind === 'refund' &&
+      q.stage === 'before_send' &&
+      refundStillOwed(q.refundKind, { status: f.status, amount: f.paidAmount, refundedAmount: f.refundedAmount }, q.queuedAmount) === null
+        ? {
+            to: 'refunded',
+            history: q.refundKind === 'void' ? 'authorization already canceled at the provider' : 'already refunded at the provider',
+          }
+        : null,
+  },
+  {
+    name: 'our-refund-seen-done',
+    why: 'a refund of ours with an unknown outcome is done when the invoice reads refunded (a void: canceled or expired)',
+    question: 'refund',
+    states: ['refunding'],
+    decide: (f, q) =>
+      q.kind === 'refund' && q.stage === 'check' && refundDoneByReading(q.refundKind, f.status)
+        ? { to: 'refunded', history: `invoice is ${f.status}` }
+        : null,
+  },
+  {
+    name: 'our-void-answered-canceled',
+    why: 'the cancel that voids a held authorization answered canceled or expired: the money is back',
+    question: 'refund',
+    states: ['refunding'],
+    decide: (f, q) =>
+      q.kind === 'refund' && q.stage === 'cancel_answer' && refundDoneByReading('void', f.status)
+        ? { to: 'refunded', history: 'authorization canceled' }
+        : null,
+  },
+];
+
+/** The answer row that decides this reading of ours, with its move, or null (the observation table decides a new reading). */
+export function answerRuleFor(
+  state: OrderState,
+  facts: AnswerFacts,
+  question: OurQuestion,
+): { rule: AnswerRule; to: OrderState; history: string } | null {
+  for (const rule of ANSWER_RULES) {
+    if (rule.question !== question.kind || !rule.states.includes(state)) continue;
+    const decided = rule.decide(facts, question);
+    if (decided) return { rule, ...decided };
+  }
+  return null;
+}

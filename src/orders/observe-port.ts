@@ -1,4 +1,5 @@
 import type { Observation } from '../payments/index.js';
+import type { OurQuestion } from './decide.js';
 import type { OrderState } from './state.js';
 
 /**
@@ -27,7 +28,9 @@ export interface ObservePort {
    * The only function that moves an order because of money. One synchronous transaction: records
    * (invoice, status) once, applies the decision of the observation table (orders/decide.ts),
    * queues the vend or the refund, and writes the outbox rows. Safe to call any number of times
-   * from any channel, in any order.
+   * from any channel, in any order. `question`: the reading answers a question of ours (our cancel,
+   * an interrupted vend, a refund of ours); its rows (ANSWER_RULES) decide first, even when the
+   * status was recorded before.
    */
-  observe(observation: Observation): ObserveResult;
+  observe(observation: Observation, question?: OurQuestion): ObserveResult;
 }

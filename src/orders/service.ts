@@ -15,7 +15,8 @@ import {
   type OrderRepository,
   type OrderRow,
 } from './repository.js';
-import { IN_PROGRESS_STATES, isClosedUnpaid } from './decide.js';
+import { IN_PROGRESS_STATES } from './decide.js';
+import { createTransitions } from './transitions.js';
 import type { ObservePort } from './observe-port.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
@@ -141,6 +142,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   const { db, clock, outbox, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'orders' });
   const repo = createOrderRepository({ db, clock });
+  const transitions = createTransitions(repo);
   const crash = deps.crashPoint ?? (() => {});
   const changed = () => deps.onChange?.();
   /** A create is cancelling the waiting order it replaces (an await before its insert). */
@@ -219,7 +221,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
 
   function fail(order: OrderRow, code: string, message: string): void {
     inTransaction(db, () => {
-      if (repo.transition(order.id, 'creating', 'failed', message, { errorCode: code, errorMessage: message })) {
+      if (transitions.creationFailed(order, code, message)) {
         outbox.event('order.failed', { orderId: order.id, reference: order.reference, code, message });
       }
     });
@@ -306,9 +308,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   function attach(order: OrderRow, invoice: Invoice): OrderRow {
     inTransaction(db, () => {
       repo.attachInvoice(order.id, invoice);
-      if (
-        repo.transition(order.id, 'creating', 'awaiting_payment', invoice.replayed ? 'invoice recovered (replayed key)' : 'invoice created')
-      ) {
+      if (transitions.invoiceAttached(order, invoice.replayed === true)) {
         outbox.event('invoice.created', {
           orderId: order.id,
           reference: order.reference,
@@ -334,23 +334,12 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   async function closeAtProvider(order: OrderRow, to: 'canceled' | 'expired', reason: string): Promise<OrderRow> {
     const invoice = await provider.cancelInvoice(order.invoice_id!);
     health.ok();
-    if (isClosedUnpaid(invoice.status)) closeUnpaid(order, to, reason);
-    ledger.observe(observationOf(invoice, to === 'expired' ? 'expiry' : 'cancel'));
+    // The answer is a reading like any other: the ledger closes the order as asked when it says
+    // canceled or expired (decide.ts, our-cancel-closes-the-order), and vends it when it says paid.
+    const result = ledger.observe(observationOf(invoice, to === 'expired' ? 'expiry' : 'cancel'), { kind: 'close', as: to, reason });
+    if (result.outcome === 'recorded' && result.from === order.state && result.to === to) deps.onClosedUnpaid?.(order, reason);
     changed();
     return repo.get(order.id)!;
-  }
-
-  function closeUnpaid(order: OrderRow, to: 'canceled' | 'expired', reason: string): boolean {
-    const closed = inTransaction(db, () => {
-      if (!repo.transition(order.id, order.state, to, reason)) return false;
-      outbox.event(to === 'expired' ? 'order.expired' : 'order.canceled', { orderId: order.id, reference: order.reference, reason });
-      return true;
-    });
-    if (closed) {
-      deps.onClosedUnpaid?.(order, reason);
-      changed();
-    }
-    return closed;
   }
 
   /** Reads a waiting order's invoice and lets the ledger decide; false when the provider did not answer. */

@@ -6,7 +6,7 @@ import { errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { PaymentProvider } from '../payments/types.js';
 import { observationOf, ProviderError } from '../payments/types.js';
-import { createOrderRepository, refundDoneByReading, refundStillOwed, type ObservePort } from '../orders/index.js';
+import { createOrderRepository, createTransitions, refundDoneByReading, refundStillOwed, type ObservePort } from '../orders/index.js';
 
 export interface RefundRow {
   invoice_id: string;
@@ -59,6 +59,7 @@ export function createRefundWorker(
   const { db, clock, outbox, provider, ledger } = deps;
   const log = deps.logger.child({ module: 'refunds' });
   const orders = createOrderRepository({ db, clock });
+  const transitions = createTransitions(orders);
   let running: Promise<void> | null = null;
   let stopped = false;
 
@@ -79,9 +80,9 @@ export function createRefundWorker(
       if (!current || current.state === 'succeeded') return;
       update(row.invoice_id, { state: 'succeeded', last_error: null });
       const order = orders.get(row.order_id);
-      if (order && order.state === 'refunding' && order.invoice_id === row.invoice_id) {
-        orders.transition(order.id, 'refunding', 'refunded', detail);
-      }
+      // A reading that showed the money back has moved the order already (through observe()); the
+      // provider's answer to our refund itself moves it here.
+      if (order && order.state === 'refunding' && order.invoice_id === row.invoice_id) transitions.refundCompleted(order, detail);
       outbox.clearAlarm(`refund_unknown/${row.order_id}`);
       outbox.event('refund.succeeded', { orderId: row.order_id, invoiceId: row.invoice_id, kind: row.kind, amount: row.amount });
       outbox.count('refunds_succeeded');
@@ -96,7 +97,12 @@ export function createRefundWorker(
    */
   async function stillOwed(row: RefundRow): Promise<number | null> {
     const invoice = await provider.getInvoice(row.invoice_id);
-    ledger.observe(observationOf(invoice, 'refund'));
+    ledger.observe(observationOf(invoice, 'refund'), {
+      kind: 'refund',
+      refundKind: row.kind,
+      queuedAmount: row.amount,
+      stage: 'before_send',
+    });
     const owed = refundStillOwed(row.kind, invoice, row.amount);
     if (owed === null)
       complete(row, row.kind === 'void' ? 'authorization already canceled at the provider' : 'already refunded at the provider');
@@ -133,6 +139,12 @@ export function createRefundWorker(
     try {
       if (row.kind === 'void') {
         const invoice = await provider.cancelInvoice(row.invoice_id);
+        ledger.observe(observationOf(invoice, 'refund'), {
+          kind: 'refund',
+          refundKind: 'void',
+          queuedAmount: row.amount,
+          stage: 'cancel_answer',
+        });
         if (refundDoneByReading('void', invoice.status)) return complete(row, 'authorization canceled');
         return markUnknown(row, `after cancel the invoice is ${invoice.status}`, 'pending');
       }
@@ -180,7 +192,12 @@ export function createRefundWorker(
         if (result.status === 'failed') return fail(row, result.detail ?? 'provider refused the refund', result.refundId);
       } else {
         const invoice = await provider.getInvoice(row.invoice_id);
-        ledger.observe(observationOf(invoice, 'refund'));
+        ledger.observe(observationOf(invoice, 'refund'), {
+          kind: 'refund',
+          refundKind: row.kind,
+          queuedAmount: row.amount,
+          stage: 'check',
+        });
         if (refundDoneByReading(row.kind, invoice.status)) return complete(row, `invoice is ${invoice.status}`);
       }
     } catch (err) {

@@ -8,7 +8,15 @@ import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
 
 function setup(core: Core, actuator: Actuator, overrides: { vendTimeoutMs?: number; notPassed?: 'refund' | 'keep' } = {}) {
   const vend = createVendRunner(
-    { db: core.db, clock: core.clock, logger: core.logger, outbox: core.outbox, actuator, provider: core.fake.provider },
+    {
+      db: core.db,
+      clock: core.clock,
+      logger: core.logger,
+      outbox: core.outbox,
+      actuator,
+      provider: core.fake.provider,
+      ledger: core.ledger,
+    },
     { mode: 'vending', vendTimeoutMs: overrides.vendTimeoutMs ?? 2_000, notPassedPolicy: overrides.notPassed ?? 'refund' },
   );
   const refunds = createRefundWorker(
