@@ -12,6 +12,10 @@ import {
   isOpen,
   isRefundEvidence,
   LIVE_STATES,
+  ANSWER_RULES,
+  answerRuleFor,
+  type AnswerFacts,
+  type OurQuestion,
   moneyBackBeforeInterruptedVend,
   OBSERVATION_RULES,
   observationRuleFor,
@@ -321,5 +325,76 @@ describe('the money rules beside the table', () => {
     expect(settleVendOutcome('failed', 'refund')).toBe('failed');
     expect(settleVendOutcome('unknown', 'refund')).toBe('uncertain');
     expect(settleVendOutcome('unknown', 'keep')).toBe('uncertain');
+  });
+});
+
+describe('answers to a question of ours', () => {
+  const QUESTIONS: OurQuestion[] = [
+    { kind: 'close', as: 'canceled', reason: 'canceled by customer' },
+    { kind: 'close', as: 'expired', reason: 'not paid in time' },
+    { kind: 'interrupted_vend' },
+    ...(['refund', 'void'] as const).flatMap((refundKind) =>
+      (['before_send', 'check', 'cancel_answer'] as const).map((stage) => ({
+        kind: 'refund' as const,
+        refundKind,
+        queuedAmount: PAID,
+        stage,
+      })),
+    ),
+  ];
+  const answerFacts = (f: ObservationFacts): AnswerFacts => ({ ...f, providerStatus: `word-${f.status}` });
+
+  /** Written out independently of the rows: the move each question's answer makes, or null. */
+  function expectedAnswer(state: OrderState, f: ObservationFacts, q: OurQuestion): OrderState | null {
+    const closedUnpaid = f.status === 'canceled' || f.status === 'expired';
+    switch (q.kind) {
+      case 'close':
+        return state === 'awaiting_payment' && closedUnpaid ? q.as : null;
+      case 'interrupted_vend':
+        return state === 'vending' && (f.status === 'refunded' || (f.captureMode === 'manual' && closedUnpaid)) ? 'refunded' : null;
+      case 'refund': {
+        if (state !== 'refunding') return null;
+        const voidDone = closedUnpaid;
+        if (q.stage === 'cancel_answer') return voidDone ? 'refunded' : null;
+        if (q.refundKind === 'void') return voidDone ? 'refunded' : null;
+        if (q.stage === 'check') return f.status === 'refunded' ? 'refunded' : null;
+        return f.status === 'refunded' || f.paidAmount - f.refundedAmount <= 0 ? 'refunded' : null;
+      }
+    }
+  }
+
+  it('every question × state × fact combination: the answer rows move exactly as written out, and only forward', () => {
+    for (const q of QUESTIONS)
+      for (const [state, f] of everyCase()) {
+        const answer = answerRuleFor(state, answerFacts(f), q);
+        expect(answer?.to ?? null, `${JSON.stringify(q)} ${state} ${JSON.stringify(f)}`).toBe(expectedAnswer(state, f, q));
+        if (answer) {
+          expect(canTransition(state, answer.to)).toBe(true);
+          expect(answer.rule.question).toBe(q.kind);
+          expect(answer.history.length).toBeGreaterThan(0);
+        }
+      }
+  });
+
+  it('each answer row is named, reached, and writes the history line the order shows', () => {
+    const reached = new Map<string, Set<string>>();
+    for (const q of QUESTIONS)
+      for (const [state, f] of everyCase()) {
+        const answer = answerRuleFor(state, answerFacts(f), q);
+        if (answer) reached.set(answer.rule.name, (reached.get(answer.rule.name) ?? new Set()).add(answer.history));
+      }
+    expect([...reached.keys()].sort()).toEqual(ANSWER_RULES.map((rule) => rule.name).sort());
+    expect(reached.get('our-cancel-closes-the-order')).toEqual(new Set(['canceled by customer', 'not paid in time']));
+    expect(reached.get('interrupted-vend-money-already-back')).toEqual(
+      new Set([
+        'interrupted vend: the invoice is already refunded at the provider',
+        'interrupted vend: the authorization is already word-canceled at the provider',
+        'interrupted vend: the authorization is already word-expired at the provider',
+      ]),
+    );
+    expect(reached.get('our-refund-already-back-before-send')).toEqual(
+      new Set(['already refunded at the provider', 'authorization already canceled at the provider']),
+    );
+    expect(reached.get('our-void-answered-canceled')).toEqual(new Set(['authorization canceled']));
   });
 });
