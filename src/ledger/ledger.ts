@@ -4,7 +4,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { CanonicalStatus, Invoice } from '../payments/types.js';
-import { createOrderRepository, decideObservation, isFinalReading, type OrderState } from '../orders/index.js';
+import { decideObservation, isFinalReading, type OrderRepository, type OrderState } from '../orders/index.js';
 import { queueRefundFor, queueVendFor, refundExists } from '../vend/queue.js';
 
 export type Channel = 'poll' | 'webhook' | 'backfill' | 'create' | 'replay' | 'refund' | 'expiry' | 'cancel' | 'recovery' | 'reconcile';
@@ -70,12 +70,12 @@ export interface LedgerSettings {
 }
 
 export function createLedger(
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox },
+  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; orderRepository: OrderRepository },
   settings: LedgerSettings = { lateVendMs: 120_000 },
 ): Ledger {
   const { db, clock, outbox } = deps;
   const log = deps.logger.child({ module: 'ledger' });
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
   const isRestoredOrder = (orderId: number) => {
     const boundary = restoredBoundary(db, 'orders');
     return boundary !== null && orderId <= boundary;

@@ -8,14 +8,7 @@ import type { Invoice, PaymentProvider } from '../payments/types.js';
 import { ProviderError } from '../payments/types.js';
 import { observationOf, type Ledger } from '../ledger/index.js';
 import type { Settings } from '../settings/index.js';
-import {
-  createOrderRepository,
-  type CreateRequestFields,
-  type OrderHistoryEntry,
-  type OrderListFilter,
-  type OrderRepository,
-  type OrderRow,
-} from './repository.js';
+import type { CreateRequestFields, OrderHistoryEntry, OrderListFilter, OrderRepository, OrderRow } from './repository.js';
 import { IN_PROGRESS_STATES } from './state.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
@@ -72,6 +65,8 @@ export interface OrderServiceDeps {
   clock: Clock;
   logger: Logger;
   outbox: Outbox;
+  /** The process's one order repository; `repo` below is this one. */
+  orderRepository: OrderRepository;
   provider: PaymentProvider;
   ledger: Ledger;
   health: ProviderHealth;
@@ -139,7 +134,7 @@ export interface OrderService {
 export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
   const { db, clock, outbox, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'orders' });
-  const repo = createOrderRepository({ db, clock });
+  const repo = deps.orderRepository;
   const crash = deps.crashPoint ?? (() => {});
   const changed = () => deps.onChange?.();
   /** A create is cancelling the waiting order it replaces (an await before its insert). */

@@ -7,7 +7,7 @@ import type { Outbox } from '../outbox/index.js';
 import type { PaymentProvider } from '../payments/types.js';
 import { ProviderError } from '../payments/types.js';
 import { observationOf, type Ledger } from '../ledger/index.js';
-import { createOrderRepository } from '../orders/index.js';
+import type { OrderRepository } from '../orders/index.js';
 
 export interface RefundRow {
   invoice_id: string;
@@ -54,12 +54,20 @@ export interface RefundWorker {
  * read again). Unsettled for too long → alarm for a person.
  */
 export function createRefundWorker(
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger },
+  deps: {
+    db: Db;
+    clock: Clock;
+    logger: Logger;
+    outbox: Outbox;
+    orderRepository: OrderRepository;
+    provider: PaymentProvider;
+    ledger: Ledger;
+  },
   settings: RefundWorkerSettings,
 ): RefundWorker {
   const { db, clock, outbox, provider, ledger } = deps;
   const log = deps.logger.child({ module: 'refunds' });
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
   let running: Promise<void> | null = null;
   let stopped = false;
 

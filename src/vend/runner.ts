@@ -6,7 +6,7 @@ import { errorMessage, ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Actuator, VendOutcome, VendRequest } from '../hardware/index.js';
 import { ProviderError, type PaymentProvider } from '../payments/types.js';
-import { createOrderRepository, type OrderRow } from '../orders/index.js';
+import type { OrderRepository, OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 import { createSettlement } from './settlement.js';
 
@@ -31,6 +31,7 @@ export interface VendRunnerDeps {
   clock: Clock;
   logger: Logger;
   outbox: Outbox;
+  orderRepository: OrderRepository;
   actuator: Actuator;
   provider: PaymentProvider;
   /** Test-only crash points (the process SIGKILLs itself); a no-op in production. */
@@ -86,9 +87,9 @@ export interface VendRunner {
 export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSettings): VendRunner {
   const { db, clock, outbox, actuator, provider } = deps;
   const log = deps.logger.child({ module: 'vend' });
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
   const jobs = createVendJobRepository(db);
-  const settlement = createSettlement({ db, clock, outbox });
+  const settlement = createSettlement({ db, clock, outbox, orderRepository: orders });
   const { queueRefund, markUncertain } = settlement;
   const crash = deps.crashPoint ?? (() => {});
   let running: Promise<void> | null = null;
