@@ -6,7 +6,6 @@ import type { Outbox } from '../outbox/index.js';
 import type { Observation } from '../payments/types.js';
 import {
   answerRuleFor,
-  createOrderRepository,
   createTransitions,
   decideObservation,
   isFinalReading,
@@ -16,6 +15,7 @@ import {
   type ObservePort,
   type OurQuestion,
   type ObserveResult,
+  type OrderRepository,
   type OrderState,
 } from '../orders/index.js';
 import { queueRefundFor, queueVendFor, refundExists } from '../vend/queue.js';
@@ -37,12 +37,12 @@ export interface LedgerSettings {
 }
 
 export function createLedger(
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox },
+  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; orderRepository: OrderRepository },
   settings: LedgerSettings = { lateVendMs: 120_000 },
 ): Ledger {
   const { db, clock, outbox } = deps;
   const log = deps.logger.child({ module: 'ledger' });
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
   const transitions = createTransitions(orders);
   const isRestoredOrder = (orderId: number) => {
     const boundary = restoredBoundary(db, 'orders');

@@ -7,14 +7,7 @@ import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/types.js';
 import { observationOf, ProviderError } from '../payments/types.js';
 import type { Settings } from '../settings/index.js';
-import {
-  createOrderRepository,
-  type CreateRequestFields,
-  type OrderHistoryEntry,
-  type OrderListFilter,
-  type OrderRepository,
-  type OrderRow,
-} from './repository.js';
+import type { CreateRequestFields, OrderHistoryEntry, OrderListFilter, OrderRepository, OrderRow } from './repository.js';
 import { IN_PROGRESS_STATES } from './decide.js';
 import { createTransitions } from './transitions.js';
 import type { ObservePort } from './observe-port.js';
@@ -73,6 +66,8 @@ export interface OrderServiceDeps {
   clock: Clock;
   logger: Logger;
   outbox: Outbox;
+  /** The process's one order repository; `repo` below is this one. */
+  orderRepository: OrderRepository;
   provider: PaymentProvider;
   /** Where a reading this service made (the create and cancel answers, a read) is recorded: the ledger. */
   ledger: ObservePort;
@@ -141,7 +136,7 @@ export interface OrderService {
 export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
   const { db, clock, outbox, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'orders' });
-  const repo = createOrderRepository({ db, clock });
+  const repo = deps.orderRepository;
   const transitions = createTransitions(repo);
   const crash = deps.crashPoint ?? (() => {});
   const changed = () => deps.onChange?.();

@@ -6,7 +6,7 @@ import { errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { PaymentProvider } from '../payments/types.js';
 import { observationOf, ProviderError } from '../payments/types.js';
-import { createOrderRepository, createTransitions, refundDoneByReading, refundStillOwed, type ObservePort } from '../orders/index.js';
+import { createTransitions, refundDoneByReading, refundStillOwed, type ObservePort, type OrderRepository } from '../orders/index.js';
 
 export interface RefundRow {
   invoice_id: string;
@@ -53,12 +53,20 @@ export interface RefundWorker {
  * read again). Unsettled for too long → alarm for a person.
  */
 export function createRefundWorker(
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: ObservePort },
+  deps: {
+    db: Db;
+    clock: Clock;
+    logger: Logger;
+    outbox: Outbox;
+    orderRepository: OrderRepository;
+    provider: PaymentProvider;
+    ledger: ObservePort;
+  },
   settings: RefundWorkerSettings,
 ): RefundWorker {
   const { db, clock, outbox, provider, ledger } = deps;
   const log = deps.logger.child({ module: 'refunds' });
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
   const transitions = createTransitions(orders);
   let running: Promise<void> | null = null;
   let stopped = false;

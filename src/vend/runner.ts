@@ -8,12 +8,12 @@ import type { Actuator, VendOutcome, VendRequest } from '../hardware/index.js';
 import { observationOf, ProviderError, type PaymentProvider } from '../payments/types.js';
 import {
   captureOutcome,
-  createOrderRepository,
   createTransitions,
   moneyBackBeforeInterruptedVend,
   settleVendOutcome,
   type CaptureOutcome,
   type ObservePort,
+  type OrderRepository,
   type OrderRow,
 } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
@@ -40,6 +40,7 @@ export interface VendRunnerDeps {
   clock: Clock;
   logger: Logger;
   outbox: Outbox;
+  orderRepository: OrderRepository;
   actuator: Actuator;
   provider: PaymentProvider;
   /** Where a reading the runner makes (recovery of an interrupted vend) is recorded and decided: the ledger. */
@@ -97,10 +98,10 @@ export interface VendRunner {
 export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSettings): VendRunner {
   const { db, clock, outbox, actuator, provider } = deps;
   const log = deps.logger.child({ module: 'vend' });
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
   const transitions = createTransitions(orders);
   const jobs = createVendJobRepository(db);
-  const settlement = createSettlement({ db, clock, outbox });
+  const settlement = createSettlement({ db, clock, outbox, orderRepository: orders });
   const { queueRefund, markUncertain } = settlement;
   const crash = deps.crashPoint ?? (() => {});
   let running: Promise<void> | null = null;

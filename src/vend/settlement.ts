@@ -4,7 +4,7 @@ import type { Clock } from '../util/clock.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import { queueRefundFor } from './queue.js';
-import { createOrderRepository, createTransitions, refundKindOfOrder, type OrderRow } from '../orders/index.js';
+import { createTransitions, refundKindOfOrder, type OrderRepository, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 
 /** Settlement decisions, as the runner, `vendgate resolve` and the MQTT commands use them. */
@@ -29,9 +29,9 @@ export interface Settlement {
  * Decisions about a vend that are pure database work: queue a refund, park an uncertain vend, and a
  * person's settlement of one. Shared by the runner, the CLI (`vendgate resolve`) and MQTT commands.
  */
-export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox }): Settlement {
+export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox; orderRepository: OrderRepository }): Settlement {
   const { db, clock, outbox } = deps;
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
   const transitions = createTransitions(orders);
   const jobs = createVendJobRepository(db);
 

@@ -13,6 +13,7 @@ function setup(core: Core, actuator: Actuator, overrides: { vendTimeoutMs?: numb
       clock: core.clock,
       logger: core.logger,
       outbox: core.outbox,
+      orderRepository: core.orderRepository,
       actuator,
       provider: core.fake.provider,
       ledger: core.ledger,
@@ -20,7 +21,15 @@ function setup(core: Core, actuator: Actuator, overrides: { vendTimeoutMs?: numb
     { mode: 'vending', vendTimeoutMs: overrides.vendTimeoutMs ?? 2_000, notPassedPolicy: overrides.notPassed ?? 'refund' },
   );
   const refunds = createRefundWorker(
-    { db: core.db, clock: core.clock, logger: core.logger, outbox: core.outbox, provider: core.fake.provider, ledger: core.ledger },
+    {
+      db: core.db,
+      clock: core.clock,
+      logger: core.logger,
+      outbox: core.outbox,
+      orderRepository: core.orderRepository,
+      provider: core.fake.provider,
+      ledger: core.ledger,
+    },
     { checkIntervalMs: 1_000, unknownAlarmMs: 60_000 },
   );
   return { vend, refunds };
@@ -169,7 +178,7 @@ describe('vend runner', () => {
       scripted(() => ({ result: 'vended' })),
     );
     await vend.recover();
-    const settlement = createSettlement({ db: core.db, clock: core.clock, outbox: core.outbox });
+    const settlement = createSettlement({ db: core.db, clock: core.clock, outbox: core.outbox, orderRepository: core.orderRepository });
     expect(settlement.resolve(order.id, false, 'test').state).toBe('refunding');
     expect(core.outbox.openAlarms()).toEqual([]);
     expect(() => settlement.resolve(order.id, true, 'test')).toThrow(/only vend_uncertain/);
