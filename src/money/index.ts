@@ -9,6 +9,7 @@ import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Settings } from '../settings/index.js';
 import type { Actuator } from '../hardware/index.js';
+import { staticCatalog } from '../catalog/index.js';
 import type { PaymentProvider } from '../payments/types.js';
 import { createLedger, createReconciler, type Ledger, type Reconciler } from '../ledger/index.js';
 import {
@@ -170,7 +171,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       crashPoint,
       onChange: changed,
       onClosedUnpaid: events.closedUnpaid,
-      ...(deps.catalog ? { catalog: deps.catalog } : {}),
+      catalog: deps.catalog ?? staticCatalog(settings.device.catalog),
     },
     settings,
   );
