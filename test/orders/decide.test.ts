@@ -12,6 +12,8 @@ import {
   isOpen,
   isRefundEvidence,
   LIVE_STATES,
+  mayClaimVend,
+  operatorMayRefund,
   ANSWER_RULES,
   answerRuleFor,
   type AnswerFacts,
@@ -237,6 +239,15 @@ describe('which states count for which question', () => {
     expect(SERVICE_AT_WORK_STATES).toEqual(['paid', 'authorized', 'vending', 'refunding']);
     expect(HOLDS_THE_MACHINE_STATES).toEqual(['creating', 'awaiting_payment', 'paid', 'authorized', 'vending']);
     expect(LIVE_STATES).toEqual(['creating', 'awaiting_payment', 'paid', 'authorized', 'vending', 'refunding']);
+  });
+
+  it('a vend is claimed only for a paid (or held) order; an operator refunds paid, held or vended orders, and the state table agrees', () => {
+    expect(ORDER_STATES.filter(mayClaimVend)).toEqual(['paid', 'authorized']);
+    expect(ORDER_STATES.filter(operatorMayRefund)).toEqual(['paid', 'authorized', 'vended']);
+    for (const state of ORDER_STATES) {
+      if (mayClaimVend(state)) expect(canTransition(state, 'vending')).toBe(true);
+      if (operatorMayRefund(state)) expect(canTransition(state, 'refunding')).toBe(true);
+    }
   });
 
   it('open and final states are as the state machine has them', () => {
