@@ -75,7 +75,7 @@ export async function startCommand(
         const payUrl = order?.payUrl;
         if (!order || !payUrl || order.state !== 'awaiting_payment' || shown.has(order.orderId)) return;
         shown.add(order.orderId);
-        // Loaded on the first order, not at start-up (issue 18: start-up to ready).
+        // Loaded on the first order, not at start-up: start-up to ready stays short.
         import('qrcode')
           .then((qrcode) => qrcode.toString(payUrl, { type: 'terminal', small: true }))
           .then((qr) => print(io.stderr, `\nOrder ${order.reference}: ${order.amount} ${order.currency} — pay at ${order.payUrl}\n${qr}`))

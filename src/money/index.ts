@@ -91,7 +91,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
   const log = logger.child({ module: 'money' });
   // The screen and MQTT hear of a change at the next turn of the event loop, once however many steps
   // changed something in this one (observed, claimed): the vend being fired and the webhook being
-  // answered never wait while the screen's state is computed and sent (issue 18: nothing on the paid →
+  // answered never wait while the screen's state is computed and sent (nothing on the paid →
   // actuation path waits behind work that can wait).
   let changePending: NodeJS.Immediate | null = null;
   const changed = () => {
