@@ -4,7 +4,7 @@ import { createServiceLogger, pickLogFormat } from '../util/logger.js';
 import { nodeSupport, maintainedNodeLines } from '../util/node-support.js';
 import { describeStartError } from './start-errors.js';
 import { buildInfo } from '../version.js';
-import { type CliIo, EXIT, print, UsageError } from './io.js';
+import { type CliIo, EXIT, print, serveUntilStopped, UsageError } from './io.js';
 
 /** `--lan`: the sandbox pay page on the LAN (its own port, 8090 unless the settings name one). */
 function withLanPayPage(settings: Readonly<Settings>): Readonly<Settings> {
@@ -82,10 +82,5 @@ export async function startCommand(
           .catch(() => {});
       });
   }
-  io.notify('READY=1');
-  const signal = await io.stopSignal;
-  logger.info({ signal }, 'stop requested');
-  io.notify('STOPPING=1');
-  await app.stop();
-  return EXIT.OK;
+  return serveUntilStopped(io, logger, () => app.stop());
 }
