@@ -1,13 +1,16 @@
 import type { Settings } from '../settings/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Outbox } from '../outbox/index.js';
-import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth } from '../orders/index.js';
-import type { DeviceState, KioskDeps, SandboxPayments } from '../kiosk/index.js';
+import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth, type ScreenPhase } from '../orders/index.js';
+import type { DeviceState, KioskDeps, Phase, SandboxPayments } from '../kiosk/index.js';
 import type { Metrics } from '../metrics/index.js';
 import type { DeviceTelemetry } from '../mqtt/index.js';
 import type { Catalog } from '../catalog/index.js';
 import type { Availability } from './availability.js';
 import type { StateChanges } from './state-changes.js';
+
+/** The kiosk's phases and the order view's are one set: a phase added on one side only does not compile. */
+export const SAME_PHASES: [Phase] extends [ScreenPhase] ? ([ScreenPhase] extends [Phase] ? true : never) : never = true;
 
 /** Exactly what the screen's view reads and the kiosk's ports call. */
 export interface DeviceViewDeps {

@@ -296,7 +296,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     log.info({ url: redactUrl(url), clientId: options.clientId, base: topics.base }, 'MQTT starting');
     // After start() has returned and READY=1 is out: the mqtt library builds its transports at the
     // first connect (~75 ms of start-up on the build machine, more on a Pi), and nothing of the money
-    // path needs the broker (issue 18, start-up).
+    // path needs the broker: start-up to ready does not wait for it.
     setImmediate(connect);
   }
 
