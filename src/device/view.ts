@@ -16,9 +16,7 @@ export const SAME_PHASES: [Phase] extends [ScreenPhase] ? ([ScreenPhase] extends
 export interface DeviceViewDeps {
   settings: Pick<Readonly<Settings>, 'device' | 'kiosk' | 'provider'>;
   clock: Clock;
-  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel'> & {
-    repo: Pick<OrderService['repo'], 'latest' | 'countByState'>;
-  };
+  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel' | 'latest' | 'countByState'>;
   health: Pick<ProviderHealth, 'reachable' | 'lastError'>;
   availability: Pick<Availability, 'reason' | 'isAvailable'>;
   outbox: Pick<Outbox, 'counters' | 'depth' | 'openAlarms'>;
@@ -52,7 +50,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
     const now = clock.now();
     const reason = availability.reason();
     const { phase, order } = screenPhase({
-      latest: orders.repo.latest(),
+      latest: orders.latest(),
       now,
       resultScreenMs: settings.kiosk.resultScreenSec * 1000,
       outOfService: reason,
@@ -93,7 +91,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
 
   function telemetry(): DeviceTelemetry {
     const byState: Record<string, number> = Object.fromEntries(ORDER_STATES.map((s) => [s, 0]));
-    for (const row of orders.repo.countByState()) byState[row.state] = row.n;
+    for (const row of orders.countByState()) byState[row.state] = row.n;
     const lastPollAt = deps.poller.lastPollAt();
     return {
       uptimeSec: Math.round((clock.now() - deps.startedAt) / 1000),

@@ -6,6 +6,7 @@
 import { databaseId } from '../store/index.js';
 import type { Settings } from '../settings/index.js';
 import type { Actuator } from '../hardware/index.js';
+import { staticCatalog } from '../catalog/index.js';
 import { createLedger, createReconciler, type Ledger, type Reconciler } from '../ledger/index.js';
 import { createOrderService, type CatalogPort, type OrderRow, type OrderService, type OrderServiceDeps } from '../orders/index.js';
 import { createRefundWorker, createVendRunner, type RefundWorker, type VendRunner } from '../vend/index.js';
@@ -98,8 +99,8 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
 
   // Every channel observes through this: a queued vend or refund starts at once, not at the next tick.
   const ledger: Ledger = {
-    observe(observation) {
-      const result = baseLedger.observe(observation);
+    observe(observation, question) {
+      const result = baseLedger.observe(observation, question);
       if (result.outcome === 'recorded') {
         if (result.vendQueued) crashPoint?.('after_ledger_commit');
         if (runWorkersOnObserve && !recovering) {
@@ -128,6 +129,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       orderRepository,
       actuator,
       provider,
+      ledger,
       crashPoint,
       onChange: changed,
       onSettled: events.vendSettled,
@@ -155,7 +157,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       crashPoint,
       onChange: changed,
       onClosedUnpaid: events.closedUnpaid,
-      ...(deps.catalog ? { catalog: deps.catalog } : {}),
+      catalog: deps.catalog ?? staticCatalog(settings.device.catalog),
     },
     settings,
   );

@@ -35,6 +35,7 @@ async function vendedOrder(c: Core, slot: string) {
       orderRepository: c.orderRepository,
       actuator: machine,
       provider: c.fake.provider,
+      ledger: c.ledger,
     },
     { mode: 'vending', vendTimeoutMs: 1_000, notPassedPolicy: 'refund' },
   );

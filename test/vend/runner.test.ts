@@ -16,6 +16,7 @@ function setup(core: Core, actuator: Actuator, overrides: { vendTimeoutMs?: numb
       orderRepository: core.orderRepository,
       actuator,
       provider: core.fake.provider,
+      ledger: core.ledger,
     },
     { mode: 'vending', vendTimeoutMs: overrides.vendTimeoutMs ?? 2_000, notPassedPolicy: overrides.notPassed ?? 'refund' },
   );
