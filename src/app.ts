@@ -301,6 +301,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
         clock,
         logger,
         deviceId: settings.device.id,
+        commands: settings.commands,
         control: createDeviceControl({
           device: settings.device,
           db,

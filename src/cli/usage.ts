@@ -29,6 +29,12 @@ export const COMMANDS: Record<string, { usage: string; about: string }> = {
     usage: 'catalog [--json] | --apply FILE | --rollback',
     about: 'the catalog in use; apply a document (JSON/YAML); back one version',
   },
+  command: {
+    usage:
+      'command keygen --out FILE --key-id ID\ncommand sign NAME --key FILE --key-id ID --device ID [--body JSON] [--ttl SEC] [--request-id R]\ncommand send NAME --key FILE --key-id ID [--device ID] [--body JSON] [--ttl SEC] [--timeout-ms N]',
+    about:
+      "signed operator commands (refund, resolve, catalog, test_vend, …):\nmake a key pair, print a signed envelope, or sign, publish over\nthe configured broker and print the device's answer (exit 1: refused)",
+  },
   simulate: {
     usage: 'simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]',
     about: 'run the payment provider simulator alone',

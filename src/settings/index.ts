@@ -19,3 +19,4 @@ export {
   RELAY_SECRET_ENV,
   type RelaySettings,
 } from './relay.js';
+export { priceProblems, priceBoundsFor, type PricingSettings, type PriceProblem } from './sections/commands.js';

@@ -12,6 +12,7 @@ import { systemClock, type Logger } from '../../src/util/index.js';
 import { createFakeDeviceControl, type FakeDeviceControl } from '../fakes/device-control.js';
 import { testBroker, uniqueId, type TestBroker } from '../helpers/broker.js';
 import { clearRetainedUnder, watch, type Watcher } from './watch.js';
+import { commandSettings } from '../helpers/operator.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 
@@ -82,7 +83,7 @@ export function createDevice(
     ...overrides,
   });
   const mqtt = createMqtt(
-    { outbox, clock: systemClock, logger: options.logger ?? pino({ level: 'silent' }), deviceId, control, db },
+    { outbox, clock: systemClock, logger: options.logger ?? pino({ level: 'silent' }), deviceId, control, db, commands: commandSettings() },
     settings,
   );
   if (url === process.env.MQTT_TEST_URL) {
