@@ -278,7 +278,9 @@ export function createCommandHandler(deps: {
           if (recent.size > REMEMBERED_REQUESTS) recent.delete(recent.keys().next().value!);
         }
       }
-      const result = await pending;
+      const first = await pending;
+      // An exact repeat shares the first execution: it says so, it never ran twice.
+      const result: CommandResult = repeat ? { ...first, replay: true } : first;
       logger.info(
         {
           command: name,

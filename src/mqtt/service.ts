@@ -169,7 +169,6 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
         topics,
         slots,
         version: buildInfo().version,
-        allowRemoteVend: settings.allowRemoteVend,
       })) {
         send(message.topic, message.payload, true);
       }
