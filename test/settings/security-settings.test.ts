@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { parseSettings, SettingsError } from '../../src/settings/index.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { loadRelaySettings, loadSettings, parseSettings, SettingsError } from '../../src/settings/index.js';
+import { tempDir } from '../helpers/temp.js';
 import { generateOperatorKey } from '../../src/mqtt/index.js';
 
 const device = { id: 'vm-001', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] };
@@ -74,5 +78,34 @@ describe('issue 25: the settings that keep commands to the operator', () => {
       problems(() => parseSettings({ device, pricing: { floor: 100, ceiling: 50, slots: { A1: { floor: 900, ceiling: 800 } } } })),
     ).toEqual(expect.arrayContaining([expect.stringMatching(/^pricing\.floor: /), expect.stringMatching(/^pricing\.slots\.A1\.floor: /)]));
     expect(parseSettings({ device, pricing: { floor: 1000, ceiling: 5000 } }).pricing).toMatchObject({ floor: 1000, ceiling: 5000 });
+  });
+
+  it('secrets come from the systemd credential (LoadCredential) without entering the environment', () => {
+    const dir = tempDir();
+    try {
+      const credentials = join(dir.path, 'credentials');
+      mkdirSync(credentials);
+      writeFileSync(
+        join(credentials, 'secrets.env'),
+        '# comment\nVENDGATE_MQTT_PASSWORD=from-credential\nVENDGATE_WEBHOOK_SECRETS=whsec_a, whsec_b\nOTHER=ignored\n',
+      );
+      writeFileSync(join(credentials, 'relay-secrets.env'), 'VENDGATE_MQTT_PASSWORD=relay-pw\nVENDGATE_WEBHOOK_SECRETS=w1\n');
+      const config = join(dir.path, 'config.yaml');
+      writeFileSync(config, stringify({ device, mqtt: { url: 'mqtts://broker.example:8883', username: 'vm-001' } }));
+      const env: NodeJS.ProcessEnv = { CREDENTIALS_DIRECTORY: credentials, VENDGATE_MQTT_PASSWORD: 'from-environment' };
+      const { settings } = loadSettings({ path: config, env });
+      expect(settings.mqtt.password).toBe('from-credential');
+      expect(settings.provider.webhookSecrets).toEqual(['whsec_a', 'whsec_b']);
+      expect(env).toEqual({ CREDENTIALS_DIRECTORY: credentials, VENDGATE_MQTT_PASSWORD: 'from-environment' });
+      const relayConfig = join(dir.path, 'relay.yaml');
+      writeFileSync(
+        relayConfig,
+        stringify({ relay: { providers: ['gerege'] }, mqtt: { url: 'mqtts://broker.example:8883', username: 'relay' } }),
+      );
+      const relay = loadRelaySettings({ path: relayConfig, env: { CREDENTIALS_DIRECTORY: credentials } });
+      expect(relay.settings.mqtt.password).toBe('relay-pw');
+    } finally {
+      dir.cleanup();
+    }
   });
 });
