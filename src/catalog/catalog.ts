@@ -206,9 +206,8 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings): Cat
         }
         // A version names one document for ever: not another one later, and not itself again once
         // it was superseded or rolled back (an old, captured document is not a way back in).
-        const earlier = tables.versionRows(document.version);
-        if (earlier.length > 0) {
-          const first = earlier[0]!;
+        const first = tables.versionRows(document.version)[0];
+        if (first) {
           const when = new Date(first.applied_at).toISOString();
           return first.document === serialized
             ? `version: ${document.version} was applied at ${when} and is no longer in use${first.rolled_back_at !== null ? ' (rolled back)' : ''}; publish it again under a new version`

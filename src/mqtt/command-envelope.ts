@@ -229,12 +229,15 @@ export function verifyCommand(
       }
     }
   }
-  if (problems.length > 0) return { ok: false, code: problems[0]!.code, problems, requestId, keyId };
+  const first = problems[0];
+  if (first) return { ok: false, code: first.code, problems, requestId, keyId };
+  // No problem means each of these was checked above; the guard only satisfies the compiler.
+  if (keyId === null || requestId === null || !fields?.body) throw new Error('unreachable: a verified envelope without its fields');
   return {
     ok: true,
-    keyId: keyId!,
-    requestId: requestId!,
-    body: fields!.body!,
+    keyId,
+    requestId,
+    body: fields.body,
     issuedAt,
     expiresAt,
     digest: createHash('sha256')

@@ -25,11 +25,11 @@ export function withCredentials(env: NodeJS.ProcessEnv, name: string): { env: No
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
     const match = /^(?:export\s+)?(VENDGATE_[A-Z0-9_]+)=(.*)$/.exec(line);
-    if (!match) continue;
-    let value = match[2]!;
-    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.at(-1) === value[0]) value = value.slice(1, -1);
-    merged[match[1]!] = value;
-    fromCredentials.push(match[1]!);
+    const [, name, rawValue] = match ?? [];
+    if (name === undefined || rawValue === undefined) continue;
+    const quoted = rawValue.length >= 2 && (rawValue[0] === '"' || rawValue[0] === "'") && rawValue.at(-1) === rawValue[0];
+    merged[name] = quoted ? rawValue.slice(1, -1) : rawValue;
+    fromCredentials.push(name);
   }
   return { env: merged, fromCredentials };
 }

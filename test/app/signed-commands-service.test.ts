@@ -71,7 +71,15 @@ describe('money-moving commands on the running service', () => {
     await svc!.kill('SIGKILL');
     const online = watcher!.on(`${base}/status`).length;
     await svc!.restart();
-    await watcher!.until(() => watcher!.on(`${base}/status`).slice(online).some((m) => m.payload === 'online'), 'online again', 30_000);
+    await watcher!.until(
+      () =>
+        watcher!
+          .on(`${base}/status`)
+          .slice(online)
+          .some((m) => m.payload === 'online'),
+      'online again',
+      30_000,
+    );
     const replay = await send(payload, 'refund-1');
     expect(replay).toMatchObject({ ok: true, replay: true });
     expect(query(svc!, 'SELECT count(*) AS n FROM refunds WHERE order_id = ?', orderId)).toEqual([{ n: 1 }]);
