@@ -1,4 +1,4 @@
-import { loadSettings, type Settings } from '../settings/index.js';
+import { loadSettings, type PortOverrides, type Settings } from '../settings/index.js';
 import { createApp } from '../app.js';
 import { createServiceLogger, pickLogFormat } from '../util/logger.js';
 import { nodeSupport, maintainedNodeLines } from '../util/node-support.js';
@@ -19,14 +19,15 @@ function withLanPayPage(settings: Readonly<Settings>): Readonly<Settings> {
 const DEMO_LAN_PORT = 8090;
 import { InstanceLockedError } from '../store/index.js';
 import { PortInUseError } from '../util/http-listener.js';
+import { HardwareStartError } from '../hardware/index.js';
 
 /** `vendgate start [--config FILE]`: runs the service until SIGTERM/SIGINT. */
 export async function startCommand(
-  options: { config?: string; lan?: boolean },
+  options: { config?: string; lan?: boolean; ports?: PortOverrides },
   io: CliIo,
   extra: { crashPoint?: (name: string) => void } = {},
 ): Promise<number> {
-  const loaded = loadSettings({ path: options.config, env: io.env });
+  const loaded = loadSettings({ path: options.config, env: io.env, ports: options.ports });
   const settings = options.lan ? withLanPayPage(loaded.settings) : loaded.settings;
   const logger = await createServiceLogger({ level: settings.log.level, destination: io.stdout, format: pickLogFormat(io.env, io.stdout) });
   logger.info({ config: loaded.source, environment: loaded.environment, ...buildInfo() }, 'settings loaded');
@@ -55,8 +56,10 @@ export async function startCommand(
     logger.fatal(problem ?? { err }, 'could not start');
     // Another instance or a taken port: said plainly on stderr, with its own exit code (cli/index.ts).
     if (err instanceof InstanceLockedError || err instanceof PortInUseError) throw err;
-    if (problem) print(io.stderr, `vendgate: could not start: ${problem.message}\n  ${problem.hint}`);
-    return EXIT.FAILURE;
+    if (!problem) return EXIT.FAILURE;
+    print(io.stderr, `vendgate: could not start: ${problem.message} — ${problem.hint}`);
+    // Missing hardware is the machine's configuration, not a crash: systemd does not restart on 78.
+    return err instanceof HardwareStartError ? EXIT.CONFIG : EXIT.FAILURE;
   }
   if (io.isTty) {
     print(io.stderr, `\nvendgate is running. Kiosk page: ${ready.localUrl}/\n`);

@@ -8,7 +8,7 @@ import type { CommandRecord } from './command-record.js';
 
 /**
  * Codes of command results that are not errors of the money path. Stable: operators' scripts match
- * on them. (To be listed with the others in util/errors.ts and the README.)
+ * on them. (To be listed with the others in util/errors.ts and docs/errors.md.)
  */
 export const CommandErrorCodes = {
   BAD_REQUEST: ErrorCodes.BAD_REQUEST,
