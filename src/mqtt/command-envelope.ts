@@ -1,3 +1,4 @@
+import { ErrorCodes } from '../util/errors.js';
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 
 /**
@@ -56,14 +57,14 @@ export interface CommandEnvelope {
 
 /** Codes of a refused envelope (stable: operators' tools match on them). */
 export const EnvelopeErrorCodes = {
-  UNSIGNED: 'VG_ERR_COMMAND_UNSIGNED',
-  BAD_SIGNATURE: 'VG_ERR_COMMAND_SIGNATURE',
-  UNKNOWN_KEY: 'VG_ERR_COMMAND_UNKNOWN_KEY',
-  EXPIRED: 'VG_ERR_COMMAND_EXPIRED',
-  NOT_YET_VALID: 'VG_ERR_COMMAND_NOT_YET_VALID',
-  WRONG_DEVICE: 'VG_ERR_COMMAND_OTHER_DEVICE',
-  WRONG_COMMAND: 'VG_ERR_COMMAND_OTHER_TOPIC',
-  MALFORMED: 'VG_ERR_COMMAND_MALFORMED',
+  UNSIGNED: ErrorCodes.COMMAND_UNSIGNED,
+  BAD_SIGNATURE: ErrorCodes.COMMAND_SIGNATURE,
+  UNKNOWN_KEY: ErrorCodes.COMMAND_UNKNOWN_KEY,
+  EXPIRED: ErrorCodes.COMMAND_EXPIRED,
+  NOT_YET_VALID: ErrorCodes.COMMAND_NOT_YET_VALID,
+  WRONG_DEVICE: ErrorCodes.COMMAND_OTHER_DEVICE,
+  WRONG_COMMAND: ErrorCodes.COMMAND_OTHER_TOPIC,
+  MALFORMED: ErrorCodes.COMMAND_MALFORMED,
 } as const;
 
 export type EnvelopeErrorCode = (typeof EnvelopeErrorCodes)[keyof typeof EnvelopeErrorCodes];

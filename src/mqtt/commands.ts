@@ -16,7 +16,7 @@ export const CommandErrorCodes = {
   REMOTE_VEND_DISABLED: 'VG_ERR_REMOTE_VEND_DISABLED',
   COMMAND_FAILED: 'VG_ERR_COMMAND_FAILED',
   /** The request id was used before: the first answer is repeated, nothing runs again. */
-  REPLAYED: 'VG_ERR_COMMAND_REPLAYED',
+  REPLAYED: ErrorCodes.COMMAND_REPLAYED,
   ...EnvelopeErrorCodes,
 } as const;
 
