@@ -4,6 +4,7 @@ import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { CatalogItem, Settings } from '../settings/index.js';
+import { itemForSlot } from './pricing.js';
 import { parseCatalogDocument, SETTINGS_VERSION, type CatalogDocument } from './document.js';
 import { createCatalogTables } from './tables.js';
 import { createSlots, type Slots, type SlotView } from './slots.js';
@@ -157,15 +158,7 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings): Cat
      * (400), jammed or sold out (409). MDB: an item the catalog does not list is left to the caller.
      */
     forSale(slot: string | undefined): CatalogItem {
-      const items = current().items;
-      const found = slot === undefined ? undefined : items.find((entry) => entry.slot === slot);
-      if (!found) {
-        const names = items.map((entry) => entry.slot).join(', ');
-        throw new VendgateError(
-          ErrorCodes.UNKNOWN_SLOT,
-          slot ? `unknown slot "${slot}"; this machine has: ${names}` : `choose a slot: ${names}`,
-        );
-      }
+      const found = itemForSlot(current().items, slot);
       const refusal = refusalFor(found.slot);
       if (refusal) throw refusal;
       return found;

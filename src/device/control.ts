@@ -6,11 +6,11 @@ import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { VendRunner, RefundWorker } from '../vend/index.js';
-import type { Catalog } from '../catalog/index.js';
+import { itemForSlot, type Catalog } from '../catalog/index.js';
 import type { LiveComponents } from '../selftest/index.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { inTransaction } from '../store/index.js';
-import { orderView } from '../orders/index.js';
+import { HOLDS_THE_MACHINE_STATES, orderView } from '../orders/index.js';
 import { runSelftest } from '../selftest/index.js';
 import type { Availability } from './availability.js';
 import type { DeviceView } from './view.js';
@@ -23,7 +23,7 @@ export interface DeviceControlDeps {
   logger: Logger;
   outbox: Pick<Outbox, 'event'>;
   availability: Pick<Availability, 'set' | 'clear'>;
-  orders: Pick<OrderService, 'get' | 'history'> & { repo: Pick<OrderService['repo'], 'inStates' | 'note'> };
+  orders: Pick<OrderService, 'get' | 'history' | 'inStates' | 'note'>;
   /** Settlement by a person, and the test actuation (vend/ owns every touch of the machine). */
   vend: Pick<VendRunner, 'resolve' | 'refund' | 'testFire'>;
   refunds: Pick<RefundWorker, 'run'>;
@@ -43,9 +43,6 @@ export interface DeviceControlDeps {
     environment: string[];
   };
 }
-
-/** Orders in these states hold the machine: no test vend meanwhile. */
-const ORDER_IN_PROGRESS = ['creating', 'awaiting_payment', 'paid', 'authorized', 'vending'] as const;
 
 /**
  * What operators may do to the device remotely (MQTT commands). Every money decision goes through
@@ -90,17 +87,10 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
     },
     async testVend(slot, by) {
       const { device } = deps;
-      if (orders.repo.inStates([...ORDER_IN_PROGRESS]).length > 0) {
+      if (orders.inStates(HOLDS_THE_MACHINE_STATES).length > 0) {
         throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is in progress; try the test vend when the machine is idle');
       }
-      const items = catalog.current().items;
-      const item = device.mode === 'vending' ? items.find((c) => c.slot === slot) : null;
-      if (device.mode === 'vending' && !item) {
-        throw new VendgateError(
-          ErrorCodes.UNKNOWN_SLOT,
-          `unknown slot "${slot ?? ''}"; this machine has: ${items.map((c) => c.slot).join(', ')}`,
-        );
-      }
+      const item = device.mode === 'vending' ? itemForSlot(catalog.current().items, slot ?? undefined) : null;
       deps.logger.child({ module: 'control' }).warn({ slot, by }, 'remote test vend (no money)');
       return vend.testFire({
         orderId: 0,
@@ -138,10 +128,7 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
         // otherwise fill it with refusals.
         if (entry.verified && entry.orderId !== undefined) {
           const outcome = entry.replay ? 'replay refused, nothing done' : entry.ok ? 'done' : `refused (${entry.code ?? 'error'})`;
-          orders.repo.note(
-            entry.orderId,
-            `command ${entry.command} request ${entry.requestId ?? '?'} key ${entry.keyId ?? '?'}: ${outcome}`,
-          );
+          orders.note(entry.orderId, `command ${entry.command} request ${entry.requestId ?? '?'} key ${entry.keyId ?? '?'}: ${outcome}`);
         }
       });
     },

@@ -1,20 +1,22 @@
 import type { Settings } from '../settings/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Outbox } from '../outbox/index.js';
-import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth } from '../orders/index.js';
-import type { DeviceState, KioskDeps, SandboxPayments } from '../kiosk/index.js';
+import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth, type ScreenPhase } from '../orders/index.js';
+import type { DeviceState, KioskDeps, Phase, SandboxPayments } from '../kiosk/index.js';
 import type { Metrics } from '../metrics/index.js';
+import type { DeviceTelemetry } from '../mqtt/index.js';
 import type { Catalog } from '../catalog/index.js';
 import type { Availability } from './availability.js';
 import type { StateChanges } from './state-changes.js';
+
+/** The kiosk's phases and the order view's are one set: a phase added on one side only does not compile. */
+export const SAME_PHASES: [Phase] extends [ScreenPhase] ? ([ScreenPhase] extends [Phase] ? true : never) : never = true;
 
 /** Exactly what the screen's view reads and the kiosk's ports call. */
 export interface DeviceViewDeps {
   settings: Pick<Readonly<Settings>, 'device' | 'kiosk' | 'provider'>;
   clock: Clock;
-  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel'> & {
-    repo: Pick<OrderService['repo'], 'latest' | 'countByState'>;
-  };
+  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel' | 'latest' | 'countByState'>;
   health: Pick<ProviderHealth, 'reachable' | 'lastError'>;
   availability: Pick<Availability, 'reason' | 'isAvailable'>;
   outbox: Pick<Outbox, 'counters' | 'depth' | 'openAlarms'>;
@@ -32,7 +34,7 @@ export interface DeviceView {
   /** The screen's state (/api/state, the kiosk's event stream, MQTT `state`): phase, order, catalog. */
   state(): DeviceState;
   /** MQTT `telemetry`: uptime, counters, orders by state, outbox depth, open alarms, stock. */
-  telemetry(): Record<string, unknown>;
+  telemetry(): DeviceTelemetry;
   /** The Prometheus text of /metrics. */
   metrics(): string;
   /** The kiosk server's ports, with the sandbox's pay buttons when the demo runs one. */
@@ -48,7 +50,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
     const now = clock.now();
     const reason = availability.reason();
     const { phase, order } = screenPhase({
-      latest: orders.repo.latest(),
+      latest: orders.latest(),
       now,
       resultScreenMs: settings.kiosk.resultScreenSec * 1000,
       outOfService: reason,
@@ -87,9 +89,9 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
     };
   }
 
-  function telemetry(): Record<string, unknown> {
-    const byState = Object.fromEntries(ORDER_STATES.map((s) => [s, 0]));
-    for (const row of orders.repo.countByState()) byState[row.state] = row.n;
+  function telemetry(): DeviceTelemetry {
+    const byState: Record<string, number> = Object.fromEntries(ORDER_STATES.map((s) => [s, 0]));
+    for (const row of orders.countByState()) byState[row.state] = row.n;
     const lastPollAt = deps.poller.lastPollAt();
     return {
       uptimeSec: Math.round((clock.now() - deps.startedAt) / 1000),
@@ -112,12 +114,12 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
   function metrics(): string {
     const t = telemetry();
     return deps.metrics.render({
-      counters: t.counters as Record<string, number>,
-      ordersByState: t.ordersByState as Record<string, number>,
-      outboxDepth: t.outboxDepth as number,
-      openAlarms: (t.openAlarms as string[]).length,
-      providerReachable: health.reachable,
-      stock: t.stock as Record<string, number | null>,
+      counters: t.counters,
+      ordersByState: t.ordersByState,
+      outboxDepth: t.outboxDepth,
+      openAlarms: t.openAlarms.length,
+      providerReachable: t.providerReachable,
+      stock: t.stock,
     });
   }
 

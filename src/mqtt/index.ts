@@ -3,7 +3,16 @@ export { startEmbeddedBroker, embeddedRefusal, type EmbeddedBroker, type Embedde
 export { CommandErrorCodes, COMMAND_NAMES, type CommandResult } from './commands.js';
 export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
-export type { CommandAudit, DeviceControl, CatalogControl, DeviceStateSummary, Mqtt, MqttDeps, MqttSettings } from './types.js';
+export type {
+  CommandAudit,
+  DeviceControl,
+  DeviceTelemetry,
+  CatalogControl,
+  DeviceStateSummary,
+  Mqtt,
+  MqttDeps,
+  MqttSettings,
+} from './types.js';
 export { checkMqttRoundTrip, publishSelftestResult, brokerUrl, type MqttCheckResult, type MqttCheckFailure } from './check.js';
 export {
   createBrokerWebhookSubscription,

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
 import { discoveryMessages } from './home-assistant.js';
 import { buildInfo } from '../version.js';
-import type { Mqtt, MqttDeps, MqttSettings } from './types.js';
+import type { DeviceTelemetry, Mqtt, MqttDeps, MqttSettings } from './types.js';
 
 /** The outbox table is polled this often as a safety net for a missed kick(). */
 const POLL_INTERVAL_MS = 1_000;
@@ -127,7 +127,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       if (stopped) return;
       if (checkDiskAlarm({ outbox, logger: log, transaction }, system.disk, settings.diskLowFreeMb * 1024 * 1024)) kick();
       if (connectedSince === null) return;
-      let app: Record<string, unknown> = {};
+      let app: Partial<DeviceTelemetry> = {};
       try {
         app = control.telemetry();
       } catch (err) {
@@ -306,7 +306,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     log.info({ url: redactUrl(url), clientId: options.clientId, base: topics.base }, 'MQTT starting');
     // After start() has returned and READY=1 is out: the mqtt library builds its transports at the
     // first connect (~75 ms of start-up on the build machine, more on a Pi), and nothing of the money
-    // path needs the broker (issue 18, start-up).
+    // path needs the broker: start-up to ready does not wait for it.
     setImmediate(connect);
   }
 

@@ -52,7 +52,7 @@ export interface NewOrder {
   captureMode: 'automatic' | 'manual';
 }
 
-/** `<reference>-pay` for the first attempt, `<reference>-pay-<n>` after (PROVIDERS.md key rule). */
+/** `<reference>-pay` for the first attempt, `<reference>-pay-<n>` after (docs/providers.md: keys come from the order). */
 export function idempotencyKeyFor(reference: string, attempt: number): string {
   return attempt <= 1 ? `${reference}-pay` : `${reference}-pay-${attempt}`;
 }

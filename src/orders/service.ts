@@ -5,18 +5,13 @@ import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/types.js';
-import { ProviderError } from '../payments/types.js';
-import { observationOf, type Ledger } from '../ledger/index.js';
+import { observationOf, ProviderError } from '../payments/types.js';
 import type { Settings } from '../settings/index.js';
-import {
-  createOrderRepository,
-  type CreateRequestFields,
-  type OrderHistoryEntry,
-  type OrderListFilter,
-  type OrderRepository,
-  type OrderRow,
-} from './repository.js';
-import { IN_PROGRESS_STATES } from './state.js';
+import type { CreateRequestFields, OrderHistoryEntry, OrderListFilter, OrderRepository, OrderRow } from './repository.js';
+import type { OrderState } from './state.js';
+import { IN_PROGRESS_STATES } from './decide.js';
+import { createTransitions } from './transitions.js';
+import type { ObservePort } from './observe-port.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
 const CLOCK_SLACK_MS = 5 * 60_000;
@@ -72,8 +67,11 @@ export interface OrderServiceDeps {
   clock: Clock;
   logger: Logger;
   outbox: Outbox;
+  /** The process's one order repository; `repo` below is this one. */
+  orderRepository: OrderRepository;
   provider: PaymentProvider;
-  ledger: Ledger;
+  /** Where a reading this service made (the create and cancel answers, a read) is recorded: the ledger. */
+  ledger: ObservePort;
   health: ProviderHealth;
   deviceId: string;
   dbId: string;
@@ -83,8 +81,8 @@ export interface OrderServiceDeps {
   onChange?: () => void;
   /** An order closed without payment (MDB denies the machine's session). */
   onClosedUnpaid?: (order: OrderRow, reason: string) => void;
-  /** The live catalog (remote versions, stock, jams). Absent: settings.device.catalog, always for sale. */
-  catalog?: CatalogPort;
+  /** The catalog orders are priced from: the live one (src/catalog/), or the settings' (catalog/ staticCatalog). */
+  catalog: CatalogPort;
 }
 
 /** What the order service asks the catalog (src/catalog/): price and name of a slot, or why not. */
@@ -132,14 +130,21 @@ export interface OrderService {
   list(filter?: OrderListFilter): OrderRow[];
   /** The order's transitions, oldest first. */
   history(id: number): OrderHistoryEntry[];
-  /** The repository the service writes through, for readers that need more than the above. */
-  repo: OrderRepository;
+  /** The newest order, or undefined (the screen follows it). Read-only. */
+  latest(): OrderRow | undefined;
+  /** Orders in these states, oldest first. Read-only. */
+  inStates(states: readonly OrderState[]): OrderRow[];
+  /** How many orders are in each state (telemetry). Read-only. */
+  countByState(): { state: string; n: number }[];
+  /** A history line that moves nothing (the audit of an operator's command); false: no such order. Caller owns the tx. */
+  note(id: number, reason: string): boolean;
 }
 
 export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
   const { db, clock, outbox, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'orders' });
-  const repo = createOrderRepository({ db, clock });
+  const repo = deps.orderRepository;
+  const transitions = createTransitions(repo);
   const crash = deps.crashPoint ?? (() => {});
   const changed = () => deps.onChange?.();
   /** A create is cancelling the waiting order it replaces (an await before its insert). */
@@ -150,25 +155,14 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       if (!input.item || !Number.isInteger(input.amount) || (input.amount ?? 0) <= 0) {
         throw new VendgateError(ErrorCodes.BAD_REQUEST, 'a machine vend request needs an item and a positive amount');
       }
-      deps.catalog?.assertSellable(input.item);
-      const listed = deps.catalog ? deps.catalog.item(input.item) : settings.device.catalog.find((c) => c.slot === input.item);
+      deps.catalog.assertSellable(input.item);
+      const listed = deps.catalog.item(input.item);
       return { slot: input.item, itemName: listed?.name ?? `item ${input.item}`, amount: input.amount! };
     }
     if (settings.device.mode === 'turnstile') {
       return { slot: null, itemName: 'pass', amount: settings.device.fare! };
     }
-    if (deps.catalog) {
-      const item = deps.catalog.forSale(input.slot);
-      return { slot: item.slot, itemName: item.name, amount: item.price };
-    }
-    const item = settings.device.catalog.find((c) => c.slot === input.slot);
-    if (!item) {
-      const slots = settings.device.catalog.map((c) => c.slot).join(', ');
-      throw new VendgateError(
-        ErrorCodes.UNKNOWN_SLOT,
-        input.slot ? `unknown slot "${input.slot}"; this machine has: ${slots}` : `choose a slot: ${slots}`,
-      );
-    }
+    const item = deps.catalog.forSale(input.slot);
     return { slot: item.slot, itemName: item.name, amount: item.price };
   }
 
@@ -218,7 +212,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
 
   function fail(order: OrderRow, code: string, message: string): void {
     inTransaction(db, () => {
-      if (repo.transition(order.id, 'creating', 'failed', message, { errorCode: code, errorMessage: message })) {
+      if (transitions.creationFailed(order, code, message)) {
         outbox.event('order.failed', { orderId: order.id, reference: order.reference, code, message });
       }
     });
@@ -305,9 +299,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   function attach(order: OrderRow, invoice: Invoice): OrderRow {
     inTransaction(db, () => {
       repo.attachInvoice(order.id, invoice);
-      if (
-        repo.transition(order.id, 'creating', 'awaiting_payment', invoice.replayed ? 'invoice recovered (replayed key)' : 'invoice created')
-      ) {
+      if (transitions.invoiceAttached(order, invoice.replayed === true)) {
         outbox.event('invoice.created', {
           orderId: order.id,
           reference: order.reference,
@@ -333,23 +325,12 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   async function closeAtProvider(order: OrderRow, to: 'canceled' | 'expired', reason: string): Promise<OrderRow> {
     const invoice = await provider.cancelInvoice(order.invoice_id!);
     health.ok();
-    if (invoice.status === 'canceled' || invoice.status === 'expired') closeUnpaid(order, to, reason);
-    ledger.observe(observationOf(invoice, to === 'expired' ? 'expiry' : 'cancel'));
+    // The answer is a reading like any other: the ledger closes the order as asked when it says
+    // canceled or expired (decide.ts, our-cancel-closes-the-order), and vends it when it says paid.
+    const result = ledger.observe(observationOf(invoice, to === 'expired' ? 'expiry' : 'cancel'), { kind: 'close', as: to, reason });
+    if (result.outcome === 'recorded' && result.from === order.state && result.to === to) deps.onClosedUnpaid?.(order, reason);
     changed();
     return repo.get(order.id)!;
-  }
-
-  function closeUnpaid(order: OrderRow, to: 'canceled' | 'expired', reason: string): boolean {
-    const closed = inTransaction(db, () => {
-      if (!repo.transition(order.id, order.state, to, reason)) return false;
-      outbox.event(to === 'expired' ? 'order.expired' : 'order.canceled', { orderId: order.id, reference: order.reference, reason });
-      return true;
-    });
-    if (closed) {
-      deps.onClosedUnpaid?.(order, reason);
-      changed();
-    }
-    return closed;
   }
 
   /** Reads a waiting order's invoice and lets the ledger decide; false when the provider did not answer. */
@@ -507,6 +488,9 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
 
     list: repo.list,
     history: repo.history,
-    repo,
+    latest: repo.latest,
+    inStates: repo.inStates,
+    countByState: repo.countByState,
+    note: repo.note,
   };
 }

@@ -3,9 +3,8 @@
  * HTTP client with the retry matrix. The sandbox provider is built by the app.
  */
 import type { Settings } from '../settings/index.js';
-import type { Clock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
 import type { PaymentProvider } from './types.js';
+import type { HttpClientDeps } from './http.js';
 import { createGeregeProvider } from './gerege/index.js';
 import { createQutpayProvider } from './qutpay/index.js';
 
@@ -54,14 +53,8 @@ export {
   type QutpayConfig,
 } from './qutpay/index.js';
 
-export interface PaymentsDeps {
-  clock: Clock;
-  logger: Logger;
-  fetch?: typeof fetch;
-  sleep?: (ms: number) => Promise<void>;
-  random?: () => number;
-  observeRequest?: (sample: { method: string; outcome: 'ok' | 'error'; seconds: number }) => void;
-}
+/** What an adapter is built with: its HTTP client's clock, logger and hooks. */
+export type PaymentsDeps = HttpClientDeps;
 
 /** The adapter named by `provider.name`. Builds objects only: no network until the first call. */
 export function createProvider(deps: PaymentsDeps, settings: Readonly<Settings>): PaymentProvider {

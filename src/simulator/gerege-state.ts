@@ -84,7 +84,7 @@ export function createGeregeState(ctx: SimContext) {
       pay_url: `${ctx.baseUrl()}/__sim/pay/${intent.id}`,
       expires_at: intent.expiresAt,
       created: intent.created,
-      // Assumed field (PROVIDERS.md is silent): the sum of the intent's succeeded refunds, so one GET
+      // Assumed field (the provider's documentation is silent): the sum of the intent's succeeded refunds, so one GET
       // tells whether money went back — an intent stays `succeeded` after a refund.
       amount_refunded: refundedAmount(intent.id),
     };

@@ -78,7 +78,7 @@ describe('a remote test vend goes through the vend runner', () => {
     actuator.waiting.shift()!();
     expect(await answer).toMatchObject({ ok: true, result: { result: 'vended' } });
     expect(actuator.fired).toEqual([expect.objectContaining({ orderId: 0, reference: 'test-vend', slot: 'A1' })]);
-    expect(ctx.orders.repo.latest()).toBeUndefined();
+    expect(ctx.orders.latest()).toBeUndefined();
   });
 
   it('is refused while an order is in progress, and nothing is actuated', async () => {

@@ -19,7 +19,15 @@ describe('poller', () => {
   // The poller runs on real timers and the wall clock; the core's manual clock only stamps rows.
   function start(intervalMs = 40) {
     poller = createPoller(
-      { db: core.db, clock: systemClock, logger: core.logger, provider: core.fake.provider, ledger: core.ledger, health: core.health },
+      {
+        db: core.db,
+        clock: systemClock,
+        logger: core.logger,
+        provider: core.fake.provider,
+        ledger: core.ledger,
+        health: core.health,
+        orderRepository: core.orderRepository,
+      },
       { intervalMs, maxBackoffMs: 2_000 },
     );
     poller.start();
@@ -35,7 +43,7 @@ describe('poller', () => {
 
   it('an idle poller woken by a new order reads its invoice at once, not after a whole interval', async () => {
     start(60_000);
-    // Let the first tick find nothing open: the poller then sleeps a whole interval (issue 18).
+    // Let the first tick find nothing open: the poller then sleeps a whole interval (an idle device stays idle).
     const idle = Date.now();
     await waitFor(() => Date.now() - idle > 600);
     const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });

@@ -11,7 +11,7 @@ import { createWorld, type ActuatorScript, type RefundScript, type World } from 
  * provider misbehaves, operator resolutions, SIGKILL-like crashes in the middle of a provider call
  * or an actuation, the database restored from an earlier backup, the provider cut off for longer
  * than any grace period, and refunds made from the merchant's dashboard — then the workers drain.
- * The DESIGN.md invariants must hold after every step and at the end.
+ * The invariants (ARCHITECTURE.md) must hold after every step and at the end.
  */
 
 type Model = Record<string, never>;
