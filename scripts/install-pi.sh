@@ -279,8 +279,16 @@ setup_tunnel() {
   fi
   tunnel_id="$(sed -n 's/.*"TunnelID" *: *"\([0-9a-f-]*\)".*/\1/p' "$ETC_DIR/tunnel.json")"
   [ -n "$tunnel_id" ] || die "$ETC_DIR/tunnel.json has no TunnelID: move it aside and run again"
-  cloudflared --origincert "$cert" tunnel route dns "$tunnel_id" "$TUNNEL_HOSTNAME" \
-    || warn "could not route $TUNNEL_HOSTNAME to the tunnel (a DNS record that points elsewhere?): cloudflared tunnel route dns --overwrite-dns $tunnel_id $TUNNEL_HOSTNAME"
+  if [ -f "$cert" ]; then
+    cloudflared --origincert "$cert" tunnel route dns "$tunnel_id" "$TUNNEL_HOSTNAME" \
+      || warn "could not route $TUNNEL_HOSTNAME to the tunnel (a DNS record that points elsewhere?): log in again (docs/security.md) and run cloudflared tunnel route dns --overwrite-dns $tunnel_id $TUNNEL_HOSTNAME"
+  else
+    info "no Cloudflare login on this device (deleted after the tunnel was made): the DNS route is left as it is"
+  fi
+  # The account certificate manages the whole zone; the tunnel runs on tunnel.json alone. It does
+  # not stay on the device (docs/security.md says how to log in again for a DNS change).
+  rm -f "$cert" "${HOME:-/root}/.cloudflared/cert.pem"
+  info "deleted the Cloudflare account certificate (cert.pem): the tunnel needs only $ETC_DIR/tunnel.json"
   if [ -e "$ETC_DIR/cloudflared.yml" ]; then
     info "cloudflared.yml exists: left as it is"
   else

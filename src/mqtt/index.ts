@@ -1,9 +1,18 @@
 export { createMqtt } from './service.js';
-export { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
+export { startEmbeddedBroker, embeddedRefusal, type EmbeddedBroker, type EmbeddedRefusal } from './embedded-broker.js';
 export { CommandErrorCodes, COMMAND_NAMES, type CommandResult } from './commands.js';
 export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
-export type { DeviceControl, DeviceTelemetry, CatalogControl, DeviceStateSummary, Mqtt, MqttDeps, MqttSettings } from './types.js';
+export type {
+  CommandAudit,
+  DeviceControl,
+  DeviceTelemetry,
+  CatalogControl,
+  DeviceStateSummary,
+  Mqtt,
+  MqttDeps,
+  MqttSettings,
+} from './types.js';
 export { checkMqttRoundTrip, publishSelftestResult, brokerUrl, type MqttCheckResult, type MqttCheckFailure } from './check.js';
 export {
   createBrokerWebhookSubscription,
@@ -25,3 +34,16 @@ export {
   type RouteAnnouncement,
 } from './fleet-wire.js';
 export { createRelayConnection, PublishNotAcknowledged, type RelayConnection, type RelayConnectionDeps } from './relay-connection.js';
+export {
+  signCommand,
+  verifyCommand,
+  generateOperatorKey,
+  publicKeyOf,
+  SIGNED_COMMANDS,
+  EnvelopeErrorCodes,
+  ENVELOPE_VERSION,
+  type CommandEnvelope,
+  type CommandAuthSettings,
+  type OperatorKey,
+} from './command-envelope.js';
+export { sendCommand } from './command-client.js';

@@ -51,6 +51,7 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
               baseUrl: relay.routeLookup.baseUrl,
               clientId: relay.routeLookup.clientId,
               clientSecret: relay.routeLookup.clientSecret,
+              scope: relay.routeLookup.scope,
               requestTimeoutMs: relay.routeLookup.requestTimeoutMs,
               createDeadlineMs: relay.routeLookup.requestTimeoutMs * 2,
             },

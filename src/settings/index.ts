@@ -20,3 +20,4 @@ export {
   RELAY_SECRET_ENV,
   type RelaySettings,
 } from './relay.js';
+export { priceProblems, priceBoundsFor, type PricingSettings, type PriceProblem } from './sections/commands.js';

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { withCredentials } from './credentials.js';
 import { mqttSchema } from './sections/mqtt.js';
 import { logSchema } from './sections/service.js';
 import { deepFreeze, readSettingsFile, SettingsError, SECRET_ENV } from './load.js';
@@ -8,7 +9,7 @@ import { findUnknownKeys, withoutKeys } from './unknown-keys.js';
 /** `vendgate relay` reads this file when --config and VENDGATE_RELAY_CONFIG name none. */
 export const RELAY_CONFIG_PATH = '/etc/vendgate/relay.yaml';
 
-/** Secrets of the relay, from the environment only (systemd: /etc/vendgate/relay-secrets.env). */
+/** Secrets of the relay, from the environment or its systemd credential relay-secrets.env (/etc/vendgate/relay-secrets.env), never the file. */
 export const RELAY_SECRET_ENV = {
   /** Webhook secrets for every provider route (comma-separated, all accepted: rotation). */
   webhookSecrets: SECRET_ENV.webhookSecrets,
@@ -52,6 +53,8 @@ export const relaySectionSchema = z
         baseUrl: z.url({ protocol: /^https?$/ }).optional(),
         clientId: z.string().min(1).optional(),
         clientSecret: z.string().min(1).optional(),
+        /** The OAuth2 scope the lookup key asks for: it only reads payments. */
+        scope: z.string().min(1).default('payments:read'),
         requestTimeoutMs: z.number().int().min(100).max(60_000).default(3_000),
         /** Payment intent → device answers kept (an intent's reference never changes). */
         cacheSize: z.number().int().min(10).max(10_000_000).default(100_000),
@@ -112,7 +115,7 @@ export function loadRelaySettings(options: { path?: string; env?: NodeJS.Process
   source: string;
   environment: string[];
 } {
-  const env = options.env ?? process.env;
+  const { env } = withCredentials(options.env ?? process.env, 'relay-secrets.env');
   const source = resolveRelayConfigPath(options.path, env);
   const raw = structuredClone(readSettingsFile(source, 'relay, mqtt, log'));
   const relay = (raw.relay ??= {}) as Record<string, any>;

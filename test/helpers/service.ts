@@ -23,6 +23,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { commandSettings } from './operator.js';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 
@@ -188,6 +189,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 20 } },
     mqtt: { url: '' },
     log: { level: 'info' },
+    // The tests' operator (test/helpers/operator.ts): its signed commands run on the service.
+    commands: { keys: commandSettings().keys },
   };
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, stringify(merge(defaults, options.config ?? {})));

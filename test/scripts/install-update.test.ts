@@ -1,4 +1,4 @@
-import { cpSync, readlinkSync, renameSync, writeFileSync, appendFileSync } from 'node:fs';
+import { cpSync, existsSync, readlinkSync, renameSync, writeFileSync, appendFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakePi, type FakePi } from './fake-system.js';
@@ -107,6 +107,10 @@ describe('scripts/install-pi.sh', () => {
       expect(config).toContain('- service: http_status:404');
       expect(calls).toContain('systemctl enable --now vendgate-tunnel.service');
       expect(result.stdout).toContain('http.webhook.publicUrl: https://pay-pi-test.example.com');
+      // Issue 25: the account certificate (it manages the whole zone) does not stay on the device.
+      expect(pi.exists('etc/vendgate/cloudflared-cert.pem')).toBe(false);
+      expect(existsSync(join(pi.env.HOME!, '.cloudflared/cert.pem'))).toBe(false);
+      expect(result.stdout).toContain('deleted the Cloudflare account certificate');
 
       const again = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
       expect(again.code).toBe(0);
