@@ -7,6 +7,7 @@ export type { DeviceControl, CatalogControl, DeviceStateSummary, Mqtt, MqttDeps,
 export { checkMqttRoundTrip, publishSelftestResult, brokerUrl, type MqttCheckResult, type MqttCheckFailure } from './check.js';
 export {
   createBrokerWebhookSubscription,
+  webhookClientId,
   type BrokerWebhookSubscription,
   type BrokerWebhookDeps,
   type BrokerIngestOutcome,
@@ -24,4 +25,11 @@ export {
   type ForwardedHeaders,
   type RouteAnnouncement,
 } from './fleet-wire.js';
-export { createRelayConnection, PublishNotAcknowledged, type RelayConnection, type RelayConnectionDeps } from './relay-connection.js';
+export {
+  createRelayConnection,
+  relayClientId,
+  relaySyncTopic,
+  PublishNotAcknowledged,
+  type RelayConnection,
+  type RelayConnectionDeps,
+} from './relay-connection.js';

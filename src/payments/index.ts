@@ -24,6 +24,7 @@ export {
   type RetryPolicy,
 } from './http.js';
 export { validateCreateRequest, findInvoiceMismatch } from './invoice-checks.js';
+export { PROVIDER_WEBHOOKS, providerWebhooks, type ProviderWebhooks, type WebhookProviderName } from './webhooks.js';
 export {
   createGeregeProvider,
   GEREGE_STATUS_MAP,
@@ -33,6 +34,7 @@ export {
   signGeregeTestPayload,
   verifyGeregeWebhook,
   parseGeregeEvent,
+  geregeWebhookTarget,
   GEREGE_SIGNATURE_HEADER,
   GEREGE_EVENT_ID_HEADER,
   DEFAULT_TOLERANCE_SEC,
@@ -50,6 +52,7 @@ export {
   signQutpayTestPayload,
   verifyQutpayWebhook,
   parseQutpayEvent,
+  qutpayWebhookTarget,
   QUTPAY_SIGNATURE_HEADER,
   type QutpayConfig,
 } from './qutpay/index.js';

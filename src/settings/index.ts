@@ -17,5 +17,6 @@ export {
   relaySettingsSchema,
   RELAY_CONFIG_PATH,
   RELAY_SECRET_ENV,
+  RELAY_PROVIDERS,
   type RelaySettings,
 } from './relay.js';
