@@ -131,21 +131,18 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
         marker = null;
         sliceStart = performance.now();
         log.info({ url: redactUrl(settings.url), clientId }, 'relay connected to the broker; reading the route backlog');
-        c.subscribe(
-          { [fleet.allRoutes]: { qos: 1 }, [syncTopic]: { qos: 1 } },
-          (err, granted) => {
-            const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
-            if (err || refused.length > 0) {
-              log.error(
-                { err, refused },
-                'route subscription refused: check the relay account ACL (read <prefix>/+/route, readwrite <prefix>/_relay/#)',
-              );
-              return;
-            }
-            subscribed = true;
-            sendMarker(c);
-          },
-        );
+        c.subscribe({ [fleet.allRoutes]: { qos: 1 }, [syncTopic]: { qos: 1 } }, (err, granted) => {
+          const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
+          if (err || refused.length > 0) {
+            log.error(
+              { err, refused },
+              'route subscription refused: check the relay account ACL (read <prefix>/+/route, readwrite <prefix>/_relay/#)',
+            );
+            return;
+          }
+          subscribed = true;
+          sendMarker(c);
+        });
       });
       c.on('close', () => {
         if (isConnected) log.warn('relay lost the broker; reconnecting');

@@ -145,6 +145,7 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
     const delay = backoffDelay(attempt, settings.reconnectMinMs, settings.reconnectMaxMs, deps.random);
     attempt += 1;
     if (was) log.warn({ retryInMs: delay }, 'fleet webhook subscription lost; reconnecting');
+    else log.debug({ retryInMs: delay, attempt }, 'fleet webhook broker unreachable; retrying');
     reconnectTimer = setTimeout(connect, delay);
     reconnectTimer.unref();
   }

@@ -91,11 +91,7 @@ async function retainedOnB(devices: string[]): Promise<void> {
   spy.client.on('message', (topic) => seen.add(topic.split('/')[1]!));
   // The retained routes follow the subscription, and a route bridged later arrives live.
   await spy.client.subscribeAsync('vendgate/+/route', { qos: 1 });
-  await waitFor(
-    () => devices.every((d) => seen.has(d)),
-    60_000,
-    `the retained routes of ${devices.join(', ')} on the relay broker`,
-  );
+  await waitFor(() => devices.every((d) => seen.has(d)), 60_000, `the retained routes of ${devices.join(', ')} on the relay broker`);
   await spy.client.endAsync(true);
 }
 
