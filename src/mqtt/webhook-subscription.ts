@@ -183,7 +183,7 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
       // `_` is in no device id, so this id can never be another device's monitoring id
       // (`<prefix>-m1-webhooks` was both m1's webhook client and device m1-webhooks' monitoring one).
       const { will: _will, ...rest } = base;
-      options = { ...rest, clientId: webhookClientId(base.clientId!) };
+      options = { ...rest, clientId: webhookClientId(base.clientId ?? `${settings.prefix}-${deps.deviceId}`) };
       log.info({ url: redactUrl(url), clientId: options.clientId, filter }, 'fleet webhook subscription starting');
       connect();
     },

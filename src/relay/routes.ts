@@ -25,16 +25,16 @@ const DB_ID = /^[a-z0-9]+$/;
 /** The device and database a reference names, or null when it is not a vendgate order reference. */
 export function parseReference(reference: string): ParsedReference | null {
   const parts = reference.split('-');
-  const n = parts.length;
+  const [last = '', second = '', third = ''] = parts.slice(-3).reverse();
   // Current form: <device>-<db>-<order>-<nonce>.
-  if (n >= 4 && NONCE.test(parts[n - 1]!) && ORDER_ID.test(parts[n - 2]!) && DB_ID.test(parts[n - 3]!)) {
-    const deviceId = parts.slice(0, n - 3).join('-');
-    if (deviceId !== '') return { deviceId, dbId: parts[n - 3]! };
+  if (parts.length >= 4 && NONCE.test(last) && ORDER_ID.test(second) && DB_ID.test(third)) {
+    const deviceId = parts.slice(0, -3).join('-');
+    if (deviceId !== '') return { deviceId, dbId: third };
   }
   // Orders made before the nonce: <device>-<db>-<order>.
-  if (n >= 3 && ORDER_ID.test(parts[n - 1]!) && DB_ID.test(parts[n - 2]!)) {
-    const deviceId = parts.slice(0, n - 2).join('-');
-    if (deviceId !== '') return { deviceId, dbId: parts[n - 2]! };
+  if (parts.length >= 3 && ORDER_ID.test(last) && DB_ID.test(second)) {
+    const deviceId = parts.slice(0, -2).join('-');
+    if (deviceId !== '') return { deviceId, dbId: second };
   }
   return null;
 }

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes } from '../util/errors.js';
-import { providerWebhooks, WebhookVerificationError } from '../payments/index.js';
+import { providerWebhooks, WebhookVerificationError, type ProviderWebhooks } from '../payments/index.js';
 import { encodeWebhookMessage, pickForwardedHeaders, type FleetTopics, type RelayConnection } from '../mqtt/index.js';
 import type { Locator } from './locate.js';
 import type { RelayCounters } from './counters.js';
@@ -66,11 +66,11 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
     return since === null || clock.now() - since < settings.routesWarmupSec * 1000;
   }
 
-  async function receive(provider: string, request: FastifyRequest, reply: FastifyReply) {
+  async function receive(provider: string, hooks: ProviderWebhooks, request: FastifyRequest, reply: FastifyReply) {
     counters.received += 1;
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     try {
-      knowledge.get(provider)!.verify(rawBody, request.headers, {
+      hooks.verify(rawBody, request.headers, {
         secrets: deps.secrets[provider] ?? [],
         toleranceSec: settings.toleranceSec,
         now: clock.now(),
@@ -127,7 +127,8 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
       scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>
         done(null, body),
       );
-      for (const provider of settings.providers) scope.post(`/webhooks/${provider}`, (request, reply) => receive(provider, request, reply));
+      for (const [provider, hooks] of knowledge)
+        scope.post(`/webhooks/${provider}`, (request, reply) => receive(provider, hooks, request, reply));
     });
     server.get('/webhooks/health', async (_request, reply) => {
       reply.header('cache-control', 'no-store');
