@@ -85,12 +85,41 @@ export interface FakePi {
   exists(path: string): boolean;
   /** A source tree of vendgate (what a person would unpack or check out), with `version`. */
   source(version: string, change?: (dir: string) => void): string;
+  /** The installed service's kiosk listener (the test-device example's). */
+  localUrl: string;
   run(
-    script: 'install-pi.sh' | 'update.sh',
+    script: 'install-pi.sh' | 'update.sh' | 'package-postinst.sh',
     args: string[],
     source: string,
-  ): Promise<{ code: number | null; stdout: string; stderr: string }>;
+    env?: Record<string, string>,
+  ): Promise<Run>;
+  /** A command on the fake Pi (its PATH and root), e.g. the stand-in systemctl or the installed vendgate. */
+  exec(command: string, args: string[]): Promise<Run>;
+  /** Power cut: the service dies at once (SIGKILL), as everything else on the device would. */
+  powerCut(): void;
   cleanup(): Promise<void>;
+}
+
+export interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runProcess(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
 }
 
 export async function fakePi(): Promise<FakePi> {
@@ -117,10 +146,11 @@ export async function fakePi(): Promise<FakePi> {
     FAKE_BIN: bin,
     HOME: join(dir.path, 'home'),
   };
+  const localPort = await freePort();
   const device = {
     device: { id: 'pi-test', mode: 'vending', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
     provider: { name: 'sandbox' },
-    http: { local: { host: '127.0.0.1', port: await freePort() }, webhook: { host: '127.0.0.1', port: await freePort() } },
+    http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: await freePort() } },
     storage: { path: join(root, 'var/lib/vendgate/vendgate.db') },
     actuator: { kind: 'sim', sim: { logPath: join(root, 'var/lib/vendgate/actuations.jsonl'), durationMs: 0 } },
     mqtt: { url: '' },
@@ -148,19 +178,17 @@ export async function fakePi(): Promise<FakePi> {
       change?.(src);
       return src;
     },
-    run(script, args, source) {
-      return new Promise((resolve) => {
-        const child = spawn('bash', [join(source, 'scripts', script), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => {
-          stdout += chunk.toString();
-        });
-        child.stderr.on('data', (chunk: Buffer) => {
-          stderr += chunk.toString();
-        });
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
+    localUrl: `http://127.0.0.1:${localPort}`,
+    run: (script, args, source, extra = {}) => runProcess('bash', [join(source, 'scripts', script), ...args], { ...env, ...extra }),
+    exec: (command, args) => runProcess(command, args, env),
+    powerCut() {
+      const pidFile = join(root, 'run-vendgate.pid');
+      if (!existsSync(pidFile)) return;
+      try {
+        process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
     },
     async cleanup() {
       await new Promise<void>((resolve) => {
