@@ -174,7 +174,7 @@ Description: payment gateway for vending machines and turnstiles
  Takes QR payments (sandbox, Gerege, QutPay), vends once per paid order and
  settles every payment. Runs as the systemd service vendgate under the user
  vendgate; configuration in /etc/vendgate, the database in /var/lib/vendgate.
- After installing: sudo vendgate-setup (provider and tunnel).
+ Then: /usr/share/doc/vendgate/install.md, the guided step (provider, tunnel).
 EOF
   cat > "$pkg/DEBIAN/postinst" <<'EOF'
 #!/bin/sh

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { tempDir } from '../helpers/temp.js';
@@ -15,8 +15,17 @@ const REPO = new URL('../../', import.meta.url).pathname;
  */
 const FAKES: Record<string, string> = {
   // Installing cloudflared puts the stand-in (cloudflared.pkg) on PATH, as the Debian package would.
+  // A .deb is unpacked into the root and its postinst run as dpkg would (with /usr/bin/node being
+  // the node on PATH, as Depends: nodejs makes it on a Pi).
   'apt-get': `echo "apt-get $*" >> "$FAKE_LOG"
-case "$*" in *install*cloudflared*) cp "$FAKE_BIN/cloudflared.pkg" "$FAKE_BIN/cloudflared"; chmod +x "$FAKE_BIN/cloudflared" ;; esac`,
+case "$*" in *install*cloudflared*) cp "$FAKE_BIN/cloudflared.pkg" "$FAKE_BIN/cloudflared"; chmod +x "$FAKE_BIN/cloudflared" ;; esac
+for deb in "$@"; do case "$deb" in
+  *.deb)
+    rm -rf "$VENDGATE_ROOT/usr/lib/vendgate/release"
+    dpkg-deb -x "$deb" "$VENDGATE_ROOT" || exit 100
+    sed -i "s|/usr/bin/node|$(command -v node)|" "$VENDGATE_ROOT/usr/bin/vendgate"
+    bash "$VENDGATE_ROOT/usr/lib/vendgate/release/scripts/package-postinst.sh" configure || exit 100 ;;
+esac; done`,
   curl: 'echo "curl $*" >> "$FAKE_LOG"; while [ $# -gt 0 ]; do [ "$1" = -o ] && echo fake-key > "$2"; shift; done',
   'cloudflared.pkg': `echo "cloudflared $*" >> "$FAKE_LOG"
 case "$*" in
@@ -87,6 +96,10 @@ export interface FakePi {
   source(version: string, change?: (dir: string) => void): string;
   /** The installed service's kiosk listener (the test-device example's). */
   localUrl: string;
+  /** Writes the test device's settings to /etc/vendgate/config.yaml (as a technician would before installing). */
+  writeConfig(): void;
+  /** Puts this node first on the fake Pi's PATH (e.g. Node 22 for a release's native modules). */
+  useNode(node: string): void;
   run(
     script: 'install-pi.sh' | 'update.sh' | 'package-postinst.sh',
     args: string[],
@@ -179,6 +192,13 @@ export async function fakePi(): Promise<FakePi> {
       return src;
     },
     localUrl: `http://127.0.0.1:${localPort}`,
+    writeConfig() {
+      mkdirSync(join(root, 'etc/vendgate'), { recursive: true });
+      writeFileSync(join(root, 'etc/vendgate/config.yaml'), stringify(device));
+    },
+    useNode(node) {
+      symlinkSync(node, join(bin, 'node'));
+    },
     run: (script, args, source, extra = {}) => runProcess('bash', [join(source, 'scripts', script), ...args], { ...env, ...extra }),
     exec: (command, args) => runProcess(command, args, env),
     powerCut() {
