@@ -67,8 +67,8 @@ start() {
     exec node "$VENDGATE_ROOT/opt/vendgate/current/dist/vendgate.js" start --config "$VENDGATE_ROOT/etc/vendgate/config.yaml"
   ) >> "$log" 2>&1 &
   echo $! > "$pidfile"
-  # Type=notify: return when the service is ready; fail when it died first.
-  for _ in $(seq 1 300); do
+  # Type=notify: return when the service is ready (at most 120 s, as a loaded machine may need); fail when it died first.
+  for _ in $(seq 1 2400); do
     grep -q '"vendgate ready"' "$log" && return 0
     running || return 1
     sleep 0.05

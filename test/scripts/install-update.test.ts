@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakePi, type FakePi } from './fake-system.js';
+import { waitFor } from '../helpers/service.js';
 
 let pi: FakePi | null = null;
 afterEach(async () => {
@@ -267,6 +268,32 @@ describe('scripts/update.sh', () => {
     } finally {
       backup.close();
     }
+  });
+
+  it('never cuts a vend short: a vend in flight when the update stops the service is finished, once, and the order ends vended', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const config = join(pi.root, 'etc/vendgate/config.yaml');
+    const slow = pi.read('etc/vendgate/config.yaml').replace('durationMs: 0', 'durationMs: 4000');
+    expect(slow).toContain('durationMs: 4000');
+    writeFileSync(config, slow);
+    expect((await pi.exec('systemctl', ['restart', 'vendgate.service'])).code).toBe(0);
+    const created = await fetch(`${pi.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot: 'A1' }),
+    });
+    const order = (await created.json()) as { orderId: number; invoiceId: string };
+    expect((await fetch(`${pi.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' })).status).toBe(204);
+    const state = async () => ((await (await fetch(`${pi!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state;
+    await waitFor(async () => (await state()) === 'vending', 60_000, 'the vend to be in flight');
+
+    const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
+
+    expect(update.code, update.stderr).toBe(0);
+    expect(await state()).toBe('vended');
+    const actuations = pi.read('var/lib/vendgate/actuations.jsonl').trim().split('\n').map((line) => JSON.parse(line) as { orderId: number });
+    expect(actuations.filter((a) => a.orderId === order.orderId)).toHaveLength(1);
   });
 
   it('--help says how to call it and what it does, and touches nothing', async () => {
