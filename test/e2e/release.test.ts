@@ -1,5 +1,16 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, closeSync, writeFileSync, readlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  closeSync,
+  writeFileSync,
+  readlinkSync,
+} from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -76,7 +87,11 @@ describe('npm run release', () => {
   it('makes a .deb and a tarball for linux-x64 and linux-arm64, SHA256SUMS, its signature and the public key', () => {
     expect(build.output).not.toMatch(/error/);
     expect(build.code, build.output).toBe(0);
-    expect(readdirSync(out).filter((name) => !name.startsWith('.')).sort()).toEqual(
+    expect(
+      readdirSync(out)
+        .filter((name) => !name.startsWith('.'))
+        .sort(),
+    ).toEqual(
       [
         'SHA256SUMS',
         'SHA256SUMS.minisig',
@@ -193,7 +208,8 @@ describe('npm run release', () => {
           const order = (await created.json()) as { orderId: number; invoiceId: string };
           expect((await fetch(`${svc.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' })).status).toBe(204);
           await svc.waitFor(
-            async () => ((await (await fetch(`${svc!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state === 'vended',
+            async () =>
+              ((await (await fetch(`${svc!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state === 'vended',
             120_000,
             'the order to be vended',
           );
@@ -223,95 +239,108 @@ describe('the release on a (fake) Pi', () => {
     return dir;
   };
 
-  it('installs from the .deb in one step (running, selftest passing, key kept for updates) and updates from the next .deb health-gated', { timeout: 600_000 }, async () => {
-    pi = await fakePi();
-    pi.useNode(nodeOf('x64')[0]!);
-    pi.writeConfig();
-    const dir = here(pi);
-    const deb = join(dir, `vendgate_${VERSION}_amd64.deb`);
+  it(
+    'installs from the .deb in one step (running, selftest passing, key kept for updates) and updates from the next .deb health-gated',
+    { timeout: 600_000 },
+    async () => {
+      pi = await fakePi();
+      pi.useNode(nodeOf('x64')[0]!);
+      pi.writeConfig();
+      const dir = here(pi);
+      const deb = join(dir, `vendgate_${VERSION}_amd64.deb`);
 
-    // sudo apt install ./vendgate_<v>_amd64.deb
-    const install = await pi.exec('apt-get', ['install', '-y', deb]);
-    expect(install.stderr).not.toMatch(/error/);
-    expect(install.code, install.stdout + install.stderr).toBe(0);
-    expect(install.stdout).toContain('==> Installing the application');
-    expect(install.stdout).toMatch(/OK: nothing failed/);
-    expect(install.stdout).toContain('scripts/install-pi.sh --tunnel HOSTNAME');
-    const first = current(pi);
-    expect(first).toMatch(new RegExp(`^${VERSION.replaceAll('.', '\\.')}-`));
-    expect(pi.read('etc/vendgate/release-key.pub')).toBe(readFileSync(key.pub, 'utf8'));
-    expect(pi.read('etc/systemd/system/vendgate.service')).toContain('Type=notify');
-    expect(pi.calls()).toContain('systemctl enable vendgate.service');
+      // sudo apt install ./vendgate_<v>_amd64.deb
+      const install = await pi.exec('apt-get', ['install', '-y', deb]);
+      expect(install.stderr).not.toMatch(/error/);
+      expect(install.code, install.stdout + install.stderr).toBe(0);
+      expect(install.stdout).toContain('==> Installing the application');
+      expect(install.stdout).toMatch(/OK: nothing failed/);
+      expect(install.stdout).toContain('scripts/install-pi.sh --tunnel HOSTNAME');
+      const first = current(pi);
+      expect(first).toMatch(new RegExp(`^${VERSION.replaceAll('.', '\\.')}-`));
+      expect(pi.read('etc/vendgate/release-key.pub')).toBe(readFileSync(key.pub, 'utf8'));
+      expect(pi.read('etc/systemd/system/vendgate.service')).toContain('Type=notify');
+      expect(pi.calls()).toContain('systemctl enable vendgate.service');
 
-    // sudo vendgate-update ./vendgate_<v>_amd64.deb: verified, then dpkg's postinst switches, gated.
-    const update = await pi.run('update.sh', [deb], join(pi.root, 'usr/lib/vendgate/release'));
-    expect(update.stderr).not.toMatch(/error/);
-    expect(update.code, update.stdout + update.stderr).toBe(0);
-    expect(update.stdout).toContain(`signature and checksum good: vendgate_${VERSION}_amd64.deb`);
-    expect(update.stdout).toMatch(/database backed up to .*backups\/vendgate-\d{8}T\d{6}Z\.db \(VACUUM INTO\)/);
-    expect(update.stdout).toMatch(/OK: nothing failed/);
-    expect(current(pi)).not.toBe(first);
-    expect(update.stdout).toContain(`Updated: ${first} → ${current(pi)}`);
-  });
+      // sudo vendgate-update ./vendgate_<v>_amd64.deb: verified, then dpkg's postinst switches, gated.
+      const update = await pi.run('update.sh', [deb], join(pi.root, 'usr/lib/vendgate/release'));
+      expect(update.stderr).not.toMatch(/error/);
+      expect(update.code, update.stdout + update.stderr).toBe(0);
+      expect(update.stdout).toContain(`signature and checksum good: vendgate_${VERSION}_amd64.deb`);
+      expect(update.stdout).toMatch(/database backed up to .*backups\/vendgate-\d{8}T\d{6}Z\.db \(VACUUM INTO\)/);
+      expect(update.stdout).toMatch(/OK: nothing failed/);
+      expect(current(pi)).not.toBe(first);
+      expect(update.stdout).toContain(`Updated: ${first} → ${current(pi)}`);
+    },
+  );
 
-  it('refuses a tampered artefact, a tampered SHA256SUMS and another key with a clear message, and changes nothing', { timeout: 600_000 }, async () => {
-    pi = await fakePi();
-    pi.useNode(nodeOf('x64')[0]!);
-    pi.writeConfig();
-    const good = here(pi);
-    const tarball = `vendgate-${VERSION}-linux-x64.tar.gz`;
-    // From a tarball: install-pi.sh --release FILE --key FILE (the repository's install-pi.sh).
-    const install = await pi.run('install-pi.sh', ['--release', join(good, tarball), '--key', key.pub], REPO);
-    expect(install.stderr).not.toMatch(/error/);
-    expect(install.code, install.stdout + install.stderr).toBe(0);
-    expect(install.stdout).toContain(`signature and checksum good: ${tarball}`);
-    expect(install.stdout).toMatch(/OK: nothing failed/);
-    const before = current(pi);
-    const releases = () => readdirSync(join(pi!.root, 'opt/vendgate/releases')).sort();
-    const installed = releases();
-    const callsBefore = pi.calls().length;
-    const updateScript = join(pi.root, 'opt/vendgate/current');
+  it(
+    'refuses a tampered artefact, a tampered SHA256SUMS and another key with a clear message, and changes nothing',
+    { timeout: 600_000 },
+    async () => {
+      pi = await fakePi();
+      pi.useNode(nodeOf('x64')[0]!);
+      pi.writeConfig();
+      const good = here(pi);
+      const tarball = `vendgate-${VERSION}-linux-x64.tar.gz`;
+      // From a tarball: install-pi.sh --release FILE --key FILE (the repository's install-pi.sh).
+      const install = await pi.run('install-pi.sh', ['--release', join(good, tarball), '--key', key.pub], REPO);
+      expect(install.stderr).not.toMatch(/error/);
+      expect(install.code, install.stdout + install.stderr).toBe(0);
+      expect(install.stdout).toContain(`signature and checksum good: ${tarball}`);
+      expect(install.stdout).toMatch(/OK: nothing failed/);
+      const before = current(pi);
+      const releases = () => readdirSync(join(pi!.root, 'opt/vendgate/releases')).sort();
+      const installed = releases();
+      const callsBefore = pi.calls().length;
+      const updateScript = join(pi.root, 'opt/vendgate/current');
 
-    // One byte of the tarball changed.
-    const altered = here(pi);
-    const bytes = readFileSync(join(altered, tarball));
-    bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0xff;
-    writeFileSync(join(altered, tarball), bytes);
-    const tampered = await pi.run('update.sh', [join(altered, tarball)], updateScript);
-    expect(tampered.code).toBe(1);
-    expect(tampered.stderr).toMatch(new RegExp(`${tarball.replaceAll('.', '\\.')} does not match its signed checksum .* refusing it\\. Nothing was changed`));
+      // One byte of the tarball changed.
+      const altered = here(pi);
+      const bytes = readFileSync(join(altered, tarball));
+      bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0xff;
+      writeFileSync(join(altered, tarball), bytes);
+      const tampered = await pi.run('update.sh', [join(altered, tarball)], updateScript);
+      expect(tampered.code).toBe(1);
+      expect(tampered.stderr).toMatch(
+        new RegExp(`${tarball.replaceAll('.', '\\.')} does not match its signed checksum .* refusing it\\. Nothing was changed`),
+      );
 
-    // SHA256SUMS rewritten to match the altered file: the signature no longer fits.
-    const sums = readFileSync(join(altered, 'SHA256SUMS'), 'utf8');
-    const digest = run('sha256sum', [join(altered, tarball)]).stdout.split(' ')[0]!;
-    writeFileSync(join(altered, 'SHA256SUMS'), sums.replace(new RegExp(`^[0-9a-f]{64}(  ${tarball.replaceAll('.', '\\.')})$`, 'm'), `${digest}$1`));
-    const resigned = await pi.run('update.sh', [join(altered, tarball)], updateScript);
-    expect(resigned.code).toBe(1);
-    expect(resigned.stderr).toMatch(/SHA256SUMS is not signed by the release key .*release-key\.pub .* Nothing was changed/);
+      // SHA256SUMS rewritten to match the altered file: the signature no longer fits.
+      const sums = readFileSync(join(altered, 'SHA256SUMS'), 'utf8');
+      const digest = run('sha256sum', [join(altered, tarball)]).stdout.split(' ')[0]!;
+      writeFileSync(
+        join(altered, 'SHA256SUMS'),
+        sums.replace(new RegExp(`^[0-9a-f]{64}(  ${tarball.replaceAll('.', '\\.')})$`, 'm'), `${digest}$1`),
+      );
+      const resigned = await pi.run('update.sh', [join(altered, tarball)], updateScript);
+      expect(resigned.code).toBe(1);
+      expect(resigned.stderr).toMatch(/SHA256SUMS is not signed by the release key .*release-key\.pub .* Nothing was changed/);
 
-    // The genuine release checked against another key.
-    const other = join(pi.root, '..', 'other');
-    expect(run('minisign', ['-G', '-W', '-s', `${other}.key`, '-p', `${other}.pub`]).code).toBe(0);
-    const wrongKey = await pi.run('update.sh', [join(good, tarball), '--key', `${other}.pub`], updateScript);
-    expect(wrongKey.code).toBe(1);
-    expect(wrongKey.stderr).toMatch(/SHA256SUMS is not signed by the release key/);
+      // The genuine release checked against another key.
+      const other = join(pi.root, '..', 'other');
+      expect(run('minisign', ['-G', '-W', '-s', `${other}.key`, '-p', `${other}.pub`]).code).toBe(0);
+      const wrongKey = await pi.run('update.sh', [join(good, tarball), '--key', `${other}.pub`], updateScript);
+      expect(wrongKey.code).toBe(1);
+      expect(wrongKey.stderr).toMatch(/SHA256SUMS is not signed by the release key/);
 
-    // No signature at all.
-    const unsigned = here(pi);
-    spawnSync('rm', [join(unsigned, 'SHA256SUMS.minisig')]);
-    const none = await pi.run('update.sh', [join(unsigned, tarball)], updateScript);
-    expect(none.code).toBe(1);
-    expect(none.stderr).toMatch(/no SHA256SUMS\.minisig beside .* unsigned\. Nothing was changed/);
+      // No signature at all.
+      const unsigned = here(pi);
+      spawnSync('rm', [join(unsigned, 'SHA256SUMS.minisig')]);
+      const none = await pi.run('update.sh', [join(unsigned, tarball)], updateScript);
+      expect(none.code).toBe(1);
+      expect(none.stderr).toMatch(/no SHA256SUMS\.minisig beside .* unsigned\. Nothing was changed/);
 
-    // Nothing changed: same release, no new release directory, the service never stopped.
-    expect(current(pi)).toBe(before);
-    expect(releases()).toEqual(installed);
-    expect(pi.calls().slice(callsBefore)).toEqual([]);
-    expect(existsSync(join(pi.root, 'var/lib/vendgate/backups'))).toBe(false);
+      // Nothing changed: same release, no new release directory, the service never stopped.
+      expect(current(pi)).toBe(before);
+      expect(releases()).toEqual(installed);
+      expect(pi.calls().slice(callsBefore)).toEqual([]);
+      expect(existsSync(join(pi.root, 'var/lib/vendgate/backups'))).toBe(false);
 
-    // And the genuine one goes in.
-    const update = await pi.run('update.sh', [join(good, tarball)], updateScript);
-    expect(update.code, update.stdout + update.stderr).toBe(0);
-    expect(current(pi)).not.toBe(before);
-  });
+      // And the genuine one goes in.
+      const update = await pi.run('update.sh', [join(good, tarball)], updateScript);
+      expect(update.code, update.stdout + update.stderr).toBe(0);
+      expect(current(pi)).not.toBe(before);
+    },
+  );
 });

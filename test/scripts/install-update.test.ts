@@ -292,7 +292,11 @@ describe('scripts/update.sh', () => {
 
     expect(update.code, update.stderr).toBe(0);
     expect(await state()).toBe('vended');
-    const actuations = pi.read('var/lib/vendgate/actuations.jsonl').trim().split('\n').map((line) => JSON.parse(line) as { orderId: number });
+    const actuations = pi
+      .read('var/lib/vendgate/actuations.jsonl')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { orderId: number });
     expect(actuations.filter((a) => a.orderId === order.orderId)).toHaveLength(1);
   });
 
