@@ -218,7 +218,7 @@ build_release() {
     cp -R "$src/src" "$src/tsconfig.json" "$tmp/"
     (cd "$tmp" && npm ci --no-audit --no-fund && VENDGATE_BUILD_COMMIT="$commit" npm run build && npm prune --omit=dev --no-audit --no-fund) >&2
     rm -rf "$tmp/src" "$tmp/tsconfig.json"
-  elif [ -f "$src/dist/main.js" ] && [ -f "$src/RELEASE" ] && [ -d "$src/node_modules" ]; then
+  elif [ -f "$src/dist/vendgate.js" ] && [ -f "$src/RELEASE" ] && [ -d "$src/node_modules" ]; then
     # A built release (npm run release): everything is in it, native modules included.
     cp -R "$src/dist" "$src/node_modules" "$tmp/"
   elif [ -f "$src/dist/main.js" ]; then

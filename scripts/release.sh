@@ -16,9 +16,11 @@
 #
 # Each artefact holds one release directory (the .deb under /usr/lib/vendgate/release):
 #   dist/            the bundle (dist/vendgate.js) and what it reads at run time (migrations, kiosk page)
-#   node_modules/    the production dependencies; the native ones (better-sqlite3, @serialport/bindings-cpp,
-#                    epoll for onoff) compiled here for the target from source, against Node 22's headers
-#                    (npm package node-linux-<arch>@22); arm64 with Debian's aarch64-linux-gnu compilers
+#   node_modules/    what the bundle loads at run time (scripts/release-prune.mjs: pino, pino-pretty, the
+#                    native addons and their dependencies); the native ones (better-sqlite3,
+#                    @serialport/bindings-cpp, epoll for onoff) compiled here for the target from source,
+#                    against Node 22's headers (npm package node-linux-<arch>@22); arm64 with Debian's
+#                    aarch64-linux-gnu compilers
 #   config/ systemd/ docs/ scripts/{install-pi,update,package-postinst}.sh  package.json  RELEASE
 # The native modules are built for Node 22 (NODE_MODULE_VERSION 127) only: better-sqlite3 and epoll
 # use V8's own API, not Node-API, so they load on exactly that major. Hence the package's
@@ -44,7 +46,7 @@ while [ $# -gt 0 ]; do
     --key) KEY="${2:?--key needs a minisign secret key file}"; shift 2 ;;
     --out) OUT="${2:?--out needs a directory}"; shift 2 ;;
     --skip-build) SKIP_BUILD=1; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
@@ -127,6 +129,10 @@ stage() {
   build_native "$dir/node_modules/better-sqlite3" "$arch" "$headers"
   build_native "$dir/node_modules/epoll" "$arch" "$headers"
   build_native "$dir/node_modules/@serialport/bindings-cpp" "$arch" "$headers"
+  # Only what the bundle loads (the rest is inside dist/vendgate.js): ~47 → ~9 MB.
+  node scripts/release-prune.mjs "$dir"
+  # dist/main.js, the unbundled entry, needs the packages just removed: the release runs the bundle only.
+  rm -f "$dir/dist/main.js"
   # What is only needed to compile, and other platforms' prebuilt binaries.
   rm -rf "$dir/node_modules/better-sqlite3/deps" "$dir/node_modules/better-sqlite3/src" "$dir/node_modules/better-sqlite3/build/Release/test_extension.node" \
     "$dir/node_modules/@serialport/bindings-cpp/prebuilds" "$dir/node_modules/@serialport/bindings-cpp/src" \

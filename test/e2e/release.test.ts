@@ -62,6 +62,16 @@ function elfMachine(path: string): number {
 
 beforeAll(async () => {
   work = tempDir('vendgate-release-');
+  // To iterate on these tests without building again: VENDGATE_TEST_RELEASE_DIR=<an --out of release.sh>
+  // and VENDGATE_TEST_RELEASE_KEY=<the secret key it was signed with, its .pub beside it>.
+  const reuse = process.env.VENDGATE_TEST_RELEASE_DIR;
+  const reuseKey = process.env.VENDGATE_TEST_RELEASE_KEY;
+  if (reuse && reuseKey) {
+    out = reuse;
+    key = { secret: reuseKey, pub: reuseKey.replace(/\.key$/, '.pub') };
+    build = { code: 0, output: '', seconds: 0 };
+    return;
+  }
   out = join(work.path, 'release');
   key = { secret: join(work.path, 'test.key'), pub: join(work.path, 'test.pub') };
   const keygen = run('minisign', ['-G', '-W', '-s', key.secret, '-p', key.pub]);
@@ -135,6 +145,12 @@ describe('npm run release', () => {
         'usr/lib/vendgate/release/node_modules/pino-pretty/package.json',
       ])
         expect(entry(path), path).toBeDefined();
+      // Only what the bundle loads: fastify, zod, mqtt … are inside dist/vendgate.js.
+      for (const bundled of ['fastify', 'zod', 'mqtt', 'yaml', '@types'])
+        expect(
+          listing.some((line) => line.includes(`/release/node_modules/${bundled}/`)),
+          bundled,
+        ).toBe(false);
       expect(entry('usr/bin/vendgate')).toMatch(/^-rwxr-xr-x root\/root/);
       expect(entry('usr/bin/vendgate-update')).toMatch(/-> \/usr\/lib\/vendgate\/release\/scripts\/update\.sh$/);
       for (const line of listing) {
