@@ -40,7 +40,7 @@ warn() { printf '    warning: %s\n' "$*" >&2; }
 die() { printf '\n%s: error: %s\n' "$SCRIPT_NAME" "$*" >&2; exit 1; }
 on_error() { die "stopped at line $1 (command: $2). Nothing after this step was done; fix the cause and run the script again."; }
 
-# Fault injection for test/scripts/update-powercut.test.ts: the script dies here as in a power cut.
+# Fault injection for test/e2e/update-powercut.test.ts: the script dies here as in a power cut.
 crash_point() {
   if [ "${VENDGATE_TEST_CRASH_AT:-}" = "$1" ]; then kill -KILL "$$" "$BASHPID"; fi
 }
@@ -172,6 +172,8 @@ verify_artefact() {
 unpack_tarball() {
   local tarball="$1" incoming top
   install -d -m 0755 "$APP_DIR/releases" "$APP_DIR/releases/.incoming"
+  # What an earlier, interrupted update left.
+  find "$APP_DIR/releases/.incoming" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
   incoming="$(mktemp -d "$APP_DIR/releases/.incoming/unpack.XXXXXX")"
   tar -xzf "$tarball" -C "$incoming" --no-same-owner
   top="$(find "$incoming" -mindepth 1 -maxdepth 1 -type d | head -n 1)"

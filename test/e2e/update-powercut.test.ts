@@ -1,7 +1,7 @@
 import { readlinkSync, readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fakePi, type FakePi } from './fake-system.js';
+import { fakePi, type FakePi } from '../scripts/fake-system.js';
 
 /**
  * A power cut at any step of an update leaves a release that starts (issue #27). update.sh dies by
