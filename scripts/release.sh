@@ -99,6 +99,10 @@ build_native() {
   [ -d "$dir" ] || die "native module $dir is missing from the production dependencies"
   (
     cd "$dir"
+    # npm exports its own settings to scripts (npm_config_nodedir=/usr under `npm run`): this
+    # build's target wins over them, whatever started it.
+    unset npm_config_target npm_config_runtime npm_config_disturl npm_config_dist_url
+    export npm_config_nodedir="$headers" npm_config_arch="$arch" npm_config_target_arch="$arch"
     if [ "$arch" = arm64 ]; then
       export CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ LINK=aarch64-linux-gnu-g++ AR=aarch64-linux-gnu-ar
     fi
@@ -116,6 +120,26 @@ build_native() {
   esac
 }
 
+# Each addon loaded by the target's own node (arm64 under qemu-aarch64 when it is installed): a module
+# built against other headers fails here, not on a Pi.
+load_check() {
+  local arch="$1" headers="$2" dir="$3" runner=()
+  if [ "$arch" = arm64 ]; then
+    if ! command -v qemu-aarch64 > /dev/null; then
+      printf '    linux-arm64: qemu-aarch64 not installed, the addons are not loaded here (only their ELF type is checked)\n' >&2
+      return 0
+    fi
+    runner=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+  fi
+  (cd "$dir" && "${runner[@]}" "$headers/bin/node" -e '
+    const Database = require("better-sqlite3");
+    new Database(":memory:").prepare("SELECT 1").get();
+    require("epoll");
+    require("@serialport/bindings-cpp");
+  ') || die "linux-$arch: the native modules do not load on $("${runner[@]}" "$headers/bin/node" --version)"
+  printf '    linux-%s: better-sqlite3, epoll and @serialport/bindings-cpp load on node %s\n' "$arch" "$("${runner[@]}" "$headers/bin/node" --version)" >&2
+}
+
 stage() {
   local arch="$1" headers="$2" dir
   dir="$WORK/vendgate-$VERSION-linux-$arch"
@@ -130,7 +154,7 @@ stage() {
   build_native "$dir/node_modules/epoll" "$arch" "$headers"
   build_native "$dir/node_modules/@serialport/bindings-cpp" "$arch" "$headers"
   # Only what the bundle loads (the rest is inside dist/vendgate.js): ~47 → ~9 MB.
-  node scripts/release-prune.mjs "$dir"
+  node scripts/release-prune.mjs "$dir" >&2
   # dist/main.js, the unbundled entry, needs the packages just removed: the release runs the bundle only.
   rm -f "$dir/dist/main.js"
   # What is only needed to compile, and other platforms' prebuilt binaries.
@@ -142,8 +166,9 @@ version=$VERSION
 commit=$COMMIT
 arch=linux-$arch
 node=$NODE_TARGET_MAJOR
-node_module_version=$("$headers/bin/node" -p process.versions.modules 2>/dev/null || grep -m1 'define NODE_MODULE_VERSION ' "$headers/include/node/node_version.h" | awk '{print $3}')
+node_module_version=$(awk '$1 == "#define" && $2 == "NODE_MODULE_VERSION" { print $3; exit }' "$headers/include/node/node_version.h")
 EOF
+  load_check "$arch" "$headers" "$dir"
   # Files root-owned and not writable by the service: 0644 / 0755.
   chmod -R u=rwX,go=rX "$dir"
   printf '%s\n' "$dir"
@@ -170,7 +195,7 @@ Package: vendgate
 Version: $VERSION
 Architecture: $darch
 Maintainer: vendgate maintainers <vendgate@localhost>
-Depends: nodejs (>= 22.12), nodejs (<< 23), systemd, passwd
+Depends: nodejs (>= 22.12), nodejs (<< 23), systemd, passwd, minisign
 Recommends: gpiod
 Suggests: cloudflared, cage, chromium
 Section: misc
