@@ -166,7 +166,7 @@ version=$VERSION
 commit=$COMMIT
 arch=linux-$arch
 node=$NODE_TARGET_MAJOR
-node_module_version=$(awk '$1 == "#define" && $2 == "NODE_MODULE_VERSION" { print $3; exit }' "$headers/include/node/node_version.h")
+node_module_version=$(awk '$1 == "#define" && $2 == "NODE_MODULE_VERSION" && $3 ~ /^[0-9]+$/ { print $3; exit }' "$headers/include/node/node_version.h")
 EOF
   load_check "$arch" "$headers" "$dir"
   # Files root-owned and not writable by the service: 0644 / 0755.
