@@ -15,15 +15,15 @@ const REPO = new URL('../../', import.meta.url).pathname;
  */
 const FAKES: Record<string, string> = {
   // Installing cloudflared puts the stand-in (cloudflared.pkg) on PATH, as the Debian package would.
-  // A .deb is unpacked into the root and its postinst run as dpkg would (with /usr/bin/node being
-  // the node on PATH, as Depends: nodejs makes it on a Pi).
+  // A .deb is unpacked into the root and its postinst run as dpkg would; its /usr/bin/vendgate is
+  // pointed at the node on PATH (what Depends: nodejs makes /usr/bin/node on a Pi) and at the root.
   'apt-get': `echo "apt-get $*" >> "$FAKE_LOG"
 case "$*" in *install*cloudflared*) cp "$FAKE_BIN/cloudflared.pkg" "$FAKE_BIN/cloudflared"; chmod +x "$FAKE_BIN/cloudflared" ;; esac
 for deb in "$@"; do case "$deb" in
   *.deb)
     rm -rf "$VENDGATE_ROOT/usr/lib/vendgate/release"
     dpkg-deb -x "$deb" "$VENDGATE_ROOT" || exit 100
-    sed -i "s|/usr/bin/node|$(command -v node)|" "$VENDGATE_ROOT/usr/bin/vendgate"
+    sed -i -e "s|/usr/bin/node|$(command -v node)|" -e "s|/etc/vendgate|$VENDGATE_ROOT/etc/vendgate|g" -e "s|/opt/vendgate|$VENDGATE_ROOT/opt/vendgate|g" "$VENDGATE_ROOT/usr/bin/vendgate"
     bash "$VENDGATE_ROOT/usr/lib/vendgate/release/scripts/package-postinst.sh" configure || exit 100 ;;
 esac; done`,
   curl: 'echo "curl $*" >> "$FAKE_LOG"; while [ $# -gt 0 ]; do [ "$1" = -o ] && echo fake-key > "$2"; shift; done',
