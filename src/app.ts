@@ -21,7 +21,7 @@ import type { Ledger } from './ledger/index.js';
 import { createMoneyPath, type MoneyPath } from './money/index.js';
 import { createProviderHealth, type OrderService, type ProviderHealth } from './orders/index.js';
 import type { VendRunner, RefundWorker } from './vend/index.js';
-import { createActuator, createInputs, type Actuator, type HardwareInputs } from './hardware/index.js';
+import { createActuator, createInputs, preflightHardware, type Actuator, type HardwareInputs } from './hardware/index.js';
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
@@ -121,6 +121,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
 
   async function start(): Promise<{ localUrl: string }> {
     const startedAt = clock.now();
+    // Hardware the settings name but this machine lacks stops the start here, before the lock or the database.
+    await preflightHardware({}, settings, { actuator: !deps.actuator, inputs: !deps.inputs });
     await claimLockAndPorts();
     const db = openDatabase(settings.storage.path);
     const dbId = databaseId(db);
