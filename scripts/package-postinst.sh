@@ -45,4 +45,8 @@ package_main() {
   info "next (docs/install.md, the guided step): provider in $ETC_DIR/config.yaml, its secrets in $ETC_DIR/secrets.env, then the tunnel: sudo $APP_DIR/current/scripts/install-pi.sh --tunnel HOSTNAME"
 }
 
-package_main "$@"
+case "${1:-}" in
+  -h|--help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  configure) package_main ;;
+  *) die "this is the package's postinst: dpkg runs it as 'postinst configure' (sudo apt install ./vendgate_<version>_<arch>.deb). See --help" ;;
+esac

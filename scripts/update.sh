@@ -21,13 +21,6 @@
 
 set -Eeuo pipefail
 
-case "${1:-}" in
-  -h | --help)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
-    exit 0
-    ;;
-esac
-
 # shellcheck source=scripts/install-pi.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/install-pi.sh"
 
@@ -155,7 +148,7 @@ gated_update() {
   step "Updated: $(basename "$previous") → $(basename "$release")"
 }
 
-update_usage() { sed -n '2,21p' "${BASH_SOURCE[0]}"; }
+update_usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 update_main() {
   local arg target="" key=""
