@@ -1,3 +1,5 @@
+import { existsSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Settings } from './settings/index.js';
 import {
   openDatabase,
@@ -8,6 +10,13 @@ import {
   createCheckpointer,
   inTransaction,
   acquireInstanceLock,
+  createStorageHealth,
+  touchDatabase,
+  inspectWal,
+  keepDiscardedWal,
+  freeBytesAt,
+  ballastPathFor,
+  type StorageHealth,
   type Checkpointer,
   type Db,
   type InstanceLock,
@@ -36,6 +45,7 @@ import {
   createDeviceView,
   createHardwareEventHandler,
   createStateChanges,
+  followStorageFaults,
   type DeviceView,
 } from './device/index.js';
 import { createCatalog, type Catalog } from './catalog/index.js';
@@ -85,6 +95,18 @@ export interface App {
   context(): AppContext;
 }
 
+/**
+ * A disk too full to start on, with the ballast still there: it is given back (storage.report does,
+ * src/store/storage-health.ts) and the service starts in the `full` state, refusing new orders but
+ * settling what it holds and telling the operator. Without a ballast the start fails (exit 74).
+ */
+function startsOnFullDisk(path: string): boolean {
+  const free = freeBytesAt(dirname(path));
+  if (free === null || free >= 1024 * 1024 || !existsSync(ballastPathFor(path))) return false;
+  rmSync(ballastPathFor(path), { force: true });
+  return true;
+}
+
 /** Builds the service from settings. Nothing happens until start(); stop() is safe to call twice. */
 export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App {
   const clock = deps.clock ?? systemClock;
@@ -100,6 +122,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
   let stopping: Promise<void> | null = null;
   let brokerWebhooks: BrokerWebhookSubscription | null = null;
   let instanceLock: InstanceLock | null = null;
+  let storage: StorageHealth | null = null;
+  let storageAlarms: { stop(): void } | null = null;
   let bound: { local?: BoundListener; webhook?: BoundListener } = {};
 
   /**
@@ -121,10 +145,30 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
 
   async function start(): Promise<{ localUrl: string }> {
     const startedAt = clock.now();
+    const onDisk = settings.storage.path !== ':memory:';
+    const fullAtStart = onDisk && startsOnFullDisk(settings.storage.path);
     await claimLockAndPorts();
+    // Looked at before SQLite opens it: a WAL it would discard silently takes the restored-database path.
+    const wal = onDisk ? inspectWal(settings.storage.path) : null;
+    if (wal?.discarded)
+      log.error(
+        { wal: wal.path, bytes: wal.bytes, reason: wal.discarded, copy: keepDiscardedWal(wal, clock.now()) },
+        'the write-ahead log is unreadable: SQLite discards it',
+      );
     const db = openDatabase(settings.storage.path);
     const dbId = databaseId(db);
-    const lineage = checkLineage(db, settings.storage.path);
+    // The card beneath the database: a refused write is a state (src/store/storage-health.ts), not a crash.
+    storage = createStorageHealth(
+      {
+        now: () => clock.now(),
+        probeDatabase: () => touchDatabase(db, clock.now()),
+        onLog: (level, fields, msg) => log[level](fields, msg),
+      },
+      { path: settings.storage.path, ballastBytes: onDisk ? settings.storage.ballastMb * 1024 * 1024 : 0 },
+    );
+    if (fullAtStart) storage.report(Object.assign(new Error('no room left on the disk at start'), { code: 'ENOSPC' }));
+    else if (onDisk) storage.reserve();
+    const lineage = checkLineage(db, settings.storage.path, undefined, { discardedWal: wal?.discarded });
     // WAL checkpoints between customers, not inside a webhook's or a vend claim's commit.
     const lineageMark = { highWater: lineage.highWater };
     checkpointer = createCheckpointer(
@@ -202,6 +246,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       wakePoller();
     };
     availability.subscribe(notify);
+    storageAlarms = followStorageFaults({ db, outbox, logger, availability, storage, notify });
 
     let catalogGeneration = catalog.generation();
     // The money path, composed once (src/money/): ledger, orders, vend jobs, refunds, reconciliation.
@@ -239,6 +284,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
         onClosedUnpaid: (order, reason) => {
           if (order.source === 'mdb') void actuator.denySession?.(reason);
         },
+        storage,
       },
       settings,
     );
@@ -291,6 +337,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       catalog,
       notify,
       metrics,
+      storage,
     });
 
     let urls: { local?: string; webhook?: string } = {};
@@ -301,6 +348,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
         clock,
         logger,
         deviceId: settings.device.id,
+        storage,
         control: createDeviceControl({
           device: settings.device,
           db,
@@ -373,6 +421,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     poller.start();
     moneyPath = money;
     money.start();
+    storage.start();
     if (lineage.detail) {
       money.reconciler.compareAllAgain();
       void money.reconciler.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
@@ -418,6 +467,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await actuator.stop();
     await ctx.mqtt.stop();
     sandbox?.close();
+    storage?.stop();
+    storageAlarms?.stop();
     checkpointer?.stop();
     try {
       recordLineage(db, settings.storage.path, { highWater: -1 });

@@ -3,7 +3,7 @@
  * with the order of recovery and of stopping. `app.ts` and the tests build it through here, so a
  * change of wiring is made in one place. Channels (poller, webhooks) observe through `ledger`.
  */
-import type { Db } from '../store/index.js';
+import { isStorageError, type Db, type StorageFault } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
@@ -43,6 +43,11 @@ export interface MoneyPathDeps {
    * that drive each worker step by step.
    */
   runWorkersOnObserve?: boolean;
+  /**
+   * The card beneath the database (src/store/storage-health.ts): a write it refused is reported
+   * here, and while it holds a fault new orders are refused with VG_ERR_STORAGE.
+   */
+  storage?: { report(err: unknown): StorageFault | null; fault(): StorageFault | null; describe(): string };
 }
 
 export type MoneyPathSettings = Pick<Readonly<Settings>, 'device' | 'provider' | 'poll' | 'actuator' | 'policy'>;
@@ -87,6 +92,16 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
   };
   const baseLedger = createLedger({ db, clock, logger, outbox }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
   let housekeeping: NodeJS.Timeout | null = null;
+  /**
+   * A worker pass the card refused is not a crash: the fault is reported (new orders stop, the
+   * operator is told) and the next tick tries again. Anything else is a bug and stays one.
+   */
+  const background = (pass: Promise<void>, what: string) =>
+    pass.catch((err: unknown) => {
+      if (!isStorageError(err)) throw err;
+      deps.storage?.report(err);
+      log.error({ err }, `${what}: the card refused a write; retried at the next tick`);
+    });
   /** During recovery nothing is fired from an observation; what recovery queued is looked at first. */
   let recovering = false;
 
@@ -97,8 +112,8 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       if (result.outcome === 'recorded') {
         if (result.vendQueued) deps.crashPoint?.('after_ledger_commit');
         if (deps.runWorkersOnObserve !== false && !recovering) {
-          if (result.vendQueued) void vend.run();
-          if (result.refundQueued) void refunds.run();
+          if (result.vendQueued) void background(vend.run(), 'vend');
+          if (result.refundQueued) void background(refunds.run(), 'refund');
         }
         if (result.refundEvidence) refunds.expedite(observation.invoiceId);
         deps.onObserved?.(observation, result);
@@ -126,6 +141,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       onChange: changed,
       onSettled: deps.onSettled,
       ...(deps.catalog?.slots ? { slots: deps.catalog.slots } : {}),
+      ...(deps.storage ? { storage: deps.storage } : {}),
     },
     {
       mode: settings.device.mode,
@@ -149,6 +165,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       onChange: changed,
       onClosedUnpaid: deps.onClosedUnpaid,
       ...(deps.catalog ? { catalog: deps.catalog } : {}),
+      ...(deps.storage ? { storage: deps.storage } : {}),
     },
     settings,
   );
@@ -185,15 +202,18 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
     start() {
       if (housekeeping) return;
       reconciler.start();
-      void vend.run();
-      void refunds.run();
+      void background(vend.run(), 'vend');
+      void background(refunds.run(), 'refund');
       housekeeping = setInterval(
         () => {
           deps.onTick?.();
-          void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
-          void vend.run();
-          void refunds.run();
-          void vend.capturePending();
+          void orders.expireDue().catch((err: unknown) => {
+            if (deps.storage?.report(err)) return;
+            log.error({ err }, 'expiry pass failed');
+          });
+          void background(vend.run(), 'vend');
+          void background(refunds.run(), 'refund');
+          void background(vend.capturePending(), 'capture');
         },
         Math.min(1_000, settings.poll.intervalMs),
       );

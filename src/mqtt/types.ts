@@ -1,6 +1,6 @@
 import type { Settings } from '../settings/index.js';
 import type { Outbox } from '../outbox/index.js';
-import type { Db } from '../store/index.js';
+import type { Db, StorageHealth } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 
@@ -61,6 +61,12 @@ export interface MqttDeps {
    * transaction and telemetry reports the free space of its file system.
    */
   db?: Db;
+  /**
+   * The card beneath the database. Its alarm (`storage_full`, `storage_readonly`,
+   * `storage_io_error`) is published directly, retained, on every change and connect: the outbox
+   * is a table in the database that cannot take the row.
+   */
+  storage?: Pick<StorageHealth, 'fault' | 'onChange' | 'describe'>;
 }
 
 export interface Mqtt {

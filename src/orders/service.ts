@@ -1,5 +1,5 @@
 import type { Db } from '../store/index.js';
-import { durably, inTransaction } from '../store/index.js';
+import { durably, inTransaction, isStorageError, type StorageFault } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
@@ -61,6 +61,8 @@ export function createProviderHealth(clock: Clock): ProviderHealth {
     },
     failed(err) {
       if (err instanceof ProviderError && !err.transient) return;
+      // The card refused a write (full, read-only): the provider is not to blame.
+      if (isStorageError(err)) return;
       this.reachable = false;
       this.lastError = errorMessage(err);
     },
@@ -85,6 +87,8 @@ export interface OrderServiceDeps {
   onClosedUnpaid?: (order: OrderRow, reason: string) => void;
   /** The live catalog (remote versions, stock, jams). Absent: settings.device.catalog, always for sale. */
   catalog?: CatalogPort;
+  /** The card beneath the database: no new order while it refuses writes (VG_ERR_STORAGE). */
+  storage?: { report(err: unknown): StorageFault | null; fault(): StorageFault | null; describe(): string };
 }
 
 /** What the order service asks the catalog (src/catalog/): price and name of a slot, or why not. */
@@ -103,7 +107,8 @@ export interface CatalogPort {
 export interface OrderService {
   /**
    * A new order and its invoice. The order row, its key and the request body are on disk before
-   * the create call (invariant 4). Throws a VendgateError: OUT_OF_SERVICE, PROVIDER_UNAVAILABLE,
+   * the create call (invariant 4). Throws a VendgateError: OUT_OF_SERVICE, STORAGE (the card refuses
+   * writes: full, read-only, failing), PROVIDER_UNAVAILABLE,
    * UNKNOWN_SLOT, SOLD_OUT / SLOT_JAMMED, DEVICE_BUSY (another order is being created or
    * delivered), PROVIDER_REJECTED, IDEMPOTENCY_CONFLICT, INVOICE_MISMATCH.
    */
@@ -367,77 +372,97 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     }
   }
 
+  function storageRefusal(): VendgateError {
+    const fault = deps.storage?.fault();
+    return new VendgateError(ErrorCodes.STORAGE, `no new orders: ${deps.storage?.describe() ?? 'the database cannot be written'}`, {
+      details: fault ? { path: fault.path, freeBytes: fault.freeBytes, kind: fault.kind, code: fault.code } : {},
+    });
+  }
+
+  async function createOrder(input: OrderInput): Promise<OrderRow> {
+    if (deps.storage?.fault()) throw storageRefusal();
+    const reason = deps.outOfService();
+    if (reason) throw new VendgateError(ErrorCodes.OUT_OF_SERVICE, `out of service: ${reason}`);
+    if (!health.reachable)
+      throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly');
+    // Validated before anything is touched; priced again at the insert (a catalog may change meanwhile).
+    describeItem(input);
+    if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
+    if (repo.inStates(IN_PROGRESS_STATES).length > 0) {
+      throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the machine is delivering an order; please wait');
+    }
+    if (repo.inStates(['creating']).length > 0) {
+      throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
+    }
+    // One order at a time: a new choice replaces the one waiting for payment — by the provider's
+    // word. A waiting order that turns out paid is vended and this one refused.
+    // Until the new order is on disk no second create may start: the checks above would both pass.
+    replacing = true;
+    try {
+      for (const open of repo.inStates(['awaiting_payment'])) {
+        const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
+          if (isStorageError(err)) throw err;
+          health.failed(err);
+          throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
+            cause: err,
+          });
+        });
+        if (after.state !== 'canceled' && after.state !== 'expired') {
+          throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait');
+        }
+      }
+    } finally {
+      replacing = false;
+    }
+    // Priced now, in the same turn as the insert: a catalog applied meanwhile is the one used.
+    const item = describeItem(input);
+    const order = durably(
+      db,
+      () => {
+        const row = repo.insert(
+          {
+            request: requestFields(item.itemName),
+            source: input.source,
+            slot: item.slot,
+            itemName: item.itemName,
+            amount: item.amount,
+            currency: settings.device.currency,
+            livemode: settings.device.livemode,
+            provider: provider.name,
+            captureMode: settings.provider.captureMode,
+          },
+          deps.deviceId,
+          deps.dbId,
+        );
+        outbox.event('order.created', {
+          orderId: row.id,
+          reference: row.reference,
+          source: row.source,
+          slot: row.slot,
+          amount: row.amount,
+          currency: row.currency,
+        });
+        outbox.count('orders_created');
+        return row;
+      },
+      'order_insert',
+    );
+    crash('after_order_insert');
+    changed();
+    log.info({ orderId: order.id, reference: order.reference, slot: order.slot, amount: order.amount }, 'order created');
+    return obtainInvoice(order);
+  }
+
   return {
     async create(input: OrderInput): Promise<OrderRow> {
-      const reason = deps.outOfService();
-      if (reason) throw new VendgateError(ErrorCodes.OUT_OF_SERVICE, `out of service: ${reason}`);
-      if (!health.reachable)
-        throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly');
-      // Validated before anything is touched; priced again at the insert (a catalog may change meanwhile).
-      describeItem(input);
-      if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
-      if (repo.inStates(IN_PROGRESS_STATES).length > 0) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the machine is delivering an order; please wait');
-      }
-      if (repo.inStates(['creating']).length > 0) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
-      }
-      // One order at a time: a new choice replaces the one waiting for payment — by the provider's
-      // word. A waiting order that turns out paid is vended and this one refused.
-      // Until the new order is on disk no second create may start: the checks above would both pass.
-      replacing = true;
       try {
-        for (const open of repo.inStates(['awaiting_payment'])) {
-          const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
-            health.failed(err);
-            throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
-              cause: err,
-            });
-          });
-          if (after.state !== 'canceled' && after.state !== 'expired') {
-            throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait');
-          }
-        }
-      } finally {
-        replacing = false;
+        return await createOrder(input);
+      } catch (err) {
+        // A write the card refused (the insert, the close of the order it replaces) is the disk's fault.
+        const fault = err instanceof VendgateError ? null : deps.storage?.report(err);
+        if (fault) throw storageRefusal();
+        throw err;
       }
-      // Priced now, in the same turn as the insert: a catalog applied meanwhile is the one used.
-      const item = describeItem(input);
-      const order = durably(
-        db,
-        () => {
-          const row = repo.insert(
-            {
-              request: requestFields(item.itemName),
-              source: input.source,
-              slot: item.slot,
-              itemName: item.itemName,
-              amount: item.amount,
-              currency: settings.device.currency,
-              livemode: settings.device.livemode,
-              provider: provider.name,
-              captureMode: settings.provider.captureMode,
-            },
-            deps.deviceId,
-            deps.dbId,
-          );
-          outbox.event('order.created', {
-            orderId: row.id,
-            reference: row.reference,
-            source: row.source,
-            slot: row.slot,
-            amount: row.amount,
-            currency: row.currency,
-          });
-          outbox.count('orders_created');
-          return row;
-        },
-        'order_insert',
-      );
-      crash('after_order_insert');
-      changed();
-      log.info({ orderId: order.id, reference: order.reference, slot: order.slot, amount: order.amount }, 'order created');
-      return obtainInvoice(order);
     },
 
     get(orderId: number): OrderRow | undefined {
