@@ -6,6 +6,8 @@
 #   systemd  — systemd-analyze verify on the unit files (test/e2e/systemd-verify.test.ts)
 #   prometheus — for its promtool: /metrics through promtool check metrics (test/e2e/metrics-promtool.test.ts)
 #   mosquitto — two real bridged brokers with the shipped fleet ACL (test/e2e/fleet*.test.ts)
+#   e2fsprogs, util-linux, mount — ext4 on a loop device turned read-only by the kernel, and a small
+#              tmpfs filled up (test/storage/*.test.ts; they mount, so they run as root, as CI does)
 # Idempotent: installs only what is missing; runs apt-get update only when something is.
 # Debian/Ubuntu/Raspberry Pi OS. Run as root or with sudo available.
 set -eu
@@ -17,9 +19,12 @@ command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
 command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || missing="$missing mosquitto"
+{ command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } || missing="$missing e2fsprogs"
+{ command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ]; } || missing="$missing util-linux"
+{ command -v mount >/dev/null 2>&1 || [ -x /usr/bin/mount ] || [ -x /bin/mount ]; } || missing="$missing mount"
 
 if [ -z "$missing" ]; then
-  echo "install-test-deps: socat, chromium, shellcheck, systemd-analyze, promtool and mosquitto already present"
+  echo "install-test-deps: socat, chromium, shellcheck, systemd-analyze, promtool, mosquitto, mkfs.ext4, losetup and mount already present"
   exit 0
 fi
 
@@ -42,6 +47,9 @@ for tool in $missing; do
     prometheus) command -v promtool >/dev/null 2>&1 || { echo "install-test-deps: promtool still missing" >&2; exit 1; } ;;
     systemd) command -v systemd-analyze >/dev/null 2>&1 || { echo "install-test-deps: systemd-analyze still missing" >&2; exit 1; } ;;
     mosquitto) { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || { echo "install-test-deps: mosquitto still missing" >&2; exit 1; } ;;
+    e2fsprogs) { command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } || { echo "install-test-deps: mkfs.ext4 still missing" >&2; exit 1; } ;;
+    util-linux) { command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ]; } || { echo "install-test-deps: losetup still missing" >&2; exit 1; } ;;
+    mount) { command -v mount >/dev/null 2>&1 || [ -x /usr/bin/mount ] || [ -x /bin/mount ]; } || { echo "install-test-deps: mount still missing" >&2; exit 1; } ;;
     chromium) [ -x /usr/bin/chromium ] || { echo "install-test-deps: /usr/bin/chromium still missing (on Ubuntu the chromium package is a snap shim: install Debian's chromium or point the kiosk e2e test at another binary)" >&2; exit 1; } ;;
     *) command -v "$tool" >/dev/null 2>&1 || { echo "install-test-deps: $tool still missing" >&2; exit 1; } ;;
   esac

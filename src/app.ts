@@ -295,7 +295,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
     const webhookSource = settings.fleet.webhookSource;
     const webhooks = createWebhookChannel(
-      { db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook },
+      { db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook, storage },
       {
         ...settings.http.webhook,
         toleranceSec: settings.provider.toleranceSec,

@@ -224,13 +224,13 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
    * until it is on disk. Only a stop gives up, after one last attempt; the order then comes back
    * `vend_uncertain` at the next start, as after a power cut, and the log line says what happened.
    */
-  async function settleSurely(order: OrderRow, outcome: VendOutcome): Promise<void> {
+  async function settleSurely(order: OrderRow, outcome: VendOutcome): Promise<boolean> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         settle(order, outcome);
         if (attempt > 1)
           log.warn({ orderId: order.id, outcome: outcome.result, attempt }, 'vend outcome written after the card refused it');
-        return;
+        return true;
       } catch (err) {
         if (!isStorageError(err)) throw err;
         deps.storage?.report(err);
@@ -239,7 +239,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
             { err, orderId: order.id, reference: order.reference, outcome: outcome.result },
             'stopping with a vend outcome the card would not take: the order comes back vend_uncertain; this line says what happened',
           );
-          return;
+          return false;
         }
         log.error(
           { err, orderId: order.id, reference: order.reference, outcome: outcome.result, attempt },
@@ -279,9 +279,10 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       firing = current.then(() => {});
       const outcome = await current;
       crash('after_actuation');
-      await settleSurely(order, outcome);
-      deps.onSettled?.(order, outcome.result);
+      const written = await settleSurely(order, outcome);
       firing = null;
+      if (!written) return;
+      deps.onSettled?.(order, outcome.result);
       crash('after_settle');
       log.info({ orderId: order.id, outcome: outcome.result }, 'vend settled');
       deps.onChange?.();

@@ -24,6 +24,8 @@ export interface WebhookChannelDeps {
   secrets: readonly string[];
   /** The port, bound before the database was opened (see app.ts start order). */
   listener?: BoundListener;
+  /** Told of a write the card refused (src/store/storage-health.ts). */
+  storage?: { report(err: unknown): unknown };
 }
 
 export interface WebhookChannelSettings {
@@ -102,6 +104,7 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
       listener: deps.listener,
       onAccepted: () => worker.notify(),
       onDelivered: () => backfill.webhookReceived(),
+      onStoreFailed: (err) => deps.storage?.report(err),
       onClockSkew: (skewSec) => clockSkew.observe(skewSec),
     },
     settings,
