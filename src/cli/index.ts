@@ -108,6 +108,8 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
         );
       case 'migrate':
         return (await import('./migrate.js')).migrateCommand({ config: values.config }, io);
+      case 'doctor':
+        return (await import('./doctor.js')).doctorCommand({ config: values.config, json: values.json }, io);
       case 'simulate-machine':
         return await (
           await import('./simulate-machine.js')

@@ -12,6 +12,10 @@ export const COMMANDS: Record<string, { usage: string; about: string }> = {
   orders: { usage: 'orders [--state S] [--json] [--limit N]', about: 'list orders, newest first' },
   resolve: { usage: 'resolve ORDER --vended|--not-vended', about: 'settle an uncertain vend (not vended → refund)' },
   migrate: { usage: 'migrate [--config FILE]', about: 'apply pending database migrations (update.sh)' },
+  doctor: {
+    usage: 'doctor [--json]',
+    about: 'the database and the SD card: integrity, WAL, free space,\nread-only, ext4 errors and lifetime writes; what to do',
+  },
   replay: { usage: 'replay [--since ISO]', about: 're-run stored webhook events (GET + observe); default: last 24 h' },
   reconcile: {
     usage: 'reconcile [--since ISO] [--json]',
@@ -42,7 +46,8 @@ export const COMMANDS: Record<string, { usage: string; about: string }> = {
 
 const FOOTER = `  --config FILE  defaults to $VENDGATE_CONFIG, then /etc/vendgate/config.yaml, then the demo config
   --version      print the release, its commit and the Node.js running it
-Exit codes: 0 ok, 1 runtime failure, 64 usage, 75 another vendgate runs on this database, 78 bad configuration (or a port in use).`;
+Exit codes: 0 ok, 1 runtime failure, 64 usage, 74 the storage (damaged database, full disk, card gone read-only),
+75 another vendgate runs on this database, 78 bad configuration (or a port in use).`;
 
 const COLUMN = 46;
 

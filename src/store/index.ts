@@ -39,3 +39,4 @@ export {
   type StorageFaultKind,
 } from './storage-health.js';
 export { inspectWal, keepDiscardedWal, walPathFor, type WalFinding } from './wal.js';
+export { cardInfo, databaseDir, type CardInfo } from './card.js';
