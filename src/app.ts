@@ -34,7 +34,7 @@ import { createActuator, createInputs, type Actuator, type HardwareInputs } from
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
-import { createWebhookChannel, type WebhookChannel } from './channels/webhook/index.js';
+import { createClockSkewAlarm, createWebhookChannel, type WebhookChannel } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createMetrics } from './metrics/index.js';
@@ -185,6 +185,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     );
     checkpointer.start();
     const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
+    // One clock-skew state, fed by verified webhooks and by the Date header of every provider answer.
+    const clockSkew = createClockSkewAlarm({ db, outbox, logger }, { toleranceSec: settings.provider.toleranceSec });
     if (lineage.detail) {
       // Order ids restart in a restored database; references do not (a nonce per order), so no old
       // key is reused. Said loudly, and every recent invoice is compared with the provider at once.
@@ -229,7 +231,18 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       );
       provider = sandbox.provider;
     }
-    provider ??= createProvider({ clock, logger, observeRequest: (sample) => metrics.observeProviderRequest(sample) }, settings);
+    provider ??= createProvider(
+      {
+        clock,
+        logger,
+        observeRequest: (sample) => {
+          metrics.observeProviderRequest(sample);
+          if (sample.serverDate !== undefined && sample.receivedAt !== undefined)
+            clockSkew.observe(Math.round((sample.receivedAt - sample.serverDate) / 1000));
+        },
+      },
+      settings,
+    );
 
     const actuator =
       deps.actuator ?? (await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings));
@@ -285,17 +298,21 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
           if (order.source === 'mdb') void actuator.denySession?.(reason);
         },
         storage,
+        clockOffsetMs: () => clockSkew.offsetMs(),
       },
       settings,
     );
     const { ledger, orders, vend, refunds } = money;
-    const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
+    const poller = createPoller(
+      { db, clock, logger, provider, ledger, health, webhooksUntrusted: () => clockSkew.webhooksUntrusted() },
+      settings.poll,
+    );
     wakePoller = () => poller.wake();
     const webhookSecrets =
       settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
     const webhookSource = settings.fleet.webhookSource;
     const webhooks = createWebhookChannel(
-      { db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook, storage },
+      { db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook, storage, clockSkew },
       {
         ...settings.http.webhook,
         toleranceSec: settings.provider.toleranceSec,

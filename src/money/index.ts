@@ -48,6 +48,8 @@ export interface MoneyPathDeps {
    * here, and while it holds a fault new orders are refused with VG_ERR_STORAGE.
    */
   storage?: { report(err: unknown): StorageFault | null; fault(): StorageFault | null; describe(): string };
+  /** This device's clock minus the provider's (ms), from the provider's Date headers. */
+  clockOffsetMs?: () => number;
 }
 
 export type MoneyPathSettings = Pick<Readonly<Settings>, 'device' | 'provider' | 'poll' | 'actuator' | 'policy'>;
@@ -166,6 +168,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       onClosedUnpaid: deps.onClosedUnpaid,
       ...(deps.catalog ? { catalog: deps.catalog } : {}),
       ...(deps.storage ? { storage: deps.storage } : {}),
+      ...(deps.clockOffsetMs ? { clockOffsetMs: deps.clockOffsetMs } : {}),
     },
     settings,
   );

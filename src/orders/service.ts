@@ -1,6 +1,6 @@
 import type { Db } from '../store/index.js';
 import { durably, inTransaction, isStorageError, type StorageFault } from '../store/index.js';
-import type { Clock } from '../util/clock.js';
+import { scheduleClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
@@ -87,6 +87,12 @@ export interface OrderServiceDeps {
   onClosedUnpaid?: (order: OrderRow, reason: string) => void;
   /** The live catalog (remote versions, stock, jams). Absent: settings.device.catalog, always for sale. */
   catalog?: CatalogPort;
+  /**
+   * This device's clock minus the provider's, as measured from the provider's Date headers (ms):
+   * the create-answer check reads the provider's times on this device's clock, so a Pi hours off
+   * does not take every new invoice for a key used before.
+   */
+  clockOffsetMs?: () => number;
   /** The card beneath the database: no new order while it refuses writes (VG_ERR_STORAGE). */
   storage?: { report(err: unknown): StorageFault | null; fault(): StorageFault | null; describe(): string };
 }
@@ -149,6 +155,24 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   const changed = () => deps.onChange?.();
   /** A create is cancelling the waiting order it replaces (an await before its insert). */
   let replacing = false;
+  const mono = scheduleClock(clock);
+  /**
+   * When each waiting order runs out, on the monotonic clock, fixed the first time this process sees
+   * it: the time left by the wall clock then, never more than the TTL asked for, never less than 0.
+   * A wall clock that jumps months either way afterwards neither expires a fresh order nor keeps a
+   * stale one open; the provider's word still decides (the read and the cancel of expireDue).
+   */
+  const runsOutAt = new Map<number, number>();
+  function runsOut(order: OrderRow): number {
+    let at = runsOutAt.get(order.id);
+    if (at === undefined) {
+      const ttlMs = requestFor(order).expiresInSec * 1000;
+      const left = Math.min(Math.max((order.expires_at ?? 0) - clock.now(), 0), ttlMs);
+      at = mono() + left;
+      runsOutAt.set(order.id, at);
+    }
+    return at;
+  }
 
   function describeItem(input: OrderInput): { slot: string | null; itemName: string; amount: number } {
     if (input.source === 'mdb') {
@@ -212,10 +236,12 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     if (invoice.livemode !== (order.livemode === 1)) return `livemode ${invoice.livemode} ≠ ${order.livemode === 1}`;
     if (invoice.description !== undefined && invoice.description !== request.description)
       return `description ${JSON.stringify(invoice.description)} ≠ ${JSON.stringify(request.description)}`;
-    if (invoice.createdAt !== undefined && invoice.createdAt < order.created_at - CLOCK_SLACK_MS)
-      return `created ${new Date(invoice.createdAt).toISOString()}, before the order`;
-    if (invoice.expiresAt < order.created_at - CLOCK_SLACK_MS)
-      return `expired ${new Date(invoice.expiresAt).toISOString()}, before the order`;
+    // The provider's times on this device's clock: a measured skew is allowed for, not blamed on the database.
+    const offset = deps.clockOffsetMs?.() ?? 0;
+    if (invoice.createdAt !== undefined && invoice.createdAt + offset < order.created_at - CLOCK_SLACK_MS)
+      return `created ${new Date(invoice.createdAt).toISOString()}, before the order${offset ? ` (clock offset ${Math.round(offset / 1000)} s allowed for)` : ''}`;
+    if (invoice.expiresAt + offset < order.created_at - CLOCK_SLACK_MS)
+      return `expired ${new Date(invoice.expiresAt).toISOString()}, before the order${offset ? ` (clock offset ${Math.round(offset / 1000)} s allowed for)` : ''}`;
     if (!['pending', 'canceled', 'expired'].includes(invoice.status))
       return `already ${invoice.providerStatus} although its QR was never shown`;
     return null;
@@ -495,9 +521,11 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
      * whose last read failed.
      */
     async expireDue(): Promise<void> {
-      const now = clock.now();
-      for (const order of repo.inStates(['awaiting_payment'])) {
-        if (order.expires_at === null || order.expires_at > now) continue;
+      const now = mono();
+      const waiting = repo.inStates(['awaiting_payment']);
+      for (const id of runsOutAt.keys()) if (!waiting.some((order) => order.id === id)) runsOutAt.delete(id);
+      for (const order of waiting) {
+        if (order.expires_at === null || runsOut(order) > now) continue;
         if (!(await readWaiting(order, 'expiry'))) continue;
         const current = repo.get(order.id)!;
         if (current.state !== 'awaiting_payment') continue;

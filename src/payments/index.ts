@@ -6,6 +6,7 @@ import type { Settings } from '../settings/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { PaymentProvider } from './types.js';
+import type { RequestSample } from './http.js';
 import { createGeregeProvider } from './gerege/index.js';
 import { createQutpayProvider } from './qutpay/index.js';
 
@@ -22,6 +23,7 @@ export {
   type HttpRequest,
   type HttpResponse,
   type RetryPolicy,
+  type RequestSample,
 } from './http.js';
 export { validateCreateRequest, findInvoiceMismatch } from './invoice-checks.js';
 export {
@@ -60,7 +62,7 @@ export interface PaymentsDeps {
   fetch?: typeof fetch;
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
-  observeRequest?: (sample: { method: string; outcome: 'ok' | 'error'; seconds: number }) => void;
+  observeRequest?: (sample: RequestSample) => void;
 }
 
 /** The adapter named by `provider.name`. Builds objects only: no network until the first call. */

@@ -9,7 +9,7 @@ import { createBackfill, type Backfill } from '../backfill.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createWebhookServer, type WebhookServer } from './server.js';
 import { createWebhookWorker, type WebhookWorker } from './worker.js';
-import { createClockSkewAlarm } from './clock-skew.js';
+import { createClockSkewAlarm, type ClockSkew } from './clock-skew.js';
 import { createBrokerIngest, type BrokerIngest } from './broker-ingest.js';
 import type { BoundListener, ListenerLimits } from '../../util/http-listener.js';
 
@@ -26,6 +26,8 @@ export interface WebhookChannelDeps {
   listener?: BoundListener;
   /** Told of a write the card refused (src/store/storage-health.ts). */
   storage?: { report(err: unknown): unknown };
+  /** The device's one clock-skew state, also fed by the provider's API answers (app.ts); absent: its own. */
+  clockSkew?: ClockSkew;
 }
 
 export interface WebhookChannelSettings {
@@ -92,7 +94,7 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
       lookbackSec: settings.backfillLookbackSec,
     },
   );
-  const clockSkew = createClockSkewAlarm({ db: deps.db, outbox: deps.outbox });
+  const clockSkew = deps.clockSkew ?? createClockSkewAlarm({ db: deps.db, outbox: deps.outbox });
   const server: WebhookServer = createWebhookServer(
     {
       provider,
