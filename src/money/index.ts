@@ -92,7 +92,10 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       }
     });
   };
-  const baseLedger = createLedger({ db, clock, logger, outbox }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
+  const baseLedger = createLedger(
+    { db, clock, logger, outbox, ...(deps.clockOffsetMs ? { clockOffsetMs: deps.clockOffsetMs } : {}) },
+    { lateVendMs: settings.poll.lateGraceSec * 1000 },
+  );
   let housekeeping: NodeJS.Timeout | null = null;
   /**
    * A worker pass the card refused is not a crash: the fault is reported (new orders stop, the
