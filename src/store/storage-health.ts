@@ -81,8 +81,8 @@ export function probeWrite(dir: string): string | null {
 
 /** What a storage error means for this file system: a write probe tells read-only from a plain I/O error. */
 export function classifyStorageError(err: unknown, dir: string): { kind: StorageFaultKind; code: string } | null {
-  if (!isStorageError(err)) return null;
-  const code = codeOf(err)!;
+  const code = codeOf(err);
+  if (code === null || !isStorageError(err)) return null;
   if (FULL_CODES.has(code)) return { kind: 'full', code };
   if (READONLY_CODES.has(code)) return { kind: 'readonly', code };
   // SQLite says SQLITE_IOERR_WRITE for EROFS and ENOSPC alike on an open file: ask the kernel.

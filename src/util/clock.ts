@@ -14,7 +14,8 @@ export const systemClock: Clock = { now: () => Date.now(), monotonic: () => perf
 
 /** The schedule clock of `clock` (its monotonic one, else its wall clock). */
 export function scheduleClock(clock: Clock): () => number {
-  return clock.monotonic ? () => clock.monotonic!() : () => clock.now();
+  const { monotonic } = clock;
+  return monotonic ? () => monotonic.call(clock) : () => clock.now();
 }
 
 /** A clock tests can set and advance by hand. */

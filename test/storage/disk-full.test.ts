@@ -85,9 +85,9 @@ describe('a disk that fills during a vend', () => {
     const health = await fetch(`${url}/healthz`);
     expect(health.status).toBe(503);
     const checks = ((await health.json()) as { checks: Record<string, { ok: boolean; detail: string }> }).checks;
-    expect(checks.storage.ok).toBe(false);
-    expect(checks.storage.detail).toContain(dbPath);
-    expect(checks.provider.ok).toBe(true);
+    expect(checks.storage!.ok).toBe(false);
+    expect(checks.storage!.detail).toContain(dbPath);
+    expect(checks.provider!.ok).toBe(true);
 
     const alarmTopic = `${prefix}/${deviceId}/alarms/storage_full`;
     const alarm = await waitFor(() => retained.get(alarmTopic), 20_000, 'storage_full on the broker');
