@@ -30,7 +30,7 @@ import type { Ledger } from './ledger/index.js';
 import { createMoneyPath, type MoneyPath } from './money/index.js';
 import { createProviderHealth, type OrderService, type ProviderHealth } from './orders/index.js';
 import type { VendRunner, RefundWorker } from './vend/index.js';
-import { createActuator, createInputs, type Actuator, type HardwareInputs } from './hardware/index.js';
+import { createActuator, createInputs, preflightHardware, type Actuator, type HardwareInputs } from './hardware/index.js';
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
@@ -147,6 +147,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const startedAt = clock.now();
     const onDisk = settings.storage.path !== ':memory:';
     const fullAtStart = onDisk && startsOnFullDisk(settings.storage.path);
+    // Hardware the settings name but this machine lacks stops the start here, before the lock or the database.
+    await preflightHardware({}, settings, { actuator: !deps.actuator, inputs: !deps.inputs });
     await claimLockAndPorts();
     // Looked at before SQLite opens it: a WAL it would discard silently takes the restored-database path.
     const wal = onDisk ? inspectWal(settings.storage.path) : null;
