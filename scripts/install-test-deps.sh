@@ -8,6 +8,9 @@
 #   mosquitto — two real bridged brokers with the shipped fleet ACL (test/e2e/fleet*.test.ts)
 #   minisign, dpkg-dev's dpkg-deb, g++/make, g++-aarch64-linux-gnu, qemu-user — npm run release and its
 #            artefacts tested natively and under arm64 emulation (test/e2e/release.test.ts)
+#   e2fsprogs, util-linux, mount — ext4 on a loop device turned read-only by the kernel, and a small
+#              tmpfs filled up (test/storage/*.test.ts; they mount, so they run as root, as CI does)
+#   faketime — libfaketime under the spawned service, its wall clock moved at run time (test/storage/wall-clock.test.ts)
 # Idempotent: installs only what is missing; runs apt-get update only when something is.
 # Debian/Ubuntu/Raspberry Pi OS. Run as root or with sudo available.
 set -eu
@@ -36,9 +39,13 @@ command -v g++ >/dev/null 2>&1 || missing="$missing g++"
 command -v make >/dev/null 2>&1 || missing="$missing make"
 command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || missing="$missing g++-aarch64-linux-gnu"
 command -v qemu-aarch64 >/dev/null 2>&1 || missing="$missing qemu-user"
+{ command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } || missing="$missing e2fsprogs"
+{ command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ]; } || missing="$missing util-linux"
+{ command -v mount >/dev/null 2>&1 || [ -x /usr/bin/mount ] || [ -x /bin/mount ]; } || missing="$missing mount"
+ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing="$missing faketime"
 
 if [ -z "$missing" ]; then
-  echo "install-test-deps: socat, chromium, shellcheck, systemd-analyze, promtool, mosquitto, minisign, dpkg-deb, g++, the arm64 cross compiler and qemu-user already present"
+  echo "install-test-deps: everything the e2e, release and storage tests need is already present"
   exit 0
 fi
 
@@ -64,6 +71,10 @@ for tool in $missing; do
     g++-aarch64-linux-gnu) command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || { echo "install-test-deps: aarch64-linux-gnu-g++ still missing" >&2; exit 1; } ;;
     qemu-user) command -v qemu-aarch64 >/dev/null 2>&1 || { echo "install-test-deps: qemu-aarch64 still missing" >&2; exit 1; } ;;
     mosquitto) { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || { echo "install-test-deps: mosquitto still missing" >&2; exit 1; } ;;
+    e2fsprogs) { command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } || { echo "install-test-deps: mkfs.ext4 still missing" >&2; exit 1; } ;;
+    util-linux) { command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ]; } || { echo "install-test-deps: losetup still missing" >&2; exit 1; } ;;
+    faketime) ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || { echo "install-test-deps: libfaketime still missing" >&2; exit 1; } ;;
+    mount) { command -v mount >/dev/null 2>&1 || [ -x /usr/bin/mount ] || [ -x /bin/mount ]; } || { echo "install-test-deps: mount still missing" >&2; exit 1; } ;;
     chromium) [ -x /usr/bin/chromium ] || { echo "install-test-deps: /usr/bin/chromium still missing (on Ubuntu the chromium package is a snap shim: install Debian's chromium or point the kiosk e2e test at another binary)" >&2; exit 1; } ;;
     *) command -v "$tool" >/dev/null 2>&1 || { echo "install-test-deps: $tool still missing" >&2; exit 1; } ;;
   esac

@@ -1,3 +1,5 @@
+import { existsSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Settings } from './settings/index.js';
 import {
   openDatabase,
@@ -8,6 +10,13 @@ import {
   createCheckpointer,
   inTransaction,
   acquireInstanceLock,
+  createStorageHealth,
+  touchDatabase,
+  inspectWal,
+  keepDiscardedWal,
+  freeBytesAt,
+  ballastPathFor,
+  type StorageHealth,
   type Checkpointer,
   type Db,
   type InstanceLock,
@@ -32,7 +41,7 @@ import { createActuator, createInputs, preflightHardware, type Actuator, type Ha
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
-import { createWebhookChannel, type WebhookChannel } from './channels/webhook/index.js';
+import { createClockSkewAlarm, createWebhookChannel, type ClockSkew, type WebhookChannel } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createMetrics, type Metrics } from './metrics/index.js';
@@ -43,6 +52,7 @@ import {
   createDeviceView,
   createHardwareEventHandler,
   createStateChanges,
+  followStorageFaults,
   type Availability,
   type DeviceView,
   type StateChanges,
@@ -159,12 +169,46 @@ interface Store {
   outbox: Outbox;
   /** The process's only order repository: every part that reads or moves orders gets this one. */
   orderRepository: OrderRepository;
+  /** The card beneath the database: a refused write is a state (src/store/storage-health.ts), not a crash. */
+  storage: StorageHealth;
+  /** One clock-skew state, fed by verified webhooks and by the Date header of every provider answer. */
+  clockSkew: ClockSkew;
 }
 
-function openStore({ settings, clock, logger, log }: Base): Store {
+/**
+ * A disk too full to start on, with the ballast still there: it is given back (storage.report does,
+ * src/store/storage-health.ts) and the service starts in the `full` state, refusing new orders but
+ * settling what it holds and telling the operator. Without a ballast the start fails (exit 74).
+ */
+function startsOnFullDisk(path: string): boolean {
+  const free = freeBytesAt(dirname(path));
+  if (free === null || free >= 1024 * 1024 || !existsSync(ballastPathFor(path))) return false;
+  rmSync(ballastPathFor(path), { force: true });
+  return true;
+}
+
+function openStore({ settings, clock, logger, log }: Base, fullAtStart: boolean): Store {
+  const onDisk = settings.storage.path !== ':memory:';
+  // Looked at before SQLite opens it: a WAL it would discard silently takes the restored-database path.
+  const wal = onDisk ? inspectWal(settings.storage.path) : null;
+  if (wal?.discarded)
+    log.error(
+      { wal: wal.path, bytes: wal.bytes, reason: wal.discarded, copy: keepDiscardedWal(wal, clock.now()) },
+      'the write-ahead log is unreadable: SQLite discards it',
+    );
   const db = openDatabase(settings.storage.path);
   const dbId = databaseId(db);
-  const lineage = checkLineage(db, settings.storage.path);
+  const storage = createStorageHealth(
+    {
+      now: () => clock.now(),
+      probeDatabase: () => touchDatabase(db, clock.now()),
+      onLog: (level, fields, msg) => log[level](fields, msg),
+    },
+    { path: settings.storage.path, ballastBytes: onDisk ? settings.storage.ballastMb * 1024 * 1024 : 0 },
+  );
+  if (fullAtStart) storage.report(Object.assign(new Error('no room left on the disk at start'), { code: 'ENOSPC' }));
+  else if (onDisk) storage.reserve();
+  const lineage = checkLineage(db, settings.storage.path, undefined, { discardedWal: wal?.discarded });
   // WAL checkpoints between customers, not inside a webhook's or a vend claim's commit.
   const lineageMark = { highWater: lineage.highWater };
   const checkpointer = createCheckpointer(
@@ -181,6 +225,7 @@ function openStore({ settings, clock, logger, log }: Base): Store {
   );
   checkpointer.start();
   const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
+  const clockSkew = createClockSkewAlarm({ db, outbox, logger }, { toleranceSec: settings.provider.toleranceSec });
   if (lineage.detail) {
     // Order ids restart in a restored database; references do not (a nonce per order), so no old
     // key is reused. Said loudly, and every recent invoice is compared with the provider at once.
@@ -198,11 +243,12 @@ function openStore({ settings, clock, logger, log }: Base): Store {
       outbox.event('database.restored', { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail });
     });
   }
-  return { db, dbId, lineage, checkpointer, outbox, orderRepository: createOrderRepository({ db, clock }) };
+  return { db, dbId, lineage, checkpointer, outbox, orderRepository: createOrderRepository({ db, clock }), storage, clockSkew };
 }
 
 /** Checkpointer, the lineage mark (this run ended cleanly), the database. */
 function closeStore({ settings, log }: Base, store: Store): void {
+  store.storage.stop();
   store.checkpointer.stop();
   try {
     recordLineage(store.db, settings.storage.path, { highWater: -1 });
@@ -241,7 +287,7 @@ interface Payments {
   webhookSecrets: readonly string[];
 }
 
-function buildPayments({ settings, deps, clock, logger, log }: Base, { metrics }: Shared, claimed: Claimed): Payments {
+function buildPayments({ settings, deps, clock, logger, log }: Base, { clockSkew }: Store, { metrics }: Shared, claimed: Claimed): Payments {
   const host = settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host;
   const localBase = `http://${host}:${claimed.local.port}`;
   // Demo: with provider.sandboxLanPort the pay URL (and so the QR) names this machine's LAN address.
@@ -265,7 +311,18 @@ function buildPayments({ settings, deps, clock, logger, log }: Base, { metrics }
   const provider =
     deps.provider ??
     sandbox?.provider ??
-    createProvider({ clock, logger, observeRequest: (sample) => metrics.observeProviderRequest(sample) }, settings);
+    createProvider(
+      {
+        clock,
+        logger,
+        observeRequest: (sample) => {
+          metrics.observeProviderRequest(sample);
+          if (sample.serverDate !== undefined && sample.receivedAt !== undefined)
+            clockSkew.observe(Math.round((sample.receivedAt - sample.serverDate) / 1000));
+        },
+      },
+      settings,
+    );
   const webhookSecrets =
     settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
   return { provider, sandbox, lan, webhookSecrets };
@@ -301,6 +358,8 @@ function buildMoneyPath(base: Base, store: Store, shared: Shared, { provider }: 
       health: shared.health,
       catalog,
       outOfService: shared.availability.reason,
+      storage: store.storage,
+      clockOffsetMs: () => store.clockSkew.offsetMs(),
       events: {
         changed: changes.notify,
         vendSettled: (order, result) => {
@@ -351,6 +410,8 @@ function buildChannels(
       orderRepository: store.orderRepository,
       secrets: webhookSecrets,
       listener: claimed.webhook,
+      storage: store.storage,
+      clockSkew: store.clockSkew,
     },
     { ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec },
   );
@@ -363,6 +424,7 @@ function buildChannels(
       ledger,
       health,
       orderRepository: store.orderRepository,
+      webhooksUntrusted: () => store.clockSkew.webhooksUntrusted(),
       // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
       onObserved: (observation, result) => {
         if (result.outcome === 'recorded' && (observation.status === 'paid' || observation.status === 'authorized'))
@@ -407,7 +469,7 @@ interface Device {
 function buildDevice(
   { settings, deps, clock, logger }: Base,
   startedAt: number,
-  { db, outbox }: Store,
+  { db, outbox, storage }: Store,
   { catalog, health, metrics, availability, changes }: Shared,
   { provider }: Payments,
   { actuator, inputs }: Hardware,
@@ -429,6 +491,7 @@ function buildDevice(
     catalog,
     notify,
     metrics,
+    storage,
   });
   const control = createDeviceControl({
     device: settings.device,
@@ -452,7 +515,10 @@ function buildDevice(
       environment: deps.configEnvironment ?? [],
     },
   });
-  const mqtt = createMqtt({ db, outbox, clock, logger, deviceId: settings.device.id, control, commands: settings.commands }, settings.mqtt);
+  const mqtt = createMqtt(
+    { db, outbox, clock, logger, deviceId: settings.device.id, control, commands: settings.commands, storage },
+    settings.mqtt,
+  );
   // Every state change may have written outbox rows: published now, not at the next poll.
   changes.subscribe(() => mqtt.kick());
   return { view, mqtt };
@@ -504,12 +570,13 @@ async function serve(
 }
 
 /** MQTT connects (in the background), then the broker subscription, polling and the money path's timers. */
-async function goLive({ log }: Base, { lineage }: Store, money: MoneyPath, channels: Channels, { mqtt }: Device): Promise<void> {
+async function goLive({ log }: Base, { lineage, storage }: Store, money: MoneyPath, channels: Channels, { mqtt }: Device): Promise<void> {
   // Connects in the background: a broker that is down never holds up the money path.
   await mqtt.start();
   channels.brokerWebhooks?.start();
   channels.poller.start();
   money.start();
+  storage.start();
   if (lineage.detail) {
     money.reconciler.compareAllAgain();
     void money.reconciler.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
@@ -560,6 +627,8 @@ interface Running {
   channels: Channels;
   device: Device;
   served: Served;
+  /** The storage alarms published straight to MQTT and to the outbox when it can take them. */
+  storageAlarms: { stop(): void };
   retention?: Retention;
 }
 
@@ -577,17 +646,27 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const startedAt = clock.now();
     // Hardware the settings name but this machine lacks stops the start here, before the lock or the database.
     await preflightHardware({}, settings, { actuator: !deps.actuator, inputs: !deps.inputs });
+    // A full disk with its ballast still there: the ballast is given back and the start goes on, full.
+    const fullAtStart = settings.storage.path !== ':memory:' && startsOnFullDisk(settings.storage.path);
     claimed = await claimLockAndPorts(base);
-    const store = openStore(base);
+    const store = openStore(base, fullAtStart);
     const shared = buildShared(base, store);
-    const payments = buildPayments(base, shared, claimed);
+    const storageAlarms = followStorageFaults({
+      db: store.db,
+      outbox: store.outbox,
+      storage: store.storage,
+      logger,
+      availability: shared.availability,
+      notify: shared.changes.notify,
+    });
+    const payments = buildPayments(base, store, shared, claimed);
     const hardware = await buildHardware(base, shared);
     const money = buildMoneyPath(base, store, shared, payments, hardware);
     const channels = buildChannels(base, store, shared, payments, money, claimed);
     const served: Served = { urls: {} };
     const device = buildDevice(base, startedAt, store, shared, payments, hardware, money, channels, served);
     const context = contextOf(base, store, shared, payments, hardware, money, channels, device);
-    running = { context, claimed, store, payments, hardware, money, channels, device, served };
+    running = { context, claimed, store, payments, hardware, money, channels, device, served, storageAlarms };
     // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
     shared.catalog.announce();
 
@@ -634,6 +713,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await hardware.actuator.stop();
     await device.mqtt.stop();
     payments.sandbox?.close();
+    running.storageAlarms.stop();
     closeStore(base, store);
     running.claimed.lock.release();
     log.info('stopped');

@@ -1,5 +1,5 @@
 import type { Db } from '../store/index.js';
-import type { Clock } from '../util/clock.js';
+import { scheduleClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { PaymentProvider } from '../payments/types.js';
 import { ProviderError } from '../payments/types.js';
@@ -21,6 +21,11 @@ export interface PollerDeps {
   orderRepository: Pick<OrderRepository, 'unsettledInvoices'>;
   /** After each reading is observed (the app tells the webhook channel about payments it polled first). */
   onObserved?: (observation: Observation, result: ObserveResult) => void;
+  /**
+   * True while webhooks cannot be trusted (the clocks disagree beyond the signature tolerance):
+   * open invoices are read twice as often, since polling carries the payments meanwhile.
+   */
+  webhooksUntrusted?: () => boolean;
 }
 
 /** Closed invoices are still read for a late payment, but less often than open ones. */
@@ -59,10 +64,14 @@ export interface Poller {
 export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller {
   const { db, clock, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'poller' });
+  // Due times are on the monotonic clock: a wall clock set back by NTP must not stop the reads for
+  // the size of the jump, nor one set forward make every invoice due at once.
+  const mono = scheduleClock(clock);
+  const openInterval = () => (deps.webhooksUntrusted?.() ? Math.max(tickMs, Math.floor(settings.intervalMs / 2)) : settings.intervalMs);
   const due = new Map<string, { at: number; failures: number }>();
   let timer: NodeJS.Timeout | null = null;
   let ticking: Promise<void> | null = null;
-  let lastProbe = 0;
+  let lastProbe = -Infinity;
   let lastPollAt: number | null = null;
   let stopped = true;
   let nothingOpen = false;
@@ -88,14 +97,14 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller
       const observation = observationOf(invoice, 'poll');
       const result = ledger.observe(observation);
       deps.onObserved?.(observation, result);
-      due.set(invoiceId, { at: clock.now() + settings.intervalMs * (closed ? CLOSED_INTERVAL_FACTOR : 1), failures: 0 });
+      due.set(invoiceId, { at: mono() + (closed ? settings.intervalMs * CLOSED_INTERVAL_FACTOR : openInterval()), failures: 0 });
     } catch (err) {
       health.failed(err);
       const failures = entry.failures + 1;
       const backoff = Math.min(settings.maxBackoffMs, settings.intervalMs * 2 ** failures);
       const wait =
         err instanceof ProviderError && err.retryAfterMs !== undefined ? Math.max(err.retryAfterMs, settings.intervalMs) : backoff;
-      due.set(invoiceId, { at: clock.now() + wait, failures });
+      due.set(invoiceId, { at: mono() + wait, failures });
       if (err instanceof ProviderError && err.kind === 'not_found') {
         log.error({ invoiceId }, 'the provider does not know this invoice');
       } else {
@@ -107,7 +116,7 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller
   async function tick(): Promise<void> {
     const open = openInvoices();
     nothingOpen = open.length === 0;
-    const now = clock.now();
+    const now = mono();
     const live = new Set(open.map((o) => o.invoice_id));
     for (const id of due.keys()) if (!live.has(id)) due.delete(id);
     for (const { invoice_id: id, state } of open) {

@@ -159,6 +159,8 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
           },
           io,
         );
+      case 'doctor':
+        return (await import('./doctor.js')).doctorCommand({ config: values.config, json: values.json }, io);
       case 'simulate-machine':
         return await (
           await import('./simulate-machine.js')

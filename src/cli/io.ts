@@ -12,8 +12,11 @@ export interface CliIo {
   stdin?: NodeJS.ReadableStream;
 }
 
-/** Exit codes: 0 ok, 1 runtime failure, 78 bad configuration (systemd does not restart on it). */
-export const EXIT = { OK: 0, FAILURE: 1, USAGE: 64, ALREADY_RUNNING: 75, CONFIG: 78 } as const;
+/**
+ * Exit codes: 0 ok, 1 runtime failure, 74 the storage beneath the database (damaged file, full disk,
+ * read-only or failing card) and 78 bad configuration: systemd restarts on neither of the last two.
+ */
+export const EXIT = { OK: 0, FAILURE: 1, USAGE: 64, STORAGE: 74, ALREADY_RUNNING: 75, CONFIG: 78 } as const;
 
 export class UsageError extends Error {
   constructor(message: string) {

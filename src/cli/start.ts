@@ -3,6 +3,7 @@ import { createApp } from '../app.js';
 import { createServiceLogger, pickLogFormat } from '../util/logger.js';
 import { nodeSupport, maintainedNodeLines } from '../util/node-support.js';
 import { describeStartError } from './start-errors.js';
+import { describeStorageStartError } from './storage-errors.js';
 import { loadQrcode } from '../kiosk/index.js';
 import { buildInfo } from '../version.js';
 import { type CliIo, EXIT, print, serveUntilStopped, UsageError } from './io.js';
@@ -52,6 +53,13 @@ export async function startCommand(
     ready = await app.start();
   } catch (err) {
     await app.stop().catch(() => {});
+    // The card or the file beneath the database: one fatal line (file, cause, next step), exit 74.
+    const storage = err instanceof InstanceLockedError ? null : describeStorageStartError(err, settings.storage.path);
+    if (storage) {
+      logger.fatal(storage, `could not start: ${storage.message}. Next: ${storage.hint}`);
+      print(io.stderr, `vendgate: could not start: ${storage.message}. Next: ${storage.hint}`);
+      return EXIT.STORAGE;
+    }
     // A setting or another program, not a bug: the sentence and what to do, no stack trace.
     const problem = describeStartError(err, settings, loaded.source);
     logger.fatal(problem ?? { err }, 'could not start');

@@ -61,6 +61,11 @@ export const COMMANDS: Record<string, CommandHelp> = {
     about: 're-run stored webhook events (GET + observe); default: last 24 h',
     options: [CONFIG, ['--since ISO', 'events received since this time (ISO 8601; default: 24 hours ago)']],
   },
+  doctor: {
+    usage: 'doctor [--json]',
+    about: 'the database and the SD card: integrity, WAL, free space,\nread-only, ext4 errors and lifetime writes; what to do',
+    options: [CONFIG, JSON_OUT],
+  },
   reconcile: {
     usage: 'reconcile [--since ISO] [--json]',
     about: 'paid invoices without a vend or refund here, vends without\na paid invoice there; exit 1 when any (default: last 24 h)',
@@ -150,7 +155,8 @@ export const COMMANDS: Record<string, CommandHelp> = {
 
 const FOOTER = `  --config FILE  defaults to $VENDGATE_CONFIG, then /etc/vendgate/config.yaml, then the demo config
   --version      print the release, its commit and the Node.js running it
-Exit codes: 0 ok, 1 runtime failure, 64 usage, 75 another vendgate runs on this database, 78 bad configuration (or a port in use).`;
+Exit codes: 0 ok, 1 runtime failure, 64 usage, 74 the storage (damaged database, full disk, card gone read-only),
+75 another vendgate runs on this database, 78 bad configuration (or a port in use).`;
 
 const COLUMN = 46;
 
@@ -175,7 +181,7 @@ export async function commandUsage(name: string): Promise<string> {
   const width = Math.max(0, ...options.map(([flag]) => flag.length));
   const list = options.map(([flag, text]) => `  ${flag.padEnd(width)}  ${text}`).join('\n');
   const optionsPart = options.length > 0 ? `\n\noptions:\n${list}${values ? `\n\n${await values()}` : ''}` : '';
-  return `usage: vendgate ${line.replace(/\n\s+/g, ' ')}\n\n${about.replace(/\n/g, ' ')}${optionsPart}\n\nExit codes: 0 ok, 1 runtime failure, 64 usage, 75 another vendgate runs on this database, 78 bad configuration (or a port in use).`;
+  return `usage: vendgate ${line.replace(/\n\s+/g, ' ')}\n\n${about.replace(/\n/g, ' ')}${optionsPart}\n\nExit codes: 0 ok, 1 runtime failure, 64 usage, 74 the storage (damaged database, full disk, card gone read-only), 75 another vendgate runs on this database, 78 bad configuration (or a port in use).`;
 }
 
 /** The long options a command accepts (its listed flags, and --help). Null: the command lists none, so any known option is let through. */

@@ -6,3 +6,4 @@ export { createStateChanges, type StateChanges } from './state-changes.js';
 export { createDeviceView, type DeviceView, type DeviceViewDeps } from './view.js';
 export { createDeviceControl, type DeviceControlDeps } from './control.js';
 export { createHardwareEventHandler, type HardwareEventDeps } from './hardware-events.js';
+export { followStorageFaults, type StorageAlarmDeps } from './storage.js';

@@ -27,6 +27,8 @@ export interface DeviceViewDeps {
   catalog: Pick<Catalog, 'offered' | 'current'> & { slots: Pick<Catalog['slots'], 'get' | 'refill'> };
   /** After a change made here (a refill): the screen and MQTT follow. */
   notify?: () => void;
+  /** The card beneath the database: /healthz names it (src/store/storage-health.ts). */
+  storage?: { fault(): unknown; describe(): string };
 }
 
 /** What the screen, /metrics and MQTT telemetry read: derived from the database on every call. */
@@ -159,6 +161,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
             provider: { ok: health.reachable, detail: health.reachable ? 'reachable' : (health.lastError ?? 'unreachable') },
             service: { ok: availability.isAvailable(), detail: availability.reason() ?? 'taking orders' },
           };
+          if (deps.storage) checks.storage = { ok: !deps.storage.fault(), detail: deps.storage.describe() };
           return { ok: Object.values(checks).every((c) => c.ok), checks };
         },
         metrics,

@@ -37,7 +37,8 @@ export interface LedgerSettings {
 }
 
 export function createLedger(
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; orderRepository: OrderRepository },
+  /** clockOffsetMs: this device's clock minus the provider's (its Date headers), so "too late" is judged on the provider's time. */
+  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; orderRepository: OrderRepository; clockOffsetMs?: () => number },
   settings: LedgerSettings = { lateVendMs: 120_000 },
 ): Ledger {
   const { db, clock, outbox } = deps;
@@ -119,7 +120,8 @@ export function createLedger(
       amountMatches: o.amount === order.amount && o.currency === order.currency,
       paidAmount: o.amount,
       refundedAmount: o.refundedAmount,
-      tooLateToServe: order.expires_at !== null && now > order.expires_at + settings.lateVendMs,
+      // expires_at is the provider's time: a device clock hours ahead must not make every payment late.
+      tooLateToServe: order.expires_at !== null && now - (deps.clockOffsetMs?.() ?? 0) > order.expires_at + settings.lateVendMs,
       restoredOrder: isRestoredOrder(order.id),
     };
     const answer = question ? answerRuleFor(order.state, facts, question) : null;

@@ -3,7 +3,7 @@
  * with the order of recovery and of stopping. `app.ts` and the tests build it through here, so a
  * change of wiring is made in one place. Channels (poller, webhooks) observe through `ledger`.
  */
-import { databaseId } from '../store/index.js';
+import { databaseId, isStorageError, type StorageFault } from '../store/index.js';
 import type { Settings } from '../settings/index.js';
 import type { Actuator } from '../hardware/index.js';
 import { staticCatalog } from '../catalog/index.js';
@@ -26,6 +26,13 @@ export interface MoneyPathDeps extends Pick<
   events?: MoneyPathEvents;
   /** Test hooks: crash points and workers driven step by step. */
   hooks?: MoneyPathHooks;
+  /**
+   * The card beneath the database (src/store/storage-health.ts): a write it refused is reported
+   * here, and while it holds a fault new orders are refused with VG_ERR_STORAGE.
+   */
+  storage?: { report(err: unknown): StorageFault | null; fault(): StorageFault | null; describe(): string };
+  /** This device's clock minus the provider's (ms), from the provider's Date headers. */
+  clockOffsetMs?: () => number;
 }
 
 /** What the money path tells the rest of the device; each one is optional. */
@@ -92,8 +99,21 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       }
     });
   };
-  const baseLedger = createLedger({ db, clock, logger, outbox, orderRepository }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
+  const baseLedger = createLedger(
+    { db, clock, logger, outbox, orderRepository, ...(deps.clockOffsetMs ? { clockOffsetMs: deps.clockOffsetMs } : {}) },
+    { lateVendMs: settings.poll.lateGraceSec * 1000 },
+  );
   let housekeeping: NodeJS.Timeout | null = null;
+  /**
+   * A worker pass the card refused is not a crash: the fault is reported (new orders stop, the
+   * operator is told) and the next tick tries again. Anything else is a bug and stays one.
+   */
+  const background = (pass: Promise<void>, what: string) =>
+    pass.catch((err: unknown) => {
+      if (!isStorageError(err)) throw err;
+      deps.storage?.report(err);
+      log.error({ err }, `${what}: the card refused a write; retried at the next tick`);
+    });
   /** During recovery nothing is fired from an observation; what recovery queued is looked at first. */
   let recovering = false;
 
@@ -104,8 +124,8 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       if (result.outcome === 'recorded') {
         if (result.vendQueued) crashPoint?.('after_ledger_commit');
         if (runWorkersOnObserve && !recovering) {
-          if (result.vendQueued) void vend.run();
-          if (result.refundQueued) void refunds.run();
+          if (result.vendQueued) void background(vend.run(), 'vend');
+          if (result.refundQueued) void background(refunds.run(), 'refund');
         }
         if (result.refundEvidence) refunds.expedite(observation.invoiceId);
         changed();
@@ -134,6 +154,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       onChange: changed,
       onSettled: events.vendSettled,
       ...(deps.catalog?.slots ? { slots: deps.catalog.slots } : {}),
+      ...(deps.storage ? { storage: deps.storage } : {}),
     },
     {
       mode: settings.device.mode,
@@ -158,6 +179,8 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       onChange: changed,
       onClosedUnpaid: events.closedUnpaid,
       catalog: deps.catalog ?? staticCatalog(settings.device.catalog),
+      ...(deps.storage ? { storage: deps.storage } : {}),
+      ...(deps.clockOffsetMs ? { clockOffsetMs: deps.clockOffsetMs } : {}),
     },
     settings,
   );
@@ -194,15 +217,18 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
     start() {
       if (housekeeping) return;
       reconciler.start();
-      void vend.run();
-      void refunds.run();
+      void background(vend.run(), 'vend');
+      void background(refunds.run(), 'refund');
       housekeeping = setInterval(
         () => {
           events.tick?.();
-          void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
-          void vend.run();
-          void refunds.run();
-          void vend.capturePending();
+          void orders.expireDue().catch((err: unknown) => {
+            if (deps.storage?.report(err)) return;
+            log.error({ err }, 'expiry pass failed');
+          });
+          void background(vend.run(), 'vend');
+          void background(refunds.run(), 'refund');
+          void background(vend.capturePending(), 'capture');
         },
         Math.min(1_000, settings.poll.intervalMs),
       );

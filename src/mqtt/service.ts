@@ -1,5 +1,5 @@
 import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
-import { inTransaction } from '../store/index.js';
+import { inTransaction, STORAGE_ALARMS, type StorageFault } from '../store/index.js';
 import { createTopics } from './topics.js';
 import { createOutboxPublisher } from './publisher.js';
 import { createCommandHandler, CommandErrorCodes, type CommandResult } from './commands.js';
@@ -106,6 +106,27 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     if (send(topics.state, payload, true)) lastState = payload;
   }
 
+  /**
+   * The storage alarm straight onto the broker, retained (no outbox row: the database may not take
+   * one). The outbox's own row, written once the card allows, publishes the same on the same topic.
+   */
+  function publishStorageAlarm(fault: StorageFault | null, previous: StorageFault | null): void {
+    if (previous && previous.kind !== fault?.kind) send(topics.relative(`alarms/${STORAGE_ALARMS[previous.kind]}`), '', true);
+    if (!fault) return;
+    const name = STORAGE_ALARMS[fault.kind];
+    const payload = {
+      name,
+      severity: 'critical',
+      message: deps.storage?.describe() ?? `storage fault on ${fault.path}`,
+      since: new Date(fault.since).toISOString(),
+      deviceId,
+      path: fault.path,
+      freeBytes: fault.freeBytes,
+      code: fault.code,
+    };
+    send(topics.relative(`alarms/${name}`), JSON.stringify(payload), true);
+  }
+
   function publishSelftest(report: unknown): void {
     selftestPayload = JSON.stringify({ at: new Date(clock.now()).toISOString(), report });
     publishSelftestNow();
@@ -174,6 +195,8 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       }
     }
     publishSelftestNow();
+    const storageFault = deps.storage?.fault() ?? null;
+    if (storageFault) publishStorageAlarm(storageFault, null);
     publisher.attach({
       publish: (topic, payload, retain, done) => c.publish(topic, payload, { qos: 1, retain }, (err) => done(err ?? undefined)),
     });
@@ -285,6 +308,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       return;
     }
     control.onStateChange(publishState);
+    deps.storage?.onChange((fault, previous) => publishStorageAlarm(fault, previous));
     try {
       publisher.prune();
     } catch (err) {

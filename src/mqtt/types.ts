@@ -1,6 +1,6 @@
 import type { Settings } from '../settings/index.js';
 import type { Outbox } from '../outbox/index.js';
-import type { Db } from '../store/index.js';
+import type { Db, StorageHealth } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { CommandAuthSettings } from './command-envelope.js';
@@ -105,9 +105,15 @@ export interface MqttDeps {
    * The database the outbox lives in. Optional: with it the disk_low alarm is raised in a
    * transaction and telemetry reports the free space of its file system.
    */
-  db: Db;
+  db?: Db;
   /** Who may sign the commands that move money, goods or prices (settings `commands`). */
   commands: CommandAuthSettings;
+  /**
+   * The card beneath the database. Its alarm (`storage_full`, `storage_readonly`,
+   * `storage_io_error`) is published directly, retained, on every change and connect: the outbox
+   * is a table in the database that cannot take the row.
+   */
+  storage?: Pick<StorageHealth, 'fault' | 'onChange' | 'describe'>;
 }
 
 export interface Mqtt {

@@ -1,6 +1,6 @@
 import type { Db } from '../store/index.js';
-import { durably, inTransaction } from '../store/index.js';
-import type { Clock } from '../util/clock.js';
+import { durably, inTransaction, isStorageError, type StorageFault } from '../store/index.js';
+import { scheduleClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
@@ -56,6 +56,8 @@ export function createProviderHealth(clock: Clock): ProviderHealth {
     },
     failed(err) {
       if (err instanceof ProviderError && !err.transient) return;
+      // The card refused a write (full, read-only): the provider is not to blame.
+      if (isStorageError(err)) return;
       this.reachable = false;
       this.lastError = errorMessage(err);
     },
@@ -83,6 +85,14 @@ export interface OrderServiceDeps {
   onClosedUnpaid?: (order: OrderRow, reason: string) => void;
   /** The catalog orders are priced from: the live one (src/catalog/), or the settings' (catalog/ staticCatalog). */
   catalog: CatalogPort;
+  /**
+   * This device's clock minus the provider's, as measured from the provider's Date headers (ms):
+   * the create-answer check reads the provider's times on this device's clock, so a Pi hours off
+   * does not take every new invoice for a key used before.
+   */
+  clockOffsetMs?: () => number;
+  /** The card beneath the database: no new order while it refuses writes (VG_ERR_STORAGE). */
+  storage?: { report(err: unknown): StorageFault | null; fault(): StorageFault | null; describe(): string };
 }
 
 /** What the order service asks the catalog (src/catalog/): price and name of a slot, or why not. */
@@ -101,7 +111,8 @@ export interface CatalogPort {
 export interface OrderService {
   /**
    * A new order and its invoice. The order row, its key and the request body are on disk before
-   * the create call (invariant 4). Throws a VendgateError: OUT_OF_SERVICE, PROVIDER_UNAVAILABLE,
+   * the create call (invariant 4). Throws a VendgateError: OUT_OF_SERVICE, STORAGE (the card refuses
+   * writes: full, read-only, failing), PROVIDER_UNAVAILABLE,
    * UNKNOWN_SLOT, SOLD_OUT / SLOT_JAMMED, DEVICE_BUSY (another order is being created or
    * delivered), PROVIDER_REJECTED, IDEMPOTENCY_CONFLICT, INVOICE_MISMATCH.
    */
@@ -149,6 +160,24 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   const changed = () => deps.onChange?.();
   /** A create is cancelling the waiting order it replaces (an await before its insert). */
   let replacing = false;
+  const mono = scheduleClock(clock);
+  /**
+   * When each waiting order runs out, on the monotonic clock, fixed the first time this process sees
+   * it: the time left by the wall clock then, never more than the TTL asked for, never less than 0.
+   * A wall clock that jumps months either way afterwards neither expires a fresh order nor keeps a
+   * stale one open; the provider's word still decides (the read and the cancel of expireDue).
+   */
+  const runsOutAt = new Map<number, number>();
+  function runsOut(order: OrderRow): number {
+    let at = runsOutAt.get(order.id);
+    if (at === undefined) {
+      const ttlMs = requestFor(order).expiresInSec * 1000;
+      const left = Math.min(Math.max((order.expires_at ?? 0) - clock.now(), 0), ttlMs);
+      at = mono() + left;
+      runsOutAt.set(order.id, at);
+    }
+    return at;
+  }
 
   function describeItem(input: OrderInput): { slot: string | null; itemName: string; amount: number } {
     if (input.source === 'mdb') {
@@ -201,10 +230,12 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     if (invoice.livemode !== (order.livemode === 1)) return `livemode ${invoice.livemode} ≠ ${order.livemode === 1}`;
     if (invoice.description !== undefined && invoice.description !== request.description)
       return `description ${JSON.stringify(invoice.description)} ≠ ${JSON.stringify(request.description)}`;
-    if (invoice.createdAt !== undefined && invoice.createdAt < order.created_at - CLOCK_SLACK_MS)
-      return `created ${new Date(invoice.createdAt).toISOString()}, before the order`;
-    if (invoice.expiresAt < order.created_at - CLOCK_SLACK_MS)
-      return `expired ${new Date(invoice.expiresAt).toISOString()}, before the order`;
+    // The provider's times on this device's clock: a measured skew is allowed for, not blamed on the database.
+    const offset = deps.clockOffsetMs?.() ?? 0;
+    if (invoice.createdAt !== undefined && invoice.createdAt + offset < order.created_at - CLOCK_SLACK_MS)
+      return `created ${new Date(invoice.createdAt).toISOString()}, before the order${offset ? ` (clock offset ${Math.round(offset / 1000)} s allowed for)` : ''}`;
+    if (invoice.expiresAt + offset < order.created_at - CLOCK_SLACK_MS)
+      return `expired ${new Date(invoice.expiresAt).toISOString()}, before the order${offset ? ` (clock offset ${Math.round(offset / 1000)} s allowed for)` : ''}`;
     if (!['pending', 'canceled', 'expired'].includes(invoice.status))
       return `already ${invoice.providerStatus} although its QR was never shown`;
     return null;
@@ -348,77 +379,97 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     }
   }
 
+  function storageRefusal(): VendgateError {
+    const fault = deps.storage?.fault();
+    return new VendgateError(ErrorCodes.STORAGE, `no new orders: ${deps.storage?.describe() ?? 'the database cannot be written'}`, {
+      details: fault ? { path: fault.path, freeBytes: fault.freeBytes, kind: fault.kind, code: fault.code } : {},
+    });
+  }
+
+  async function createOrder(input: OrderInput): Promise<OrderRow> {
+    if (deps.storage?.fault()) throw storageRefusal();
+    const reason = deps.outOfService();
+    if (reason) throw new VendgateError(ErrorCodes.OUT_OF_SERVICE, `out of service: ${reason}`);
+    if (!health.reachable)
+      throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly');
+    // Validated before anything is touched; priced again at the insert (a catalog may change meanwhile).
+    describeItem(input);
+    if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
+    if (repo.inStates(IN_PROGRESS_STATES).length > 0) {
+      throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the machine is delivering an order; please wait');
+    }
+    if (repo.inStates(['creating']).length > 0) {
+      throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
+    }
+    // One order at a time: a new choice replaces the one waiting for payment — by the provider's
+    // word. A waiting order that turns out paid is vended and this one refused.
+    // Until the new order is on disk no second create may start: the checks above would both pass.
+    replacing = true;
+    try {
+      for (const open of repo.inStates(['awaiting_payment'])) {
+        const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
+          if (isStorageError(err)) throw err;
+          health.failed(err);
+          throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
+            cause: err,
+          });
+        });
+        if (after.state !== 'canceled' && after.state !== 'expired') {
+          throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait');
+        }
+      }
+    } finally {
+      replacing = false;
+    }
+    // Priced now, in the same turn as the insert: a catalog applied meanwhile is the one used.
+    const item = describeItem(input);
+    const order = durably(
+      db,
+      () => {
+        const row = repo.insert(
+          {
+            request: requestFields(item.itemName),
+            source: input.source,
+            slot: item.slot,
+            itemName: item.itemName,
+            amount: item.amount,
+            currency: settings.device.currency,
+            livemode: settings.device.livemode,
+            provider: provider.name,
+            captureMode: settings.provider.captureMode,
+          },
+          deps.deviceId,
+          deps.dbId,
+        );
+        outbox.event('order.created', {
+          orderId: row.id,
+          reference: row.reference,
+          source: row.source,
+          slot: row.slot,
+          amount: row.amount,
+          currency: row.currency,
+        });
+        outbox.count('orders_created');
+        return row;
+      },
+      'order_insert',
+    );
+    crash('after_order_insert');
+    changed();
+    log.info({ orderId: order.id, reference: order.reference, slot: order.slot, amount: order.amount }, 'order created');
+    return obtainInvoice(order);
+  }
+
   return {
     async create(input: OrderInput): Promise<OrderRow> {
-      const reason = deps.outOfService();
-      if (reason) throw new VendgateError(ErrorCodes.OUT_OF_SERVICE, `out of service: ${reason}`);
-      if (!health.reachable)
-        throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly');
-      // Validated before anything is touched; priced again at the insert (a catalog may change meanwhile).
-      describeItem(input);
-      if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
-      if (repo.inStates(IN_PROGRESS_STATES).length > 0) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the machine is delivering an order; please wait');
-      }
-      if (repo.inStates(['creating']).length > 0) {
-        throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
-      }
-      // One order at a time: a new choice replaces the one waiting for payment — by the provider's
-      // word. A waiting order that turns out paid is vended and this one refused.
-      // Until the new order is on disk no second create may start: the checks above would both pass.
-      replacing = true;
       try {
-        for (const open of repo.inStates(['awaiting_payment'])) {
-          const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
-            health.failed(err);
-            throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
-              cause: err,
-            });
-          });
-          if (after.state !== 'canceled' && after.state !== 'expired') {
-            throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'the previous order was just paid and is being delivered; please wait');
-          }
-        }
-      } finally {
-        replacing = false;
+        return await createOrder(input);
+      } catch (err) {
+        // A write the card refused (the insert, the close of the order it replaces) is the disk's fault.
+        const fault = err instanceof VendgateError ? null : deps.storage?.report(err);
+        if (fault) throw storageRefusal();
+        throw err;
       }
-      // Priced now, in the same turn as the insert: a catalog applied meanwhile is the one used.
-      const item = describeItem(input);
-      const order = durably(
-        db,
-        () => {
-          const row = repo.insert(
-            {
-              request: requestFields(item.itemName),
-              source: input.source,
-              slot: item.slot,
-              itemName: item.itemName,
-              amount: item.amount,
-              currency: settings.device.currency,
-              livemode: settings.device.livemode,
-              provider: provider.name,
-              captureMode: settings.provider.captureMode,
-            },
-            deps.deviceId,
-            deps.dbId,
-          );
-          outbox.event('order.created', {
-            orderId: row.id,
-            reference: row.reference,
-            source: row.source,
-            slot: row.slot,
-            amount: row.amount,
-            currency: row.currency,
-          });
-          outbox.count('orders_created');
-          return row;
-        },
-        'order_insert',
-      );
-      crash('after_order_insert');
-      changed();
-      log.info({ orderId: order.id, reference: order.reference, slot: order.slot, amount: order.amount }, 'order created');
-      return obtainInvoice(order);
     },
 
     get(orderId: number): OrderRow | undefined {
@@ -451,9 +502,11 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
      * whose last read failed.
      */
     async expireDue(): Promise<void> {
-      const now = clock.now();
-      for (const order of repo.inStates(['awaiting_payment'])) {
-        if (order.expires_at === null || order.expires_at > now) continue;
+      const now = mono();
+      const waiting = repo.inStates(['awaiting_payment']);
+      for (const id of runsOutAt.keys()) if (!waiting.some((order) => order.id === id)) runsOutAt.delete(id);
+      for (const order of waiting) {
+        if (order.expires_at === null || runsOut(order) > now) continue;
         if (!(await readWaiting(order, 'expiry'))) continue;
         const current = repo.get(order.id)!;
         if (current.state !== 'awaiting_payment') continue;

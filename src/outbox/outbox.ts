@@ -26,6 +26,7 @@ export type EventType =
   | 'device.out_of_service'
   | 'reconcile.mismatch'
   | 'database.restored'
+  | 'storage.recovered'
   | 'catalog.applied'
   | 'catalog.rejected'
   | 'catalog.rolled_back'

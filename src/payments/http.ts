@@ -28,8 +28,19 @@ export interface HttpClientDeps {
   sleep?: (ms: number) => Promise<void>;
   /** 0..1, for the backoff jitter. */
   random?: () => number;
-  /** Told the duration of every attempt (metrics); never affects the call. */
-  observeRequest?: (sample: { method: string; outcome: 'ok' | 'error'; seconds: number }) => void;
+  /** Told the duration of every attempt (metrics) and the provider's Date (clock skew); never affects the call. */
+  observeRequest?: (sample: RequestSample) => void;
+}
+
+/** One attempt, as observeRequest hears it. */
+export interface RequestSample {
+  method: string;
+  outcome: 'ok' | 'error';
+  seconds: number;
+  /** The provider's `Date` header (epoch ms) on an attempt that got an HTTP answer with one. */
+  serverDate?: number;
+  /** This device's clock when that answer came (epoch ms). */
+  receivedAt?: number;
 }
 
 export interface HttpClientOptions {
@@ -133,12 +144,29 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
 
   async function attemptOnce(url: string, init: RequestInit, req: HttpRequest, timeoutMs: number, attempt: number): Promise<Attempt> {
     const started = performance.now();
-    const result = await attemptUntimed(url, init, req, timeoutMs, attempt);
-    deps.observeRequest?.({ method: req.method, outcome: result.ok ? 'ok' : 'error', seconds: (performance.now() - started) / 1000 });
+    const dated: { serverDate?: number; receivedAt?: number } = {};
+    const result = await attemptUntimed(url, init, req, timeoutMs, attempt, dated);
+    try {
+      deps.observeRequest?.({
+        method: req.method,
+        outcome: result.ok ? 'ok' : 'error',
+        seconds: (performance.now() - started) / 1000,
+        ...dated,
+      });
+    } catch (err) {
+      log.warn({ err }, 'observing a provider call failed');
+    }
     return result;
   }
 
-  async function attemptUntimed(url: string, init: RequestInit, req: HttpRequest, timeoutMs: number, attempt: number): Promise<Attempt> {
+  async function attemptUntimed(
+    url: string,
+    init: RequestInit,
+    req: HttpRequest,
+    timeoutMs: number,
+    attempt: number,
+    dated: { serverDate?: number; receivedAt?: number },
+  ): Promise<Attempt> {
     const what = `${options.provider} ${req.method} ${req.path}`;
     let status: number;
     let headers: Headers;
@@ -147,6 +175,10 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
       const response = await doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
       status = response.status;
       headers = response.headers;
+      // Every answer's Date header, not only verified webhooks': the clock skew is known even when
+      // no webhook signature holds any more (issue 24).
+      const date = Date.parse(headers.get('date') ?? '');
+      if (!Number.isNaN(date)) Object.assign(dated, { serverDate: date, receivedAt: deps.clock.now() });
       // The body is read under the same timeout: a response that stalls halfway is a timeout too.
       text = await response.text();
     } catch (err) {

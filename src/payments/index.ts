@@ -21,6 +21,7 @@ export {
   type HttpRequest,
   type HttpResponse,
   type RetryPolicy,
+  type RequestSample,
 } from './http.js';
 export { validateCreateRequest, findInvoiceMismatch } from './invoice-checks.js';
 export { PROVIDER_WEBHOOKS, providerWebhooks, type ProviderWebhooks, type WebhookProviderName } from './webhooks.js';

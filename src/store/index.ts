@@ -24,3 +24,19 @@ export {
   type LineageFinding,
 } from './lineage.js';
 export { acquireInstanceLock, lockPathFor, InstanceLockedError, type InstanceLock } from './instance-lock.js';
+export {
+  createStorageHealth,
+  isStorageError,
+  classifyStorageError,
+  freeBytesAt,
+  probeWrite,
+  describeStorage,
+  ballastPathFor,
+  touchDatabase,
+  STORAGE_ALARMS,
+  type StorageHealth,
+  type StorageFault,
+  type StorageFaultKind,
+} from './storage-health.js';
+export { inspectWal, keepDiscardedWal, walPathFor, type WalFinding } from './wal.js';
+export { cardInfo, databaseDir, type CardInfo } from './card.js';

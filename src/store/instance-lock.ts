@@ -86,7 +86,12 @@ export function acquireInstanceLock(databasePath: string, pid = process.pid): In
     release() {
       if (!connection) return;
       // The pid file goes first: once the lock is free, a pid here would name the wrong process.
-      rmSync(pidPathFor(lockPath), { force: true });
+      // On a card gone read-only it stays; the lock itself still goes with the connection.
+      try {
+        rmSync(pidPathFor(lockPath), { force: true });
+      } catch {
+        // EROFS / EIO: nothing more to do about it here
+      }
       connection.close();
       connection = null;
     },

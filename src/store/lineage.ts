@@ -87,14 +87,22 @@ export function recordLineage(db: Db, dbPath: string, last: { highWater: number 
  * Called once per start of the service, before anything else is written. Advances the generation
  * in the database, then in the file beside it, and says what it found.
  */
-export function checkLineage(db: Db, dbPath: string, machine = machineIdentity()): LineageFinding & { highWater: number } {
+export function checkLineage(
+  db: Db,
+  dbPath: string,
+  machine = machineIdentity(),
+  options: { discardedWal?: string | null } = {},
+): LineageFinding & { highWater: number } {
   const dbId = databaseId(db);
   const get = db.prepare('SELECT value FROM meta WHERE key = ?');
   const storedMachine = (get.get(META_MACHINE) as { value: string } | undefined)?.value ?? null;
   const mark = dbPath === ':memory:' ? null : readMark(lineagePath(dbPath));
   const current = highWater(db);
 
-  const restored = mark !== null && mark.dbId === dbId && current < mark.highWater;
+  const behind = mark !== null && mark.dbId === dbId && current < mark.highWater;
+  // A WAL SQLite discarded (store/wal.ts) took the commits since the last checkpoint with it: the
+  // same hazard as a backup put back, so the same path.
+  const restored = behind || Boolean(options.discardedWal);
   const cloned = storedMachine !== null && storedMachine !== machine;
   if (storedMachine !== machine)
     db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
@@ -105,10 +113,12 @@ export function checkLineage(db: Db, dbPath: string, machine = machineIdentity()
   if (dbPath !== ':memory:') writeMark(lineagePath(dbPath), { dbId, highWater: current }, true);
 
   const details: string[] = [];
-  if (restored)
+  if (behind)
     details.push(
       `the database is older than one this machine already ran (high-water ${current} < ${mark!.highWater}): restored from a backup or an image`,
     );
+  if (options.discardedWal)
+    details.push(`the write-ahead log was unreadable and SQLite discarded it (${options.discardedWal}): the newest commits are lost`);
   if (cloned) details.push('the database was last used on another machine (a cloned or moved SD card)');
   return { restored, cloned, detail: details.length ? details.join('; ') : null, highWater: current };
 }

@@ -1,6 +1,6 @@
 import type { Db } from '../store/index.js';
-import { durably, inTransaction, restoredBoundary } from '../store/index.js';
-import type { Clock } from '../util/clock.js';
+import { durably, inTransaction, isStorageError, restoredBoundary } from '../store/index.js';
+import { sleep, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { errorMessage, ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
@@ -54,7 +54,15 @@ export interface VendRunnerDeps {
   onSettled?: (order: OrderRow, result: string) => void;
   /** Stock and jam counting (src/catalog/), told inside the settle transaction of a vending order. */
   slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void };
+  /**
+   * Told of a write the card refused (full, read-only, I/O error: src/store/storage-health.ts); it
+   * gives the ballast back on a full disk. Absent: the error is only logged.
+   */
+  storage?: { report(err: unknown): unknown };
 }
+
+/** Between two attempts to write a vend's outcome the card refused: doubling from 100 ms to this. */
+const SETTLE_RETRY_MAX_MS = 5_000;
 
 /** The vend runner, as money/ composes it and the device's controls use it. */
 export interface VendRunner {
@@ -216,11 +224,55 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     );
   }
 
+  /**
+   * A vend that fired is settled whatever the card does: the outcome stays in memory and its write
+   * is retried (the ballast was given back on a full disk, so the next attempt usually finds room)
+   * until it is on disk. Only a stop gives up, after one last attempt; the order then comes back
+   * `vend_uncertain` at the next start, as after a power cut, and the log line says what happened.
+   */
+  async function settleSurely(order: OrderRow, outcome: VendOutcome): Promise<boolean> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        settle(order, outcome);
+        if (attempt > 1)
+          log.warn({ orderId: order.id, outcome: outcome.result, attempt }, 'vend outcome written after the card refused it');
+        return true;
+      } catch (err) {
+        if (!isStorageError(err)) throw err;
+        deps.storage?.report(err);
+        if (stopped && attempt > 1) {
+          log.fatal(
+            { err, orderId: order.id, reference: order.reference, outcome: outcome.result },
+            'stopping with a vend outcome the card would not take: the order comes back vend_uncertain; this line says what happened',
+          );
+          return false;
+        }
+        log.error(
+          { err, orderId: order.id, reference: order.reference, outcome: outcome.result, attempt },
+          'the card refused the vend outcome: kept in memory, retrying',
+        );
+        await sleep(Math.min(SETTLE_RETRY_MAX_MS, 100 * 2 ** Math.min(attempt - 1, 10)));
+      }
+    }
+  }
+
+  /** claimNext(), with a card that refuses the claim meaning "nothing fired, try later" (the job stays queued). */
+  function claimOrWait(): OrderRow | typeof PARKED | null {
+    try {
+      return claimNext();
+    } catch (err) {
+      if (!isStorageError(err)) throw err;
+      deps.storage?.report(err);
+      log.error({ err }, 'the card refused a vend claim: nothing was fired; the vend stays queued');
+      return null;
+    }
+  }
+
   async function runOnce(): Promise<void> {
     while (!stopped) {
       // One actuation at a time: a paid vend is claimed only once a test actuation has answered.
       while (testing) await testing;
-      const order = claimNext();
+      const order = claimOrWait();
       if (!order) return;
       if (order === PARKED) {
         deps.onChange?.();
@@ -233,9 +285,10 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       firing = current.then(() => {});
       const outcome = await current;
       crash('after_actuation');
-      settle(order, outcome);
-      deps.onSettled?.(order, outcome.result);
+      const written = await settleSurely(order, outcome);
       firing = null;
+      if (!written) return;
+      deps.onSettled?.(order, outcome.result);
       crash('after_settle');
       log.info({ orderId: order.id, outcome: outcome.result }, 'vend settled');
       deps.onChange?.();

@@ -25,6 +25,8 @@ export interface StackOptions {
   outage?: boolean;
   /** Use this directory (a database restored from a backup copy); not removed by stop(). */
   dir?: string;
+  /** Extra environment of the service (e.g. libfaketime's). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -57,7 +59,7 @@ export async function startProviderStack(options: StackOptions = {}) {
     providerName === 'gerege'
       ? { config: { clientId: info.clientId }, env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret! } }
       : { config: {}, env: { VENDGATE_PROVIDER_API_KEY: info.apiKey! } };
-  const serviceEnv = { ...credentials.env, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret };
+  const serviceEnv = { ...credentials.env, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret, ...options.env };
   let started: Service | undefined;
   try {
     started = await startService({

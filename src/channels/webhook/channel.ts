@@ -3,7 +3,7 @@ import { createBackfill, type Backfill } from '../backfill.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createWebhookServer, type WebhookServer } from './server.js';
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerDeps } from './worker.js';
-import { createClockSkewAlarm } from './clock-skew.js';
+import { createClockSkewAlarm, type ClockSkew } from './clock-skew.js';
 import { createBrokerIngest, type BrokerIngest } from './broker-ingest.js';
 import type { BoundListener, ListenerLimits } from '../../util/http-listener.js';
 
@@ -15,6 +15,10 @@ export interface WebhookChannelDeps extends Omit<WebhookWorkerDeps, 'inbox' | 'k
   secrets: readonly string[];
   /** The port, bound before the database was opened (see app.ts start order). */
   listener?: BoundListener;
+  /** Told of a write the card refused (src/store/storage-health.ts). */
+  storage?: { report(err: unknown): unknown };
+  /** The device's one clock-skew state, also fed by the provider's API answers (app.ts); absent: its own. */
+  clockSkew?: ClockSkew;
 }
 
 export interface WebhookChannelSettings {
@@ -81,7 +85,7 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
       lookbackSec: settings.backfillLookbackSec,
     },
   );
-  const clockSkew = createClockSkewAlarm({ db: deps.db, outbox: deps.outbox });
+  const clockSkew = deps.clockSkew ?? createClockSkewAlarm({ db: deps.db, outbox: deps.outbox });
   // The tunnel's listener and the broker's deliveries verify the same way into the same inbox.
   const intake = {
     provider,
@@ -94,7 +98,12 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
     onDelivered: () => backfill.webhookReceived(),
   };
   const server: WebhookServer = createWebhookServer(
-    { ...intake, listener: deps.listener, onClockSkew: (skewSec) => clockSkew.observe(skewSec) },
+    {
+      ...intake,
+      listener: deps.listener,
+      onStoreFailed: (err) => deps.storage?.report(err),
+      onClockSkew: (skewSec) => clockSkew.observe(skewSec),
+    },
     settings,
   );
   // Fleet mode: webhooks the relay carried over the broker, into the same inbox with the same dedupe.

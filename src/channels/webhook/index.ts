@@ -23,3 +23,4 @@ export {
   type LocalDelivery,
 } from './channel.js';
 export { createBrokerIngest, type BrokerIngest, type BrokerIngestDeps, type BrokerDelivery } from './broker-ingest.js';
+export { createClockSkewAlarm, CLOCK_SKEW_ALARM, type ClockSkew } from './clock-skew.js';

@@ -24,6 +24,8 @@ export interface WebhookServerDeps {
   onAccepted?: (eventId: string) => void;
   /** Any verified delivery, new or duplicate: the tunnel and the provider's sending work. */
   onDelivered?: () => void;
+  /** A delivery the database could not store: told to the storage state (a full or failing card). */
+  onStoreFailed?: (err: unknown) => void;
   /** The provider's Date header against our clock, in seconds, on every VERIFIED delivery that has one. */
   onClockSkew?: (skewSec: number) => void;
   /** A port bound before the database was opened (app start order); start() binds its own without one. */
@@ -111,6 +113,7 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     } catch (err) {
       // The provider retries on 5xx: nothing is lost by refusing now.
       log.error({ err, eventId: event.eventId }, 'webhook not stored: database error');
+      deps.onStoreFailed?.(err);
       return reply.code(500).send({ error: ErrorCodes.DATABASE, reason: 'storage_failed' });
     }
     deps.onDelivered?.();

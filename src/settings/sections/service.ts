@@ -75,6 +75,8 @@ export const httpSchema = z
 export const storageSchema = z.strictObject({
   path: z.string().min(1).default('./data/vendgate.db'),
   retentionDays: z.number().int().min(1).max(3_650).default(90),
+  /** A file of this many MiB beside the database, given back when the disk fills (0: none). */
+  ballastMb: z.number().int().min(0).max(1_024).default(8),
 });
 
 export const logSchema = z.strictObject({

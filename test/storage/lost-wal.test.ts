@@ -1,0 +1,96 @@
+import { copyFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startService, type Service } from '../helpers/service.js';
+
+/**
+ * Issue 24: a write-ahead log SQLite discards (garbage on a failing card) and a database behind its
+ * lineage mark (an older copy put back) both lose commits the machine acted on, so both take the
+ * restored-database path: the `database_restored` alarm, the boundary that parks every order the
+ * copy held instead of vending it, and reconciliation with the provider.
+ */
+describe('commits lost beneath the service take the restored-database path', () => {
+  let svc: Service | null = null;
+  const dirs: string[] = [];
+  afterEach(async () => {
+    await svc?.stop();
+    svc = null;
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const order = (url: string) =>
+    fetch(`${url}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A1' }) });
+
+  /**
+   * What the restored-database path left: the warning (the alarm `database_restored` carries the same
+   * detail; reconciliation clears it once every recent invoice is compared, so the log line is what
+   * is looked at), the raised alarm's outbox event, and the boundary in meta, which stays for good.
+   */
+  function restoredState(service: Service) {
+    const db = new Database(service.dbPath, { readonly: true });
+    try {
+      return {
+        warnings: service
+          .logs()
+          .filter((l) => l.msg === 'this database is not the one this machine last ran on' && l.restored === true)
+          .map((l) => l.detail as string),
+        boundary: (db.prepare("SELECT value FROM meta WHERE key = 'lineage_restored_at_seq'").get() as { value: string } | undefined)
+          ?.value,
+      };
+    } finally {
+      db.close();
+    }
+  }
+
+  it('a garbage WAL: logged with a copy kept, database_restored raised, the restored boundary set', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vendgate-wal-'));
+    dirs.push(dir);
+    svc = await startService({ dir });
+    expect((await order(svc.localUrl)).status).toBe(201);
+    // A power cut: the order's commits are in the WAL only (no checkpoint yet).
+    await svc.kill('SIGKILL');
+    const walPath = `${svc.dbPath}-wal`;
+    const size = statSync(walPath).size;
+    expect(size).toBeGreaterThan(32);
+    const garbage = Buffer.alloc(size);
+    for (let i = 0; i < size; i += 1) garbage[i] = (i * 7919 + 13) & 0xff;
+    writeFileSync(walPath, garbage);
+
+    await svc.restart();
+    const logged = svc.logs().find((l) => l.msg === 'the write-ahead log is unreadable: SQLite discards it');
+    expect(logged).toMatchObject({ wal: walPath, bytes: size });
+    expect(readFileSync(logged!.copy as string)).toEqual(garbage);
+    expect(readdirSync(dir).some((name) => name.startsWith('vendgate.db-wal.discarded-'))).toBe(true);
+
+    const state = restoredState(svc);
+    expect(state.warnings).toHaveLength(1);
+    expect(state.warnings[0]).toContain('write-ahead log was unreadable');
+    expect(state.boundary).toBeDefined();
+  });
+
+  it('a database behind its lineage mark (an older copy put back): database_restored raised, the restored boundary set', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vendgate-behind-'));
+    dirs.push(dir);
+    svc = await startService({ dir });
+    expect((await order(svc.localUrl)).status).toBe(201);
+    await svc.kill('SIGTERM');
+    const backup = join(dir, 'backup.db');
+    copyFileSync(svc.dbPath, backup);
+    await svc.restart();
+    expect((await order(svc.localUrl)).status).toBe(201);
+    await svc.kill('SIGTERM');
+    expect(restoredState(svc).warnings).toHaveLength(0);
+
+    copyFileSync(backup, svc.dbPath);
+    rmSync(`${svc.dbPath}-wal`, { force: true });
+    rmSync(`${svc.dbPath}-shm`, { force: true });
+    await svc.restart();
+    const state = restoredState(svc);
+    expect(state.warnings).toHaveLength(1);
+    expect(state.warnings[0]).toContain('older than one this machine already ran');
+    expect(state.boundary).toBeDefined();
+  });
+});

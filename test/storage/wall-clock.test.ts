@@ -1,0 +1,77 @@
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/service.js';
+import { startGeregeStack, type GeregeStack } from '../chaos/stack.js';
+
+/**
+ * Issue 24, a Pi without a real-time clock: the real service under libfaketime (Debian `faketime`),
+ * its wall clock moved at run time through FAKETIME_TIMESTAMP_FILE (FAKETIME_NO_CACHE=1), its
+ * monotonic clock left alone (FAKETIME_DONT_FAKE_MONOTONIC=1), against the Gerege simulator on the
+ * real time in this process.
+ */
+function libfaketime(): string {
+  for (const dir of readdirSync('/usr/lib')) {
+    const path = join('/usr/lib', dir, 'faketime', 'libfaketimeMT.so.1');
+    if (existsSync(path)) return path;
+  }
+  throw new Error('libfaketime not found: apt-get install faketime (scripts/install-test-deps.sh)');
+}
+
+describe('a wall clock that is wrong or jumps', () => {
+  let stack: GeregeStack | null = null;
+  const dirs: string[] = [];
+  afterEach(async () => {
+    await stack?.stop();
+    stack = null;
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  function fakeClock(offset: string): { env: Record<string, string>; set(offset: string): void } {
+    const dir = mkdtempSync(join(tmpdir(), 'vendgate-faketime-'));
+    dirs.push(dir);
+    const file = join(dir, 'offset');
+    writeFileSync(file, `${offset}\n`);
+    return {
+      env: { LD_PRELOAD: libfaketime(), FAKETIME_TIMESTAMP_FILE: file, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
+      set: (next) => writeFileSync(file, `${next}\n`),
+    };
+  }
+
+  const clockSkew = (s: GeregeStack) => s.query<{ detail: string }>("SELECT detail FROM alarms WHERE name = 'clock_skew'");
+
+  it('three hours ahead of the provider: orders are made (one invoice each), clock_skew says by how much, polling carries the payment, and the alarm clears', async () => {
+    const clock = fakeClock('+3h');
+    stack = await startGeregeStack({ env: clock.env, config: { device: { id: 'clock-ahead' } } });
+    const created = await stack.call('POST', '/api/orders', { slot: 'A1' });
+    expect(created.status).toBe(201);
+    expect(stack.query('SELECT count(*) AS n FROM order_invoices')).toEqual([{ n: 1 }]);
+    expect(stack.query("SELECT name FROM alarms WHERE name LIKE 'invoice_reused/%'")).toEqual([]);
+
+    const [alarm] = await waitFor(() => (clockSkew(stack!).length ? clockSkew(stack!) : null), 15_000, 'clock_skew');
+    const skewSec = (JSON.parse(alarm!.detail) as { skewSec: number }).skewSec;
+    expect(Math.abs(skewSec - 3 * 3600)).toBeLessThan(120);
+
+    // Its webhooks are refused (their signature times are 3 h off); the poller reads the payment.
+    await stack.sim.pay(created.json.invoiceId as string);
+    expect((await stack.waitSettled(created.json.orderId as number)).state).toBe('vended');
+
+    // NTP puts the clock right: the next provider answer clears the alarm.
+    clock.set('+0');
+    expect((await stack.call('POST', '/api/orders', { slot: 'A2' })).status).toBe(201);
+    await waitFor(() => clockSkew(stack!).length === 0, 15_000, 'clock_skew cleared');
+  });
+
+  it('set back 30 days while an order waits: the poller keeps reading, and a payment made after the jump is vended', async () => {
+    const clock = fakeClock('+0');
+    stack = await startGeregeStack({ env: clock.env, config: { device: { id: 'clock-back' } } });
+    const created = await stack.call('POST', '/api/orders', { slot: 'A1' });
+    expect(created.status).toBe(201);
+
+    clock.set('-30d');
+    await stack.sim.pay(created.json.invoiceId as string);
+    expect((await stack.waitSettled(created.json.orderId as number)).state).toBe('vended');
+    expect(stack.actuationsByOrder().get(created.json.orderId as number)).toBe(1);
+  });
+});
