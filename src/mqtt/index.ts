@@ -16,6 +16,7 @@ export type {
 export { checkMqttRoundTrip, publishSelftestResult, brokerUrl, type MqttCheckResult, type MqttCheckFailure } from './check.js';
 export {
   createBrokerWebhookSubscription,
+  webhookClientId,
   type BrokerWebhookSubscription,
   type BrokerWebhookDeps,
   type BrokerIngestOutcome,
@@ -33,7 +34,14 @@ export {
   type ForwardedHeaders,
   type RouteAnnouncement,
 } from './fleet-wire.js';
-export { createRelayConnection, PublishNotAcknowledged, type RelayConnection, type RelayConnectionDeps } from './relay-connection.js';
+export {
+  createRelayConnection,
+  relayClientId,
+  relaySyncTopic,
+  PublishNotAcknowledged,
+  type RelayConnection,
+  type RelayConnectionDeps,
+} from './relay-connection.js';
 export {
   signCommand,
   verifyCommand,

@@ -20,11 +20,12 @@ export const RELAY_SECRET_ENV = {
   mqttPassword: SECRET_ENV.mqttPassword,
 } as const;
 
-const RELAY_PROVIDERS = ['gerege', 'qutpay'] as const;
+/** The providers whose webhooks the relay can serve (each has its webhook knowledge in payments/). */
+export const RELAY_PROVIDERS = ['gerege', 'qutpay'] as const;
 
 export const relaySectionSchema = z
   .object({
-    /** Names this replica's MQTT client (`<prefix>-relay-<id>`); unique per replica. Default: host name and pid. */
+    /** Names this replica's MQTT client (`<prefix>_relay_<id>`); unique per replica. Default: host name and pid. */
     id: z
       .string()
       .regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'lower-case letters, digits and - only')
@@ -40,10 +41,11 @@ export const relaySectionSchema = z
     /** No PUBACK from the broker within this → 503, and the provider retries. */
     publishTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
     /**
-     * For this long after start-up an event for an unknown reference gets 503 (the provider retries)
-     * instead of 202: the devices' retained routes are still arriving from the broker.
+     * An event for an unknown reference gets 503 (the provider retries) instead of 202 until the
+     * relay has read every retained route the broker held (its backlog marker came back), and this
+     * long more after the first time (0: no grace).
      */
-    routesWarmupSec: z.number().int().min(0).max(600).default(10),
+    routesWarmupSec: z.number().int().min(0).max(600).default(0),
     /** Counters are logged this often (and at stop). */
     statsIntervalSec: z.number().int().min(1).max(86_400).default(60),
     /** Routing refund events: the relay never moves money, so a read-only key is enough. */
