@@ -98,7 +98,7 @@ describe('presence, state and alarms', () => {
     await device.mqtt.start();
     // The buttons come last: once the last one is here, every config is (counting them raced new ones).
     await watcher.until(
-      () => watcher.messages.some((m) => m.topic === `${discovery}/button/${device.deviceId}_resume_selling/config`),
+      () => watcher.messages.some((m) => m.topic === `${discovery}/button/${device.deviceId}_selftest/config`),
       'the discovery configs',
     );
     const configs = new Map(watcher.messages.map((m) => [m.topic, JSON.parse(m.payload) as Record<string, unknown>]));
