@@ -1,8 +1,5 @@
 import { parseArgs } from 'node:util';
-import { SettingsError } from '../settings/index.js';
-import { InstanceLockedError } from '../store/index.js';
-import { PortInUseError } from '../util/http-listener.js';
-import { VendgateError } from '../util/errors.js';
+import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
 import { closest, COMMANDS, commandUsage, optionNamesOf, usage } from './usage.js';
 import { versionLine } from '../version.js';
@@ -171,11 +168,13 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
         throw new UsageError(unknownCommand(command));
     }
   } catch (err) {
-    if (err instanceof SettingsError || err instanceof PortInUseError) {
+    // By code, not by class: this file loads before any subcommand, and the classes' modules bring
+    // zod (settings) and the SQLite addon (store) with them — `vendgate --version` needs neither.
+    if (err instanceof VendgateError && (err.code === ErrorCodes.CONFIG_INVALID || err.code === ErrorCodes.PORT_IN_USE)) {
       print(io.stderr, `vendgate: ${err.message}`);
       return EXIT.CONFIG;
     }
-    if (err instanceof InstanceLockedError) {
+    if (err instanceof VendgateError && err.code === ErrorCodes.ALREADY_RUNNING) {
       print(io.stderr, `vendgate: ${err.code}: ${err.message}`);
       return EXIT.ALREADY_RUNNING;
     }

@@ -3,6 +3,7 @@ import { createApp } from '../app.js';
 import { createServiceLogger, pickLogFormat } from '../util/logger.js';
 import { nodeSupport, maintainedNodeLines } from '../util/node-support.js';
 import { describeStartError } from './start-errors.js';
+import { loadQrcode } from '../kiosk/index.js';
 import { buildInfo } from '../version.js';
 import { type CliIo, EXIT, print, serveUntilStopped, UsageError } from './io.js';
 
@@ -79,7 +80,7 @@ export async function startCommand(
         if (!order || !payUrl || order.state !== 'awaiting_payment' || shown.has(order.orderId)) return;
         shown.add(order.orderId);
         // Loaded on the first order, not at start-up: start-up to ready stays short.
-        import('qrcode')
+        loadQrcode()
           .then((qrcode) => qrcode.toString(payUrl, { type: 'terminal', small: true }))
           .then((qr) => print(io.stderr, `\nOrder ${order.reference}: ${order.amount} ${order.currency} — pay at ${order.payUrl}\n${qr}`))
           .catch(() => {});
