@@ -67,7 +67,7 @@ export interface OrderServiceDeps {
   clock: Clock;
   logger: Logger;
   outbox: Outbox;
-  /** The process's one order repository; `repo` below is this one. */
+  /** The process's one order repository. */
   orderRepository: OrderRepository;
   provider: PaymentProvider;
   /** Where a reading this service made (the create and cancel answers, a read) is recorded: the ledger. */
