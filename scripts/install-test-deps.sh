@@ -1,11 +1,11 @@
 #!/bin/sh
 # System packages the e2e tests need (npm run test:e2e):
-#   socat    — a pseudo-terminal pair that serves as a real serial line (test/e2e/serial*.test.ts)
+#   socat    — a pseudo-terminal pair that serves as a real serial line (test/techniques/e2e/serial*.test.ts)
 #   chromium — the kiosk page in a real browser (playwright-core, executablePath /usr/bin/chromium)
-#   the shellcheck linter — the install and update scripts (test/e2e/scripts.test.ts)
-#   systemd  — systemd-analyze verify on the unit files (test/e2e/systemd-verify.test.ts)
-#   prometheus — for its promtool: /metrics through promtool check metrics (test/e2e/metrics-promtool.test.ts)
-#   mosquitto — two real bridged brokers with the shipped fleet ACL (test/e2e/fleet*.test.ts)
+#   the shellcheck linter — the install and update scripts (test/techniques/e2e/scripts.test.ts)
+#   systemd  — systemd-analyze verify on the unit files (test/techniques/e2e/systemd-verify.test.ts)
+#   prometheus — for its promtool: /metrics through promtool check metrics (test/techniques/e2e/metrics-promtool.test.ts)
+#   mosquitto — two real bridged brokers with the shipped fleet ACL (test/techniques/e2e/fleet*.test.ts)
 # Idempotent: installs only what is missing; runs apt-get update only when something is.
 # Debian/Ubuntu/Raspberry Pi OS. Run as root or with sudo available.
 set -eu
