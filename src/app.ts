@@ -452,7 +452,7 @@ function buildDevice(
       environment: deps.configEnvironment ?? [],
     },
   });
-  const mqtt = createMqtt({ db, outbox, clock, logger, deviceId: settings.device.id, control }, settings.mqtt);
+  const mqtt = createMqtt({ db, outbox, clock, logger, deviceId: settings.device.id, control, commands: settings.commands }, settings.mqtt);
   // Every state change may have written outbox rows: published now, not at the next poll.
   changes.subscribe(() => mqtt.kick());
   return { view, mqtt };

@@ -16,7 +16,8 @@ export interface CatalogDeps {
   outbox: Outbox;
 }
 
-export type CatalogSettings = Pick<Readonly<Settings>, 'device' | 'slots'>;
+/** `pricing`: the bounds no applied document may cross (none when absent). */
+export type CatalogSettings = Pick<Readonly<Settings>, 'device' | 'slots'> & { pricing?: Readonly<Settings>['pricing'] };
 
 /** The catalog as it is applied now, for the retained `catalog` topic and the CLI. */
 export interface AppliedCatalog {
@@ -186,27 +187,31 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings): Cat
      */
     apply(input: unknown, source: string): { version: string; previousVersion: string; changed: boolean } {
       const version = (input as { version?: unknown } | null)?.version;
-      const parsed = parseCatalogDocument(input);
+      const parsed = parseCatalogDocument(input, settings.pricing);
       if (!parsed.ok) throw invalid(parsed.problems, version);
       const document = parsed.document;
       const serialized = JSON.stringify(document);
       const result = inTransaction(db, () => {
         const now = current();
         const row = tables.currentVersion();
-        if (now.version === document.version) {
-          if (row?.document === serialized) return { version: document.version, previousVersion: now.version, changed: false };
-          return null;
+        if (now.version === document.version && row?.document === serialized) {
+          return { version: document.version, previousVersion: now.version, changed: false };
+        }
+        // A version names one document for ever: not another one later, and not itself again once
+        // it was superseded or rolled back (an old, captured document is not a way back in).
+        const first = tables.versionRows(document.version)[0];
+        if (first) {
+          const when = new Date(first.applied_at).toISOString();
+          return first.document === serialized
+            ? `version: ${document.version} was applied at ${when} and is no longer in use${first.rolled_back_at !== null ? ' (rolled back)' : ''}; publish it again under a new version`
+            : `version: ${document.version} already names another document (applied at ${when}); publish the change under a new version`;
         }
         tables.insertVersion(document.version, serialized, source, clock.now());
         outbox.event('catalog.applied', { version: document.version, previousVersion: now.version, source, items: document.items.length });
         publishApplied(now.version);
         return { version: document.version, previousVersion: now.version, changed: true };
       });
-      if (!result)
-        throw invalid(
-          [`version: ${document.version} is already applied with different content; publish the change under a new version`],
-          version,
-        );
+      if (typeof result === 'string') throw invalid([result], version);
       if (result.changed) log.info({ version: result.version, previousVersion: result.previousVersion, source }, 'catalog applied');
       return result;
     },

@@ -136,6 +136,8 @@ export interface OrderService {
   inStates(states: readonly OrderState[]): OrderRow[];
   /** How many orders are in each state (telemetry). Read-only. */
   countByState(): { state: string; n: number }[];
+  /** A history line that moves nothing (the audit of an operator's command); false: no such order. Caller owns the tx. */
+  note(id: number, reason: string): boolean;
 }
 
 export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
@@ -489,5 +491,6 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     latest: repo.latest,
     inStates: repo.inStates,
     countByState: repo.countByState,
+    note: repo.note,
   };
 }

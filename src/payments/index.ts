@@ -23,6 +23,7 @@ export {
   type RetryPolicy,
 } from './http.js';
 export { validateCreateRequest, findInvoiceMismatch } from './invoice-checks.js';
+export { PROVIDER_WEBHOOKS, providerWebhooks, type ProviderWebhooks, type WebhookProviderName } from './webhooks.js';
 export {
   createGeregeProvider,
   GEREGE_STATUS_MAP,
@@ -32,6 +33,7 @@ export {
   signGeregeTestPayload,
   verifyGeregeWebhook,
   parseGeregeEvent,
+  geregeWebhookTarget,
   GEREGE_SIGNATURE_HEADER,
   GEREGE_EVENT_ID_HEADER,
   DEFAULT_TOLERANCE_SEC,
@@ -49,6 +51,7 @@ export {
   signQutpayTestPayload,
   verifyQutpayWebhook,
   parseQutpayEvent,
+  qutpayWebhookTarget,
   QUTPAY_SIGNATURE_HEADER,
   type QutpayConfig,
 } from './qutpay/index.js';

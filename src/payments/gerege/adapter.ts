@@ -25,6 +25,8 @@ export interface GeregeConfig {
   clientSecret: string;
   requestTimeoutMs: number;
   createDeadlineMs: number;
+  /** OAuth2 scope to ask for (the relay's lookup key: payments:read); none: the client's default. */
+  scope?: string;
 }
 
 /** An id no intent will ever have: a GET of it proves the token is accepted without creating anything. */
