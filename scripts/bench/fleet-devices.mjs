@@ -55,7 +55,13 @@ setInterval(() => {
 
 function device(id) {
   const d = { id, attempt: 0, lostAt: null, up: false, announced: false, socket: null };
-  const route = JSON.stringify({ v: 1, deviceId: id, referencePrefixes: [`${id}-${a.db}-`], providers: ['gerege'], at: new Date().toISOString() });
+  const route = JSON.stringify({
+    v: 1,
+    deviceId: id,
+    referencePrefixes: [`${id}-${a.db}-`],
+    providers: ['gerege'],
+    at: new Date().toISOString(),
+  });
   const filter = `${PREFIX}/${id}/webhooks/+`;
   function retry() {
     const wait = delayFor(d.attempt);
@@ -91,7 +97,9 @@ function device(id) {
         d.lostAt = null;
         if (p.sessionPresent && d.announced) return;
         socket.write(mqttPacket.generate({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: filter, qos: 1 }] }));
-        socket.write(mqttPacket.generate({ cmd: 'publish', topic: `${PREFIX}/${id}/route`, payload: route, qos: 1, retain: true, messageId: 2 }));
+        socket.write(
+          mqttPacket.generate({ cmd: 'publish', topic: `${PREFIX}/${id}/route`, payload: route, qos: 1, retain: true, messageId: 2 }),
+        );
         d.announced = true;
       } else if (p.cmd === 'publish') {
         const at = Date.now();

@@ -294,7 +294,10 @@ async function one(n, build, main) {
     const brokerA = broker('device-broker.conf', join(dir, 'a'), portA, portB);
     await brokerB.start();
     await brokerA.start();
-    cleanup.push(() => brokerA.stop(), () => brokerB.stop());
+    cleanup.push(
+      () => brokerA.stop(),
+      () => brokerB.stop(),
+    );
 
     // The devices.
     const got = new Map(); // eventId → [device, topicDevice, at]
@@ -310,7 +313,18 @@ async function one(n, build, main) {
       const child = track(
         fork(
           join(ROOT, 'scripts/bench/fleet-devices.mjs'),
-          ['--port', String(port), '--from', String(from), '--to', String(Math.min(n, from + perProcess, from < ON_A ? ON_A : n)), '--db', DB, '--backoff', build],
+          [
+            '--port',
+            String(port),
+            '--from',
+            String(from),
+            '--to',
+            String(Math.min(n, from + perProcess, from < ON_A ? ON_A : n)),
+            '--db',
+            DB,
+            '--backoff',
+            build,
+          ],
           { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
         ),
       );
@@ -394,7 +408,12 @@ async function one(n, build, main) {
     for (const r of replicas)
       await until(
         async () => {
-          const statuses = await Promise.all(sample.slice(0, 5).map((idx) => event(idx)).map((e) => http(r.port, 'POST', '/webhooks/gerege', e.body, e.headers)));
+          const statuses = await Promise.all(
+            sample
+              .slice(0, 5)
+              .map((idx) => event(idx))
+              .map((e) => http(r.port, 'POST', '/webhooks/gerege', e.body, e.headers)),
+          );
           return statuses.every((s) => s.status === 200);
         },
         Number(args['learn-timeout']) * 1000 * 3,
@@ -416,7 +435,14 @@ async function one(n, build, main) {
         if (rec.final === 200 && !g) lost += 1;
         if (g) lat.push(g[2] - rec.t0);
       }
-      return { sent: provider.sent.size, latencyMs: percentiles(lat), misrouted, acknowledgedAndLost: lost, answered202: got202, retriedAnswers: non2xx };
+      return {
+        sent: provider.sent.size,
+        latencyMs: percentiles(lat),
+        misrouted,
+        acknowledgedAndLost: lost,
+        answered202: got202,
+        retriedAnswers: non2xx,
+      };
     };
     const drain = async (provider) =>
       until(() => [...provider.sent].every(([id, r]) => r.final !== 200 || got.has(id)), 30_000, 'every 200 delivered').catch(() => {});

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakePi, type FakePi } from './fake-system.js';
-import { waitFor } from '../helpers/service.js';
+import { waitFor } from '../../helpers/service.js';
 
 let pi: FakePi | null = null;
 afterEach(async () => {
