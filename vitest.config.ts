@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/e2e/**', 'node_modules/**'],
+    exclude: ['test/techniques/e2e/**', 'node_modules/**'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     // Tests that spawn dist/main.js never run an old build: rebuilt (or refused) first.

@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/e2e/**/*.test.ts'],
+    include: ['test/techniques/e2e/**/*.test.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     // Tests that spawn dist/main.js never run an old build: rebuilt (or refused) first.

@@ -16,7 +16,7 @@ const floor = (lines: number, branches: number) => ({ lines, branches });
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/e2e/**', 'node_modules/**', ...serviceTestFiles(import.meta.dirname), ...REAL_TIME_TEST_FILES],
+    exclude: ['test/techniques/e2e/**', 'node_modules/**', ...serviceTestFiles(import.meta.dirname), ...REAL_TIME_TEST_FILES],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     // Worker threads: ~10 % faster here than forks (measured: 49.6 s vs 55.7 s at the same load),

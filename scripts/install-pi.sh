@@ -40,7 +40,7 @@ warn() { printf '    warning: %s\n' "$*" >&2; }
 die() { printf '\n%s: error: %s\n' "$SCRIPT_NAME" "$*" >&2; exit 1; }
 on_error() { die "stopped at line $1 (command: $2). Nothing after this step was done; fix the cause and run the script again."; }
 
-# Fault injection for test/e2e/update-powercut.test.ts: the script dies here as in a power cut.
+# Fault injection for test/techniques/e2e/update-powercut.test.ts: the script dies here as in a power cut.
 crash_point() {
   if [ "${VENDGATE_TEST_CRASH_AT:-}" = "$1" ]; then kill -KILL "$$" "$BASHPID"; fi
 }

@@ -1,13 +1,13 @@
 #!/bin/sh
 # System packages the e2e tests need (npm run test:e2e):
-#   socat    — a pseudo-terminal pair that serves as a real serial line (test/e2e/serial*.test.ts)
+#   socat    — a pseudo-terminal pair that serves as a real serial line (test/techniques/e2e/serial*.test.ts)
 #   chromium — the kiosk page in a real browser (playwright-core, executablePath /usr/bin/chromium)
-#   the shellcheck linter — the install and update scripts (test/e2e/scripts.test.ts)
-#   systemd  — systemd-analyze verify on the unit files (test/e2e/systemd-verify.test.ts)
-#   prometheus — for its promtool: /metrics through promtool check metrics (test/e2e/metrics-promtool.test.ts)
-#   mosquitto — two real bridged brokers with the shipped fleet ACL (test/e2e/fleet*.test.ts)
+#   the shellcheck linter — the install and update scripts (test/techniques/e2e/scripts.test.ts)
+#   systemd  — systemd-analyze verify on the unit files (test/techniques/e2e/systemd-verify.test.ts)
+#   prometheus — for its promtool: /metrics through promtool check metrics (test/techniques/e2e/metrics-promtool.test.ts)
+#   mosquitto — two real bridged brokers with the shipped fleet ACL (test/techniques/e2e/fleet*.test.ts)
 #   minisign, dpkg-dev's dpkg-deb, g++/make, g++-aarch64-linux-gnu, qemu-user — npm run release and its
-#            artefacts tested natively and under arm64 emulation (test/e2e/release.test.ts)
+#            artefacts tested natively and under arm64 emulation (test/techniques/e2e/release.test.ts)
 #   e2fsprogs, util-linux, mount — ext4 on a loop device turned read-only by the kernel, and a small
 #              tmpfs filled up (test/storage/*.test.ts; they mount, so they run as root, as CI does)
 #   faketime — libfaketime under the spawned service, its wall clock moved at run time (test/storage/wall-clock.test.ts)

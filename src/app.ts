@@ -287,7 +287,12 @@ interface Payments {
   webhookSecrets: readonly string[];
 }
 
-function buildPayments({ settings, deps, clock, logger, log }: Base, { clockSkew }: Store, { metrics }: Shared, claimed: Claimed): Payments {
+function buildPayments(
+  { settings, deps, clock, logger, log }: Base,
+  { clockSkew }: Store,
+  { metrics }: Shared,
+  claimed: Claimed,
+): Payments {
   const host = settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host;
   const localBase = `http://${host}:${claimed.local.port}`;
   // Demo: with provider.sandboxLanPort the pay URL (and so the QR) names this machine's LAN address.

@@ -1,5 +1,5 @@
 /**
- * Which test files make up `npm run test:unit`: every test outside test/e2e/ that starts no child
+ * Which test files make up `npm run test:unit`: every test outside test/techniques/e2e/ that starts no child
  * process and no browser. Decided from the imports, not from a hand-kept list, so that a new test
  * lands in the right part by itself: a test file is a "service" test when it, or a test helper it
  * imports (followed through test/ and scripts/, not src/), imports node:child_process or playwright-core.
@@ -11,7 +11,7 @@ import { dirname, join, relative, resolve } from 'node:path';
  * Tests that start no process but wait on real timeouts by design (a listener's header and idle
  * timeouts, measured on real sockets): they run in the full suite, not in the quick one.
  */
-export const REAL_TIME_TEST_FILES = ['test/fuzz/slow-partial.test.ts'];
+export const REAL_TIME_TEST_FILES = ['test/techniques/fuzz/slow-partial.test.ts'];
 
 const SPAWNS = /from ['"](node:)?child_process['"]|from ['"]playwright-core['"]|import\(['"](node:)?child_process['"]\)/;
 const LOCAL_IMPORT = /(?:from|import\()\s*['"](\.{1,2}\/[^'"]+)['"]/g;
@@ -50,7 +50,7 @@ export function serviceTestFiles(root: string): string[] {
     return result;
   }
   return testFiles(testDir)
-    .filter((file) => !file.startsWith(join(testDir, 'e2e') + '/'))
+    .filter((file) => !file.startsWith(join(testDir, 'techniques', 'e2e') + '/'))
     .filter((file) => reaches(file, new Set()))
     .map((file) => relative(root, file));
 }

@@ -105,7 +105,7 @@ export interface MqttDeps {
    * The database the outbox lives in. Optional: with it the disk_low alarm is raised in a
    * transaction and telemetry reports the free space of its file system.
    */
-  db?: Db;
+  db: Db;
   /** Who may sign the commands that move money, goods or prices (settings `commands`). */
   commands: CommandAuthSettings;
   /**

@@ -6,9 +6,9 @@ import type { MqttClient } from 'mqtt';
 import { signGeregeTestPayload } from '../../src/payments/index.js';
 import { decodeWebhookMessage } from '../../src/mqtt/index.js';
 import { waitFor } from '../helpers/service.js';
-import { CA, mqttClient, startBrokers } from '../fleet/fleet.js';
-import type { Mosquitto } from '../fleet/mosquitto.js';
-import { relayProcess, type RelayProcess } from '../fleet/relay-process.js';
+import { CA, mqttClient, startBrokers } from '../techniques/e2e/fleet/fleet.js';
+import type { Mosquitto } from '../techniques/e2e/fleet/mosquitto.js';
+import { relayProcess, type RelayProcess } from '../techniques/e2e/fleet/relay-process.js';
 
 /**
  * Routes no device can steal, and a relay that never answers 2xx for a route it has not read yet:

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/service.js';
-import { startGeregeStack, type GeregeStack } from '../chaos/stack.js';
+import { startGeregeStack, type GeregeStack } from '../techniques/chaos/stack.js';
 
 /**
  * Issue 24, a Pi without a real-time clock: the real service under libfaketime (Debian `faketime`),

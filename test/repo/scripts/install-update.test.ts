@@ -1,0 +1,333 @@
+import { cpSync, existsSync, readdirSync, readlinkSync, renameSync, writeFileSync, appendFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { basename, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fakePi, type FakePi } from './fake-system.js';
+import { waitFor } from '../../helpers/service.js';
+
+let pi: FakePi | null = null;
+afterEach(async () => {
+  await pi?.cleanup();
+  pi = null;
+});
+
+const REPO = new URL('../../../', import.meta.url).pathname;
+const current = (p: FakePi) => basename(readlinkSync(join(p.root, 'opt/vendgate/current')));
+
+describe('scripts/install-pi.sh', () => {
+  it('takes a Raspberry Pi to a running, enabled service that passes its selftest', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+
+    const result = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
+
+    expect(result.stderr).not.toMatch(/error/);
+    expect(result.code).toBe(0);
+    for (const step of [
+      'Checking the machine',
+      'Checking Node.js',
+      'Installing the build tools',
+      'Creating the service user',
+      'Installing the application',
+      'systemd units',
+      'Starting vendgate',
+      'Selftest',
+      'Done',
+    ]) {
+      expect(result.stdout).toContain(`==> ${step}`);
+    }
+    expect(result.stdout).toMatch(/^PASS +local\.listener/m);
+    expect(result.stdout).toMatch(/OK: nothing failed/);
+    const calls = pi.calls();
+    expect(calls).toContainEqual(expect.stringMatching(/^apt-get install -y -qq build-essential python3 gpiod$/));
+    expect(calls).toContainEqual(expect.stringMatching(/^useradd --system .* vendgate$/));
+    expect(calls).toContain('usermod -a -G gpio,dialout vendgate');
+    expect(calls).toContain('npm ci --omit=dev --no-audit --no-fund');
+    expect(calls).toContain('systemctl enable vendgate.service');
+    expect(current(pi)).toMatch(/^1\.0\.0-/);
+    expect(pi.read('etc/vendgate/config.yaml')).toContain('pi-test');
+    expect(pi.exists('etc/vendgate/secrets.env')).toBe(true);
+    expect(pi.read('etc/systemd/system/vendgate.service')).toContain('Type=notify');
+    // Installed for a fleet's node_exporter, not enabled (it needs prometheus-node-exporter).
+    expect(pi.exists('etc/systemd/system/vendgate-metrics-textfile.timer')).toBe(true);
+    expect(pi.calls()).not.toContainEqual(expect.stringContaining('enable --now vendgate-metrics-textfile'));
+    expect(pi.read('usr/local/bin/vendgate')).toContain('/opt/vendgate/current/dist/vendgate.js');
+  });
+
+  it('is safe to run again: configuration and secrets are kept, the user is not created twice', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], src)).code).toBe(0);
+    appendFileSync(join(pi.root, 'etc/vendgate/config.yaml'), '# edited by the technician\n');
+    writeFileSync(join(pi.root, 'etc/vendgate/secrets.env'), 'VENDGATE_WEBHOOK_SECRETS=whsec_kept\n');
+
+    const again = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
+
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('config.yaml exists: left as it is');
+    expect(pi.read('etc/vendgate/config.yaml')).toContain('# edited by the technician');
+    expect(pi.read('etc/vendgate/secrets.env')).toBe('VENDGATE_WEBHOOK_SECRETS=whsec_kept\n');
+    expect(pi.calls().filter((c) => c.startsWith('useradd'))).toHaveLength(1);
+    expect(again.stdout).toMatch(/OK: nothing failed/);
+  });
+
+  it(
+    '--tunnel HOSTNAME sets up cloudflared on the Pi itself: Debian repository, login, tunnel, DNS route, config, unit; a re-run reuses all of it',
+    { timeout: 120_000 },
+    async () => {
+      pi = await fakePi();
+      const src = pi.source('1.0.0');
+
+      const result = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
+
+      expect(result.stderr).not.toMatch(/error/);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('==> Cloudflare Tunnel for pay-pi-test.example.com');
+      expect(result.stdout).toContain('https://dash.cloudflare.com/argotunnel');
+      const calls = pi.calls();
+      expect(calls).toContainEqual(
+        expect.stringMatching(
+          /^curl -fsSL https:\/\/pkg\.cloudflare\.com\/cloudflare-main\.gpg -o .*\/usr\/share\/keyrings\/cloudflare-main\.gpg$/,
+        ),
+      );
+      expect(pi.read('etc/apt/sources.list.d/cloudflared.list')).toBe(
+        'deb [signed-by=/usr/share/keyrings/cloudflare-main.gpg] https://pkg.cloudflare.com/cloudflared any main\n',
+      );
+      expect(calls).toContain('apt-get install -y -qq cloudflared');
+      expect(calls).toContain('cloudflared tunnel login');
+      expect(calls).toContainEqual(
+        expect.stringMatching(
+          /^cloudflared --origincert .*\/etc\/vendgate\/cloudflared-cert\.pem tunnel create --credentials-file .*\/etc\/vendgate\/tunnel\.json vendgate-pi-test$/,
+        ),
+      );
+      expect(calls).toContainEqual(
+        expect.stringMatching(/tunnel route dns 6f1c2d3e-0000-4000-8000-00000000abcd pay-pi-test\.example\.com$/),
+      );
+      const config = pi.read('etc/vendgate/cloudflared.yml');
+      expect(config).toMatch(/^tunnel: 6f1c2d3e-0000-4000-8000-00000000abcd$/m);
+      expect(config).toContain('- hostname: pay-pi-test.example.com\n    path: ^/webhooks/\n    service: http://127.0.0.1:8787');
+      expect(config).toContain('- service: http_status:404');
+      expect(calls).toContain('systemctl enable --now vendgate-tunnel.service');
+      expect(result.stdout).toContain('http.webhook.publicUrl: https://pay-pi-test.example.com');
+      // Issue 25: the account certificate (it manages the whole zone) does not stay on the device.
+      expect(pi.exists('etc/vendgate/cloudflared-cert.pem')).toBe(false);
+      expect(existsSync(join(pi.env.HOME!, '.cloudflared/cert.pem'))).toBe(false);
+      expect(result.stdout).toContain('deleted the Cloudflare account certificate');
+
+      const again = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toContain('tunnel.json exists: reusing that tunnel');
+      expect(again.stdout).toContain('cloudflared.yml exists: left as it is');
+      expect(pi.calls().filter((c) => c.includes('tunnel create'))).toHaveLength(1);
+      expect(pi.calls().filter((c) => c === 'cloudflared tunnel login')).toHaveLength(1);
+    },
+  );
+
+  it('--tunnel refuses something that is not a host name', async () => {
+    pi = await fakePi();
+    const result = await pi.run('install-pi.sh', ['--tunnel', 'x/y; rm -rf /'], pi.source('1.0.0'));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('is not a host name');
+  });
+
+  it('waits for a synchronised clock: enables systemd-time-wait-sync with a 90 s limit', { timeout: 120_000 }, async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    expect(pi.calls()).toContain('systemctl enable systemd-time-wait-sync.service');
+    expect(pi.read('etc/systemd/system/systemd-time-wait-sync.service.d/vendgate.conf')).toBe('[Service]\nTimeoutStartSec=90s\n');
+  });
+
+  it('stops at the first problem with a clear message: not a Pi, Node too old', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+    writeFileSync(join(pi.root, 'proc/device-tree/model'), 'Generic x86 PC\0');
+
+    const notPi = await pi.run('install-pi.sh', [], src);
+    expect(notPi.code).toBe(1);
+    expect(notPi.stderr).toMatch(/install-pi\.sh: error: this is not a Raspberry Pi \(Generic x86 PC\)/);
+    expect(pi.calls()).toEqual([]);
+
+    writeFileSync(join(pi.root, 'proc/device-tree/model'), 'Raspberry Pi 3 Model B Rev 1.2\0');
+    writeFileSync(join(pi.bin, 'node'), '#!/bin/sh\necho v18.19.0\n', { mode: 0o755 });
+    const oldNode = await pi.run('install-pi.sh', [], src);
+    expect(oldNode.code).toBe(1);
+    expect(oldNode.stderr).toMatch(/Node v18\.19\.0 is too old .*deb\.nodesource\.com\/setup_22\.x/);
+    expect(pi.calls()).toEqual([]);
+  });
+});
+
+describe('scripts/update.sh', () => {
+  it('switches to the new release, backs up and migrates the database, and keeps the previous release', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const before = current(pi);
+
+    const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
+
+    expect(update.stderr).not.toMatch(/error/);
+    expect(update.code).toBe(0);
+    expect(current(pi)).toMatch(/^1\.1\.0-/);
+    expect(update.stdout).toContain(`Updated: ${before} → ${current(pi)}`);
+    expect(update.stdout).toMatch(/database backed up to .*backups\/vendgate-\d{8}T\d{6}Z\.db/);
+    expect(update.stdout).toMatch(/schema version \d+/);
+    expect(update.stdout).toMatch(/OK: nothing failed/);
+    expect(pi.exists(`opt/vendgate/releases/${before}`)).toBe(true);
+    // Stopped before the switch, started after it.
+    const calls = pi.calls();
+    expect(calls.lastIndexOf('systemctl stop vendgate.service')).toBeLessThan(calls.lastIndexOf('systemctl restart vendgate.service'));
+  });
+
+  it(
+    'an update from a checkout builds the release from its sources, never the dist/ left in the checkout',
+    { timeout: 120_000 },
+    async () => {
+      pi = await fakePi();
+      expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+      const checkout = pi.source('1.2.0', (dir) => {
+        cpSync(join(REPO, 'src'), join(dir, 'src'), { recursive: true });
+        cpSync(join(REPO, 'tsconfig.json'), join(dir, 'tsconfig.json'));
+        for (const entry of ['dist/main.js', 'dist/vendgate.js'])
+          writeFileSync(join(dir, entry), "process.stderr.write('stale build\\n'); process.exit(1);\n");
+      });
+
+      const update = await pi.run('update.sh', [checkout], checkout);
+
+      expect(update.stderr).not.toMatch(/error/);
+      expect(update.code).toBe(0);
+      expect(update.stderr).toMatch(/building 1\.2\.0 from source/);
+      const release = `opt/vendgate/releases/${current(pi)}`;
+      expect(pi.read(`${release}/dist/main.js`)).not.toContain('stale build');
+      expect(pi.read(`${release}/dist/vendgate.js`)).not.toContain('stale build');
+      expect(pi.exists(`${release}/src`)).toBe(false);
+      expect(pi.exists(`${release}/docs/operations.md`)).toBe(true);
+      const calls = pi.calls();
+      for (const call of ['npm ci --no-audit --no-fund', 'npm run build', 'npm prune --omit=dev --no-audit --no-fund'])
+        expect(calls).toContain(call);
+      expect(calls.indexOf('npm run build')).toBeLessThan(calls.indexOf('npm prune --omit=dev --no-audit --no-fund'));
+    },
+  );
+
+  it('rolls back to the previous release when the new one does not start, and says so', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const before = current(pi);
+    // Migrates fine, then dies at start.
+    const broken = pi.source('2.0.0', (dir) => {
+      renameSync(join(dir, 'dist/vendgate.js'), join(dir, 'dist/vendgate-real.js'));
+      writeFileSync(
+        join(dir, 'dist/vendgate.js'),
+        "if (process.argv[2] === 'start') { process.stderr.write('boom\\n'); process.exit(1); }\nawait import('./vendgate-real.js');\n",
+      );
+    });
+
+    const update = await pi.run('update.sh', [broken], broken);
+
+    expect(update.code).toBe(1);
+    expect(update.stdout).toMatch(/schema version \d+/);
+    expect(update.stderr).toContain(`Rolling back to ${before} (the new release did not start)`);
+    expect(update.stderr).toMatch(/update failed \(the new release did not start\); rolled back to .* passes its selftest/);
+    expect(current(pi)).toBe(before);
+    expect(pi.read('vendgate-service.log')).toContain('"vendgate ready"');
+  });
+
+  it('rolls back when the new release cannot even migrate the database', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const before = current(pi);
+    const broken = pi.source('2.0.0', (dir) =>
+      writeFileSync(join(dir, 'dist/vendgate.js'), "process.stderr.write('boom\\n'); process.exit(1);\n"),
+    );
+
+    const update = await pi.run('update.sh', [broken], broken);
+
+    expect(update.code).toBe(1);
+    expect(update.stderr).toContain(`Rolling back to ${before} (the migration failed)`);
+    expect(current(pi)).toBe(before);
+  });
+
+  it('backs up with VACUUM INTO: one self-contained file, integrity ok, holding the orders taken before the update', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const created = await fetch(`${pi.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot: 'A1' }),
+    });
+    expect(created.status).toBe(201);
+    const order = (await created.json()) as { orderId: number };
+
+    const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
+
+    expect(update.code, update.stderr).toBe(0);
+    const dir = join(pi.root, 'var/lib/vendgate/backups');
+    const files = readdirSync(dir);
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(/^vendgate-\d{8}T\d{6}Z\.db$/);
+    expect(update.stdout).toContain(`database backed up to ${join(dir, files[0]!)} (VACUUM INTO)`);
+    const backup = new Database(join(dir, files[0]!), { readonly: true });
+    try {
+      expect(backup.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(backup.pragma('journal_mode', { simple: true })).toBe('delete');
+      expect(backup.prepare('SELECT id FROM orders').all()).toEqual([{ id: order.orderId }]);
+    } finally {
+      backup.close();
+    }
+  });
+
+  it('never cuts a vend short: a vend in flight when the update stops the service is finished, once, and the order ends vended', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const config = join(pi.root, 'etc/vendgate/config.yaml');
+    const slow = pi.read('etc/vendgate/config.yaml').replace('durationMs: 0', 'durationMs: 4000');
+    expect(slow).toContain('durationMs: 4000');
+    writeFileSync(config, slow);
+    expect((await pi.exec('systemctl', ['restart', 'vendgate.service'])).code).toBe(0);
+    const created = await fetch(`${pi.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot: 'A1' }),
+    });
+    const order = (await created.json()) as { orderId: number; invoiceId: string };
+    expect((await fetch(`${pi.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' })).status).toBe(204);
+    const state = async () => ((await (await fetch(`${pi!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state;
+    await waitFor(async () => (await state()) === 'vending', 60_000, 'the vend to be in flight');
+
+    const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
+
+    expect(update.code, update.stderr).toBe(0);
+    expect(await state()).toBe('vended');
+    const actuations = pi
+      .read('var/lib/vendgate/actuations.jsonl')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { orderId: number });
+    expect(actuations.filter((a) => a.orderId === order.orderId)).toHaveLength(1);
+  });
+
+  it('--help says how to call it and what it does, and touches nothing', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+    const help = await pi.run('update.sh', ['--help'], src);
+    expect(help.stderr).toBe('');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('sudo vendgate-update ARTEFACT [--key FILE]');
+    expect(help.stdout).toContain('SHA256SUMS and SHA256SUMS.minisig beside it');
+    expect(help.stdout).toContain('the previous release comes back by itself');
+    expect(pi.calls()).toEqual([]);
+    const bogus = await pi.run('update.sh', ['--bogus'], src);
+    expect(bogus.code).toBe(1);
+    expect(bogus.stderr).toContain('unknown option --bogus (see --help)');
+    const missing = await pi.run('update.sh', ['/nonexistent/vendgate_9.9.9_arm64.deb'], src);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('no such artefact or directory: /nonexistent/vendgate_9.9.9_arm64.deb (see --help)');
+    expect(pi.calls()).toEqual([]);
+  });
+
+  it('refuses to run where vendgate was never installed', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+    const update = await pi.run('update.sh', [src], src);
+    expect(update.code).toBe(1);
+    expect(update.stderr).toMatch(/vendgate is not installed here .* run scripts\/install-pi\.sh first/);
+  });
+});
