@@ -179,6 +179,37 @@ export function decideObservation(state: OrderState, facts: ObservationFacts): O
 }
 
 /**
+ * What a create answer is to the attempt that sent it. `identityMismatch` is why the answer is not
+ * the invoice of this attempt's request (another reference, amount, currency, livemode or
+ * description; created or expired before the order), or null when it is.
+ */
+export interface CreateAnswerFacts {
+  identityMismatch: string | null;
+  status: CanonicalStatus;
+}
+
+export type CreateAnswerDecision =
+  /** The invoice this attempt made, not paid yet: attach it and show its QR. */
+  | { kind: 'attach' }
+  /**
+   * Our own key is ours: the answer carries this attempt's exact key and nonce'd reference but is
+   * already paid or refunded, so its QR was shown and its record lost (a power cut after the 201, a
+   * card the kernel turned read-only). It is attached and followed like any other invoice — the
+   * ledger vends it inside the window, refunds it after, parks it for a person on a restored
+   * database — with an alarm that says what happened. Never a new attempt: that abandons the money.
+   */
+  | { kind: 'attach_seen_already' }
+  /** Another request's invoice (a key used before under other terms): never vended, a new attempt. */
+  | { kind: 'foreign'; reason: string };
+
+/** The "our own key is ours" row: decides by identity first, then by status. Pure. */
+export function decideCreateAnswer(facts: CreateAnswerFacts): CreateAnswerDecision {
+  if (facts.identityMismatch !== null) return { kind: 'foreign', reason: facts.identityMismatch };
+  if (facts.status === 'pending' || facts.status === 'canceled' || facts.status === 'expired') return { kind: 'attach' };
+  return { kind: 'attach_seen_already' };
+}
+
+/**
  * Whether a reading is the provider's final answer on an invoice: nothing further can happen to it
  * without a refund of ours. Until then the invoice is followed, whatever local timers say.
  * `canceled` is final only after the expiry (QutPay: a QR may still be paid until expiresAt).
