@@ -6,6 +6,8 @@
 #   systemd  — systemd-analyze verify on the unit files (test/e2e/systemd-verify.test.ts)
 #   prometheus — for its promtool: /metrics through promtool check metrics (test/e2e/metrics-promtool.test.ts)
 #   mosquitto — two real bridged brokers with the shipped fleet ACL (test/e2e/fleet*.test.ts)
+#   fuse3, libfuse3-dev — the power-cut file system of test/power-cut/ (our own FUSE passthrough,
+#            built by test/power-cut/build.sh; needs /dev/fuse and root)
 # Idempotent: installs only what is missing; runs apt-get update only when something is.
 # Debian/Ubuntu/Raspberry Pi OS. Run as root or with sudo available.
 set -eu
@@ -17,9 +19,11 @@ command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
 command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || missing="$missing mosquitto"
+command -v fusermount3 >/dev/null 2>&1 || missing="$missing fuse3"
+pkg-config --exists fuse3 2>/dev/null || missing="$missing libfuse3-dev pkg-config"
 
 if [ -z "$missing" ]; then
-  echo "install-test-deps: socat, chromium, shellcheck, systemd-analyze, promtool and mosquitto already present"
+  echo "install-test-deps: socat, chromium, shellcheck, systemd-analyze, promtool, mosquitto and libfuse3 already present"
   exit 0
 fi
 
@@ -41,6 +45,9 @@ for tool in $missing; do
   case "$tool" in
     prometheus) command -v promtool >/dev/null 2>&1 || { echo "install-test-deps: promtool still missing" >&2; exit 1; } ;;
     systemd) command -v systemd-analyze >/dev/null 2>&1 || { echo "install-test-deps: systemd-analyze still missing" >&2; exit 1; } ;;
+    fuse3) command -v fusermount3 >/dev/null 2>&1 || { echo "install-test-deps: fusermount3 still missing" >&2; exit 1; } ;;
+    libfuse3-dev) pkg-config --exists fuse3 || { echo "install-test-deps: libfuse3-dev (pkg-config fuse3) still missing" >&2; exit 1; } ;;
+    pkg-config) command -v pkg-config >/dev/null 2>&1 || { echo "install-test-deps: pkg-config still missing" >&2; exit 1; } ;;
     mosquitto) { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || { echo "install-test-deps: mosquitto still missing" >&2; exit 1; } ;;
     chromium) [ -x /usr/bin/chromium ] || { echo "install-test-deps: /usr/bin/chromium still missing (on Ubuntu the chromium package is a snap shim: install Debian's chromium or point the kiosk e2e test at another binary)" >&2; exit 1; } ;;
     *) command -v "$tool" >/dev/null 2>&1 || { echo "install-test-deps: $tool still missing" >&2; exit 1; } ;;

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Builds test/power-cut/power-cut-fs.c (the power-cut file system of the power-cut tests) into
+# the directory given (default: node_modules/.cache/power-cut-fs; the tests use a temp directory). Needs Debian's libfuse3-dev and
+# fuse3 (scripts/install-test-deps.sh). Rebuilds only when the source is newer than the binary.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-"$here/../../node_modules/.cache/power-cut-fs"}
+mkdir -p "$out"
+bin="$out/power-cut-fs"
+if [ ! -x "$bin" ] || [ "$here/power-cut-fs.c" -nt "$bin" ]; then
+  # shellcheck disable=SC2046 # pkg-config prints flags to be split
+  cc -O2 -Wall -Wextra -Werror -o "$bin.$$" "$here/power-cut-fs.c" $(pkg-config --cflags --libs fuse3)
+  mv "$bin.$$" "$bin"
+fi
+echo "$bin"
