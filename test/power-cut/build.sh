@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-"$here/../../node_modules/.cache/power-cut-fs"}
 mkdir -p "$out"
 bin="$out/power-cut-fs"
-if [ ! -x "$bin" ] || [ "$here/power-cut-fs.c" -nt "$bin" ]; then
+if [ ! -x "$bin" ]; then
   # shellcheck disable=SC2046 # pkg-config prints flags to be split
   cc -O2 -Wall -Wextra -Werror -o "$bin.$$" "$here/power-cut-fs.c" $(pkg-config --cflags --libs fuse3)
   mv "$bin.$$" "$bin"
