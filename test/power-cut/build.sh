@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds test/power-cut/power-cut-fs.c (the power-cut file system of the power-cut tests) into
-# the directory given (default: node_modules/.cache/power-cut-fs; the tests use a temp directory). Needs Debian's libfuse3-dev and
-# fuse3 (scripts/install-test-deps.sh). Rebuilds only when the source is newer than the binary.
+# the directory given (default: node_modules/.cache/power-cut-fs). Needs Debian's libfuse3-dev and
+# fuse3 (scripts/install-test-deps.sh). Builds only when the binary is missing: the tests pass a
+# directory named by the source's hash.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-"$here/../../node_modules/.cache/power-cut-fs"}
