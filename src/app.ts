@@ -25,7 +25,7 @@ import { createActuator, createInputs, type Actuator, type HardwareInputs } from
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
-import { createWebhookChannel, type WebhookChannel } from './channels/webhook/index.js';
+import { createWebhookChannel, refundsSeenIn, withRefundEvidence, type WebhookChannel } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createMetrics } from './metrics/index.js';
@@ -186,6 +186,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       provider = sandbox.provider;
     }
     provider ??= createProvider({ clock, logger, observeRequest: (sample) => metrics.observeProviderRequest(sample) }, settings);
+    // Every reading adds the refunds seen as verified events (a Gerege intent does not say it was refunded).
+    provider = withRefundEvidence(provider, refundsSeenIn(db));
 
     const actuator =
       deps.actuator ?? (await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings));
@@ -350,6 +352,10 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
     catalog.announce();
 
+    // A waiting order is read at recovery; the refunds made meanwhile are only seen as events
+    // (Gerege), so the Events API goes into the inbox first (the worker processes it once started).
+    if (provider.listEvents && orders.repo.inStates(['creating', 'awaiting_payment']).length > 0)
+      await webhooks.backfill.run('before recovery').catch(() => {});
     // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
     const recovered = await money.recover({ restored: lineage.restored });
     if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)
