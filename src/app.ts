@@ -25,7 +25,7 @@ import { createActuator, createInputs, type Actuator, type HardwareInputs } from
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
-import { createWebhookChannel, refundsSeenIn, withRefundEvidence, type WebhookChannel } from './channels/webhook/index.js';
+import { createWebhookChannel, referencedInvoicesIn, refundsSeenIn, withRefundEvidence, type WebhookChannel } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createMetrics } from './metrics/index.js';
@@ -241,6 +241,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
         onClosedUnpaid: (order, reason) => {
           if (order.source === 'mdb') void actuator.denySession?.(reason);
         },
+        orphanCandidates: referencedInvoicesIn(db),
       },
       settings,
     );

@@ -10,7 +10,16 @@ import type { Outbox } from '../outbox/index.js';
 import type { Settings } from '../settings/index.js';
 import type { Actuator } from '../hardware/index.js';
 import type { PaymentProvider } from '../payments/types.js';
-import { createLedger, createReconciler, type Ledger, type Observation, type ObserveResult, type Reconciler } from '../ledger/index.js';
+import {
+  createLedger,
+  createOrphanSweep,
+  createReconciler,
+  type Ledger,
+  type Observation,
+  type ObserveResult,
+  type OrphanCandidate,
+  type Reconciler,
+} from '../ledger/index.js';
 import { createOrderService, type CatalogPort, type OrderRow, type OrderService, type ProviderHealth } from '../orders/index.js';
 import { createRefundWorker, createVendRunner, type RefundWorker, type VendRunner } from '../vend/index.js';
 
@@ -43,6 +52,8 @@ export interface MoneyPathDeps {
    * that drive each worker step by step.
    */
   runWorkersOnObserve?: boolean;
+  /** Invoices seen under a reference prefix since a time (the webhook inbox): the orphan sweep's candidates. */
+  orphanCandidates?: (prefix: string, sinceMs: number) => OrphanCandidate[];
 }
 
 export type MoneyPathSettings = Pick<Readonly<Settings>, 'device' | 'provider' | 'poll' | 'actuator' | 'policy'>;
@@ -152,8 +163,20 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
     },
     settings,
   );
+  const orphans = deps.orphanCandidates
+    ? createOrphanSweep({
+        db,
+        clock,
+        logger,
+        outbox,
+        provider,
+        candidates: deps.orphanCandidates,
+        referencePrefix: `${deps.deviceId}-`,
+        lookbackMs: settings.poll.reconcileDays * 86_400_000,
+      })
+    : undefined;
   const reconciler = createReconciler(
-    { db, clock, logger, outbox, provider, ledger },
+    { db, clock, logger, outbox, provider, ledger, ...(orphans ? { orphans } : {}) },
     {
       everyMs: settings.poll.reconcileEveryMin * 60_000,
       days: settings.poll.reconcileDays,

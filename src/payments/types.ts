@@ -84,6 +84,8 @@ export interface WebhookEvent {
    * refunded (PROVIDERS.md), so this is the evidence a refund was made, wherever it was made.
    */
   refund?: { id: string; amount: number };
+  /** Our order reference on the invoice the event is about, when the body carries it (the orphan sweep). */
+  reference?: string;
 }
 
 export interface VerifyContext {

@@ -85,8 +85,8 @@ export interface WebhookInboxOptions {
 export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): WebhookInbox {
   const insert = db.prepare(
     `INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at, last_error,
-                                 refund_id, refund_amount)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
+                                 refund_id, refund_amount, reference)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
   );
   // rowid order is arrival order (received_at is set at insert), and it lets SQLite walk the partial
   // index of unprocessed rows without sorting a backlog. The raw body stays on disk: the worker re-reads by GET.
@@ -132,6 +132,7 @@ export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): W
       note,
       event.refund?.id ?? null,
       event.refund?.amount ?? null,
+      event.reference ?? null,
     );
     return { inserted: result.changes === 1, handled };
   }

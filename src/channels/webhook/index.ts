@@ -23,4 +23,4 @@ export {
   type LocalDelivery,
 } from './channel.js';
 export { createBrokerIngest, type BrokerIngest, type BrokerIngestDeps, type BrokerDelivery } from './broker-ingest.js';
-export { refundsSeenIn, withRefundEvidence } from './refund-evidence.js';
+export { refundsSeenIn, withRefundEvidence, referencedInvoicesIn } from './refund-evidence.js';

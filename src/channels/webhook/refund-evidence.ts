@@ -41,3 +41,17 @@ export function withRefundEvidence(provider: PaymentProvider, refundsSeen: (invo
     captureInvoice: async (invoiceId) => complete(await provider.captureInvoice(invoiceId)),
   };
 }
+
+/**
+ * Invoices the inbox has events about whose reference starts with `prefix` (this device's), received
+ * since `sinceMs`: the orphan sweep's candidates (it skips those an order knows).
+ */
+export function referencedInvoicesIn(db: Db): (prefix: string, sinceMs: number) => { invoiceId: string; reference: string }[] {
+  return (prefix, sinceMs) =>
+    prepared(
+      db,
+      `SELECT object_id AS invoiceId, max(reference) AS reference FROM webhook_events
+        WHERE reference IS NOT NULL AND substr(reference, 1, length(?)) = ? AND object_id IS NOT NULL AND received_at >= ?
+        GROUP BY object_id ORDER BY min(rowid)`,
+    ).all(prefix, prefix, sinceMs) as { invoiceId: string; reference: string }[];
+}

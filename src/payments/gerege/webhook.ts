@@ -53,6 +53,7 @@ export function parseGeregeEvent(body: unknown): WebhookEvent | undefined {
     livemode: typeof body.livemode === 'boolean' ? body.livemode : null,
     createdAt: typeof body.created === 'number' && Number.isFinite(body.created) ? body.created * 1_000 : null,
     ...(refund ? { refund } : {}),
+    ...(object && typeof object.reference === 'string' && object.reference !== '' ? { reference: object.reference } : {}),
   };
 }
 
