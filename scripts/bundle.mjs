@@ -2,7 +2,7 @@
 // the systemd units and the installed `vendgate` command start (issue #18, start-up). Node's module
 // loader otherwise resolves, stats, reads and links ~980 files at every start (ajv 101, zod 99,
 // yaml 84, semver 52, …): spawn → ready 733 → 545 ms on the build machine, idle RSS 88 → 79 MB
-// (README, Benchmarks). The last step of `npm run build` before the stamp; dist/main.js stays the
+// (docs/benchmarks.md). The last step of `npm run build` before the stamp; dist/main.js stays the
 // unbundled entry (tests, debugging).
 //   node scripts/bundle.mjs
 //

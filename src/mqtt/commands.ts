@@ -6,7 +6,7 @@ import type { DeviceControl } from './types.js';
 
 /**
  * Codes of command results that are not errors of the money path. Stable: operators' scripts match
- * on them. (To be listed with the others in util/errors.ts and the README.)
+ * on them. (To be listed with the others in util/errors.ts and docs/errors.md.)
  */
 export const CommandErrorCodes = {
   BAD_REQUEST: ErrorCodes.BAD_REQUEST,

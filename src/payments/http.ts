@@ -70,7 +70,7 @@ export interface ProviderHttpClient {
   request(request: HttpRequest): Promise<HttpResponse>;
 }
 
-/** Named so tests and the README can cite them. */
+/** Named so tests and docs/providers.md can cite them. */
 export const RETRY_DEFAULTS = {
   backoffBaseMs: 1_000,
   backoffCapMs: 8_000,

@@ -169,7 +169,7 @@ export function settingsFailureReport(err: SettingsError, startedAtMs: number, d
       fail(
         'settings',
         `${err.source}: ${problems}`,
-        'fix the listed keys (README.md, "Every key", describes each); the service would exit with code 78 on this file',
+        'fix the listed keys (docs/configuration.md, "Every key", describes each); the service would exit with code 78 on this file',
       ),
     ],
   };

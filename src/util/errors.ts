@@ -1,5 +1,5 @@
 /**
- * Stable error codes. Each is listed in the README with what to do about it; the code, not the
+ * Stable error codes. Each is listed in docs/errors.md with what to do about it; the code, not the
  * message, is what operators and scripts match on.
  */
 export const ErrorCodes = {

@@ -56,8 +56,8 @@ describe('every error code has exactly one HTTP status, decided in util/errors.t
     for (const code of Object.values(CommandErrorCodes)) expect(Object.keys(ERROR_HTTP_STATUS), code).toContain(code);
   });
 
-  it('is the HTTP column of the README error table', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  it('is the HTTP column of the error table in docs/errors.md', () => {
+    const readme = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
     const documented = Object.fromEntries([...readme.matchAll(/^\| `(VG_ERR_[A-Z_]+)` \| (\d{3}) \|/gm)].map((m) => [m[1], Number(m[2])]));
     expect(documented).toEqual(ERROR_HTTP_STATUS);
   });

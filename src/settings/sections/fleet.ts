@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Fleet mode (README "Running a fleet"): where this device's webhooks come from.
+ * Fleet mode (docs/fleet.md): where this device's webhooks come from.
  *   tunnel — the provider POSTs to this device's webhook listener through its own tunnel (one device);
  *   broker — `vendgate relay` receives the fleet's webhooks and the operator's broker carries this
  *            device's to it; the webhook listener is then bound to 127.0.0.1 only (nothing to expose);
