@@ -11,6 +11,7 @@ import {
   type Checkpointer,
   type Db,
   type InstanceLock,
+  type LineageFinding,
   type Retention,
 } from './store/index.js';
 import { bindListener, listenerLimits, type BoundListener } from './util/http-listener.js';
@@ -19,7 +20,13 @@ import { createLogger, type Logger } from './util/logger.js';
 import { createOutbox, type Outbox } from './outbox/index.js';
 import type { Ledger } from './ledger/index.js';
 import { createMoneyPath, type MoneyPath } from './money/index.js';
-import { createProviderHealth, type OrderService, type ProviderHealth } from './orders/index.js';
+import {
+  createOrderRepository,
+  createProviderHealth,
+  type OrderRepository,
+  type OrderService,
+  type ProviderHealth,
+} from './orders/index.js';
 import type { VendRunner, RefundWorker } from './vend/index.js';
 import { createActuator, createInputs, type Actuator, type HardwareInputs } from './hardware/index.js';
 import { createProvider, type PaymentProvider } from './payments/index.js';
@@ -28,7 +35,7 @@ import { createPoller, type Poller } from './channels/poller.js';
 import { createWebhookChannel, referencedInvoicesIn, refundsSeenIn, withRefundEvidence, type WebhookChannel } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
-import { createMetrics } from './metrics/index.js';
+import { createMetrics, type Metrics } from './metrics/index.js';
 import { createMqtt, createBrokerWebhookSubscription, type Mqtt, type BrokerWebhookSubscription } from './mqtt/index.js';
 import {
   createAvailability,
@@ -36,7 +43,9 @@ import {
   createDeviceView,
   createHardwareEventHandler,
   createStateChanges,
+  type Availability,
   type DeviceView,
+  type StateChanges,
 } from './device/index.js';
 import { createCatalog, type Catalog } from './catalog/index.js';
 
@@ -85,354 +94,555 @@ export interface App {
   context(): AppContext;
 }
 
+// The parts of the service, in the order start() builds them (ARCHITECTURE.md, "Start and stop
+// order"). Each build function takes the parts built before it and nothing else, so a part can only
+// use what already exists; start() below is the table of contents.
+
+/** What every part is built with. */
+interface Base {
+  settings: Readonly<Settings>;
+  deps: AppDeps;
+  clock: Clock;
+  logger: Logger;
+  /** The app's own log lines. */
+  log: Logger;
+}
+
+/** The instance lock and both listener ports, claimed before the database exists. */
+interface Claimed {
+  lock: InstanceLock;
+  local: BoundListener;
+  webhook: BoundListener;
+  /** Gives all three back (start() failed before the rest was built). */
+  release(): Promise<void>;
+}
+
+/**
+ * A second service on this database stops at the lock, having changed nothing; a port in use stops
+ * at its bind, before the database is opened. Whatever was claimed before a failure is given back.
+ */
+async function claimLockAndPorts({ settings }: Base): Promise<Claimed> {
+  const lock = acquireInstanceLock(settings.storage.path);
+  const { local, webhook } = settings.http;
+  let localPort: BoundListener | null = null;
+  try {
+    localPort = await bindListener({ host: local.host, port: local.port, portSetting: 'http.local.port' }, listenerLimits(local));
+    // Fleet mode without a tunnel: the listener stays for health and local checks, unreachable from outside.
+    const webhookHost = settings.fleet.webhookSource === 'broker' ? '127.0.0.1' : webhook.host;
+    const webhookPort = await bindListener(
+      { host: webhookHost, port: webhook.port, portSetting: 'http.webhook.port' },
+      listenerLimits(webhook),
+    );
+    const claimedLocal = localPort;
+    return {
+      lock,
+      local: claimedLocal,
+      webhook: webhookPort,
+      async release() {
+        await Promise.all([claimedLocal.close(), webhookPort.close()]);
+        lock.release();
+      },
+    };
+  } catch (err) {
+    await localPort?.close();
+    lock.release();
+    throw err;
+  }
+}
+
+/** The database and what lives in it: lineage, WAL checkpoints, the outbox, the one order repository. */
+interface Store {
+  db: Db;
+  dbId: string;
+  lineage: LineageFinding & { highWater: number };
+  checkpointer: Checkpointer;
+  outbox: Outbox;
+  /** The process's only order repository: every part that reads or moves orders gets this one. */
+  orderRepository: OrderRepository;
+}
+
+function openStore({ settings, clock, logger, log }: Base): Store {
+  const db = openDatabase(settings.storage.path);
+  const dbId = databaseId(db);
+  const lineage = checkLineage(db, settings.storage.path);
+  // WAL checkpoints between customers, not inside a webhook's or a vend claim's commit.
+  const lineageMark = { highWater: lineage.highWater };
+  const checkpointer = createCheckpointer(
+    { db, logger },
+    {
+      // A look a second (an idle device wakes for nothing 4 times a second otherwise); a quiet minute
+      // checkpoints only once 500 rows changed (about a dozen orders): customers minutes apart share
+      // one checkpoint instead of paying three syncs each (scripts/bench/fsync.mjs).
+      intervalMs: 1_000,
+      quietMs: 60_000,
+      quietMinChanges: 500,
+      onCheckpoint: () => recordLineage(db, settings.storage.path, lineageMark),
+    },
+  );
+  checkpointer.start();
+  const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
+  if (lineage.detail) {
+    // Order ids restart in a restored database; references do not (a nonce per order), so no old
+    // key is reused. Said loudly, and every recent invoice is compared with the provider at once.
+    log.warn(
+      { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail },
+      'this database is not the one this machine last ran on',
+    );
+    inTransaction(db, () => {
+      outbox.raiseAlarm(
+        lineage.restored ? 'database_restored' : 'database_cloned',
+        'warning',
+        `${lineage.detail}; recent invoices are being reconciled with the provider`,
+        { highWater: lineage.highWater },
+      );
+      outbox.event('database.restored', { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail });
+    });
+  }
+  return { db, dbId, lineage, checkpointer, outbox, orderRepository: createOrderRepository({ db, clock }) };
+}
+
+/** Checkpointer, the lineage mark (this run ended cleanly), the database. */
+function closeStore({ settings, log }: Base, store: Store): void {
+  store.checkpointer.stop();
+  try {
+    recordLineage(store.db, settings.storage.path, { highWater: -1 });
+  } catch (err) {
+    log.warn({ err }, 'could not write the lineage mark beside the database');
+  }
+  store.db.close();
+}
+
+/** What the other parts report to: catalog, provider health, metrics, availability, who follows the state. */
+interface Shared {
+  catalog: Catalog;
+  health: ProviderHealth;
+  metrics: Metrics;
+  availability: Availability;
+  /** Every state change: the screen's event stream, MQTT, and the poller (a new order's invoice) follow it. */
+  changes: StateChanges;
+}
+
+function buildShared({ settings, clock, logger }: Base, { db, outbox }: Store): Shared {
+  const catalog = createCatalog({ db, clock, logger, outbox }, settings);
+  const health = createProviderHealth(clock);
+  const metrics = createMetrics({ provider: settings.provider.name });
+  const availability = createAvailability();
+  const changes = createStateChanges();
+  availability.subscribe(changes.notify);
+  return { catalog, health, metrics, availability, changes };
+}
+
+/** The payment provider: injected (tests), the sandbox (demo), or the real one named in the settings. */
+interface Payments {
+  provider: PaymentProvider;
+  sandbox: SandboxProvider | null;
+  /** Demo: the sandbox's pay page on this machine's LAN address (provider.sandboxLanPort). */
+  lan: { address: string | null; port: number } | null;
+  webhookSecrets: readonly string[];
+}
+
+function buildPayments({ settings, deps, clock, logger, log }: Base, { db }: Store, { metrics }: Shared, claimed: Claimed): Payments {
+  const host = settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host;
+  const localBase = `http://${host}:${claimed.local.port}`;
+  // Demo: with provider.sandboxLanPort the pay URL (and so the QR) names this machine's LAN address.
+  const lan =
+    settings.provider.name === 'sandbox' && settings.provider.sandboxLanPort > 0
+      ? { address: settings.provider.sandboxLanAddress ?? lanAddress(), port: settings.provider.sandboxLanPort }
+      : null;
+  if (lan && !lan.address) log.warn({}, 'provider.sandboxLanPort is set but this machine has no LAN address: pay URLs stay on 127.0.0.1');
+  const payBase = lan?.address ? `http://${lan.address.includes(':') ? `[${lan.address}]` : lan.address}:${lan.port}` : localBase;
+  const sandbox =
+    !deps.provider && settings.provider.name === 'sandbox'
+      ? createSandboxProvider(
+          { clock, logger },
+          {
+            dbPath: sandboxDbPath(settings.storage.path),
+            payUrl: (id) => `${payBase}/sandbox/pay/${id}`,
+            webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
+          },
+        )
+      : null;
+  // Every reading adds the refunds seen as verified events (a Gerege intent does not say it was refunded).
+  const provider = withRefundEvidence(
+    deps.provider ??
+      sandbox?.provider ??
+      createProvider({ clock, logger, observeRequest: (sample) => metrics.observeProviderRequest(sample) }, settings),
+    refundsSeenIn(db),
+  );
+  const webhookSecrets =
+    settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
+  return { provider, sandbox, lan, webhookSecrets };
+}
+
+/** The actuator and the inputs: built here, started by recovery and after it. */
+interface Hardware {
+  actuator: Actuator;
+  inputs: HardwareInputs;
+}
+
+async function buildHardware({ settings, deps, clock, logger }: Base, { catalog }: Shared): Promise<Hardware> {
+  const actuator =
+    deps.actuator ?? (await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings));
+  const inputs = deps.inputs ?? (await createInputs({ clock, logger }, settings));
+  return { actuator, inputs };
+}
+
+/** The money path, composed once (src/money/): ledger, orders, vend jobs, refunds, reconciliation. */
+function buildMoneyPath(base: Base, store: Store, shared: Shared, { provider }: Payments, { actuator }: Hardware): MoneyPath {
+  const { settings, deps, clock, logger } = base;
+  const { catalog, metrics, changes } = shared;
+  const seen = { catalogGeneration: catalog.generation() };
+  return createMoneyPath(
+    {
+      db: store.db,
+      clock,
+      logger,
+      outbox: store.outbox,
+      orderRepository: store.orderRepository,
+      provider,
+      actuator,
+      health: shared.health,
+      catalog,
+      outOfService: shared.availability.reason,
+      events: {
+        changed: changes.notify,
+        vendSettled: (order, result) => {
+          if (order.paid_at !== null) metrics.observeVend(result, (clock.now() - order.paid_at) / 1000);
+        },
+        closedUnpaid: (order, reason) => {
+          if (order.source === 'mdb') void actuator.denySession?.(reason);
+        },
+        // A refill, cleared jam or rollback by the CLI (another process) reaches the screen within a tick.
+        tick: () => {
+          const generation = catalog.generation();
+          if (generation === seen.catalogGeneration) return;
+          seen.catalogGeneration = generation;
+          changes.notify();
+        },
+      },
+      hooks: { crashPoint: deps.crashPoint },
+      orphanCandidates: referencedInvoicesIn(store.db),
+    },
+    settings,
+  );
+}
+
+/** How payments reach the money path: webhooks (tunnel, or the relay over the broker) and polling. */
+interface Channels {
+  webhooks: WebhookChannel;
+  poller: Poller;
+  /** Fleet mode: the relay's webhooks for this device, from its persistent broker session. */
+  brokerWebhooks: BrokerWebhookSubscription | null;
+}
+
+function buildChannels(
+  { settings, clock, logger, log }: Base,
+  store: Store,
+  { health, changes }: Shared,
+  { provider, sandbox, webhookSecrets }: Payments,
+  { ledger }: MoneyPath,
+  claimed: Claimed,
+): Channels {
+  const { db, outbox, dbId } = store;
+  const webhooks = createWebhookChannel(
+    {
+      db,
+      clock,
+      logger,
+      provider,
+      ledger,
+      outbox,
+      orderRepository: store.orderRepository,
+      secrets: webhookSecrets,
+      listener: claimed.webhook,
+    },
+    { ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec },
+  );
+  const poller = createPoller(
+    {
+      db,
+      clock,
+      logger,
+      provider,
+      ledger,
+      health,
+      orderRepository: store.orderRepository,
+      // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
+      onObserved: (observation, result) => {
+        if (result.outcome === 'recorded' && (observation.status === 'paid' || observation.status === 'authorized'))
+          webhooks.paymentPolled(observation.invoiceId);
+      },
+    },
+    settings.poll,
+  );
+  // A state change may have opened an invoice (a new order): an idle poller reads it at its next short tick.
+  changes.subscribe(() => poller.wake());
+  const brokerWebhooks =
+    settings.fleet.webhookSource === 'tunnel'
+      ? null
+      : createBrokerWebhookSubscription(
+          {
+            clock,
+            logger,
+            deviceId: settings.device.id,
+            provider: provider.name,
+            referencePrefixes: [`${settings.device.id}-${dbId}-`],
+            ingest: (delivery) => webhooks.ingestFromBroker(delivery),
+          },
+          settings.mqtt,
+        );
+  sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
+  // After an outage of the provider every unsettled invoice is read again and the Events API is
+  // read from the last event seen: a payment made meanwhile is found whatever its webhook did.
+  health.onRecovered(() => {
+    log.info('payment provider reachable again: reading every unsettled invoice and the events missed');
+    poller.pollAllNow();
+    void webhooks.backfill.run('provider reachable again').catch(() => {});
+  });
+  return { webhooks, poller, brokerWebhooks };
+}
+
+/** The device beyond payments: the screen's view, the operator's controls over MQTT. */
+interface Device {
+  view: DeviceView;
+  mqtt: Mqtt;
+}
+
+function buildDevice(
+  { settings, deps, clock, logger }: Base,
+  startedAt: number,
+  { db, outbox }: Store,
+  { catalog, health, metrics, availability, changes }: Shared,
+  { provider }: Payments,
+  { actuator, inputs }: Hardware,
+  { orders, vend, refunds }: MoneyPath,
+  { poller }: Channels,
+  served: Served,
+): Device {
+  const notify = changes.notify;
+  const view = createDeviceView({
+    settings,
+    clock,
+    orders,
+    health,
+    availability,
+    outbox,
+    poller,
+    startedAt,
+    changes,
+    catalog,
+    notify,
+    metrics,
+  });
+  const control = createDeviceControl({
+    device: settings.device,
+    db,
+    logger,
+    outbox,
+    availability,
+    orders,
+    vend,
+    refunds,
+    catalog,
+    view,
+    changes,
+    notify,
+    selftest: {
+      settings,
+      clock,
+      live: { db, provider, actuator, inputs },
+      urls: () => served.urls,
+      source: deps.configSource ?? '(in memory)',
+      environment: deps.configEnvironment ?? [],
+    },
+  });
+  const mqtt = createMqtt({ db, outbox, clock, logger, deviceId: settings.device.id, control }, settings.mqtt);
+  // Every state change may have written outbox rows: published now, not at the next poll.
+  changes.subscribe(() => mqtt.kick());
+  return { view, mqtt };
+}
+
+/** Recovery before anything new is accepted (uncertain vends, unknown refunds, half-created orders), then the inputs. */
+async function recover(
+  { logger, log }: Base,
+  { db, outbox, lineage }: Store,
+  { availability }: Shared,
+  { actuator, inputs }: Hardware,
+  money: MoneyPath,
+  { webhooks }: Channels,
+): Promise<void> {
+  // A waiting order is read at recovery; the refunds made meanwhile are only seen as events
+  // (Gerege), so the Events API goes into the inbox first (the worker processes it once started).
+  if (webhooks.backfill && money.orders.repo.inStates(['creating', 'awaiting_payment']).length > 0)
+    await webhooks.backfill.run('before recovery').catch(() => {});
+  // The actuator is started and put in its safe state inside money.recover().
+  const recovered = await money.recover({ restored: lineage.restored });
+  if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)
+    log.warn(recovered, 'recovered from an interrupted run');
+  inputs.on(createHardwareEventHandler({ db, logger, outbox, orders: money.orders, availability, actuator }));
+  await inputs.start();
+}
+
+/** The listeners that serve, filled in as each one starts (stop() stops what started). */
+interface Served {
+  kiosk?: KioskServer;
+  sandboxLan?: SandboxLanServer;
+  /** For the selftest (over MQTT, so only asked once both are set). */
+  urls: { local?: string; webhook?: string };
+}
+
+/** Kiosk (and in the demo the sandbox's LAN pay page), then webhooks; requests before this got 503. */
+async function serve(
+  { settings, clock, logger }: Base,
+  claimed: Claimed,
+  { sandbox, lan }: Payments,
+  { webhooks }: Channels,
+  { view }: Device,
+  served: Served,
+): Promise<{ local: string; webhook: string }> {
+  served.kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock, listener: claimed.local }, settings.http.local);
+  const listening = await served.kiosk.start();
+  if (lan?.address && sandbox) {
+    served.sandboxLan = createSandboxLanServer({ sandbox: sandbox.payments, clock, logger }, { port: lan.port });
+    await served.sandboxLan.start();
+  }
+  const webhookListening = await webhooks.start();
+  const urls = { local: listening.url, webhook: webhookListening.url };
+  served.urls = urls;
+  return urls;
+}
+
+/** MQTT connects (in the background), then the broker subscription, polling and the money path's timers. */
+async function goLive({ log }: Base, { lineage }: Store, money: MoneyPath, channels: Channels, { mqtt }: Device): Promise<void> {
+  // Connects in the background: a broker that is down never holds up the money path.
+  await mqtt.start();
+  channels.brokerWebhooks?.start();
+  channels.poller.start();
+  money.start();
+  if (lineage.detail) {
+    money.reconciler.compareAllAgain();
+    void money.reconciler.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
+  }
+}
+
+function contextOf(
+  { settings, clock, logger }: Base,
+  { db, outbox }: Store,
+  { health, catalog }: Shared,
+  { provider, sandbox }: Payments,
+  { actuator, inputs }: Hardware,
+  { ledger, orders, vend, refunds }: MoneyPath,
+  { poller, webhooks }: Channels,
+  { view, mqtt }: Device,
+): AppContext {
+  return {
+    settings,
+    db,
+    clock,
+    logger,
+    outbox,
+    ledger,
+    provider,
+    sandbox,
+    health,
+    orders,
+    vend,
+    refunds,
+    poller,
+    webhooks,
+    mqtt,
+    actuator,
+    inputs,
+    view,
+    catalog,
+  };
+}
+
+/** Everything start() built, kept for stop(). */
+interface Running {
+  context: AppContext;
+  claimed: Claimed;
+  store: Store;
+  payments: Payments;
+  hardware: Hardware;
+  money: MoneyPath;
+  channels: Channels;
+  device: Device;
+  served: Served;
+  retention?: Retention;
+}
+
 /** Builds the service from settings. Nothing happens until start(); stop() is safe to call twice. */
 export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger({ level: settings.log.level });
-  const log = logger.child({ module: 'app' });
-  let ctx: AppContext | null = null;
-  let kiosk: KioskServer | null = null;
-  let sandboxLan: SandboxLanServer | null = null;
-  let housekeeping: NodeJS.Timeout | null = null;
-  let retention: Retention | null = null;
-  let checkpointer: Checkpointer | null = null;
-  let moneyPath: MoneyPath | null = null;
+  const base: Base = { settings, deps, clock, logger, log: logger.child({ module: 'app' }) };
+  const { log } = base;
+  let claimed: Claimed | null = null;
+  let running: Running | null = null;
   let stopping: Promise<void> | null = null;
-  let brokerWebhooks: BrokerWebhookSubscription | null = null;
-  let instanceLock: InstanceLock | null = null;
-  let bound: { local?: BoundListener; webhook?: BoundListener } = {};
-
-  /**
-   * Start order: the instance lock (a second service on this database stops here, having changed
-   * nothing), then both ports (a port in use stops here, before the database exists), then the
-   * database, recovery, and only then the listeners serve (requests meanwhile get 503).
-   */
-  async function claimLockAndPorts(): Promise<void> {
-    instanceLock = acquireInstanceLock(settings.storage.path);
-    const { local, webhook } = settings.http;
-    bound.local = await bindListener({ host: local.host, port: local.port, portSetting: 'http.local.port' }, listenerLimits(local));
-    // Fleet mode without a tunnel: the listener stays for health and local checks, unreachable from outside.
-    const webhookHost = settings.fleet.webhookSource === 'broker' ? '127.0.0.1' : webhook.host;
-    bound.webhook = await bindListener(
-      { host: webhookHost, port: webhook.port, portSetting: 'http.webhook.port' },
-      listenerLimits(webhook),
-    );
-  }
 
   async function start(): Promise<{ localUrl: string }> {
     const startedAt = clock.now();
-    await claimLockAndPorts();
-    const db = openDatabase(settings.storage.path);
-    const dbId = databaseId(db);
-    const lineage = checkLineage(db, settings.storage.path);
-    // WAL checkpoints between customers, not inside a webhook's or a vend claim's commit.
-    const lineageMark = { highWater: lineage.highWater };
-    checkpointer = createCheckpointer(
-      { db, logger },
-      {
-        // A look a second (an idle device wakes for nothing 4 times a second otherwise); a quiet minute
-        // checkpoints only once 500 rows changed (about a dozen orders): customers minutes apart share
-        // one checkpoint instead of paying three syncs each (scripts/bench/fsync.mjs).
-        intervalMs: 1_000,
-        quietMs: 60_000,
-        quietMinChanges: 500,
-        onCheckpoint: () => recordLineage(db, settings.storage.path, lineageMark),
-      },
-    );
-    checkpointer.start();
-    const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
-    if (lineage.detail) {
-      // Order ids restart in a restored database; references do not (a nonce per order), so no old
-      // key is reused. Said loudly, and every recent invoice is compared with the provider at once.
-      log.warn(
-        { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail },
-        'this database is not the one this machine last ran on',
-      );
-      inTransaction(db, () => {
-        outbox.raiseAlarm(
-          lineage.restored ? 'database_restored' : 'database_cloned',
-          'warning',
-          `${lineage.detail}; recent invoices are being reconciled with the provider`,
-          { highWater: lineage.highWater },
-        );
-        outbox.event('database.restored', { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail });
-      });
-    }
-    const catalog = createCatalog({ db, clock, logger, outbox }, settings);
-    const health = createProviderHealth(clock);
-    const metrics = createMetrics({ provider: settings.provider.name });
-    const localBase = () => `http://${settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host}:${kioskPort}`;
-    const kioskPort = bound.local!.port;
-
-    let sandbox: SandboxProvider | null = null;
-    let provider = deps.provider;
-    // Demo: with provider.sandboxLanPort the pay URL (and so the QR) names this machine's LAN address.
-    const lan =
-      settings.provider.name === 'sandbox' && settings.provider.sandboxLanPort > 0
-        ? { address: settings.provider.sandboxLanAddress ?? lanAddress(), port: settings.provider.sandboxLanPort }
-        : null;
-    if (lan && !lan.address) log.warn({}, 'provider.sandboxLanPort is set but this machine has no LAN address: pay URLs stay on 127.0.0.1');
-    const payBase = () =>
-      lan?.address ? `http://${lan.address.includes(':') ? `[${lan.address}]` : lan.address}:${lan.port}` : localBase();
-    if (!provider && settings.provider.name === 'sandbox') {
-      sandbox = createSandboxProvider(
-        { clock, logger },
-        {
-          dbPath: sandboxDbPath(settings.storage.path),
-          payUrl: (id) => `${payBase()}/sandbox/pay/${id}`,
-          webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
-        },
-      );
-      provider = sandbox.provider;
-    }
-    provider ??= createProvider({ clock, logger, observeRequest: (sample) => metrics.observeProviderRequest(sample) }, settings);
-    // Every reading adds the refunds seen as verified events (a Gerege intent does not say it was refunded).
-    provider = withRefundEvidence(provider, refundsSeenIn(db));
-
-    const actuator =
-      deps.actuator ?? (await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings));
-    const inputs = deps.inputs ?? (await createInputs({ clock, logger }, settings));
-    const availability = createAvailability();
-    const changes = createStateChanges();
-    let mqtt: Mqtt | null = null;
-    // Every state change may have written outbox rows: publish them now, not at the next poll. It
-    // may also have opened an invoice (a new order): an idle poller reads it at its next short tick.
-    let wakePoller = () => {};
-    const notify = () => {
-      changes.notify();
-      mqtt?.kick();
-      wakePoller();
-    };
-    availability.subscribe(notify);
-
-    let catalogGeneration = catalog.generation();
-    // The money path, composed once (src/money/): ledger, orders, vend jobs, refunds, reconciliation.
-    const money = createMoneyPath(
-      {
-        db,
-        clock,
-        logger,
-        outbox,
-        provider,
-        actuator,
-        health,
-        deviceId: settings.device.id,
-        dbId,
-        outOfService: availability.reason,
-        crashPoint: deps.crashPoint,
-        onChange: notify,
-        onSettled: (order, result) => {
-          if (order.paid_at !== null) metrics.observeVend(result, (clock.now() - order.paid_at) / 1000);
-        },
-        catalog,
-        // A refill, cleared jam or rollback by the CLI (another process) reaches the screen within a tick.
-        onTick: () => {
-          const generation = catalog.generation();
-          if (generation !== catalogGeneration) {
-            catalogGeneration = generation;
-            notify();
-          }
-        },
-        // The poller found money first: if no webhook follows, the tunnel may be down (backfill, alarm).
-        onObserved: (observation) => {
-          if (observation.channel === 'poll' && (observation.status === 'paid' || observation.status === 'authorized'))
-            webhooks.paymentPolled(observation.invoiceId);
-        },
-        onClosedUnpaid: (order, reason) => {
-          if (order.source === 'mdb') void actuator.denySession?.(reason);
-        },
-        orphanCandidates: referencedInvoicesIn(db),
-      },
-      settings,
-    );
-    const { ledger, orders, vend, refunds } = money;
-    const poller = createPoller({ db, clock, logger, provider, ledger, health }, settings.poll);
-    wakePoller = () => poller.wake();
-    const webhookSecrets =
-      settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
-    const webhookSource = settings.fleet.webhookSource;
-    const webhooks = createWebhookChannel(
-      { db, clock, logger, provider, ledger, outbox, secrets: webhookSecrets, listener: bound.webhook },
-      {
-        ...settings.http.webhook,
-        toleranceSec: settings.provider.toleranceSec,
-      },
-    );
-    // Fleet mode: the relay's webhooks for this device, from its persistent broker session.
-    brokerWebhooks =
-      webhookSource === 'tunnel'
-        ? null
-        : createBrokerWebhookSubscription(
-            {
-              clock,
-              logger,
-              deviceId: settings.device.id,
-              provider: provider.name,
-              referencePrefixes: [`${settings.device.id}-${dbId}-`],
-              ingest: (delivery) => webhooks.ingestFromBroker(delivery),
-            },
-            settings.mqtt,
-          );
-    sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
-    // After an outage of the provider every unsettled invoice is read again and the Events API is
-    // read from the last event seen: a payment made meanwhile is found whatever its webhook did.
-    health.onRecovered(() => {
-      log.info('payment provider reachable again: reading every unsettled invoice and the events missed');
-      poller.pollAllNow();
-      void webhooks.backfill.run('provider reachable again').catch(() => {});
-    });
-    const view = createDeviceView({
-      settings,
-      clock,
-      orders,
-      health,
-      availability,
-      outbox,
-      poller,
-      startedAt,
-      changes,
-      catalog,
-      notify,
-      metrics,
-    });
-
-    let urls: { local?: string; webhook?: string } = {};
-    mqtt = createMqtt(
-      {
-        db,
-        outbox,
-        clock,
-        logger,
-        deviceId: settings.device.id,
-        control: createDeviceControl({
-          device: settings.device,
-          db,
-          logger,
-          outbox,
-          availability,
-          orders,
-          vend,
-          refunds,
-          catalog,
-          view,
-          changes,
-          notify,
-          selftest: {
-            settings,
-            clock,
-            live: { db, provider, actuator, inputs },
-            urls: () => urls,
-            source: deps.configSource ?? '(in memory)',
-            environment: deps.configEnvironment ?? [],
-          },
-        }),
-      },
-      settings.mqtt,
-    );
-    ctx = {
-      settings,
-      db,
-      clock,
-      logger,
-      outbox,
-      ledger,
-      provider,
-      sandbox,
-      health,
-      orders,
-      vend,
-      refunds,
-      poller,
-      webhooks,
-      mqtt,
-      actuator,
-      inputs,
-      view,
-      catalog,
-    };
+    claimed = await claimLockAndPorts(base);
+    const store = openStore(base);
+    const shared = buildShared(base, store);
+    const payments = buildPayments(base, store, shared, claimed);
+    const hardware = await buildHardware(base, shared);
+    const money = buildMoneyPath(base, store, shared, payments, hardware);
+    const channels = buildChannels(base, store, shared, payments, money, claimed);
+    const served: Served = { urls: {} };
+    const device = buildDevice(base, startedAt, store, shared, payments, hardware, money, channels, served);
+    const context = contextOf(base, store, shared, payments, hardware, money, channels, device);
+    running = { context, claimed, store, payments, hardware, money, channels, device, served };
     // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
-    catalog.announce();
+    shared.catalog.announce();
 
-    // A waiting order is read at recovery; the refunds made meanwhile are only seen as events
-    // (Gerege), so the Events API goes into the inbox first (the worker processes it once started).
-    if (provider.listEvents && orders.repo.inStates(['creating', 'awaiting_payment']).length > 0)
-      await webhooks.backfill.run('before recovery').catch(() => {});
-    // Recovery before anything new is accepted: uncertain vends, unknown refunds, half-created orders.
-    const recovered = await money.recover({ restored: lineage.restored });
-    if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)
-      log.warn(recovered, 'recovered from an interrupted run');
-
-    inputs.on(createHardwareEventHandler({ db, logger, outbox, orders, availability, actuator }));
-    await inputs.start();
-
-    kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock, listener: bound.local }, settings.http.local);
-    const listening = await kiosk.start();
-    if (lan?.address && sandbox) {
-      sandboxLan = createSandboxLanServer({ sandbox: sandbox.payments, clock, logger }, { port: lan.port });
-      await sandboxLan.start();
-    }
-
-    const webhookListening = await webhooks.start();
-    urls = { local: listening.url, webhook: webhookListening.url };
-    // Connects in the background: a broker that is down never holds up the money path.
-    await mqtt.start();
-    brokerWebhooks?.start();
-    poller.start();
-    moneyPath = money;
-    money.start();
-    if (lineage.detail) {
-      money.reconciler.compareAllAgain();
-      void money.reconciler.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
-    }
+    await recover(base, store, shared, hardware, money, channels);
+    const urls = await serve(base, claimed, payments, channels, device, served);
+    await goLive(base, store, money, channels, device);
     // Old finished orders and webhook bodies go in small batches, well after start-up.
-    retention = createRetention({ db, clock, logger }, { retentionDays: settings.storage.retentionDays });
-    retention.start();
+    running.retention = createRetention({ db: store.db, clock, logger }, { retentionDays: settings.storage.retentionDays });
+    running.retention.start();
 
     log.info(
       {
-        localUrl: listening.url,
-        webhookUrl: webhookListening.url,
+        localUrl: urls.local,
+        webhookUrl: urls.webhook,
         deviceId: settings.device.id,
-        provider: provider.name,
-        actuator: actuator.kind,
+        provider: payments.provider.name,
+        actuator: hardware.actuator.kind,
         mode: settings.device.mode,
       },
       'vendgate ready',
     );
-    return { localUrl: listening.url };
+    return { localUrl: urls.local };
   }
 
   async function stopOnce(): Promise<void> {
-    if (!ctx) {
+    if (!running) {
       // start() failed early: give back what it claimed (the process's exit would do the same).
-      await Promise.all([bound.local?.close(), bound.webhook?.close()]);
-      instanceLock?.release();
+      await claimed?.release();
       return;
     }
-    const { poller, webhooks, actuator, inputs, db, sandbox } = ctx;
+    const { served, channels, hardware, money, device, payments, store } = running;
     log.info('stopping: no new orders');
     // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
-    await retention?.stop();
-    await kiosk?.stop();
-    await sandboxLan?.stop();
-    await bound.local?.close();
-    await brokerWebhooks?.stop();
-    await webhooks.stop();
-    await poller.stop();
-    await inputs.stop();
+    await running.retention?.stop();
+    await served.kiosk?.stop();
+    await served.sandboxLan?.stop();
+    await running.claimed.local.close();
+    await channels.brokerWebhooks?.stop();
+    await channels.webhooks.stop();
+    await channels.poller.stop();
+    await hardware.inputs.stop();
     // The vend in progress and the refund in flight finish (their answers recorded) first.
-    await moneyPath?.stop();
-    await actuator.stop();
-    await ctx.mqtt.stop();
-    sandbox?.close();
-    checkpointer?.stop();
-    try {
-      recordLineage(db, settings.storage.path, { highWater: -1 });
-    } catch (err) {
-      log.warn({ err }, 'could not write the lineage mark beside the database');
-    }
-    db.close();
-    instanceLock?.release();
+    await money.stop();
+    await hardware.actuator.stop();
+    await device.mqtt.stop();
+    payments.sandbox?.close();
+    closeStore(base, store);
+    running.claimed.lock.release();
     log.info('stopped');
   }
 
@@ -443,8 +653,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       return stopping;
     },
     context() {
-      if (!ctx) throw new Error('the app is not started');
-      return ctx;
+      if (!running) throw new Error('the app is not started');
+      return running.context;
     },
   };
 }

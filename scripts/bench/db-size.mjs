@@ -6,7 +6,7 @@ import { createManualClock } from '../../dist/util/clock.js';
 import { silentLogger } from '../../dist/util/logger.js';
 import { createOutbox } from '../../dist/outbox/index.js';
 import { createLedger } from '../../dist/ledger/index.js';
-import { createOrderService, createProviderHealth } from '../../dist/orders/index.js';
+import { createOrderRepository, createOrderService, createProviderHealth } from '../../dist/orders/index.js';
 import { createVendRunner } from '../../dist/vend/index.js';
 import { parseSettings } from '../../dist/settings/index.js';
 import { row } from './lib.mjs';
@@ -83,7 +83,8 @@ async function simulate({ days, retentionDays, log }) {
   const db = openDatabase(path);
   try {
     const outbox = createOutbox({ db, clock, deviceId: 'bench-db' });
-    const ledger = createLedger({ db, clock, logger, outbox });
+    const orderRepository = createOrderRepository({ db, clock });
+    const ledger = createLedger({ db, clock, logger, outbox, orderRepository });
     const provider = memoryProvider(clock);
     const orders = createOrderService(
       {
@@ -91,6 +92,7 @@ async function simulate({ days, retentionDays, log }) {
         clock,
         logger,
         outbox,
+        orderRepository,
         provider,
         ledger,
         health: createProviderHealth(clock),
@@ -110,7 +112,7 @@ async function simulate({ days, retentionDays, log }) {
       },
     };
     const vend = createVendRunner(
-      { db, clock, logger, outbox, actuator, provider },
+      { db, clock, logger, outbox, orderRepository, actuator, provider },
       { mode: 'vending', vendTimeoutMs: 30_000, notPassedPolicy: 'refund' },
     );
     const retention = retentionDays ? createRetention({ db, clock, logger }, { retentionDays }) : null;

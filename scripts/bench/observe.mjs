@@ -6,6 +6,7 @@ import { systemClock } from '../../dist/util/clock.js';
 import { silentLogger } from '../../dist/util/logger.js';
 import { createOutbox } from '../../dist/outbox/index.js';
 import { createLedger } from '../../dist/ledger/index.js';
+import { createOrderRepository } from '../../dist/orders/index.js';
 import { percentiles, row } from './lib.mjs';
 
 /**
@@ -39,7 +40,13 @@ function fill(db, n) {
 function measure(db, k) {
   const logger = silentLogger();
   const outbox = createOutbox({ db, clock: systemClock, deviceId: 'bench-observe' });
-  const ledger = createLedger({ db, clock: systemClock, logger, outbox });
+  const ledger = createLedger({
+    db,
+    clock: systemClock,
+    logger,
+    outbox,
+    orderRepository: createOrderRepository({ db, clock: systemClock }),
+  });
   const base = db.prepare('SELECT coalesce(max(id), 0) FROM orders').pluck().get() + 1;
   const now = Date.now();
   db.transaction(() => {

@@ -3,8 +3,8 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { PaymentProvider } from '../payments/types.js';
 import { ProviderError } from '../payments/types.js';
-import { observationOf, type Ledger, type ObserveResult } from '../ledger/index.js';
-import { createOrderRepository, type ProviderHealth } from '../orders/index.js';
+import { observationOf, type Ledger, type Observation, type ObserveResult } from '../ledger/index.js';
+import type { OrderRepository, ProviderHealth } from '../orders/index.js';
 
 export interface PollerSettings {
   intervalMs: number;
@@ -18,7 +18,9 @@ export interface PollerDeps {
   provider: PaymentProvider;
   ledger: Ledger;
   health: ProviderHealth;
-  onObserved?: (result: ObserveResult, invoiceId: string) => void;
+  orderRepository: Pick<OrderRepository, 'unsettledInvoices'>;
+  /** After each reading is observed (the app tells the webhook channel about payments it polled first). */
+  onObserved?: (observation: Observation, result: ObserveResult) => void;
 }
 
 /** Closed invoices are still read for a late payment, but less often than open ones. */
@@ -68,7 +70,7 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller
   let woken = false;
   const tickMs = Math.max(25, Math.min(250, Math.floor(settings.intervalMs / 4)));
 
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
 
   function openInvoices(): { invoice_id: string; state: string }[] {
     return orders.unsettledInvoices().map((row) => ({
@@ -83,8 +85,9 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller
       const invoice = await provider.getInvoice(invoiceId);
       lastPollAt = clock.now();
       health.ok();
-      const result = ledger.observe(observationOf(invoice, 'poll'));
-      deps.onObserved?.(result, invoiceId);
+      const observation = observationOf(invoice, 'poll');
+      const result = ledger.observe(observation);
+      deps.onObserved?.(observation, result);
       due.set(invoiceId, { at: clock.now() + settings.intervalMs * (closed ? CLOSED_INTERVAL_FACTOR : 1), failures: 0 });
     } catch (err) {
       health.failed(err);

@@ -63,6 +63,7 @@ export function resolveCommand(options: { config?: string; order?: string; vende
       db,
       clock: systemClock,
       outbox: createOutbox({ db, clock: systemClock, deviceId: settings.device.id }),
+      orderRepository: createOrderRepository({ db, clock: systemClock }),
     });
     const order = settlement.resolve(orderId, Boolean(options.vended), 'cli');
     print(

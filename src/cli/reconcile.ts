@@ -4,12 +4,12 @@ import { ProviderError, type CanonicalStatus, type PaymentProvider } from '../pa
 import { systemClock, toIso } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import { type CliIo, EXIT, print } from './io.js';
-import { compareWithProvider, IN_PROGRESS_STATES, LOCAL_INVOICES_SQL, type Finding, type LocalInvoice } from '../ledger/compare.js';
+import { compareWithProvider, LOCAL_INVOICES_SQL, serviceAtWork, type Finding, type LocalInvoice } from '../ledger/compare.js';
+import { isMoneyStatus } from '../orders/index.js';
 import { parseSince, providerForCli } from './replay.js';
 
 /** The Events API is read at most this many pages per run. */
 const MAX_EVENT_PAGES = 500;
-const MONEY: readonly CanonicalStatus[] = ['paid', 'authorized', 'partially_refunded'];
 const LOCAL_INVOICES = `${LOCAL_INVOICES_SQL} WHERE oi.created_at >= ? ORDER BY oi.created_at`;
 
 /** References are `<device.id>-<db>-<order>[-<nonce>]`: this device's, whatever database made them. Device ids are [a-z0-9-]. */
@@ -55,8 +55,7 @@ export async function reconcile(deps: { rows: LocalInvoice[]; provider: PaymentP
     }
     const finding = compareWithProvider(row, status, providerStatus);
     if (finding) findings.push(finding);
-    else if (IN_PROGRESS_STATES.includes(row.state) && MONEY.includes(status))
-      inProgress.push(`${row.invoice_id} (order ${row.order_id}, ${row.state})`);
+    else if (serviceAtWork(row.state) && isMoneyStatus(status)) inProgress.push(`${row.invoice_id} (order ${row.order_id}, ${row.state})`);
   }
 
   // Paid invoices of this device the database has no row for (a restored or replaced database).
@@ -79,7 +78,7 @@ export async function reconcile(deps: { rows: LocalInvoice[]; provider: PaymentP
     for (const invoiceId of unknown) {
       try {
         const invoice = await provider.getInvoice(invoiceId);
-        if (ownsReference(deviceId, invoice.reference) && MONEY.includes(invoice.status)) {
+        if (ownsReference(deviceId, invoice.reference) && isMoneyStatus(invoice.status)) {
           findings.push({
             kind: 'unknown_here',
             invoiceId,

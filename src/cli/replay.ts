@@ -55,8 +55,8 @@ export async function replayCommand(options: { config?: string; since?: string }
   try {
     const logger = createLogger({ level: 'warn', destination: io.stderr });
     const outbox = createOutbox({ db, clock: systemClock, deviceId: settings.device.id });
-    const ledger = createLedger({ db, clock: systemClock, logger, outbox });
     const orders = createOrderRepository({ db, clock: systemClock });
+    const ledger = createLedger({ db, clock: systemClock, logger, outbox, orderRepository: orders });
     const worker = createWebhookWorker(
       {
         db,

@@ -10,7 +10,7 @@ import type { Catalog } from '../catalog/index.js';
 import type { LiveComponents } from '../selftest/index.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { inTransaction } from '../store/index.js';
-import { orderView } from '../orders/index.js';
+import { HOLDS_THE_MACHINE_STATES, orderView } from '../orders/index.js';
 import { runSelftest } from '../selftest/index.js';
 import type { Availability } from './availability.js';
 import type { DeviceView } from './view.js';
@@ -43,9 +43,6 @@ export interface DeviceControlDeps {
     environment: string[];
   };
 }
-
-/** Orders in these states hold the machine: no test vend meanwhile. */
-const ORDER_IN_PROGRESS = ['creating', 'awaiting_payment', 'paid', 'authorized', 'vending'] as const;
 
 /**
  * What operators may do to the device remotely (MQTT commands). Every money decision goes through
@@ -90,7 +87,7 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
     },
     async testVend(slot) {
       const { device } = deps;
-      if (orders.repo.inStates([...ORDER_IN_PROGRESS]).length > 0) {
+      if (orders.repo.inStates(HOLDS_THE_MACHINE_STATES).length > 0) {
         throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is in progress; try the test vend when the machine is idle');
       }
       const items = catalog.current().items;

@@ -4,6 +4,7 @@ import type { Outbox } from '../outbox/index.js';
 import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth } from '../orders/index.js';
 import type { DeviceState, KioskDeps, SandboxPayments } from '../kiosk/index.js';
 import type { Metrics } from '../metrics/index.js';
+import type { DeviceTelemetry } from '../mqtt/index.js';
 import type { Catalog } from '../catalog/index.js';
 import type { Availability } from './availability.js';
 import type { StateChanges } from './state-changes.js';
@@ -32,7 +33,7 @@ export interface DeviceView {
   /** The screen's state (/api/state, the kiosk's event stream, MQTT `state`): phase, order, catalog. */
   state(): DeviceState;
   /** MQTT `telemetry`: uptime, counters, orders by state, outbox depth, open alarms, stock. */
-  telemetry(): Record<string, unknown>;
+  telemetry(): DeviceTelemetry;
   /** The Prometheus text of /metrics. */
   metrics(): string;
   /** The kiosk server's ports, with the sandbox's pay buttons when the demo runs one. */
@@ -87,8 +88,8 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
     };
   }
 
-  function telemetry(): Record<string, unknown> {
-    const byState = Object.fromEntries(ORDER_STATES.map((s) => [s, 0]));
+  function telemetry(): DeviceTelemetry {
+    const byState: Record<string, number> = Object.fromEntries(ORDER_STATES.map((s) => [s, 0]));
     for (const row of orders.repo.countByState()) byState[row.state] = row.n;
     const lastPollAt = deps.poller.lastPollAt();
     return {
@@ -112,12 +113,12 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
   function metrics(): string {
     const t = telemetry();
     return deps.metrics.render({
-      counters: t.counters as Record<string, number>,
-      ordersByState: t.ordersByState as Record<string, number>,
-      outboxDepth: t.outboxDepth as number,
-      openAlarms: (t.openAlarms as string[]).length,
-      providerReachable: health.reachable,
-      stock: t.stock as Record<string, number | null>,
+      counters: t.counters,
+      ordersByState: t.ordersByState,
+      outboxDepth: t.outboxDepth,
+      openAlarms: t.openAlarms.length,
+      providerReachable: t.providerReachable,
+      stock: t.stock,
     });
   }
 

@@ -1,4 +1,5 @@
 import type { CanonicalStatus } from '../payments/types.js';
+import { isMoneyStatus, SERVICE_AT_WORK_STATES, type OrderState } from '../orders/index.js';
 
 /** One invoice of this device as the database sees it: the order, its vend job and its refund. */
 export interface LocalInvoice {
@@ -33,11 +34,10 @@ export const LOCAL_INVOICES_SQL = `
     LEFT JOIN vend_jobs v ON v.order_id = o.id
     LEFT JOIN refunds r ON r.invoice_id = oi.invoice_id`;
 
-const MONEY: readonly CanonicalStatus[] = ['paid', 'authorized', 'partially_refunded'];
 /** A local state in which the service is still working on a payment it has seen (not a finding while it runs). */
-export const IN_PROGRESS_STATES = ['paid', 'authorized', 'vending', 'refunding'];
-/** Not compared by the loop at all: the live path (poller, expiry) still owns these. */
-export const LIVE_STATES = ['creating', 'awaiting_payment', ...IN_PROGRESS_STATES];
+export function serviceAtWork(state: string): boolean {
+  return SERVICE_AT_WORK_STATES.includes(state as OrderState);
+}
 
 function vendedHere(row: LocalInvoice): boolean {
   if (!row.current) return false;
@@ -61,11 +61,11 @@ export function compareWithProvider(row: LocalInvoice, status: CanonicalStatus, 
       detail: `the vend may or may not have happened: vendgate resolve ${row.order_id} --vended|--not-vended`,
     };
   }
-  if (IN_PROGRESS_STATES.includes(row.state)) return null;
-  if (MONEY.includes(status) && !vended && !refundedHere && row.state !== 'refunded') {
+  if (serviceAtWork(row.state)) return null;
+  if (isMoneyStatus(status) && !vended && !refundedHere && row.state !== 'refunded') {
     return { ...base, kind: 'paid_not_vended', detail: 'paid at the provider; no vend and no refund here' };
   }
-  if (vended && !MONEY.includes(status) && status !== 'refunded') {
+  if (vended && !isMoneyStatus(status) && status !== 'refunded') {
     return { ...base, kind: 'vended_not_paid', detail: `vended here; the provider says ${providerStatus}` };
   }
   if (vended && status === 'refunded' && !refundedHere) {

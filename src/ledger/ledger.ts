@@ -3,66 +3,33 @@ import { inTransaction, prepared, restoredBoundary } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
-import type { CanonicalStatus, Invoice } from '../payments/types.js';
-import { createOrderRepository, decideObservation, isFinalReading, type OrderState } from '../orders/index.js';
+import type { Observation } from '../payments/types.js';
+import {
+  answerRuleFor,
+  createTransitions,
+  decideObservation,
+  isFinalReading,
+  isMoneyStatus,
+  isRefundEvidence,
+  refundKindOfReading,
+  type ObservePort,
+  type OurQuestion,
+  type ObserveResult,
+  type OrderRepository,
+  type OrderState,
+} from '../orders/index.js';
 import { queueRefundFor, queueVendFor, refundExists } from '../vend/queue.js';
 
-export type Channel = 'poll' | 'webhook' | 'backfill' | 'create' | 'replay' | 'refund' | 'expiry' | 'cancel' | 'recovery' | 'reconcile';
+export { observationOf, type Channel, type Observation } from '../payments/types.js';
+export type { ObserveResult } from '../orders/index.js';
 
-/** One reading of an invoice's current state, from a GET (or the create / cancel response). */
-export interface Observation {
-  invoiceId: string;
-  status: CanonicalStatus;
-  providerStatus: string;
-  livemode: boolean;
-  amount: number;
-  currency: string;
-  /** What was refunded at the provider, by anyone (absent or 0 when nothing). */
-  refundedAmount?: number;
-  channel: Channel;
-  /** The webhook event that led to the GET, when there was one. */
-  eventId?: string;
-}
+/**
+ * The ledger: the real `ObservePort` (orders/observe-port.ts), the single merge point of every
+ * reading. money/ gives it to the order service and the refund worker, which do not import it.
+ */
+export type Ledger = ObservePort;
 
-/** The observation a read of `invoice` makes: one spelling for every channel. */
-export function observationOf(invoice: Invoice, channel: Channel, eventId?: string): Observation {
-  return {
-    invoiceId: invoice.id,
-    status: invoice.status,
-    providerStatus: invoice.providerStatus,
-    livemode: invoice.livemode,
-    amount: invoice.amount,
-    currency: invoice.currency,
-    refundedAmount: invoice.refundedAmount ?? 0,
-    channel,
-    ...(eventId ? { eventId } : {}),
-  };
-}
-
-export type ObserveResult =
-  | { outcome: 'unknown_invoice' }
-  | { outcome: 'rejected'; reason: 'livemode_mismatch'; orderId: number }
-  | { outcome: 'duplicate'; orderId: number }
-  | {
-      outcome: 'recorded';
-      orderId: number;
-      from: OrderState;
-      to: OrderState | null;
-      vendQueued: boolean;
-      refundQueued: boolean;
-      /** The status is evidence about a refund (refunded / partially_refunded / canceled on a void). */
-      refundEvidence: boolean;
-    };
-
-export interface Ledger {
-  /**
-   * The only function that moves an order because of money. One synchronous transaction: records
-   * (invoice, status) once, applies the decision of the state table, queues the vend or the refund
-   * (through `vend/`), and writes the outbox rows. Safe to call any number of times from any
-   * channel, in any order.
-   */
-  observe(observation: Observation): ObserveResult;
-}
+const NO_DECISION = { to: null, queueVend: false, refund: null, alarm: null } as const;
 
 export interface LedgerSettings {
   /** A payment first seen this long after the QR expired is refunded: the customer has gone. */
@@ -70,18 +37,19 @@ export interface LedgerSettings {
 }
 
 export function createLedger(
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox },
+  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; orderRepository: OrderRepository },
   settings: LedgerSettings = { lateVendMs: 120_000 },
 ): Ledger {
   const { db, clock, outbox } = deps;
   const log = deps.logger.child({ module: 'ledger' });
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
+  const transitions = createTransitions(orders);
   const isRestoredOrder = (orderId: number) => {
     const boundary = restoredBoundary(db, 'orders');
     return boundary !== null && orderId <= boundary;
   };
 
-  function observeInTransaction(observation: Observation): ObserveResult {
+  function observeInTransaction(observation: Observation, question?: OurQuestion): ObserveResult {
     const o = { ...observation, refundedAmount: observation.refundedAmount ?? 0 };
     const order = orders.getByInvoice(o.invoiceId);
     if (!order) return { outcome: 'unknown_invoice' };
@@ -109,21 +77,22 @@ export function createLedger(
         `INSERT INTO invoice_status_ledger (invoice_id, status, order_id, provider_status, channel, observed_at, evidence)
        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
       ).run(o.invoiceId, o.status, order.id, o.providerStatus, o.channel, now, evidence).changes === 1;
-    if (!inserted) {
-      return { outcome: 'duplicate', orderId: order.id };
-    }
-    outbox.event('payment.observed', {
-      orderId: order.id,
-      reference: order.reference,
-      invoiceId: o.invoiceId,
-      status: o.status,
-      channel: o.channel,
-    });
-    const refundEvidence = o.status === 'refunded' || o.status === 'partially_refunded' || o.status === 'canceled';
-    const moneyStatus = o.status === 'paid' || o.status === 'authorized' || o.status === 'partially_refunded';
+    // A status seen before decides nothing again, unless the reading answers a question of ours.
+    if (!inserted && !question) return { outcome: 'duplicate', orderId: order.id };
+    if (inserted)
+      outbox.event('payment.observed', {
+        orderId: order.id,
+        reference: order.reference,
+        invoiceId: o.invoiceId,
+        status: o.status,
+        channel: o.channel,
+      });
+    const refundEvidence = isRefundEvidence(o.status);
+    const moneyStatus = isMoneyStatus(o.status);
 
     // A payment of an earlier attempt's invoice: the order has moved on, so the money goes back.
     if (order.invoice_id !== o.invoiceId) {
+      if (!inserted) return { outcome: 'duplicate', orderId: order.id };
       const rest = o.amount - o.refundedAmount;
       const refundQueued =
         moneyStatus &&
@@ -135,7 +104,7 @@ export function createLedger(
             invoiceId: o.invoiceId,
             attempt: order.invoice_attempt,
             amount: rest,
-            kind: o.status === 'authorized' ? 'void' : 'refund',
+            kind: refundKindOfReading(o.status),
             reason: 'paid invoice of an earlier attempt',
             now,
           },
@@ -143,31 +112,29 @@ export function createLedger(
       return { outcome: 'recorded', orderId: order.id, from: order.state, to: null, vendQueued: false, refundQueued, refundEvidence };
     }
 
-    const decision = decideObservation(order.state, {
+    const facts = {
       status: o.status,
+      providerStatus: o.providerStatus,
       captureMode: order.capture_mode,
       amountMatches: o.amount === order.amount && o.currency === order.currency,
       paidAmount: o.amount,
       refundedAmount: o.refundedAmount,
       tooLateToServe: order.expires_at !== null && now > order.expires_at + settings.lateVendMs,
       restoredOrder: isRestoredOrder(order.id),
-    });
+    };
+    const answer = question ? answerRuleFor(order.state, facts, question) : null;
+    if (!answer && !inserted) return { outcome: 'duplicate', orderId: order.id };
+    const decision = answer ? { ...NO_DECISION, to: answer.to } : decideObservation(order.state, facts);
+    const history = answer ? answer.history : `${o.status} seen by ${o.channel}${decision.refund ? `: ${decision.refund.reason}` : ''}`;
     let to: OrderState | null = null;
-    if (
-      decision.to &&
-      orders.transition(
-        order.id,
-        order.state,
-        decision.to,
-        `${o.status} seen by ${o.channel}${decision.refund ? `: ${decision.refund.reason}` : ''}`,
-      )
-    ) {
+    if (decision.to && transitions.byReading(order, decision.to, history)) {
       to = decision.to;
       if (to === 'expired' || to === 'canceled')
         outbox.event(to === 'expired' ? 'order.expired' : 'order.canceled', {
           orderId: order.id,
           reference: order.reference,
-          by: 'provider',
+          // Closed at our request: the reason we asked; otherwise the provider closed it.
+          ...(question?.kind === 'close' && answer ? { reason: question.reason } : { by: 'provider' }),
         });
       if (to === 'paid' || to === 'authorized') outbox.count('orders_paid');
     }
@@ -226,8 +193,8 @@ export function createLedger(
   }
 
   return {
-    observe(observation) {
-      const result = inTransaction(db, () => observeInTransaction(observation));
+    observe(observation, question) {
+      const result = inTransaction(db, () => observeInTransaction(observation, question));
       if (result.outcome === 'recorded') {
         log.info(
           {

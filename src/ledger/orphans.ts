@@ -16,7 +16,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/types.js';
-import { createOrderRepository } from '../orders/index.js';
+import type { OrderRepository } from '../orders/index.js';
 
 export interface OrphanCandidate {
   invoiceId: string;
@@ -29,6 +29,8 @@ export interface OrphanSweepDeps {
   logger: Logger;
   outbox: Outbox;
   provider: PaymentProvider;
+  /** The process's order repository: an invoice one of its orders has is not an orphan. */
+  orders: Pick<OrderRepository, 'getByInvoice'>;
   /** Invoices seen under this device's reference prefix (the inbox), received since `sinceMs`. */
   candidates: (prefix: string, sinceMs: number) => OrphanCandidate[];
   /** `<device.id>-`: every reference this device ever made starts so (any database id). */
@@ -46,7 +48,7 @@ export interface OrphanSweep {
 export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
   const { db, clock, outbox, provider } = deps;
   const log = deps.logger.child({ module: 'orphans' });
-  const orders = createOrderRepository({ db, clock });
+  const { orders } = deps;
 
   const stateOf = (invoiceId: string) =>
     (prepared(db, 'SELECT state FROM orphan_invoices WHERE invoice_id = ?').get(invoiceId) as { state: OrphanState } | undefined)?.state;

@@ -3,7 +3,8 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { PaymentProvider } from '../payments/types.js';
-import { compareWithProvider, LIVE_STATES, LOCAL_INVOICES_SQL, type LocalInvoice } from './compare.js';
+import { LIVE_STATES, type OrderState } from '../orders/index.js';
+import { compareWithProvider, LOCAL_INVOICES_SQL, type LocalInvoice } from './compare.js';
 import { observationOf, type Ledger } from './ledger.js';
 import type { OrphanSweep } from './orphans.js';
 
@@ -66,7 +67,7 @@ export function createReconciler(
     const rows = due(now, Math.max(0, settings.readsPerHour - reads.length));
     let mismatches = 0;
     for (const row of rows) {
-      if (LIVE_STATES.includes(row.state)) continue;
+      if (LIVE_STATES.includes(row.state as OrderState)) continue;
       reads.push(clock.now());
       let invoice;
       try {

@@ -3,7 +3,7 @@
  * with the order of recovery and of stopping. `app.ts` and the tests build it through here, so a
  * change of wiring is made in one place. Channels (poller, webhooks) observe through `ledger`.
  */
-import type { Db } from '../store/index.js';
+import { databaseId, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
@@ -15,12 +15,17 @@ import {
   createOrphanSweep,
   createReconciler,
   type Ledger,
-  type Observation,
-  type ObserveResult,
   type OrphanCandidate,
   type Reconciler,
 } from '../ledger/index.js';
-import { createOrderService, type CatalogPort, type OrderRow, type OrderService, type ProviderHealth } from '../orders/index.js';
+import {
+  createOrderService,
+  type CatalogPort,
+  type OrderRepository,
+  type OrderRow,
+  type OrderService,
+  type ProviderHealth,
+} from '../orders/index.js';
 import { createRefundWorker, createVendRunner, type RefundWorker, type VendRunner } from '../vend/index.js';
 
 export interface MoneyPathDeps {
@@ -28,32 +33,43 @@ export interface MoneyPathDeps {
   clock: Clock;
   logger: Logger;
   outbox: Outbox;
+  /** The process's one order repository (the app opens it with the database). */
+  orderRepository: OrderRepository;
   provider: PaymentProvider;
   actuator: Actuator;
   health: ProviderHealth;
-  deviceId: string;
-  dbId: string;
-  /** Why the device takes no orders right now, or null. */
-  outOfService: () => string | null;
-  crashPoint?: (name: string) => void;
-  /** Something changed that the screen and MQTT should show: called at the next turn of the event loop, once per turn. */
-  onChange?: () => void;
-  /** Once per settled vend, with the order as claimed and the actuator's result (metrics). */
-  onSettled?: (order: OrderRow, result: string) => void;
-  /** An observation was recorded (the app tells the webhook channel about polled payments). */
-  onObserved?: (observation: Observation, result: ObserveResult) => void;
-  onClosedUnpaid?: (order: OrderRow, reason: string) => void;
   /** The live catalog (prices, stock, jams: src/catalog/). Absent: settings.device.catalog, always for sale. */
   catalog?: CatalogPort & { slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void } };
-  /** Called on every housekeeping tick (the app notices a catalog changed by another process). */
-  onTick?: () => void;
-  /**
-   * Start queued vends and refunds the moment the ledger queues them (the service). Off in tests
-   * that drive each worker step by step.
-   */
-  runWorkersOnObserve?: boolean;
+  /** Why the device takes no orders right now, or null. */
+  outOfService: () => string | null;
+  /** What the rest of the device hears from the money path. */
+  events?: MoneyPathEvents;
+  /** Test hooks: crash points and workers driven step by step. */
+  hooks?: MoneyPathHooks;
   /** Invoices seen under a reference prefix since a time (the webhook inbox): the orphan sweep's candidates. */
   orphanCandidates?: (prefix: string, sinceMs: number) => OrphanCandidate[];
+}
+
+/** What the money path tells the rest of the device; each one is optional. */
+export interface MoneyPathEvents {
+  /** Something changed that the screen and MQTT should show: called at the next turn of the event loop, once per turn. */
+  changed?(): void;
+  /** Once per settled vend, with the order as claimed and the actuator's result (metrics). */
+  vendSettled?(order: OrderRow, result: string): void;
+  /** An order closed without money (an MDB session is denied). */
+  closedUnpaid?(order: OrderRow, reason: string): void;
+  /** Every housekeeping tick (the app notices a catalog changed by another process). */
+  tick?(): void;
+}
+
+export interface MoneyPathHooks {
+  /** Named points at which the process kills itself (crash tests). */
+  crashPoint?: (name: string) => void;
+  /**
+   * Start queued vends and refunds the moment the ledger queues them (the service: the default).
+   * False in tests that drive each worker step by step.
+   */
+  runWorkersOnObserve?: boolean;
 }
 
 export type MoneyPathSettings = Pick<Readonly<Settings>, 'device' | 'provider' | 'poll' | 'actuator' | 'policy'>;
@@ -78,7 +94,9 @@ export interface MoneyPath {
 }
 
 export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings): MoneyPath {
-  const { db, clock, logger, outbox, provider, actuator, health } = deps;
+  const { db, clock, logger, outbox, orderRepository, provider, actuator, health } = deps;
+  const { crashPoint, runWorkersOnObserve = true } = deps.hooks ?? {};
+  const events = deps.events ?? {};
   const log = logger.child({ module: 'money' });
   // The screen and MQTT hear of a change at the next turn of the event loop, once however many steps
   // changed something in this one (observed, claimed): the vend being fired and the webhook being
@@ -86,40 +104,39 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
   // actuation path waits behind work that can wait).
   let changePending: NodeJS.Immediate | null = null;
   const changed = () => {
-    if (!deps.onChange || changePending) return;
+    if (!events.changed || changePending) return;
     changePending = setImmediate(() => {
       changePending = null;
       try {
-        deps.onChange?.();
+        events.changed?.();
       } catch (err) {
         log.warn({ err }, 'the screen or MQTT could not follow a change');
       }
     });
   };
-  const baseLedger = createLedger({ db, clock, logger, outbox }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
+  const baseLedger = createLedger({ db, clock, logger, outbox, orderRepository }, { lateVendMs: settings.poll.lateGraceSec * 1000 });
   let housekeeping: NodeJS.Timeout | null = null;
   /** During recovery nothing is fired from an observation; what recovery queued is looked at first. */
   let recovering = false;
 
   // Every channel observes through this: a queued vend or refund starts at once, not at the next tick.
   const ledger: Ledger = {
-    observe(observation) {
-      const result = baseLedger.observe(observation);
+    observe(observation, question) {
+      const result = baseLedger.observe(observation, question);
       if (result.outcome === 'recorded') {
-        if (result.vendQueued) deps.crashPoint?.('after_ledger_commit');
-        if (deps.runWorkersOnObserve !== false && !recovering) {
+        if (result.vendQueued) crashPoint?.('after_ledger_commit');
+        if (runWorkersOnObserve && !recovering) {
           if (result.vendQueued) void vend.run();
           if (result.refundQueued) void refunds.run();
         }
         if (result.refundEvidence) refunds.expedite(observation.invoiceId);
-        deps.onObserved?.(observation, result);
         changed();
       }
       return result;
     },
   };
   const refunds = createRefundWorker(
-    { db, clock, logger, outbox, provider, ledger },
+    { db, clock, logger, outbox, orderRepository, provider, ledger },
     {
       checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000),
       unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
@@ -131,11 +148,13 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       clock,
       logger,
       outbox,
+      orderRepository,
       actuator,
       provider,
-      crashPoint: deps.crashPoint,
+      ledger,
+      crashPoint,
       onChange: changed,
-      onSettled: deps.onSettled,
+      onSettled: events.vendSettled,
       ...(deps.catalog?.slots ? { slots: deps.catalog.slots } : {}),
     },
     {
@@ -150,15 +169,16 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       clock,
       logger,
       outbox,
+      orderRepository,
       provider,
       ledger,
       health,
-      deviceId: deps.deviceId,
-      dbId: deps.dbId,
+      deviceId: settings.device.id,
+      dbId: databaseId(db),
       outOfService: deps.outOfService,
-      crashPoint: deps.crashPoint,
+      crashPoint,
       onChange: changed,
-      onClosedUnpaid: deps.onClosedUnpaid,
+      onClosedUnpaid: events.closedUnpaid,
       ...(deps.catalog ? { catalog: deps.catalog } : {}),
     },
     settings,
@@ -170,8 +190,9 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
         logger,
         outbox,
         provider,
+        orders: orderRepository,
         candidates: deps.orphanCandidates,
-        referencePrefix: `${deps.deviceId}-`,
+        referencePrefix: `${settings.device.id}-`,
         lookbackMs: settings.poll.reconcileDays * 86_400_000,
       })
     : undefined;
@@ -212,7 +233,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       void refunds.run();
       housekeeping = setInterval(
         () => {
-          deps.onTick?.();
+          events.tick?.();
           void orders.expireDue().catch((err) => log.error({ err }, 'expiry pass failed'));
           void vend.run();
           void refunds.run();

@@ -3,7 +3,7 @@ export { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
 export { CommandErrorCodes, COMMAND_NAMES, type CommandResult } from './commands.js';
 export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
-export type { DeviceControl, CatalogControl, DeviceStateSummary, Mqtt, MqttDeps, MqttSettings } from './types.js';
+export type { DeviceControl, DeviceTelemetry, CatalogControl, DeviceStateSummary, Mqtt, MqttDeps, MqttSettings } from './types.js';
 export { checkMqttRoundTrip, publishSelftestResult, brokerUrl, type MqttCheckResult, type MqttCheckFailure } from './check.js';
 export {
   createBrokerWebhookSubscription,

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
 import { discoveryMessages } from './home-assistant.js';
 import { buildInfo } from '../version.js';
-import type { Mqtt, MqttDeps, MqttSettings } from './types.js';
+import type { DeviceTelemetry, Mqtt, MqttDeps, MqttSettings } from './types.js';
 
 /** The outbox table is polled this often as a safety net for a missed kick(). */
 const POLL_INTERVAL_MS = 1_000;
@@ -123,7 +123,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       if (stopped) return;
       if (checkDiskAlarm({ outbox, logger: log, transaction }, system.disk, settings.diskLowFreeMb * 1024 * 1024)) kick();
       if (connectedSince === null) return;
-      let app: Record<string, unknown> = {};
+      let app: Partial<DeviceTelemetry> = {};
       try {
         app = control.telemetry();
       } catch (err) {

@@ -2,6 +2,7 @@ import { readFile, statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Outbox } from '../outbox/index.js';
 import type { Logger } from '../util/logger.js';
+import type { DeviceTelemetry } from './types.js';
 import { buildInfo } from '../version.js';
 
 export const THERMAL_ZONE_PATH = '/sys/class/thermal/thermal_zone0/temp';
@@ -55,7 +56,8 @@ export function telemetryPayload(input: {
   outbox: Outbox;
   system: SystemReadings;
   connectedSince: number | null;
-  app: Record<string, unknown>;
+  /** The device's part; empty when it could not be read. */
+  app: Partial<DeviceTelemetry>;
 }): Record<string, unknown> {
   const { outbox, system } = input;
   return {

@@ -19,6 +19,29 @@ export interface DeviceStateSummary {
   reason?: string | null;
 }
 
+/**
+ * The device's part of every `telemetry` message (merged after the process's own readings): what the
+ * fleet watches, and what /metrics is rendered from.
+ */
+export interface DeviceTelemetry {
+  uptimeSec: number;
+  /** The outbox counters (orders paid, vends, refunds…), by name. */
+  counters: Record<string, number>;
+  /** Orders by state, every state present (0 when none). */
+  ordersByState: Record<string, number>;
+  /** When the poller last had an answer from the provider (ISO time), or null. */
+  lastPollAt: string | null;
+  providerReachable: boolean;
+  /** Outbox rows the broker has not acknowledged yet. */
+  outboxDepth: number;
+  /** The names of the open alarms. */
+  openAlarms: string[];
+  catalogVersion: string;
+  /** Per slot: counted stock, null where the slot was never refilled (not counted). */
+  stock: Record<string, number | null>;
+  jammedSlots: string[];
+}
+
 /** The device as MQTT sees it. Implemented by the app; every method may be called from a command. */
 export interface DeviceControl {
   state(): DeviceStateSummary;
@@ -32,7 +55,7 @@ export interface DeviceControl {
   testVend(slot: string | null): Promise<unknown>;
   runSelftest(): Promise<{ ok: boolean; report: unknown }>;
   /** Counters, last webhook/poll times, uptime… merged into every telemetry message. */
-  telemetry(): Record<string, unknown>;
+  telemetry(): DeviceTelemetry;
   /** Called on every change that may alter state(); MQTT publishes only when it really changed. */
   onStateChange(listener: () => void): void;
   /** Catalog, stock and jams (src/catalog/). Absent: the catalog commands answer that this device has none. */

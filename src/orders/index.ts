@@ -1,4 +1,7 @@
 export * from './state.js';
+export * from './decide.js';
+export type { ObservePort, ObserveResult } from './observe-port.js';
+export { createTransitions, type Transitions } from './transitions.js';
 export {
   createOrderRepository,
   idempotencyKeyFor,

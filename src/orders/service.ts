@@ -5,18 +5,12 @@ import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/types.js';
-import { ProviderError } from '../payments/types.js';
-import { observationOf, type Ledger } from '../ledger/index.js';
+import { observationOf, ProviderError } from '../payments/types.js';
 import type { Settings } from '../settings/index.js';
-import {
-  createOrderRepository,
-  type CreateRequestFields,
-  type OrderHistoryEntry,
-  type OrderListFilter,
-  type OrderRepository,
-  type OrderRow,
-} from './repository.js';
-import { IN_PROGRESS_STATES, decideCreateAnswer } from './state.js';
+import type { CreateRequestFields, OrderHistoryEntry, OrderListFilter, OrderRepository, OrderRow } from './repository.js';
+import { IN_PROGRESS_STATES, decideCreateAnswer } from './decide.js';
+import { createTransitions } from './transitions.js';
+import type { ObservePort } from './observe-port.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
 const CLOCK_SLACK_MS = 5 * 60_000;
@@ -72,8 +66,11 @@ export interface OrderServiceDeps {
   clock: Clock;
   logger: Logger;
   outbox: Outbox;
+  /** The process's one order repository; `repo` below is this one. */
+  orderRepository: OrderRepository;
   provider: PaymentProvider;
-  ledger: Ledger;
+  /** Where a reading this service made (the create and cancel answers, a read) is recorded: the ledger. */
+  ledger: ObservePort;
   health: ProviderHealth;
   deviceId: string;
   dbId: string;
@@ -139,7 +136,8 @@ export interface OrderService {
 export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
   const { db, clock, outbox, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'orders' });
-  const repo = createOrderRepository({ db, clock });
+  const repo = deps.orderRepository;
+  const transitions = createTransitions(repo);
   const crash = deps.crashPoint ?? (() => {});
   const changed = () => deps.onChange?.();
   /** A create is cancelling the waiting order it replaces (an await before its insert). */
@@ -197,7 +195,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
    * Why a create answer is not an invoice this attempt made (null when it is): another reference,
    * amount, currency or description; created before the order; already expired before it. Such an
    * answer is a key used before under other terms: it never vends. An answer that passes and is
-   * already paid is still ours (decideCreateAnswer in state.ts).
+   * already paid is still ours (the `our-own-key-is-ours` row of decide.ts).
    */
   function notMadeByThisAttempt(order: OrderRow, invoice: Invoice): string | null {
     const request = requestFor(order);
@@ -234,7 +232,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
 
   function fail(order: OrderRow, code: string, message: string): void {
     inTransaction(db, () => {
-      if (repo.transition(order.id, 'creating', 'failed', message, { errorCode: code, errorMessage: message })) {
+      if (transitions.creationFailed(order, code, message)) {
         outbox.event('order.failed', { orderId: order.id, reference: order.reference, code, message });
       }
     });
@@ -326,9 +324,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   function attach(order: OrderRow, invoice: Invoice, seenAlready = false): OrderRow {
     durably(db, () => {
       repo.attachInvoice(order.id, invoice);
-      if (
-        repo.transition(order.id, 'creating', 'awaiting_payment', invoice.replayed ? 'invoice recovered (replayed key)' : 'invoice created')
-      ) {
+      if (transitions.invoiceAttached(order, invoice.replayed === true)) {
         outbox.event('invoice.created', {
           orderId: order.id,
           reference: order.reference,
@@ -355,23 +351,12 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   async function closeAtProvider(order: OrderRow, to: 'canceled' | 'expired', reason: string): Promise<OrderRow> {
     const invoice = await provider.cancelInvoice(order.invoice_id!);
     health.ok();
-    if (invoice.status === 'canceled' || invoice.status === 'expired') closeUnpaid(order, to, reason);
-    ledger.observe(observationOf(invoice, to === 'expired' ? 'expiry' : 'cancel'));
+    // The answer is a reading like any other: the ledger closes the order as asked when it says
+    // canceled or expired (decide.ts, our-cancel-closes-the-order), and vends it when it says paid.
+    const result = ledger.observe(observationOf(invoice, to === 'expired' ? 'expiry' : 'cancel'), { kind: 'close', as: to, reason });
+    if (result.outcome === 'recorded' && result.from === order.state && result.to === to) deps.onClosedUnpaid?.(order, reason);
     changed();
     return repo.get(order.id)!;
-  }
-
-  function closeUnpaid(order: OrderRow, to: 'canceled' | 'expired', reason: string): boolean {
-    const closed = inTransaction(db, () => {
-      if (!repo.transition(order.id, order.state, to, reason)) return false;
-      outbox.event(to === 'expired' ? 'order.expired' : 'order.canceled', { orderId: order.id, reference: order.reference, reason });
-      return true;
-    });
-    if (closed) {
-      deps.onClosedUnpaid?.(order, reason);
-      changed();
-    }
-    return closed;
   }
 
   /** Reads a waiting order's invoice and lets the ledger decide; false when the provider did not answer. */

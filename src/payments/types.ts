@@ -181,3 +181,39 @@ const RANK: Record<CanonicalStatus, number> = {
 export function isLaterStatus(current: CanonicalStatus, next: CanonicalStatus): boolean {
   return RANK[next] > RANK[current];
 }
+
+// Observations: one reading of an invoice as the core records it (the ledger's input). Here, beside
+// the canonical types, so that every channel and the money path spell it the same way without
+// importing the ledger.
+
+export type Channel = 'poll' | 'webhook' | 'backfill' | 'create' | 'replay' | 'refund' | 'expiry' | 'cancel' | 'recovery' | 'reconcile';
+
+/** One reading of an invoice's current state, from a GET (or the create / cancel response). */
+export interface Observation {
+  invoiceId: string;
+  status: CanonicalStatus;
+  providerStatus: string;
+  livemode: boolean;
+  amount: number;
+  currency: string;
+  /** What was refunded at the provider, by anyone (absent or 0 when nothing). */
+  refundedAmount?: number;
+  channel: Channel;
+  /** The webhook event that led to the GET, when there was one. */
+  eventId?: string;
+}
+
+/** The observation a read of `invoice` makes: one spelling for every channel. */
+export function observationOf(invoice: Invoice, channel: Channel, eventId?: string): Observation {
+  return {
+    invoiceId: invoice.id,
+    status: invoice.status,
+    providerStatus: invoice.providerStatus,
+    livemode: invoice.livemode,
+    amount: invoice.amount,
+    currency: invoice.currency,
+    refundedAmount: invoice.refundedAmount ?? 0,
+    channel,
+    ...(eventId ? { eventId } : {}),
+  };
+}

@@ -5,9 +5,8 @@ import type { Logger } from '../util/logger.js';
 import { errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { PaymentProvider } from '../payments/types.js';
-import { ProviderError } from '../payments/types.js';
-import { observationOf, type Ledger } from '../ledger/index.js';
-import { createOrderRepository } from '../orders/index.js';
+import { observationOf, ProviderError } from '../payments/types.js';
+import { createTransitions, refundDoneByReading, refundStillOwed, type ObservePort, type OrderRepository } from '../orders/index.js';
 
 export interface RefundRow {
   invoice_id: string;
@@ -54,12 +53,21 @@ export interface RefundWorker {
  * read again). Unsettled for too long → alarm for a person.
  */
 export function createRefundWorker(
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger },
+  deps: {
+    db: Db;
+    clock: Clock;
+    logger: Logger;
+    outbox: Outbox;
+    orderRepository: OrderRepository;
+    provider: PaymentProvider;
+    ledger: ObservePort;
+  },
   settings: RefundWorkerSettings,
 ): RefundWorker {
   const { db, clock, outbox, provider, ledger } = deps;
   const log = deps.logger.child({ module: 'refunds' });
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
+  const transitions = createTransitions(orders);
   let running: Promise<void> | null = null;
   let stopped = false;
 
@@ -80,9 +88,9 @@ export function createRefundWorker(
       if (!current || current.state === 'succeeded') return;
       update(row.invoice_id, { state: 'succeeded', last_error: null });
       const order = orders.get(row.order_id);
-      if (order && order.state === 'refunding' && order.invoice_id === row.invoice_id) {
-        orders.transition(order.id, 'refunding', 'refunded', detail);
-      }
+      // A reading that showed the money back has moved the order already (through observe()); the
+      // provider's answer to our refund itself moves it here.
+      if (order && order.state === 'refunding' && order.invoice_id === row.invoice_id) transitions.refundCompleted(order, detail);
       outbox.clearAlarm(`refund_unknown/${row.order_id}`);
       outbox.event('refund.succeeded', { orderId: row.order_id, invoiceId: row.invoice_id, kind: row.kind, amount: row.amount });
       outbox.count('refunds_succeeded');
@@ -97,20 +105,16 @@ export function createRefundWorker(
    */
   async function stillOwed(row: RefundRow): Promise<number | null> {
     const invoice = await provider.getInvoice(row.invoice_id);
-    ledger.observe(observationOf(invoice, 'refund'));
-    if (row.kind === 'void') {
-      if (invoice.status === 'canceled' || invoice.status === 'expired') {
-        complete(row, 'authorization already canceled at the provider');
-        return null;
-      }
-      return row.amount;
-    }
-    const refundable = invoice.amount - (invoice.refundedAmount ?? 0);
-    if (invoice.status === 'refunded' || refundable <= 0) {
-      complete(row, 'already refunded at the provider');
-      return null;
-    }
-    return Math.min(row.amount, refundable);
+    ledger.observe(observationOf(invoice, 'refund'), {
+      kind: 'refund',
+      refundKind: row.kind,
+      queuedAmount: row.amount,
+      stage: 'before_send',
+    });
+    const owed = refundStillOwed(row.kind, invoice, row.amount);
+    if (owed === null)
+      complete(row, row.kind === 'void' ? 'authorization already canceled at the provider' : 'already refunded at the provider');
+    return owed;
   }
 
   async function send(row: RefundRow): Promise<void> {
@@ -143,7 +147,13 @@ export function createRefundWorker(
     try {
       if (row.kind === 'void') {
         const invoice = await provider.cancelInvoice(row.invoice_id);
-        if (invoice.status === 'canceled' || invoice.status === 'expired') return complete(row, 'authorization canceled');
+        ledger.observe(observationOf(invoice, 'refund'), {
+          kind: 'refund',
+          refundKind: 'void',
+          queuedAmount: row.amount,
+          stage: 'cancel_answer',
+        });
+        if (refundDoneByReading('void', invoice.status)) return complete(row, 'authorization canceled');
         return markUnknown(row, `after cancel the invoice is ${invoice.status}`, 'pending');
       }
       const result = await provider.refund({ invoiceId: row.invoice_id, amount: row.amount, idempotencyKey: row.idempotency_key });
@@ -190,9 +200,13 @@ export function createRefundWorker(
         if (result.status === 'failed') return fail(row, result.detail ?? 'provider refused the refund', result.refundId);
       } else {
         const invoice = await provider.getInvoice(row.invoice_id);
-        ledger.observe(observationOf(invoice, 'refund'));
-        const done = row.kind === 'void' ? invoice.status === 'canceled' || invoice.status === 'expired' : invoice.status === 'refunded';
-        if (done) return complete(row, `invoice is ${invoice.status}`);
+        ledger.observe(observationOf(invoice, 'refund'), {
+          kind: 'refund',
+          refundKind: row.kind,
+          queuedAmount: row.amount,
+          stage: 'check',
+        });
+        if (refundDoneByReading(row.kind, invoice.status)) return complete(row, `invoice is ${invoice.status}`);
       }
     } catch (err) {
       if (!(err instanceof ProviderError)) log.error({ err, invoiceId: row.invoice_id }, 'refund check failed');

@@ -5,8 +5,17 @@ import type { Logger } from '../util/logger.js';
 import { errorMessage, ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Actuator, VendOutcome, VendRequest } from '../hardware/index.js';
-import { ProviderError, type PaymentProvider } from '../payments/types.js';
-import { createOrderRepository, type OrderRow } from '../orders/index.js';
+import { observationOf, ProviderError, type PaymentProvider } from '../payments/types.js';
+import {
+  captureOutcome,
+  createTransitions,
+  moneyBackBeforeInterruptedVend,
+  settleVendOutcome,
+  type CaptureOutcome,
+  type ObservePort,
+  type OrderRepository,
+  type OrderRow,
+} from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 import { createSettlement } from './settlement.js';
 
@@ -31,8 +40,11 @@ export interface VendRunnerDeps {
   clock: Clock;
   logger: Logger;
   outbox: Outbox;
+  orderRepository: OrderRepository;
   actuator: Actuator;
   provider: PaymentProvider;
+  /** Where a reading the runner makes (recovery of an interrupted vend) is recorded and decided: the ledger. */
+  ledger: ObservePort;
   /** Test-only crash points (the process SIGKILLs itself); a no-op in production. */
   crashPoint?: (name: string) => void;
   /** Called after every settled vend or state change, so the screen and MQTT state follow. */
@@ -86,9 +98,10 @@ export interface VendRunner {
 export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSettings): VendRunner {
   const { db, clock, outbox, actuator, provider } = deps;
   const log = deps.logger.child({ module: 'vend' });
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
+  const transitions = createTransitions(orders);
   const jobs = createVendJobRepository(db);
-  const settlement = createSettlement({ db, clock, outbox });
+  const settlement = createSettlement({ db, clock, outbox, orderRepository: orders });
   const { queueRefund, markUncertain } = settlement;
   const crash = deps.crashPoint ?? (() => {});
   let running: Promise<void> | null = null;
@@ -127,11 +140,11 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         // (those rows are gone): never fired, a person looks at the machine.
         const boundary = restoredBoundary(db, 'orders');
         if (boundary !== null && order.id <= boundary) {
-          orders.transition(order.id, order.state, 'vending', 'vend claimed for a person: restored database');
+          transitions.vendClaimedForAPerson(order);
           markUncertain({ ...order, state: 'vending' }, RESTORED_DETAIL);
           return PARKED;
         }
-        orders.transition(order.id, order.state, 'vending', 'vend claimed');
+        transitions.vendClaimed(order);
         outbox.event('vend.started', { orderId: order.id, reference: order.reference, slot: order.slot });
         return orders.get(order.id)!;
       },
@@ -177,25 +190,17 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     durably(
       db,
       () => {
-        if (outcome.result === 'vended' || (outcome.result === 'not_passed' && settings.notPassedPolicy === 'keep')) {
+        const settlement = settleVendOutcome(outcome.result, settings.notPassedPolicy);
+        if (settlement === 'delivered') {
           jobs.finish(order.id, 'firing', 'done', outcome.result, detail, now);
-          orders.transition(
-            order.id,
-            'vending',
-            'vended',
-            outcome.result === 'vended' ? 'vend succeeded' : 'nobody passed; policy keeps the fare',
-          );
+          transitions.vendDelivered(order, outcome.result);
           if (order.capture_mode === 'manual') jobs.setCapture(order.id, 'pending');
           outbox.event('vend.succeeded', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result });
           outbox.count('vends_succeeded');
           if (slotted) deps.slots?.delivered(order.slot!);
-        } else if (outcome.result === 'failed' || outcome.result === 'not_passed') {
+        } else if (settlement === 'failed') {
           jobs.finish(order.id, 'firing', 'failed', outcome.result, detail, now);
-          orders.transition(order.id, 'vending', 'vend_failed', detail ?? outcome.result, {
-            errorCode: ErrorCodes.VEND_FAILED,
-            errorMessage: detail ?? outcome.result,
-          });
-          orders.transition(order.id, 'vend_failed', 'refunding', 'vend failed: money goes back');
+          transitions.vendFailed(order, detail ?? outcome.result);
           outbox.event('vend.failed', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result, detail });
           outbox.count('vends_failed');
           queueRefund(order, `vend ${outcome.result}: ${detail ?? ''}`.trim());
@@ -248,7 +253,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       const order = orders.get(job.order_id)!;
       const claimed = durably(db, () => jobs.claimCapture(order.id, clock.now()), 'capture_claim');
       if (!claimed) continue;
-      let outcome: { done: true } | { done: false; permanent: boolean; detail: string };
+      let outcome: CaptureOutcome;
       try {
         const invoice = await provider.captureInvoice(order.invoice_id!);
         outcome = captureOutcome(invoice.status, invoice.providerStatus);
@@ -263,17 +268,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
     }
   }
 
-  function captureOutcome(status: string, providerStatus: string): { done: true } | { done: false; permanent: boolean; detail: string } {
-    if (status === 'paid' || status === 'refunded' || status === 'partially_refunded') return { done: true };
-    if (status === 'authorized') return { done: false, permanent: false, detail: `capture left the invoice ${providerStatus}` };
-    return { done: false, permanent: true, detail: `the authorization is ${providerStatus}: it can no longer be captured` };
-  }
-
-  function settleCapture(
-    order: OrderRow,
-    attempts: number,
-    outcome: { done: true } | { done: false; permanent: boolean; detail: string },
-  ): void {
+  function settleCapture(order: OrderRow, attempts: number, outcome: CaptureOutcome): void {
     inTransaction(db, () => {
       if (outcome.done) {
         jobs.setCapture(order.id, 'done');
@@ -343,19 +338,23 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   }
 
   /**
-   * Before a vend interrupted by a restart is parked for a person: if the provider says the money
-   * already went back (refunded, or the authorization voided), the order is settled as refunded.
+   * Before a vend interrupted by a restart is parked for a person, its invoice is read and observed:
+   * if the money already went back (refunded, or the authorization voided), the ledger settles the
+   * order as refunded (decide.ts, interrupted-vend-money-already-back). Returns why, or null when
+   * the vend is to be parked.
    */
   async function refundedAtProvider(order: OrderRow): Promise<string | null> {
+    let why: string | null = null;
     try {
       const invoice = await provider.getInvoice(order.invoice_id!);
-      if (invoice.status === 'refunded') return 'the invoice is already refunded at the provider';
-      if (order.capture_mode === 'manual' && (invoice.status === 'canceled' || invoice.status === 'expired'))
-        return `the authorization is already ${invoice.providerStatus} at the provider`;
+      deps.ledger.observe(observationOf(invoice, 'recovery'), { kind: 'interrupted_vend' });
+      why = moneyBackBeforeInterruptedVend(order.capture_mode, invoice);
     } catch (err) {
       log.warn({ err, orderId: order.id }, 'recovery: the invoice is not readable; the vend is parked for a person');
     }
-    return null;
+    // The order's state says what was decided (also after a cut between that decision and the job's end).
+    if (orders.get(order.id)!.state !== 'refunded') return null;
+    return why ?? 'the invoice is already refunded at the provider';
   }
 
   return {
@@ -372,7 +371,6 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         if (refunded) {
           inTransaction(db, () => {
             jobs.finish(order.id, 'firing', 'failed', 'refunded_at_provider', refunded, clock.now());
-            orders.transition(order.id, 'vending', 'refunded', `interrupted vend: ${refunded}`);
             outbox.event('vend.settled_by_provider', { orderId: order.id, reference: order.reference, detail: refunded });
           });
           settledIds.push(order.id);
@@ -413,7 +411,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
             const order = orders.get(job.order_id)!;
             if (order.state !== 'paid' && order.state !== 'authorized') return;
             if (!jobs.claim(order.id, clock.now())) return;
-            orders.transition(order.id, order.state, 'vending', 'vend claimed for a person: restored database');
+            transitions.vendClaimedForAPerson(order);
             markUncertain(orders.get(order.id)!, detail);
             parked.push(order.id);
           },

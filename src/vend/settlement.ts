@@ -4,7 +4,7 @@ import type { Clock } from '../util/clock.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import { queueRefundFor } from './queue.js';
-import { createOrderRepository, type OrderRow } from '../orders/index.js';
+import { createTransitions, refundKindOfOrder, type OrderRepository, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 
 /** Settlement decisions, as the runner, `vendgate resolve` and the MQTT commands use them. */
@@ -29,21 +29,21 @@ export interface Settlement {
  * Decisions about a vend that are pure database work: queue a refund, park an uncertain vend, and a
  * person's settlement of one. Shared by the runner, the CLI (`vendgate resolve`) and MQTT commands.
  */
-export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox }): Settlement {
+export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox; orderRepository: OrderRepository }): Settlement {
   const { db, clock, outbox } = deps;
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
+  const transitions = createTransitions(orders);
   const jobs = createVendJobRepository(db);
 
   /** Queues the money back for the order's own invoice (void for a held authorization). Caller owns the tx. */
   function queueRefund(order: OrderRow, reason: string): void {
-    const kind = order.capture_mode === 'manual' && order.state !== 'vended' ? 'void' : 'refund';
-    queueRefundFor({ db, outbox }, { ...order, invoiceId: order.invoice_id!, kind, reason, now: clock.now() });
+    queueRefundFor({ db, outbox }, { ...order, invoiceId: order.invoice_id!, kind: refundKindOfOrder(order), reason, now: clock.now() });
   }
 
   /** The machine may or may not have delivered: a person decides (invariant 3). Caller owns the tx. */
   function markUncertain(order: OrderRow, detail: string): void {
     jobs.finish(order.id, 'firing', 'uncertain', 'uncertain', detail, clock.now());
-    orders.transition(order.id, 'vending', 'vend_uncertain', detail, { errorCode: ErrorCodes.VEND_UNCERTAIN, errorMessage: detail });
+    transitions.vendUncertain(order, detail);
     outbox.event('vend.uncertain', { orderId: order.id, reference: order.reference, slot: order.slot, detail });
     outbox.raiseAlarm(
       `vend_uncertain/${order.id}`,
@@ -78,10 +78,10 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
         }
         jobs.finish(orderId, 'uncertain', 'resolved', vended ? 'resolved_vended' : 'resolved_not_vended', by, clock.now());
         if (vended) {
-          orders.transition(orderId, 'vend_uncertain', 'vended', `resolved as vended by ${by}`);
+          transitions.resolvedAsVended(order, by);
           if (order.capture_mode === 'manual') jobs.setCapture(orderId, 'pending');
         } else {
-          orders.transition(orderId, 'vend_uncertain', 'refunding', `resolved as not vended by ${by}`);
+          transitions.resolvedAsNotVended(order, by);
           queueRefund(order, `not vended (resolved by ${by})`);
         }
         outbox.clearAlarm(`vend_uncertain/${orderId}`);
@@ -97,7 +97,7 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox })
         if (order.state !== 'vended' && order.state !== 'paid' && order.state !== 'authorized') {
           throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only paid or vended orders can be refunded`);
         }
-        orders.transition(orderId, order.state, 'refunding', `refund requested by ${by}`);
+        transitions.refundRequested(order, by);
         queueRefund(order, `requested by ${by}`);
       });
       return orders.get(orderId)!;

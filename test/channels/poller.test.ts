@@ -19,7 +19,15 @@ describe('poller', () => {
   // The poller runs on real timers and the wall clock; the core's manual clock only stamps rows.
   function start(intervalMs = 40) {
     poller = createPoller(
-      { db: core.db, clock: systemClock, logger: core.logger, provider: core.fake.provider, ledger: core.ledger, health: core.health },
+      {
+        db: core.db,
+        clock: systemClock,
+        logger: core.logger,
+        provider: core.fake.provider,
+        ledger: core.ledger,
+        health: core.health,
+        orderRepository: core.orderRepository,
+      },
       { intervalMs, maxBackoffMs: 2_000 },
     );
     poller.start();

@@ -1,4 +1,4 @@
-import type { DeviceControl, DeviceStateSummary } from '../../src/mqtt/index.js';
+import type { DeviceControl, DeviceStateSummary, DeviceTelemetry } from '../../src/mqtt/index.js';
 import { ErrorCodes, VendgateError } from '../../src/util/index.js';
 
 /**
@@ -15,7 +15,8 @@ export interface FakeDeviceControl extends DeviceControl {
   };
   vendUncertain: Set<number>;
   paid: Set<number>;
-  telemetryValues: Record<string, unknown>;
+  /** The fields the fake reports; the others are left to the MQTT side's own readings. */
+  telemetryValues: Partial<DeviceTelemetry>;
   selftestResult: { ok: boolean; report: unknown };
   /** Changes the state and notifies listeners, as the app does on every change. */
   setState(patch: Partial<DeviceStateSummary>): void;
@@ -37,7 +38,7 @@ export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {
     calls: { outOfService: [], resolve: [], refund: [], testVend: [], selftest: 0 },
     vendUncertain: new Set(),
     paid: new Set(),
-    telemetryValues: { uptimeSec: 42, counters: { orders_created: 3 }, lastPollAt: null, lastWebhookAt: null },
+    telemetryValues: { uptimeSec: 42, counters: { orders_created: 3 }, lastPollAt: null },
     selftestResult: { ok: true, report: { checks: [{ name: 'database', ok: true }] } },
     state: () => ({ ...current }),
     setOutOfService(on, reason) {
@@ -65,7 +66,7 @@ export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {
       fake.calls.selftest += 1;
       return fake.selftestResult;
     },
-    telemetry: () => ({ ...fake.telemetryValues }),
+    telemetry: () => ({ ...fake.telemetryValues }) as DeviceTelemetry,
     onStateChange(listener) {
       listeners.push(listener);
     },

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { parseSettings, type Settings, type SettingsInput } from '../../src/settings/index.js';
-import { openDatabase, databaseId, type Db } from '../../src/store/index.js';
+import { openDatabase, type Db } from '../../src/store/index.js';
 import { createManualClock, type Clock } from '../../src/util/clock.js';
 import { silentLogger, type Logger } from '../../src/util/logger.js';
 import { createOutbox, type Outbox } from '../../src/outbox/index.js';
-import { createProviderHealth, type ProviderHealth } from '../../src/orders/index.js';
+import { createOrderRepository, createProviderHealth, type OrderRepository, type ProviderHealth } from '../../src/orders/index.js';
 import { createMoneyPath, type MoneyPath } from '../../src/money/index.js';
 import { observationOf } from '../../src/ledger/index.js';
 import type { Actuator, VendRequest } from '../../src/hardware/index.js';
@@ -46,6 +46,8 @@ export interface CoreDeps {
 export interface CoreNode {
   db: Db;
   outbox: Outbox;
+  /** The node's one order repository, as the app has one per process. */
+  orderRepository: OrderRepository;
   health: ProviderHealth;
   money: MoneyPath;
 }
@@ -61,23 +63,23 @@ export function composeMoneyPath(deps: CoreDeps): CoreNode {
   const db = openDatabase(settings.storage.path);
   const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
   const health = createProviderHealth(clock);
+  const orderRepository = createOrderRepository({ db, clock });
   const money = createMoneyPath(
     {
       db,
       clock,
       logger,
       outbox,
+      orderRepository,
       provider,
       actuator,
       health,
-      deviceId: settings.device.id,
-      dbId: databaseId(db),
       outOfService: deps.outOfService ?? (() => null),
-      runWorkersOnObserve: false,
+      hooks: { runWorkersOnObserve: false },
     },
     settings,
   );
-  return { db, outbox, health, money };
+  return { db, outbox, orderRepository, health, money };
 }
 
 /** The money path on a real SQLite file with a scriptable provider and a manual clock. */
@@ -100,7 +102,7 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
       return { result: 'vended' };
     },
   };
-  const { db, outbox, health, money } = composeMoneyPath({
+  const { db, outbox, orderRepository, health, money } = composeMoneyPath({
     settings,
     clock,
     logger,
@@ -116,6 +118,7 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
     logger,
     db,
     outbox,
+    orderRepository,
     fake,
     ledger,
     health,

@@ -27,7 +27,16 @@ async function vendedOrder(c: Core, slot: string) {
   c.fake.set(order.invoice_id!, 'paid');
   await c.observe(order.invoice_id!);
   const vend = createVendRunner(
-    { db: c.db, clock: c.clock, logger: c.logger, outbox: c.outbox, actuator: machine, provider: c.fake.provider },
+    {
+      db: c.db,
+      clock: c.clock,
+      logger: c.logger,
+      outbox: c.outbox,
+      orderRepository: c.orderRepository,
+      actuator: machine,
+      provider: c.fake.provider,
+      ledger: c.ledger,
+    },
     { mode: 'vending', vendTimeoutMs: 1_000, notPassedPolicy: 'refund' },
   );
   await vend.run();

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase, databaseId, type Db } from '../../src/store/index.js';
+import { openDatabase, type Db } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { createOutbox } from '../../src/outbox/index.js';
-import { createProviderHealth } from '../../src/orders/index.js';
+import { createOrderRepository, createProviderHealth } from '../../src/orders/index.js';
 import { createMoneyPath } from '../../src/money/index.js';
 import type { Actuator } from '../../src/hardware/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
@@ -43,12 +43,13 @@ describe('money path change notifications', () => {
         outbox: createOutbox({ db, clock, deviceId: settings.device.id }),
         provider: fake.provider,
         actuator: machine,
+        orderRepository: createOrderRepository({ db, clock }),
         health: createProviderHealth(clock),
-        deviceId: settings.device.id,
-        dbId: databaseId(db),
         outOfService: () => null,
-        onChange: () => {
-          changes += 1;
+        events: {
+          changed: () => {
+            changes += 1;
+          },
         },
       },
       settings,

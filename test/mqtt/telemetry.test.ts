@@ -22,7 +22,6 @@ describe('telemetry', () => {
       uptimeSec: 42,
       counters: { orders_created: 3 },
       lastPollAt: null,
-      lastWebhookAt: null,
       openAlarms: ['clock_skew'],
     });
     expect(telemetry.outboxDepth).toBeTypeOf('number');

@@ -8,11 +8,28 @@ import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
 
 function setup(core: Core, actuator: Actuator, overrides: { vendTimeoutMs?: number; notPassed?: 'refund' | 'keep' } = {}) {
   const vend = createVendRunner(
-    { db: core.db, clock: core.clock, logger: core.logger, outbox: core.outbox, actuator, provider: core.fake.provider },
+    {
+      db: core.db,
+      clock: core.clock,
+      logger: core.logger,
+      outbox: core.outbox,
+      orderRepository: core.orderRepository,
+      actuator,
+      provider: core.fake.provider,
+      ledger: core.ledger,
+    },
     { mode: 'vending', vendTimeoutMs: overrides.vendTimeoutMs ?? 2_000, notPassedPolicy: overrides.notPassed ?? 'refund' },
   );
   const refunds = createRefundWorker(
-    { db: core.db, clock: core.clock, logger: core.logger, outbox: core.outbox, provider: core.fake.provider, ledger: core.ledger },
+    {
+      db: core.db,
+      clock: core.clock,
+      logger: core.logger,
+      outbox: core.outbox,
+      orderRepository: core.orderRepository,
+      provider: core.fake.provider,
+      ledger: core.ledger,
+    },
     { checkIntervalMs: 1_000, unknownAlarmMs: 60_000 },
   );
   return { vend, refunds };
@@ -161,7 +178,7 @@ describe('vend runner', () => {
       scripted(() => ({ result: 'vended' })),
     );
     await vend.recover();
-    const settlement = createSettlement({ db: core.db, clock: core.clock, outbox: core.outbox });
+    const settlement = createSettlement({ db: core.db, clock: core.clock, outbox: core.outbox, orderRepository: core.orderRepository });
     expect(settlement.resolve(order.id, false, 'test').state).toBe('refunding');
     expect(core.outbox.openAlarms()).toEqual([]);
     expect(() => settlement.resolve(order.id, true, 'test')).toThrow(/only vend_uncertain/);

@@ -4,7 +4,7 @@ import type { Logger } from '../../util/logger.js';
 import type { Outbox } from '../../outbox/index.js';
 import type { PaymentProvider } from '../../payments/types.js';
 import type { Ledger } from '../../ledger/index.js';
-import { createOrderRepository } from '../../orders/index.js';
+import type { OrderRepository } from '../../orders/index.js';
 import { createBackfill, type Backfill } from '../backfill.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createWebhookServer, type WebhookServer } from './server.js';
@@ -20,6 +20,8 @@ export interface WebhookChannelDeps {
   provider: PaymentProvider;
   ledger: Ledger;
   outbox: Outbox;
+  /** Which invoices are ours (a webhook for another invoice is kept, not worked). */
+  orderRepository: Pick<OrderRepository, 'getByInvoice'>;
   /** Webhook signing secrets, all accepted (rotation). */
   secrets: readonly string[];
   /** The port, bound before the database was opened (see app.ts start order). */
@@ -72,7 +74,7 @@ export interface WebhookChannel {
 export function createWebhookChannel(deps: WebhookChannelDeps, settings: WebhookChannelSettings): WebhookChannel {
   const { db, clock, provider } = deps;
   const log = deps.logger.child({ module: 'webhook' });
-  const orders = createOrderRepository({ db, clock });
+  const orders = deps.orderRepository;
   const knowsInvoice = (invoiceId: string) => orders.getByInvoice(invoiceId) !== undefined;
   const inbox: WebhookInbox = createWebhookInbox(db, { knowsInvoice });
   const worker: WebhookWorker = createWebhookWorker(
