@@ -23,14 +23,24 @@ async function waitingOrder(s: ProviderStack): Promise<OrderAnswer> {
   const answer = await s.call('POST', '/api/orders', { slot: 'A1' });
   if (answer.status !== 201) throw new Error(`order refused: ${answer.status} ${JSON.stringify(answer.json)}`);
   const placed = answer.json as OrderAnswer;
-  // The poller's first read (pending) is done; its next is a minute away.
-  await waitFor(() => s.sim.records().getCalls.some((c) => c.id === placed.invoiceId), 60_000, 'the first poll of the invoice');
+  // Both first reads are done — the poller's (its next is a minute away) and the webhook worker's
+  // for payment_intent.created — before the customer pays.
+  await waitFor(
+    () =>
+      s.sim.records().getCalls.filter((c) => c.id === placed.invoiceId).length >= 2 &&
+      s.query("SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.created' AND processed_at IS NOT NULL", placed.invoiceId)
+        .length === 1,
+    60_000,
+    'the first poll of the invoice and its created event processed',
+  );
   return placed;
 }
 
 async function refundedWithoutVend(s: ProviderStack, placed: OrderAnswer, refundedTotal: number, refundCount: number) {
   const settled = await s.waitSettled(placed.orderId, 60_000);
-  expect(settled.state).toBe('refunded');
+  const history = s.query('SELECT from_state, to_state, reason FROM order_history WHERE order_id = ? ORDER BY rowid', placed.orderId);
+  const ledger = s.query('SELECT status, channel, evidence FROM invoice_status_ledger WHERE order_id = ? ORDER BY rowid', placed.orderId);
+  expect(settled.state, JSON.stringify({ history, ledger }, null, 1)).toBe('refunded');
   expect(s.svc.readSimLog()).toHaveLength(0);
   const refunds = refundsAtProvider(s, placed.invoiceId!);
   expect(refunds.reduce((sum, r) => sum + r.amount, 0)).toBe(refundedTotal);
