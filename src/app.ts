@@ -32,7 +32,13 @@ import { createActuator, createInputs, type Actuator, type HardwareInputs } from
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
-import { createWebhookChannel, referencedInvoicesIn, refundsSeenIn, withRefundEvidence, type WebhookChannel } from './channels/webhook/index.js';
+import {
+  createWebhookChannel,
+  referencedInvoicesIn,
+  refundsSeenIn,
+  withRefundEvidence,
+  type WebhookChannel,
+} from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createMetrics, type Metrics } from './metrics/index.js';

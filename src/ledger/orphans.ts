@@ -83,7 +83,12 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
       inTransaction(db, () => {
         const done = after.status === 'canceled' || after.status === 'expired';
         record(c, done ? 'closed' : 'person', invoice.amount, `held money voided: ${after.providerStatus}`);
-        alarm(c, after, done ? 'the held money was released' : `the hold could not be released (${after.providerStatus}): check it`, 'critical');
+        alarm(
+          c,
+          after,
+          done ? 'the held money was released' : `the hold could not be released (${after.providerStatus}): check it`,
+          'critical',
+        );
       });
       return true;
     }

@@ -10,14 +10,7 @@ import type { Outbox } from '../outbox/index.js';
 import type { Settings } from '../settings/index.js';
 import type { Actuator } from '../hardware/index.js';
 import type { PaymentProvider } from '../payments/types.js';
-import {
-  createLedger,
-  createOrphanSweep,
-  createReconciler,
-  type Ledger,
-  type OrphanCandidate,
-  type Reconciler,
-} from '../ledger/index.js';
+import { createLedger, createOrphanSweep, createReconciler, type Ledger, type OrphanCandidate, type Reconciler } from '../ledger/index.js';
 import {
   createOrderService,
   type CatalogPort,

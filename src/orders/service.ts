@@ -221,7 +221,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       attempt: order.attempt,
       status: invoice.providerStatus,
     };
-    log.error(detail, 'the create answer under this order\'s own key is already paid: its record was lost after the QR was shown; followed');
+    log.error(detail, "the create answer under this order's own key is already paid: its record was lost after the QR was shown; followed");
     outbox.raiseAlarm(
       `invoice_recovered/${order.id}`,
       'critical',
@@ -322,20 +322,24 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
    * a QR on the screen is an invoice the database will still know after a power cut.
    */
   function attach(order: OrderRow, invoice: Invoice, seenAlready = false): OrderRow {
-    durably(db, () => {
-      repo.attachInvoice(order.id, invoice);
-      if (transitions.invoiceAttached(order, invoice.replayed === true)) {
-        outbox.event('invoice.created', {
-          orderId: order.id,
-          reference: order.reference,
-          invoiceId: invoice.id,
-          amount: order.amount,
-          currency: order.currency,
-          expiresAt: new Date(invoice.expiresAt).toISOString(),
-        });
-      }
-      if (seenAlready) raiseOwnKeyAlarm(order, invoice);
-    }, 'invoice_attach');
+    durably(
+      db,
+      () => {
+        repo.attachInvoice(order.id, invoice);
+        if (transitions.invoiceAttached(order, invoice.replayed === true)) {
+          outbox.event('invoice.created', {
+            orderId: order.id,
+            reference: order.reference,
+            invoiceId: invoice.id,
+            amount: order.amount,
+            currency: order.currency,
+            expiresAt: new Date(invoice.expiresAt).toISOString(),
+          });
+        }
+        if (seenAlready) raiseOwnKeyAlarm(order, invoice);
+      },
+      'invoice_attach',
+    );
     // A replayed invoice may already be closed (a long restart): the ledger decides.
     ledger.observe(observationOf(invoice, 'create'));
     changed();
@@ -413,36 +417,33 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       // Committed at NORMAL: the create call's answer is committed at FULL (`invoice_attach`) before
       // anything of it is shown, and that sync carries this row with it. A cut before then loses an
       // order whose QR nobody saw: its invoice can only be an unpaid orphan (the reconciler's sweep).
-      const order = inTransaction(
-        db,
-        () => {
-          const row = repo.insert(
-            {
-              request: requestFields(item.itemName),
-              source: input.source,
-              slot: item.slot,
-              itemName: item.itemName,
-              amount: item.amount,
-              currency: settings.device.currency,
-              livemode: settings.device.livemode,
-              provider: provider.name,
-              captureMode: settings.provider.captureMode,
-            },
-            deps.deviceId,
-            deps.dbId,
-          );
-          outbox.event('order.created', {
-            orderId: row.id,
-            reference: row.reference,
-            source: row.source,
-            slot: row.slot,
-            amount: row.amount,
-            currency: row.currency,
-          });
-          outbox.count('orders_created');
-          return row;
-        },
-      );
+      const order = inTransaction(db, () => {
+        const row = repo.insert(
+          {
+            request: requestFields(item.itemName),
+            source: input.source,
+            slot: item.slot,
+            itemName: item.itemName,
+            amount: item.amount,
+            currency: settings.device.currency,
+            livemode: settings.device.livemode,
+            provider: provider.name,
+            captureMode: settings.provider.captureMode,
+          },
+          deps.deviceId,
+          deps.dbId,
+        );
+        outbox.event('order.created', {
+          orderId: row.id,
+          reference: row.reference,
+          source: row.source,
+          slot: row.slot,
+          amount: row.amount,
+          currency: row.currency,
+        });
+        outbox.count('orders_created');
+        return row;
+      });
       crash('after_order_insert');
       changed();
       log.info({ orderId: order.id, reference: order.reference, slot: order.slot, amount: order.amount }, 'order created');

@@ -25,7 +25,7 @@ async function orphanIntent(s: GeregeStack, reference: string): Promise<string> 
   return created.json.id as string;
 }
 
-describe('gerege: an invoice under this device\'s reference that no order knows', () => {
+describe("gerege: an invoice under this device's reference that no order knows", () => {
   it('paid: refunded in full with an alarm, never vended; an unpaid one beside it is left alone', { timeout: 120_000 }, async () => {
     const s = (stack = await startGeregeStack({ config: { device: { id: `orph-${process.pid}` } } }));
     const prefix = `orph-${process.pid}-lostdb-7`;
@@ -35,7 +35,9 @@ describe('gerege: an invoice under this device\'s reference that no order knows'
     await s.sim.pay(paid);
     await s.sim.pay(foreign);
     await waitFor(
-      () => s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', paid).length > 0 && s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', foreign).length > 0,
+      () =>
+        s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', paid).length > 0 &&
+        s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', foreign).length > 0,
       30_000,
       'the payment webhooks in the inbox',
     );

@@ -28,8 +28,10 @@ async function waitingOrder(s: ProviderStack): Promise<OrderAnswer> {
   await waitFor(
     () =>
       s.sim.records().getCalls.filter((c) => c.id === placed.invoiceId).length >= 2 &&
-      s.query("SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.created' AND processed_at IS NOT NULL", placed.invoiceId)
-        .length === 1,
+      s.query(
+        "SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.created' AND processed_at IS NOT NULL",
+        placed.invoiceId,
+      ).length === 1,
     60_000,
     'the first poll of the invoice and its created event processed',
   );
@@ -73,16 +75,20 @@ describe('gerege: a refund made before the vend, seen as its event only', () => 
     expect(refundsAtProvider(s, placed.invoiceId!).map((r) => r.amount)).toEqual([500, 1000]);
   });
 
-  it('Events API: paid and refunded while the device was off, no webhook at all: nothing is vended after the restart', { timeout: 120_000 }, async () => {
-    const s = (stack = await startProviderStack({ provider: 'gerege', config: { poll: { intervalMs: 60_000 } } }));
-    const placed = await waitingOrder(s);
-    await s.svc.kill('SIGTERM');
-    s.sim.setFaults({ dropWebhook: 1 });
-    await s.sim.pay(placed.invoiceId!);
-    s.sim.refundOutside(placed.invoiceId!, 1500);
-    await s.svc.restart();
+  it(
+    'Events API: paid and refunded while the device was off, no webhook at all: nothing is vended after the restart',
+    { timeout: 120_000 },
+    async () => {
+      const s = (stack = await startProviderStack({ provider: 'gerege', config: { poll: { intervalMs: 60_000 } } }));
+      const placed = await waitingOrder(s);
+      await s.svc.kill('SIGTERM');
+      s.sim.setFaults({ dropWebhook: 1 });
+      await s.sim.pay(placed.invoiceId!);
+      s.sim.refundOutside(placed.invoiceId!, 1500);
+      await s.svc.restart();
 
-    await refundedWithoutVend(s, placed, 1500, 1);
-    expect(s.query("SELECT count(*) AS n FROM webhook_events WHERE source = 'backfill' AND refund_id IS NOT NULL")[0]!.n).toBe(1);
-  });
+      await refundedWithoutVend(s, placed, 1500, 1);
+      expect(s.query("SELECT count(*) AS n FROM webhook_events WHERE source = 'backfill' AND refund_id IS NOT NULL")[0]!.n).toBe(1);
+    },
+  );
 });

@@ -92,7 +92,7 @@ describe('order service', () => {
     expect(keys).toEqual([`${order.reference}-pay`, `${order.reference}-pay-2`, `${order.reference}-pay-3`]);
   });
 
-  it('an answer under the order\'s own key that is already paid is ours: vended, with an alarm, and no second attempt', async () => {
+  it("an answer under the order's own key that is already paid is ours: vended, with an alarm, and no second attempt", async () => {
     const keys: string[] = [];
     core.fake.hooks.beforeCreate = (request) => {
       keys.push(request.idempotencyKey);
@@ -102,11 +102,11 @@ describe('order service', () => {
     expect(order).toMatchObject({ attempt: 1, idempotency_key: `${order.reference}-pay` });
     expect(['paid', 'vending', 'vended']).toContain(order.state);
     expect(keys).toEqual([`${order.reference}-pay`]);
-    expect(core.count("SELECT count(*) AS n FROM vend_jobs WHERE order_id = 1")).toBe(1);
+    expect(core.count('SELECT count(*) AS n FROM vend_jobs WHERE order_id = 1')).toBe(1);
     expect(core.outbox.openAlarms().map((a) => a.name)).toEqual([`invoice_recovered/${order.id}`]);
   });
 
-  it('an answer under the order\'s own key paid long after its QR expired is refunded, with an alarm, never vended', async () => {
+  it("an answer under the order's own key paid long after its QR expired is refunded, with an alarm, never vended", async () => {
     // The create is answered ten minutes after the order was written (a resume long after a cut):
     // its QR expired eight minutes ago and the customer paid before that.
     const orderedAt = core.clock.now();

@@ -58,7 +58,7 @@ async function expectVendedOnce(s: GeregeStack, db: string, orderId: number): Pr
   expect(s.actuationsByOrder().get(orderId)).toBe(1);
   expect(detail.keys.filter((k) => k?.endsWith('-pay-2'))).toEqual([]);
   expect(detail.alarms.filter((a) => String(a.name).startsWith('invoice_reused'))).toEqual([]);
-  expect(query(db, "SELECT count(*) AS n FROM refunds")[0]!.n).toBe(0);
+  expect(query(db, 'SELECT count(*) AS n FROM refunds')[0]!.n).toBe(0);
 }
 
 describe('a power cut right after the QR was shown (issue 23)', () => {

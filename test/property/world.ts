@@ -279,7 +279,12 @@ export function createWorld(options: WorldOptions) {
       remember();
       const invoice = fake.invoices.get(id);
       const history = seen.get(id) ?? new Set();
-      if (!invoice || lostInCut.has(invoice.reference) || [...history].some((status) => status !== 'pending' && status !== 'canceled' && status !== 'expired')) return false;
+      if (
+        !invoice ||
+        lostInCut.has(invoice.reference) ||
+        [...history].some((status) => status !== 'pending' && status !== 'canceled' && status !== 'expired')
+      )
+        return false;
       fake.set(
         id,
         world.options.captureMode === 'manual' ? 'authorized' : 'paid',
