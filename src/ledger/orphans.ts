@@ -15,7 +15,7 @@ import { durably, inTransaction, prepared, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
-import type { Invoice, PaymentProvider } from '../payments/types.js';
+import type { Invoice, PaymentProvider } from '../payments/index.js';
 import type { OrderRepository } from '../orders/index.js';
 
 export interface OrphanCandidate {

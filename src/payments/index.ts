@@ -23,7 +23,7 @@ export {
   type HttpResponse,
   type RetryPolicy,
 } from './http.js';
-export { validateCreateRequest, findInvoiceMismatch } from './invoice-checks.js';
+export { validateCreateRequest, findInvoiceMismatch, withRefunds } from './invoice-checks.js';
 export {
   createGeregeProvider,
   GEREGE_STATUS_MAP,

@@ -8,8 +8,8 @@
  */
 import type { Db } from '../../store/index.js';
 import { prepared } from '../../store/index.js';
-import type { Invoice, PaymentProvider } from '../../payments/types.js';
-import { withRefunds } from '../../payments/invoice-checks.js';
+import type { Invoice, PaymentProvider } from '../../payments/index.js';
+import { withRefunds } from '../../payments/index.js';
 
 /** The sum of the distinct succeeded refunds the inbox holds for an invoice (0 when none). */
 export function refundsSeenIn(db: Db): (invoiceId: string) => number {
