@@ -1,5 +1,6 @@
-// dist/vendgate.js: the compiled service and the pure-JavaScript dependencies in one file, the file
-// the systemd units and the installed `vendgate` command start (issue #18, start-up). Node's module
+// dist/vendgate.js: the compiled service and the pure-JavaScript dependencies, the file the systemd
+// units and the installed `vendgate` command start, with each lazily imported part (a subcommand,
+// the embedded broker, qrcode, the watchdog) in its own dist/vendgate-*.js chunk beside it. Node's module
 // loader otherwise resolves, stats, reads and links ~980 files at every start (ajv 101, zod 99,
 // yaml 84, semver 52, …): spawn → ready 733 → 545 ms on the build machine, idle RSS 88 → 79 MB
 // (docs/benchmarks.md). The last step of `npm run build` before the stamp; dist/main.js stays the
@@ -11,7 +12,7 @@
 // - pino and pino-pretty: pino's transports start worker threads from files it resolves at run time.
 // Every `import.meta.url` in dist/ is rewritten to the URL its own file had, so the paths the code
 // builds from it (migrations, the kiosk page, config/default.yaml, package.json) stay the same.
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { relative } from 'node:path';
 import { build } from 'esbuild';
 
@@ -35,9 +36,16 @@ const ownUrl = {
   },
 };
 
+// The chunks of an earlier build have other hashes: removed, so dist/ holds exactly one build's files.
+for (const name of await readdir(dist)) if (/^vendgate(-.+)?\.js(\.map)?$/.test(name)) await rm(`${dist}${name}`);
+
 await build({
-  entryPoints: [`${dist}main.js`],
-  outfile: `${dist}vendgate.js`,
+  entryPoints: { vendgate: `${dist}main.js` },
+  outdir: dist,
+  // Each `await import()` of a subcommand (and of what only some settings need) is its own file,
+  // loaded when it runs: `vendgate --version` evaluates neither fastify nor zod nor the broker.
+  splitting: true,
+  chunkNames: 'vendgate-[name]-[hash]',
   bundle: true,
   platform: 'node',
   format: 'esm',

@@ -11,6 +11,17 @@
 # Idempotent: installs only what is missing; runs apt-get update only when something is.
 # Debian/Ubuntu/Raspberry Pi OS. Run as root or with sudo available.
 set -eu
+case "${1:-}" in
+  -h | --help)
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  '') ;;
+  *)
+    echo "install-test-deps: takes no arguments (--help)" >&2
+    exit 64
+    ;;
+esac
 
 missing=""
 command -v socat >/dev/null 2>&1 || missing="$missing socat"

@@ -11,6 +11,13 @@
 
 set -Eeuo pipefail
 
+case "${1:-}" in
+  -h | --help)
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
+
 # shellcheck source=scripts/install-pi.sh
 . "$(dirname "${BASH_SOURCE[0]}")/install-pi.sh"
 

@@ -28,7 +28,7 @@ import {
   type ProviderHealth,
 } from './orders/index.js';
 import type { VendRunner, RefundWorker } from './vend/index.js';
-import { createActuator, createInputs, type Actuator, type HardwareInputs } from './hardware/index.js';
+import { createActuator, createInputs, preflightHardware, type Actuator, type HardwareInputs } from './hardware/index.js';
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
@@ -590,6 +590,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
 
   async function start(): Promise<{ localUrl: string }> {
     const startedAt = clock.now();
+    // Hardware the settings name but this machine lacks stops the start here, before the lock or the database.
+    await preflightHardware({}, settings, { actuator: !deps.actuator, inputs: !deps.inputs });
     claimed = await claimLockAndPorts(base);
     const store = openStore(base);
     const shared = buildShared(base, store);

@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { runCli, EXIT } from './cli/index.js';
-import { startWatchdog, watchdogIntervalMs, watchdogDatabasePath, databaseProbe, type Watchdog } from './selftest/index.js';
+import type { Watchdog } from './selftest/index.js';
 
 /**
  * systemd Type=notify: Node has no Unix datagram sockets, so `systemd-notify` sends for us
@@ -29,30 +29,49 @@ const NOTIFY_FLUSH_MS = 2_000;
 
 // WatchdogSec=: ping from READY=1 to STOPPING=1, and only while the event loop turns and the database answers.
 let watchdog: Watchdog | null = null;
+let stopped = false;
 function notifyAndWatch(state: string): void {
   notify(state);
   if (state === 'READY=1' && !watchdog) {
-    const intervalMs = watchdogIntervalMs(process.env, process.pid);
-    const dbPath = intervalMs === null ? null : watchdogDatabasePath(process.argv.slice(2), process.env);
-    if (intervalMs !== null && dbPath !== null) {
-      const database = databaseProbe(dbPath);
-      const running = startWatchdog({
-        intervalMs,
-        probe: database.probe,
-        notify,
-        // journald keeps this line: it says why systemd is about to restart the service.
-        onUnhealthy: (err) =>
-          process.stderr.write(`vendgate: watchdog: not pinging systemd: ${err instanceof Error ? err.message : String(err)}\n`),
-      });
-      watchdog = {
-        stop() {
-          running.stop();
-          database.close();
-        },
-      };
-    }
+    // Loaded here, not at the top: only `start` under systemd pings a watchdog.
+    void import('./selftest/watchdog.js').then(
+      (module) => startWatchdogOnce(module),
+      (err: unknown) => {
+        process.stderr.write(`vendgate: watchdog: ${err instanceof Error ? err.message : String(err)}\n`);
+      },
+    );
   }
-  if (state === 'STOPPING=1') watchdog?.stop();
+  if (state === 'STOPPING=1') {
+    stopped = true;
+    watchdog?.stop();
+  }
+}
+
+function startWatchdogOnce({
+  startWatchdog,
+  watchdogIntervalMs,
+  watchdogDatabasePath,
+  databaseProbe,
+}: typeof import('./selftest/watchdog.js')): void {
+  if (watchdog || stopped) return;
+  const intervalMs = watchdogIntervalMs(process.env, process.pid);
+  const dbPath = intervalMs === null ? null : watchdogDatabasePath(process.argv.slice(2), process.env);
+  if (intervalMs === null || dbPath === null) return;
+  const database = databaseProbe(dbPath);
+  const running = startWatchdog({
+    intervalMs,
+    probe: database.probe,
+    notify,
+    // journald keeps this line: it says why systemd is about to restart the service.
+    onUnhealthy: (err) =>
+      process.stderr.write(`vendgate: watchdog: not pinging systemd: ${err instanceof Error ? err.message : String(err)}\n`),
+  });
+  watchdog = {
+    stop() {
+      running.stop();
+      database.close();
+    },
+  };
 }
 
 const stopSignal = new Promise<string>((resolve) => {

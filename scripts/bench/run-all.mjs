@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * npm run bench [-- --quick] [-- --only latency,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync]
+ * npm run bench [-- --quick] [-- --only latency,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli]
  *
  * Every figure of issues #9 and #18 with its target beside it, measured on this machine, printed as one table
  * and written as JSON to bench-results/bench-<date>.json (and bench-latest.json). Nothing here is a
@@ -20,6 +20,7 @@ import { observeBench } from './observe.mjs';
 import { durabilityBench } from './durability.mjs';
 import { dbSizeBench } from './db-size.mjs';
 import { fsyncBench } from './fsync.mjs';
+import { cliBench } from './cli.mjs';
 
 const BENCHES = {
   latency: latencyBench,
@@ -31,6 +32,7 @@ const BENCHES = {
   durability: durabilityBench,
   'db-size': dbSizeBench,
   fsync: fsyncBench,
+  cli: cliBench,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });

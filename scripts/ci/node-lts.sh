@@ -7,6 +7,16 @@
 # VENDGATE_NODE_CACHE: where the Node packages are kept between runs [~/.cache/vendgate-node].
 # VENDGATE_NODE_LTS_CMD: what to run in each copy [npm test].
 set -euo pipefail
+case "${1:-}" in
+  -h | --help)
+    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  -*)
+    echo "node-lts.sh: unknown option $1 (--help)" >&2
+    exit 64
+    ;;
+esac
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 cache=${VENDGATE_NODE_CACHE:-${HOME:-/tmp}/.cache/vendgate-node}

@@ -1,10 +1,7 @@
 import { parseArgs } from 'node:util';
-import { SettingsError } from '../settings/index.js';
-import { InstanceLockedError } from '../store/index.js';
-import { PortInUseError } from '../util/http-listener.js';
-import { VendgateError } from '../util/errors.js';
+import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
-import { COMMANDS, commandUsage, usage } from './usage.js';
+import { closest, COMMANDS, commandUsage, optionNamesOf, usage } from './usage.js';
 import { versionLine } from '../version.js';
 
 export { type CliIo, EXIT } from './io.js';
@@ -38,6 +35,10 @@ const OPTIONS = {
   from: { type: 'string' },
   to: { type: 'string' },
   lan: { type: 'boolean' },
+  'local-port': { type: 'string' },
+  'webhook-port': { type: 'string' },
+  'broker-port': { type: 'string' },
+  record: { type: 'boolean' },
   apply: { type: 'string' },
   rollback: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -50,16 +51,22 @@ const OPTIONS = {
  */
 export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (name: string) => void } = {}): Promise<number> {
   try {
-    const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-    const [command, ...rest] = positionals;
-    if (values.version) {
-      print(io.stdout, versionLine());
+    const { values, positionals, command } = parseCommandLine(argv);
+    const [, ...rest] = positionals;
+    // Asked-for help goes to stdout (`vendgate help | less`); a missing command is a usage error.
+    if (command === 'help' || values.help) {
+      const topic = command === 'help' ? (rest[0] ?? (values.help ? 'help' : undefined)) : command;
+      if (topic === undefined) {
+        print(io.stdout, usage());
+        return EXIT.OK;
+      }
+      if (!(topic in COMMANDS)) throw new UsageError(unknownCommand(topic));
+      print(io.stdout, await commandUsage(topic));
       return EXIT.OK;
     }
-    // Asked-for help goes to stdout (`vendgate --help | less`); a missing command is a usage error.
-    if (values.help) {
-      print(io.stdout, command && command in COMMANDS ? commandUsage(command) : usage());
-      return command && !(command in COMMANDS) ? EXIT.USAGE : EXIT.OK;
+    if (values.version || command === 'version') {
+      print(io.stdout, versionLine());
+      return EXIT.OK;
     }
     if (!command) {
       print(io.stderr, usage());
@@ -67,7 +74,17 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
     }
     switch (command) {
       case 'start':
-        return await (await import('./start.js')).startCommand({ config: values.config, lan: values.lan }, io, extra);
+        return await (
+          await import('./start.js')
+        ).startCommand(
+          {
+            config: values.config,
+            lan: values.lan,
+            ports: { local: values['local-port'], webhook: values['webhook-port'], broker: values['broker-port'] },
+          },
+          io,
+          extra,
+        );
       case 'relay':
         return await (await import('./relay.js')).relayCommand({ config: values.config }, io);
       case 'orders':
@@ -90,7 +107,14 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
         return await (
           await import('./selftest.js')
         ).selftestCommand(
-          { config: values.config, json: values.json, actuate: values.actuate, yes: values.yes, expectService: values['expect-service'] },
+          {
+            config: values.config,
+            json: values.json,
+            actuate: values.actuate,
+            yes: values.yes,
+            expectService: values['expect-service'],
+            record: values.record,
+          },
           io,
         );
       case 'export':
@@ -141,18 +165,20 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
           io,
         );
       default:
-        throw new UsageError(`unknown command "${command}"\n\n${usage()}`);
+        throw new UsageError(unknownCommand(command));
     }
   } catch (err) {
-    if (err instanceof SettingsError || err instanceof PortInUseError) {
+    // By code, not by class: this file loads before any subcommand, and the classes' modules bring
+    // zod (settings) and the SQLite addon (store) with them — `vendgate --version` needs neither.
+    if (err instanceof VendgateError && (err.code === ErrorCodes.CONFIG_INVALID || err.code === ErrorCodes.PORT_IN_USE)) {
       print(io.stderr, `vendgate: ${err.message}`);
       return EXIT.CONFIG;
     }
-    if (err instanceof InstanceLockedError) {
+    if (err instanceof VendgateError && err.code === ErrorCodes.ALREADY_RUNNING) {
       print(io.stderr, `vendgate: ${err.code}: ${err.message}`);
       return EXIT.ALREADY_RUNNING;
     }
-    if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
+    if (err instanceof UsageError) {
       print(io.stderr, `vendgate: ${err.message}`);
       return EXIT.USAGE;
     }
@@ -162,5 +188,40 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
     }
     print(io.stderr, `vendgate: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     return EXIT.FAILURE;
+  }
+}
+
+function unknownCommand(name: string): string {
+  const near = closest(name, Object.keys(COMMANDS));
+  return `unknown command "${name}"${near ? `; did you mean "${near}"?` : ''} (vendgate help lists every command)`;
+}
+
+/**
+ * The command and its options. Options are checked against the command's own list first, so a slip
+ * gets our message with a suggestion instead of the parser's; then parsed strictly for their values.
+ */
+function parseCommandLine(argv: string[]) {
+  const loose = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: false, tokens: true });
+  const command = loose.positionals[0];
+  const known = command && command in COMMANDS ? optionNamesOf(command) : null;
+  const allowed = known ?? Object.keys(OPTIONS);
+  for (const token of loose.tokens) {
+    if (token.kind !== 'option' || token.name === 'version' || allowed.includes(token.name)) continue;
+    const near = closest(token.name, allowed);
+    const forWhom = known ? ` for "${command}"` : '';
+    const where = known ? `vendgate help ${command} lists its options` : 'vendgate help lists the commands';
+    throw new UsageError(`unknown option ${token.rawName}${forWhom}${near ? `; did you mean --${near}?` : ''} (${where})`);
+  }
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    return { values, positionals, command };
+  } catch (err) {
+    if (!(err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) throw err;
+    const missing = /^Option '(-\w, )?(--[\w-]+) <value>' argument missing/.exec(err.message);
+    const extra = /^Option '(-\w, )?(--[\w-]+)' does not take an argument/.exec(err.message);
+    const help = command && command in COMMANDS ? `vendgate help ${command}` : 'vendgate help';
+    if (missing) throw new UsageError(`${missing[2]} needs a value (${help} says which)`);
+    if (extra) throw new UsageError(`${extra[2]} takes no value: write it alone (${help})`);
+    throw new UsageError(`${err.message} (${help})`);
   }
 }

@@ -20,6 +20,8 @@ export interface SelftestCommandOptions {
   yes?: boolean;
   /** A stopped service is a FAIL (install and update scripts run it after starting the service). */
   expectService?: boolean;
+  /** Store and publish the result even when the service is not running. */
+  record?: boolean;
 }
 
 /** The terminal the confirmation is read from; process.stdin unless a test gives another. */
@@ -75,10 +77,13 @@ export async function selftestCommand(
       environment: loaded.environment,
       actuate,
       expectService: options.expectService ?? false,
+      record: options.record ?? false,
     },
     deps,
   );
   notes.push(...run.notes);
+  // First, before the table: a stopped service changes what every line below means.
+  if (!run.service.running) print(options.json ? io.stderr : io.stdout, `${SERVICE_STOPPED} ${options.record ? RECORDED : NOT_RECORDED}`);
   if (options.json) {
     print(io.stdout, formatReportJson(run.report));
     for (const note of notes) print(io.stderr, note);
@@ -87,6 +92,11 @@ export async function selftestCommand(
   }
   return run.report.ok ? EXIT.OK : EXIT.FAILURE;
 }
+
+const SERVICE_STOPPED =
+  'The service is not running (nothing answered on its listeners, and systemd has no active vendgate): the lines below check the settings, the database, the disk, the provider and the hardware as they are, not a working device. Start it with: sudo systemctl start vendgate (npm start in a checkout).';
+const NOT_RECORDED = 'Nothing was stored or published (--record does).';
+const RECORDED = 'The result is stored and published anyway (--record).';
 
 function isTty(stream: NodeJS.WritableStream): boolean {
   return Boolean((stream as { isTTY?: boolean }).isTTY);

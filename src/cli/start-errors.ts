@@ -1,6 +1,7 @@
 import type { Settings } from '../settings/index.js';
 import { InstanceLockedError } from '../store/index.js';
 import { PortInUseError } from '../util/http-listener.js';
+import { HardwareStartError } from '../hardware/index.js';
 
 /** A start-up failure a person can act on: what happened, in plain words, and what to do. */
 export interface StartProblem {
@@ -28,6 +29,8 @@ function portSettings(settings: Readonly<Settings>): [setting: string, port: num
  */
 export function describeStartError(err: unknown, settings: Readonly<Settings>, configSource: string): StartProblem | null {
   if (err instanceof PortInUseError) return portInUse(err.code, err.port, err.setting, configSource);
+  if (err instanceof HardwareStartError)
+    return { code: err.code, setting: err.setting, message: `${err.message} (${err.setting} in ${configSource})`, hint: err.hint };
   if (err instanceof InstanceLockedError) {
     return {
       code: err.code,

@@ -1,8 +1,9 @@
-import { loadSettings, type Settings } from '../settings/index.js';
+import { loadSettings, type PortOverrides, type Settings } from '../settings/index.js';
 import { createApp } from '../app.js';
 import { createServiceLogger, pickLogFormat } from '../util/logger.js';
 import { nodeSupport, maintainedNodeLines } from '../util/node-support.js';
 import { describeStartError } from './start-errors.js';
+import { loadQrcode } from '../kiosk/index.js';
 import { buildInfo } from '../version.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
 
@@ -19,14 +20,15 @@ function withLanPayPage(settings: Readonly<Settings>): Readonly<Settings> {
 const DEMO_LAN_PORT = 8090;
 import { InstanceLockedError } from '../store/index.js';
 import { PortInUseError } from '../util/http-listener.js';
+import { HardwareStartError } from '../hardware/index.js';
 
 /** `vendgate start [--config FILE]`: runs the service until SIGTERM/SIGINT. */
 export async function startCommand(
-  options: { config?: string; lan?: boolean },
+  options: { config?: string; lan?: boolean; ports?: PortOverrides },
   io: CliIo,
   extra: { crashPoint?: (name: string) => void } = {},
 ): Promise<number> {
-  const loaded = loadSettings({ path: options.config, env: io.env });
+  const loaded = loadSettings({ path: options.config, env: io.env, ports: options.ports });
   const settings = options.lan ? withLanPayPage(loaded.settings) : loaded.settings;
   const logger = await createServiceLogger({ level: settings.log.level, destination: io.stdout, format: pickLogFormat(io.env, io.stdout) });
   logger.info({ config: loaded.source, environment: loaded.environment, ...buildInfo() }, 'settings loaded');
@@ -55,8 +57,10 @@ export async function startCommand(
     logger.fatal(problem ?? { err }, 'could not start');
     // Another instance or a taken port: said plainly on stderr, with its own exit code (cli/index.ts).
     if (err instanceof InstanceLockedError || err instanceof PortInUseError) throw err;
-    if (problem) print(io.stderr, `vendgate: could not start: ${problem.message}\n  ${problem.hint}`);
-    return EXIT.FAILURE;
+    if (!problem) return EXIT.FAILURE;
+    print(io.stderr, `vendgate: could not start: ${problem.message} — ${problem.hint}`);
+    // Missing hardware is the machine's configuration, not a crash: systemd does not restart on 78.
+    return err instanceof HardwareStartError ? EXIT.CONFIG : EXIT.FAILURE;
   }
   if (io.isTty) {
     print(io.stderr, `\nvendgate is running. Kiosk page: ${ready.localUrl}/\n`);
@@ -76,7 +80,7 @@ export async function startCommand(
         if (!order || !payUrl || order.state !== 'awaiting_payment' || shown.has(order.orderId)) return;
         shown.add(order.orderId);
         // Loaded on the first order, not at start-up (issue 18: start-up to ready).
-        import('qrcode')
+        loadQrcode()
           .then((qrcode) => qrcode.toString(payUrl, { type: 'terminal', small: true }))
           .then((qr) => print(io.stderr, `\nOrder ${order.reference}: ${order.amount} ${order.currency} — pay at ${order.payUrl}\n${qr}`))
           .catch(() => {});

@@ -22,6 +22,7 @@ export { createSimActuator, type SimFailMode } from './sim.js';
 export { withDeliveryConfirmation } from './delivery.js';
 export { createHardwareBus, type HardwareBus, type BusEvent } from './bus.js';
 export { checkHardware, type HardwareCheck } from './checks.js';
+export { preflightHardware, HardwareStartError } from './preflight.js';
 export { runMachineSimulator, type MachineSimulator, type MachineSimulatorOptions } from './machine-simulator.js';
 export type { GpioConstructor, GpioLine } from './gpio/onoff.js';
 export type { SerialBinding } from './serial/connection.js';

@@ -1,6 +1,12 @@
 /** qrcode (and the PNG encoder it requires) loads on the first QR, not at start-up (issue 18). */
-let qrcode: Promise<typeof import('qrcode')> | null = null;
-const loadQrcode = () => (qrcode ??= import('qrcode'));
+type Qrcode = typeof import('qrcode');
+let qrcode: Promise<Qrcode> | null = null;
+/**
+ * qrcode is CommonJS: Node's own loader gives its functions as named exports, the bundle's chunks
+ * only as `default` (its module.exports), so the functions are taken from `default` when it has them.
+ */
+export const loadQrcode = (): Promise<Qrcode> =>
+  (qrcode ??= import('qrcode').then((module) => ((module as { default?: Qrcode }).default ?? module) as Qrcode));
 
 /** Renders pay URLs as QR SVGs. The same URL is asked for on every state push, so results are cached. */
 export interface QrRenderer {

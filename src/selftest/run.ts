@@ -20,6 +20,8 @@ const DEFAULT_CHECK_TIMEOUT_MS = 5_000;
 
 export interface SelftestRun {
   report: SelftestReport;
+  /** Whether the service answered (or systemd has it active), and how that was found out. */
+  service: { running: boolean; how: string };
   /** What happened to the result (stored, published), for the footer. Not part of the report. */
   notes: string[];
 }
@@ -59,8 +61,10 @@ export async function runSelftest(
       probeTimeoutMs: options.probeTimeoutMs,
     },
   );
+  // A stopped device is looked at, not written to: nothing stored or published unless asked.
+  const quiet = !service.running && !options.record && deps.live === undefined;
   // Synchronous and first: the tunnel and pending checks read the database.
-  const database = checkDatabase(settings, deps.live?.db);
+  const database = checkDatabase(settings, deps.live?.db, { readonly: quiet });
   try {
     const providerHint = 'check the network and provider.baseUrl';
     let providerCheck: ProviderCheck | null = null;
@@ -128,7 +132,9 @@ export async function runSelftest(
       checks,
     };
 
-    if (options.store !== false) {
+    if (quiet) {
+      notes.push('nothing stored or published: the service is not running (--record stores and publishes the result anyway)');
+    } else if (options.store !== false) {
       if (database.db) {
         try {
           storeSelftestResult(database.db, report);
@@ -141,7 +147,7 @@ export async function runSelftest(
       }
     }
     // Inside the service its own MQTT connection publishes the report (Mqtt.publishSelftest).
-    if ((options.publish ?? deps.live === undefined) && mqttReachable) {
+    if (!quiet && (options.publish ?? deps.live === undefined) && mqttReachable) {
       const published = await publishSelftestResult(settings.mqtt, {
         deviceId: settings.device.id,
         timeoutMs,
@@ -150,7 +156,7 @@ export async function runSelftest(
       });
       notes.push(published.detail);
     }
-    return { report, notes };
+    return { report, notes, service: { running: service.running, how: service.how } };
   } finally {
     database.close();
   }

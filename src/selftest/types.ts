@@ -67,6 +67,12 @@ export interface SelftestOptions {
   /** A stopped service is a FAIL, not a WARN (install and update scripts, after starting it). */
   expectService?: boolean;
   /**
+   * Store the result in the database and publish it over MQTT even though the service is not
+   * running. Without it a selftest of a stopped device writes and publishes nothing: the database is
+   * opened read-only and the report describes no running device, so it must not look like one.
+   */
+  record?: boolean;
+  /**
    * Where the listeners really are, when the caller knows better than the settings (the service
    * itself with port 0, tests). Base URLs without a trailing slash.
    */

@@ -10,6 +10,7 @@ export {
   DEMO_CONFIG_PATH,
   DEVICE_CONFIG_PATH,
   type LoadedSettings,
+  type PortOverrides,
 } from './load.js';
 export {
   loadRelaySettings,

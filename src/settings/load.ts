@@ -1,5 +1,5 @@
 import { readFileSync, existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { settingsSchema, type Settings } from './schema.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
@@ -9,6 +9,20 @@ import { findUnknownKeys, withoutKeys } from './unknown-keys.js';
 export const DEVICE_CONFIG_PATH = '/etc/vendgate/config.yaml';
 /** The embedded demo, shipped with the code. */
 export const DEMO_CONFIG_PATH = resolve(new URL('../../config/default.yaml', import.meta.url).pathname);
+/** The example configurations a device starts from (config/examples/ of the release or checkout). */
+const EXAMPLES_DIR = resolve(new URL('../../config/examples/', import.meta.url).pathname);
+
+/**
+ * Ports a person may move without editing a file (the demo's config is tracked): the command line's
+ * flag, else the environment variable, else the file. Each is checked like the file's own value.
+ */
+const PORT_OVERRIDES = [
+  { key: 'local', path: 'http.local.port', env: 'VENDGATE_LOCAL_PORT', flag: '--local-port' },
+  { key: 'webhook', path: 'http.webhook.port', env: 'VENDGATE_WEBHOOK_PORT', flag: '--webhook-port' },
+  { key: 'broker', path: 'mqtt.embeddedPort', env: 'VENDGATE_BROKER_PORT', flag: '--broker-port' },
+] as const;
+
+export type PortOverrides = Partial<Record<(typeof PORT_OVERRIDES)[number]['key'], string | undefined>>;
 
 /**
  * Every secret, listed once: read from the environment only (systemd loads
@@ -62,14 +76,41 @@ export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.Proce
 }
 
 /** Reads, merges and validates. Throws SettingsError listing every problem at once as `path: message`. */
-export function loadSettings(options: { path?: string; env?: NodeJS.ProcessEnv } = {}): LoadedSettings {
+export function loadSettings(options: { path?: string; env?: NodeJS.ProcessEnv; ports?: PortOverrides } = {}): LoadedSettings {
   const env = options.env ?? process.env;
   const source = resolveConfigPath(options.path, env);
   const raw = readSettingsFile(source, 'device, provider, …');
   const problems: string[] = [];
   const fromFile = withoutSecrets(raw, problems);
   const { merged, environment } = mergeEnvironment(fromFile, env);
+  environment.push(...mergePorts(merged, env, options.ports ?? {}, problems));
   return { settings: validate(merged, source, problems), source, environment };
+}
+
+/** Applies the port overrides to `merged`; returns the names that contributed (flags and variables). */
+function mergePorts(merged: Record<string, unknown>, env: NodeJS.ProcessEnv, flags: PortOverrides, problems: string[]): string[] {
+  const used: string[] = [];
+  for (const { key, path, env: name, flag } of PORT_OVERRIDES) {
+    const fromFlag = flags[key];
+    const value = fromFlag ?? env[name];
+    if (value === undefined || value === '') continue;
+    const from = fromFlag !== undefined ? flag : name;
+    used.push(from);
+    const port = Number(value);
+    if (!/^\d+$/.test(value.trim()) || port > 65535) {
+      problems.push(`${path}: ${from} is "${value}", not a port number (0–65535)`);
+      continue;
+    }
+    const [section, group, leaf] = path.split('.') as [string, string, string | undefined];
+    const holder = (merged[section] ??= {}) as Record<string, unknown>;
+    if (holder === null || typeof holder !== 'object' || Array.isArray(holder)) continue; // the schema reports the section
+    if (leaf === undefined) holder[group] = port;
+    else {
+      const inner = (holder[group] ??= {}) as Record<string, unknown>;
+      if (inner !== null && typeof inner === 'object' && !Array.isArray(inner)) inner[leaf] = port;
+    }
+  }
+  return used;
 }
 
 /** Reads a YAML settings file into a mapping; SettingsError for a missing file, bad YAML or a non-mapping. */
@@ -78,14 +119,13 @@ export function readSettingsFile(source: string, sections: string): Record<strin
   try {
     text = readFileSync(source, 'utf8');
   } catch (err) {
-    throw new SettingsError(source, [`cannot read the file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+    throw new SettingsError(source, [unreadable(source, err as NodeJS.ErrnoException)]);
   }
   let raw: unknown;
   try {
     raw = parseYaml(text);
   } catch (err) {
-    const where = err instanceof YAMLParseError && err.linePos ? ` (line ${err.linePos[0].line})` : '';
-    throw new SettingsError(source, [`not valid YAML${where}: ${(err as Error).message.split('\n')[0]}`]);
+    throw new SettingsError(source, [yamlProblem(text, err)]);
   }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw new SettingsError(source, [`the file must be a YAML mapping with the sections ${sections}`]);
@@ -161,4 +201,33 @@ export function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/** Why the settings file cannot be read, and what to do: the missing file and the example to copy. */
+function unreadable(source: string, err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case 'ENOENT':
+      return `there is no such file. Start from an example: sudo cp ${join(EXAMPLES_DIR, 'sandbox.yaml')} ${source} (the others in ${EXAMPLES_DIR}/), or name another file with --config`;
+    case 'EACCES':
+      return 'permission denied: the file is root:vendgate 0640 on a device, so run the command with sudo';
+    case 'EISDIR':
+      return 'this is a directory: name the YAML file inside it';
+    default:
+      return `cannot read the file: ${err.code ?? String(err)}`;
+  }
+}
+
+/** A YAML syntax error as a person reads it: what, where, and the line with a caret under the spot. */
+function yamlProblem(text: string, err: unknown): string {
+  if (!(err instanceof YAMLParseError) || !err.linePos) return `not valid YAML: ${(err as Error).message.split('\n')[0]}`;
+  const { line, col } = err.linePos[0];
+  // The library's message ends with its own "at line L, column C:" and a frame: keep the sentence.
+  const what = (err.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+  const lines = text.split('\n');
+  // At the end of the file the spot is an empty line: show the line before it too, where the cause is.
+  const shown = lines[line - 1]?.trim() ? [line] : [line - 1, line].filter((n) => n >= 1);
+  const gutter = String(Math.max(...shown)).length;
+  const frame = shown.map((n) => `    ${String(n).padStart(gutter)} | ${lines[n - 1] ?? ''}`);
+  frame.push(`    ${' '.repeat(gutter)} | ${' '.repeat(Math.max(0, col - 1))}^`);
+  return `not valid YAML at line ${line}, column ${col}: ${what}\n${frame.join('\n')}`;
 }

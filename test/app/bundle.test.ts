@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
 
@@ -17,7 +19,27 @@ afterEach(async () => {
   svc = null;
 });
 
+/** The files `file` loads before its first line runs: its static imports of our chunks, transitively. */
+function staticallyLoaded(file: string, seen = new Set<string>()): Set<string> {
+  if (seen.has(file)) return seen;
+  seen.add(file);
+  for (const [, chunk] of readFileSync(file, 'utf8').matchAll(/(?:from|import)\s*"(\.\/vendgate-[\w-]+\.js)"/g))
+    staticallyLoaded(join(dirname(file), chunk!), seen);
+  return seen;
+}
+
 describe('dist/vendgate.js, the one-file build', () => {
+  it('loads at start only what every command needs: fastify, zod, mqtt, the broker and SQLite wait for the command that uses them', () => {
+    const loaded = [...staticallyLoaded(BUNDLE)].map((file) => readFileSync(file, 'utf8')).join('\n');
+    // Markers each library's own code carries: fastify's error codes, zod's error class, the mqtt
+    // client's class, aedes, the SQLite addon's package name.
+    for (const marker of ['FST_ERR_', 'ZodError', 'MqttClient', 'Aedes', 'better-sqlite3'])
+      expect(loaded.includes(marker), `${marker} is loaded before the command is known`).toBe(false);
+    // … and they are in the build, behind the commands that import them.
+    const all = execFileSync('sh', ['-c', `cat "${dirname(BUNDLE)}"/vendgate*.js`], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    for (const marker of ['FST_ERR_', 'ZodError', 'MqttClient', 'Aedes', 'better-sqlite3']) expect(all).toContain(marker);
+  });
+
   it('is built with the rest of dist/ and names the same version and commit as dist/main.js', () => {
     const version = (entry: string) => execFileSync(process.execPath, [entry, '--version'], { encoding: 'utf8' });
     expect(version(BUNDLE)).toBe(version(MAIN));

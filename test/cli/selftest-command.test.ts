@@ -86,11 +86,11 @@ describe('vendgate selftest (command line)', () => {
     expect(stdout).not.toContain('whsec_do_not_print');
   });
 
-  it('stores the last result in the database', async () => {
+  it('with --record, stores the last result in the database even though the service is stopped', async () => {
     const device = await deviceConfig();
     openDatabase(device.dbPath).close();
 
-    const { stdout } = await run(['selftest', '--json', '--config', device.path]);
+    const { stdout } = await run(['selftest', '--json', '--record', '--config', device.path]);
 
     const db = openDatabase(device.dbPath, { readonly: true });
     try {

@@ -134,6 +134,18 @@ describe('local API routes', () => {
     }
   });
 
+  it("answers the browser's /favicon.ico with an icon (no 404 in the kiosk's log), and the page names it", async () => {
+    const { url } = await startKiosk(createFakeKioskDeps());
+    const icon = await fetch(`${url}/favicon.ico`);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/x-icon');
+    const bytes = Buffer.from(await icon.arrayBuffer());
+    // An ICO directory (reserved 0, type 1, one image) holding a PNG.
+    expect([...bytes.subarray(0, 6)]).toEqual([0, 0, 1, 0, 1, 0]);
+    expect(bytes.subarray(22, 30).toString('latin1')).toBe('\x89PNG\r\n\x1a\n');
+    expect(await (await fetch(`${url}/`)).text()).toContain('<link rel="icon" href="/favicon.ico" />');
+  });
+
   it('sends a self-only Content-Security-Policy and nosniff on pages, API answers and errors', async () => {
     const server = kioskForInject(createFakeKioskDeps());
     for (const url of ['/', '/app.js', '/api/state', '/api/orders/abc', '/nope', '/healthz']) {

@@ -83,11 +83,11 @@ poll:
 
   it('names the line of a YAML syntax error', () => {
     const path = write('device:\n  id: [unclosed\n');
-    expect(() => loadSettings({ path, env: {} })).toThrow(/not valid YAML \(line \d+\)/);
+    expect(() => loadSettings({ path, env: {} })).toThrow(/not valid YAML at line \d+, column \d+/);
   });
 
   it('says which file could not be read', () => {
-    expect(() => loadSettings({ path: join(dir.path, 'missing.yaml'), env: {} })).toThrow(/missing\.yaml[\s\S]*ENOENT/);
+    expect(() => loadSettings({ path: join(dir.path, 'missing.yaml'), env: {} })).toThrow(/missing\.yaml[\s\S]*there is no such file/);
   });
 
   it('refuses duplicate slots and a turnstile without a fare', () => {

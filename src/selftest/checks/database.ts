@@ -38,7 +38,7 @@ function hintFor(err: unknown, path: string): string {
  * runs the integrity check, confirms WAL and that a commit succeeds. A missing file is not created:
  * that is the service's first start, and a file created by the wrong user would lock the service out.
  */
-export function checkDatabase(settings: Readonly<Settings>, live: Db | undefined): DatabaseCheck {
+export function checkDatabase(settings: Readonly<Settings>, live: Db | undefined, options: { readonly?: boolean } = {}): DatabaseCheck {
   const name = 'database';
   const path = settings.storage.path;
   const none = { exists: true, close() {} };
@@ -60,7 +60,7 @@ export function checkDatabase(settings: Readonly<Settings>, live: Db | undefined
       };
     }
     try {
-      db = openDatabase(path);
+      db = openDatabase(path, { readonly: options.readonly ?? false });
       owned = true;
     } catch (err) {
       return { ...none, db: null, result: fail(name, `cannot open ${resolve(path)}: ${describeError(err)}`, hintFor(err, path)) };
@@ -94,16 +94,20 @@ export function checkDatabase(settings: Readonly<Settings>, live: Db | undefined
         ),
       };
     }
+    const version = Number(db.pragma('user_version', { simple: true }));
+    const latest = listMigrations().at(-1)?.version ?? 0;
+    const size = path === ':memory:' ? 0 : statSync(path).size;
+    const schema = version === latest ? `schema ${version}` : `schema ${version} (this build knows ${latest})`;
+    if (options.readonly) {
+      const detail = `${resolve(path)}: ${pragma} ok, WAL, ${schema}, ${formatMb(size)}; opened read-only (service stopped), write not tried`;
+      return { exists: true, db, close, result: pass(name, detail) };
+    }
     inTransaction(db, () => {
       db.prepare(
         "INSERT INTO meta (key, value) VALUES ('selftest_write_probe', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
       ).run(new Date().toISOString());
       db.prepare("DELETE FROM meta WHERE key = 'selftest_write_probe'").run();
     });
-    const version = Number(db.pragma('user_version', { simple: true }));
-    const latest = listMigrations().at(-1)?.version ?? 0;
-    const size = path === ':memory:' ? 0 : statSync(path).size;
-    const schema = version === latest ? `schema ${version}` : `schema ${version} (this build knows ${latest})`;
     return { exists: true, db, close, result: pass(name, `${resolve(path)}: ${pragma} ok, WAL, writable, ${schema}, ${formatMb(size)}`) };
   } catch (err) {
     return { exists: true, db: null, close, result: fail(name, `${resolve(path)}: ${describeError(err)}`, hintFor(err, path)) };
