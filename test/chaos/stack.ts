@@ -25,6 +25,8 @@ export interface StackOptions {
   outage?: boolean;
   /** Use this directory (a database restored from a backup copy); not removed by stop(). */
   dir?: string;
+  /** How long a start (and each restart) may take to log ready; the service helper's default when absent. */
+  readyTimeoutMs?: number;
 }
 
 /**
@@ -63,6 +65,7 @@ export async function startProviderStack(options: StackOptions = {}) {
     started = await startService({
       webhookPort,
       ...(options.dir ? { dir: options.dir } : {}),
+      ...(options.readyTimeoutMs ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
       config: deepMerge(
         {
           device: { id: 'chaos-001' },

@@ -52,7 +52,7 @@ async function refundedWithoutVend(s: ProviderStack, placed: OrderAnswer, refund
 
 describe('gerege: a refund made before the vend, seen as its event only', () => {
   it('webhook: the refund.succeeded event arrives first: nothing is vended, no refund of ours is sent', { timeout: 120_000 }, async () => {
-    const s = (stack = await startProviderStack({ provider: 'gerege', config: { poll: { intervalMs: 60_000 } } }));
+    const s = (stack = await startProviderStack({ provider: 'gerege', readyTimeoutMs: 60_000, config: { poll: { intervalMs: 60_000 } } }));
     const placed = await waitingOrder(s);
     // The payment's webhook is lost; the dashboard refund's arrives.
     s.sim.setFaults({ dropWebhook: 1 });
@@ -64,7 +64,7 @@ describe('gerege: a refund made before the vend, seen as its event only', () => 
   });
 
   it('webhook: a partial refund first: nothing is vended and the rest goes back', { timeout: 120_000 }, async () => {
-    const s = (stack = await startProviderStack({ provider: 'gerege', config: { poll: { intervalMs: 60_000 } } }));
+    const s = (stack = await startProviderStack({ provider: 'gerege', readyTimeoutMs: 60_000, config: { poll: { intervalMs: 60_000 } } }));
     const placed = await waitingOrder(s);
     s.sim.setFaults({ dropWebhook: 1 });
     await s.sim.pay(placed.invoiceId!);
@@ -79,7 +79,11 @@ describe('gerege: a refund made before the vend, seen as its event only', () => 
     'Events API: paid and refunded while the device was off, no webhook at all: nothing is vended after the restart',
     { timeout: 120_000 },
     async () => {
-      const s = (stack = await startProviderStack({ provider: 'gerege', config: { poll: { intervalMs: 60_000 } } }));
+      const s = (stack = await startProviderStack({
+        provider: 'gerege',
+        readyTimeoutMs: 60_000,
+        config: { poll: { intervalMs: 60_000 } },
+      }));
       const placed = await waitingOrder(s);
       await s.svc.kill('SIGTERM');
       s.sim.setFaults({ dropWebhook: 1 });

@@ -24,7 +24,7 @@ afterEach(async () => {
 async function start(): Promise<{ fs: PowerCutFs; stack: GeregeStack; db: string }> {
   fs = await mountPowerCutFs();
   const db = join(fs.path, 'vendgate.db');
-  stack = await startGeregeStack({ config: { device: { id: `pcut-${process.pid}` }, storage: { path: db } } });
+  stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: `pcut-${process.pid}` }, storage: { path: db } } });
   return { fs, stack, db };
 }
 
