@@ -1,5 +1,5 @@
 /**
- * The import boundaries of DESIGN.md ("Source layout" and "Rules of the house"), checked in CI by
+ * The import boundaries of ARCHITECTURE.md ("Arrows" and the "nevers"), checked in CI by
  * `npm run check:boundaries`. Known violations that exist today are listed, each one, in
  * .dependency-cruiser-known-violations.json (see ARCHITECTURE.md, "Debt"); anything NEW fails.
  * Regenerate the list only when a violation is removed: `npm run check:boundaries:baseline`.
@@ -20,7 +20,7 @@ module.exports = {
     },
     // Circles between folders: scripts/check-boundaries.mjs (with its known-debt list).
 
-    // --- DESIGN.md "nevers" ------------------------------------------------------------------
+    // --- ARCHITECTURE.md "nevers" ------------------------------------------------------------------
     {
       name: 'money-path-never-waits-on-the-broker',
       severity: 'error',
@@ -61,7 +61,7 @@ module.exports = {
       name: 'simulator-shares-nothing-with-payments',
       severity: 'error',
       comment:
-        'The provider simulator is the independent counterpart of the adapters, written from PROVIDERS.md: one bug must not pass on both sides of a contract test.',
+        'The provider simulator is the independent counterpart of the adapters, written from docs/providers.md: one bug must not pass on both sides of a contract test.',
       from: { path: '^src/simulator/' },
       to: { path: '^src/payments/' },
     },

@@ -1,5 +1,5 @@
 // The import-boundary check (`npm run check:boundaries`, run by .ci/run).
-// 1. dependency-cruiser with .dependency-cruiser.cjs: DESIGN.md's "nevers", libraries in their own
+// 1. dependency-cruiser with .dependency-cruiser.cjs: ARCHITECTURE.md's "nevers", libraries in their own
 //    folder, module-level circles. Violations that exist today are in
 //    .dependency-cruiser-known-violations.json; a new one fails.
 // 2. Circles between folders (top-level folders of src/, and the loose files at its top). dependency-cruiser's folder scope cannot take a baseline, so this

@@ -3,7 +3,7 @@
 # Safe to run again: it never overwrites /etc/vendgate/config.yaml or secrets.env, and a re-run
 # brings code, units and permissions back to what this version expects.
 #
-#   sudo scripts/install-pi.sh [--example NAME] [--kiosk] [--tunnel HOSTNAME]
+#   sudo scripts/install-pi.sh [--example NAME] [--kiosk] [--tunnel HOSTNAME] [--release FILE --key FILE]
 #
 #   --example NAME     the config/examples/NAME.yaml written to /etc/vendgate/config.yaml when there is
 #                      none yet (default: sandbox — starts without credentials or wiring)
@@ -11,6 +11,10 @@
 #   --tunnel HOSTNAME  also set up Cloudflare Tunnel for HOSTNAME, every step on this Pi: cloudflared
 #                      from Cloudflare's Debian repository, login (open the URL it prints anywhere),
 #                      the tunnel, its DNS route, /etc/vendgate/cloudflared.yml, vendgate-tunnel.service
+#   --release FILE     install from a release tarball (vendgate-<version>-linux-<arch>.tar.gz, with
+#                      SHA256SUMS and SHA256SUMS.minisig beside it), checked before anything changes
+#   --key FILE         the operator's minisign public key that --release is checked against; kept as
+#                      /etc/vendgate/release-key.pub for updates (the .deb brings its own)
 #
 # Run it from a checkout (or an unpacked release) of vendgate. update.sh reuses its functions.
 # For tests, every system path is placed under $VENDGATE_ROOT (default: the real root).
@@ -35,6 +39,11 @@ info() { printf '    %s\n' "$*"; }
 warn() { printf '    warning: %s\n' "$*" >&2; }
 die() { printf '\n%s: error: %s\n' "$SCRIPT_NAME" "$*" >&2; exit 1; }
 on_error() { die "stopped at line $1 (command: $2). Nothing after this step was done; fix the cause and run the script again."; }
+
+# Fault injection for test/e2e/update-powercut.test.ts: the script dies here as in a power cut.
+crash_point() {
+  if [ "${VENDGATE_TEST_CRASH_AT:-}" = "$1" ]; then kill -KILL "$$" "$BASHPID"; fi
+}
 
 # The checkout this script belongs to.
 source_dir() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
@@ -95,9 +104,14 @@ check_node() {
 }
 
 install_packages() {
-  step "Installing the build tools for native modules (better-sqlite3, serialport) and libgpiod tools"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential python3 gpiod
+  if [ -n "${RELEASE_ARTEFACT:-}" ] || [ -f "$(source_dir)/RELEASE" ]; then
+    step "Installing libgpiod tools (the release brings its native modules built)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gpiod
+  else
+    step "Installing the build tools for native modules (better-sqlite3, serialport) and libgpiod tools"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential python3 gpiod
+  fi
   if [ "${WITH_KIOSK:-0}" = 1 ]; then
     info "kiosk: cage and chromium"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cage chromium
@@ -126,34 +140,102 @@ create_users() {
   chown "$SERVICE_USER:$SERVICE_USER" "$STATE_DIR"
 }
 
+# Checks an artefact before anything is touched: SHA256SUMS (beside it) signed by KEY (minisign),
+# and the artefact's own hash listed there. Dies with what is wrong; changes nothing.
+verify_artefact() {
+  local artefact="$1" key="$2" dir name expected actual
+  [ -f "$artefact" ] || die "no such artefact: $artefact"
+  dir="$(cd "$(dirname "$artefact")" && pwd)"
+  name="$(basename "$artefact")"
+  case "$name" in
+    *.deb|*.tar.gz) ;;
+    *) die "$name is not a vendgate release artefact (vendgate_<version>_<arch>.deb or vendgate-<version>-linux-<arch>.tar.gz)" ;;
+  esac
+  command -v minisign > /dev/null || die "minisign is needed to check the release signature: sudo apt-get install minisign"
+  [ -f "$key" ] || die "no release key at $key: pass --key with the operator's public key (docs/install.md, Verifying a release)"
+  [ -f "$dir/SHA256SUMS" ] || die "no SHA256SUMS beside $name: copy SHA256SUMS and SHA256SUMS.minisig from the release with it. Nothing was changed"
+  [ -f "$dir/SHA256SUMS.minisig" ] || die "no SHA256SUMS.minisig beside $name: the release is unsigned. Nothing was changed"
+  if ! minisign -V -q -p "$key" -m "$dir/SHA256SUMS" -x "$dir/SHA256SUMS.minisig" > /dev/null 2>&1; then
+    die "SHA256SUMS is not signed by the release key $key (altered, or signed by someone else): refusing $name. Nothing was changed"
+  fi
+  expected="$(awk -v n="$name" '$2 == n || $2 == "*" n { print $1 }' "$dir/SHA256SUMS")"
+  [ -n "$expected" ] || die "$name is not listed in SHA256SUMS: refusing it. Nothing was changed"
+  actual="$(sha256sum "$artefact" | cut -d ' ' -f 1)"
+  if [ "$actual" != "$expected" ]; then
+    die "$name does not match its signed checksum (SHA256SUMS says $expected, the file is $actual): damaged or altered, refusing it. Nothing was changed"
+  fi
+  info "signature and checksum good: $name (key $(basename "$key"))"
+}
+
+# Unpacks a verified release tarball into a fresh directory under releases/.incoming and prints the
+# release directory inside it.
+unpack_tarball() {
+  local tarball="$1" incoming top
+  install -d -m 0755 "$APP_DIR/releases" "$APP_DIR/releases/.incoming"
+  # What an earlier, interrupted update left.
+  find "$APP_DIR/releases/.incoming" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+  incoming="$(mktemp -d "$APP_DIR/releases/.incoming/unpack.XXXXXX")"
+  tar -xzf "$tarball" -C "$incoming" --no-same-owner
+  top="$(find "$incoming" -mindepth 1 -maxdepth 1 -type d | head -n 1)"
+  if [ -z "$top" ] || [ ! -f "$top/RELEASE" ]; then die "$(basename "$tarball") holds no release directory (no RELEASE file)"; fi
+  printf '%s\n' "$top"
+}
+
+# A built release carries native modules for one Node major (RELEASE: node_module_version): refuse
+# another node before anything changes, rather than a service that cannot open its database.
+check_release_node() {
+  local src="$1" wanted have
+  [ -f "$src/RELEASE" ] || return 0
+  wanted="$(sed -n 's/^node_module_version=//p' "$src/RELEASE")"
+  [ -n "$wanted" ] || return 0
+  have="$("$NODE_BIN" -p process.versions.modules)"
+  if [ "$wanted" != "$have" ]; then
+    die "this release's native modules are built for Node $(sed -n 's/^node=//p' "$src/RELEASE") (module version $wanted), but $NODE_BIN is $("$NODE_BIN" --version) ($have): $NODESOURCE_HINT. Nothing was changed"
+  fi
+}
+
 # Builds a release directory from a source tree and prints its path. Never touches `current`.
+# The directory is complete and synced to disk before this returns: a power cut afterwards can
+# not leave `current` pointing at half a release.
 build_release() {
-  local src="$1" version stamp dest n=1
+  local src="$1" version stamp dest n=1 tmp
   version="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$src/package.json" | head -n 1)"
   stamp="$(date -u +%Y%m%dT%H%M%SZ)"
   dest="$APP_DIR/releases/${version:-0}-$stamp"
   while [ -e "$dest" ]; do n=$((n + 1)); dest="$APP_DIR/releases/${version:-0}-$stamp-$n"; done
+  # Built under a dot name, renamed when complete: a release directory without the dot is whole.
+  tmp="$APP_DIR/releases/.$(basename "$dest").partial"
+  # What an interrupted copy left (a power cut): never used, removed.
+  find "$APP_DIR/releases" -mindepth 1 -maxdepth 1 -name '.*.partial' -exec rm -rf {} +
   info "copying the app to $dest" >&2
-  install -d -m 0755 "$dest"
-  cp -R "$src/package.json" "$src/package-lock.json" "$src/config" "$src/systemd" "$src/scripts" "$dest/"
+  install -d -m 0755 "$tmp"
+  cp -R "$src/package.json" "$src/config" "$src/systemd" "$src/scripts" "$tmp/"
   local extra
-  for extra in docs README.md; do if [ -e "$src/$extra" ]; then cp -R "$src/$extra" "$dest/"; fi; done
+  for extra in package-lock.json docs README.md RELEASE; do if [ -e "$src/$extra" ]; then cp -R "$src/$extra" "$tmp/"; fi; done
   if [ -d "$src/src" ]; then
     # A checkout: build exactly these sources, never a dist/ left over from an earlier build.
     local commit
     commit="$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
     info "building $version from source (commit $commit): npm ci, npm run build, npm prune --omit=dev" >&2
-    cp -R "$src/src" "$src/tsconfig.json" "$dest/"
-    (cd "$dest" && npm ci --no-audit --no-fund && VENDGATE_BUILD_COMMIT="$commit" npm run build && npm prune --omit=dev --no-audit --no-fund) >&2
-    rm -rf "$dest/src" "$dest/tsconfig.json"
+    cp -R "$src/src" "$src/tsconfig.json" "$tmp/"
+    (cd "$tmp" && npm ci --no-audit --no-fund && VENDGATE_BUILD_COMMIT="$commit" npm run build && npm prune --omit=dev --no-audit --no-fund) >&2
+    rm -rf "$tmp/src" "$tmp/tsconfig.json"
+  elif [ -f "$src/dist/vendgate.js" ] && [ -f "$src/RELEASE" ] && [ -d "$src/node_modules" ]; then
+    # A built release (npm run release): everything is in it, native modules included.
+    cp -R "$src/dist" "$src/node_modules" "$tmp/"
   elif [ -f "$src/dist/main.js" ]; then
-    # An unpacked release: its dist/ is the release.
-    cp -R "$src/dist" "$dest/"
+    # An unpacked tree with dist/ but no dependencies.
+    cp -R "$src/dist" "$tmp/"
     info "npm ci --omit=dev (native modules build here if no prebuilt binary fits)" >&2
-    (cd "$dest" && npm ci --omit=dev --no-audit --no-fund) >&2
+    (cd "$tmp" && npm ci --omit=dev --no-audit --no-fund) >&2
   else
+    rm -rf "$tmp"
     die "$src has neither src/ (a checkout) nor dist/main.js (a release)"
   fi
+  crash_point copy-unfinished
+  sync
+  mv -T "$tmp" "$dest"
+  sync "$APP_DIR/releases"
   printf '%s\n' "$dest"
 }
 
@@ -161,12 +243,17 @@ build_release() {
 switch_current() {
   ln -sfn "$1" "$APP_DIR/current.new"
   mv -T "$APP_DIR/current.new" "$APP_DIR/current"
+  sync "$APP_DIR"
 }
 
 install_release() {
   step "Installing the application"
-  local release
-  release="$(build_release "$(source_dir)")"
+  local release src
+  src="$(source_dir)"
+  if [ -n "${RELEASE_ARTEFACT:-}" ]; then src="$(unpack_tarball "$RELEASE_ARTEFACT")"; fi
+  check_release_node "$src"
+  release="$(build_release "$src")"
+  if [ -n "${RELEASE_ARTEFACT:-}" ]; then rm -rf "$(dirname "$src")"; fi
   switch_current "$release"
   info "current → $release"
 }
@@ -189,21 +276,33 @@ write_config() {
     chown "root:$SERVICE_USER" "$ETC_DIR/secrets.env"
     info "wrote secrets.env (empty): put the provider's secrets there"
   fi
+  # The key that updates are checked against (update.sh): the one this install was verified with.
+  if [ -n "${RELEASE_KEY:-}" ]; then
+    install -m 0644 "$RELEASE_KEY" "$ETC_DIR/release-key.pub"
+  elif [ ! -e "$ETC_DIR/release-key.pub" ] && [ -f "$APP_DIR/current/config/release-key.pub" ]; then
+    install -m 0644 "$APP_DIR/current/config/release-key.pub" "$ETC_DIR/release-key.pub"
+  fi
   # Reference copies, refreshed on every run: the real files are only ever written by a person.
   install -m 0644 "$APP_DIR/current/systemd/cloudflared.yml.example" "$ETC_DIR/cloudflared.yml.example"
 }
 
-write_cli() {
-  step "Command line: $BIN_DIR/vendgate"
-  cat > "$BIN_DIR/vendgate.new" <<EOF
+# The `vendgate` command of a device, with its node, configuration and app directory baked in.
+cli_script() {
+  local node="$1" etc="$2" app="$3"
+  cat <<EOF
 #!/bin/sh
 # vendgate on this device: the service's node, code, configuration and secrets (written by install-pi.sh).
 set -eu
 # shellcheck source=/dev/null
-if [ -r "$ETC_DIR/secrets.env" ]; then set -a; . "$ETC_DIR/secrets.env"; set +a; fi
-export VENDGATE_CONFIG="\${VENDGATE_CONFIG:-$ETC_DIR/config.yaml}"
-exec "$NODE_BIN" "$APP_DIR/current/dist/vendgate.js" "\$@"
+if [ -r "$etc/secrets.env" ]; then set -a; . "$etc/secrets.env"; set +a; fi
+export VENDGATE_CONFIG="\${VENDGATE_CONFIG:-$etc/config.yaml}"
+exec "$node" "$app/current/dist/vendgate.js" "\$@"
 EOF
+}
+
+write_cli() {
+  step "Command line: $BIN_DIR/vendgate"
+  cli_script "$NODE_BIN" "$ETC_DIR" "$APP_DIR" > "$BIN_DIR/vendgate.new"
   chmod 0755 "$BIN_DIR/vendgate.new"
   mv -f "$BIN_DIR/vendgate.new" "$BIN_DIR/vendgate"
 }
@@ -279,8 +378,16 @@ setup_tunnel() {
   fi
   tunnel_id="$(sed -n 's/.*"TunnelID" *: *"\([0-9a-f-]*\)".*/\1/p' "$ETC_DIR/tunnel.json")"
   [ -n "$tunnel_id" ] || die "$ETC_DIR/tunnel.json has no TunnelID: move it aside and run again"
-  cloudflared --origincert "$cert" tunnel route dns "$tunnel_id" "$TUNNEL_HOSTNAME" \
-    || warn "could not route $TUNNEL_HOSTNAME to the tunnel (a DNS record that points elsewhere?): cloudflared tunnel route dns --overwrite-dns $tunnel_id $TUNNEL_HOSTNAME"
+  if [ -f "$cert" ]; then
+    cloudflared --origincert "$cert" tunnel route dns "$tunnel_id" "$TUNNEL_HOSTNAME" \
+      || warn "could not route $TUNNEL_HOSTNAME to the tunnel (a DNS record that points elsewhere?): log in again (docs/security.md) and run cloudflared tunnel route dns --overwrite-dns $tunnel_id $TUNNEL_HOSTNAME"
+  else
+    info "no Cloudflare login on this device (deleted after the tunnel was made): the DNS route is left as it is"
+  fi
+  # The account certificate manages the whole zone; the tunnel runs on tunnel.json alone. It does
+  # not stay on the device (docs/security.md says how to log in again for a DNS change).
+  rm -f "$cert" "${HOME:-/root}/.cloudflared/cert.pem"
+  info "deleted the Cloudflare account certificate (cert.pem): the tunnel needs only $ETC_DIR/tunnel.json"
   if [ -e "$ETC_DIR/cloudflared.yml" ]; then
     info "cloudflared.yml exists: left as it is"
   else
@@ -306,6 +413,8 @@ run_selftest() {
 main() {
   EXAMPLE=sandbox
   WITH_KIOSK=0
+  RELEASE_ARTEFACT=""
+  RELEASE_KEY=""
   TUNNEL_HOSTNAME=""
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -314,12 +423,23 @@ main() {
       --tunnel)
         TUNNEL_HOSTNAME="${2:?--tunnel needs the public host name, e.g. pay-vm-001.example.com}"; shift 2
         [[ "$TUNNEL_HOSTNAME" =~ ^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$ ]] || die "--tunnel $TUNNEL_HOSTNAME is not a host name (e.g. pay-vm-001.example.com)" ;;
-      -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+      --release) RELEASE_ARTEFACT="${2:?--release needs a vendgate-<version>-linux-<arch>.tar.gz}"; shift 2 ;;
+      --key) RELEASE_KEY="${2:?--key needs the minisign public key of the operator}"; shift 2 ;;
+      -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
       *) die "unknown option $1 (see --help)" ;;
     esac
   done
+  if [ -n "$RELEASE_ARTEFACT" ]; then
+    [ -n "$RELEASE_KEY" ] || die "--release needs --key FILE: the operator's public key (docs/install.md, Verifying a release)"
+    RELEASE_ARTEFACT="$(cd "$(dirname "$RELEASE_ARTEFACT")" && pwd)/$(basename "$RELEASE_ARTEFACT")"
+    case "$RELEASE_ARTEFACT" in *.tar.gz) ;; *.deb) die "a .deb installs with: sudo apt install $RELEASE_ARTEFACT" ;; esac
+  fi
   trap 'on_error "$LINENO" "$BASH_COMMAND"' ERR
   require_root "$@"
+  if [ -n "$RELEASE_ARTEFACT" ]; then
+    step "Verifying $(basename "$RELEASE_ARTEFACT")"
+    verify_artefact "$RELEASE_ARTEFACT" "$RELEASE_KEY"
+  fi
   check_machine
   check_node
   install_packages

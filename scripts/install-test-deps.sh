@@ -8,6 +8,8 @@
 #   mosquitto — two real bridged brokers with the shipped fleet ACL (test/e2e/fleet*.test.ts)
 #   fuse3, libfuse3-dev — the power-cut file system of test/power-cut/ (our own FUSE passthrough,
 #            built by test/power-cut/build.sh; needs /dev/fuse and root)
+#   minisign, dpkg-dev's dpkg-deb, g++/make, g++-aarch64-linux-gnu, qemu-user — npm run release and its
+#            artefacts tested natively and under arm64 emulation (test/e2e/release.test.ts)
 # Idempotent: installs only what is missing; runs apt-get update only when something is.
 # Debian/Ubuntu/Raspberry Pi OS. Run as root or with sudo available.
 set -eu
@@ -32,9 +34,15 @@ command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || missing="$missing mosquitto"
 command -v fusermount3 >/dev/null 2>&1 || missing="$missing fuse3"
 pkg-config --exists fuse3 2>/dev/null || missing="$missing libfuse3-dev pkg-config"
+command -v minisign >/dev/null 2>&1 || missing="$missing minisign"
+command -v dpkg-deb >/dev/null 2>&1 || missing="$missing dpkg"
+command -v g++ >/dev/null 2>&1 || missing="$missing g++"
+command -v make >/dev/null 2>&1 || missing="$missing make"
+command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || missing="$missing g++-aarch64-linux-gnu"
+command -v qemu-aarch64 >/dev/null 2>&1 || missing="$missing qemu-user"
 
 if [ -z "$missing" ]; then
-  echo "install-test-deps: socat, chromium, shellcheck, systemd-analyze, promtool, mosquitto and libfuse3 already present"
+  echo "install-test-deps: socat, chromium, shellcheck, systemd-analyze, promtool, mosquitto, minisign, dpkg-deb, g++, the arm64 cross compiler qemu-user and libfuse3 already present"
   exit 0
 fi
 
@@ -59,6 +67,9 @@ for tool in $missing; do
     fuse3) command -v fusermount3 >/dev/null 2>&1 || { echo "install-test-deps: fusermount3 still missing" >&2; exit 1; } ;;
     libfuse3-dev) pkg-config --exists fuse3 || { echo "install-test-deps: libfuse3-dev (pkg-config fuse3) still missing" >&2; exit 1; } ;;
     pkg-config) command -v pkg-config >/dev/null 2>&1 || { echo "install-test-deps: pkg-config still missing" >&2; exit 1; } ;;
+    dpkg) command -v dpkg-deb >/dev/null 2>&1 || { echo "install-test-deps: dpkg-deb still missing" >&2; exit 1; } ;;
+    g++-aarch64-linux-gnu) command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || { echo "install-test-deps: aarch64-linux-gnu-g++ still missing" >&2; exit 1; } ;;
+    qemu-user) command -v qemu-aarch64 >/dev/null 2>&1 || { echo "install-test-deps: qemu-aarch64 still missing" >&2; exit 1; } ;;
     mosquitto) { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || { echo "install-test-deps: mosquitto still missing" >&2; exit 1; } ;;
     chromium) [ -x /usr/bin/chromium ] || { echo "install-test-deps: /usr/bin/chromium still missing (on Ubuntu the chromium package is a snap shim: install Debian's chromium or point the kiosk e2e test at another binary)" >&2; exit 1; } ;;
     *) command -v "$tool" >/dev/null 2>&1 || { echo "install-test-deps: $tool still missing" >&2; exit 1; } ;;

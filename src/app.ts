@@ -462,7 +462,7 @@ function buildDevice(
       environment: deps.configEnvironment ?? [],
     },
   });
-  const mqtt = createMqtt({ db, outbox, clock, logger, deviceId: settings.device.id, control }, settings.mqtt);
+  const mqtt = createMqtt({ db, outbox, clock, logger, deviceId: settings.device.id, control, commands: settings.commands }, settings.mqtt);
   // Every state change may have written outbox rows: published now, not at the next poll.
   changes.subscribe(() => mqtt.kick());
   return { view, mqtt };
@@ -471,7 +471,7 @@ function buildDevice(
 /** Recovery before anything new is accepted (uncertain vends, unknown refunds, half-created orders), then the inputs. */
 async function recover(
   { logger, log }: Base,
-  { db, outbox, lineage }: Store,
+  { db, outbox, lineage, orderRepository }: Store,
   { availability }: Shared,
   { actuator, inputs }: Hardware,
   money: MoneyPath,
@@ -479,8 +479,7 @@ async function recover(
 ): Promise<void> {
   // A waiting order is read at recovery; the refunds made meanwhile are only seen as events
   // (Gerege), so the Events API goes into the inbox first (the worker processes it once started).
-  if (webhooks.backfill && money.orders.repo.inStates(['creating', 'awaiting_payment']).length > 0)
-    await webhooks.backfill.run('before recovery').catch(() => {});
+  if (orderRepository.inStates(['creating', 'awaiting_payment']).length > 0) await webhooks.backfill.run('before recovery').catch(() => {});
   // The actuator is started and put in its safe state inside money.recover().
   const recovered = await money.recover({ restored: lineage.restored });
   if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)

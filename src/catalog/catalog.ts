@@ -4,6 +4,7 @@ import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { CatalogItem, Settings } from '../settings/index.js';
+import { itemForSlot } from './pricing.js';
 import { parseCatalogDocument, SETTINGS_VERSION, type CatalogDocument } from './document.js';
 import { createCatalogTables } from './tables.js';
 import { createSlots, type Slots, type SlotView } from './slots.js';
@@ -15,7 +16,8 @@ export interface CatalogDeps {
   outbox: Outbox;
 }
 
-export type CatalogSettings = Pick<Readonly<Settings>, 'device' | 'slots'>;
+/** `pricing`: the bounds no applied document may cross (none when absent). */
+export type CatalogSettings = Pick<Readonly<Settings>, 'device' | 'slots'> & { pricing?: Readonly<Settings>['pricing'] };
 
 /** The catalog as it is applied now, for the retained `catalog` topic and the CLI. */
 export interface AppliedCatalog {
@@ -156,15 +158,7 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings): Cat
      * (400), jammed or sold out (409). MDB: an item the catalog does not list is left to the caller.
      */
     forSale(slot: string | undefined): CatalogItem {
-      const items = current().items;
-      const found = slot === undefined ? undefined : items.find((entry) => entry.slot === slot);
-      if (!found) {
-        const names = items.map((entry) => entry.slot).join(', ');
-        throw new VendgateError(
-          ErrorCodes.UNKNOWN_SLOT,
-          slot ? `unknown slot "${slot}"; this machine has: ${names}` : `choose a slot: ${names}`,
-        );
-      }
+      const found = itemForSlot(current().items, slot);
       const refusal = refusalFor(found.slot);
       if (refusal) throw refusal;
       return found;
@@ -193,27 +187,31 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings): Cat
      */
     apply(input: unknown, source: string): { version: string; previousVersion: string; changed: boolean } {
       const version = (input as { version?: unknown } | null)?.version;
-      const parsed = parseCatalogDocument(input);
+      const parsed = parseCatalogDocument(input, settings.pricing);
       if (!parsed.ok) throw invalid(parsed.problems, version);
       const document = parsed.document;
       const serialized = JSON.stringify(document);
       const result = inTransaction(db, () => {
         const now = current();
         const row = tables.currentVersion();
-        if (now.version === document.version) {
-          if (row?.document === serialized) return { version: document.version, previousVersion: now.version, changed: false };
-          return null;
+        if (now.version === document.version && row?.document === serialized) {
+          return { version: document.version, previousVersion: now.version, changed: false };
+        }
+        // A version names one document for ever: not another one later, and not itself again once
+        // it was superseded or rolled back (an old, captured document is not a way back in).
+        const first = tables.versionRows(document.version)[0];
+        if (first) {
+          const when = new Date(first.applied_at).toISOString();
+          return first.document === serialized
+            ? `version: ${document.version} was applied at ${when} and is no longer in use${first.rolled_back_at !== null ? ' (rolled back)' : ''}; publish it again under a new version`
+            : `version: ${document.version} already names another document (applied at ${when}); publish the change under a new version`;
         }
         tables.insertVersion(document.version, serialized, source, clock.now());
         outbox.event('catalog.applied', { version: document.version, previousVersion: now.version, source, items: document.items.length });
         publishApplied(now.version);
         return { version: document.version, previousVersion: now.version, changed: true };
       });
-      if (!result)
-        throw invalid(
-          [`version: ${document.version} is already applied with different content; publish the change under a new version`],
-          version,
-        );
+      if (typeof result === 'string') throw invalid([result], version);
       if (result.changed) log.info({ version: result.version, previousVersion: result.previousVersion, source }, 'catalog applied');
       return result;
     },

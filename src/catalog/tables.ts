@@ -25,6 +25,10 @@ export function createCatalogTables(db: Db) {
       return prepared(db, 'SELECT * FROM catalog_versions WHERE rolled_back_at IS NULL ORDER BY seq DESC LIMIT 1').get() as
         CatalogVersionRow | undefined;
     },
+    /** Every row that carried this version, oldest first (rolled back ones included). */
+    versionRows(version: string): CatalogVersionRow[] {
+      return prepared(db, 'SELECT * FROM catalog_versions WHERE version = ? ORDER BY seq').all(version) as CatalogVersionRow[];
+    },
     insertVersion(version: string, document: string, source: string, now: number): void {
       prepared(db, 'INSERT INTO catalog_versions (version, document, source, applied_at) VALUES (?, ?, ?, ?)').run(
         version,

@@ -131,7 +131,7 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller
   function schedule(): void {
     if (stopped) return;
     // An idle device (no invoice open) looks once an interval, not four times: a new invoice's
-    // first read waits at most one interval, as every later one does (idle CPU, issue 18).
+    // first read waits at most one interval, as every later one does, and an idle Pi stays idle.
     const wait = nothingOpen && !woken ? Math.max(tickMs, settings.intervalMs) : tickMs;
     woken = false;
     timer = setTimeout(() => {

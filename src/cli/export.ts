@@ -50,11 +50,19 @@ export function parseIsoOption(value: string, option: string): number {
   return ms;
 }
 
-/** RFC 4180: quote a field that holds a comma, a quote or a line break; double the quotes inside. */
+/** A text cell a spreadsheet would read as a formula (OWASP, CSV injection): = + - @ tab CR, and their full-width forms. */
+const FORMULA_START = /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
+
+/**
+ * RFC 4180: quote a field that holds a comma, a quote or a line break; double the quotes inside.
+ * A text that starts like a formula (a catalog name `=HYPERLINK(…)`) gets a leading `'` and is
+ * quoted, as OWASP advises, so a spreadsheet shows it as text. Numbers are numbers (-5 stays -5).
+ */
 export function csvField(value: string | number | null): string {
   if (value === null) return '';
-  const text = String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  if (typeof value === 'number') return String(value);
+  if (FORMULA_START.test(value)) return `"'${value.replaceAll('"', '""')}"`;
+  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
 export function csvLine(fields: (string | number | null)[]): string {

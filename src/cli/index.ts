@@ -41,6 +41,14 @@ const OPTIONS = {
   record: { type: 'boolean' },
   apply: { type: 'string' },
   rollback: { type: 'boolean' },
+  key: { type: 'string' },
+  'key-id': { type: 'string' },
+  device: { type: 'string' },
+  body: { type: 'string' },
+  ttl: { type: 'string' },
+  'request-id': { type: 'string' },
+  out: { type: 'string' },
+  'timeout-ms': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'V' },
 } as const;
@@ -132,6 +140,25 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
         );
       case 'migrate':
         return (await import('./migrate.js')).migrateCommand({ config: values.config }, io);
+      case 'command':
+        return await (
+          await import('./command.js')
+        ).commandCommand(
+          {
+            action: rest[0],
+            name: rest[1],
+            config: values.config,
+            key: values.key,
+            keyId: values['key-id'],
+            device: values.device,
+            body: values.body,
+            ttl: values.ttl,
+            requestId: values['request-id'],
+            out: values.out,
+            timeoutMs: values['timeout-ms'],
+          },
+          io,
+        );
       case 'simulate-machine':
         return await (
           await import('./simulate-machine.js')

@@ -25,3 +25,20 @@ export class UsageError extends Error {
 export function print(stream: NodeJS.WritableStream, text: string): void {
   stream.write(text.endsWith('\n') ? text : `${text}\n`);
 }
+
+/**
+ * A long-running command once it is ready: tells systemd READY=1, waits for SIGTERM/SIGINT, tells
+ * it STOPPING=1, stops, and answers the exit code.
+ */
+export async function serveUntilStopped(
+  io: CliIo,
+  logger: { info(fields: object, message: string): void },
+  stop: () => Promise<void>,
+): Promise<number> {
+  io.notify('READY=1');
+  const signal = await io.stopSignal;
+  logger.info({ signal }, 'stop requested');
+  io.notify('STOPPING=1');
+  await stop();
+  return EXIT.OK;
+}

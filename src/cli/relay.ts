@@ -1,6 +1,6 @@
 import { loadRelaySettings } from '../settings/index.js';
 import { createLogger } from '../util/logger.js';
-import { type CliIo, EXIT } from './io.js';
+import { type CliIo, EXIT, serveUntilStopped } from './io.js';
 
 /** `vendgate relay [--config FILE]`: the fleet's webhook receiver, until SIGTERM/SIGINT. */
 export async function relayCommand(options: { config?: string }, io: CliIo): Promise<number> {
@@ -16,10 +16,5 @@ export async function relayCommand(options: { config?: string }, io: CliIo): Pro
     await relay.stop().catch(() => {});
     return EXIT.FAILURE;
   }
-  io.notify('READY=1');
-  const signal = await io.stopSignal;
-  logger.info({ signal }, 'stop requested');
-  io.notify('STOPPING=1');
-  await relay.stop();
-  return EXIT.OK;
+  return serveUntilStopped(io, logger, () => relay.stop());
 }

@@ -5,7 +5,7 @@ import { nodeSupport, maintainedNodeLines } from '../util/node-support.js';
 import { describeStartError } from './start-errors.js';
 import { loadQrcode } from '../kiosk/index.js';
 import { buildInfo } from '../version.js';
-import { type CliIo, EXIT, print, UsageError } from './io.js';
+import { type CliIo, EXIT, print, serveUntilStopped, UsageError } from './io.js';
 
 /** `--lan`: the sandbox pay page on the LAN (its own port, 8090 unless the settings name one). */
 function withLanPayPage(settings: Readonly<Settings>): Readonly<Settings> {
@@ -79,17 +79,12 @@ export async function startCommand(
         const payUrl = order?.payUrl;
         if (!order || !payUrl || order.state !== 'awaiting_payment' || shown.has(order.orderId)) return;
         shown.add(order.orderId);
-        // Loaded on the first order, not at start-up (issue 18: start-up to ready).
+        // Loaded on the first order, not at start-up: start-up to ready stays short.
         loadQrcode()
           .then((qrcode) => qrcode.toString(payUrl, { type: 'terminal', small: true }))
           .then((qr) => print(io.stderr, `\nOrder ${order.reference}: ${order.amount} ${order.currency} — pay at ${order.payUrl}\n${qr}`))
           .catch(() => {});
       });
   }
-  io.notify('READY=1');
-  const signal = await io.stopSignal;
-  logger.info({ signal }, 'stop requested');
-  io.notify('STOPPING=1');
-  await app.stop();
-  return EXIT.OK;
+  return serveUntilStopped(io, logger, () => app.stop());
 }

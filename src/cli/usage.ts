@@ -100,6 +100,22 @@ export const COMMANDS: Record<string, CommandHelp> = {
       ['--rollback', 'back to the previous version'],
     ],
   },
+  command: {
+    usage: 'command keygen|sign|send [NAME] --key-id ID [--key FILE] [--out FILE] [--device ID] [--body JSON] [--ttl SEC]',
+    about:
+      "signed operator commands (refund, resolve, catalog, test_vend, …):\nkeygen makes a key pair, sign prints an envelope, send signs,\npublishes over the configured broker and prints the device's\nanswer (exit 1: refused); docs/security.md",
+    options: [
+      CONFIG,
+      ['--key-id ID', "the operator key's id, as the devices list it in commands.keys"],
+      ['--key FILE', 'sign, send: the private key file keygen wrote'],
+      ['--out FILE', 'keygen: where the private key is written (mode 0600, never over an existing file)'],
+      ['--device ID', 'sign: the device the command is for; send: instead of device.id of the configuration'],
+      ['--body JSON', 'the command\'s fields, e.g. {"orderId":42} or {"slot":"A1"} [{}]'],
+      ['--ttl SEC', 'how long the command stays valid [300]'],
+      ['--request-id R', 'instead of a fresh UUID (a request id runs once, for ever)'],
+      ['--timeout-ms N', "send: how long to wait for the device's answer [15000]"],
+    ],
+  },
   simulate: {
     usage: 'simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]',
     about: 'run the payment provider simulator alone',

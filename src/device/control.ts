@@ -6,7 +6,7 @@ import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { VendRunner, RefundWorker } from '../vend/index.js';
-import type { Catalog } from '../catalog/index.js';
+import { itemForSlot, type Catalog } from '../catalog/index.js';
 import type { LiveComponents } from '../selftest/index.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { inTransaction } from '../store/index.js';
@@ -23,7 +23,7 @@ export interface DeviceControlDeps {
   logger: Logger;
   outbox: Pick<Outbox, 'event'>;
   availability: Pick<Availability, 'set' | 'clear'>;
-  orders: Pick<OrderService, 'get' | 'history'> & { repo: Pick<OrderService['repo'], 'inStates'> };
+  orders: Pick<OrderService, 'get' | 'history' | 'inStates' | 'note'>;
   /** Settlement by a person, and the test actuation (vend/ owns every touch of the machine). */
   vend: Pick<VendRunner, 'resolve' | 'refund' | 'testFire'>;
   refunds: Pick<RefundWorker, 'run'>;
@@ -69,36 +69,29 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
         reason: state.reason,
       };
     },
-    setOutOfService(on, reason) {
-      inTransaction(deps.db, () => deps.outbox.event('device.out_of_service', { on, reason: reason || null }));
+    setOutOfService(on, reason, by) {
+      inTransaction(deps.db, () => deps.outbox.event('device.out_of_service', { on, reason: reason || null, by }));
       // The screen and MQTT follow through availability's subscribers.
       if (on) deps.availability.set('operator', reason || undefined);
       else deps.availability.clear('operator');
     },
-    async resolve(orderId, vended) {
-      vend.resolve(orderId, vended, 'mqtt');
+    async resolve(orderId, vended, by) {
+      vend.resolve(orderId, vended, by);
       void refunds.run();
       return view(orderId);
     },
-    async refund(orderId) {
-      vend.refund(orderId, 'mqtt');
+    async refund(orderId, by) {
+      vend.refund(orderId, by);
       void refunds.run();
       return view(orderId);
     },
-    async testVend(slot) {
+    async testVend(slot, by) {
       const { device } = deps;
-      if (orders.repo.inStates(HOLDS_THE_MACHINE_STATES).length > 0) {
+      if (orders.inStates(HOLDS_THE_MACHINE_STATES).length > 0) {
         throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is in progress; try the test vend when the machine is idle');
       }
-      const items = catalog.current().items;
-      const item = device.mode === 'vending' ? items.find((c) => c.slot === slot) : null;
-      if (device.mode === 'vending' && !item) {
-        throw new VendgateError(
-          ErrorCodes.UNKNOWN_SLOT,
-          `unknown slot "${slot ?? ''}"; this machine has: ${items.map((c) => c.slot).join(', ')}`,
-        );
-      }
-      deps.logger.child({ module: 'control' }).warn({ slot }, 'remote test vend (no money)');
+      const item = device.mode === 'vending' ? itemForSlot(catalog.current().items, slot ?? undefined) : null;
+      deps.logger.child({ module: 'control' }).warn({ slot, by }, 'remote test vend (no money)');
       return vend.testFire({
         orderId: 0,
         reference: 'test-vend',
@@ -119,11 +112,31 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
     onStateChange(listener) {
       deps.changes.subscribe(listener);
     },
+    audit(entry) {
+      inTransaction(deps.db, () => {
+        deps.outbox.event('command.handled', {
+          command: entry.command,
+          requestId: entry.requestId,
+          keyId: entry.keyId,
+          verified: entry.verified,
+          ok: entry.ok,
+          code: entry.code,
+          ...(entry.replay ? { replay: true } : {}),
+          ...(entry.orderId !== undefined ? { orderId: entry.orderId } : {}),
+        });
+        // Only a verified command writes into an order's history: anyone on the broker could
+        // otherwise fill it with refusals.
+        if (entry.verified && entry.orderId !== undefined) {
+          const outcome = entry.replay ? 'replay refused, nothing done' : entry.ok ? 'done' : `refused (${entry.code ?? 'error'})`;
+          orders.note(entry.orderId, `command ${entry.command} request ${entry.requestId ?? '?'} key ${entry.keyId ?? '?'}: ${outcome}`);
+        }
+      });
+    },
     catalog: {
-      apply: (document) => changed(catalog.apply(document, 'mqtt')),
-      rollback: () => changed(catalog.rollback('mqtt')),
-      refill: (slot, count) => changed(catalog.slots.refill(slot, count, 'mqtt')),
-      clearJam: (slot) => changed(catalog.slots.clearJam(slot, 'mqtt')),
+      apply: (document, by) => changed(catalog.apply(document, by)),
+      rollback: (by) => changed(catalog.rollback(by)),
+      refill: (slot, count, by) => changed(catalog.slots.refill(slot, count, by)),
+      clearJam: (slot, by) => changed(catalog.slots.clearJam(slot, by)),
       slots: () => catalog.current().items.map((item) => item.slot),
     },
   };

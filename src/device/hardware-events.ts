@@ -12,7 +12,7 @@ export interface HardwareEventDeps {
   db: Db;
   logger: Logger;
   outbox: Pick<Outbox, 'raiseAlarm' | 'clearAlarm'>;
-  orders: Pick<OrderService, 'create' | 'cancel'> & { repo: Pick<OrderService['repo'], 'inStates'> };
+  orders: Pick<OrderService, 'create' | 'cancel' | 'inStates'>;
   availability: Pick<Availability, 'set' | 'clear'>;
   actuator: Pick<Actuator, 'denySession'>;
 }
@@ -54,7 +54,7 @@ export function createHardwareEventHandler(deps: HardwareEventDeps): (event: Har
         });
         return;
       case 'session_cancel': {
-        const open = orders.repo.inStates(['awaiting_payment']).filter((o) => o.source === 'mdb');
+        const open = orders.inStates(['awaiting_payment']).filter((o) => o.source === 'mdb');
         for (const order of open) orders.cancel(order.id, 'machine').catch((err) => log.warn({ err: errorMessage(err) }, 'cancel failed'));
         return;
       }

@@ -1,21 +1,22 @@
 import type { Settings } from '../settings/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Outbox } from '../outbox/index.js';
-import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth } from '../orders/index.js';
-import type { DeviceState, KioskDeps, SandboxPayments } from '../kiosk/index.js';
+import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth, type ScreenPhase } from '../orders/index.js';
+import type { DeviceState, KioskDeps, Phase, SandboxPayments } from '../kiosk/index.js';
 import type { Metrics } from '../metrics/index.js';
 import type { DeviceTelemetry } from '../mqtt/index.js';
 import type { Catalog } from '../catalog/index.js';
 import type { Availability } from './availability.js';
 import type { StateChanges } from './state-changes.js';
 
+/** The kiosk's phases and the order view's are one set: a phase added on one side only does not compile. */
+export const SAME_PHASES: [Phase] extends [ScreenPhase] ? ([ScreenPhase] extends [Phase] ? true : never) : never = true;
+
 /** Exactly what the screen's view reads and the kiosk's ports call. */
 export interface DeviceViewDeps {
   settings: Pick<Readonly<Settings>, 'device' | 'kiosk' | 'provider'>;
   clock: Clock;
-  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel'> & {
-    repo: Pick<OrderService['repo'], 'latest' | 'countByState'>;
-  };
+  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel' | 'latest' | 'countByState'>;
   health: Pick<ProviderHealth, 'reachable' | 'lastError'>;
   availability: Pick<Availability, 'reason' | 'isAvailable'>;
   outbox: Pick<Outbox, 'counters' | 'depth' | 'openAlarms'>;
@@ -49,7 +50,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
     const now = clock.now();
     const reason = availability.reason();
     const { phase, order } = screenPhase({
-      latest: orders.repo.latest(),
+      latest: orders.latest(),
       now,
       resultScreenMs: settings.kiosk.resultScreenSec * 1000,
       outOfService: reason,
@@ -90,7 +91,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
 
   function telemetry(): DeviceTelemetry {
     const byState: Record<string, number> = Object.fromEntries(ORDER_STATES.map((s) => [s, 0]));
-    for (const row of orders.repo.countByState()) byState[row.state] = row.n;
+    for (const row of orders.countByState()) byState[row.state] = row.n;
     const lastPollAt = deps.poller.lastPollAt();
     return {
       uptimeSec: Math.round((clock.now() - deps.startedAt) / 1000),

@@ -1,4 +1,4 @@
-/** qrcode (and the PNG encoder it requires) loads on the first QR, not at start-up (issue 18). */
+/** qrcode (and the PNG encoder it requires) loads on the first QR, not at start-up: start-up to ready stays short. */
 type Qrcode = typeof import('qrcode');
 let qrcode: Promise<Qrcode> | null = null;
 /**

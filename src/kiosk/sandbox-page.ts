@@ -1,5 +1,5 @@
 import type { SandboxPayments } from './types.js';
-import { formatAmount } from './money.js';
+import { formatAmount } from './public/money.js';
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 

@@ -25,7 +25,7 @@ export interface Finding {
   detail: string;
 }
 
-// Read-only over the contract tables (DESIGN.md: operators read them).
+// Read-only over the contract tables (ARCHITECTURE.md "External contract": operators read them).
 export const LOCAL_INVOICES_SQL = `
   SELECT oi.invoice_id, o.id AS order_id, o.reference, o.state, (o.invoice_id = oi.invoice_id) AS current,
          v.state AS vend_state, v.outcome AS vend_outcome, r.state AS refund_state

@@ -3,38 +3,25 @@
  * with the order of recovery and of stopping. `app.ts` and the tests build it through here, so a
  * change of wiring is made in one place. Channels (poller, webhooks) observe through `ledger`.
  */
-import { databaseId, type Db } from '../store/index.js';
-import type { Clock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
-import type { Outbox } from '../outbox/index.js';
+import { databaseId } from '../store/index.js';
 import type { Settings } from '../settings/index.js';
 import type { Actuator } from '../hardware/index.js';
-import type { PaymentProvider } from '../payments/types.js';
+import { staticCatalog } from '../catalog/index.js';
 import { createLedger, createOrphanSweep, createReconciler, type Ledger, type OrphanCandidate, type Reconciler } from '../ledger/index.js';
-import {
-  createOrderService,
-  type CatalogPort,
-  type OrderRepository,
-  type OrderRow,
-  type OrderService,
-  type ProviderHealth,
-} from '../orders/index.js';
+import { createOrderService, type CatalogPort, type OrderRow, type OrderService, type OrderServiceDeps } from '../orders/index.js';
 import { createRefundWorker, createVendRunner, type RefundWorker, type VendRunner } from '../vend/index.js';
 
-export interface MoneyPathDeps {
-  db: Db;
-  clock: Clock;
-  logger: Logger;
-  outbox: Outbox;
-  /** The process's one order repository (the app opens it with the database). */
-  orderRepository: OrderRepository;
-  provider: PaymentProvider;
+/**
+ * What the money path is built on. The first fields are the order service's own (the money path
+ * passes them on to it and to the parts beside it: ledger, vend runner, refund worker).
+ */
+export interface MoneyPathDeps extends Pick<
+  OrderServiceDeps,
+  'db' | 'clock' | 'logger' | 'outbox' | 'orderRepository' | 'provider' | 'health' | 'outOfService'
+> {
   actuator: Actuator;
-  health: ProviderHealth;
   /** The live catalog (prices, stock, jams: src/catalog/). Absent: settings.device.catalog, always for sale. */
   catalog?: CatalogPort & { slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void } };
-  /** Why the device takes no orders right now, or null. */
-  outOfService: () => string | null;
   /** What the rest of the device hears from the money path. */
   events?: MoneyPathEvents;
   /** Test hooks: crash points and workers driven step by step. */
@@ -93,7 +80,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
   const log = logger.child({ module: 'money' });
   // The screen and MQTT hear of a change at the next turn of the event loop, once however many steps
   // changed something in this one (observed, claimed): the vend being fired and the webhook being
-  // answered never wait while the screen's state is computed and sent (issue 18: nothing on the paid →
+  // answered never wait while the screen's state is computed and sent (nothing on the paid →
   // actuation path waits behind work that can wait).
   let changePending: NodeJS.Immediate | null = null;
   const changed = () => {
@@ -172,7 +159,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       crashPoint,
       onChange: changed,
       onClosedUnpaid: events.closedUnpaid,
-      ...(deps.catalog ? { catalog: deps.catalog } : {}),
+      catalog: deps.catalog ?? staticCatalog(settings.device.catalog),
     },
     settings,
   );

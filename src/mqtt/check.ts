@@ -31,6 +31,12 @@ export function brokerUrl(settings: MqttSettings): string {
 function sideOptions(settings: MqttSettings, deviceId: string, timeoutMs: number): IClientOptions {
   const base = clientOptions(settings, deviceId, createTopics(settings.prefix, deviceId));
   const { will: _will, ...rest } = base;
+  if (settings.url === 'embedded') {
+    // The embedded broker lets anonymous clients read and publish the selftest probe; whatever
+    // else may hold its port (the service not running, another program) never sees the login.
+    delete rest.username;
+    delete rest.password;
+  }
   return {
     ...rest,
     clientId: `${settings.prefix}-${deviceId}-selftest-${randomBytes(4).toString('hex')}`,

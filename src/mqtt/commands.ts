@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
-import type { DeviceControl } from './types.js';
+import type { CommandAudit, DeviceControl } from './types.js';
+import { EnvelopeErrorCodes, SIGNED_COMMANDS, isEnvelope, verifyCommand, type CommandAuthSettings } from './command-envelope.js';
+import type { CommandRecord } from './command-record.js';
 
 /**
  * Codes of command results that are not errors of the money path. Stable: operators' scripts match
@@ -13,11 +15,19 @@ export const CommandErrorCodes = {
   UNKNOWN_COMMAND: 'VG_ERR_UNKNOWN_COMMAND',
   REMOTE_VEND_DISABLED: 'VG_ERR_REMOTE_VEND_DISABLED',
   COMMAND_FAILED: 'VG_ERR_COMMAND_FAILED',
+  /** The request id was used before: the first answer is repeated, nothing runs again. */
+  REPLAYED: ErrorCodes.COMMAND_REPLAYED,
+  ...EnvelopeErrorCodes,
 } as const;
 
 export type CommandResult =
-  | { requestId: string | number | null; ok: true; result: unknown }
-  | { requestId: string | number | null; ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
+  | { requestId: string | number | null; ok: true; result: unknown; replay?: true }
+  | {
+      requestId: string | number | null;
+      ok: false;
+      error: { code: string; message: string; details?: Record<string, unknown> };
+      replay?: true;
+    };
 
 const requestId = z.union([z.string().min(1).max(128), z.number().int()]);
 
@@ -53,6 +63,12 @@ export function createCommandHandler(deps: {
   clock: Clock;
   logger: Logger;
   allowRemoteVend: boolean;
+  /** This device's id: a signed command names the device it is for. */
+  deviceId: string;
+  /** The operator keys and the limits of an envelope's validity (settings `commands`). */
+  auth: CommandAuthSettings;
+  /** Request ids of verified commands, on disk: a replay is answered from it, across restarts. */
+  record: CommandRecord;
   /** Publishes a result on `cmd/<name>/result` (not retained). */
   reply(name: string, result: CommandResult): void;
   /** A selftest run by command also updates the retained `selftest` topic (with its report). */
@@ -60,14 +76,17 @@ export function createCommandHandler(deps: {
 }): CommandHandler {
   const { control, clock, logger, reply } = deps;
   const recent = new Map<string, Promise<CommandResult>>();
-
-  async function run(name: CommandName, body: Record<string, unknown>): Promise<unknown> {
+  /** Verified commands still running, by request id: a redelivery meanwhile waits for the same answer. */
+  const running = new Map<string, { digest: string; result: Promise<CommandResult> }>();
+  /** `by`: who gave the command, as the order history and the catalog's source record it. */
+  async function run(name: CommandName, body: Record<string, unknown>, by: string): Promise<unknown> {
+    const actor = by;
     switch (name) {
       case 'ping':
         return { pong: true, at: new Date(clock.now()).toISOString() };
       case 'out_of_service': {
         const { on, reason } = schemas.out_of_service.parse(body);
-        control.setOutOfService(on, reason ?? 'set over MQTT');
+        control.setOutOfService(on, reason ?? 'set over MQTT', actor);
         return control.state();
       }
       case 'selftest': {
@@ -77,10 +96,10 @@ export function createCommandHandler(deps: {
       }
       case 'resolve': {
         const { orderId, vended } = schemas.resolve.parse(body);
-        return control.resolve(orderId, vended);
+        return control.resolve(orderId, vended, actor);
       }
       case 'refund':
-        return control.refund(schemas.refund.parse(body).orderId);
+        return control.refund(schemas.refund.parse(body).orderId, actor);
       case 'test_vend': {
         const { slot } = schemas.test_vend.parse(body);
         if (!deps.allowRemoteVend) {
@@ -89,18 +108,18 @@ export function createCommandHandler(deps: {
             'remote vend is disabled on this device; set mqtt.allowRemoteVend: true in its configuration to allow test_vend',
           );
         }
-        return control.testVend(slot);
+        return control.testVend(slot, actor);
       }
       case 'catalog':
-        return catalogControl().apply(schemas.catalog.parse(body).catalog);
+        return catalogControl().apply(schemas.catalog.parse(body).catalog, actor);
       case 'catalog_rollback':
-        return catalogControl().rollback();
+        return catalogControl().rollback(actor);
       case 'refill': {
         const { slot, count } = schemas.refill.parse(body);
-        return catalogControl().refill(slot, count);
+        return catalogControl().refill(slot, count, actor);
       }
       case 'clear_jam':
-        return catalogControl().clearJam(schemas.clear_jam.parse(body).slot);
+        return catalogControl().clearJam(schemas.clear_jam.parse(body).slot, actor);
     }
   }
 
@@ -108,6 +127,37 @@ export function createCommandHandler(deps: {
     if (!control.catalog)
       throw new CommandError(CommandErrorCodes.UNKNOWN_COMMAND, 'this device keeps no catalog (turnstile or no catalog control)');
     return control.catalog;
+  }
+
+  /** The body's problems as `path: message` lines (every one). */
+  function bodyProblems(name: CommandName, body: Record<string, unknown>): string[] {
+    const checked = schemas[name].safeParse(body);
+    return checked.success ? [] : checked.error.issues.map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`);
+  }
+
+  async function runChecked(
+    name: CommandName,
+    body: Record<string, unknown>,
+    id: string | number | null,
+    by: string,
+  ): Promise<CommandResult> {
+    try {
+      const result = await run(name, body, by);
+      return { requestId: id, ok: true, result: result ?? null };
+    } catch (err) {
+      if (err instanceof VendgateError) return failure(id, err.code, err.message, err.details);
+      if (err instanceof CommandError) return failure(id, err.code, err.message);
+      logger.error({ err, command: name }, 'command failed unexpectedly');
+      return failure(id, CommandErrorCodes.COMMAND_FAILED, err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  function audit(entry: CommandAudit): void {
+    try {
+      control.audit(entry);
+    } catch (err) {
+      logger.error({ err, command: entry.command, requestId: entry.requestId }, 'could not write the audit record of a command');
+    }
   }
 
   async function execute(name: string, payload: Buffer): Promise<CommandResult> {
@@ -121,23 +171,93 @@ export function createCommandHandler(deps: {
       return failure(null, CommandErrorCodes.BAD_REQUEST, 'the body must be a JSON object with a requestId');
     }
     const record = body as Record<string, unknown>;
+    if (isEnvelope(record)) return executeSigned(name, record);
     const id = requestId.safeParse(record.requestId).success ? (record.requestId as string | number) : null;
     if (!isCommand(name)) {
       return failure(id, CommandErrorCodes.UNKNOWN_COMMAND, `unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
     }
-    const checked = schemas[name].safeParse(record);
-    if (!checked.success) {
-      const problems = checked.error.issues.map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`);
-      return failure(id, CommandErrorCodes.BAD_REQUEST, `invalid ${name} command: ${problems.join('; ')}`);
+    const problems = bodyProblems(name, record);
+    if (SIGNED_COMMANDS.has(name)) {
+      // Moves money, goods or prices: only an operator key may. Nothing runs; every problem is listed.
+      const lines = [
+        `${name} moves money, goods or prices and must be signed by an operator key this device knows (vendgate command sign)`,
+        ...problems,
+      ];
+      const refused = failure(id, CommandErrorCodes.UNSIGNED, `command refused, nothing done: ${lines.join('; ')}`, { problems: lines });
+      audit({
+        command: name,
+        requestId: id === null ? null : String(id),
+        keyId: null,
+        ok: false,
+        code: CommandErrorCodes.UNSIGNED,
+        verified: false,
+      });
+      return refused;
     }
+    if (problems.length > 0) return failure(id, CommandErrorCodes.BAD_REQUEST, `invalid ${name} command: ${problems.join('; ')}`);
+    return runChecked(name, record, id, 'mqtt');
+  }
+
+  async function executeSigned(name: string, envelope: Record<string, unknown>): Promise<CommandResult> {
+    const verified = verifyCommand(envelope, { command: name, deviceId: deps.deviceId, now: clock.now(), settings: deps.auth });
+    const known = isCommand(name);
+    if (!verified.ok) {
+      const lines = verified.problems.map((problem) => problem.message);
+      if (!known) lines.push(`unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
+      audit({ command: name, requestId: verified.requestId, keyId: verified.keyId, ok: false, code: verified.code, verified: false });
+      return failure(verified.requestId, verified.code, `command refused, nothing done: ${lines.join('; ')}`, {
+        problems: lines,
+        codes: verified.problems.map((problem) => problem.code),
+      });
+    }
+    const id = verified.requestId;
+    if (!known) return failure(id, CommandErrorCodes.UNKNOWN_COMMAND, `unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
+    const body = { requestId: id, ...verified.body };
+    const problems = bodyProblems(name, body);
+    if (problems.length > 0) return failure(id, CommandErrorCodes.BAD_REQUEST, `invalid ${name} command: ${problems.join('; ')}`);
+
+    const inFlight = running.get(id);
+    if (inFlight && inFlight.digest === verified.digest) return { ...(await inFlight.result), replay: true };
+    const orderId = orderOf(body);
+    const claim = deps.record.claim(name, verified, clock.now(), orderId);
+    const base = { command: name, requestId: id, keyId: verified.keyId, verified: true, ...(orderId !== null ? { orderId } : {}) };
+    if (!claim.fresh) {
+      const row = claim.row;
+      let answer: CommandResult;
+      if (row.digest !== verified.digest) {
+        answer = failure(
+          id,
+          CommandErrorCodes.REPLAYED,
+          `command refused, nothing done: request id "${id}" was used by another command (${row.command}, key ${row.key_id}) at ${new Date(row.received_at).toISOString()}; every command needs a new request id`,
+        );
+      } else if (row.outcome === null) {
+        answer = failure(
+          id,
+          CommandErrorCodes.REPLAYED,
+          `request "${id}" was received at ${new Date(row.received_at).toISOString()} and the service stopped before it answered; it does not run again: check the order history or the device state`,
+        );
+      } else {
+        answer = { ...(JSON.parse(row.outcome) as CommandResult), replay: true };
+      }
+      audit({ ...base, ok: false, code: CommandErrorCodes.REPLAYED, replay: true });
+      return { ...answer, replay: true };
+    }
+    const result = runChecked(name, body, id, `mqtt (key ${verified.keyId}, request ${id})`);
+    running.set(id, { digest: verified.digest, result });
     try {
-      const result = await run(name, record);
-      return { requestId: id, ok: true, result: result ?? null };
-    } catch (err) {
-      if (err instanceof VendgateError) return failure(id, err.code, err.message, err.details);
-      if (err instanceof CommandError) return failure(id, err.code, err.message);
-      logger.error({ err, command: name }, 'command failed unexpectedly');
-      return failure(id, CommandErrorCodes.COMMAND_FAILED, err instanceof Error ? err.message : String(err));
+      const answer = await result;
+      try {
+        deps.record.finish(id, answer, clock.now());
+      } catch (err) {
+        logger.error(
+          { err, command: name, requestId: id },
+          'could not store the answer of a command (a replay will say so, and not run it)',
+        );
+      }
+      audit({ ...base, ok: answer.ok, code: answer.ok ? null : answer.error.code });
+      return answer;
+    } finally {
+      running.delete(id);
     }
   }
 
@@ -158,14 +278,28 @@ export function createCommandHandler(deps: {
           if (recent.size > REMEMBERED_REQUESTS) recent.delete(recent.keys().next().value!);
         }
       }
-      const result = await pending;
+      const first = await pending;
+      // An exact repeat shares the first execution: it says so, it never ran twice.
+      const result: CommandResult = repeat ? { ...first, replay: true } : first;
       logger.info(
-        { command: name, requestId: result.requestId, ok: result.ok, code: result.ok ? undefined : result.error.code, repeat },
+        {
+          command: name,
+          requestId: result.requestId,
+          ok: result.ok,
+          code: result.ok ? undefined : result.error.code,
+          repeat,
+          replay: result.replay,
+        },
         'command handled',
       );
       reply(name, result);
     },
   };
+}
+
+/** The order a command concerns, when it names one. */
+function orderOf(body: Record<string, unknown>): number | null {
+  return typeof body.orderId === 'number' && Number.isInteger(body.orderId) ? body.orderId : null;
 }
 
 class CommandError extends Error {

@@ -47,10 +47,15 @@ export function redactUrl(url: string): string {
   return url.replace(/^([a-z]+:\/\/)[^@/]*@/i, '$1');
 }
 
-/** Exponential backoff with ±20 % jitter so a fleet does not reconnect in lockstep after a broker restart. */
+/**
+ * Full-jitter exponential backoff: a delay drawn uniformly from [0, min(maxMs, minMs · 2^attempt)].
+ * After a broker restart a whole fleet loses its connection at the same instant; drawn this way the
+ * reconnects (and the resubscribes that follow) spread evenly over the window instead of arriving in
+ * waves, and the window doubles while the broker keeps refusing, up to the cap.
+ */
 export function backoffDelay(attempt: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
-  const base = Math.min(maxMs, minMs * 2 ** Math.min(attempt, 20));
-  return Math.round(Math.min(maxMs, base * (0.8 + 0.4 * random())));
+  const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(Math.max(attempt, 0), 30));
+  return Math.floor(ceiling * Math.min(Math.max(random(), 0), 1 - Number.EPSILON));
 }
 
 function readPem(path: string, key: string): Buffer {

@@ -1,5 +1,31 @@
 import { createServer, type Socket } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
+import { prepared, type Db } from '../store/index.js';
+
+/** `meta` key: why the service's embedded broker is not running (the selftest reads it). */
+const REFUSAL_KEY = 'mqtt_embedded_refused';
+
+export interface EmbeddedRefusal {
+  at: string;
+  port: number;
+  reason: string;
+}
+
+/** Written at start: null when the embedded broker is listening, else why it is not. */
+export function recordEmbeddedRefusal(db: Db, refusal: EmbeddedRefusal | null): void {
+  if (refusal === null) prepared(db, 'DELETE FROM meta WHERE key = ?').run(REFUSAL_KEY);
+  else
+    prepared(db, 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+      REFUSAL_KEY,
+      JSON.stringify(refusal),
+    );
+}
+
+/** Why the embedded broker did not start at the service's last start, if it did not. */
+export function embeddedRefusal(db: Db): EmbeddedRefusal | null {
+  const row = prepared(db, 'SELECT value FROM meta WHERE key = ?').get(REFUSAL_KEY) as { value: string } | undefined;
+  return row ? (JSON.parse(row.value) as EmbeddedRefusal) : null;
+}
 
 /**
  * Who may do what on the embedded broker. With a `login`, only a client presenting it may publish

@@ -14,22 +14,15 @@ const COUNTERS: [name: string, label: string][] = [
 ];
 
 /**
- * Commands Home Assistant may press. Each press must carry a new requestId: the device answers an
- * exact repeat (a QoS 1 redelivery) from memory instead of running it again, so the payload is a
- * template with the time in it. resolve and refund need an order id: not buttons.
+ * Commands Home Assistant may press: the read-only ones. Home Assistant cannot sign, so the
+ * commands that move money, goods or prices (out_of_service, test_vend, …) are not offered
+ * (docs/security.md). Each press must carry a new requestId: the device answers an exact repeat
+ * (a QoS 1 redelivery) from memory instead of running it again, so the payload is a template with
+ * the time in it.
  */
-const BUTTONS: { name: string; command: string; label: string; body: Record<string, unknown>; icon: string; remoteVendOnly?: boolean }[] = [
+const BUTTONS: { name: string; command: string; label: string; body: Record<string, unknown>; icon: string }[] = [
   { name: 'ping', command: 'ping', label: 'Ping', body: {}, icon: 'mdi:lan-check' },
   { name: 'selftest', command: 'selftest', label: 'Run selftest', body: {}, icon: 'mdi:clipboard-check-outline' },
-  {
-    name: 'stop_selling',
-    command: 'out_of_service',
-    label: 'Stop selling',
-    body: { on: true, reason: 'stopped from Home Assistant' },
-    icon: 'mdi:store-off',
-  },
-  { name: 'resume_selling', command: 'out_of_service', label: 'Resume selling', body: { on: false }, icon: 'mdi:store-check' },
-  { name: 'test_vend', command: 'test_vend', label: 'Test vend', body: {}, icon: 'mdi:play-circle-outline', remoteVendOnly: true },
 ];
 
 /** The command_template of a button: `{"requestId":"ha-<name>-<time>", …body}` (Jinja, rendered by Home Assistant). */
@@ -51,8 +44,6 @@ export function discoveryMessages(options: {
   topics: Topics;
   /** The release (device sw_version, origin); defaults to this build's. */
   version?: string;
-  /** Offer the Test vend button (mqtt.allowRemoteVend) [false]. */
-  allowRemoteVend?: boolean;
   /** Catalog slots: one stock sensor each (telemetry `stock.<slot>`). */
   slots?: string[];
 }): { topic: string; payload: string }[] {
@@ -151,7 +142,7 @@ export function discoveryMessages(options: {
       },
       { device, origin },
     ),
-    ...BUTTONS.filter((b) => !b.remoteVendOnly || options.allowRemoteVend).map((button) =>
+    ...BUTTONS.map((button) =>
       entity('button', button.name, {
         name: button.label,
         command_topic: `${topics.base}/cmd/${button.command}`,

@@ -1,12 +1,22 @@
 export { createMqtt } from './service.js';
-export { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
+export { startEmbeddedBroker, embeddedRefusal, type EmbeddedBroker, type EmbeddedRefusal } from './embedded-broker.js';
 export { CommandErrorCodes, COMMAND_NAMES, type CommandResult } from './commands.js';
 export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
-export type { DeviceControl, DeviceTelemetry, CatalogControl, DeviceStateSummary, Mqtt, MqttDeps, MqttSettings } from './types.js';
+export type {
+  CommandAudit,
+  DeviceControl,
+  DeviceTelemetry,
+  CatalogControl,
+  DeviceStateSummary,
+  Mqtt,
+  MqttDeps,
+  MqttSettings,
+} from './types.js';
 export { checkMqttRoundTrip, publishSelftestResult, brokerUrl, type MqttCheckResult, type MqttCheckFailure } from './check.js';
 export {
   createBrokerWebhookSubscription,
+  webhookClientId,
   type BrokerWebhookSubscription,
   type BrokerWebhookDeps,
   type BrokerIngestOutcome,
@@ -24,4 +34,24 @@ export {
   type ForwardedHeaders,
   type RouteAnnouncement,
 } from './fleet-wire.js';
-export { createRelayConnection, PublishNotAcknowledged, type RelayConnection, type RelayConnectionDeps } from './relay-connection.js';
+export {
+  createRelayConnection,
+  relayClientId,
+  relaySyncTopic,
+  PublishNotAcknowledged,
+  type RelayConnection,
+  type RelayConnectionDeps,
+} from './relay-connection.js';
+export {
+  signCommand,
+  verifyCommand,
+  generateOperatorKey,
+  publicKeyOf,
+  SIGNED_COMMANDS,
+  EnvelopeErrorCodes,
+  ENVELOPE_VERSION,
+  type CommandEnvelope,
+  type CommandAuthSettings,
+  type OperatorKey,
+} from './command-envelope.js';
+export { sendCommand } from './command-client.js';

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { connect as mqttConnect, type MqttClient } from 'mqtt';
 import type { Logger } from '../util/logger.js';
 import { clientOptions, redactUrl, withTimeout } from './connection.js';
@@ -14,12 +15,14 @@ export class PublishNotAcknowledged extends Error {
 
 export interface RelayConnectionDeps {
   logger: Logger;
-  /** Names the client `<prefix>-relay-<replicaId>`: unique per replica, or replicas take each other's session. */
+  /** Names the client `<prefix>_relay_<replicaId>`: unique per replica, or replicas take each other's session. */
   replicaId: string;
   /** A device announced its route, or withdrew it (null: an empty retained message). */
   onRoute(deviceId: string, route: RouteAnnouncement | null): void;
   /** ms since epoch (injected clock). */
   now(): number;
+  /** The event loop is given back after this long of route handling (default 10 ms). */
+  sliceMs?: number;
 }
 
 export interface RelayConnection {
@@ -28,53 +31,138 @@ export interface RelayConnection {
   connected(): boolean;
   /** True once the route subscription was granted since the last connect (retained routes follow it). */
   routesSubscribed(): boolean;
-  /** When the route subscription was first granted in this process (ms), or null: before it, no route is known. */
-  firstSubscribedAt(): number | null;
+  /**
+   * True once every retained route the broker held at this connection's subscribe has been handled
+   * (the backlog marker came back). Until then an unknown reference may be a route still on its way.
+   */
+  routesLearned(): boolean;
+  /** When the backlog was first read in this process (ms), or null. */
+  firstLearnedAt(): number | null;
   /** Resolves on the broker's PUBACK; rejects with PublishNotAcknowledged when none comes in time. */
   publish(topic: string, payload: Buffer, timeoutMs: number): Promise<void>;
 }
+
+/** The client id of a relay replica. `_` is in no device id, so no device's client id can equal it. */
+export function relayClientId(prefix: string, replicaId: string): string {
+  return `${prefix}_relay_${replicaId}`;
+}
+
+/** The topic a replica sends its backlog marker to: `_` starts no device id, so no device owns it. */
+export function relaySyncTopic(prefix: string, replicaId: string): string {
+  return `${prefix}/_relay/${replicaId}/sync`;
+}
+
+const MARKER_WARN_MS = 30_000;
 
 /**
  * The relay's broker connection. Clean session: the relay keeps nothing between connections — the
  * retained route announcements are read again on every connect, and a publish is answered to the
  * provider only once acknowledged, so nothing depends on a session surviving.
+ *
+ * "Learned" is a fact, not a warm-up: after the route subscription is granted the relay publishes a
+ * marker (a fresh nonce) to its own sync topic, which it subscribed to in the same SUBSCRIBE. The
+ * broker queued every retained route for this client before it received the marker, and delivers a
+ * client's messages in order, so when the marker comes back the backlog has been read.
+ *
+ * The backlog (10,000s of retained messages) is handled in slices: mqtt.js reads the next packet only
+ * after `handleMessage`'s callback, so after `sliceMs` of work the callback is deferred with
+ * setImmediate and timers, HTTP and the keepalive run between slices.
  */
 export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttSettings): RelayConnection {
   const log = deps.logger.child({ module: 'relay-mqtt' });
   const fleet = createFleetTopics(settings.prefix);
+  const syncTopic = relaySyncTopic(settings.prefix, deps.replicaId);
+  const sliceMs = deps.sliceMs ?? 10;
   let client: MqttClient | null = null;
   let isConnected = false;
   let subscribed = false;
-  let firstSubscribedAt: number | null = null;
+  let learned = false;
+  let marker: string | null = null;
+  let markerTimer: NodeJS.Timeout | null = null;
+  let firstLearnedAt: number | null = null;
   let stopping: Promise<void> | null = null;
+  let sliceStart = 0;
+
+  function clearMarkerTimer(): void {
+    if (markerTimer) clearInterval(markerTimer);
+    markerTimer = null;
+  }
+
+  function sendMarker(c: MqttClient): void {
+    const nonce = randomBytes(8).toString('hex');
+    marker = nonce;
+    c.publish(syncTopic, nonce, { qos: 1 }, (err) => {
+      if (err && client === c) log.warn({ err }, 'backlog marker not published; it is sent again at the next connect');
+    });
+    const sentAt = deps.now();
+    clearMarkerTimer();
+    markerTimer = setInterval(() => {
+      if (learned || client !== c) return clearMarkerTimer();
+      log.error(
+        { syncTopic, waitedMs: deps.now() - sentAt },
+        'route backlog marker not back yet: unknown references get 503 meanwhile. If this persists, check the relay account ACL (readwrite <prefix>/_relay/#)',
+      );
+    }, MARKER_WARN_MS);
+    markerTimer.unref();
+  }
 
   return {
     start() {
       if (client) return;
-      const base = clientOptions(settings, `relay-${deps.replicaId}`, createTopics(settings.prefix, `relay-${deps.replicaId}`));
+      const clientId = relayClientId(settings.prefix, deps.replicaId);
+      const base = clientOptions(settings, clientId, createTopics(settings.prefix, `_relay/${deps.replicaId}`));
       const { will: _will, ...rest } = base;
       // mqtt.js reconnects by itself here: the relay has no outbox whose rows a dead client could keep.
-      const c = mqttConnect(settings.url, { ...rest, clean: true, reconnectPeriod: settings.reconnectMinMs });
+      const c = mqttConnect(settings.url, { ...rest, clientId, clean: true, reconnectPeriod: settings.reconnectMinMs });
       client = c;
+      c.handleMessage = (_packet, callback) => {
+        const now = performance.now();
+        if (now - sliceStart < sliceMs) return callback();
+        // The slice is used up: let everything else run, then take the next packet.
+        setImmediate(() => {
+          sliceStart = performance.now();
+          callback();
+        });
+      };
       c.on('connect', () => {
         isConnected = true;
         subscribed = false;
-        log.info({ url: redactUrl(settings.url), clientId: rest.clientId }, 'relay connected to the broker');
-        c.subscribe(fleet.allRoutes, { qos: 1 }, (err) => {
-          if (err) log.error({ err }, 'route subscription refused: check the relay account ACL (read <prefix>/+/route)');
-          else {
-            subscribed = true;
-            firstSubscribedAt ??= deps.now();
+        learned = false;
+        marker = null;
+        sliceStart = performance.now();
+        log.info({ url: redactUrl(settings.url), clientId }, 'relay connected to the broker; reading the route backlog');
+        c.subscribe({ [fleet.allRoutes]: { qos: 1 }, [syncTopic]: { qos: 1 } }, (err, granted) => {
+          const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
+          if (err || refused.length > 0) {
+            log.error(
+              { err, refused },
+              'route subscription refused: check the relay account ACL (read <prefix>/+/route, readwrite <prefix>/_relay/#)',
+            );
+            return;
           }
+          subscribed = true;
+          sendMarker(c);
         });
       });
       c.on('close', () => {
         if (isConnected) log.warn('relay lost the broker; reconnecting');
         isConnected = false;
         subscribed = false;
+        learned = false;
+        clearMarkerTimer();
       });
       c.on('error', (err) => log.warn({ err }, 'relay broker connection error'));
       c.on('message', (topic, payload) => {
+        if (topic === syncTopic) {
+          if (marker !== null && payload.toString('utf8') === marker && !learned) {
+            learned = true;
+            clearMarkerTimer();
+            const first = firstLearnedAt === null;
+            firstLearnedAt ??= deps.now();
+            log.info({ first }, 'route backlog read: every retained route is known');
+          }
+          return;
+        }
         const deviceId = fleet.routeDevice(topic);
         if (deviceId === null) return;
         const route = parseRouteAnnouncement(deviceId, payload);
@@ -87,6 +175,7 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
       stopping ??= (async () => {
         const c = client;
         isConnected = false;
+        clearMarkerTimer();
         if (!c) return;
         if (!(await withTimeout(new Promise<void>((resolve) => c.end(false, {}, () => resolve())), 2_000))) c.end(true);
       })();
@@ -94,7 +183,8 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
     },
     connected: () => isConnected,
     routesSubscribed: () => subscribed,
-    firstSubscribedAt: () => firstSubscribedAt,
+    routesLearned: () => isConnected && subscribed && learned,
+    firstLearnedAt: () => firstLearnedAt,
     publish(topic, payload, timeoutMs) {
       const c = client;
       if (!c || !isConnected) return Promise.reject(new PublishNotAcknowledged('not connected to the broker'));

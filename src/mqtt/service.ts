@@ -3,8 +3,9 @@ import { inTransaction } from '../store/index.js';
 import { createTopics } from './topics.js';
 import { createOutboxPublisher } from './publisher.js';
 import { createCommandHandler, CommandErrorCodes, type CommandResult } from './commands.js';
+import { createCommandRecord } from './command-record.js';
 import { clientOptions, backoffDelay, redactUrl, withTimeout } from './connection.js';
-import { startEmbeddedBroker, type EmbeddedBroker } from './embedded-broker.js';
+import { startEmbeddedBroker, recordEmbeddedRefusal, type EmbeddedBroker } from './embedded-broker.js';
 import { randomBytes } from 'node:crypto';
 import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
 import { discoveryMessages } from './home-assistant.js';
@@ -28,8 +29,8 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     { outbox, logger: log, topics },
     { maxInflight: settings.maxInflight, maxRows: settings.outboxMaxRows },
   );
-  const transaction = <T>(fn: () => T): T => (deps.db ? inTransaction(deps.db, fn) : fn());
-  const dbPath = deps.db && !deps.db.memory ? deps.db.name : null;
+  const transaction = <T>(fn: () => T): T => inTransaction(deps.db, fn);
+  const dbPath = deps.db.memory ? null : deps.db.name;
 
   let url = settings.url;
   let options: IClientOptions | null = null;
@@ -52,6 +53,9 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     clock,
     logger: log,
     allowRemoteVend: settings.allowRemoteVend,
+    deviceId,
+    auth: deps.commands,
+    record: createCommandRecord(deps.db),
     reply: (name: string, result: CommandResult) => {
       let payload: string;
       try {
@@ -165,7 +169,6 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
         topics,
         slots,
         version: buildInfo().version,
-        allowRemoteVend: settings.allowRemoteVend,
       })) {
         send(message.topic, message.payload, true);
       }
@@ -256,17 +259,24 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
         url = broker.url;
         log.info({ url }, 'embedded MQTT broker listening');
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') {
-          log.error({ err }, 'the embedded MQTT broker could not start; running without MQTT');
-          return;
+        // Fails closed: whatever holds the port is not ours, so the service never logs in to it
+        // (it would hand over the operator's password and obey its commands). It runs without MQTT.
+        const taken = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
+        const reason = taken
+          ? `port 127.0.0.1:${settings.embeddedPort} is taken by another program (Mosquitto?)`
+          : `the embedded broker could not start (${(err as Error).message})`;
+        try {
+          recordEmbeddedRefusal(deps.db, { at: new Date(clock.now()).toISOString(), port: settings.embeddedPort, reason });
+        } catch (dbErr) {
+          log.warn({ err: dbErr }, 'could not note the embedded broker refusal for the selftest');
         }
-        // The demo on a machine that already runs Mosquitto: publish to that broker instead.
-        url = `mqtt://127.0.0.1:${settings.embeddedPort}`;
         log.error(
-          { port: settings.embeddedPort, url },
-          'port taken by another broker (Mosquitto?): the embedded broker is not started; connecting to the one already there',
+          { port: settings.embeddedPort, ...(taken ? {} : { err }) },
+          `MQTT off: ${reason}; the embedded broker did not start and vendgate logs in to no broker it did not start. To use that broker, set mqtt.url to its URL (mqtt://127.0.0.1:${settings.embeddedPort}) with its own login; else free the port or set mqtt.embeddedPort`,
         );
+        return;
       }
+      recordEmbeddedRefusal(deps.db, null);
     }
     try {
       options = clientOptions(login, deviceId, topics);
@@ -296,7 +306,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     log.info({ url: redactUrl(url), clientId: options.clientId, base: topics.base }, 'MQTT starting');
     // After start() has returned and READY=1 is out: the mqtt library builds its transports at the
     // first connect (~75 ms of start-up on the build machine, more on a Pi), and nothing of the money
-    // path needs the broker (issue 18, start-up).
+    // path needs the broker: start-up to ready does not wait for it.
     setImmediate(connect);
   }
 

@@ -1,4 +1,4 @@
-/** Topic names under `<prefix>/<deviceId>/`, the layout DESIGN.md publishes to operators. */
+/** Topic names under `<prefix>/<deviceId>/`: the layout operators rely on (ARCHITECTURE.md "External contract", docs/reference.md). */
 export interface Topics {
   base: string;
   status: string;

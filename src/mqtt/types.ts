@@ -3,6 +3,7 @@ import type { Outbox } from '../outbox/index.js';
 import type { Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
+import type { CommandAuthSettings } from './command-envelope.js';
 
 export type MqttSettings = Readonly<Settings>['mqtt'];
 
@@ -46,18 +47,24 @@ export interface DeviceTelemetry {
 export interface DeviceControl {
   state(): DeviceStateSummary;
   /** `cmd/out_of_service`: stop (or resume) taking orders. */
-  setOutOfService(on: boolean, reason: string): void;
+  /** `by` (every command that changes something): who gave it, e.g. `mqtt (key ops-1, request r-7)`. */
+  setOutOfService(on: boolean, reason: string, by: string): void;
   /** `cmd/resolve`: settles a vend_uncertain order. Throws VendgateError (.code, .message). */
-  resolve(orderId: number, vended: boolean): Promise<unknown>;
+  resolve(orderId: number, vended: boolean, by: string): Promise<unknown>;
   /** `cmd/refund`: refunds a paid order. Throws VendgateError. */
-  refund(orderId: number): Promise<unknown>;
+  refund(orderId: number, by: string): Promise<unknown>;
   /** `cmd/test_vend`: one test actuation, no money. Only when `mqtt.allowRemoteVend` is true. */
-  testVend(slot: string | null): Promise<unknown>;
+  testVend(slot: string | null, by: string): Promise<unknown>;
   runSelftest(): Promise<{ ok: boolean; report: unknown }>;
   /** Counters, last webhook/poll times, uptime… merged into every telemetry message. */
   telemetry(): DeviceTelemetry;
   /** Called on every change that may alter state(); MQTT publishes only when it really changed. */
   onStateChange(listener: () => void): void;
+  /**
+   * The audit record of a command that moves money, goods or prices (refused ones too): an event on
+   * MQTT, and for a verified command that names an order, a line in that order's history.
+   */
+  audit(entry: CommandAudit): void;
   /** Catalog, stock and jams (src/catalog/). Absent: the catalog commands answer that this device has none. */
   catalog?: CatalogControl;
 }
@@ -65,12 +72,27 @@ export interface DeviceControl {
 /** `cmd/catalog`, `cmd/catalog_rollback`, `cmd/refill`, `cmd/clear_jam`. Each throws VendgateError. */
 export interface CatalogControl {
   /** Validates the whole document (every problem in the error, nothing applied) and applies it. */
-  apply(document: unknown): unknown;
-  rollback(): unknown;
-  refill(slot: string, count: number): unknown;
-  clearJam(slot: string): unknown;
+  apply(document: unknown, by: string): unknown;
+  rollback(by: string): unknown;
+  refill(slot: string, count: number, by: string): unknown;
+  clearJam(slot: string, by: string): unknown;
   /** Slots of the catalog in use (Home Assistant gets a stock sensor per slot). */
   slots(): string[];
+}
+
+/** What the audit of one command records. */
+export interface CommandAudit {
+  command: string;
+  /** The request id (as claimed, when the command was refused before it was verified). */
+  requestId: string | null;
+  keyId: string | null;
+  ok: boolean;
+  code: string | null;
+  /** The signature verified: the key id and request id can be believed. */
+  verified: boolean;
+  /** A request id seen before: answered from the record, nothing ran. */
+  replay?: boolean;
+  orderId?: number;
 }
 
 export interface MqttDeps {
@@ -83,7 +105,9 @@ export interface MqttDeps {
    * The database the outbox lives in. Optional: with it the disk_low alarm is raised in a
    * transaction and telemetry reports the free space of its file system.
    */
-  db?: Db;
+  db: Db;
+  /** Who may sign the commands that move money, goods or prices (settings `commands`). */
+  commands: CommandAuthSettings;
 }
 
 export interface Mqtt {

@@ -24,6 +24,8 @@ export interface BrokerWebhookDeps {
   referencePrefixes: readonly string[];
   /** The provider this device takes webhooks for. */
   provider: string;
+  /** Draws the reconnect delays (tests inject a fixed source). */
+  random?: () => number;
   /**
    * Verifies on the raw bytes and stores in the inbox; resolves after the commit. Throws when the
    * event could not be stored (database): the message is then not acknowledged, and comes again.
@@ -40,6 +42,11 @@ export interface BrokerWebhookSubscription {
 }
 
 const STOP_GRACE_MS = 2_000;
+
+/** The webhook session's client id beside the monitoring one (`<prefix>-<device>`). */
+export function webhookClientId(monitoringClientId: string): string {
+  return `${monitoringClientId}_webhooks`;
+}
 
 /**
  * Fleet mode, device side: a persistent MQTT session (its own client id, so the monitoring
@@ -64,6 +71,7 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
   let stopped = false;
   let stopping: Promise<void> | null = null;
   let reconnectTimer: NodeJS.Timeout | null = null;
+  let announced = false;
 
   function announcement(): string {
     const route: RouteAnnouncement = {
@@ -114,12 +122,16 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
     attempt = 0;
     isConnected = true;
     log.info({ url: redactUrl(url), clientId: options?.clientId, sessionPresent, filter }, 'fleet webhook subscription connected');
-    // Every connect: a broker restarted without persistence has forgotten the session.
+    // A broker that kept the session kept its subscription and (same persistence) the retained
+    // route: a fleet coming back after a broker restart sends nothing more than its CONNECTs. A
+    // broker that forgot the session gets both again; this process announces once in any case.
+    if (sessionPresent && announced) return;
     c.subscribe(filter, { qos: 1 }, (err) => {
       if (err && client === c) log.warn({ err }, 'could not subscribe to fleet webhooks');
     });
     c.publish(fleet.route(deps.deviceId), announcement(), { qos: 1, retain: true }, (err) => {
       if (err && client === c) log.warn({ err }, 'route announcement not published');
+      else if (!err) announced = true;
     });
   }
 
@@ -130,9 +142,10 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
     client = null;
     c.end(true);
     if (stopped) return;
-    const delay = backoffDelay(attempt, settings.reconnectMinMs, settings.reconnectMaxMs);
+    const delay = backoffDelay(attempt, settings.reconnectMinMs, settings.reconnectMaxMs, deps.random);
     attempt += 1;
     if (was) log.warn({ retryInMs: delay }, 'fleet webhook subscription lost; reconnecting');
+    else log.debug({ retryInMs: delay, attempt }, 'fleet webhook broker unreachable; retrying');
     reconnectTimer = setTimeout(connect, delay);
     reconnectTimer.unref();
   }
@@ -167,8 +180,10 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
       if (options || stopped) return;
       const base = clientOptions(settings, deps.deviceId, createTopics(settings.prefix, deps.deviceId));
       // The monitoring connection owns the last will (status=offline); this one only carries webhooks.
+      // `_` is in no device id, so this id can never be another device's monitoring id
+      // (`<prefix>-m1-webhooks` was both m1's webhook client and device m1-webhooks' monitoring one).
       const { will: _will, ...rest } = base;
-      options = { ...rest, clientId: `${base.clientId}-webhooks` };
+      options = { ...rest, clientId: webhookClientId(base.clientId ?? `${settings.prefix}-${deps.deviceId}`) };
       log.info({ url: redactUrl(url), clientId: options.clientId, filter }, 'fleet webhook subscription starting');
       connect();
     },

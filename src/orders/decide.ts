@@ -74,6 +74,16 @@ export function isOpen(state: OrderState): boolean {
   return STATE_TRAITS[state].waitsForMoney;
 }
 
+/** A queued vend job may be claimed only while its order holds money and no goods left (else the job is void). */
+export function mayClaimVend(state: OrderState): boolean {
+  return state === 'paid' || state === 'authorized';
+}
+
+/** An operator may give the money back for a paid order not yet vended, or a vended one (a complaint). */
+export function operatorMayRefund(state: OrderState): boolean {
+  return state === 'paid' || state === 'authorized' || state === 'vended';
+}
+
 // ---------------------------------------------------------------------------------------------
 // Provider statuses: what a reading says about the money.
 // ---------------------------------------------------------------------------------------------

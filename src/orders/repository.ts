@@ -52,7 +52,7 @@ export interface NewOrder {
   captureMode: 'automatic' | 'manual';
 }
 
-/** `<reference>-pay` for the first attempt, `<reference>-pay-<n>` after (PROVIDERS.md key rule). */
+/** `<reference>-pay` for the first attempt, `<reference>-pay-<n>` after (docs/providers.md: keys come from the order). */
 export function idempotencyKeyFor(reference: string, attempt: number): string {
   return attempt <= 1 ? `${reference}-pay` : `${reference}-pay-${attempt}`;
 }
@@ -148,6 +148,11 @@ export interface OrderRepository {
   latest(): OrderRow | undefined;
   /** The order's transitions, oldest first. */
   history(id: number): OrderHistoryEntry[];
+  /**
+   * A history line that moves nothing (from and to are the current state), e.g. the audit of an
+   * operator's command. False when there is no such order.
+   */
+  note(id: number, reason: string): boolean;
 }
 
 /** The SQL of the orders tables. Callers own the transaction. */
@@ -316,6 +321,13 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }): OrderRepo
         reason: string;
       }[];
       return rows.map((r) => ({ at: toIso(r.at)!, from: r.from_state, to: r.to_state, reason: r.reason }));
+    },
+
+    note(id: number, reason: string): boolean {
+      const order = byId.get(id) as OrderRow | undefined;
+      if (!order) return false;
+      history.run(id, clock.now(), order.state, order.state, reason);
+      return true;
     },
   };
 }

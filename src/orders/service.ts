@@ -8,6 +8,7 @@ import type { Invoice, PaymentProvider } from '../payments/types.js';
 import { observationOf, ProviderError } from '../payments/types.js';
 import type { Settings } from '../settings/index.js';
 import type { CreateRequestFields, OrderHistoryEntry, OrderListFilter, OrderRepository, OrderRow } from './repository.js';
+import type { OrderState } from './state.js';
 import { IN_PROGRESS_STATES, decideCreateAnswer } from './decide.js';
 import { createTransitions } from './transitions.js';
 import type { ObservePort } from './observe-port.js';
@@ -66,7 +67,7 @@ export interface OrderServiceDeps {
   clock: Clock;
   logger: Logger;
   outbox: Outbox;
-  /** The process's one order repository; `repo` below is this one. */
+  /** The process's one order repository. */
   orderRepository: OrderRepository;
   provider: PaymentProvider;
   /** Where a reading this service made (the create and cancel answers, a read) is recorded: the ledger. */
@@ -80,8 +81,8 @@ export interface OrderServiceDeps {
   onChange?: () => void;
   /** An order closed without payment (MDB denies the machine's session). */
   onClosedUnpaid?: (order: OrderRow, reason: string) => void;
-  /** The live catalog (remote versions, stock, jams). Absent: settings.device.catalog, always for sale. */
-  catalog?: CatalogPort;
+  /** The catalog orders are priced from: the live one (src/catalog/), or the settings' (catalog/ staticCatalog). */
+  catalog: CatalogPort;
 }
 
 /** What the order service asks the catalog (src/catalog/): price and name of a slot, or why not. */
@@ -129,8 +130,14 @@ export interface OrderService {
   list(filter?: OrderListFilter): OrderRow[];
   /** The order's transitions, oldest first. */
   history(id: number): OrderHistoryEntry[];
-  /** The repository the service writes through, for readers that need more than the above. */
-  repo: OrderRepository;
+  /** The newest order, or undefined (the screen follows it). Read-only. */
+  latest(): OrderRow | undefined;
+  /** Orders in these states, oldest first. Read-only. */
+  inStates(states: readonly OrderState[]): OrderRow[];
+  /** How many orders are in each state (telemetry). Read-only. */
+  countByState(): { state: string; n: number }[];
+  /** A history line that moves nothing (the audit of an operator's command); false: no such order. Caller owns the tx. */
+  note(id: number, reason: string): boolean;
 }
 
 export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
@@ -148,25 +155,14 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       if (!input.item || !Number.isInteger(input.amount) || (input.amount ?? 0) <= 0) {
         throw new VendgateError(ErrorCodes.BAD_REQUEST, 'a machine vend request needs an item and a positive amount');
       }
-      deps.catalog?.assertSellable(input.item);
-      const listed = deps.catalog ? deps.catalog.item(input.item) : settings.device.catalog.find((c) => c.slot === input.item);
+      deps.catalog.assertSellable(input.item);
+      const listed = deps.catalog.item(input.item);
       return { slot: input.item, itemName: listed?.name ?? `item ${input.item}`, amount: input.amount! };
     }
     if (settings.device.mode === 'turnstile') {
       return { slot: null, itemName: 'pass', amount: settings.device.fare! };
     }
-    if (deps.catalog) {
-      const item = deps.catalog.forSale(input.slot);
-      return { slot: item.slot, itemName: item.name, amount: item.price };
-    }
-    const item = settings.device.catalog.find((c) => c.slot === input.slot);
-    if (!item) {
-      const slots = settings.device.catalog.map((c) => c.slot).join(', ');
-      throw new VendgateError(
-        ErrorCodes.UNKNOWN_SLOT,
-        input.slot ? `unknown slot "${input.slot}"; this machine has: ${slots}` : `choose a slot: ${slots}`,
-      );
-    }
+    const item = deps.catalog.forSale(input.slot);
     return { slot: item.slot, itemName: item.name, amount: item.price };
   }
 
@@ -517,6 +513,9 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
 
     list: repo.list,
     history: repo.history,
-    repo,
+    latest: repo.latest,
+    inStates: repo.inStates,
+    countByState: repo.countByState,
+    note: repo.note,
   };
 }

@@ -1,5 +1,6 @@
 import { toIso } from '../util/clock.js';
 import type { OrderRow } from './repository.js';
+import type { OrderState } from './state.js';
 
 /** The public shape of an order (local API, CLI, MQTT command results). */
 export function orderView(order: OrderRow, history: { at: string; from: string | null; to: string; reason: string }[]) {
@@ -25,22 +26,11 @@ export function orderView(order: OrderRow, history: { at: string; from: string |
   };
 }
 
-export type ScreenPhase =
-  | 'idle'
-  | 'creating'
-  | 'awaiting_payment'
-  | 'paid'
-  | 'vending'
-  | 'vended'
-  | 'vend_failed'
-  | 'refunding'
-  | 'refunded'
-  | 'expired'
-  | 'canceled'
-  | 'failed'
-  | 'vend_uncertain'
-  | 'out_of_service'
-  | 'offline';
+/**
+ * What the screen shows: the order's own state (an authorization looks like a payment to the
+ * customer), or the device's when no order is on screen. The kiosk's `Phase` is the same set.
+ */
+export type ScreenPhase = Exclude<OrderState, 'authorized'> | 'idle' | 'out_of_service' | 'offline';
 
 /** How long an uncertain vend keeps "please contact the operator" on screen. */
 const UNCERTAIN_SCREEN_MS = 60_000;
@@ -61,7 +51,7 @@ export function screenPhase(input: {
     const active = ['creating', 'awaiting_payment', 'paid', 'authorized', 'vending', 'vend_failed', 'refunding'].includes(latest.state);
     const shownFor = latest.state === 'vend_uncertain' ? UNCERTAIN_SCREEN_MS : input.resultScreenMs;
     if (active || now - latest.updated_at < shownFor) {
-      const phase = (latest.state === 'authorized' ? 'paid' : latest.state) as ScreenPhase;
+      const phase: ScreenPhase = latest.state === 'authorized' ? 'paid' : latest.state;
       return { phase, order: latest };
     }
   }

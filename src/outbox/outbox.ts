@@ -32,7 +32,8 @@ export type EventType =
   | 'slot.jammed'
   | 'slot.cleared'
   | 'stock.refilled'
-  | 'stock.sold_out';
+  | 'stock.sold_out'
+  | 'command.handled';
 
 export interface OutboxRow {
   seq: number;

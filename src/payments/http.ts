@@ -1,6 +1,6 @@
 /**
  * The HTTP client every real provider adapter talks through. It owns the retry matrix of
- * PROVIDERS.md (seed 003) so that no adapter can get it slightly wrong:
+ * docs/providers.md ("Retries") so that no adapter can get it slightly wrong:
  *
  *   network error / timeout → retry, same key and body      429 → wait Retry-After, retry
  *   5xx → backoff 1 s, 2 s, 4 s … with jitter, capped         202 → no new call (`processing`)

@@ -3,9 +3,8 @@
  * HTTP client with the retry matrix. The sandbox provider is built by the app.
  */
 import type { Settings } from '../settings/index.js';
-import type { Clock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
 import type { PaymentProvider } from './types.js';
+import type { HttpClientDeps } from './http.js';
 import { createGeregeProvider } from './gerege/index.js';
 import { createQutpayProvider } from './qutpay/index.js';
 
@@ -24,6 +23,7 @@ export {
   type RetryPolicy,
 } from './http.js';
 export { validateCreateRequest, findInvoiceMismatch, withRefunds } from './invoice-checks.js';
+export { PROVIDER_WEBHOOKS, providerWebhooks, type ProviderWebhooks, type WebhookProviderName } from './webhooks.js';
 export {
   createGeregeProvider,
   GEREGE_STATUS_MAP,
@@ -33,6 +33,7 @@ export {
   signGeregeTestPayload,
   verifyGeregeWebhook,
   parseGeregeEvent,
+  geregeWebhookTarget,
   GEREGE_SIGNATURE_HEADER,
   GEREGE_EVENT_ID_HEADER,
   DEFAULT_TOLERANCE_SEC,
@@ -50,18 +51,13 @@ export {
   signQutpayTestPayload,
   verifyQutpayWebhook,
   parseQutpayEvent,
+  qutpayWebhookTarget,
   QUTPAY_SIGNATURE_HEADER,
   type QutpayConfig,
 } from './qutpay/index.js';
 
-export interface PaymentsDeps {
-  clock: Clock;
-  logger: Logger;
-  fetch?: typeof fetch;
-  sleep?: (ms: number) => Promise<void>;
-  random?: () => number;
-  observeRequest?: (sample: { method: string; outcome: 'ok' | 'error'; seconds: number }) => void;
-}
+/** What an adapter is built with: its HTTP client's clock, logger and hooks. */
+export type PaymentsDeps = HttpClientDeps;
 
 /** The adapter named by `provider.name`. Builds objects only: no network until the first call. */
 export function createProvider(deps: PaymentsDeps, settings: Readonly<Settings>): PaymentProvider {

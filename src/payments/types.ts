@@ -100,6 +100,16 @@ export interface EventPage {
   hasMore: boolean;
 }
 
+/**
+ * Which order a verified webhook concerns, as its provider's body says (for the fleet relay, which
+ * routes by the order reference). `invoice`: the body names only the invoice (a Gerege refund), so
+ * the reference must be read from the provider; `none`: the body names neither.
+ */
+export type WebhookTarget =
+  | { kind: 'reference'; reference: string; invoiceId: string | null }
+  | { kind: 'invoice'; invoiceId: string }
+  | { kind: 'none'; reason: string };
+
 export interface PaymentProvider {
   readonly name: ProviderName;
   /** Creates the invoice, or returns the one already made with this key. Retries per the matrix. */

@@ -1,5 +1,5 @@
 import type { Logger } from '../util/logger.js';
-import { ProviderError, type PaymentProvider } from '../payments/index.js';
+import { ProviderError, providerWebhooks, type PaymentProvider } from '../payments/index.js';
 import type { RouteTable } from './routes.js';
 
 /** Where a verified event goes: a device, nowhere known (2xx, counted), or "ask again later" (5xx). */
@@ -9,26 +9,30 @@ export type Location =
 export interface LocatorDeps {
   routes: RouteTable;
   logger: Logger;
-  /** A Gerege client with a read-only key, for refunds (`re_…`) whose body has no reference. */
+  /**
+   * A client with a read-only key of the provider it names, for events whose body names only the
+   * invoice (Gerege refunds `re_…`): the invoice's reference is read once and kept.
+   */
   lookup: PaymentProvider | null;
   cacheSize: number;
 }
 
 /**
- * Finds the device of a verified event from its order reference: Gerege `data.object.reference`,
- * QutPay `invoice.externalOrderId`. A Gerege refund names only its payment intent: the intent's
- * reference is read once with the read-only key and kept (an intent's reference never changes).
+ * Finds the device of a verified event from its order reference. Which reference (or invoice) an
+ * event concerns is the provider's knowledge (`payments/<provider>`, through `providerWebhooks`);
+ * this file knows only references and the route table. An invoice's reference never changes, so
+ * a looked-up one is kept (bounded, oldest first out).
  */
 export function createLocator(deps: LocatorDeps) {
   const log = deps.logger.child({ module: 'relay-locate' });
-  const referenceOfIntent = new Map<string, string>();
+  const referenceOfInvoice = new Map<string, string>();
   let lookups = 0;
 
-  function remember(intentId: string, reference: string): void {
-    if (referenceOfIntent.has(intentId)) return;
-    referenceOfIntent.set(intentId, reference);
+  function remember(invoiceId: string, reference: string): void {
+    if (referenceOfInvoice.has(invoiceId)) return;
+    referenceOfInvoice.set(invoiceId, reference);
     // Map keeps insertion order: the oldest entry goes first.
-    if (referenceOfIntent.size > deps.cacheSize) referenceOfIntent.delete(referenceOfIntent.keys().next().value!);
+    if (referenceOfInvoice.size > deps.cacheSize) referenceOfInvoice.delete(referenceOfInvoice.keys().next().value!);
   }
 
   function at(reference: string): Location {
@@ -36,40 +40,35 @@ export function createLocator(deps: LocatorDeps) {
     return deviceId ? { kind: 'device', deviceId, reference } : { kind: 'unknown', reason: 'no device announced this reference' };
   }
 
-  async function gerege(body: Record<string, any>): Promise<Location> {
-    const object = body?.data?.object;
-    if (!object || typeof object !== 'object') return { kind: 'unknown', reason: 'event without an object' };
-    if (typeof object.id === 'string' && object.id.startsWith('pi_') && typeof object.reference === 'string') {
-      remember(object.id, object.reference);
-      return at(object.reference);
-    }
-    const intentId = typeof object.payment_intent === 'string' ? object.payment_intent : null;
-    if (!intentId) return { kind: 'unknown', reason: 'no reference and no payment intent in the event' };
-    const cached = referenceOfIntent.get(intentId);
+  async function byInvoice(provider: string, invoiceId: string): Promise<Location> {
+    const cached = referenceOfInvoice.get(invoiceId);
     if (cached !== undefined) return at(cached);
-    if (!deps.lookup) return { kind: 'unknown', reason: 'refund event and no relay.routeLookup key configured' };
+    if (!deps.lookup || deps.lookup.name !== provider)
+      return { kind: 'unknown', reason: 'event names only its invoice and no relay.routeLookup key is configured for this provider' };
     try {
       lookups += 1;
-      const intent = await deps.lookup.getInvoice(intentId);
-      remember(intentId, intent.reference);
-      return at(intent.reference);
+      const invoice = await deps.lookup.getInvoice(invoiceId);
+      remember(invoiceId, invoice.reference);
+      return at(invoice.reference);
     } catch (err) {
-      if (err instanceof ProviderError && err.kind === 'not_found') return { kind: 'unknown', reason: 'payment intent not found' };
-      log.warn({ err, intentId }, 'payment intent lookup failed: the provider will retry');
+      if (err instanceof ProviderError && err.kind === 'not_found') return { kind: 'unknown', reason: 'invoice not found' };
+      log.warn({ err, invoiceId }, 'invoice lookup failed: the provider will retry');
       return { kind: 'retry', reason: 'lookup_failed' };
     }
   }
 
   return {
     async locate(provider: string, body: unknown): Promise<Location> {
-      if (body === null || typeof body !== 'object') return { kind: 'unknown', reason: 'body is not an object' };
-      const b = body as Record<string, any>;
-      if (provider === 'gerege') return gerege(b);
-      const reference = b.invoice?.externalOrderId;
-      return typeof reference === 'string' ? at(reference) : { kind: 'unknown', reason: 'invoice without externalOrderId' };
+      const knowledge = providerWebhooks(provider);
+      if (!knowledge) return { kind: 'unknown', reason: `no webhook knowledge for provider ${provider}` };
+      const target = knowledge.target(body);
+      if (target.kind === 'none') return { kind: 'unknown', reason: target.reason };
+      if (target.kind === 'invoice') return byInvoice(provider, target.invoiceId);
+      if (target.invoiceId !== null) remember(target.invoiceId, target.reference);
+      return at(target.reference);
     },
     lookups: () => lookups,
-    cached: () => referenceOfIntent.size,
+    cached: () => referenceOfInvoice.size,
   };
 }
 

@@ -20,8 +20,8 @@ export interface Relay {
   /** Listens and connects to the broker; the health route says 503 until the broker answered. */
   start(): Promise<{ url: string; port: number }>;
   stop(): Promise<void>;
-  stats(): RelayCounters & { devices: number; lookups: number; brokerConnected: boolean };
-  /** Resolves once the broker connection is up and the route subscription granted. */
+  stats(): RelayCounters & { devices: number; lookups: number; brokerConnected: boolean; routesLearned: boolean };
+  /** True once the broker connection is up and every retained route it held has been read. */
   ready(): boolean;
   inject: ReturnType<typeof createRelayServer>['inject'];
 }
@@ -51,6 +51,7 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
               baseUrl: relay.routeLookup.baseUrl,
               clientId: relay.routeLookup.clientId,
               clientSecret: relay.routeLookup.clientSecret,
+              scope: relay.routeLookup.scope,
               requestTimeoutMs: relay.routeLookup.requestTimeoutMs,
               createDeadlineMs: relay.routeLookup.requestTimeoutMs * 2,
             },
@@ -63,8 +64,10 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
       replicaId,
       now: () => clock.now(),
       onRoute: (deviceId, route) => {
-        routes.update(deviceId, route);
-        log.debug({ deviceId, prefixes: route?.referencePrefixes ?? [] }, route ? 'device route announced' : 'device route withdrawn');
+        const known = routes.update(deviceId, route);
+        if (route && !known)
+          log.warn({ deviceId, prefixes: route.referencePrefixes }, 'route announcement ignored: it names no database of its own device');
+        else log.debug({ deviceId, prefixes: route?.referencePrefixes ?? [] }, route ? 'device route announced' : 'device route withdrawn');
       },
     },
     settings.mqtt,
@@ -85,7 +88,13 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
   let stopping: Promise<void> | null = null;
 
   function stats() {
-    return { ...counters, devices: routes.devices(), lookups: locator.lookups(), brokerConnected: broker.connected() };
+    return {
+      ...counters,
+      devices: routes.devices(),
+      lookups: locator.lookups(),
+      brokerConnected: broker.connected(),
+      routesLearned: broker.routesLearned(),
+    };
   }
 
   return {
@@ -108,7 +117,7 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
       return stopping;
     },
     stats,
-    ready: () => broker.connected() && broker.routesSubscribed(),
+    ready: () => broker.routesLearned(),
     inject: server.inject,
   };
 }

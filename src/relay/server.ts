@@ -3,21 +3,10 @@ import type { AddressInfo } from 'node:net';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes } from '../util/errors.js';
-import { verifyGeregeWebhook, verifyQutpayWebhook, WebhookVerificationError } from '../payments/index.js';
+import { providerWebhooks, WebhookVerificationError, type ProviderWebhooks } from '../payments/index.js';
 import { encodeWebhookMessage, pickForwardedHeaders, type FleetTopics, type RelayConnection } from '../mqtt/index.js';
 import type { Locator } from './locate.js';
 import type { RelayCounters } from './counters.js';
-
-type Headers = Record<string, string | string[] | undefined>;
-
-/** The SAME pure verify modules the device runs (payments/<provider>/webhook.ts). */
-const VERIFY: Record<
-  string,
-  (raw: Buffer, headers: Headers, context: { secrets: readonly string[]; toleranceSec: number; now: number }) => unknown
-> = {
-  gerege: verifyGeregeWebhook,
-  qutpay: verifyQutpayWebhook,
-};
 
 export interface RelayServerDeps {
   clock: Clock;
@@ -36,7 +25,10 @@ export interface RelayServerSettings {
   providers: readonly string[];
   toleranceSec: number;
   publishTimeoutMs: number;
-  /** After start-up, an unknown reference is answered 503 (retry) this long: the retained routes may still be arriving. */
+  /**
+   * After the route backlog was read, an unknown reference is still answered 503 (retry) this long
+   * (0: not at all). Before it was read, always 503.
+   */
   routesWarmupSec: number;
 }
 
@@ -58,16 +50,27 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
     log.warn({ reason, ...fields }, message);
   }
 
-  function warmingUp(): boolean {
-    const since = broker.firstSubscribedAt();
+  // Each route is served by its provider's own verify module (payments/<provider>/webhook.ts).
+  const knowledge = new Map(
+    settings.providers.map((provider) => {
+      const k = providerWebhooks(provider);
+      if (!k) throw new Error(`relay.providers: no webhook knowledge in payments/ for ${provider}`);
+      return [provider, k] as const;
+    }),
+  );
+
+  /** True while an unknown reference may be a route not read yet (the backlog, or the grace after it). */
+  function learning(): boolean {
+    if (!broker.routesLearned()) return true;
+    const since = broker.firstLearnedAt();
     return since === null || clock.now() - since < settings.routesWarmupSec * 1000;
   }
 
-  async function receive(provider: string, request: FastifyRequest, reply: FastifyReply) {
+  async function receive(provider: string, hooks: ProviderWebhooks, request: FastifyRequest, reply: FastifyReply) {
     counters.received += 1;
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     try {
-      VERIFY[provider]!(rawBody, request.headers, {
+      hooks.verify(rawBody, request.headers, {
         secrets: deps.secrets[provider] ?? [],
         toleranceSec: settings.toleranceSec,
         now: clock.now(),
@@ -89,7 +92,7 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
       counters.retryLater += 1;
       return reply.code(503).send({ error: ErrorCodes.PROVIDER_UNAVAILABLE, reason: location.reason });
     }
-    if (location.kind === 'unknown' && warmingUp()) {
+    if (location.kind === 'unknown' && learning()) {
       // A 202 now would lose the webhook for a device whose route simply has not arrived yet.
       counters.retryLater += 1;
       return reply.code(503).send({ error: 'VG_ERR_BROKER_UNAVAILABLE', reason: 'routes_loading' });
@@ -124,12 +127,14 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
       scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>
         done(null, body),
       );
-      for (const provider of settings.providers) scope.post(`/webhooks/${provider}`, (request, reply) => receive(provider, request, reply));
+      for (const [provider, hooks] of knowledge)
+        scope.post(`/webhooks/${provider}`, (request, reply) => receive(provider, hooks, request, reply));
     });
     server.get('/webhooks/health', async (_request, reply) => {
       reply.header('cache-control', 'no-store');
-      const ok = broker.connected() && broker.routesSubscribed();
-      return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'no_broker' });
+      // Ready means the backlog is read: a balancer sends nothing here while routes are still arriving.
+      const status = !broker.connected() || !broker.routesSubscribed() ? 'no_broker' : broker.routesLearned() ? 'ok' : 'routes_loading';
+      return reply.code(status === 'ok' ? 200 : 503).send({ status });
     });
     server.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not_found' }));
     server.setErrorHandler((err: FastifyError, _request, reply) => {

@@ -95,7 +95,7 @@ export async function runSelftest(
         return [ingress, line].filter((l): l is CheckResult => l !== null);
       }),
       bounded('mqtt', timeoutMs + 1_000, 'check mqtt.url', async () => {
-        const checked = await checkMqtt(settings, service, { deviceId: settings.device.id, timeoutMs });
+        const checked = await checkMqtt(settings, service, { deviceId: settings.device.id, timeoutMs, db: database.db });
         mqttReachable = checked.reachable;
         return checked.result;
       }),

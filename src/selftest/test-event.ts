@@ -33,29 +33,16 @@ export function signedTestEvent(
   const nowSec = Math.floor(options.nowMs / 1000);
   const path = `/webhooks/${provider}`;
   switch (provider) {
-    case 'gerege': {
-      const eventId = `evt_selftest_${nonce}`;
-      const body = Buffer.from(
-        JSON.stringify({
-          id: eventId,
-          object: 'event',
-          type: SELFTEST_EVENT_TYPE,
-          livemode: options.livemode,
-          created: nowSec,
-          data: { object: { id: `st_selftest_${nonce}`, object: 'selftest' } },
-        }),
-      );
-      return {
-        eventId,
+    case 'gerege':
+      return envelopeEvent({
+        nonce,
         path,
-        body,
-        headers: {
-          'content-type': 'application/json',
-          [GEREGE_EVENT_ID_HEADER]: eventId,
-          [GEREGE_SIGNATURE_HEADER]: signGeregeTestPayload(body, options.secret, nowSec),
-        },
-      };
-    }
+        nowSec,
+        livemode: options.livemode,
+        object: { id: `st_selftest_${nonce}`, object: 'selftest' },
+        headers: { eventId: GEREGE_EVENT_ID_HEADER, signature: GEREGE_SIGNATURE_HEADER },
+        sign: (body) => signGeregeTestPayload(body, options.secret, nowSec),
+      });
     case 'qutpay': {
       const invoiceId = `inv_selftest_${nonce}`;
       const body = Buffer.from(
@@ -72,28 +59,36 @@ export function signedTestEvent(
         headers: { 'content-type': 'application/json', [QUTPAY_SIGNATURE_HEADER]: signQutpayTestPayload(body, options.secret) },
       };
     }
-    case 'sandbox': {
-      const eventId = `evt_selftest_${nonce}`;
-      const body = Buffer.from(
-        JSON.stringify({
-          id: eventId,
-          object: 'event',
-          type: SELFTEST_EVENT_TYPE,
-          livemode: false,
-          created: nowSec,
-          data: { object: { id: `st_selftest_${nonce}` } },
-        }),
-      );
-      return {
-        eventId,
+    case 'sandbox':
+      return envelopeEvent({
+        nonce,
         path,
-        body,
-        headers: {
-          'content-type': 'application/json',
-          'sandbox-event-id': eventId,
-          [SANDBOX_SIGNATURE_HEADER]: signSandboxPayload(body, options.secret, nowSec),
-        },
-      };
-    }
+        nowSec,
+        livemode: false,
+        object: { id: `st_selftest_${nonce}` },
+        headers: { eventId: 'sandbox-event-id', signature: SANDBOX_SIGNATURE_HEADER },
+        sign: (body) => signSandboxPayload(body, options.secret, nowSec),
+      });
   }
+}
+
+/** An event in the envelope Gerege and the sandbox share (docs/providers.md, "Gerege"), signed by `sign`. */
+function envelopeEvent(event: {
+  nonce: string;
+  path: string;
+  nowSec: number;
+  livemode: boolean;
+  object: Record<string, unknown>;
+  headers: { eventId: string; signature: string };
+  sign: (body: Buffer) => string;
+}): SignedTestEvent {
+  const eventId = `evt_selftest_${event.nonce}`;
+  const envelope = { id: eventId, object: 'event', type: SELFTEST_EVENT_TYPE, livemode: event.livemode, created: event.nowSec };
+  const body = Buffer.from(JSON.stringify({ ...envelope, data: { object: event.object } }));
+  return {
+    eventId,
+    path: event.path,
+    body,
+    headers: { 'content-type': 'application/json', [event.headers.eventId]: eventId, [event.headers.signature]: event.sign(body) },
+  };
 }

@@ -18,5 +18,7 @@ export {
   relaySettingsSchema,
   RELAY_CONFIG_PATH,
   RELAY_SECRET_ENV,
+  RELAY_PROVIDERS,
   type RelaySettings,
 } from './relay.js';
+export { priceProblems, priceBoundsFor, type PricingSettings, type PriceProblem } from './sections/commands.js';

@@ -4,6 +4,7 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { settingsSchema, type Settings } from './schema.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { findUnknownKeys, withoutKeys } from './unknown-keys.js';
+import { withCredentials } from './credentials.js';
 
 /** Where the device's configuration lives when neither --config nor VENDGATE_CONFIG names one. */
 export const DEVICE_CONFIG_PATH = '/etc/vendgate/config.yaml';
@@ -77,7 +78,8 @@ export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.Proce
 
 /** Reads, merges and validates. Throws SettingsError listing every problem at once as `path: message`. */
 export function loadSettings(options: { path?: string; env?: NodeJS.ProcessEnv; ports?: PortOverrides } = {}): LoadedSettings {
-  const env = options.env ?? process.env;
+  // Under systemd the secrets come as a credential (LoadCredential=secrets.env:…), not in the environment.
+  const { env } = withCredentials(options.env ?? process.env, 'secrets.env');
   const source = resolveConfigPath(options.path, env);
   const raw = readSettingsFile(source, 'device, provider, …');
   const problems: string[] = [];

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { withCredentials } from './credentials.js';
 import { mqttSchema } from './sections/mqtt.js';
 import { logSchema } from './sections/service.js';
 import { deepFreeze, readSettingsFile, SettingsError, SECRET_ENV } from './load.js';
@@ -8,7 +9,7 @@ import { findUnknownKeys, withoutKeys } from './unknown-keys.js';
 /** `vendgate relay` reads this file when --config and VENDGATE_RELAY_CONFIG name none. */
 export const RELAY_CONFIG_PATH = '/etc/vendgate/relay.yaml';
 
-/** Secrets of the relay, from the environment only (systemd: /etc/vendgate/relay-secrets.env). */
+/** Secrets of the relay, from the environment or its systemd credential relay-secrets.env (/etc/vendgate/relay-secrets.env), never the file. */
 export const RELAY_SECRET_ENV = {
   /** Webhook secrets for every provider route (comma-separated, all accepted: rotation). */
   webhookSecrets: SECRET_ENV.webhookSecrets,
@@ -19,11 +20,12 @@ export const RELAY_SECRET_ENV = {
   mqttPassword: SECRET_ENV.mqttPassword,
 } as const;
 
-const RELAY_PROVIDERS = ['gerege', 'qutpay'] as const;
+/** The providers whose webhooks the relay can serve (each has its webhook knowledge in payments/). */
+export const RELAY_PROVIDERS = ['gerege', 'qutpay'] as const;
 
 export const relaySectionSchema = z
   .object({
-    /** Names this replica's MQTT client (`<prefix>-relay-<id>`); unique per replica. Default: host name and pid. */
+    /** Names this replica's MQTT client (`<prefix>_relay_<id>`); unique per replica. Default: host name and pid. */
     id: z
       .string()
       .regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'lower-case letters, digits and - only')
@@ -39,10 +41,11 @@ export const relaySectionSchema = z
     /** No PUBACK from the broker within this → 503, and the provider retries. */
     publishTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
     /**
-     * For this long after start-up an event for an unknown reference gets 503 (the provider retries)
-     * instead of 202: the devices' retained routes are still arriving from the broker.
+     * An event for an unknown reference gets 503 (the provider retries) instead of 202 until the
+     * relay has read every retained route the broker held (its backlog marker came back), and this
+     * long more after the first time (0: no grace).
      */
-    routesWarmupSec: z.number().int().min(0).max(600).default(10),
+    routesWarmupSec: z.number().int().min(0).max(600).default(0),
     /** Counters are logged this often (and at stop). */
     statsIntervalSec: z.number().int().min(1).max(86_400).default(60),
     /** Routing refund events: the relay never moves money, so a read-only key is enough. */
@@ -52,6 +55,8 @@ export const relaySectionSchema = z
         baseUrl: z.url({ protocol: /^https?$/ }).optional(),
         clientId: z.string().min(1).optional(),
         clientSecret: z.string().min(1).optional(),
+        /** The OAuth2 scope the lookup key asks for: it only reads payments. */
+        scope: z.string().min(1).default('payments:read'),
         requestTimeoutMs: z.number().int().min(100).max(60_000).default(3_000),
         /** Payment intent → device answers kept (an intent's reference never changes). */
         cacheSize: z.number().int().min(10).max(10_000_000).default(100_000),
@@ -112,7 +117,7 @@ export function loadRelaySettings(options: { path?: string; env?: NodeJS.Process
   source: string;
   environment: string[];
 } {
-  const env = options.env ?? process.env;
+  const { env } = withCredentials(options.env ?? process.env, 'relay-secrets.env');
   const source = resolveRelayConfigPath(options.path, env);
   const raw = structuredClone(readSettingsFile(source, 'relay, mqtt, log'));
   const relay = (raw.relay ??= {}) as Record<string, any>;

@@ -5,6 +5,7 @@ import { pollSchema, httpSchema, storageSchema, logSchema, policySchema, kioskSc
 import { actuatorSchema, inputsSchema } from './sections/actuator.js';
 import { mqttSchema } from './sections/mqtt.js';
 import { fleetSchema } from './sections/fleet.js';
+import { commandsSchema, pricingSchema, priceProblems } from './sections/commands.js';
 
 /** The one settings schema. Defaults live here and nowhere else. */
 export const settingsSchema = z
@@ -22,9 +23,24 @@ export const settingsSchema = z
     kiosk: kioskSchema.prefault({}),
     fleet: fleetSchema.prefault({}),
     slots: slotsSchema.prefault({}),
+    commands: commandsSchema.prefault({}),
+    pricing: pricingSchema.prefault({}),
   })
   .strict()
   .superRefine((settings, ctx) => {
+    // The settings' own catalog is held to the same bounds as a remote one.
+    for (const problem of priceProblems(settings.pricing, settings.device.catalog)) {
+      ctx.addIssue({ code: 'custom', path: ['device', 'catalog', ...problem.path], message: problem.message });
+    }
+    const plaintext = settings.mqtt.url.startsWith('mqtt://') || settings.mqtt.url.startsWith('ws://');
+    if (settings.device.livemode && plaintext && !settings.mqtt.allowPlaintext) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['mqtt', 'url'],
+        message:
+          'live mode sends the MQTT login and takes commands over this connection: use mqtts:// (TLS), or set mqtt.allowPlaintext: true for a broker reachable only on a trusted LAN',
+      });
+    }
     if (settings.fleet.webhookSource !== 'tunnel' && settings.mqtt.url === '') {
       ctx.addIssue({
         code: 'custom',

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import type { SimulatorRecords } from './types.js';
 import type { ApiResult, ApiRoute, ProviderBackend, SimContext } from './context.js';
 import { headerValue } from './context.js';
+import { createBackendRecords } from './backend-records.js';
 import { SimHttpError, checkObjectBody, isPositiveInteger, normalisedJson, readIdempotencyKey } from './request-checks.js';
 import { createGeregeState, parseCreateBody } from './gerege-state.js';
 import { signGeregeWebhook } from './signing.js';
@@ -13,8 +13,6 @@ export interface GeregeOptions {
   webhookSecret: string;
   maxAttempts: number;
 }
-
-type CreateCall = SimulatorRecords['createCalls'][number];
 
 /** One namespace of keys per app and environment; a key remembers the request it was first used for. */
 interface KeyUse {
@@ -28,8 +26,7 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
   const state = createGeregeState(ctx);
   const tokens = new Map<string, number>();
   const keys = new Map<string, KeyUse>();
-  /** answerReadsWith: GET of the key answers with the value's object. */
-  const readSwaps = new Map<string, string>();
+  const { recordCreate, created, orInvalid, createRoute, readRoute, answerReadsWith } = createBackendRecords(ctx);
 
   function requireToken(request: FastifyRequest): void {
     const header = headerValue(request, 'authorization') ?? '';
@@ -65,28 +62,9 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
     return { status: 200, body: { access_token: token, token_type: 'Bearer', expires_in: options.tokenTtlSec } };
   }
 
-  function recordCreate(idempotencyKey: string | null, outcome: CreateCall['outcome'], invoiceId?: string): CreateCall {
-    const call: CreateCall = { idempotencyKey, at: ctx.clock.now(), outcome, ...(invoiceId ? { invoiceId } : {}) };
-    ctx.records.createCalls.push(call);
-    return call;
-  }
-
-  function lostMarker(call: CreateCall): () => void {
-    return () => {
-      call.committed = call.outcome as CreateCall['committed'];
-      call.outcome = 'fault:lostResponse';
-    };
-  }
-
   function createIntent(request: FastifyRequest): ApiResult {
     requireToken(request);
-    let key: string;
-    try {
-      key = readIdempotencyKey(request.headers, true)!;
-    } catch (err) {
-      recordCreate(null, 'invalid');
-      throw err;
-    }
+    const key = orInvalid(null, () => readIdempotencyKey(request.headers, true)!);
     const fingerprint = `POST /payment-intents ${normalisedJson(request.body)}`;
     const prior = keys.get(key);
     if (prior) {
@@ -95,19 +73,12 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
         throw new SimHttpError(409, 'idempotency_conflict', `Idempotency-Key ${key} was already used with a different request body`);
       }
       const call = recordCreate(key, 'replayed', prior.result.id);
-      return { status: 200, body: state.intentJson(state.get(prior.result.id)), onLost: lostMarker(call) };
+      return created(call, 200, state.intentJson(state.get(prior.result.id)));
     }
-    let fields;
-    try {
-      fields = parseCreateBody(request.body);
-    } catch (err) {
-      recordCreate(key, 'invalid');
-      throw err;
-    }
+    const fields = orInvalid(key, () => parseCreateBody(request.body));
     const intent = state.create(key, request.body, fields);
     keys.set(key, { fingerprint, result: { kind: 'intent', id: intent.id } });
-    const call = recordCreate(key, 'created', intent.id);
-    return { status: 201, body: state.intentJson(intent), onLost: lostMarker(call) };
+    return created(recordCreate(key, 'created', intent.id), 201, state.intentJson(intent));
   }
 
   function intentParam(request: FastifyRequest): string {
@@ -178,24 +149,8 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
 
   const routes: ApiRoute[] = [
     { method: 'POST', url: '/oauth2/token', faults: false, handler: issueToken },
-    {
-      method: 'POST',
-      url: '/payment-intents',
-      handler: createIntent,
-      onRejected: (fault, request) => {
-        recordCreate(headerValue(request, 'idempotency-key') ?? null, `fault:${fault}`);
-      },
-    },
-    {
-      method: 'GET',
-      url: '/payment-intents/:id',
-      handler: (request) => {
-        requireToken(request);
-        ctx.records.getCalls.push({ id: intentParam(request), at: ctx.clock.now() });
-        const id = intentParam(request);
-        return { status: 200, body: state.intentJson(state.get(readSwaps.get(id) ?? id)) };
-      },
-    },
+    createRoute('/payment-intents', createIntent),
+    readRoute('/payment-intents/:id', requireToken, (id) => state.intentJson(state.get(id))),
     { method: 'POST', url: '/payment-intents/:id/cancel', handler: stateAction('cancel') },
     { method: 'POST', url: '/payment-intents/:id/capture', handler: stateAction('capture') },
     { method: 'POST', url: '/payment-intents/:id/unclaim', handler: stateAction('unclaim') },
@@ -223,10 +178,7 @@ export function createGeregeBackend(ctx: SimContext, options: GeregeOptions): Pr
         throw new SimHttpError(400, 'invalid_request', `amount ${amount} exceeds the refundable remainder`);
       state.refund(intent, amount, `dashboard-${ctx.ids.token(12)}`);
     },
-    answerReadsWith: (id, otherId) => {
-      if (otherId === null) readSwaps.delete(id);
-      else readSwaps.set(id, otherId);
-    },
+    answerReadsWith,
     view: state.view,
     webhookHeaders: (event, nowMs) => ({
       'content-type': 'application/json',

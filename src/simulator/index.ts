@@ -1,6 +1,6 @@
 /**
  * Provider simulator: Gerege- and QutPay-compatible HTTP APIs with webhook delivery and fault
- * injection, written from PROVIDERS.md alone. It shares no code with payments/ on purpose: it is
+ * injection, written from the providers' documented rules alone (docs/providers.md). It shares no code with payments/ on purpose: it is
  * the other side of every adapter contract test.
  */
 export { createSimulator, SIMULATOR_DEFAULTS } from './simulator.js';

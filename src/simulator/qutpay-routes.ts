@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import type { SimulatorRecords } from './types.js';
 import type { ApiResult, ApiRoute, ProviderBackend, SimContext } from './context.js';
 import { headerValue } from './context.js';
+import { createBackendRecords } from './backend-records.js';
 import { SimHttpError, checkObjectBody, isPositiveInteger, readIdempotencyKey } from './request-checks.js';
 import { createQutpayState, parseCreateBody } from './qutpay-state.js';
 import { signQutpayWebhook } from './signing.js';
@@ -14,59 +14,30 @@ export interface QutpayOptions {
   maxAttempts: number;
 }
 
-type CreateCall = SimulatorRecords['createCalls'][number];
-
 export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): ProviderBackend {
   const state = createQutpayState(ctx, options);
   const invoiceKeys = new Map<string, string>();
   const refundKeys = new Map<string, { invoiceId: string; refundId: string }>();
-  /** answerReadsWith: GET of the key answers with the value's object. */
-  const readSwaps = new Map<string, string>();
+  const { recordCreate, created, orInvalid, createRoute, readRoute, answerReadsWith } = createBackendRecords(ctx);
 
   function requireApiKey(request: FastifyRequest): void {
     if (headerValue(request, 'x-api-key') !== options.apiKey)
       throw new SimHttpError(401, 'unauthorized', 'a valid X-API-Key header is required');
   }
 
-  function recordCreate(idempotencyKey: string | null, outcome: CreateCall['outcome'], invoiceId?: string): CreateCall {
-    const call: CreateCall = { idempotencyKey, at: ctx.clock.now(), outcome, ...(invoiceId ? { invoiceId } : {}) };
-    ctx.records.createCalls.push(call);
-    return call;
-  }
-
-  function lostMarker(call: CreateCall): () => void {
-    return () => {
-      call.committed = call.outcome as CreateCall['committed'];
-      call.outcome = 'fault:lostResponse';
-    };
-  }
-
   function createInvoice(request: FastifyRequest): ApiResult {
     requireApiKey(request);
-    let key: string | null;
-    try {
-      key = readIdempotencyKey(request.headers, false);
-    } catch (err) {
-      recordCreate(null, 'invalid');
-      throw err;
-    }
+    const key = orInvalid(null, () => readIdempotencyKey(request.headers, false));
     // A replay answers with the earlier invoice whatever the body says now (even another amount).
     const priorId = key === null ? undefined : invoiceKeys.get(key);
     if (priorId !== undefined) {
       const call = recordCreate(key, 'replayed', priorId);
-      return { status: 200, body: { ...state.invoiceJson(state.get(priorId)), idempotentReplay: true }, onLost: lostMarker(call) };
+      return created(call, 200, { ...state.invoiceJson(state.get(priorId)), idempotentReplay: true });
     }
-    let fields;
-    try {
-      fields = parseCreateBody(request.body);
-    } catch (err) {
-      recordCreate(key, 'invalid');
-      throw err;
-    }
+    const fields = orInvalid(key, () => parseCreateBody(request.body));
     const invoice = state.create(key, request.body, fields);
     if (key !== null) invoiceKeys.set(key, invoice.id);
-    const call = recordCreate(key, 'created', invoice.id);
-    return { status: 201, body: state.invoiceJson(invoice), onLost: lostMarker(call) };
+    return created(recordCreate(key, 'created', invoice.id), 201, state.invoiceJson(invoice));
   }
 
   function invoiceParam(request: FastifyRequest): string {
@@ -122,25 +93,9 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
   }
 
   const routes: ApiRoute[] = [
-    {
-      method: 'POST',
-      url: '/api/v1/invoices',
-      handler: createInvoice,
-      onRejected: (fault, request) => {
-        recordCreate(headerValue(request, 'idempotency-key') ?? null, `fault:${fault}`);
-      },
-    },
-    {
-      // `?live=true` asks the bank instead of the cache; here both are the same.
-      method: 'GET',
-      url: '/api/v1/invoices/:id',
-      handler: (request) => {
-        requireApiKey(request);
-        ctx.records.getCalls.push({ id: invoiceParam(request), at: ctx.clock.now() });
-        const id = invoiceParam(request);
-        return { status: 200, body: state.invoiceWithRefunds(state.get(readSwaps.get(id) ?? id)) };
-      },
-    },
+    createRoute('/api/v1/invoices', createInvoice),
+    // `?live=true` asks the bank instead of the cache; here both are the same.
+    readRoute('/api/v1/invoices/:id', requireApiKey, (id) => state.invoiceWithRefunds(state.get(id))),
     {
       method: 'POST',
       url: '/api/v1/invoices/:id/cancel',
@@ -171,10 +126,7 @@ export function createQutpayBackend(ctx: SimContext, options: QutpayOptions): Pr
         throw new SimHttpError(400, 'invalid_request', `amount ${amount} exceeds the refundable remainder`);
       state.refund(invoice, amount, `dashboard-${ctx.ids.token(12)}`);
     },
-    answerReadsWith: (id, otherId) => {
-      if (otherId === null) readSwaps.delete(id);
-      else readSwaps.set(id, otherId);
-    },
+    answerReadsWith,
     view: state.view,
     webhookHeaders: (event) => ({
       'content-type': 'application/json',

@@ -134,7 +134,7 @@ export function createQutpayState(ctx: SimContext, options: { invoiceTtlSec: num
       };
       invoices.set(id, invoice);
       ctx.records.invoices.push(record);
-      // The QR is issued at once, so the API never shows `new` (PROVIDERS.md: create answers `pending`).
+      // The QR is issued at once, so the API never shows `new` (docs/providers.md: create answers `pending`).
       transition(invoice, 'pending');
       return invoice;
     },

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 
 /**
- * The simulator's own signing, written from PROVIDERS.md and shared with nothing in payments/, so
+ * The simulator's own signing, written from docs/providers.md and shared with nothing in payments/, so
  * that a signature bug cannot hide on both sides of the contract.
  */
 

@@ -20,7 +20,7 @@ export const SIMULATOR_DEFAULTS = Object.freeze({
   seed: 1,
   tokenTtlSec: 3600,
   webhookRetryDelaysMs: [100, 200, 400, 800, 1600, 3200, 6400] as readonly number[],
-  /** PROVIDERS.md: Gerege "up to 8 attempts", QutPay "retried 11 times". */
+  /** docs/providers.md: Gerege makes up to 8 attempts, QutPay retries 11 times. */
   webhookMaxAttempts: { gerege: 8, qutpay: 11 },
   webhookTimeoutMs: 5000,
   invoiceTtlSec: 900,

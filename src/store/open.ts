@@ -103,7 +103,8 @@ export function inTransaction<T>(db: Db, fn: () => T): T {
  * have to settle after a power cut). Each commits through `durably()` under its name; the
  * durability test fails when one of them stops doing so.
  */
-export type DurableStep = 'invoice_attach' | 'order_attempt' | 'vend_claim' | 'vend_settle' | 'refund_claim' | 'capture_claim';
+export type DurableStep =
+  'invoice_attach' | 'order_attempt' | 'vend_claim' | 'vend_settle' | 'refund_claim' | 'capture_claim' | 'command_claim';
 
 let commitObserver: ((step: DurableStep, synchronous: number) => void) | null = null;
 

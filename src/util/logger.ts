@@ -78,22 +78,69 @@ interface LoggerOptions {
   format?: Exclude<LogFormat, 'pretty'>;
 }
 
+/**
+ * Keys whose values never reach a log line, at any depth (REDACT_PATHS names fixed paths; this
+ * catches the same names wherever they are nested: a settings dump, a provider's error body).
+ */
+const SECRET_KEY =
+  /^(secrets?|passwords?|passwd|api[-_]?key|client[-_]?secret|webhook[-_]?secrets|(access|refresh|id)?[-_]?token|authorization|proxy-authorization|cookie|set-cookie|private[-_]?key(pem)?|x-api-key|gerege-signature|x-qutpay-signature)$/i;
+/** `scheme://user:password@` (or `scheme://token@`) inside any text. */
+const URL_CREDENTIALS = /([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'\\]+@/gi;
+const CENSOR = '[redacted]';
+
+/** Credentials inside URLs in `text` replaced: `mqtts://[redacted]@broker:8883`. */
+export function redactUrlCredentials(text: string): string {
+  return text.replace(URL_CREDENTIALS, `$1${CENSOR}@`);
+}
+
+/**
+ * A copy of a log object with every secret-named key censored at any depth, and credentials inside
+ * URLs in every string. Errors are serialized first (as pino's err serializer does) so their
+ * message, stack and own fields are covered too. Other objects (Buffers, dates) pass unchanged.
+ */
+export function redactDeep(value: unknown, seen: WeakSet<object> = new WeakSet(), depth = 0): unknown {
+  if (typeof value === 'string') return redactUrlCredentials(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (depth > 32) return '[too deep]';
+  if (seen.has(value)) return '[circular]';
+  if (value instanceof Error) {
+    seen.add(value);
+    return redactDeep(pino.stdSerializers.err(value), seen, depth + 1);
+  }
+  if (Array.isArray(value)) {
+    seen.add(value);
+    return value.map((item) => redactDeep(item, seen, depth + 1));
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return value;
+  seen.add(value);
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) out[key] = SECRET_KEY.test(key) ? CENSOR : redactDeep(item, seen, depth + 1);
+  return out;
+}
+
 function baseOptions(level: LevelWithSilent | undefined) {
   return {
     level: level ?? 'info',
     base: { service: 'vendgate' },
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    redact: { paths: REDACT_PATHS, censor: CENSOR },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
 }
+
+/** Secrets at any depth (formatters.log), and credentials in URLs anywhere in the line, the message included (streamWrite). */
+const redaction = {
+  log: (object: Record<string, unknown>) => redactDeep(object) as Record<string, unknown>,
+  line: redactUrlCredentials,
+};
 
 /** The one root logger. Modules take `logger.child({ module: '…' })`. JSON to stdout (journald keeps it). */
 export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(
     {
       ...baseOptions(options.level),
-      formatters: { level: (label: string) => ({ level: label }) },
-      ...(options.format === 'journal' ? { hooks: { streamWrite: journalLine } } : {}),
+      formatters: { level: (label: string) => ({ level: label }), log: redaction.log },
+      hooks: { streamWrite: options.format === 'journal' ? (line: string) => journalLine(redaction.line(line)) : redaction.line },
     },
     options.destination ?? process.stdout,
   );
@@ -123,7 +170,7 @@ export async function createServiceLogger(options: {
     translateTime: 'SYS:HH:MM:ss.l',
     ignore: 'pid,hostname,service',
   });
-  return pino(baseOptions(options.level), stream);
+  return pino({ ...baseOptions(options.level), formatters: { log: redaction.log }, hooks: { streamWrite: redaction.line } }, stream);
 }
 
 /** A logger that writes nothing, for tests that do not look at logs. */

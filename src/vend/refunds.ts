@@ -1,12 +1,7 @@
-import type { Db } from '../store/index.js';
 import { durably, inTransaction, prepared } from '../store/index.js';
-import type { Clock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
 import { errorMessage } from '../util/errors.js';
-import type { Outbox } from '../outbox/index.js';
-import type { PaymentProvider } from '../payments/types.js';
 import { observationOf, ProviderError } from '../payments/types.js';
-import { createTransitions, refundDoneByReading, refundStillOwed, type ObservePort, type OrderRepository } from '../orders/index.js';
+import { createTransitions, refundDoneByReading, refundStillOwed, type OrderServiceDeps } from '../orders/index.js';
 
 export interface RefundRow {
   invoice_id: string;
@@ -53,15 +48,8 @@ export interface RefundWorker {
  * read again). Unsettled for too long → alarm for a person.
  */
 export function createRefundWorker(
-  deps: {
-    db: Db;
-    clock: Clock;
-    logger: Logger;
-    outbox: Outbox;
-    orderRepository: OrderRepository;
-    provider: PaymentProvider;
-    ledger: ObservePort;
-  },
+  /** The order service's own deps, less what only it uses: the refund worker reads, observes and refunds the same way. */
+  deps: Pick<OrderServiceDeps, 'db' | 'clock' | 'logger' | 'outbox' | 'orderRepository' | 'provider' | 'ledger'>,
   settings: RefundWorkerSettings,
 ): RefundWorker {
   const { db, clock, outbox, provider, ledger } = deps;
@@ -70,6 +58,13 @@ export function createRefundWorker(
   const transitions = createTransitions(orders);
   let running: Promise<void> | null = null;
   let stopped = false;
+
+  /** Reads the refund's invoice and records that reading through observe(), saying at which stage it was made. */
+  async function readAndObserve(row: RefundRow, stage: 'before_send' | 'check') {
+    const invoice = await provider.getInvoice(row.invoice_id);
+    ledger.observe(observationOf(invoice, 'refund'), { kind: 'refund', refundKind: row.kind, queuedAmount: row.amount, stage });
+    return invoice;
+  }
 
   const get = (invoiceId: string) => prepared(db, 'SELECT * FROM refunds WHERE invoice_id = ?').get(invoiceId) as RefundRow | undefined;
   const update = (invoiceId: string, fields: Partial<RefundRow>) => {
@@ -104,13 +99,7 @@ export function createRefundWorker(
    * → only the rest is sent. Returns the amount to send, or null when nothing is to be sent.
    */
   async function stillOwed(row: RefundRow): Promise<number | null> {
-    const invoice = await provider.getInvoice(row.invoice_id);
-    ledger.observe(observationOf(invoice, 'refund'), {
-      kind: 'refund',
-      refundKind: row.kind,
-      queuedAmount: row.amount,
-      stage: 'before_send',
-    });
+    const invoice = await readAndObserve(row, 'before_send');
     const owed = refundStillOwed(row.kind, invoice, row.amount);
     if (owed === null)
       complete(row, row.kind === 'void' ? 'authorization already canceled at the provider' : 'already refunded at the provider');
@@ -199,13 +188,7 @@ export function createRefundWorker(
         if (result.status === 'succeeded') return complete(row, 'refund confirmed by the provider');
         if (result.status === 'failed') return fail(row, result.detail ?? 'provider refused the refund', result.refundId);
       } else {
-        const invoice = await provider.getInvoice(row.invoice_id);
-        ledger.observe(observationOf(invoice, 'refund'), {
-          kind: 'refund',
-          refundKind: row.kind,
-          queuedAmount: row.amount,
-          stage: 'check',
-        });
+        const invoice = await readAndObserve(row, 'check');
         if (refundDoneByReading(row.kind, invoice.status)) return complete(row, `invoice is ${invoice.status}`);
       }
     } catch (err) {

@@ -9,6 +9,7 @@ import { observationOf, ProviderError, type PaymentProvider } from '../payments/
 import {
   captureOutcome,
   createTransitions,
+  mayClaimVend,
   moneyBackBeforeInterruptedVend,
   settleVendOutcome,
   type CaptureOutcome,
@@ -128,7 +129,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
       () => {
         let job = jobs.nextQueued();
         let order = job && orders.get(job.order_id)!;
-        while (job && order && order.state !== 'paid' && order.state !== 'authorized') {
+        while (job && order && !mayClaimVend(order.state)) {
           // The order moved on (an operator refunded it before the vend): the job is void.
           jobs.finish(job.order_id, 'queued', 'failed', 'skipped', `order was ${order.state}`, clock.now());
           job = jobs.nextQueued();
@@ -409,7 +410,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
           db,
           () => {
             const order = orders.get(job.order_id)!;
-            if (order.state !== 'paid' && order.state !== 'authorized') return;
+            if (!mayClaimVend(order.state)) return;
             if (!jobs.claim(order.id, clock.now())) return;
             transitions.vendClaimedForAPerson(order);
             markUncertain(orders.get(order.id)!, detail);

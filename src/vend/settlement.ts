@@ -4,7 +4,7 @@ import type { Clock } from '../util/clock.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import { queueRefundFor } from './queue.js';
-import { createTransitions, refundKindOfOrder, type OrderRepository, type OrderRow } from '../orders/index.js';
+import { createTransitions, operatorMayRefund, refundKindOfOrder, type OrderRepository, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 
 /** Settlement decisions, as the runner, `vendgate resolve` and the MQTT commands use them. */
@@ -94,7 +94,7 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox; o
     refund(orderId: number, by = 'operator'): OrderRow {
       inTransaction(db, () => {
         const order = mustGet(orderId);
-        if (order.state !== 'vended' && order.state !== 'paid' && order.state !== 'authorized') {
+        if (!operatorMayRefund(order.state)) {
           throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is ${order.state}; only paid or vended orders can be refunded`);
         }
         transitions.refundRequested(order, by);

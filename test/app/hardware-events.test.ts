@@ -62,7 +62,7 @@ describe('what the machine tells us becomes orders and service state', () => {
   it('an MDB vend request creates an order for that item and amount; paying it approves the vend', async () => {
     const { inputs, actuator, ctx } = await start();
     inputs.emit({ type: 'vend_request', item: 'A2', amount: 2500 });
-    const order = await waitFor(() => ctx.orders.repo.latest()?.state === 'awaiting_payment' && ctx.orders.repo.latest());
+    const order = await waitFor(() => ctx.orders.latest()?.state === 'awaiting_payment' && ctx.orders.latest());
     expect(order).toMatchObject({ source: 'mdb', slot: 'A2', amount: 2500, item_name: 'Cola' });
     await ctx.sandbox!.payments.pay(order.invoice_id!);
     await waitFor(() => ctx.orders.get(order.id)!.state === 'vended', { what: 'vended' });
@@ -73,13 +73,13 @@ describe('what the machine tells us becomes orders and service state', () => {
     const { inputs, actuator, ctx } = await start();
     inputs.emit({ type: 'vend_request', item: 'A2', amount: 0 });
     await waitFor(() => actuator.denied.length === 1, { what: 'the session denied' });
-    expect(ctx.orders.repo.latest()).toBeUndefined();
+    expect(ctx.orders.latest()).toBeUndefined();
   });
 
   it('an expired MDB order denies the machine session', async () => {
     const { inputs, actuator, ctx } = await start();
     inputs.emit({ type: 'vend_request', item: 'A1', amount: 1500 });
-    const order = await waitFor(() => ctx.orders.repo.latest()?.state === 'awaiting_payment' && ctx.orders.repo.latest());
+    const order = await waitFor(() => ctx.orders.latest()?.state === 'awaiting_payment' && ctx.orders.latest());
     inputs.emit({ type: 'session_cancel' });
     await waitFor(() => ctx.orders.get(order.id)!.state === 'canceled', { what: 'canceled' });
     await waitFor(() => actuator.denied.length === 1, { what: 'the session denied' });
@@ -116,7 +116,7 @@ describe('what the machine tells us becomes orders and service state', () => {
   it('the button of a turnstile starts an order for the fare', async () => {
     const { inputs, ctx } = await start({ device: { mode: 'turnstile', fare: 500, catalog: [] } });
     inputs.emit({ type: 'button' });
-    const order = await waitFor(() => ctx.orders.repo.latest()?.state === 'awaiting_payment' && ctx.orders.repo.latest());
+    const order = await waitFor(() => ctx.orders.latest()?.state === 'awaiting_payment' && ctx.orders.latest());
     expect(order).toMatchObject({ source: 'button', slot: null, amount: 500 });
   });
 });

@@ -6,6 +6,7 @@ import { testSettings } from '../helpers/core.js';
 import { tempDir, waitFor } from '../helpers/temp.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { watch, type Watcher } from '../mqtt/watch.js';
+import { commandPayload } from '../helpers/operator.js';
 
 describe('the service as operators see it over MQTT', () => {
   let app: App | null = null;
@@ -29,7 +30,7 @@ describe('the service as operators see it over MQTT', () => {
     const settings = testSettings(dir.path, { device: { id: deviceId }, mqtt: { url: broker.url, prefix, telemetryIntervalSec: 5 } });
     app = createApp(settings, { logger: silentLogger() });
     const { localUrl } = await app.start();
-    return { base: `${prefix}/${deviceId}`, localUrl, ctx: app.context() };
+    return { base: `${prefix}/${deviceId}`, deviceId, localUrl, ctx: app.context() };
   }
 
   it('publishes presence, state, and every event of a paid order in seq order', async () => {
@@ -54,9 +55,12 @@ describe('the service as operators see it over MQTT', () => {
   });
 
   it('an out_of_service command stops orders on the local API and answers with its request id', async () => {
-    const { base, localUrl } = await start();
+    const { base, deviceId, localUrl } = await start();
     await watcher.next(`${base}/status`, (m) => m.payload === 'online');
-    await watcher.publish(`${base}/cmd/out_of_service`, JSON.stringify({ requestId: 'r-1', on: true, reason: 'cleaning' }));
+    await watcher.publish(
+      `${base}/cmd/out_of_service`,
+      commandPayload(deviceId, 'out_of_service', { requestId: 'r-1', on: true, reason: 'cleaning' }),
+    );
     const result = await watcher.next(`${base}/cmd/out_of_service/result`);
     expect(JSON.parse(result.payload)).toMatchObject({ requestId: 'r-1', ok: true });
     const refused = await fetch(`${localUrl}/api/orders`, {
@@ -65,7 +69,7 @@ describe('the service as operators see it over MQTT', () => {
       body: '{"slot":"A1"}',
     });
     expect(refused.status).toBe(503);
-    await watcher.publish(`${base}/cmd/out_of_service`, JSON.stringify({ requestId: 'r-2', on: false }));
+    await watcher.publish(`${base}/cmd/out_of_service`, commandPayload(deviceId, 'out_of_service', { requestId: 'r-2', on: false }));
     await watcher.next(`${base}/cmd/out_of_service/result`, (m) => m.payload.includes('r-2'));
     await waitFor(async () => ((await fetch(`${localUrl}/api/state`).then((r) => r.json())) as { phase: string }).phase === 'idle', {
       what: 'idle again',
@@ -73,9 +77,9 @@ describe('the service as operators see it over MQTT', () => {
   });
 
   it('a remote test vend is refused unless allowed in the settings, and nothing is actuated', async () => {
-    const { base } = await start();
+    const { base, deviceId } = await start();
     await watcher.next(`${base}/status`, (m) => m.payload === 'online');
-    await watcher.publish(`${base}/cmd/test_vend`, JSON.stringify({ requestId: 't-1', slot: 'A1' }));
+    await watcher.publish(`${base}/cmd/test_vend`, commandPayload(deviceId, 'test_vend', { requestId: 't-1', slot: 'A1' }));
     const result = JSON.parse((await watcher.next(`${base}/cmd/test_vend/result`)).payload);
     expect(result).toMatchObject({ requestId: 't-1', ok: false, error: { code: 'VG_ERR_REMOTE_VEND_DISABLED' } });
   });

@@ -7,6 +7,7 @@ import { testSettings } from '../helpers/core.js';
 import { tempDir, waitFor } from '../helpers/temp.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { watch, type Watcher } from '../mqtt/watch.js';
+import { commandPayload } from '../helpers/operator.js';
 
 /** An actuator whose every actuation waits until the test lets it answer; it counts overlaps. */
 function heldActuator() {
@@ -57,7 +58,7 @@ describe('a remote test vend goes through the vend runner', () => {
     const base = `${prefix}/${deviceId}`;
     await watcher.next(`${base}/status`, (m) => m.payload === 'online');
     const testVend = async (requestId: string, slot: string) => {
-      await watcher.publish(`${base}/cmd/test_vend`, JSON.stringify({ requestId, slot }));
+      await watcher.publish(`${base}/cmd/test_vend`, commandPayload(deviceId, 'test_vend', { requestId, slot }));
       const reply = await watcher.next(`${base}/cmd/test_vend/result`, (m) => m.payload.includes(requestId));
       return JSON.parse(reply.payload) as { ok: boolean; result?: unknown; error?: { code: string } };
     };
@@ -77,7 +78,7 @@ describe('a remote test vend goes through the vend runner', () => {
     actuator.waiting.shift()!();
     expect(await answer).toMatchObject({ ok: true, result: { result: 'vended' } });
     expect(actuator.fired).toEqual([expect.objectContaining({ orderId: 0, reference: 'test-vend', slot: 'A1' })]);
-    expect(ctx.orders.repo.latest()).toBeUndefined();
+    expect(ctx.orders.latest()).toBeUndefined();
   });
 
   it('is refused while an order is in progress, and nothing is actuated', async () => {

@@ -1,6 +1,6 @@
 /**
  * The import-boundary check itself: on a copy of the tree it passes, and each kind of break — a
- * "never" of DESIGN.md, a library outside its folder, a new circle between folders — fails it,
+ * "never" of ARCHITECTURE.md, a library outside its folder, a new circle between folders — fails it,
  * naming the rule. (Run by `npm test`; `npm run check:boundaries` runs it on the real tree in CI.)
  */
 import { execFile } from 'node:child_process';

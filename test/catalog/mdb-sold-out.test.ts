@@ -46,11 +46,11 @@ describe('an MDB machine asking for a sold-out item', () => {
     const mark = mock.written().length;
     mock.emit('c,STATUS,VEND,25.00,A2\r\n');
     await waitFor(() => mock.written().slice(mark).includes('C,STOP\n'), { what: 'C,STOP for the sold-out item' });
-    expect(ctx.orders.repo.latest()).toBeUndefined();
+    expect(ctx.orders.latest()).toBeUndefined();
 
     const next = mock.written().length;
     mock.emit('c,STATUS,VEND,15.00,A1\r\n');
-    const created = await waitFor(() => ctx.orders.repo.latest()?.state === 'awaiting_payment' && ctx.orders.repo.latest(), {
+    const created = await waitFor(() => ctx.orders.latest()?.state === 'awaiting_payment' && ctx.orders.latest(), {
       what: 'an order for A1',
     });
     expect(created).toMatchObject({ source: 'mdb', slot: 'A1', amount: 1500 });
@@ -65,6 +65,6 @@ describe('an MDB machine asking for a sold-out item', () => {
     const mark = mock.written().length;
     mock.emit('c,STATUS,VEND,15.00,A1\r\n');
     await waitFor(() => mock.written().slice(mark).includes('C,STOP\n'), { what: 'C,STOP for the jammed item' });
-    expect(ctx.orders.repo.latest()).toBeUndefined();
+    expect(ctx.orders.latest()).toBeUndefined();
   });
 });

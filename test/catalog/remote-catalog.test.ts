@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
 import { watch, type Watcher } from '../mqtt/watch.js';
 import { cli, get, order, orderReaches, pay, query } from './helpers.js';
+import { commandPayload } from '../helpers/operator.js';
 
 /**
  * The remote catalog over a real broker: Mosquitto at 127.0.0.1:1883 (MQTT_TEST_URL to point
@@ -29,17 +30,17 @@ describe('a catalog published over MQTT', () => {
     watcher = null;
   });
 
-  async function start() {
+  async function start(config: Record<string, unknown> = {}) {
     const deviceId = `cat-${randomBytes(4).toString('hex')}`;
     const prefix = `vgcat${randomBytes(3).toString('hex')}`;
     const base = `${prefix}/${deviceId}`;
     watcher = await watch(BROKER, [`${base}/#`]);
-    svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix } } });
+    svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix }, ...config } });
     await watcher.next(`${base}/status`, (m) => m.payload === 'online', 30_000);
     let n = 0;
     const command = async (name: string, body: Record<string, unknown>) => {
       const requestId = `${name}-${++n}`;
-      await watcher!.publish(`${base}/cmd/${name}`, JSON.stringify({ requestId, ...body }));
+      await watcher!.publish(`${base}/cmd/${name}`, commandPayload(deviceId, name, { requestId, ...body }));
       const result = await watcher!.next(`${base}/cmd/${name}/result`, (m) => JSON.parse(m.payload).requestId === requestId, 30_000);
       return JSON.parse(result.payload);
     };
@@ -59,7 +60,12 @@ describe('a catalog published over MQTT', () => {
     const result = await command('catalog', { catalog: V2 });
     expect(result).toMatchObject({ ok: true, result: { version: V2.version, previousVersion: 'settings', changed: true } });
     const retained = JSON.parse((await applied(V2.version)).payload);
-    expect(retained).toMatchObject({ version: V2.version, previousVersion: 'settings', source: 'mqtt', items: V2.items });
+    expect(retained).toMatchObject({
+      version: V2.version,
+      previousVersion: 'settings',
+      source: expect.stringMatching(/^mqtt \(key test-ops, request catalog-\d+\)$/),
+      items: V2.items,
+    });
 
     // The order already priced keeps its price, on screen and at the provider.
     const state = await stateOf();
@@ -150,7 +156,7 @@ describe('a catalog published over MQTT', () => {
     const notJson = await command('catalog', {});
     expect(notJson).toMatchObject({ ok: false, error: { code: 'VG_ERR_BAD_REQUEST' } });
     const reused = await command('catalog', { catalog: { ...V2, items: [{ slot: 'A1', name: 'Water', price: 1 }] } });
-    expect(reused.error.message).toMatch(/already applied with different content/);
+    expect(reused.error.message).toMatch(/already names another document/);
 
     expect(query(svc!, 'SELECT * FROM catalog_versions')).toEqual(before);
     expect((await stateOf()).catalogVersion).toBe(V2.version);
@@ -176,5 +182,55 @@ describe('a catalog published over MQTT', () => {
     const rolled = await cli(svc!, ['catalog', '--rollback']);
     expect(rolled).toMatchObject({ code: 0 });
     await svc!.waitFor(async () => (await stateOf()).catalogVersion === 'settings', 30_000, 'the screen on the settings catalog');
+  });
+
+  it('issue 25: no catalog crosses the local price bounds, a version names one document for ever, every problem is listed', async () => {
+    const { command, applied } = await start({ pricing: { floor: 1000, ceiling: 5000, slots: { B1: { ceiling: 3500 } } } });
+    await applied('settings');
+    const before = query(svc!, 'SELECT * FROM catalog_versions');
+    // Every price at 1 (only > 0 was checked): refused, one line per item.
+    const cheap = await command('catalog', {
+      catalog: {
+        version: 'cheap',
+        items: [
+          { slot: 'A1', name: 'Water', price: 1 },
+          { slot: 'B1', name: 'Juice', price: 4000 },
+        ],
+      },
+    });
+    expect(cheap).toMatchObject({ ok: false, error: { code: 'VG_ERR_CATALOG_INVALID' } });
+    expect(cheap.error.details.problems).toEqual([
+      expect.stringMatching(/^items\.0\.price: 1 for slot A1 is below the floor 1000/),
+      expect.stringMatching(/^items\.1\.price: 4000 for slot B1 is above the ceiling 3500/),
+    ]);
+    // A duplicate slot is reported beside another invalid item (it went unreported before).
+    const both = await command('catalog', {
+      catalog: {
+        version: 'dup',
+        items: [
+          { slot: 'A1', name: 'Water', price: 1500 },
+          { slot: 'A1', name: 'Again', price: 1500 },
+          { slot: 'B1', name: '', price: 1500 },
+        ],
+      },
+    });
+    expect(both.error.details.problems).toEqual(
+      expect.arrayContaining(['items.1.slot: slot "A1" appears twice', expect.stringMatching(/^items\.2\.name: /)]),
+    );
+    expect(query(svc!, 'SELECT * FROM catalog_versions')).toEqual(before);
+
+    // A version rolled back and published again with other prices is refused; so is an old document
+    // applied again under its own version.
+    const v1 = { version: 'v1', items: [{ slot: 'A1', name: 'Water', price: 1500 }] };
+    const v2 = { version: 'v2', items: [{ slot: 'A1', name: 'Water', price: 1800 }] };
+    expect((await command('catalog', { catalog: v1 })).ok).toBe(true);
+    expect((await command('catalog', { catalog: v2 })).ok).toBe(true);
+    expect((await command('catalog_rollback', {})).ok).toBe(true);
+    const otherPrices = await command('catalog', { catalog: { ...v2, items: [{ slot: 'A1', name: 'Water', price: 1001 }] } });
+    expect(otherPrices.error.message).toMatch(/v2 already names another document/);
+    const sameAgain = await command('catalog', { catalog: v2 });
+    expect(sameAgain.error.message).toMatch(/v2 was applied at .* and is no longer in use \(rolled back\)/);
+    expect((await stateOf()).catalogVersion).toBe('v1');
+    expect(await command('catalog', { catalog: v1 })).toMatchObject({ ok: true, result: { changed: false } });
   });
 });

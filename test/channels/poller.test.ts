@@ -43,7 +43,7 @@ describe('poller', () => {
 
   it('an idle poller woken by a new order reads its invoice at once, not after a whole interval', async () => {
     start(60_000);
-    // Let the first tick find nothing open: the poller then sleeps a whole interval (issue 18).
+    // Let the first tick find nothing open: the poller then sleeps a whole interval (an idle device stays idle).
     const idle = Date.now();
     await waitFor(() => Date.now() - idle > 600);
     const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });

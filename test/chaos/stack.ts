@@ -4,7 +4,7 @@ import type { Clock } from '../../src/util/clock.js';
 import { freePort, startService, waitFor, type Service } from '../helpers/service.js';
 import { startOutageProxy, type OutageProxy } from '../helpers/outage-proxy.js';
 
-/** Order states nothing automatic leaves (DESIGN.md invariant 3 allows vend_uncertain after a crash). */
+/** Order states nothing automatic leaves (invariant 3 in ARCHITECTURE.md allows vend_uncertain after a crash). */
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
 
 export interface OrderAnswer {
@@ -35,7 +35,7 @@ export interface StackOptions {
  * polls (and, for Gerege, reads the Events API) from the simulator — through an outage proxy when
  * `outage` is set.
  */
-/** How many times the simulated Gerege delivers a webhook before it gives up (its real rule, PROVIDERS.md). */
+/** How many times the simulated Gerege delivers a webhook before it gives up (its real rule, docs/providers.md). */
 export const GEREGE_WEBHOOK_ATTEMPTS = 8;
 
 export async function startProviderStack(options: StackOptions = {}) {

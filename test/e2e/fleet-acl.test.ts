@@ -103,4 +103,25 @@ describe('fleet broker ACL (shipped config, real Mosquitto)', () => {
     await waitFor(() => check.got.length > 0, 30_000, 'the retained route');
     expect(check.got.at(-1)!.payload).toContain('dev-a-x-');
   });
+
+  it("issue 25: a device publishes its own applied catalog (retained) and it crosses the bridge; never another device's", async () => {
+    const a = await as('dev-a', 'A');
+    await a.client.publishAsync('vendgate/dev-a/catalog', '{"version":"v7"}', { qos: 1, retain: true });
+    await a.client.publishAsync('vendgate/dev-b/catalog', '{"version":"forged"}', { qos: 1, retain: true });
+    await waitFor(
+      async () => {
+        const late = await as('operator', 'B');
+        await late.client.subscribeAsync('vendgate/+/catalog', { qos: 1 });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return late.got.some((m) => m.topic === 'vendgate/dev-a/catalog' && m.payload.includes('v7'));
+      },
+      20_000,
+      "dev-a's retained catalog on the relay broker",
+    );
+    // Both retained topics in one subscription: once dev-a's has arrived, a retained dev-b one would have too.
+    const check = await as('operator', 'A');
+    await check.client.subscribeAsync(['vendgate/dev-b/catalog', 'vendgate/dev-a/catalog'], { qos: 1 });
+    await waitFor(() => check.got.some((m) => m.topic === 'vendgate/dev-a/catalog'), 20_000, "dev-a's retained catalog");
+    expect(check.got.filter((m) => m.topic === 'vendgate/dev-b/catalog')).toEqual([]);
+  });
 });

@@ -1,4 +1,4 @@
-import type { DeviceControl, DeviceStateSummary, DeviceTelemetry } from '../../src/mqtt/index.js';
+import type { CommandAudit, DeviceControl, DeviceStateSummary, DeviceTelemetry } from '../../src/mqtt/index.js';
 import { ErrorCodes, VendgateError } from '../../src/util/index.js';
 
 /**
@@ -12,6 +12,7 @@ export interface FakeDeviceControl extends DeviceControl {
     refund: number[];
     testVend: (string | null)[];
     selftest: number;
+    audit: CommandAudit[];
   };
   vendUncertain: Set<number>;
   paid: Set<number>;
@@ -35,7 +36,7 @@ export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {
   };
   const listeners: (() => void)[] = [];
   const fake: FakeDeviceControl = {
-    calls: { outOfService: [], resolve: [], refund: [], testVend: [], selftest: 0 },
+    calls: { outOfService: [], resolve: [], refund: [], testVend: [], selftest: 0, audit: [] },
     vendUncertain: new Set(),
     paid: new Set(),
     telemetryValues: { uptimeSec: 42, counters: { orders_created: 3 }, lastPollAt: null },
@@ -67,6 +68,9 @@ export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {
       return fake.selftestResult;
     },
     telemetry: () => ({ ...fake.telemetryValues }) as DeviceTelemetry,
+    audit(entry) {
+      fake.calls.audit.push(entry);
+    },
     onStateChange(listener) {
       listeners.push(listener);
     },

@@ -19,7 +19,7 @@ import { relayProcess, type RelayProcess } from './relay-process.js';
 import { startOutageProxy, type OutageProxy } from '../helpers/outage-proxy.js';
 
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
-const CA = join(TLS_DIR, 'ca.pem');
+export const CA = join(TLS_DIR, 'ca.pem');
 
 export interface FleetDevice {
   id: string;

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { commandSettings } from './operator.js';
 import { parseSettings, type Settings, type SettingsInput } from '../../src/settings/index.js';
 import { openDatabase, type Db } from '../../src/store/index.js';
 import { createManualClock, type Clock } from '../../src/util/clock.js';
@@ -29,6 +30,9 @@ export function testSettings(dir: string, overrides: Partial<Record<keyof Settin
     poll: { intervalMs: 100, ...overrides.poll },
     http: { local: { host: '127.0.0.1', port: 0 }, webhook: { host: '127.0.0.1', port: 0 } },
     ...(overrides.policy ? { policy: overrides.policy } : {}),
+    // The tests' operator (test/helpers/operator.ts) is trusted: its signed commands run.
+    commands: { keys: commandSettings().keys, ...overrides.commands },
+    ...(overrides.pricing ? { pricing: overrides.pricing } : {}),
   });
 }
 

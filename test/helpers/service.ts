@@ -23,6 +23,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { commandSettings } from './operator.js';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 
@@ -40,6 +41,10 @@ export interface ServiceOptions {
   readyTimeoutMs?: number;
   /** The entry to run: dist/main.js unless given (dist/vendgate.js, the one-file build the units start). */
   main?: string;
+  /** The node to run it with, and arguments before the entry (e.g. qemu-aarch64 -L … node): this process's node unless given. */
+  node?: string[];
+  /** The child's working directory: this process's unless given. */
+  cwd?: string;
 }
 
 export interface Exit {
@@ -188,6 +193,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 20 } },
     mqtt: { url: '' },
     log: { level: 'info' },
+    // The tests' operator (test/helpers/operator.ts): its signed commands run on the service.
+    commands: { keys: commandSettings().keys },
   };
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, stringify(merge(defaults, options.config ?? {})));
@@ -199,8 +206,10 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   let stopped = false;
 
   async function launch(env: Record<string, string>): Promise<void> {
-    const proc = spawn(process.execPath, [main, 'start', '--config', configPath], {
+    const [node = process.execPath, ...nodeArgs] = options.node ?? [];
+    const proc = spawn(node, [...nodeArgs, main, 'start', '--config', configPath], {
       env: { ...process.env, ...env },
+      cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = proc;

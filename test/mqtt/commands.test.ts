@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { broker, createDevice, watching } from './harness.js';
 import type { Watcher } from './watch.js';
+import { commandPayload } from '../helpers/operator.js';
 
 async function connectedDevice(overrides: Record<string, unknown> = {}) {
   const { url } = await broker();
@@ -10,7 +11,9 @@ async function connectedDevice(overrides: Record<string, unknown> = {}) {
   await watcher.next(`${device.base}/status`, (m) => m.payload === 'online');
   /** Sends a command and waits for the result carrying the same requestId. */
   const command = async (name: string, body: unknown, requestId?: unknown) => {
-    await watcher.publish(`${device.base}/cmd/${name}`, typeof body === 'string' ? body : JSON.stringify(body));
+    const payload =
+      typeof body === 'string' ? body : commandPayload(device.deviceId, name, body as { requestId: string } & Record<string, unknown>);
+    await watcher.publish(`${device.base}/cmd/${name}`, payload);
     const result = await watcher.next(
       `${device.base}/cmd/${name}/result`,
       (m) => requestId === undefined || JSON.parse(m.payload).requestId === requestId,
@@ -59,9 +62,14 @@ describe('commands over MQTT', () => {
       ['ping', '[1,2]', 'VG_ERR_BAD_REQUEST', null],
       ['ping', '"a string"', 'VG_ERR_BAD_REQUEST', null],
       ['ping', '{}', 'VG_ERR_BAD_REQUEST', null],
-      ['resolve', JSON.stringify({ requestId: 'r-1', orderId: '7', vended: 'yes' }), 'VG_ERR_BAD_REQUEST', 'r-1'],
-      ['refund', JSON.stringify({ requestId: 'r-2', orderId: -1 }), 'VG_ERR_BAD_REQUEST', 'r-2'],
-      ['out_of_service', JSON.stringify({ requestId: 'r-3', on: 'true' }), 'VG_ERR_BAD_REQUEST', 'r-3'],
+      [
+        'resolve',
+        commandPayload(device.deviceId, 'resolve', { requestId: 'r-1', orderId: '7', vended: 'yes' }),
+        'VG_ERR_BAD_REQUEST',
+        'r-1',
+      ],
+      ['refund', commandPayload(device.deviceId, 'refund', { requestId: 'r-2', orderId: -1 }), 'VG_ERR_BAD_REQUEST', 'r-2'],
+      ['out_of_service', commandPayload(device.deviceId, 'out_of_service', { requestId: 'r-3', on: 'true' }), 'VG_ERR_BAD_REQUEST', 'r-3'],
       ['ping', JSON.stringify({ requestId: 'r-4', extra: 1 }), 'VG_ERR_BAD_REQUEST', 'r-4'],
       ['reboot', JSON.stringify({ requestId: 'r-5' }), 'VG_ERR_UNKNOWN_COMMAND', 'r-5'],
     ];
@@ -120,7 +128,13 @@ describe('commands over MQTT', () => {
     const { url } = await broker();
     const device = createDevice(url);
     const watcher = await watching(url, [`${device.base}/#`]);
-    await watcher.publish(`${device.base}/cmd/out_of_service`, JSON.stringify({ requestId: 'stale', on: true }), { retain: true });
+    await watcher.publish(
+      `${device.base}/cmd/out_of_service`,
+      commandPayload(device.deviceId, 'out_of_service', { requestId: 'stale', on: true }),
+      {
+        retain: true,
+      },
+    );
     await device.mqtt.start();
     await watcher.next(`${device.base}/status`, (m) => m.payload === 'online');
     // Commands are handled in arrival order: once this ping is answered the retained one was seen.
@@ -133,7 +147,7 @@ describe('commands over MQTT', () => {
 
   it('the same command delivered twice (a QoS 1 redelivery) runs once and is answered twice', async () => {
     const { device, watcher } = await connectedDevice({ allowRemoteVend: true });
-    const body = JSON.stringify({ requestId: 'twice', slot: 'B2' });
+    const body = commandPayload(device.deviceId, 'test_vend', { requestId: 'twice', slot: 'B2' });
     await watcher.publish(`${device.base}/cmd/test_vend`, body);
     await watcher.publish(`${device.base}/cmd/test_vend`, body);
     await watcher.until(() => resultsOn(watcher, device.base, 'test_vend').length === 2, 'two results');

@@ -5,7 +5,6 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Aedes, type AedesOptions } from 'aedes';
 import { startEmbeddedBroker } from '../../src/mqtt/index.js';
-import { backoffDelay } from '../../src/mqtt/connection.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { captureLogger, createDevice, onCleanup, watching } from './harness.js';
 import { retainedNow } from './watch.js';
@@ -157,15 +156,7 @@ describe('connection', () => {
     expect(log.text()).toContain('mqtt.caPath: cannot read /nonexistent/ca.pem (ENOENT)');
     expect(device.mqtt.connected()).toBe(false);
   });
-
-  it('reconnect waits double after each failure, with jitter, up to the maximum', () => {
-    const at = (attempt: number, random: number) => backoffDelay(attempt, 1_000, 60_000, () => random);
-    expect([0, 1, 2, 3].map((n) => at(n, 0.5))).toEqual([1_000, 2_000, 4_000, 8_000]);
-    expect(at(2, 0)).toBe(3_200);
-    expect(at(2, 1)).toBe(4_800);
-    expect(at(10, 1)).toBe(60_000);
-    expect(at(500, 0.5)).toBe(60_000);
-  });
+  // The reconnect backoff (full jitter) is tested in reconnect.test.ts.
 });
 
 describe('mqtt settings', () => {

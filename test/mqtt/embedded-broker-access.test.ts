@@ -81,6 +81,10 @@ describe('embedded broker with an operator login (mqtt.username + VENDGATE_MQTT_
 
   it('the operator login may command the device; a wrong password is refused', async () => {
     const operator = await connected(client(port, { username: 'operator', password: 'op-secret' }));
+    // The service connects to its broker after it is ready (setImmediate): a command published before
+    // it subscribed is dropped by the broker, so wait for its retained online first.
+    const status = collect(operator, 'vendgate/svc-test/status');
+    await waitFor(() => status.includes('vendgate/svc-test/status online'), 30_000, 'the service online on its broker');
     const results = collect(operator, 'vendgate/svc-test/cmd/ping/result');
     await new Promise<void>((resolve) => operator.subscribe('vendgate/svc-test/cmd/ping/result', { qos: 1 }, () => resolve()));
     operator.publish('vendgate/svc-test/cmd/ping', JSON.stringify({ requestId: 'op-1' }), { qos: 1 });

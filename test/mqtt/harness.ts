@@ -12,6 +12,8 @@ import { systemClock, type Logger } from '../../src/util/index.js';
 import { createFakeDeviceControl, type FakeDeviceControl } from '../fakes/device-control.js';
 import { testBroker, uniqueId, type TestBroker } from '../helpers/broker.js';
 import { clearRetainedUnder, watch, type Watcher } from './watch.js';
+import { commandSettings } from '../helpers/operator.js';
+import type { CommandAuthSettings } from '../../src/mqtt/index.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 
@@ -65,7 +67,7 @@ export interface Device {
 export function createDevice(
   url: string,
   overrides: Record<string, unknown> = {},
-  options: { logger?: Logger; start?: boolean } = {},
+  options: { logger?: Logger; start?: boolean; commands?: CommandAuthSettings } = {},
 ): Device {
   const deviceId = uniqueId('dev');
   const prefix = uniqueId('vgt');
@@ -82,7 +84,15 @@ export function createDevice(
     ...overrides,
   });
   const mqtt = createMqtt(
-    { outbox, clock: systemClock, logger: options.logger ?? pino({ level: 'silent' }), deviceId, control, db },
+    {
+      outbox,
+      clock: systemClock,
+      logger: options.logger ?? pino({ level: 'silent' }),
+      deviceId,
+      control,
+      db,
+      commands: options.commands ?? commandSettings(),
+    },
     settings,
   );
   if (url === process.env.MQTT_TEST_URL) {

@@ -16,7 +16,7 @@ async function discovery(overrides: Record<string, unknown> = {}) {
   const watcher = await watching(url, [`${prefix}/#`, `${device.base}/cmd/+/result`]);
   await device.mqtt.start();
   // The buttons come last: once the last one is here, every config is.
-  const last = `${prefix}/button/${device.deviceId}_${overrides.allowRemoteVend ? 'test_vend' : 'resume_selling'}/config`;
+  const last = `${prefix}/button/${device.deviceId}_selftest/config`;
   await watcher.until(() => watcher.messages.some((m) => m.topic === last), 'the discovery configs');
   const configs = new Map(
     watcher.messages
@@ -59,31 +59,32 @@ describe('Home Assistant discovery', () => {
     expect(online.availability_topic).toBeUndefined();
   });
 
-  it('buttons for the allowed commands; each press runs once, and two presses run twice', async () => {
+  it('buttons only for the read-only commands; each press runs once, and two presses run twice', async () => {
     const { url, device, configs, watcher } = await discovery();
     const buttons = [...configs].filter(([topic]) => topic.startsWith('button/')).map(([, config]) => config);
-    expect(buttons.map((b) => b.command_topic.split('/').at(-1)).sort()).toEqual(['out_of_service', 'out_of_service', 'ping', 'selftest']);
-    const stop = configs.get(`button/${device.deviceId}_stop_selling/config`)!;
-    const resume = configs.get(`button/${device.deviceId}_resume_selling/config`)!;
+    expect(buttons.map((b) => b.command_topic.split('/').at(-1)).sort()).toEqual(['ping', 'selftest']);
+    const selftest = configs.get(`button/${device.deviceId}_selftest/config`)!;
 
     const { connectAsync } = await import('mqtt');
     const client = await connectAsync(url, { protocolVersion: 4 });
-    const results = () => watcher.messages.filter((m) => m.topic.endsWith('/cmd/out_of_service/result')).map((m) => JSON.parse(m.payload));
+    const results = () => watcher.messages.filter((m) => m.topic.endsWith('/cmd/selftest/result')).map((m) => JSON.parse(m.payload));
     try {
-      for (const [n, button] of [stop, resume, stop].entries()) {
-        await client.publishAsync(button.command_topic, press(button.command_template, 1_764_000_000 + n));
+      for (const n of [0, 1]) {
+        await client.publishAsync(selftest.command_topic, press(selftest.command_template, 1_764_000_000 + n));
         await watcher.until(() => results().length === n + 1, `result ${n + 1}`);
       }
     } finally {
       await client.endAsync();
     }
     expect(results().every((r) => r.ok)).toBe(true);
-    expect(new Set(results().map((r) => r.requestId)).size).toBe(3);
-    expect(device.control.calls.outOfService.map((c) => c.on)).toEqual([true, false, true]);
+    expect(new Set(results().map((r) => r.requestId)).size).toBe(2);
+    expect(device.control.calls.selftest).toBe(2);
   });
 
-  it('a Test vend button only where mqtt.allowRemoteVend is on', async () => {
+  it('no Stop selling or Test vend button, even with mqtt.allowRemoteVend: Home Assistant cannot sign them', async () => {
     const { device, configs } = await discovery({ allowRemoteVend: true });
-    expect(configs.get(`button/${device.deviceId}_test_vend/config`)).toMatchObject({ command_topic: `${device.base}/cmd/test_vend` });
+    for (const name of ['test_vend', 'stop_selling', 'resume_selling']) {
+      expect(configs.has(`button/${device.deviceId}_${name}/config`), name).toBe(false);
+    }
   });
 });

@@ -116,6 +116,7 @@ describe('outbox publisher', () => {
         logger: pino({ level: 'silent' }),
         deviceId: first.deviceId,
         control: first.control,
+        commands: { keys: [], maxLifetimeSec: 3_600, clockSkewSec: 300 },
         db: first.db,
       },
       mqttSchema.parse({ url: broker.url, prefix: first.prefix, reconnectMinMs: 100, reconnectMaxMs: 500 }),

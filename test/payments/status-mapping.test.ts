@@ -9,7 +9,7 @@ import {
   QUTPAY_STATUS_MAP,
 } from '../../src/payments/index.js';
 
-// Written out from PROVIDERS.md "Canonical statuses", not copied from the code, so a typo on either side fails here.
+// Written out from docs/providers.md "What the core sees", not copied from the code, so a typo on either side fails here.
 const GEREGE_TABLE = {
   requires_payment: 'pending',
   claimed: 'pending',

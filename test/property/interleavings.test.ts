@@ -9,7 +9,7 @@ import { createWorld, type World } from './world.js';
  * fast-check's scheduler decides in which order every provider answer and every machine outcome
  * arrives, so the webhook's GET may land before or after the poll's, the expiry's last read may
  * race the payment, and a vend may be in flight while a cancel comes in. Whatever the order, the
- * DESIGN.md invariants hold once the workers have drained.
+ * invariants (ARCHITECTURE.md) hold once the workers have drained.
  */
 
 type Task = 'pay' | 'webhook' | 'poll' | 'expiry' | 'vend' | 'refunds' | 'cancel' | 'provider-expires' | 'create';

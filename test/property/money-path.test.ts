@@ -12,7 +12,7 @@ import { createWorld, type ActuatorScript, type RefundScript, type World } from 
  * or an actuation, power cuts that lose every write not yet synced, the database restored from an
  * earlier backup, the provider cut off for longer
  * than any grace period, and refunds made from the merchant's dashboard — then the workers drain.
- * The DESIGN.md invariants must hold after every step and at the end.
+ * The invariants (ARCHITECTURE.md) must hold after every step and at the end.
  */
 
 type Model = Record<string, never>;

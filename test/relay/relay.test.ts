@@ -158,6 +158,59 @@ describe('vendgate relay', () => {
     expect(relay.stats()).toMatchObject({ unrouted: 0, retryLater: 1 });
   });
 
+  it('until it has read the route backlog it answers an unknown reference 503 (never 202), a known one 200, health 503', async () => {
+    // aedes that holds the relay's backlog marker until the test lets it through: the relay is
+    // "still reading" for as long as the test wants, whatever the clock says.
+    let release: (() => void) | null = null;
+    const aedes = await Aedes.createBroker({
+      authorizePublish: (_client, packet, callback) => {
+        if (packet.topic.includes('/_relay/') && release === null) {
+          release = () => callback(null);
+          return;
+        }
+        callback(null);
+      },
+    });
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      aedes.handle(socket);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const url = `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    cleanups.push(async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => aedes.close(() => resolve()));
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const prefix = uniqueId('fleet');
+    const w = await watch(url, [`${prefix}/+/webhooks/#`]);
+    cleanups.push(() => w.close());
+    await announce(w, prefix, 'vm-7', ['vm-7-aaaa-']);
+    const relay = await startRelay(url, prefix);
+    await waitFor(() => relay.stats().devices === 1 && release !== null, 30_000, 'the retained route read, the marker held');
+
+    const post = async (id: string, reference: string) => {
+      const event = geregeEvent(id, { id: `pi_${id}`, reference });
+      return relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
+    };
+    const unknown = await post('evt_u1', 'vm-8-aaaa-1');
+    expect(unknown.statusCode).toBe(503);
+    expect(unknown.json().reason).toBe('routes_loading');
+    expect((await post('evt_k1', 'vm-7-aaaa-1')).json()).toEqual({ received: true, device: 'vm-7' });
+    const health = await relay.inject({ method: 'GET', url: '/webhooks/health' });
+    expect(health.statusCode).toBe(503);
+    expect(health.json().status).toBe('routes_loading');
+    expect(relay.ready()).toBe(false);
+    expect(relay.stats()).toMatchObject({ unrouted: 0, retryLater: 1, published: 1 });
+
+    release!();
+    await waitFor(() => relay.ready(), 30_000, 'the backlog read');
+    expect((await relay.inject({ method: 'GET', url: '/webhooks/health' })).statusCode).toBe(200);
+    expect((await post('evt_u2', 'vm-8-aaaa-1')).statusCode).toBe(202);
+    expect(relay.stats()).toMatchObject({ unrouted: 1 });
+  });
+
   it('routes a refund event by its payment intent with the read-only key, once per intent (cached)', async () => {
     const { broker, prefix, w } = await fleet();
     await announce(w, prefix, 'vm-5', ['vm-5-aaaa-']);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { tempDir } from '../helpers/temp.js';
@@ -15,8 +15,17 @@ const REPO = new URL('../../', import.meta.url).pathname;
  */
 const FAKES: Record<string, string> = {
   // Installing cloudflared puts the stand-in (cloudflared.pkg) on PATH, as the Debian package would.
+  // A .deb is unpacked into the root and its postinst run as dpkg would; its /usr/bin/vendgate is
+  // pointed at the node on PATH (what Depends: nodejs makes /usr/bin/node on a Pi) and at the root.
   'apt-get': `echo "apt-get $*" >> "$FAKE_LOG"
-case "$*" in *install*cloudflared*) cp "$FAKE_BIN/cloudflared.pkg" "$FAKE_BIN/cloudflared"; chmod +x "$FAKE_BIN/cloudflared" ;; esac`,
+case "$*" in *install*cloudflared*) cp "$FAKE_BIN/cloudflared.pkg" "$FAKE_BIN/cloudflared"; chmod +x "$FAKE_BIN/cloudflared" ;; esac
+for deb in "$@"; do case "$deb" in
+  *.deb)
+    rm -rf "$VENDGATE_ROOT/usr/lib/vendgate/release"
+    dpkg-deb -x "$deb" "$VENDGATE_ROOT" || exit 100
+    sed -i -e "s|/usr/bin/node|$(command -v node)|" -e "s|/etc/vendgate|$VENDGATE_ROOT/etc/vendgate|g" -e "s|/opt/vendgate|$VENDGATE_ROOT/opt/vendgate|g" "$VENDGATE_ROOT/usr/bin/vendgate"
+    bash "$VENDGATE_ROOT/usr/lib/vendgate/release/scripts/package-postinst.sh" configure || exit 100 ;;
+esac; done`,
   curl: 'echo "curl $*" >> "$FAKE_LOG"; while [ $# -gt 0 ]; do [ "$1" = -o ] && echo fake-key > "$2"; shift; done',
   'cloudflared.pkg': `echo "cloudflared $*" >> "$FAKE_LOG"
 case "$*" in
@@ -58,8 +67,8 @@ start() {
     exec node "$VENDGATE_ROOT/opt/vendgate/current/dist/vendgate.js" start --config "$VENDGATE_ROOT/etc/vendgate/config.yaml"
   ) >> "$log" 2>&1 &
   echo $! > "$pidfile"
-  # Type=notify: return when the service is ready; fail when it died first.
-  for _ in $(seq 1 300); do
+  # Type=notify: return when the service is ready (at most 120 s, as a loaded machine may need); fail when it died first.
+  for _ in $(seq 1 2400); do
     grep -q '"vendgate ready"' "$log" && return 0
     running || return 1
     sleep 0.05
@@ -85,12 +94,45 @@ export interface FakePi {
   exists(path: string): boolean;
   /** A source tree of vendgate (what a person would unpack or check out), with `version`. */
   source(version: string, change?: (dir: string) => void): string;
+  /** The installed service's kiosk listener (the test-device example's). */
+  localUrl: string;
+  /** Writes the test device's settings to /etc/vendgate/config.yaml (as a technician would before installing). */
+  writeConfig(): void;
+  /** Puts this node first on the fake Pi's PATH (e.g. Node 22 for a release's native modules). */
+  useNode(node: string): void;
   run(
-    script: 'install-pi.sh' | 'update.sh',
+    script: 'install-pi.sh' | 'update.sh' | 'package-postinst.sh',
     args: string[],
     source: string,
-  ): Promise<{ code: number | null; stdout: string; stderr: string }>;
+    env?: Record<string, string>,
+  ): Promise<Run>;
+  /** A command on the fake Pi (its PATH and root), e.g. the stand-in systemctl or the installed vendgate. */
+  exec(command: string, args: string[]): Promise<Run>;
+  /** Power cut: the service dies at once (SIGKILL), as everything else on the device would. */
+  powerCut(): void;
   cleanup(): Promise<void>;
+}
+
+export interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runProcess(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
 }
 
 export async function fakePi(): Promise<FakePi> {
@@ -117,10 +159,11 @@ export async function fakePi(): Promise<FakePi> {
     FAKE_BIN: bin,
     HOME: join(dir.path, 'home'),
   };
+  const localPort = await freePort();
   const device = {
     device: { id: 'pi-test', mode: 'vending', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
     provider: { name: 'sandbox' },
-    http: { local: { host: '127.0.0.1', port: await freePort() }, webhook: { host: '127.0.0.1', port: await freePort() } },
+    http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: await freePort() } },
     storage: { path: join(root, 'var/lib/vendgate/vendgate.db') },
     actuator: { kind: 'sim', sim: { logPath: join(root, 'var/lib/vendgate/actuations.jsonl'), durationMs: 0 } },
     mqtt: { url: '' },
@@ -148,19 +191,24 @@ export async function fakePi(): Promise<FakePi> {
       change?.(src);
       return src;
     },
-    run(script, args, source) {
-      return new Promise((resolve) => {
-        const child = spawn('bash', [join(source, 'scripts', script), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => {
-          stdout += chunk.toString();
-        });
-        child.stderr.on('data', (chunk: Buffer) => {
-          stderr += chunk.toString();
-        });
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
+    localUrl: `http://127.0.0.1:${localPort}`,
+    writeConfig() {
+      mkdirSync(join(root, 'etc/vendgate'), { recursive: true });
+      writeFileSync(join(root, 'etc/vendgate/config.yaml'), stringify(device));
+    },
+    useNode(node) {
+      symlinkSync(node, join(bin, 'node'));
+    },
+    run: (script, args, source, extra = {}) => runProcess('bash', [join(source, 'scripts', script), ...args], { ...env, ...extra }),
+    exec: (command, args) => runProcess(command, args, env),
+    powerCut() {
+      const pidFile = join(root, 'run-vendgate.pid');
+      if (!existsSync(pidFile)) return;
+      try {
+        process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
     },
     async cleanup() {
       await new Promise<void>((resolve) => {

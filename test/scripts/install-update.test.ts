@@ -1,7 +1,9 @@
-import { cpSync, readlinkSync, renameSync, writeFileSync, appendFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readlinkSync, renameSync, writeFileSync, appendFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakePi, type FakePi } from './fake-system.js';
+import { waitFor } from '../helpers/service.js';
 
 let pi: FakePi | null = null;
 afterEach(async () => {
@@ -107,6 +109,10 @@ describe('scripts/install-pi.sh', () => {
       expect(config).toContain('- service: http_status:404');
       expect(calls).toContain('systemctl enable --now vendgate-tunnel.service');
       expect(result.stdout).toContain('http.webhook.publicUrl: https://pay-pi-test.example.com');
+      // Issue 25: the account certificate (it manages the whole zone) does not stay on the device.
+      expect(pi.exists('etc/vendgate/cloudflared-cert.pem')).toBe(false);
+      expect(existsSync(join(pi.env.HOME!, '.cloudflared/cert.pem'))).toBe(false);
+      expect(result.stdout).toContain('deleted the Cloudflare account certificate');
 
       const again = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
       expect(again.code).toBe(0);
@@ -237,6 +243,84 @@ describe('scripts/update.sh', () => {
     expect(update.code).toBe(1);
     expect(update.stderr).toContain(`Rolling back to ${before} (the migration failed)`);
     expect(current(pi)).toBe(before);
+  });
+
+  it('backs up with VACUUM INTO: one self-contained file, integrity ok, holding the orders taken before the update', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const created = await fetch(`${pi.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot: 'A1' }),
+    });
+    expect(created.status).toBe(201);
+    const order = (await created.json()) as { orderId: number };
+
+    const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
+
+    expect(update.code, update.stderr).toBe(0);
+    const dir = join(pi.root, 'var/lib/vendgate/backups');
+    const files = readdirSync(dir);
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(/^vendgate-\d{8}T\d{6}Z\.db$/);
+    expect(update.stdout).toContain(`database backed up to ${join(dir, files[0]!)} (VACUUM INTO)`);
+    const backup = new Database(join(dir, files[0]!), { readonly: true });
+    try {
+      expect(backup.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(backup.pragma('journal_mode', { simple: true })).toBe('delete');
+      expect(backup.prepare('SELECT id FROM orders').all()).toEqual([{ id: order.orderId }]);
+    } finally {
+      backup.close();
+    }
+  });
+
+  it('never cuts a vend short: a vend in flight when the update stops the service is finished, once, and the order ends vended', async () => {
+    pi = await fakePi();
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const config = join(pi.root, 'etc/vendgate/config.yaml');
+    const slow = pi.read('etc/vendgate/config.yaml').replace('durationMs: 0', 'durationMs: 4000');
+    expect(slow).toContain('durationMs: 4000');
+    writeFileSync(config, slow);
+    expect((await pi.exec('systemctl', ['restart', 'vendgate.service'])).code).toBe(0);
+    const created = await fetch(`${pi.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot: 'A1' }),
+    });
+    const order = (await created.json()) as { orderId: number; invoiceId: string };
+    expect((await fetch(`${pi.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' })).status).toBe(204);
+    const state = async () => ((await (await fetch(`${pi!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state;
+    await waitFor(async () => (await state()) === 'vending', 60_000, 'the vend to be in flight');
+
+    const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
+
+    expect(update.code, update.stderr).toBe(0);
+    expect(await state()).toBe('vended');
+    const actuations = pi
+      .read('var/lib/vendgate/actuations.jsonl')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { orderId: number });
+    expect(actuations.filter((a) => a.orderId === order.orderId)).toHaveLength(1);
+  });
+
+  it('--help says how to call it and what it does, and touches nothing', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+    const help = await pi.run('update.sh', ['--help'], src);
+    expect(help.stderr).toBe('');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('sudo vendgate-update ARTEFACT [--key FILE]');
+    expect(help.stdout).toContain('SHA256SUMS and SHA256SUMS.minisig beside it');
+    expect(help.stdout).toContain('the previous release comes back by itself');
+    expect(pi.calls()).toEqual([]);
+    const bogus = await pi.run('update.sh', ['--bogus'], src);
+    expect(bogus.code).toBe(1);
+    expect(bogus.stderr).toContain('unknown option --bogus (see --help)');
+    const missing = await pi.run('update.sh', ['/nonexistent/vendgate_9.9.9_arm64.deb'], src);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('no such artefact or directory: /nonexistent/vendgate_9.9.9_arm64.deb (see --help)');
+    expect(pi.calls()).toEqual([]);
   });
 
   it('refuses to run where vendgate was never installed', async () => {

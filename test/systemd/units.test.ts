@@ -39,7 +39,9 @@ describe('systemd units', () => {
     expect(service.User).toEqual(['vendgate']);
     expect(service.SupplementaryGroups![0]!.split(/\s+/)).toEqual(expect.arrayContaining(['gpio', 'dialout']));
     expect(service.StateDirectory).toEqual(['vendgate']);
-    expect(service.EnvironmentFile).toEqual(['/etc/vendgate/secrets.env']);
+    // Issue 25: secrets as a credential, never in the environment children inherit.
+    expect(service.EnvironmentFile).toBeUndefined();
+    expect(service.LoadCredential).toEqual(['secrets.env:/etc/vendgate/secrets.env']);
     expect(service.ExecStart![0]).toMatch(
       /^\/usr\/bin\/node \$VENDGATE_NODE_FLAGS \/opt\/vendgate\/current\/dist\/vendgate\.js start --config \/etc\/vendgate\/config\.yaml$/,
     );
@@ -165,7 +167,8 @@ describe('systemd units', () => {
   it('vendgate-relay.service runs the relay with its own settings and secrets, restarts except on bad configuration, no watchdog', () => {
     const service = unit('vendgate-relay.service').Service!;
     expect(service.ExecStart![0]).toMatch(/dist\/vendgate\.js relay --config \/etc\/vendgate\/relay\.yaml$/);
-    expect(service.EnvironmentFile).toEqual(['/etc/vendgate/relay-secrets.env']);
+    expect(service.EnvironmentFile).toBeUndefined();
+    expect(service.LoadCredential).toEqual(['relay-secrets.env:/etc/vendgate/relay-secrets.env']);
     expect(service.Type).toEqual(['notify']);
     expect(service.Restart).toEqual(['always']);
     expect(service.RestartPreventExitStatus).toEqual(['78']);

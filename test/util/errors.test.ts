@@ -17,7 +17,7 @@ describe('every error code has exactly one HTTP status, decided in util/errors.t
     expect(new VendgateError(code, 'x').httpStatus).toBe(status);
   });
 
-  it('keeps the statuses clients see (the kiosk page and DESIGN.md rely on them)', () => {
+  it('keeps the statuses clients see (the kiosk page and docs/errors.md rely on them)', () => {
     const seen: Partial<Record<ErrorCode, number>> = {
       VG_ERR_BAD_REQUEST: 400,
       VG_ERR_UNKNOWN_SLOT: 400,

@@ -1,25 +1,14 @@
-import type { Db } from '../../store/index.js';
-import type { Clock } from '../../util/clock.js';
-import type { Logger } from '../../util/logger.js';
-import type { Outbox } from '../../outbox/index.js';
-import type { PaymentProvider } from '../../payments/types.js';
-import type { Ledger } from '../../ledger/index.js';
 import type { OrderRepository } from '../../orders/index.js';
 import { createBackfill, type Backfill } from '../backfill.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createWebhookServer, type WebhookServer } from './server.js';
-import { createWebhookWorker, type WebhookWorker } from './worker.js';
+import { createWebhookWorker, type WebhookWorker, type WebhookWorkerDeps } from './worker.js';
 import { createClockSkewAlarm } from './clock-skew.js';
 import { createBrokerIngest, type BrokerIngest } from './broker-ingest.js';
 import type { BoundListener, ListenerLimits } from '../../util/http-listener.js';
 
-export interface WebhookChannelDeps {
-  db: Db;
-  clock: Clock;
-  logger: Logger;
-  provider: PaymentProvider;
-  ledger: Ledger;
-  outbox: Outbox;
+/** The worker's deps less what the channel builds itself (the inbox, and knowsInvoice from the orders). */
+export interface WebhookChannelDeps extends Omit<WebhookWorkerDeps, 'inbox' | 'knowsInvoice'> {
   /** Which invoices are ours (a webhook for another invoice is kept, not worked). */
   orderRepository: Pick<OrderRepository, 'getByInvoice'>;
   /** Webhook signing secrets, all accepted (rotation). */
@@ -93,23 +82,8 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
     },
   );
   const clockSkew = createClockSkewAlarm({ db: deps.db, outbox: deps.outbox });
-  const server: WebhookServer = createWebhookServer(
-    {
-      provider,
-      inbox,
-      clock,
-      logger: deps.logger,
-      secrets: deps.secrets,
-      toleranceSec: settings.toleranceSec,
-      listener: deps.listener,
-      onAccepted: () => worker.notify(),
-      onDelivered: () => backfill.webhookReceived(),
-      onClockSkew: (skewSec) => clockSkew.observe(skewSec),
-    },
-    settings,
-  );
-  // Fleet mode: webhooks the relay carried over the broker, into the same inbox with the same dedupe.
-  const ingestFromBroker = createBrokerIngest({
+  // The tunnel's listener and the broker's deliveries verify the same way into the same inbox.
+  const intake = {
     provider,
     inbox,
     clock,
@@ -118,7 +92,13 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
     toleranceSec: settings.toleranceSec,
     onAccepted: () => worker.notify(),
     onDelivered: () => backfill.webhookReceived(),
-  });
+  };
+  const server: WebhookServer = createWebhookServer(
+    { ...intake, listener: deps.listener, onClockSkew: (skewSec) => clockSkew.observe(skewSec) },
+    settings,
+  );
+  // Fleet mode: webhooks the relay carried over the broker, into the same inbox with the same dedupe.
+  const ingestFromBroker = createBrokerIngest(intake);
   let url: string | null = null;
   let stopping: Promise<void> | null = null;
 

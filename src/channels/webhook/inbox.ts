@@ -146,15 +146,7 @@ export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): W
      */
     add,
     /** add() for the listener: deliveries of the same event-loop turn share one commit; resolves once committed. */
-    addCommitted(
-      event: WebhookEvent,
-      rawBody: Buffer,
-      provider: string,
-      source: InboxSource,
-      now: number,
-    ): Promise<{ inserted: boolean; handled: boolean }> {
-      return addGrouped([event, rawBody, provider, source, now]);
-    },
+    addCommitted: (...delivery) => addGrouped(delivery),
     /** Unprocessed rows whose retry time has come, oldest first. */
     due(now: number, limit: number): InboxRow[] {
       return due.all(now, limit) as InboxRow[];

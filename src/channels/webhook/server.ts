@@ -7,7 +7,7 @@ import type { WebhookInbox } from './inbox.js';
 import { dateSkewSec, verifyWithIndex } from './verify.js';
 import { bindListener, WEBHOOK_LISTENER_DEFAULTS, type BoundListener, type ListenerLimits } from '../../util/http-listener.js';
 
-/** PROVIDERS.md: a provider `Date` this far from our clock is worth a warning (signatures allow 300 s). */
+/** A provider's `Date` this far from our clock is worth a warning, well before a signature's 300 s (docs/providers.md). */
 export const SKEW_WARN_SEC = 60;
 /** Refusals and skew warnings are logged at most this often per reason, so a flood cannot fill the journal. */
 const LOG_THROTTLE_MS = 10_000;

@@ -25,6 +25,8 @@ export interface GeregeConfig {
   clientSecret: string;
   requestTimeoutMs: number;
   createDeadlineMs: number;
+  /** OAuth2 scope to ask for (the relay's lookup key: payments:read); none: the client's default. */
+  scope?: string;
 }
 
 /** An id no intent will ever have: a GET of it proves the token is accepted without creating anything. */
@@ -137,7 +139,7 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
 
     /**
      * Gerege answers the same Idempotency-Key and body with the same `re_…` object, never a second
-     * refund (seed 003), and its intent stays `succeeded` after a refund: asking again is the only
+     * refund (docs/providers.md, "Gerege"), and its intent stays `succeeded` after a refund: asking again is the only
      * way to learn what happened to a refund whose answer was lost.
      */
     confirmRefund(request: RefundRequest): Promise<RefundResult> {

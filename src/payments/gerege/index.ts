@@ -8,5 +8,5 @@ export {
   type GeregeSignatureOptions,
   type GeregeSignatureResult,
 } from './signature.js';
-export { verifyGeregeWebhook, parseGeregeEvent, GEREGE_EVENT_ID_HEADER } from './webhook.js';
+export { verifyGeregeWebhook, parseGeregeEvent, geregeWebhookTarget, GEREGE_EVENT_ID_HEADER } from './webhook.js';
 export { TOKEN_EARLY_REFRESH_MS } from './token.js';

@@ -8,7 +8,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { WebhookVerificationError } from '../types.js';
-import { readHeader } from '../http.js';
+import { signatureHeader } from '../signature-header.js';
 
 export const GEREGE_SIGNATURE_HEADER = 'gerege-signature';
 export const DEFAULT_TOLERANCE_SEC = 300;
@@ -31,22 +31,10 @@ export function verifyGeregeSignature(
   headers: Record<string, string | string[] | undefined>,
   options: GeregeSignatureOptions,
 ): GeregeSignatureResult {
-  if (!Buffer.isBuffer(rawBody)) {
-    throw new WebhookVerificationError(
-      'malformed_body',
-      'the body must be the raw request bytes (a Buffer): was the body parsed before verification?',
-    );
-  }
-  if (options.secrets.length === 0) {
-    throw new WebhookVerificationError('no_secrets', 'no webhook secret is configured: set VENDGATE_WEBHOOK_SECRETS');
-  }
-  const header = readHeader(headers, GEREGE_SIGNATURE_HEADER);
-  if (header === undefined || header.trim() === '') {
-    throw new WebhookVerificationError(
-      'missing_signature',
-      'no Gerege-Signature header: is a proxy or the tunnel stripping headers, or is this request not from Gerege?',
-    );
-  }
+  const header = signatureHeader(rawBody, headers, options.secrets, {
+    name: GEREGE_SIGNATURE_HEADER,
+    missing: 'no Gerege-Signature header: is a proxy or the tunnel stripping headers, or is this request not from Gerege?',
+  });
   const { timestampSec, signatures } = parseHeader(header);
   if (timestampSec === undefined || signatures.length === 0) {
     throw new WebhookVerificationError(

@@ -1,7 +1,7 @@
 import type { CanonicalStatus } from '../types.js';
 
 /**
- * Gerege payment-intent statuses → canonical (PROVIDERS.md "Canonical statuses").
+ * Gerege payment-intent statuses → canonical (docs/providers.md, "What the core sees").
  * `requires_payment` and `processing` are assumed names. `partially_refunded`/`refunded` are not in
  * the table but are mapped rather than degraded to `pending` should the intent ever carry them.
  */

@@ -18,7 +18,7 @@ export interface TokenSource {
 
 export function createTokenSource(
   deps: { http: ProviderHttpClient; clock: Clock },
-  credentials: { clientId: string; clientSecret: string },
+  credentials: { clientId: string; clientSecret: string; scope?: string },
 ): TokenSource {
   let cached: { token: string; refreshAt: number } | undefined;
   let inFlight: Promise<string> | undefined;
@@ -31,7 +31,7 @@ export function createTokenSource(
         method: 'POST',
         path: '/oauth2/token',
         headers: { authorization: `Basic ${basic}` },
-        form: { grant_type: 'client_credentials' },
+        form: { grant_type: 'client_credentials', ...(credentials.scope ? { scope: credentials.scope } : {}) },
         retry: 'read',
       });
     } catch (err) {

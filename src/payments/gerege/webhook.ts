@@ -2,7 +2,7 @@
  * Gerege events: turning a verified body (webhook) or an Events API item into a WebhookEvent.
  * Pure, like the signature module.
  */
-import { WebhookVerificationError, type VerifyContext, type WebhookEvent } from '../types.js';
+import { WebhookVerificationError, type VerifyContext, type WebhookEvent, type WebhookTarget } from '../types.js';
 import { isRecord, readHeader } from '../http.js';
 import { verifyGeregeSignature } from './signature.js';
 
@@ -72,4 +72,18 @@ function intentIdOf(object: Record<string, unknown>): string | null {
   if (id.startsWith('re_') && typeof object.payment_intent === 'string' && object.payment_intent.startsWith('pi_'))
     return object.payment_intent;
   return null;
+}
+
+/**
+ * The order a verified Gerege event concerns: a payment intent (`pi_…`) carries the order reference;
+ * a refund (`re_…`) names only its payment intent, whose reference must be read.
+ */
+export function geregeWebhookTarget(body: unknown): WebhookTarget {
+  const object = isRecord(body) && isRecord(body.data) && isRecord(body.data.object) ? body.data.object : undefined;
+  if (!object) return { kind: 'none', reason: 'event without an object' };
+  if (typeof object.id === 'string' && object.id.startsWith('pi_') && typeof object.reference === 'string' && object.reference !== '')
+    return { kind: 'reference', reference: object.reference, invoiceId: object.id };
+  const intentId = intentIdOf(object);
+  if (intentId) return { kind: 'invoice', invoiceId: intentId };
+  return { kind: 'none', reason: 'no reference and no payment intent in the event' };
 }

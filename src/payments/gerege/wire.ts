@@ -1,5 +1,5 @@
 /**
- * What Gerege sends back (PROVIDERS.md "Wire format"), checked before use: a missing field is a
+ * What Gerege sends back (docs/providers.md, "Gerege"), checked before use: a missing field is a
  * `malformed` ProviderError, never an `undefined` travelling into the ledger.
  */
 import { z } from 'zod';
@@ -18,7 +18,7 @@ export const geregeIntentSchema = z.object({
   /** Unix seconds. */
   created: z.number().finite().optional(),
   description: z.string().optional(),
-  /** Assumed (PROVIDERS.md is silent): the sum of the intent's succeeded refunds. */
+  /** Assumed (the provider's documentation is silent): the sum of the intent's succeeded refunds. */
   amount_refunded: z.number().int().nonnegative().optional(),
 });
 export type GeregeIntent = z.infer<typeof geregeIntentSchema>;

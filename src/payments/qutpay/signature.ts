@@ -4,7 +4,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { WebhookVerificationError } from '../types.js';
-import { readHeader } from '../http.js';
+import { signatureHeader } from '../signature-header.js';
 
 export const QUTPAY_SIGNATURE_HEADER = 'x-qutpay-signature';
 
@@ -13,22 +13,10 @@ export function verifyQutpaySignature(
   headers: Record<string, string | string[] | undefined>,
   options: { secrets: readonly string[] },
 ): { secretIndex: number } {
-  if (!Buffer.isBuffer(rawBody)) {
-    throw new WebhookVerificationError(
-      'malformed_body',
-      'the body must be the raw request bytes (a Buffer): was the body parsed before verification?',
-    );
-  }
-  if (options.secrets.length === 0) {
-    throw new WebhookVerificationError('no_secrets', 'no webhook secret is configured: set VENDGATE_WEBHOOK_SECRETS');
-  }
-  const header = readHeader(headers, QUTPAY_SIGNATURE_HEADER);
-  if (header === undefined || header.trim() === '') {
-    throw new WebhookVerificationError(
-      'missing_signature',
-      'no X-Qutpay-Signature header: is a proxy or the tunnel stripping headers, or is this request not from QutPay?',
-    );
-  }
+  const header = signatureHeader(rawBody, headers, options.secrets, {
+    name: QUTPAY_SIGNATURE_HEADER,
+    missing: 'no X-Qutpay-Signature header: is a proxy or the tunnel stripping headers, or is this request not from QutPay?',
+  });
   // A repeated header arrives joined with commas; any well-formed value may match.
   const candidates = header
     .split(',')

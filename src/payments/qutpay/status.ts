@@ -1,6 +1,6 @@
 import type { CanonicalStatus } from '../types.js';
 
-/** QutPay invoice statuses → canonical (PROVIDERS.md "Canonical statuses"). */
+/** QutPay invoice statuses → canonical (docs/providers.md, "What the core sees"). */
 export const QUTPAY_STATUS_MAP: Readonly<Record<string, CanonicalStatus>> = Object.freeze({
   new: 'pending',
   pending: 'pending',

@@ -1,5 +1,5 @@
 /** QutPay webhook bodies → WebhookEvent. Pure. */
-import { WebhookVerificationError, type VerifyContext, type WebhookEvent } from '../types.js';
+import { WebhookVerificationError, type VerifyContext, type WebhookEvent, type WebhookTarget } from '../types.js';
 import { isRecord } from '../http.js';
 import { verifyQutpaySignature } from './signature.js';
 
@@ -40,4 +40,13 @@ export function parseQutpayEvent(body: unknown): WebhookEvent | undefined {
     createdAt: typeof created === 'string' && !Number.isNaN(Date.parse(created)) ? Date.parse(created) : null,
     ...(typeof externalOrderId === 'string' && externalOrderId !== '' ? { reference: externalOrderId } : {}),
   };
+}
+
+/** The order a verified QutPay event concerns: every event carries the invoice with its `externalOrderId`. */
+export function qutpayWebhookTarget(body: unknown): WebhookTarget {
+  const invoice = isRecord(body) && isRecord(body.invoice) ? body.invoice : undefined;
+  if (!invoice) return { kind: 'none', reason: 'event without an invoice' };
+  if (typeof invoice.externalOrderId === 'string' && invoice.externalOrderId !== '')
+    return { kind: 'reference', reference: invoice.externalOrderId, invoiceId: typeof invoice.id === 'string' ? invoice.id : null };
+  return { kind: 'none', reason: 'invoice without externalOrderId' };
 }

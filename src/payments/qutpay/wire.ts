@@ -1,4 +1,4 @@
-/** What QutPay sends back (PROVIDERS.md "Wire format"), checked before use. */
+/** What QutPay sends back (docs/providers.md, "QutPay"), checked before use. */
 import { z } from 'zod';
 
 export const qutpayInvoiceSchema = z.object({

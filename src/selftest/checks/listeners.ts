@@ -81,66 +81,80 @@ function portOf(url: string): string {
   return new URL(url).port || '80';
 }
 
-/** `GET /webhooks/health` on the webhook listener (the one the tunnel forwards to). */
-export function webhookListenerCheck(service: ServiceState): CheckResult {
-  const name = 'webhook.listener';
-  if (!service.webhookUrl || !service.webhook) {
+/** The two listeners: the check's name, the path asked, what it is, its port's setting, who needs that port fixed. */
+const LISTENERS = {
+  webhook: {
+    name: 'webhook.listener',
+    path: '/webhooks/health',
+    what: 'webhook listener',
+    setting: 'http.webhook.port',
+    needs: 'the tunnel',
+  },
+  local: { name: 'local.listener', path: '/healthz', what: 'local listener', setting: 'http.local.port', needs: 'the kiosk page' },
+} as const;
+
+type Listener = (typeof LISTENERS)[keyof typeof LISTENERS] & { url: string | null; probe: Probe | null };
+
+type Answered = Extract<Probe, { kind: 'answered' }>;
+
+/**
+ * The lines both listener checks share: a port only the service knows, nobody listening, no answer.
+ * Otherwise the answer and the port, for the listener's own reading of it.
+ */
+function answered(service: ServiceState, l: Listener): CheckResult | { answer: Answered; url: string; port: string } {
+  if (!l.url || !l.probe) {
     return warn(
-      name,
-      'http.webhook.port is 0 (any free port): cannot be probed from outside the service',
-      'give the webhook listener a fixed port; the tunnel needs one',
+      l.name,
+      `${l.setting} is 0 (any free port): cannot be probed from outside the service`,
+      `give the ${l.what} a fixed port; ${l.needs} needs one`,
     );
   }
-  const port = portOf(service.webhookUrl);
-  const p = service.webhook;
-  if (p.kind === 'refused') return refused(name, service, 'webhook listener', port);
-  if (p.kind === 'error')
+  const port = portOf(l.url);
+  if (l.probe.kind === 'refused') return refused(l.name, service, l.what, port);
+  if (l.probe.kind === 'error')
     return fail(
-      name,
-      `${service.webhookUrl}/webhooks/health: ${p.message}`,
+      l.name,
+      `${l.url}${l.path}: ${l.probe.message}`,
       'the listener accepts connections but does not answer: journalctl -u vendgate -n 50',
     );
-  if (p.status >= 200 && p.status < 300) return pass(name, `${service.webhookUrl}/webhooks/health answered in ${p.ms} ms`);
+  return { answer: l.probe, url: l.url, port };
+}
+
+/** The port answered, but not as vendgate's listener does. */
+function notOurs(l: Listener, url: string, port: string, status: number): CheckResult {
   return fail(
-    name,
-    `${service.webhookUrl}/webhooks/health answered HTTP ${p.status}: not vendgate's webhook listener`,
-    `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it or change http.webhook.port`,
+    l.name,
+    `${url}${l.path} answered HTTP ${status}: not vendgate's ${l.what}`,
+    `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it or change ${l.setting}`,
   );
+}
+
+/** `GET /webhooks/health` on the webhook listener (the one the tunnel forwards to). */
+export function webhookListenerCheck(service: ServiceState): CheckResult {
+  const l: Listener = { ...LISTENERS.webhook, url: service.webhookUrl, probe: service.webhook };
+  const seen = answered(service, l);
+  if (!('answer' in seen)) return seen;
+  const { answer, url, port } = seen;
+  if (answer.status >= 200 && answer.status < 300) return pass(l.name, `${url}${l.path} answered in ${answer.ms} ms`);
+  return notOurs(l, url, port, answer.status);
 }
 
 /** `GET /healthz` on the local listener: the service's own view (provider reachable, taking orders). */
 export function localListenerCheck(service: ServiceState): CheckResult {
-  const name = 'local.listener';
-  if (!service.localUrl || !service.local) {
-    return warn(
-      name,
-      'http.local.port is 0 (any free port): cannot be probed from outside the service',
-      'give the local listener a fixed port; the kiosk page needs one',
-    );
-  }
-  const port = portOf(service.localUrl);
-  const p = service.local;
-  if (p.kind === 'refused') return refused(name, service, 'local listener', port);
-  if (p.kind === 'error')
+  const l: Listener = { ...LISTENERS.local, url: service.localUrl, probe: service.local };
+  const seen = answered(service, l);
+  if (!('answer' in seen)) return seen;
+  const { answer, url, port } = seen;
+  const health = parseHealth(answer.body);
+  if (answer.status === 200) return pass(l.name, `${url}${l.path} answered in ${answer.ms} ms${health ? `: ${health}` : ''}`);
+  if (answer.status === 503 && health !== null) {
     return fail(
-      name,
-      `${service.localUrl}/healthz: ${p.message}`,
-      'the listener accepts connections but does not answer: journalctl -u vendgate -n 50',
-    );
-  const health = parseHealth(p.body);
-  if (p.status === 200) return pass(name, `${service.localUrl}/healthz answered in ${p.ms} ms${health ? `: ${health}` : ''}`);
-  if (p.status === 503 && health !== null) {
-    return fail(
-      name,
+      l.name,
       `the service reports a problem: ${health}`,
       'the lines above name the cause (provider, out of service by an input or over MQTT)',
     );
   }
-  return fail(
-    name,
-    `${service.localUrl}/healthz answered HTTP ${p.status}: not vendgate's local listener`,
-    `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it or change http.local.port`,
-  );
+  return notOurs(l, url, port, answer.status);
 }
 
 /** `{ok, checks: {provider: {ok, detail}, …}}` → "provider: reachable; service: taking orders". */

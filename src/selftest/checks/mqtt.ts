@@ -1,5 +1,6 @@
 import type { Settings } from '../../settings/index.js';
-import { checkMqttRoundTrip, type MqttCheckResult } from '../../mqtt/index.js';
+import { checkMqttRoundTrip, embeddedRefusal, type MqttCheckResult } from '../../mqtt/index.js';
+import type { Db } from '../../store/index.js';
 import type { CheckResult } from '../types.js';
 import { fail, pass, warn } from '../helpers.js';
 import type { ServiceState } from './listeners.js';
@@ -23,11 +24,28 @@ const HINTS: Record<string, string> = {
 export async function checkMqtt(
   settings: Readonly<Settings>,
   service: ServiceState,
-  options: { deviceId: string; timeoutMs: number },
+  options: { deviceId: string; timeoutMs: number; db?: Db | null },
 ): Promise<{ result: CheckResult; reachable: boolean }> {
   const name = 'mqtt';
   const mqtt = settings.mqtt;
   if (mqtt.url === '') return { reachable: false, result: pass(name, 'disabled (mqtt.url is empty): no fleet monitoring') };
+  let refused: ReturnType<typeof embeddedRefusal> = null;
+  try {
+    refused = mqtt.url === 'embedded' && service.running && options.db ? embeddedRefusal(options.db) : null;
+  } catch {
+    refused = null;
+  }
+  if (refused) {
+    // The service runs without MQTT: its embedded broker found the port taken and it logs in nowhere else.
+    return {
+      reachable: false,
+      result: fail(
+        name,
+        `the service runs without MQTT: at ${refused.at} ${refused.reason}, so its embedded broker did not start (it logs in to no other broker)`,
+        `free port ${refused.port} and restart the service, set mqtt.embeddedPort to a free port, or set mqtt.url to that broker's URL with its own login to use it on purpose`,
+      ),
+    };
+  }
   const round: MqttCheckResult = await checkMqttRoundTrip(mqtt, options);
   const embedded = mqtt.url === 'embedded';
   if (round.ok) {

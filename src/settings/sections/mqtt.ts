@@ -39,6 +39,8 @@ export const mqttSchema = z
     /** The disk_low alarm opens when the database's file system has less free space than this. */
     diskLowFreeMb: z.number().int().min(1).max(100_000_000).default(200),
     allowRemoteVend: z.boolean().default(false),
+    /** Live mode refuses mqtt:// and ws:// (login and commands in clear) unless this is true (a LAN-only broker). */
+    allowPlaintext: z.boolean().default(false),
     homeAssistant: z.boolean().default(false),
     /** Home Assistant's discovery prefix (its `mqtt.discovery_prefix`). */
     homeAssistantPrefix: z

@@ -35,7 +35,7 @@ export const pollSchema = z.strictObject({
 
 export const httpSchema = z
   .object({
-    webhook: listener('0.0.0.0', 8787, WEBHOOK_LISTENER_DEFAULTS)
+    webhook: listener('127.0.0.1', 8787, WEBHOOK_LISTENER_DEFAULTS)
       .extend({
         /** Public URL of the webhook listener through the tunnel (selftest round trip). */
         publicUrl: z.url().optional(),

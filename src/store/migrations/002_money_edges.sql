@@ -1,4 +1,4 @@
--- The edges of a payment's life (issue "No invoice left behind").
+-- The edges of a payment's life: no invoice is left behind unanswered.
 
 -- The exact create request of the order's current attempt, fixed when its key is (invariant 4: a
 -- create resumed after a restart is byte-identical, whatever the settings say by then).

@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# Makes the release artefacts under release/ (issue #27): for linux-x64 and linux-arm64 (Raspberry
+# Pi OS 64-bit) a Debian package and a tarball with the same contents, SHA256SUMS over them and its
+# minisign signature.
+#
+#   npm run release                      (= bash scripts/release.sh)
+#   bash scripts/release.sh [--arch x64|arm64]... [--key FILE] [--out DIR]
+#
+#   --arch ARCH   build only this architecture (repeatable; default: x64 and arm64)
+#   --key FILE    the minisign secret key that signs SHA256SUMS [$VENDGATE_RELEASE_KEY, else
+#                 ~/.minisign/minisign.key]; its public key (FILE with .pub for .key, or
+#                 $VENDGATE_RELEASE_PUBKEY) goes into the package, so the device checks the next
+#                 update against the key it was installed with
+#   --out DIR     where the artefacts go [release/]
+#   --skip-build  use dist/ as it is, after checking it was built from the src/ of now (tests)
+#
+# Each artefact holds one release directory (the .deb under /usr/lib/vendgate/release):
+#   dist/            the bundle (dist/vendgate.js) and what it reads at run time (migrations, kiosk page)
+#   node_modules/    what the bundle loads at run time (scripts/release-prune.mjs: pino, pino-pretty, the
+#                    native addons and their dependencies); the native ones (better-sqlite3,
+#                    @serialport/bindings-cpp, epoll for onoff) compiled here for the target from source,
+#                    against Node 22's headers (npm package node-linux-<arch>@22); arm64 with Debian's
+#                    aarch64-linux-gnu compilers
+#   config/ systemd/ docs/ scripts/{install-pi,update,package-postinst}.sh  package.json  RELEASE
+# The native modules are built for Node 22 (NODE_MODULE_VERSION 127) only: better-sqlite3 and epoll
+# use V8's own API, not Node-API, so they load on exactly that major. Hence the package's
+# `Depends: nodejs (>= 22.12), nodejs (<< 23)`, and install-pi.sh/update.sh refuse any other node.
+#
+# Needs: node, npm, dpkg-deb, minisign, make, g++ and, for arm64, g++-aarch64-linux-gnu (Debian
+# packages; scripts/install-test-deps.sh installs them). Node headers come from the npm registry.
+
+set -Eeuo pipefail
+cd "$(dirname "$0")/.."
+ROOT_DIR="$(pwd)"
+NODE_TARGET_MAJOR=22
+die() { printf 'release.sh: error: %s\n' "$*" >&2; exit 1; }
+step() { printf '\n==> %s\n' "$*"; }
+
+ARCHES=()
+SKIP_BUILD=0
+OUT="$ROOT_DIR/release"
+KEY="${VENDGATE_RELEASE_KEY:-${HOME:-/root}/.minisign/minisign.key}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --arch) case "${2:-}" in x64|arm64) ARCHES+=("$2") ;; *) die "--arch takes x64 or arm64, not '${2:-}'" ;; esac; shift 2 ;;
+    --key) KEY="${2:?--key needs a minisign secret key file}"; shift 2 ;;
+    --out) OUT="${2:?--out needs a directory}"; shift 2 ;;
+    --skip-build) SKIP_BUILD=1; shift ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    *) die "unknown option $1 (see --help)" ;;
+  esac
+done
+[ ${#ARCHES[@]} -gt 0 ] || ARCHES=(x64 arm64)
+PUBKEY="${VENDGATE_RELEASE_PUBKEY:-${KEY%.key}.pub}"
+[ -f "$KEY" ] || die "no minisign secret key at $KEY: make one with 'minisign -G -s $KEY -p ${KEY%.key}.pub' (docs/install.md, Making a release) or pass --key"
+[ -f "$PUBKEY" ] || die "no public key at $PUBKEY beside the secret key: set VENDGATE_RELEASE_PUBKEY"
+for tool in dpkg-deb minisign make g++ sha256sum; do
+  command -v "$tool" > /dev/null || die "$tool is missing: sudo bash scripts/install-test-deps.sh"
+done
+
+VERSION="$(node -p 'require("./package.json").version')"
+COMMIT="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+if [ "$COMMIT" != unknown ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then COMMIT="$COMMIT-dirty"; fi
+# Reproducible archives: every file dated from the commit, not from this build.
+SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
+export SOURCE_DATE_EPOCH
+WORK="$OUT/.work"
+NODE_GYP="$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")/node_modules/node-gyp/bin/node-gyp.js"
+[ -f "$NODE_GYP" ] || die "node-gyp (bundled with npm) not found at $NODE_GYP"
+
+# A fresh release each time; only the downloaded Node packages are kept in release/.work.
+mkdir -p "$WORK"
+find "$OUT" -mindepth 1 -maxdepth 1 ! -name .work -exec rm -rf {} +
+find "$WORK" -mindepth 1 -maxdepth 1 ! -name 'node-*' -exec rm -rf {} +
+
+if [ "$SKIP_BUILD" = 1 ]; then
+  node scripts/build-stamp.mjs --check || die "--skip-build: dist/ is not built from the src/ of now: npm run build"
+else
+  step "Building dist/ (tsc, assets, bundle) at commit $COMMIT"
+  VENDGATE_BUILD_COMMIT="$COMMIT" npm run build --silent
+fi
+
+# Node's headers (and binary, for tests) of the target: the npm package node-linux-<arch>@22.
+node_home() {
+  local arch="$1" dir
+  dir="$WORK/node-$arch"
+  if [ ! -f "$dir/include/node/node_api.h" ]; then
+    mkdir -p "$dir"
+    (cd "$WORK" && npm pack --silent "node-linux-$arch@$NODE_TARGET_MAJOR" > "node-$arch.pack")
+    tar -xzf "$WORK/$(tail -n 1 "$WORK/node-$arch.pack")" -C "$dir" --strip-components=1
+    rm -f "$WORK/$(tail -n 1 "$WORK/node-$arch.pack")" "$WORK/node-$arch.pack"
+  fi
+  printf '%s\n' "$dir"
+}
+
+# Compiles one native module in place for the target and leaves only the .node file of the build.
+build_native() {
+  local dir="$1" arch="$2" headers="$3"
+  [ -d "$dir" ] || die "native module $dir is missing from the production dependencies"
+  (
+    cd "$dir"
+    # npm exports its own settings to scripts (npm_config_nodedir=/usr under `npm run`): this
+    # build's target wins over them, whatever started it.
+    unset npm_config_target npm_config_runtime npm_config_disturl npm_config_dist_url
+    export npm_config_nodedir="$headers" npm_config_arch="$arch" npm_config_target_arch="$arch"
+    if [ "$arch" = arm64 ]; then
+      export CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ LINK=aarch64-linux-gnu-g++ AR=aarch64-linux-gnu-ar
+    fi
+    JOBS="$(nproc)" node "$NODE_GYP" rebuild --release --arch="$arch" --nodedir="$headers" -j "$(nproc)" > "$WORK/gyp-$arch-$(basename "$dir").log" 2>&1 \
+      || { tail -n 30 "$WORK/gyp-$arch-$(basename "$dir").log" >&2; exit 1; }
+    find build -mindepth 1 -maxdepth 1 ! -name Release -exec rm -rf {} +
+    find build/Release -mindepth 1 -maxdepth 1 ! -name '*.node' -exec rm -rf {} +
+  ) || die "compiling $(basename "$dir") for $arch failed (log: $WORK/gyp-$arch-$(basename "$dir").log)"
+  local elf
+  elf="$(find "$dir/build/Release" -name '*.node' | head -n 1)"
+  [ -n "$elf" ] || die "$dir: no .node file after the build"
+  case "$arch:$(od -An -t x2 -j 18 -N 2 "$elf" | tr -d ' ')" in
+    x64:003e|arm64:00b7) ;;
+    *) die "$elf is not a $arch ELF file" ;;
+  esac
+}
+
+# Each addon loaded by the target's own node (arm64 under qemu-aarch64 when it is installed): a module
+# built against other headers fails here, not on a Pi.
+load_check() {
+  local arch="$1" headers="$2" dir="$3" runner=()
+  if [ "$arch" = arm64 ]; then
+    if ! command -v qemu-aarch64 > /dev/null; then
+      printf '    linux-arm64: qemu-aarch64 not installed, the addons are not loaded here (only their ELF type is checked)\n' >&2
+      return 0
+    fi
+    runner=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+  fi
+  (cd "$dir" && "${runner[@]}" "$headers/bin/node" -e '
+    const Database = require("better-sqlite3");
+    new Database(":memory:").prepare("SELECT 1").get();
+    require("epoll");
+    require("@serialport/bindings-cpp");
+  ') || die "linux-$arch: the native modules do not load on $("${runner[@]}" "$headers/bin/node" --version)"
+  printf '    linux-%s: better-sqlite3, epoll and @serialport/bindings-cpp load on node %s\n' "$arch" "$("${runner[@]}" "$headers/bin/node" --version)" >&2
+}
+
+stage() {
+  local arch="$1" headers="$2" dir
+  dir="$WORK/vendgate-$VERSION-linux-$arch"
+  install -d -m 0755 "$dir" "$dir/scripts"
+  cp -R package.json package-lock.json dist config systemd docs "$dir/"
+  cp scripts/install-pi.sh scripts/update.sh scripts/package-postinst.sh "$dir/scripts/"
+  find "$dir/dist" -name '*.map' ! -name 'vendgate.js.map' -delete
+  install -m 0644 "$PUBKEY" "$dir/config/release-key.pub"
+  # The registry's tarballs, no install scripts: nothing is compiled for this machine by mistake.
+  (cd "$dir" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error) > /dev/null
+  build_native "$dir/node_modules/better-sqlite3" "$arch" "$headers"
+  build_native "$dir/node_modules/epoll" "$arch" "$headers"
+  build_native "$dir/node_modules/@serialport/bindings-cpp" "$arch" "$headers"
+  # Only what the bundle loads (the rest is inside dist/vendgate.js): ~47 → ~9 MB.
+  node scripts/release-prune.mjs "$dir" >&2
+  # dist/main.js, the unbundled entry, needs the packages just removed: the release runs the bundle only.
+  rm -f "$dir/dist/main.js"
+  # What is only needed to compile, and other platforms' prebuilt binaries.
+  rm -rf "$dir/node_modules/better-sqlite3/deps" "$dir/node_modules/better-sqlite3/src" "$dir/node_modules/better-sqlite3/build/Release/test_extension.node" \
+    "$dir/node_modules/@serialport/bindings-cpp/prebuilds" "$dir/node_modules/@serialport/bindings-cpp/src" \
+    "$dir/node_modules/node-addon-api" "$dir/node_modules/nan" "$dir/node_modules/.package-lock.json"
+  cat > "$dir/RELEASE" <<EOF
+version=$VERSION
+commit=$COMMIT
+arch=linux-$arch
+node=$NODE_TARGET_MAJOR
+node_module_version=$(awk '$1 == "#define" && $2 == "NODE_MODULE_VERSION" && $3 ~ /^[0-9]+$/ { print $3; exit }' "$headers/include/node/node_version.h")
+EOF
+  load_check "$arch" "$headers" "$dir"
+  # Files root-owned and not writable by the service: 0644 / 0755.
+  chmod -R u=rwX,go=rX "$dir"
+  printf '%s\n' "$dir"
+}
+
+deb_arch() { case "$1" in x64) echo amd64 ;; arm64) echo arm64 ;; esac; }
+
+make_deb() {
+  local arch="$1" dir="$2" darch pkg
+  darch="$(deb_arch "$arch")"
+  pkg="$WORK/deb-$arch"
+  rm -rf "$pkg"
+  install -d -m 0755 "$pkg/DEBIAN" "$pkg/usr/lib/vendgate" "$pkg/usr/bin" "$pkg/usr/share/doc/vendgate"
+  cp -a "$dir" "$pkg/usr/lib/vendgate/release"
+  # The command on the PATH: node 22, the current release, the device's configuration and secrets.
+  bash -c '. scripts/install-pi.sh && cli_script /usr/bin/node /etc/vendgate /opt/vendgate' > "$pkg/usr/bin/vendgate"
+  chmod 0755 "$pkg/usr/bin/vendgate"
+  ln -s /usr/lib/vendgate/release/scripts/update.sh "$pkg/usr/bin/vendgate-update"
+  cp docs/install.md "$pkg/usr/share/doc/vendgate/"
+  local size
+  size="$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)"
+  cat > "$pkg/DEBIAN/control" <<EOF
+Package: vendgate
+Version: $VERSION
+Architecture: $darch
+Maintainer: vendgate maintainers <vendgate@localhost>
+Depends: nodejs (>= 22.12), nodejs (<< 23), systemd, passwd, minisign
+Recommends: gpiod
+Suggests: cloudflared, cage, chromium
+Section: misc
+Priority: optional
+Installed-Size: $size
+Description: payment gateway for vending machines and turnstiles
+ Takes QR payments (sandbox, Gerege, QutPay), vends once per paid order and
+ settles every payment. Runs as the systemd service vendgate under the user
+ vendgate; configuration in /etc/vendgate, the database in /var/lib/vendgate.
+ Then: /usr/share/doc/vendgate/install.md, the guided step (provider, tunnel).
+EOF
+  cat > "$pkg/DEBIAN/postinst" <<'EOF'
+#!/bin/sh
+# The release dpkg unpacked to /usr/lib/vendgate/release is copied to /opt/vendgate/releases/ and
+# switched to by the same health-gated steps as scripts/update.sh (first install: installed and started).
+set -e
+case "$1" in
+  configure) exec bash /usr/lib/vendgate/release/scripts/package-postinst.sh ;;
+esac
+exit 0
+EOF
+  cat > "$pkg/DEBIAN/prerm" <<'EOF'
+#!/bin/sh
+# Removing the package stops the service (after a vend in progress); an upgrade does not: postinst does that.
+set -e
+if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
+  systemctl disable --now vendgate.service || true
+fi
+exit 0
+EOF
+  cat > "$pkg/DEBIAN/postrm" <<'EOF'
+#!/bin/sh
+# Purge removes the code and units, never /var/lib/vendgate (the orders and payments) nor /etc/vendgate.
+set -e
+if [ "$1" = purge ]; then
+  rm -rf /opt/vendgate
+  rm -f /etc/systemd/system/vendgate.service /etc/systemd/system/vendgate-tunnel.service /etc/systemd/system/vendgate-kiosk.service \
+    /etc/systemd/system/vendgate-metrics-textfile.service /etc/systemd/system/vendgate-metrics-textfile.timer
+  rm -rf /etc/systemd/system/vendgate.service.d
+  if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+fi
+exit 0
+EOF
+  chmod 0755 "$pkg/DEBIAN/postinst" "$pkg/DEBIAN/prerm" "$pkg/DEBIAN/postrm"
+  find "$pkg" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+  dpkg-deb --root-owner-group -Zxz --build "$pkg" "$OUT/vendgate_${VERSION}_${darch}.deb" > /dev/null
+}
+
+make_tarball() {
+  local arch="$1" dir="$2"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+    -C "$WORK" -czf "$OUT/vendgate-$VERSION-linux-$arch.tar.gz" "$(basename "$dir")"
+}
+
+for arch in "${ARCHES[@]}"; do
+  step "linux-$arch: Node $NODE_TARGET_MAJOR headers, production dependencies, native modules"
+  headers="$(node_home "$arch")"
+  dir="$(stage "$arch" "$headers")"
+  step "linux-$arch: $(basename "$dir").tar.gz and vendgate_${VERSION}_$(deb_arch "$arch").deb"
+  make_tarball "$arch" "$dir"
+  make_deb "$arch" "$dir"
+done
+
+step "SHA256SUMS and its signature (minisign, $KEY)"
+(cd "$OUT" && find . -maxdepth 1 -type f \( -name '*.deb' -o -name '*.tar.gz' \) -printf '%f\n' | sort | xargs sha256sum > SHA256SUMS)
+minisign -S -s "$KEY" -m "$OUT/SHA256SUMS" -t "vendgate $VERSION ($COMMIT)" > /dev/null
+cp "$PUBKEY" "$OUT/release-key.pub"
+if [ -z "${VENDGATE_RELEASE_KEEP_WORK:-}" ]; then find "$WORK" -mindepth 1 -maxdepth 1 ! -name 'node-*' -exec rm -rf {} +; fi
+step "Release $VERSION ($COMMIT) in $OUT"
+find "$OUT" -maxdepth 1 -type f -printf '    %10s  %f\n' | sort -k 2

@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { loadSettings } from '../settings/index.js';
+import {
+  COMMAND_NAMES,
+  generateOperatorKey,
+  publicKeyOf,
+  sendCommand,
+  signCommand,
+  SIGNED_COMMANDS,
+  type CommandEnvelope,
+} from '../mqtt/index.js';
+import { type CliIo, EXIT, print, UsageError } from './io.js';
+
+export interface CommandOptions {
+  action?: string;
+  name?: string;
+  config?: string;
+  key?: string;
+  keyId?: string;
+  device?: string;
+  body?: string;
+  ttl?: string;
+  requestId?: string;
+  out?: string;
+  timeoutMs?: string;
+}
+
+const KEY_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/**
+ * `vendgate command keygen|sign|send`: the operator's side of signed commands (docs/security.md).
+ * keygen writes a private key file (mode 0600, never over an existing file) and prints the public
+ * key for the devices' settings; sign prints an envelope; send signs, publishes and waits for the answer.
+ */
+export async function commandCommand(options: CommandOptions, io: CliIo): Promise<number> {
+  switch (options.action) {
+    case 'keygen':
+      return keygen(options, io);
+    case 'sign': {
+      const { envelope } = signed(options, requireValue(options.device, '--device ID (the device the command is for)'));
+      print(io.stdout, JSON.stringify(envelope));
+      return EXIT.OK;
+    }
+    case 'send':
+      return send(options, io);
+    default:
+      throw new UsageError('usage: vendgate command keygen --out FILE --key-id ID | sign NAME … | send NAME … (vendgate command --help)');
+  }
+}
+
+function keygen(options: CommandOptions, io: CliIo): number {
+  const out = requireValue(options.out, '--out FILE (where the private key is written)');
+  const keyId = requireValue(options.keyId, '--key-id ID (e.g. ops-2026-12)');
+  if (!KEY_ID.test(keyId)) throw new UsageError('--key-id: letters, digits and . _ : - only, at most 64');
+  const { privateKeyPem, publicKey } = generateOperatorKey();
+  try {
+    writeFileSync(out, privateKeyPem, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UsageError(
+      code === 'EEXIST' ? `${out} exists; a key is never overwritten (choose another file)` : `cannot write ${out}: ${code}`,
+    );
+  }
+  print(io.stderr, `private key written to ${out} (mode 0600): keep it off the devices`);
+  print(
+    io.stdout,
+    [
+      "# add to each device's settings (commands.keys), then restart it:",
+      'commands:',
+      '  keys:',
+      `    - id: ${keyId}`,
+      `      publicKey: ${publicKey}`,
+    ].join('\n'),
+  );
+  return EXIT.OK;
+}
+
+function signed(options: CommandOptions, deviceId: string): { envelope: CommandEnvelope; requestId: string; name: string } {
+  const name = requireValue(options.name, `the command NAME (${[...SIGNED_COMMANDS].join(', ')}, …)`);
+  if (!(COMMAND_NAMES as string[]).includes(name)) throw new UsageError(`unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
+  const keyPath = requireValue(options.key, '--key FILE (the private key from keygen)');
+  const keyId = requireValue(options.keyId, '--key-id ID (the id the devices know the key by)');
+  let privateKeyPem: string;
+  try {
+    privateKeyPem = readFileSync(keyPath, 'utf8');
+    publicKeyOf(privateKeyPem);
+  } catch (err) {
+    throw new UsageError(`--key ${keyPath}: not a readable ed25519 private key (${(err as Error).message})`);
+  }
+  let body: Record<string, unknown> = {};
+  if (options.body !== undefined) {
+    try {
+      body = JSON.parse(options.body) as Record<string, unknown>;
+    } catch {
+      throw new UsageError(`--body: not JSON: ${options.body}`);
+    }
+    if (!body || typeof body !== 'object' || Array.isArray(body))
+      throw new UsageError('--body: a JSON object of the command\'s fields, e.g. {"orderId":7}');
+  }
+  const ttlSec = options.ttl === undefined ? 300 : Number(options.ttl);
+  if (!Number.isInteger(ttlSec) || ttlSec < 1) throw new UsageError('--ttl: seconds the command stays valid, a positive integer');
+  const requestId = options.requestId ?? randomUUID();
+  const now = Date.now();
+  const envelope = signCommand({
+    privateKeyPem,
+    keyId,
+    deviceId,
+    command: name,
+    requestId,
+    body,
+    issuedAt: new Date(now),
+    expiresAt: new Date(now + ttlSec * 1000),
+  });
+  return { envelope, requestId, name };
+}
+
+async function send(options: CommandOptions, io: CliIo): Promise<number> {
+  const { settings } = loadSettings({ path: options.config, env: io.env });
+  if (settings.mqtt.url === '') throw new UsageError('mqtt.url is empty in the configuration: there is no broker to send to');
+  const deviceId = options.device ?? settings.device.id;
+  const { envelope, requestId, name } = signed(options, deviceId);
+  const timeoutMs = options.timeoutMs === undefined ? 15_000 : Number(options.timeoutMs);
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 100) throw new UsageError('--timeout-ms: a whole number of milliseconds, at least 100');
+  const outcome = await sendCommand({ settings: settings.mqtt, deviceId, command: name, envelope, requestId, timeoutMs });
+  if (!outcome.answered) {
+    print(io.stderr, `vendgate: ${outcome.detail}`);
+    return EXIT.FAILURE;
+  }
+  print(io.stdout, JSON.stringify(outcome.result, null, 2));
+  return outcome.result.ok === true ? EXIT.OK : EXIT.FAILURE;
+}
+
+function requireValue(value: string | undefined, what: string): string {
+  if (value === undefined || value === '') throw new UsageError(`missing ${what}`);
+  return value;
+}

@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import { connect, type IClientOptions, type MqttClient } from 'mqtt';
+import { clientOptions, redactUrl } from './connection.js';
+import { createTopics } from './topics.js';
+import type { CommandEnvelope } from './command-envelope.js';
+import type { MqttSettings } from './types.js';
+
+/**
+ * `vendgate command send`: publishes one signed command to a device and waits for its answer on
+ * `cmd/<name>/result`. A throw-away client with the configured login and TLS, never the device's
+ * own client id (that would kick the device off the broker).
+ */
+export async function sendCommand(input: {
+  settings: MqttSettings;
+  deviceId: string;
+  command: string;
+  envelope: CommandEnvelope;
+  requestId: string;
+  timeoutMs: number;
+}): Promise<{ answered: true; result: Record<string, unknown> } | { answered: false; detail: string }> {
+  const { settings, deviceId, command } = input;
+  const topics = createTopics(settings.prefix, deviceId);
+  const url = settings.url === 'embedded' ? `mqtt://127.0.0.1:${settings.embeddedPort}` : settings.url;
+  const { will: _will, ...base } = clientOptions(settings, deviceId, topics);
+  const options: IClientOptions = {
+    ...base,
+    clientId: `${settings.prefix}-operator-${randomBytes(6).toString('hex')}`,
+    clean: true,
+    reconnectPeriod: 0,
+    connectTimeout: Math.min(settings.connectTimeoutMs, input.timeoutMs),
+  };
+  const resultTopic = topics.result(command);
+  const commandTopic = resultTopic.slice(0, -'/result'.length);
+  let client: MqttClient | null = null;
+  try {
+    return await new Promise((resolve) => {
+      const timer = setTimeout(
+        () => resolve({ answered: false, detail: `no answer on ${resultTopic} within ${input.timeoutMs} ms (is the device online?)` }),
+        input.timeoutMs,
+      );
+      const done = (value: Awaited<ReturnType<typeof sendCommand>>) => {
+        clearTimeout(timer);
+        resolve(value);
+      };
+      const c = connect(url, options);
+      client = c;
+      c.on('error', (err) => done({ answered: false, detail: `${redactUrl(url)}: ${err.message}` }));
+      c.on('message', (topic, payload) => {
+        if (topic !== resultTopic) return;
+        try {
+          const result = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
+          if (result.requestId === input.requestId) done({ answered: true, result });
+        } catch {
+          // Someone else's garbage on the result topic: keep waiting for ours.
+        }
+      });
+      c.once('connect', () => {
+        c.subscribe(resultTopic, { qos: 1 }, (err) => {
+          if (err) return done({ answered: false, detail: `could not subscribe to ${resultTopic}: ${err.message}` });
+          c.publish(commandTopic, JSON.stringify(input.envelope), { qos: 1, retain: false }, (publishErr) => {
+            if (publishErr) done({ answered: false, detail: `the broker refused the command: ${publishErr.message}` });
+          });
+        });
+      });
+    });
+  } finally {
+    const c = client as MqttClient | null;
+    if (c) await new Promise<void>((resolve) => c.end(true, {}, () => resolve()));
+  }
+}

@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startService, type Service } from '../helpers/service.js';
+import { tempDir } from '../helpers/temp.js';
+import { watch, type Watcher } from '../mqtt/watch.js';
+import { run } from './cli-io.js';
+
+/**
+ * `vendgate command keygen|sign|send`: an operator makes a key, gives its public half to the
+ * device, and signs commands from a shell. Against the compiled service on a real broker
+ * (Mosquitto at 127.0.0.1:1883, or MQTT_TEST_URL).
+ */
+const BROKER = process.env.MQTT_TEST_URL ?? 'mqtt://127.0.0.1:1883';
+
+describe('vendgate command', () => {
+  let svc: Service | null = null;
+  let watcher: Watcher | null = null;
+  let dir: ReturnType<typeof tempDir> | null = null;
+  afterEach(async () => {
+    await svc?.stop();
+    svc = null;
+    await watcher?.clearRetained();
+    await watcher?.close();
+    watcher = null;
+    dir?.cleanup();
+    dir = null;
+  });
+
+  it('keygen writes a private key (0600, never over a file) and prints the settings lines; send signs, publishes and prints the answer', async () => {
+    dir = tempDir();
+    const keyPath = join(dir.path, 'ops.pem');
+    const made = await run(['command', 'keygen', '--out', keyPath, '--key-id', 'ops-cli']);
+    expect(made.code).toBe(0);
+    expect(statSync(keyPath).mode & 0o777).toBe(0o600);
+    expect(readFileSync(keyPath, 'utf8')).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+    const publicKey = /publicKey: (\S+)/.exec(made.stdout)![1]!;
+    expect(made.stdout).toContain('- id: ops-cli');
+    expect((await run(['command', 'keygen', '--out', keyPath, '--key-id', 'ops-cli'])).code).toBe(64);
+
+    const deviceId = `cli-${randomBytes(4).toString('hex')}`;
+    const prefix = `vgcli${randomBytes(3).toString('hex')}`;
+    watcher = await watch(BROKER, [`${prefix}/${deviceId}/#`]);
+    svc = await startService({
+      config: {
+        device: { id: deviceId },
+        mqtt: { url: BROKER, prefix, allowRemoteVend: true },
+        commands: { keys: [{ id: 'ops-cli', publicKey }] },
+      },
+    });
+    await watcher.next(`${prefix}/${deviceId}/status`, (m) => m.payload === 'online', 30_000);
+
+    const sent = await run([
+      'command',
+      'send',
+      'test_vend',
+      '--key',
+      keyPath,
+      '--key-id',
+      'ops-cli',
+      '--body',
+      '{"slot":"A1"}',
+      '--config',
+      svc.configPath,
+    ]);
+    expect(sent.stderr).toBe('');
+    expect(sent.code).toBe(0);
+    expect(JSON.parse(sent.stdout)).toMatchObject({ ok: true });
+    await svc.waitFor(() => svc!.readSimLog().length === 1, 15_000, 'one test actuation');
+
+    // The same key under an id the device does not know: refused, exit 1, nothing actuated.
+    const unknown = await run([
+      'command',
+      'send',
+      'test_vend',
+      '--key',
+      keyPath,
+      '--key-id',
+      'ops-other',
+      '--body',
+      '{"slot":"A1"}',
+      '--config',
+      svc.configPath,
+    ]);
+    expect(unknown.code).toBe(1);
+    expect(JSON.parse(unknown.stdout)).toMatchObject({ ok: false, error: { code: 'VG_ERR_COMMAND_UNKNOWN_KEY' } });
+
+    // sign prints the envelope for any tool to publish.
+    const signed = await run([
+      'command',
+      'sign',
+      'refund',
+      '--key',
+      keyPath,
+      '--key-id',
+      'ops-cli',
+      '--device',
+      deviceId,
+      '--body',
+      '{"orderId":1}',
+      '--request-id',
+      'r-9',
+    ]);
+    expect(signed.code).toBe(0);
+    const envelope = JSON.parse(signed.stdout) as { signed: string; keyId: string; signature: string };
+    expect(envelope.keyId).toBe('ops-cli');
+    expect(JSON.parse(envelope.signed)).toMatchObject({ v: 1, requestId: 'r-9', deviceId, command: 'refund', body: { orderId: 1 } });
+    expect(svc.readSimLog()).toHaveLength(1);
+  });
+});

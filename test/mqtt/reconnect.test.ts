@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import { Aedes } from 'aedes';
+import { pino } from 'pino';
+import mqtt from 'mqtt';
+import { backoffDelay, clientOptions } from '../../src/mqtt/connection.js';
+import { createBrokerWebhookSubscription, createTopics, type BrokerWebhookSubscription } from '../../src/mqtt/index.js';
+import { createRelay } from '../../src/relay/index.js';
+import { mqttSchema } from '../../src/settings/sections/mqtt.js';
+import { parseRelaySettings } from '../../src/settings/index.js';
+import { systemClock } from '../../src/util/index.js';
+import { restartableBroker, uniqueId } from '../helpers/broker.js';
+import { waitFor } from '../helpers/service.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+function memoryLogger() {
+  const lines: Record<string, any>[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: pino({ level: 'debug' }, stream), lines };
+}
+
+function subscription(
+  url: string,
+  deviceId: string,
+  prefix: string,
+  logger: ReturnType<typeof memoryLogger>['logger'],
+  random?: () => number,
+) {
+  const sub: BrokerWebhookSubscription = createBrokerWebhookSubscription(
+    {
+      clock: systemClock,
+      logger,
+      deviceId,
+      provider: 'gerege',
+      referencePrefixes: [`${deviceId}-ab12cd-`],
+      ...(random ? { random } : {}),
+      ingest: async () => 'stored',
+    },
+    mqttSchema.parse({ url, prefix, reconnectMinMs: 200, reconnectMaxMs: 1_000 }),
+  );
+  cleanups.push(() => sub.stop());
+  return sub;
+}
+
+describe('device reconnects: full-jitter exponential backoff', () => {
+  it('draws each wait uniformly from [0, min(max, min · 2^attempt)]', () => {
+    const at = (attempt: number, random: number) => backoffDelay(attempt, 1_000, 60_000, () => random);
+    expect([0, 1, 2, 3, 4, 5, 6, 7].map((n) => at(n, 0.5))).toEqual([500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+    // Full jitter: the whole window, from 0 (a fleet spreads over it evenly) to just under the ceiling.
+    expect(at(3, 0)).toBe(0);
+    expect(at(3, 0.999_999)).toBe(7_999);
+    expect(at(3, 1)).toBeLessThan(8_000);
+    expect(at(500, 0.25)).toBe(15_000);
+    // 10,000 devices after one broker restart: every tenth of the window gets about a tenth of them.
+    let seed = 7;
+    const random = () => (seed = (seed * 48_271) % 2_147_483_647) / 2_147_483_647;
+    const buckets = Array.from({ length: 10 }, () => 0);
+    for (let i = 0; i < 10_000; i += 1) buckets[Math.floor(backoffDelay(0, 1_000, 60_000, random) / 100)]! += 1;
+    for (const count of buckets) expect(count).toBeGreaterThan(850);
+  });
+
+  it('after a broker restart the webhook session comes back on the drawn waits, subscribed again', async () => {
+    const broker = await restartableBroker();
+    cleanups.push(() => broker.stop());
+    const prefix = uniqueId('rc');
+    const deviceId = uniqueId('vm');
+    const log = memoryLogger();
+    const sub = subscription(broker.url, deviceId, prefix, log.logger, () => 0.5);
+    sub.start();
+    await waitFor(() => sub.connected(), 30_000, 'the first connect');
+    await broker.stop();
+    // Waits 100, 200, 400, 500 (0.5 of 200·2^n, capped at 1,000) … while the broker is away.
+    await waitFor(() => log.lines.filter((l) => l.retryInMs !== undefined).length >= 5, 30_000, 'five retries');
+    await broker.start();
+    await waitFor(() => sub.connected(), 30_000, 'connected again');
+    const waits = log.lines.filter((l) => l.retryInMs !== undefined).map((l) => l.retryInMs as number);
+    expect(waits.slice(0, 5)).toEqual([100, 200, 400, 500, 500]);
+    // aedes kept no session across its restart: a webhook reaches the device only if it subscribed again.
+    const relay = await mqtt.connectAsync(broker.url, { clientId: uniqueId('relay'), protocolVersion: 4, clean: true });
+    cleanups.push(() => relay.endAsync(true));
+    await waitFor(
+      async () => {
+        await relay.publishAsync(`${prefix}/${deviceId}/webhooks/gerege`, 'not a fleet message', { qos: 1 });
+        return sub.stats().received > 0;
+      },
+      30_000,
+      'a webhook delivered after the restart',
+    );
+  });
+});
+
+describe('client ids', () => {
+  it("no device's client id equals another device's or a relay's (m1's webhook session vs device m1-webhooks)", async () => {
+    const broker = await Aedes.createBroker();
+    const connected: string[] = [];
+    broker.on('client', (client) => connected.push(client.id));
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      broker.handle(socket);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    cleanups.push(async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => broker.close(() => resolve()));
+    });
+    const url = `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const prefix = 'vendgate';
+    const log = memoryLogger();
+    subscription(url, 'm1', prefix, log.logger).start();
+    const relay = createRelay(
+      parseRelaySettings({
+        relay: { id: 'r1', port: 0, host: '127.0.0.1', webhookSecrets: { gerege: ['s'] } },
+        mqtt: { url, prefix },
+        log: { level: 'silent' },
+      }),
+      { logger: pino({ level: 'silent' }), lookup: null },
+    );
+    await relay.start();
+    cleanups.push(() => relay.stop());
+    await waitFor(() => connected.length >= 2, 30_000, 'the webhook session and the relay connected');
+    const settings = mqttSchema.parse({ url, prefix });
+    const monitoring = (deviceId: string) => clientOptions(settings, deviceId, createTopics(prefix, deviceId)).clientId!;
+    const ids = [...connected, monitoring('m1'), monitoring('m1-webhooks'), monitoring('relay-r1'), monitoring('r1')];
+    expect(new Set(ids).size, ids.join(' ')).toBe(ids.length);
+  });
+});
