@@ -6,6 +6,8 @@
 #   systemd  — systemd-analyze verify on the unit files (test/techniques/e2e/systemd-verify.test.ts)
 #   prometheus — for its promtool: /metrics through promtool check metrics (test/techniques/e2e/metrics-promtool.test.ts)
 #   mosquitto — two real bridged brokers with the shipped fleet ACL (test/techniques/e2e/fleet*.test.ts)
+#   fuse3, libfuse3-dev — the power-cut file system of test/techniques/power-cut/ (our own FUSE passthrough,
+#            built by test/techniques/power-cut/build.sh; needs /dev/fuse and root)
 #   minisign, dpkg-dev's dpkg-deb, g++/make, g++-aarch64-linux-gnu, qemu-user — npm run release and its
 #            artefacts tested natively and under arm64 emulation (test/techniques/e2e/release.test.ts)
 #   e2fsprogs, util-linux, mount — ext4 on a loop device turned read-only by the kernel, and a small
@@ -33,6 +35,8 @@ command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
 command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || missing="$missing mosquitto"
+command -v fusermount3 >/dev/null 2>&1 || missing="$missing fuse3"
+pkg-config --exists fuse3 2>/dev/null || missing="$missing libfuse3-dev pkg-config"
 command -v minisign >/dev/null 2>&1 || missing="$missing minisign"
 command -v dpkg-deb >/dev/null 2>&1 || missing="$missing dpkg"
 command -v g++ >/dev/null 2>&1 || missing="$missing g++"
@@ -45,7 +49,7 @@ command -v qemu-aarch64 >/dev/null 2>&1 || missing="$missing qemu-user"
 ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing="$missing faketime"
 
 if [ -z "$missing" ]; then
-  echo "install-test-deps: everything the e2e, release and storage tests need is already present"
+  echo "install-test-deps: everything the e2e, release, storage and power-cut tests need is already present"
   exit 0
 fi
 
@@ -67,6 +71,9 @@ for tool in $missing; do
   case "$tool" in
     prometheus) command -v promtool >/dev/null 2>&1 || { echo "install-test-deps: promtool still missing" >&2; exit 1; } ;;
     systemd) command -v systemd-analyze >/dev/null 2>&1 || { echo "install-test-deps: systemd-analyze still missing" >&2; exit 1; } ;;
+    fuse3) command -v fusermount3 >/dev/null 2>&1 || { echo "install-test-deps: fusermount3 still missing" >&2; exit 1; } ;;
+    libfuse3-dev) pkg-config --exists fuse3 || { echo "install-test-deps: libfuse3-dev (pkg-config fuse3) still missing" >&2; exit 1; } ;;
+    pkg-config) command -v pkg-config >/dev/null 2>&1 || { echo "install-test-deps: pkg-config still missing" >&2; exit 1; } ;;
     dpkg) command -v dpkg-deb >/dev/null 2>&1 || { echo "install-test-deps: dpkg-deb still missing" >&2; exit 1; } ;;
     g++-aarch64-linux-gnu) command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || { echo "install-test-deps: aarch64-linux-gnu-g++ still missing" >&2; exit 1; } ;;
     qemu-user) command -v qemu-aarch64 >/dev/null 2>&1 || { echo "install-test-deps: qemu-aarch64 still missing" >&2; exit 1; } ;;

@@ -41,7 +41,15 @@ import { createActuator, createInputs, preflightHardware, type Actuator, type Ha
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
-import { createClockSkewAlarm, createWebhookChannel, type ClockSkew, type WebhookChannel } from './channels/webhook/index.js';
+import {
+  createClockSkewAlarm,
+  createWebhookChannel,
+  referencedInvoicesIn,
+  refundsSeenIn,
+  withRefundEvidence,
+  type ClockSkew,
+  type WebhookChannel,
+} from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
 import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createMetrics, type Metrics } from './metrics/index.js';
@@ -289,7 +297,7 @@ interface Payments {
 
 function buildPayments(
   { settings, deps, clock, logger, log }: Base,
-  { clockSkew }: Store,
+  { db, clockSkew }: Store,
   { metrics }: Shared,
   claimed: Claimed,
 ): Payments {
@@ -313,21 +321,24 @@ function buildPayments(
           },
         )
       : null;
-  const provider =
+  // Every reading adds the refunds seen as verified events (a Gerege intent does not say it was refunded).
+  const provider = withRefundEvidence(
     deps.provider ??
-    sandbox?.provider ??
-    createProvider(
-      {
-        clock,
-        logger,
-        observeRequest: (sample) => {
-          metrics.observeProviderRequest(sample);
-          if (sample.serverDate !== undefined && sample.receivedAt !== undefined)
-            clockSkew.observe(Math.round((sample.receivedAt - sample.serverDate) / 1000));
+      sandbox?.provider ??
+      createProvider(
+        {
+          clock,
+          logger,
+          observeRequest: (sample) => {
+            metrics.observeProviderRequest(sample);
+            if (sample.serverDate !== undefined && sample.receivedAt !== undefined)
+              clockSkew.observe(Math.round((sample.receivedAt - sample.serverDate) / 1000));
+          },
         },
-      },
-      settings,
-    );
+        settings,
+      ),
+    refundsSeenIn(db),
+  );
   const webhookSecrets =
     settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
   return { provider, sandbox, lan, webhookSecrets };
@@ -382,6 +393,7 @@ function buildMoneyPath(base: Base, store: Store, shared: Shared, { provider }: 
         },
       },
       hooks: { crashPoint: deps.crashPoint },
+      orphanCandidates: referencedInvoicesIn(store.db),
     },
     settings,
   );
@@ -532,11 +544,15 @@ function buildDevice(
 /** Recovery before anything new is accepted (uncertain vends, unknown refunds, half-created orders), then the inputs. */
 async function recover(
   { logger, log }: Base,
-  { db, outbox, lineage }: Store,
+  { db, outbox, lineage, orderRepository }: Store,
   { availability }: Shared,
   { actuator, inputs }: Hardware,
   money: MoneyPath,
+  { webhooks }: Channels,
 ): Promise<void> {
+  // A waiting order is read at recovery; the refunds made meanwhile are only seen as events
+  // (Gerege), so the Events API goes into the inbox first (the worker processes it once started).
+  if (orderRepository.inStates(['creating', 'awaiting_payment']).length > 0) await webhooks.backfill.run('before recovery').catch(() => {});
   // The actuator is started and put in its safe state inside money.recover().
   const recovered = await money.recover({ restored: lineage.restored });
   if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)
@@ -675,7 +691,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
     shared.catalog.announce();
 
-    await recover(base, store, shared, hardware, money);
+    await recover(base, store, shared, hardware, money, channels);
     const urls = await serve(base, claimed, payments, channels, device, served);
     await goLive(base, store, money, channels, device);
     // Old finished orders and webhook bodies go in small batches, well after start-up.

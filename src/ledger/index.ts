@@ -9,3 +9,4 @@ export {
 } from './ledger.js';
 export { createReconciler, type Reconciler, type ReconcilerSettings } from './reconciler.js';
 export { compareWithProvider, type Finding, type FindingKind, type LocalInvoice } from './compare.js';
+export { createOrphanSweep, type OrphanSweep, type OrphanCandidate } from './orphans.js';

@@ -6,6 +6,7 @@ import type { PaymentProvider } from '../payments/types.js';
 import { LIVE_STATES, type OrderState } from '../orders/index.js';
 import { compareWithProvider, LOCAL_INVOICES_SQL, type LocalInvoice } from './compare.js';
 import { observationOf, type Ledger } from './ledger.js';
+import type { OrphanSweep } from './orphans.js';
 
 export interface ReconcilerSettings {
   everyMs: number;
@@ -40,7 +41,7 @@ export interface Reconciler {
  * a budget per hour; nothing due → no reads at all.
  */
 export function createReconciler(
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger },
+  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; provider: PaymentProvider; ledger: Ledger; orphans?: OrphanSweep },
   settings: ReconcilerSettings,
 ): Reconciler {
   const { db, clock, outbox, provider, ledger } = deps;
@@ -113,12 +114,22 @@ export function createReconciler(
         for (const name of RESTORED_ALARMS) outbox.clearAlarm(name);
       });
     if (rows.length > 0) log.info({ compared: rows.length, mismatches }, 'reconcile pass done');
+    await sweepOrphans();
     return mismatches;
+  }
+
+  /** Invoices under this device's reference that no order knows: settled (orphans.ts). */
+  async function sweepOrphans(): Promise<void> {
+    if (!deps.orphans) return;
+    const settled = await deps.orphans.sweep();
+    if (settled > 0) log.warn({ settled }, 'reconcile: orphan invoices settled');
   }
 
   return {
     start(): void {
       if (timer) return;
+      // At start too: an orphan left by a power cut is settled without waiting for the first pass.
+      void sweepOrphans().catch((err) => log.error({ err }, 'orphan sweep failed'));
       timer = setInterval(() => {
         void this.run().catch((err) => log.error({ err }, 'reconcile pass failed'));
       }, settings.everyMs);

@@ -7,7 +7,7 @@ import { databaseId, isStorageError, type StorageFault } from '../store/index.js
 import type { Settings } from '../settings/index.js';
 import type { Actuator } from '../hardware/index.js';
 import { staticCatalog } from '../catalog/index.js';
-import { createLedger, createReconciler, type Ledger, type Reconciler } from '../ledger/index.js';
+import { createLedger, createOrphanSweep, createReconciler, type Ledger, type OrphanCandidate, type Reconciler } from '../ledger/index.js';
 import { createOrderService, type CatalogPort, type OrderRow, type OrderService, type OrderServiceDeps } from '../orders/index.js';
 import { createRefundWorker, createVendRunner, type RefundWorker, type VendRunner } from '../vend/index.js';
 
@@ -33,6 +33,8 @@ export interface MoneyPathDeps extends Pick<
   storage?: { report(err: unknown): StorageFault | null; fault(): StorageFault | null; describe(): string };
   /** This device's clock minus the provider's (ms), from the provider's Date headers. */
   clockOffsetMs?: () => number;
+  /** Invoices seen under a reference prefix since a time (the webhook inbox): the orphan sweep's candidates. */
+  orphanCandidates?: (prefix: string, sinceMs: number) => OrphanCandidate[];
 }
 
 /** What the money path tells the rest of the device; each one is optional. */
@@ -184,8 +186,21 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
     },
     settings,
   );
+  const orphans = deps.orphanCandidates
+    ? createOrphanSweep({
+        db,
+        clock,
+        logger,
+        outbox,
+        provider,
+        orders: orderRepository,
+        candidates: deps.orphanCandidates,
+        referencePrefix: `${settings.device.id}-`,
+        lookbackMs: settings.poll.reconcileDays * 86_400_000,
+      })
+    : undefined;
   const reconciler = createReconciler(
-    { db, clock, logger, outbox, provider, ledger },
+    { db, clock, logger, outbox, provider, ledger, ...(orphans ? { orphans } : {}) },
     {
       everyMs: settings.poll.reconcileEveryMin * 60_000,
       days: settings.poll.reconcileDays,

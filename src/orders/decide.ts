@@ -486,3 +486,61 @@ export function answerRuleFor(
   }
   return null;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The create answer: what the invoice a create call returned is to the attempt that sent it.
+// ---------------------------------------------------------------------------------------------
+
+export interface CreateAnswerFacts {
+  /**
+   * Why the answer is not the invoice of this attempt's request (another reference, amount,
+   * currency, livemode or description; created or expired before the order), or null when it is.
+   */
+  identityMismatch: string | null;
+  status: CanonicalStatus;
+}
+
+export type CreateAnswerDecision =
+  /** The invoice this attempt made, not paid yet: attach it and show its QR. */
+  | { kind: 'attach'; rule: string }
+  /** Ours, already paid or refunded: attached and followed like any other invoice, with an alarm. */
+  | { kind: 'attach_seen_already'; rule: string }
+  /** Another request's invoice: never vended, a new attempt with a new key. */
+  | { kind: 'foreign'; rule: string; reason: string };
+
+export interface CreateAnswerRule {
+  name: string;
+  why: string;
+  when: (facts: CreateAnswerFacts) => boolean;
+  then: (facts: CreateAnswerFacts) => CreateAnswerDecision['kind'];
+}
+
+/** First match decides, top to bottom. */
+export const CREATE_ANSWER_RULES: readonly CreateAnswerRule[] = [
+  {
+    name: 'create-answer-of-another-request',
+    why: 'an answer whose reference, money, description or times are not this request’s is a key used before under other terms: never vended, a new attempt',
+    when: (f) => f.identityMismatch !== null,
+    then: () => 'foreign',
+  },
+  {
+    name: 'our-new-invoice',
+    why: 'the invoice this attempt made, not paid yet: attached, and its QR shown once the answer is on disk',
+    when: (f) => f.status === 'pending' || f.status === 'canceled' || f.status === 'expired',
+    then: () => 'attach',
+  },
+  {
+    name: 'our-own-key-is-ours',
+    why: 'an answer under this attempt’s exact key and nonce’d reference that is already paid or refunded can only be ours, its record lost after the QR was shown (a power cut after the 201, a card turned read-only): attached and followed like any other — the observation table vends it inside the window, refunds it after, parks a restored order — with an alarm; never a new attempt, which abandons the money',
+    when: () => true,
+    then: () => 'attach_seen_already',
+  },
+];
+
+export function decideCreateAnswer(facts: CreateAnswerFacts): CreateAnswerDecision {
+  // The last row matches every answer, so a row is always found.
+  const rule = CREATE_ANSWER_RULES.find((r) => r.when(facts)) ?? CREATE_ANSWER_RULES[CREATE_ANSWER_RULES.length - 1];
+  if (!rule) throw new Error('the create-answer table is empty');
+  const kind = rule.then(facts);
+  return kind === 'foreign' ? { kind, rule: rule.name, reason: facts.identityMismatch ?? rule.why } : { kind, rule: rule.name };
+}

@@ -9,7 +9,7 @@ import { observationOf, ProviderError } from '../payments/types.js';
 import type { Settings } from '../settings/index.js';
 import type { CreateRequestFields, OrderHistoryEntry, OrderListFilter, OrderRepository, OrderRow } from './repository.js';
 import type { OrderState } from './state.js';
-import { IN_PROGRESS_STATES } from './decide.js';
+import { IN_PROGRESS_STATES, decideCreateAnswer } from './decide.js';
 import { createTransitions } from './transitions.js';
 import type { ObservePort } from './observe-port.js';
 
@@ -218,9 +218,9 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
 
   /**
    * Why a create answer is not an invoice this attempt made (null when it is): another reference,
-   * amount, currency or description; created before the order; already expired before it; or
-   * already paid or refunded — impossible for an attempt whose QR was never shown. Such an answer
-   * is a key used before (a restored database, a cloned card): it never vends.
+   * amount, currency or description; created before the order; already expired before it. Such an
+   * answer is a key used before under other terms: it never vends. An answer that passes and is
+   * already paid is still ours (the `our-own-key-is-ours` row of decide.ts).
    */
   function notMadeByThisAttempt(order: OrderRow, invoice: Invoice): string | null {
     const request = requestFor(order);
@@ -236,9 +236,25 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       return `created ${new Date(invoice.createdAt).toISOString()}, before the order${offset ? ` (clock offset ${Math.round(offset / 1000)} s allowed for)` : ''}`;
     if (invoice.expiresAt + offset < order.created_at - CLOCK_SLACK_MS)
       return `expired ${new Date(invoice.expiresAt).toISOString()}, before the order${offset ? ` (clock offset ${Math.round(offset / 1000)} s allowed for)` : ''}`;
-    if (!['pending', 'canceled', 'expired'].includes(invoice.status))
-      return `already ${invoice.providerStatus} although its QR was never shown`;
     return null;
+  }
+
+  /** An invoice under this attempt's own key, already paid when its create answer came: say so. */
+  function raiseOwnKeyAlarm(order: OrderRow, invoice: Invoice): void {
+    const detail = {
+      orderId: order.id,
+      reference: order.reference,
+      invoiceId: invoice.id,
+      attempt: order.attempt,
+      status: invoice.providerStatus,
+    };
+    log.error(detail, "the create answer under this order's own key is already paid: its record was lost after the QR was shown; followed");
+    outbox.raiseAlarm(
+      `invoice_recovered/${order.id}`,
+      'critical',
+      `an invoice under this order's own key was already ${invoice.providerStatus} when its create answer came (its record was lost after the QR was shown, e.g. a power cut): it is followed like any other — vended inside the window, refunded after — check the order`,
+      detail,
+    );
   }
 
   function fail(order: OrderRow, code: string, message: string): void {
@@ -289,8 +305,9 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
         );
       }
       crash('after_invoice_create');
-      const foreign = notMadeByThisAttempt(order, invoice);
-      if (!foreign) return attach(order, invoice);
+      const answer = decideCreateAnswer({ identityMismatch: notMadeByThisAttempt(order, invoice), status: invoice.status });
+      if (answer.kind !== 'foreign') return attach(order, invoice, answer.kind === 'attach_seen_already');
+      const foreign = answer.reason;
       // A key used before. Never vended; the alarm names it; the next attempt gets a new key.
       log.error(
         { orderId: order.id, reference: order.reference, invoiceId: invoice.id, attempt: order.attempt, detail: foreign },
@@ -327,20 +344,29 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     }
   }
 
-  function attach(order: OrderRow, invoice: Invoice): OrderRow {
-    inTransaction(db, () => {
-      repo.attachInvoice(order.id, invoice);
-      if (transitions.invoiceAttached(order, invoice.replayed === true)) {
-        outbox.event('invoice.created', {
-          orderId: order.id,
-          reference: order.reference,
-          invoiceId: invoice.id,
-          amount: order.amount,
-          currency: order.currency,
-          expiresAt: new Date(invoice.expiresAt).toISOString(),
-        });
-      }
-    });
+  /**
+   * Records the create answer at FULL before the caller (kiosk, API, MQTT) can show its pay URL:
+   * a QR on the screen is an invoice the database will still know after a power cut.
+   */
+  function attach(order: OrderRow, invoice: Invoice, seenAlready = false): OrderRow {
+    durably(
+      db,
+      () => {
+        repo.attachInvoice(order.id, invoice);
+        if (transitions.invoiceAttached(order, invoice.replayed === true)) {
+          outbox.event('invoice.created', {
+            orderId: order.id,
+            reference: order.reference,
+            invoiceId: invoice.id,
+            amount: order.amount,
+            currency: order.currency,
+            expiresAt: new Date(invoice.expiresAt).toISOString(),
+          });
+        }
+        if (seenAlready) raiseOwnKeyAlarm(order, invoice);
+      },
+      'invoice_attach',
+    );
     // A replayed invoice may already be closed (a long restart): the ledger decides.
     ledger.observe(observationOf(invoice, 'create'));
     changed();
@@ -423,7 +449,10 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     }
     // Priced now, in the same turn as the insert: a catalog applied meanwhile is the one used.
     const item = describeItem(input);
-    const order = durably(
+    // Committed at NORMAL: the create call's answer is committed at FULL (`invoice_attach`) before
+    // anything of it is shown, and that sync carries this row with it. A cut before then loses an
+    // order whose QR nobody saw: its invoice can only be an unpaid orphan (the reconciler's sweep).
+    const order = inTransaction(
       db,
       () => {
         const row = repo.insert(
@@ -452,7 +481,6 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
         outbox.count('orders_created');
         return row;
       },
-      'order_insert',
     );
     crash('after_order_insert');
     changed();

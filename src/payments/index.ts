@@ -23,7 +23,7 @@ export {
   type RetryPolicy,
   type RequestSample,
 } from './http.js';
-export { validateCreateRequest, findInvoiceMismatch } from './invoice-checks.js';
+export { validateCreateRequest, findInvoiceMismatch, withRefunds } from './invoice-checks.js';
 export { PROVIDER_WEBHOOKS, providerWebhooks, type ProviderWebhooks, type WebhookProviderName } from './webhooks.js';
 export {
   createGeregeProvider,

@@ -12,6 +12,8 @@ export interface SimContext {
   faults(): FaultConfig;
   records: SimulatorRecords;
   livemode: boolean;
+  /** Gerege intents also carry `amount_refunded` (not in the wire format; off by default). */
+  geregeAmountRefunded: boolean;
   /** The listening base URL, for pay URLs. */
   baseUrl(): string;
   /** Records the event body and hands it to webhook delivery. */

@@ -84,9 +84,9 @@ export function createGeregeState(ctx: SimContext) {
       pay_url: `${ctx.baseUrl()}/__sim/pay/${intent.id}`,
       expires_at: intent.expiresAt,
       created: intent.created,
-      // Assumed field (the provider's documentation is silent): the sum of the intent's succeeded refunds, so one GET
-      // tells whether money went back — an intent stays `succeeded` after a refund.
-      amount_refunded: refundedAmount(intent.id),
+      // Not in the wire format (PROVIDERS.md: a refund is a `re_…` object, seen as its event): served
+      // only with the `geregeAmountRefunded` option, so tests exercise the format as written.
+      ...(ctx.geregeAmountRefunded ? { amount_refunded: refundedAmount(intent.id) } : {}),
     };
   }
 

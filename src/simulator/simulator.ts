@@ -89,6 +89,7 @@ export function createSimulator(options: SimulatorOptions): Simulator {
     faults: () => faults,
     records,
     livemode,
+    geregeAmountRefunded: options.geregeAmountRefunded ?? false,
     baseUrl: () => publicUrl,
     emit: (event, body) => {
       records.events.push(body);

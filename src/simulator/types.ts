@@ -73,6 +73,11 @@ export interface SimulatorOptions {
   currency?: string;
   /** How often expiry is evaluated without any request arriving (0 = only lazily on reads), default 250. */
   expirySweepMs?: number;
+  /**
+   * Gerege: also serve `amount_refunded` (the sum of the intent's succeeded refunds) on intents. Not
+   * in the wire format (a refund is a `re_…` object, seen as its event); off by default.
+   */
+  geregeAmountRefunded?: boolean;
   /** How long an event held back by `reorderWebhooks` waits for a next event before it is sent anyway, default 300. */
   reorderMaxHoldMs?: number;
 }

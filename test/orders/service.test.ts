@@ -92,15 +92,37 @@ describe('order service', () => {
     expect(keys).toEqual([`${order.reference}-pay`, `${order.reference}-pay-2`, `${order.reference}-pay-3`]);
   });
 
-  it('an answer that is an old, already paid invoice (a key used before) is never vended: the next attempt gets a new key', async () => {
-    let calls = 0;
-    core.fake.hooks.transformCreate = (invoice) =>
-      ++calls === 1 ? { ...invoice, id: 'fk_old', status: 'paid', providerStatus: 'succeeded', replayed: true } : invoice;
+  it("an answer under the order's own key that is already paid is ours: vended, with an alarm, and no second attempt", async () => {
+    const keys: string[] = [];
+    core.fake.hooks.beforeCreate = (request) => {
+      keys.push(request.idempotencyKey);
+    };
+    core.fake.hooks.transformCreate = (invoice) => ({ ...invoice, status: 'paid', providerStatus: 'succeeded', replayed: true });
     const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
-    expect(order).toMatchObject({ state: 'awaiting_payment', attempt: 2, idempotency_key: `${order.reference}-pay-2` });
-    expect(order.invoice_id).not.toBe('fk_old');
+    expect(order).toMatchObject({ attempt: 1, idempotency_key: `${order.reference}-pay` });
+    expect(['paid', 'vending', 'vended']).toContain(order.state);
+    expect(keys).toEqual([`${order.reference}-pay`]);
+    expect(core.count('SELECT count(*) AS n FROM vend_jobs WHERE order_id = 1')).toBe(1);
+    expect(core.outbox.openAlarms().map((a) => a.name)).toEqual([`invoice_recovered/${order.id}`]);
+  });
+
+  it("an answer under the order's own key paid long after its QR expired is refunded, with an alarm, never vended", async () => {
+    // The create is answered ten minutes after the order was written (a resume long after a cut):
+    // its QR expired eight minutes ago and the customer paid before that.
+    const orderedAt = core.clock.now();
+    core.fake.hooks.beforeCreate = () => core.clock.advance(10 * 60_000);
+    core.fake.hooks.transformCreate = (invoice) => ({
+      ...invoice,
+      status: 'paid',
+      providerStatus: 'succeeded',
+      replayed: true,
+      expiresAt: orderedAt + 120_000,
+    });
+    const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
+    expect(['refunding', 'refunded']).toContain(order.state);
     expect(core.count('SELECT count(*) AS n FROM vend_jobs')).toBe(0);
-    expect(core.outbox.openAlarms().map((a) => a.name)).toEqual([`invoice_reused/${order.id}`]);
+    expect(core.count('SELECT count(*) AS n FROM refunds WHERE order_id = 1')).toBe(1);
+    expect(core.outbox.openAlarms().map((a) => a.name)).toEqual([`invoice_recovered/${order.id}`]);
   });
 
   it('an idempotency conflict fails the order and raises an alarm', async () => {

@@ -312,8 +312,22 @@ describe('Gerege events and credentials', () => {
     expect(Object.fromEntries(call!.query)).toEqual({ created_after: '1764417000', limit: '100', starting_after: 'evt_0' });
     expect(page.hasMore).toBe(true);
     expect(page.events.map((e) => e.event)).toEqual([
-      { eventId: 'evt_1', type: 'payment_intent.succeeded', objectId: 'pi_42', livemode: false, createdAt: 1_764_417_650_000 },
-      { eventId: 'evt_2', type: 'payment_intent.claimed', objectId: 'pi_42', livemode: false, createdAt: 1_764_417_640_000 },
+      {
+        eventId: 'evt_1',
+        type: 'payment_intent.succeeded',
+        objectId: 'pi_42',
+        livemode: false,
+        createdAt: 1_764_417_650_000,
+        reference: 'vm-1-7',
+      },
+      {
+        eventId: 'evt_2',
+        type: 'payment_intent.claimed',
+        objectId: 'pi_42',
+        livemode: false,
+        createdAt: 1_764_417_640_000,
+        reference: 'vm-1-7',
+      },
     ]);
     expect(JSON.parse(page.events[0]!.rawBody.toString())).toEqual(events[0]);
   });

@@ -62,7 +62,14 @@ describe('QutPay webhook signatures', () => {
       { secrets: [SECRET] },
     );
     expect(secretIndex).toBe(0);
-    expect(event).toEqual({ eventId: 'inv_7:paid', type: 'invoice.paid', objectId: 'inv_7', livemode: false, createdAt: null });
+    expect(event).toEqual({
+      eventId: 'inv_7:paid',
+      type: 'invoice.paid',
+      objectId: 'inv_7',
+      livemode: false,
+      createdAt: null,
+      reference: 'vm-1-7',
+    });
   });
 
   it('rejects a signed body without an invoice id and status', () => {

@@ -13,7 +13,7 @@ import { waitFor } from '../helpers/service.js';
  * seen committing durably.
  */
 
-const MONEY_STEPS: DurableStep[] = ['order_insert', 'vend_claim', 'vend_settle', 'refund_claim', 'capture_claim'];
+const MONEY_STEPS: DurableStep[] = ['invoice_attach', 'vend_claim', 'vend_settle', 'refund_claim', 'capture_claim'];
 
 let app: App | null = null;
 let cleanup: (() => void) | null = null;
@@ -26,7 +26,7 @@ afterEach(async () => {
 });
 
 describe('power-loss durability of the money steps', () => {
-  it('the order/key insert, vend claim, vend settle, refund claim and capture claim each commit with synchronous=FULL', async () => {
+  it('the create answer (with the order and its key), vend claim, vend settle, refund claim and capture claim each commit with synchronous=FULL', async () => {
     const seen = new Map<DurableStep, number[]>();
     observeDurableCommits((step, synchronous) => seen.set(step, [...(seen.get(step) ?? []), synchronous]));
     const dir = tempDir();

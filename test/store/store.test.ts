@@ -64,7 +64,7 @@ describe('store', () => {
   it('a durable transaction is visible to another connection once it returns, and synchronous is back to NORMAL', () => {
     const path = join(dir.path, 'a.db');
     const db = openDatabase(path);
-    durably(db, () => db.prepare("INSERT INTO meta (key, value) VALUES ('x', 'y')").run(), 'order_insert');
+    durably(db, () => db.prepare("INSERT INTO meta (key, value) VALUES ('x', 'y')").run(), 'invoice_attach');
     expect(db.pragma('synchronous', { simple: true })).toBe(1);
     const reader = new Database(path, { readonly: true });
     expect(reader.prepare("SELECT value FROM meta WHERE key = 'x'").get()).toEqual({ value: 'y' });

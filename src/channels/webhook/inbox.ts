@@ -84,8 +84,9 @@ export interface WebhookInboxOptions {
 /** The SQL of `webhook_events`: the durable, deduplicating inbox both the listener and the backfill feed. */
 export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): WebhookInbox {
   const insert = db.prepare(
-    `INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at, last_error)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
+    `INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at, last_error,
+                                 refund_id, refund_amount, reference)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
   );
   // rowid order is arrival order (received_at is set at insert), and it lets SQLite walk the partial
   // index of unprocessed rows without sorting a backlog. The raw body stays on disk: the worker re-reads by GET.
@@ -129,6 +130,9 @@ export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): W
       now,
       handled ? null : now,
       note,
+      event.refund?.id ?? null,
+      event.refund?.amount ?? null,
+      event.reference ?? null,
     );
     return { inserted: result.changes === 1, handled };
   }

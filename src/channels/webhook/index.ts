@@ -24,3 +24,4 @@ export {
 } from './channel.js';
 export { createBrokerIngest, type BrokerIngest, type BrokerIngestDeps, type BrokerDelivery } from './broker-ingest.js';
 export { createClockSkewAlarm, CLOCK_SKEW_ALARM, type ClockSkew } from './clock-skew.js';
+export { refundsSeenIn, withRefundEvidence, referencedInvoicesIn } from './refund-evidence.js';

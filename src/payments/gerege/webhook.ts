@@ -45,13 +45,25 @@ export function verifyGeregeWebhook(
 export function parseGeregeEvent(body: unknown): WebhookEvent | undefined {
   if (!isRecord(body) || typeof body.id !== 'string' || body.id === '' || typeof body.type !== 'string') return undefined;
   const object = isRecord(body.data) && isRecord(body.data.object) ? body.data.object : undefined;
+  const refund = object ? succeededRefundOf(object) : undefined;
   return {
     eventId: body.id,
     type: body.type,
     objectId: object ? intentIdOf(object) : null,
     livemode: typeof body.livemode === 'boolean' ? body.livemode : null,
     createdAt: typeof body.created === 'number' && Number.isFinite(body.created) ? body.created * 1_000 : null,
+    ...(refund ? { refund } : {}),
+    ...(object && typeof object.reference === 'string' && object.reference !== '' ? { reference: object.reference } : {}),
   };
+}
+
+/** A `re_…` object of status `succeeded` with a positive integer amount (PROVIDERS.md), else undefined. */
+function succeededRefundOf(object: Record<string, unknown>): { id: string; amount: number } | undefined {
+  const { id, amount, status } = object;
+  if (typeof id !== 'string' || !id.startsWith('re_') || status !== 'succeeded') return undefined;
+  if (typeof amount !== 'number' || !Number.isInteger(amount) || amount <= 0) return undefined;
+  if (intentIdOf(object) === null) return undefined;
+  return { id, amount };
 }
 
 function intentIdOf(object: Record<string, unknown>): string | null {

@@ -29,7 +29,7 @@ export function verifyQutpayWebhook(
 /** One invoice legitimately passes through several statuses, each handled once: the id is `<invoice.id>:<status>`. */
 export function parseQutpayEvent(body: unknown): WebhookEvent | undefined {
   if (!isRecord(body) || !isRecord(body.invoice)) return undefined;
-  const { id, status, livemode } = body.invoice;
+  const { id, status, livemode, externalOrderId } = body.invoice;
   if (typeof id !== 'string' || id === '' || typeof status !== 'string' || status === '') return undefined;
   const created = body.created ?? body.createdAt;
   return {
@@ -38,6 +38,7 @@ export function parseQutpayEvent(body: unknown): WebhookEvent | undefined {
     objectId: id,
     livemode: typeof livemode === 'boolean' ? livemode : null,
     createdAt: typeof created === 'string' && !Number.isNaN(Date.parse(created)) ? Date.parse(created) : null,
+    ...(typeof externalOrderId === 'string' && externalOrderId !== '' ? { reference: externalOrderId } : {}),
   };
 }
 

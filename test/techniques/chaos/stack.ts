@@ -27,6 +27,8 @@ export interface StackOptions {
   dir?: string;
   /** Extra environment of the service (e.g. libfaketime's). */
   env?: Record<string, string>;
+  /** How long a start (and each restart) may take to log ready; the service helper's default when absent. */
+  readyTimeoutMs?: number;
 }
 
 /**
@@ -65,6 +67,7 @@ export async function startProviderStack(options: StackOptions = {}) {
     started = await startService({
       webhookPort,
       ...(options.dir ? { dir: options.dir } : {}),
+      ...(options.readyTimeoutMs ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
       config: deepMerge(
         {
           device: { id: 'chaos-001' },

@@ -215,7 +215,10 @@ export function providerContract(target: ContractTarget): void {
         const h = await start();
         const { invoice, result } = await refundPaidInvoice(h, 500);
         expect(result.status).toBe('succeeded');
-        expect(await h.provider.getInvoice(invoice.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: 500 });
+        // A provider whose invoice does not show its refunds (Gerege: they are `re_…` objects, seen as
+        // events) still reads `paid`; the ledger learns the refund from its event.
+        if (target.statusAfterFullRefund === 'paid') expect(await h.provider.getInvoice(invoice.id)).toMatchObject({ status: 'paid' });
+        else expect(await h.provider.getInvoice(invoice.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: 500 });
         expect(h.refundsMade()).toBe(1);
       });
     }

@@ -9,7 +9,8 @@ import { createWorld, type ActuatorScript, type RefundScript, type World } from 
  * channels' observations (current, duplicated, stale, reordered, of the wrong livemode), expiry,
  * customer cancels and new orders replacing a waiting one, vend and refund runs whose hardware or
  * provider misbehaves, operator resolutions, SIGKILL-like crashes in the middle of a provider call
- * or an actuation, the database restored from an earlier backup, the provider cut off for longer
+ * or an actuation, power cuts that lose every write not yet synced, the database restored from an
+ * earlier backup, the provider cut off for longer
  * than any grace period, and refunds made from the merchant's dashboard — then the workers drain.
  * The invariants (ARCHITECTURE.md) must hold after every step and at the end.
  */
@@ -304,6 +305,16 @@ class RefundOutside extends Step {
   }
 }
 
+/** The power goes (issue 23): the card keeps only what was synced; every process restarts. */
+class PowerCut extends Step {
+  async act(w: World) {
+    await w.powerCut();
+  }
+  toString() {
+    return 'power cut (unsynced writes lost)';
+  }
+}
+
 class Crash extends Step {
   async act(w: World) {
     await w.crash();
@@ -345,6 +356,7 @@ const commands = [
   fc.constant(new Capture()),
   k.map((i) => new OperatorResolves(i)),
   fc.constant(new Crash()),
+  fc.constant(new PowerCut()),
   fc.constant(new TakeBackup()),
   fc.constant(new RestoreBackup()),
   fc.boolean().map((down) => new Outage(down)),

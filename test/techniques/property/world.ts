@@ -1,4 +1,4 @@
-import { markRestored, type Db } from '../../../src/store/index.js';
+import { markRestored, observeDurableCommits, type Db } from '../../../src/store/index.js';
 import { createManualClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import type { Ledger } from '../../../src/ledger/index.js';
@@ -10,7 +10,7 @@ import type { CanonicalStatus, PaymentProvider, RefundResult } from '../../../sr
 import { createFakeProvider } from '../../fakes/provider.js';
 import { observationOf } from '../../../src/ledger/index.js';
 import { ProviderError } from '../../../src/payments/types.js';
-import { copyFileSync, rmSync } from 'node:fs';
+import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { composeMoneyPath, testSettings } from '../../helpers/core.js';
 import { tempDir } from '../../helpers/temp.js';
@@ -69,6 +69,18 @@ export function createWorld(options: WorldOptions) {
   const lostInRestore = new Set<string>();
   /** Deliveries made before a restore: the restored database may rightly have no record of their payment. */
   const deliveredBeforeRestore = new Set<string>();
+  /**
+   * Power cuts (issue 23), modelled in-process and faithfully: the database as it was at its last
+   * sync. In WAL mode the only syncs are a FULL commit (`durably()`, which syncs the whole WAL, so
+   * every NORMAL commit before it too) and a checkpoint; automatic checkpoints are off here as on
+   * the device (the checkpointer runs them, and it does not run in this world). So the image taken
+   * right after each durable commit is exactly what a card keeps: a cut restores it and loses every
+   * NORMAL commit since.
+   */
+  let synced: Buffer | null = null;
+  /** Invoices whose order a power cut took away: never returned to a customer, so never payable. */
+  const lostInCut = new Set<string>();
+  let powerCuts = 0;
   /** Orders the merchant refunded from the dashboard (RefundOutside). */
   const refundedOutside = new Set<string>();
   let restores = 0;
@@ -205,6 +217,9 @@ export function createWorld(options: WorldOptions) {
   function boot(): Node {
     // The shared test composition (test/helpers/core.ts): the service's money path on this file.
     const { db, money } = composeMoneyPath({ settings, clock, logger, provider, actuator });
+    db.pragma('wal_autocheckpoint = 0');
+    // A database the device already had counts as synced (its migrations ran at an earlier start).
+    synced = db.serialize();
     return { db, money, ledger: money.ledger, orders: money.orders, vend: money.vend, refunds: money.refunds };
   }
 
@@ -221,6 +236,9 @@ export function createWorld(options: WorldOptions) {
   }
 
   node = boot();
+  observeDurableCommits(() => {
+    synced = node.db.serialize();
+  });
 
   const world = {
     options,
@@ -261,7 +279,12 @@ export function createWorld(options: WorldOptions) {
       remember();
       const invoice = fake.invoices.get(id);
       const history = seen.get(id) ?? new Set();
-      if (!invoice || [...history].some((status) => status !== 'pending' && status !== 'canceled' && status !== 'expired')) return false;
+      if (
+        !invoice ||
+        lostInCut.has(invoice.reference) ||
+        [...history].some((status) => status !== 'pending' && status !== 'canceled' && status !== 'expired')
+      )
+        return false;
       fake.set(
         id,
         world.options.captureMode === 'manual' ? 'authorized' : 'paid',
@@ -324,6 +347,37 @@ export function createWorld(options: WorldOptions) {
     },
     get outage() {
       return outage;
+    },
+
+    /**
+     * The power goes: every process dies and the card keeps only what was synced (see `synced`).
+     * An order the cut took away had no durable create answer, so its QR was never shown: its
+     * invoice is an orphan nobody can pay. A paid invoice whose order is gone is a lost payment.
+     */
+    async powerCut(): Promise<void> {
+      if (firing) crashesWhileFiring += 1;
+      firing = false;
+      const image = synced!;
+      node.db.close();
+      for (const reject of hung.splice(0)) reject(new Error('power cut'));
+      await Promise.all(inflight.splice(0));
+      providerHang = null;
+      for (const suffix of ['', '-wal', '-shm']) rmSync(`${settings.storage.path}${suffix}`, { force: true });
+      writeFileSync(settings.storage.path, image);
+      powerCuts += 1;
+      node = boot();
+      const known = new Set(node.db.prepare('SELECT reference FROM orders').pluck().all() as string[]);
+      for (const invoice of fake.invoices.values()) {
+        if (known.has(invoice.reference) || lostInRestore.has(invoice.reference) || lostInCut.has(invoice.reference)) continue;
+        const everPaid = [...(seen.get(invoice.id) ?? [])].some((status) => !['pending', 'canceled', 'expired'].includes(status));
+        if (everPaid) violations.push(`power cut lost the order of paid invoice ${invoice.id} (${invoice.reference})`);
+        lostInCut.add(invoice.reference);
+      }
+      await recover();
+      remember();
+    },
+    get powerCuts() {
+      return powerCuts;
     },
 
     /** SIGKILL + restart: whatever was awaiting dies with the database connection; recovery runs. */
@@ -485,6 +539,7 @@ export function createWorld(options: WorldOptions) {
     },
 
     async close(): Promise<void> {
+      observeDurableCommits(null);
       node.db.close();
       for (const reject of hung.splice(0)) reject(new Error('test over'));
       await Promise.all(inflight.splice(0));
