@@ -452,36 +452,33 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     // Committed at NORMAL: the create call's answer is committed at FULL (`invoice_attach`) before
     // anything of it is shown, and that sync carries this row with it. A cut before then loses an
     // order whose QR nobody saw: its invoice can only be an unpaid orphan (the reconciler's sweep).
-    const order = inTransaction(
-      db,
-      () => {
-        const row = repo.insert(
-          {
-            request: requestFields(item.itemName),
-            source: input.source,
-            slot: item.slot,
-            itemName: item.itemName,
-            amount: item.amount,
-            currency: settings.device.currency,
-            livemode: settings.device.livemode,
-            provider: provider.name,
-            captureMode: settings.provider.captureMode,
-          },
-          deps.deviceId,
-          deps.dbId,
-        );
-        outbox.event('order.created', {
-          orderId: row.id,
-          reference: row.reference,
-          source: row.source,
-          slot: row.slot,
-          amount: row.amount,
-          currency: row.currency,
-        });
-        outbox.count('orders_created');
-        return row;
-      },
-    );
+    const order = inTransaction(db, () => {
+      const row = repo.insert(
+        {
+          request: requestFields(item.itemName),
+          source: input.source,
+          slot: item.slot,
+          itemName: item.itemName,
+          amount: item.amount,
+          currency: settings.device.currency,
+          livemode: settings.device.livemode,
+          provider: provider.name,
+          captureMode: settings.provider.captureMode,
+        },
+        deps.deviceId,
+        deps.dbId,
+      );
+      outbox.event('order.created', {
+        orderId: row.id,
+        reference: row.reference,
+        source: row.source,
+        slot: row.slot,
+        amount: row.amount,
+        currency: row.currency,
+      });
+      outbox.count('orders_created');
+      return row;
+    });
     crash('after_order_insert');
     changed();
     log.info({ orderId: order.id, reference: order.reference, slot: order.slot, amount: order.amount }, 'order created');
