@@ -162,7 +162,7 @@ export function createLedger(
   }
 
   function raiseAlarm(
-    alarm: 'payment_mismatch' | 'refunded_elsewhere',
+    alarm: 'payment_mismatch' | 'refunded_elsewhere' | 'restored_closed_paid',
     order: { id: number; reference: string; amount: number; currency: string },
     o: Observation,
   ): void {
@@ -181,6 +181,14 @@ export function createLedger(
         `payment_mismatch/${order.id}`,
         'critical',
         'a payment did not match its order: it was not vended and is being refunded; check it with the provider',
+        detail,
+      );
+    } else if (alarm === 'restored_closed_paid') {
+      log.error(detail, 'restored database: a payment on an order it holds closed; parked for a person');
+      outbox.raiseAlarm(
+        `vend_uncertain/${order.id}`,
+        'critical',
+        'restored database: this order was closed in the backup but is paid, and may have been vended after the backup was taken; check the machine, then run vendgate resolve',
         detail,
       );
     } else {

@@ -237,7 +237,7 @@ export interface ObservationDecision {
   /** `refund` gives paid money back; `void` cancels a held authorization (manual capture). */
   refund: { kind: RefundKind; amount: number; reason: string } | null;
   /** Something a person should know about, with the order. */
-  alarm: 'payment_mismatch' | 'refunded_elsewhere' | null;
+  alarm: 'payment_mismatch' | 'refunded_elsewhere' | 'restored_closed_paid' | null;
 }
 
 /** One row of the observation table: the first row whose states, statuses and condition match decides. */
@@ -321,6 +321,14 @@ export const OBSERVATION_RULES: readonly ObservationRule[] = [
     states: WAITING,
     statuses: HELD_OR_TAKEN,
     then: (f) => ({ ...NOTHING, to: heldOrTakenState(f), queueVend: true }),
+  },
+  {
+    name: 'restored-closed-order-paid-goes-to-a-person',
+    why: 'an order a restored database holds closed may have been vended after the backup (a power cut can take the close away and the payment be served before the restore): neither vended nor refunded by itself, a person decides',
+    states: CLOSED_UNPAID,
+    statuses: HELD_OR_TAKEN,
+    when: (f) => f.restoredOrder === true,
+    then: () => ({ ...NOTHING, to: 'vend_uncertain', alarm: 'restored_closed_paid' }),
   },
   {
     name: 'paid-after-close-goes-back',

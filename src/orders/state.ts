@@ -48,10 +48,12 @@ const TRANSITIONS: Record<OrderState, readonly OrderState[]> = {
   // An operator may refund a vended order (complaint); nothing else leaves `vended`.
   vended: ['refunding'],
   refunding: ['refunded'],
-  // A late payment on a closed order is refunded, never lost.
-  canceled: ['refunding', 'refunded'],
-  expired: ['refunding', 'refunded'],
-  failed: ['refunding', 'refunded'],
+  // A late payment on a closed order is refunded, never lost. vend_uncertain: the order came back
+  // with a restored database, whose close a power cut may have taken away after the backup, so the
+  // goods may have left since: a person decides (vendgate resolve).
+  canceled: ['refunding', 'refunded', 'vend_uncertain'],
+  expired: ['refunding', 'refunded', 'vend_uncertain'],
+  failed: ['refunding', 'refunded', 'vend_uncertain'],
   refunded: [],
 };
 

@@ -41,6 +41,10 @@ const ALLOWED: [OrderState, OrderState][] = [
   ['paid', 'refunded'],
   ['authorized', 'refunded'],
   ['canceled', 'refunded'],
+  // A restored database: a payment on an order it holds closed goes to a person.
+  ['canceled', 'vend_uncertain'],
+  ['expired', 'vend_uncertain'],
+  ['failed', 'vend_uncertain'],
   ['expired', 'refunded'],
   ['failed', 'refunded'],
   // Recovery found the invoice refunded at the provider: an interrupted vend is not parked.
