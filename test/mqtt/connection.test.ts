@@ -81,15 +81,20 @@ describe('connection', () => {
     await again.close();
   });
 
-  it('url embedded with the port already taken by a broker publishes to that broker instead of failing', async () => {
+  it('url embedded with the port already taken by another broker: runs without MQTT, says so, and never connects there', async () => {
     const existing = await startEmbeddedBroker({ port: 0 });
     onCleanup(() => existing.close());
     const log = captureLogger();
     const device = createDevice('embedded', { embeddedPort: existing.port }, { logger: log.logger });
-    const watcher = await watching(existing.url, [`${device.base}/status`]);
+    const watcher = await watching(existing.url, [`${device.base}/#`]);
     await device.mqtt.start();
-    await watcher.next(`${device.base}/status`, (m) => m.payload === 'online');
-    expect(log.text()).toContain('port taken by another broker');
+    await until(() => log.text().includes('MQTT off'), 'the one line that says MQTT is off');
+    expect(device.mqtt.connected()).toBe(false);
+    // Nothing of the device reached the broker that holds the port: a marker published after it
+    // comes back, and it is all the watcher saw.
+    await watcher.publish(`${device.base}/selftest/marker`, 'x');
+    await watcher.next(`${device.base}/selftest/marker`);
+    expect(watcher.messages.map((m) => m.topic)).toEqual([`${device.base}/selftest/marker`]);
   });
 
   it('logs in with username and password, and never logs the password', async () => {
