@@ -34,6 +34,9 @@ for major in "${majors[@]}"; do
   copy=$(mktemp -d "${TMPDIR:-/tmp}/vendgate-node$major.XXXXXX")
   # Tracked and new (not ignored) files: the tree as it is, without node_modules, dist or data.
   git -C "$root" ls-files -z --cached --others --exclude-standard | (cd "$root" && tar --null -T - -cf -) | tar -xf - -C "$copy"
+  # A repository of its own, so tests that ask git what changed (scripts answer --help and change
+  # nothing) see the same tree as the checkout does.
+  (cd "$copy" && git init -q && git add -A && git -c user.name=ci -c user.email=ci@localhost commit -qm "the tree under test")
   echo "== node $("$home/bin/node" --version) in $copy: npm ci (native modules build against its headers)"
   # Every version runs even when an earlier one fails; the exit code says whether any did.
   if (
