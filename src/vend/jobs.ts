@@ -53,11 +53,16 @@ export function createVendJobRepository(db: Db) {
       prepared(db, 'UPDATE vend_jobs SET capture_state = ? WHERE order_id = ?').run(state, orderId);
     },
     /** Captures due now: pending and not backed off past `now`. */
-    pendingCaptures(now: number): VendJobRow[] {
+    /**
+     * Captures due at `now`, and those scheduled later than `now + longestWait`: no backoff is ever
+     * that long, so the wall clock was set back since it was written (and would hold the capture
+     * back for as long as the jump).
+     */
+    pendingCaptures(now: number, longestWait: number): VendJobRow[] {
       return prepared(
         db,
-        "SELECT * FROM vend_jobs WHERE capture_state = 'pending' AND coalesce(next_capture_at, 0) <= ? ORDER BY order_id",
-      ).all(now) as VendJobRow[];
+        "SELECT * FROM vend_jobs WHERE capture_state = 'pending' AND (coalesce(next_capture_at, 0) <= ? OR next_capture_at > ?) ORDER BY order_id",
+      ).all(now, now + longestWait) as VendJobRow[];
     },
     captures(state: NonNullable<VendJobRow['capture_state']>): VendJobRow[] {
       return prepared(db, 'SELECT * FROM vend_jobs WHERE capture_state = ? ORDER BY order_id').all(state) as VendJobRow[];

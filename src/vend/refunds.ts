@@ -195,9 +195,14 @@ export function createRefundWorker(
       if (!(err instanceof ProviderError)) log.error({ err, invoiceId: row.invoice_id }, 'refund check failed');
     }
     const now = clock.now();
+    // Checks made so far (the send was attempt 1): how long the outcome has been unknown by the
+    // checks' own pace, for a wall clock set back since the refund was made (created_at then lies
+    // in the future and the wall-clock age stays negative for as long as the jump).
+    const checks = row.attempts;
+    const unknownFor = Math.max(now - row.created_at, checks * settings.checkIntervalMs);
     inTransaction(db, () => {
-      update(row.invoice_id, { next_check_at: now + settings.checkIntervalMs });
-      if (!row.alarmed_at && now - row.created_at >= settings.unknownAlarmMs) {
+      update(row.invoice_id, { next_check_at: now + settings.checkIntervalMs, attempts: checks + 1 });
+      if (!row.alarmed_at && unknownFor >= settings.unknownAlarmMs) {
         update(row.invoice_id, { alarmed_at: now });
         outbox.raiseAlarm(
           `refund_unknown/${row.order_id}`,
@@ -216,10 +221,14 @@ export function createRefundWorker(
   async function runOnce(): Promise<void> {
     const requested = prepared(db, "SELECT * FROM refunds WHERE state = 'requested' ORDER BY created_at").all() as RefundRow[];
     for (const row of requested) await send(row);
+    // Due, or scheduled further ahead than any check is ever put off: a wall clock set back after
+    // the schedule was written (a Pi without RTC, NTP correcting it) would otherwise stop the
+    // checks for as long as the jump.
+    const now = clock.now();
     const due = prepared(
       db,
-      "SELECT * FROM refunds WHERE state IN ('pending', 'unknown') AND coalesce(next_check_at, 0) <= ? ORDER BY next_check_at",
-    ).all(clock.now()) as RefundRow[];
+      "SELECT * FROM refunds WHERE state IN ('pending', 'unknown') AND (coalesce(next_check_at, 0) <= ? OR next_check_at > ?) ORDER BY next_check_at",
+    ).all(now, now + settings.checkIntervalMs) as RefundRow[];
     for (const row of due) await check(row);
   }
 

@@ -110,6 +110,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   const orders = deps.orderRepository;
   const transitions = createTransitions(orders);
   const jobs = createVendJobRepository(db);
+  const captureMaxBackoffMs = settings.captureMaxBackoffMs ?? 600_000;
   const settlement = createSettlement({ db, clock, outbox, orderRepository: orders });
   const { queueRefund, markUncertain } = settlement;
   const crash = deps.crashPoint ?? (() => {});
@@ -303,7 +304,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
    * alarm: goods were handed out and the money was not taken.
    */
   async function capturePending(): Promise<void> {
-    for (const job of jobs.pendingCaptures(clock.now())) {
+    for (const job of jobs.pendingCaptures(clock.now(), captureMaxBackoffMs)) {
       const order = orders.get(job.order_id)!;
       const claimed = durably(db, () => jobs.claimCapture(order.id, clock.now()), 'capture_claim');
       if (!claimed) continue;
@@ -351,7 +352,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
         });
         return;
       }
-      const wait = Math.min(settings.captureMaxBackoffMs ?? 600_000, 1_000 * 2 ** Math.min(attempts, 20));
+      const wait = Math.min(captureMaxBackoffMs, 1_000 * 2 ** Math.min(attempts, 20));
       jobs.retryCapture(order.id, clock.now() + wait);
       if (attempts === CAPTURE_ALARM_AFTER) {
         outbox.raiseAlarm(

@@ -22,6 +22,8 @@ export function createFakeProvider(options: { livemode?: boolean; now?: () => nu
     beforeCreate?: (request: CreateInvoiceRequest) => void | Promise<void>;
     transformCreate?: (invoice: Invoice) => Invoice;
     getError?: (id: string) => Error | undefined;
+    /** Thrown by captureInvoice instead of capturing (a provider that is down, or refuses). */
+    captureError?: (id: string) => Error | undefined;
     refund?: (request: RefundRequest) => RefundResult | Promise<RefundResult>;
     /** Set to offer confirmRefund (a provider whose refund keys are idempotent, like Gerege). */
     confirmRefund?: (request: RefundRequest) => RefundResult | Promise<RefundResult>;
@@ -67,6 +69,8 @@ export function createFakeProvider(options: { livemode?: boolean; now?: () => nu
     },
     async captureInvoice(id) {
       calls.push({ method: 'captureInvoice', arg: id });
+      const err = hooks.captureError?.(id);
+      if (err) throw err;
       if (invoices.get(id)!.status === 'authorized') set(id, 'paid');
       return { ...invoices.get(id)! };
     },

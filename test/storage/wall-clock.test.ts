@@ -74,4 +74,20 @@ describe('a wall clock that is wrong or jumps', () => {
     expect((await stack.waitSettled(created.json.orderId as number)).state).toBe('vended');
     expect(stack.actuationsByOrder().get(created.json.orderId as number)).toBe(1);
   });
+
+  it('set forward 30 days while an order waits: the fresh order is not expired, and its payment is vended', async () => {
+    const clock = fakeClock('+0');
+    stack = await startGeregeStack({ env: clock.env, config: { device: { id: 'clock-forward' } } });
+    const created = await stack.call('POST', '/api/orders', { slot: 'A1' });
+    expect(created.status).toBe(201);
+    const orderId = created.json.orderId as number;
+
+    clock.set('+30d');
+    // The next provider answer (the poller's read) shows the jump: 30 days of skew.
+    await waitFor(() => (clockSkew(stack!).length ? true : null), 15_000, 'clock_skew after the jump');
+    expect(stack.query<{ state: string }>('SELECT state FROM orders WHERE id = ?', orderId)).toEqual([{ state: 'awaiting_payment' }]);
+    await stack.sim.pay(created.json.invoiceId as string);
+    expect((await stack.waitSettled(orderId)).state).toBe('vended');
+    expect(stack.actuationsByOrder().get(orderId)).toBe(1);
+  });
 });

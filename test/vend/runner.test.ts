@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildCore, type Core } from '../helpers/core.js';
 import { createVendRunner, createRefundWorker, createSettlement } from '../../src/vend/index.js';
 import { createSimActuator } from '../../src/hardware/index.js';
+import { ProviderError } from '../../src/payments/types.js';
 import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
 
 function setup(core: Core, actuator: Actuator, overrides: { vendTimeoutMs?: number; notPassed?: 'refund' | 'keep' } = {}) {
@@ -247,11 +248,67 @@ describe('refund worker', () => {
     expect(core.fake.callsOf('refund')).toHaveLength(1);
   });
 
+  const DAY = 86_400_000;
+
+  it('a wall clock set back 30 days does not stop the checks of a refund whose outcome is unknown', async () => {
+    const { order, refunds } = await failedVend(() => ({ status: 'unknown' }));
+    // NTP corrects a Pi that booted with a time in the future: the next check's time, written by
+    // the old clock, now lies 30 days ahead.
+    core.clock.set(core.clock.now() - 30 * DAY);
+    core.fake.set(order.invoice_id!, 'refunded');
+    await refunds.run();
+    expect(core.orders.get(order.id)!.state).toBe('refunded');
+    expect(core.fake.callsOf('refund')).toHaveLength(1);
+  });
+
+  it('with the wall clock set back 30 days, a refund unknown for longer than the alarm time by its checks still raises the alarm', async () => {
+    const { order, refunds } = await failedVend(() => ({ status: 'unknown' }));
+    core.clock.set(core.clock.now() - 30 * DAY);
+    for (let check = 0; check < 61; check++) {
+      core.clock.advance(1_000);
+      await refunds.run();
+    }
+    expect(core.outbox.openAlarms().map((a) => a.name)).toEqual([`refund_unknown/${order.id}`]);
+    expect(core.fake.callsOf('refund')).toHaveLength(1);
+  });
+
   it('a refund interrupted by a crash while sending is read, not resent', async () => {
     const { refunds } = await failedVend(() => ({ status: 'succeeded' }));
     core.db.prepare("UPDATE refunds SET state = 'sending'").run();
     expect(refunds.recover()).toBe(1);
     await refunds.run();
     expect(core.fake.callsOf('refund')).toHaveLength(1);
+  });
+});
+
+describe('manual capture', () => {
+  let core: Core;
+  beforeEach(() => {
+    core = buildCore({ provider: { captureMode: 'manual' } });
+  });
+  afterEach(() => core.close());
+
+  it('a wall clock set back 30 days after a failed capture does not hold the next attempt back for 30 days', async () => {
+    const { vend } = setup(
+      core,
+      scripted(() => ({ result: 'vended' })),
+    );
+    const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
+    core.fake.set(order.invoice_id!, 'authorized');
+    await core.observe(order.invoice_id!);
+    await vend.run();
+    expect(core.orders.get(order.id)!.state).toBe('vended');
+    let down = true;
+    core.fake.hooks.captureError = () => (down ? new ProviderError('network', 'connection refused') : undefined);
+    await vend.capturePending();
+    const captureState = () =>
+      (core.db.prepare('SELECT capture_state FROM vend_jobs WHERE order_id = ?').get(order.id) as { capture_state: string }).capture_state;
+    expect(captureState()).toBe('pending');
+
+    down = false;
+    core.clock.set(core.clock.now() - 30 * 86_400_000);
+    await vend.capturePending();
+    expect(captureState()).toBe('done');
+    expect(core.fake.callsOf('captureInvoice')).toHaveLength(2);
   });
 });
