@@ -49,6 +49,8 @@ const OPTIONS = {
   'request-id': { type: 'string' },
   out: { type: 'string' },
   'timeout-ms': { type: 'string' },
+  secrets: { type: 'string' },
+  'no-apply': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'V' },
 } as const;
@@ -159,6 +161,10 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
           },
           io,
         );
+      case 'setup':
+        return await (
+          await import('./setup.js')
+        ).setupCommand({ config: values.config, secrets: values.secrets, noApply: values['no-apply'] }, io);
       case 'doctor':
         return (await import('./doctor.js')).doctorCommand({ config: values.config, json: values.json }, io);
       case 'simulate-machine':

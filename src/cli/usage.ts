@@ -61,6 +61,15 @@ export const COMMANDS: Record<string, CommandHelp> = {
     about: 're-run stored webhook events (GET + observe); default: last 24 h',
     options: [CONFIG, ['--since ISO', 'events received since this time (ISO 8601; default: 24 hours ago)']],
   },
+  setup: {
+    usage: 'setup [--config FILE] [--secrets FILE] [--no-apply]',
+    about: 'the guided step after install: provider, credentials and tunnel\nasked, checked, written; then tunnel, restart, selftest',
+    options: [
+      ['--config FILE', 'the settings file to change (default: $VENDGATE_CONFIG, /etc/vendgate/config.yaml)'],
+      ['--secrets FILE', 'the secrets file (default: secrets.env beside the settings file)'],
+      ['--no-apply', 'write the files only, and print the tunnel, restart and selftest commands instead of running them'],
+    ],
+  },
   doctor: {
     usage: 'doctor [--json]',
     about: 'the database and the SD card: integrity, WAL, free space,\nread-only, ext4 errors and lifetime writes; what to do',

@@ -19,8 +19,17 @@ export function withCredentials(env: NodeJS.ProcessEnv, name: string): { env: No
   } catch {
     return { env, fromCredentials: [] };
   }
-  const merged: NodeJS.ProcessEnv = { ...env };
-  const fromCredentials: string[] = [];
+  const values = parseSecretsText(text);
+  return { env: { ...env, ...Object.fromEntries(values) }, fromCredentials: [...values.keys()] };
+}
+
+/**
+ * The `VENDGATE_*=value` lines of a secrets file (systemd's EnvironmentFile syntax: `#` comments,
+ * an optional `export `, a value optionally in matching quotes), in file order; the last line of a
+ * name wins.
+ */
+export function parseSecretsText(text: string): Map<string, string> {
+  const values = new Map<string, string>();
   for (const raw of text.split(/\r?\n/)) {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
@@ -28,8 +37,7 @@ export function withCredentials(env: NodeJS.ProcessEnv, name: string): { env: No
     const [, name, rawValue] = match ?? [];
     if (name === undefined || rawValue === undefined) continue;
     const quoted = rawValue.length >= 2 && (rawValue[0] === '"' || rawValue[0] === "'") && rawValue.at(-1) === rawValue[0];
-    merged[name] = quoted ? rawValue.slice(1, -1) : rawValue;
-    fromCredentials.push(name);
+    values.set(name, quoted ? rawValue.slice(1, -1) : rawValue);
   }
-  return { env: merged, fromCredentials };
+  return values;
 }

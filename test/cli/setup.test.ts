@@ -1,0 +1,139 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { loadSettings } from '../../src/settings/index.js';
+import { parseSecretsText } from '../../src/settings/credentials.js';
+import { tempDir } from '../helpers/temp.js';
+
+/**
+ * `vendgate setup`, the guided step after `apt install` (issue 27): the compiled command with its
+ * answers on standard input, on a copy of the starter configuration the package writes.
+ */
+const REPO = new URL('../../', import.meta.url).pathname;
+const STARTER = join(REPO, 'config/examples/sandbox.yaml');
+
+describe('vendgate setup', () => {
+  let dir: ReturnType<typeof tempDir> | null = null;
+  afterEach(() => {
+    dir?.cleanup();
+    dir = null;
+  });
+
+  function device(starter = readFileSync(STARTER, 'utf8')) {
+    dir = tempDir();
+    const config = join(dir.path, 'config.yaml');
+    const secrets = join(dir.path, 'secrets.env');
+    writeFileSync(config, starter, { mode: 0o640 });
+    writeFileSync(secrets, '# secrets of this device\n', { mode: 0o640 });
+    const setup = (answers: string[]) =>
+      spawnSync(process.execPath, [join(REPO, 'dist/main.js'), 'setup', '--config', config, '--no-apply'], {
+        input: `${answers.join('\n')}\n`,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH },
+      });
+    const files = () => ({ config: readFileSync(config, 'utf8'), secrets: readFileSync(secrets, 'utf8') });
+    return { config, secrets, setup, files };
+  }
+
+  const GEREGE = [
+    'gerege',
+    'vm-014',
+    'no',
+    'https://api.gerege.example',
+    'vm-014-test',
+    'cs_secret_value_1',
+    'whsec_value_1',
+    'pay-vm-014.example.com',
+  ];
+
+  it('from the starter configuration to Gerege: asks, checks, writes both files (comments and other lines kept, secrets 0640), never shows a secret, and names the tunnel, restart and selftest', () => {
+    const d = device();
+    const before = d.files();
+    const result = d.setup(GEREGE);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+
+    const { config, secrets } = d.files();
+    const yaml = parse(config);
+    expect(yaml.provider).toMatchObject({ name: 'gerege', baseUrl: 'https://api.gerege.example', clientId: 'vm-014-test' });
+    expect(yaml.device).toMatchObject({ id: 'vm-014', livemode: false, catalog: parse(before.config).device.catalog });
+    expect(yaml.http.webhook).toMatchObject({ host: '127.0.0.1', port: 8787, publicUrl: 'https://pay-vm-014.example.com' });
+    expect(config).toContain('# vendgate — starter configuration for a new device');
+    expect(readFileSync(`${d.config}.before-setup`, 'utf8')).toBe(before.config);
+
+    expect(Object.fromEntries(parseSecretsText(secrets))).toEqual({
+      VENDGATE_PROVIDER_CLIENT_SECRET: 'cs_secret_value_1',
+      VENDGATE_WEBHOOK_SECRETS: 'whsec_value_1',
+    });
+    expect(secrets).toContain('# secrets of this device');
+    expect(statSync(d.secrets).mode & 0o777).toBe(0o640);
+    expect(statSync(d.config).mode & 0o777).toBe(0o640);
+
+    // What the service will read is a valid Gerege device.
+    const loaded = loadSettings({ path: d.config, env: Object.fromEntries(parseSecretsText(secrets)) }).settings;
+    expect(loaded.provider).toMatchObject({ name: 'gerege', clientSecret: 'cs_secret_value_1', webhookSecrets: ['whsec_value_1'] });
+
+    for (const secret of ['cs_secret_value_1', 'whsec_value_1']) expect(result.stdout).not.toContain(secret);
+    expect(result.stdout).toContain('secrets changed: VENDGATE_PROVIDER_CLIENT_SECRET, VENDGATE_WEBHOOK_SECRETS');
+    expect(result.stdout).toMatch(/install-pi\.sh --tunnel pay-vm-014\.example\.com\n\s+systemctl restart vendgate\n\s+vendgate selftest/);
+  });
+
+  it('run again, Enter keeps every answer, the secrets included', () => {
+    const d = device();
+    expect(d.setup(GEREGE).status).toBe(0);
+    const first = d.files();
+    const again = d.setup(['', '', '', '', '', '', '', '']);
+    expect(again.stderr).toBe('');
+    expect(again.status).toBe(0);
+    expect(parse(d.files().config)).toEqual(parse(first.config));
+    expect(Object.fromEntries(parseSecretsText(d.files().secrets))).toEqual(Object.fromEntries(parseSecretsText(first.secrets)));
+    expect(again.stdout).toContain('secrets changed: none');
+  });
+
+  it('a wrong answer (a device id with capitals and a space) says why and changes nothing', () => {
+    const d = device();
+    const before = d.files();
+    const result = d.setup(['gerege', 'VM 14', ...GEREGE.slice(2)]);
+    expect(result.status).toBe(64);
+    expect(result.stderr).toMatch(/not a device id.*nothing was changed/);
+    expect(d.files()).toEqual(before);
+    expect(existsSync(`${d.config}.before-setup`)).toBe(false);
+  });
+
+  it('answers the service would refuse together (live money over a plaintext broker) name the setting and change nothing', () => {
+    const starter = readFileSync(STARTER, 'utf8').replace("url: ''", "url: 'mqtt://broker.lan:1883'");
+    const d = device(starter);
+    const before = d.files();
+    const live = [...GEREGE];
+    live[2] = 'yes';
+    const result = d.setup(live);
+    expect(result.status).toBe(78);
+    expect(result.stderr).toMatch(/nothing was changed:\n\s+mqtt\.url: live mode sends the MQTT login/);
+    expect(d.files()).toEqual(before);
+    expect(existsSync(`${d.config}.before-setup`)).toBe(false);
+  });
+
+  it('input that ends before the last question changes nothing', () => {
+    const d = device();
+    const before = d.files();
+    const result = d.setup(GEREGE.slice(0, 4));
+    expect(result.status).toBe(64);
+    expect(result.stderr).toContain('the input ended before every question was answered; nothing was changed');
+    expect(d.files()).toEqual(before);
+  });
+
+  it('refuses to change the demo configuration shipped with the code', () => {
+    const demo = join(REPO, 'config/default.yaml');
+    const before = readFileSync(demo, 'utf8');
+    const result = spawnSync(process.execPath, [join(REPO, 'dist/main.js'), 'setup', '--config', demo, '--no-apply'], {
+      input: '\n',
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
+    expect(result.status).toBe(64);
+    expect(result.stderr).toContain('no device configuration here');
+    expect(readFileSync(demo, 'utf8')).toBe(before);
+  });
+});
