@@ -13,8 +13,8 @@
  * tax is within half a minor unit of its exact value. Several lines are split line by line (a register
  * checks each item) and the sums are the sums of the lines' parts, never a split of the sum.
  *
- * Kazakhstan's VAT (12 % inside the price where the merchant is a VAT payer, no city tax) is the
- * same rule with other rates: `splitTax(total, { vatPayer: true, cityTax: false }, KZ_RATES)`.
+ * Kazakhstan's VAT (16 % since 2026, 12 % before; inside the price where the merchant is a VAT payer,
+ * no city tax) is the same rule with other rates: `splitTax(total, registration, KZ_RATES)`.
  */
 
 export interface TaxRegistration {
@@ -31,7 +31,7 @@ export interface TaxRates {
 }
 
 export const MN_RATES: Readonly<TaxRates> = Object.freeze({ vatPercent: 10, cityTaxPercent: 2 });
-export const KZ_RATES: Readonly<TaxRates> = Object.freeze({ vatPercent: 12, cityTaxPercent: 0 });
+export const KZ_RATES: Readonly<TaxRates> = Object.freeze({ vatPercent: 16, cityTaxPercent: 0 });
 
 export interface TaxSplit {
   total: number;
@@ -84,6 +84,7 @@ function roundedShare(total: number, percent: number, divisor: number): number {
 
 function checkRates(rates: TaxRates): void {
   for (const [name, value] of Object.entries(rates)) {
-    if (!Number.isInteger(value) || value < 0 || value > 100) throw new RangeError(`${name} must be a whole percentage 0..100, got ${String(value)}`);
+    if (!Number.isInteger(value) || value < 0 || value > 100)
+      throw new RangeError(`${name} must be a whole percentage 0..100, got ${String(value)}`);
   }
 }

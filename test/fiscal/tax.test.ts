@@ -53,9 +53,10 @@ describe('splitTax', () => {
     expect(splitTax(100_000, BOTH)).toEqual({ total: 100_000, net: 89_285, vat: 8_929, cityTax: 1_786 });
   });
 
-  it('splits a Kazakh price with 12 % VAT inside it', () => {
-    expect(splitTax(1120, VAT_ONLY, KZ_RATES)).toEqual({ total: 1120, net: 1000, vat: 120, cityTax: 0 });
-    expect(splitTax(1120, BOTH, KZ_RATES).cityTax).toBe(0);
+  it('splits a Kazakh price with 16 % VAT inside it, and 12 % where a register still wants the old rate', () => {
+    expect(splitTax(1160, VAT_ONLY, KZ_RATES)).toEqual({ total: 1160, net: 1000, vat: 160, cityTax: 0 });
+    expect(splitTax(1160, BOTH, KZ_RATES).cityTax).toBe(0);
+    expect(splitTax(1120, VAT_ONLY, { vatPercent: 12, cityTaxPercent: 0 }).vat).toBe(120);
   });
 
   it('refuses an amount that is negative, fractional, not a number or too large', () => {
