@@ -13,6 +13,7 @@ export interface EbarimtSimRecords {
 export interface EbarimtSimulator extends SimRegister {
   readonly name: 'ebarimt';
   records(): EbarimtSimRecords;
+  state(): ReturnType<ReturnType<typeof createEbarimtState>['view']>;
   /** The daemon's own state (activation, lotteries, queue), for tests; configure() is its admin route. */
   readonly daemon: ReturnType<typeof createEbarimtState>;
 }

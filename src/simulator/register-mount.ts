@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../util/index.js';
 import type { Random } from './random.js';
-import { drawRegisterFault, registerFaultProblems, type RegisterFaults } from './register-faults.js';
+import { drawRegisterFault, registerFaultProblems, type DrawnRegisterFault, type RegisterFaults } from './register-faults.js';
 import { SimHttpError } from './request-checks.js';
 
 /** An answer of a simulated register; `body` undefined is an empty body. */
@@ -102,37 +102,42 @@ export function mountRegister(app: FastifyInstance, register: SimRegister, deps:
       record(entered.refuse.status, 'busy');
       return reply.code(entered.refuse.status).send(entered.refuse.body);
     }
+    let outcome: { kind: 'hold' } | { kind: 'drop' } | { kind: 'answer'; answer: RegisterAnswer };
     try {
-      if (faults.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, faults.latencyMs));
-      if (drawn === 'timeoutBeforeCommit') {
-        record('timeout', drawn);
-        return holdUnanswered(request, reply);
-      }
-      if (drawn === 'serverError') {
-        record(500, drawn);
-        const answer = register.errorAnswer(500, 'simulated server error');
-        return reply.code(500).send(answer.body);
-      }
-      let answer: RegisterAnswer;
-      try {
-        answer = route.handler(request);
-      } catch (err) {
-        if (!(err instanceof SimHttpError)) throw err;
-        answer = register.errorAnswer(err.status, err.message);
-      }
-      if (drawn === 'lostAfterCommit') {
-        // Committed; only the answer is lost, as when a connection drops mid-response.
-        record('lost', drawn);
-        reply.hijack();
-        request.raw.socket.destroy();
-        return reply;
-      }
-      record(answer.status);
-      reply.code(answer.status);
-      return answer.body === undefined ? reply.send() : reply.send(answer.body);
+      outcome = await work(route, request, drawn, faults.latencyMs);
     } finally {
       if (entered && 'release' in entered) entered.release();
     }
+    if (outcome.kind === 'hold') {
+      record('timeout', 'timeoutBeforeCommit');
+      return holdUnanswered(request, reply);
+    }
+    if (outcome.kind === 'drop') {
+      // Committed; only the answer is lost, as when a connection drops mid-response.
+      record('lost', 'lostAfterCommit');
+      reply.hijack();
+      request.raw.socket.destroy();
+      return reply;
+    }
+    const { answer } = outcome;
+    record(answer.status, drawn === 'serverError' ? drawn : undefined);
+    reply.code(answer.status);
+    return answer.body === undefined ? reply.send() : reply.send(answer.body);
+  }
+
+  /** Waits the latency, then commits (or not, as the drawn fault says): what to answer. */
+  async function work(route: RegisterRoute, request: FastifyRequest, drawn: DrawnRegisterFault, latencyMs: number) {
+    if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
+    if (drawn === 'timeoutBeforeCommit') return { kind: 'hold' as const };
+    if (drawn === 'serverError') return { kind: 'answer' as const, answer: register.errorAnswer(500, 'simulated server error') };
+    let answer: RegisterAnswer;
+    try {
+      answer = route.handler(request);
+    } catch (err) {
+      if (!(err instanceof SimHttpError)) throw err;
+      answer = register.errorAnswer(err.status, err.message);
+    }
+    return drawn === 'lostAfterCommit' ? { kind: 'drop' as const } : { kind: 'answer' as const, answer };
   }
 
   function holdUnanswered(request: FastifyRequest, reply: FastifyReply): FastifyReply {

@@ -1,5 +1,4 @@
 import type { FastifyRequest } from 'fastify';
-import { headerValue } from './context.js';
 import type { RegisterAnswer, RegisterCallRecord, RegisterRoute, SimRegister } from './register-mount.js';
 import { createRegisterFaults, type RegisterFaults } from './register-faults.js';
 import { toCents } from './ebarimt-checks.js';
@@ -20,6 +19,7 @@ export interface WebkassaSimRecords {
 export interface WebkassaSimulator extends SimRegister {
   readonly name: 'webkassa';
   records(): WebkassaSimRecords;
+  state(): Array<{ uniqueNumber: string; activated: boolean; offlineSince: number | null; shift: Cashbox['shift'] }>;
   readonly service: ReturnType<typeof createWebkassaState>;
 }
 
@@ -47,7 +47,7 @@ export function createWebkassaSimulator(
     (handler: (body: Obj) => unknown) =>
     (request: FastifyRequest): RegisterAnswer => {
       try {
-        if (service.apiKey !== null && headerValue(request, 'x-api-key') !== service.apiKey)
+        if (service.apiKey !== null && apiKeyOf(request) !== service.apiKey)
           throw new WebkassaError(WK.NOT_AUTHORIZED, 'a valid x-api-key header is required');
         const body = request.body;
         if (typeof body !== 'object' || body === null || Array.isArray(body))
@@ -267,12 +267,12 @@ export function createWebkassaSimulator(
       for (const key of ['offlineSince', 'shiftOpenedAt'] as const)
         if (body[key] !== undefined && !Number.isSafeInteger(body[key])) problems.push(`${key}: must be ms since epoch`);
       if (body.shiftOpenedAt !== undefined && cashbox && !cashbox.shift) problems.push('shiftOpenedAt: the cashbox has no open shift');
-      if (problems.length > 0) throw new SimHttpError(400, 'invalid_request', problems.join('; '));
-      const box = cashbox!;
+      if (problems.length > 0 || !cashbox) throw new SimHttpError(400, 'invalid_request', problems.join('; '));
+      const box = cashbox;
       if (body.activated !== undefined) box.activated = body.activated as boolean;
       if (body.offline !== undefined || body.offlineSince !== undefined)
         service.setOffline(box, (body.offline as boolean | undefined) ?? true, body.offlineSince as number | undefined);
-      if (body.shiftOpenedAt !== undefined) box.shift!.openedAt = body.shiftOpenedAt as number;
+      if (body.shiftOpenedAt !== undefined && box.shift) box.shift.openedAt = body.shiftOpenedAt as number;
       if (body.expireTokens === true) service.expireTokens();
       return this.state();
     },
@@ -284,4 +284,10 @@ class DuplicateCheck extends Error {
   constructor(readonly data: unknown) {
     super('a check with this ExternalCheckNumber already exists: it is returned');
   }
+}
+
+/** The x-api-key header (sent once). */
+function apiKeyOf(request: FastifyRequest): string | undefined {
+  const value = request.headers['x-api-key'];
+  return Array.isArray(value) ? value[0] : value;
 }

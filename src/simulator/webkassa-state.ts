@@ -156,9 +156,9 @@ export function createWebkassaState(clock: { now(): number }, options: WebkassaS
     },
 
     requireToken(token: unknown): void {
-      if (typeof token !== 'string' || !tokens.has(token))
-        throw new WebkassaError(WK.NOT_AUTHORIZED, 'not authorized: a Token from Authorize is required');
-      if (tokens.get(token)! <= clock.now()) throw new WebkassaError(WK.SESSION_EXPIRED, 'the session has expired: authorize again');
+      const expiresAt = typeof token === 'string' ? tokens.get(token) : undefined;
+      if (expiresAt === undefined) throw new WebkassaError(WK.NOT_AUTHORIZED, 'not authorized: a Token from Authorize is required');
+      if (expiresAt <= clock.now()) throw new WebkassaError(WK.SESSION_EXPIRED, 'the session has expired: authorize again');
     },
 
     expireTokens(): void {
@@ -192,7 +192,8 @@ export function createWebkassaState(clock: { now(): number }, options: WebkassaS
       cashbox: Cashbox,
       input: { externalCheckNumber: string; operationType: 2 | 3; totalCents: number; returns: HeldCheck | null; body: unknown },
     ): HeldCheck {
-      const shift = cashbox.shift!;
+      const shift = cashbox.shift;
+      if (!shift) throw new Error('commitCheck before admitCheck: no open shift');
       checkSeq += 1;
       shift.documents += 1;
       const offline = cashbox.offlineSince !== null;
