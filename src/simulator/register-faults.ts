@@ -11,6 +11,8 @@ export interface RegisterFaults {
   timeoutBeforeCommit: number;
   /** Commit the request (a receipt is issued or returned), then drop the connection without an answer. */
   lostAfterCommit: number;
+  /** Commit the request, then never answer (the socket is held until the client gives up). */
+  timeoutAfterCommit: number;
   /** Answer 500 without doing the work (the client cannot tell whether it was done). */
   serverError: number;
   /** Wait this long before handling each call (0..60000 ms): a slow register, and the window in which a cashbox is busy. */
@@ -21,6 +23,7 @@ export const NO_REGISTER_FAULTS: Readonly<RegisterFaults> = Object.freeze({
   outage: false,
   timeoutBeforeCommit: 0,
   lostAfterCommit: 0,
+  timeoutAfterCommit: 0,
   serverError: 0,
   latencyMs: 0,
 });
@@ -55,7 +58,7 @@ export function createRegisterFaults(initial?: Partial<RegisterFaults>) {
   return { get: (): RegisterFaults => ({ ...faults }), set };
 }
 
-export type DrawnRegisterFault = 'outage' | 'timeoutBeforeCommit' | 'serverError' | 'lostAfterCommit' | null;
+export type DrawnRegisterFault = 'outage' | 'timeoutBeforeCommit' | 'serverError' | 'lostAfterCommit' | 'timeoutAfterCommit' | null;
 
 /** Drawn in a fixed order; an outage draws nothing. */
 export function drawRegisterFault(faults: RegisterFaults, random: Random): DrawnRegisterFault {
@@ -63,8 +66,10 @@ export function drawRegisterFault(faults: RegisterFaults, random: Random): Drawn
   const timeout = random.chance(faults.timeoutBeforeCommit);
   const serverError = random.chance(faults.serverError);
   const lost = random.chance(faults.lostAfterCommit);
+  const silentAfter = random.chance(faults.timeoutAfterCommit);
   if (timeout) return 'timeoutBeforeCommit';
   if (serverError) return 'serverError';
   if (lost) return 'lostAfterCommit';
+  if (silentAfter) return 'timeoutAfterCommit';
   return null;
 }

@@ -102,14 +102,14 @@ export function mountRegister(app: FastifyInstance, register: SimRegister, deps:
       record(entered.refuse.status, 'busy');
       return reply.code(entered.refuse.status).send(entered.refuse.body);
     }
-    let outcome: { kind: 'hold' } | { kind: 'drop' } | { kind: 'answer'; answer: RegisterAnswer };
+    let outcome: Awaited<ReturnType<typeof work>>;
     try {
       outcome = await work(route, request, drawn, faults.latencyMs);
     } finally {
       if (entered && 'release' in entered) entered.release();
     }
     if (outcome.kind === 'hold') {
-      record('timeout', 'timeoutBeforeCommit');
+      record('timeout', drawn ?? undefined);
       return holdUnanswered(request, reply);
     }
     if (outcome.kind === 'drop') {
@@ -137,6 +137,7 @@ export function mountRegister(app: FastifyInstance, register: SimRegister, deps:
       if (!(err instanceof SimHttpError)) throw err;
       answer = register.errorAnswer(err.status, err.message);
     }
+    if (drawn === 'timeoutAfterCommit') return { kind: 'hold' as const };
     return drawn === 'lostAfterCommit' ? { kind: 'drop' as const } : { kind: 'answer' as const, answer };
   }
 

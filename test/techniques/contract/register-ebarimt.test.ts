@@ -98,6 +98,26 @@ describe('eBarimt PosAPI adapter against the simulated PosAPI', () => {
     expect(held(sim)).toHaveLength(1);
   });
 
+  it('a timeout after PosAPI filed the receipt is unknown, and PosAPI holds exactly one', async () => {
+    const sim = await startRegisters({ ebarimt: { faults: { timeoutAfterCommit: 1 } } });
+    const { adapter } = register(sim.url, { timeoutMs: 2_000 });
+    expect((await adapter.issue(saleRequest())).kind).toBe('unknown');
+    expect(held(sim)).toHaveLength(1);
+  });
+
+  it('a return whose answer was lost is unknown; asking again finds it returned, which is done', async () => {
+    const sim = await startRegisters();
+    const { adapter } = register(sim.url);
+    const request = saleRequest();
+    const issued = await adapter.issue(request);
+    if (issued.kind !== 'issued') throw new Error(issued.kind);
+    sim.registers.ebarimt.faults.set({ lostAfterCommit: 1 });
+    expect((await adapter.returnReceipt(issued.receipt, request, 'r')).kind).toBe('unknown');
+    sim.registers.ebarimt.faults.set({ lostAfterCommit: 0 });
+    expect((await adapter.returnReceipt(issued.receipt, request, 'r')).kind).toBe('issued');
+    expect(held(sim)[0]!.status).toBe('returned');
+  });
+
   it('an outage (503) and a refused connection are unavailable: nothing was filed', async () => {
     const sim = await startRegisters({ ebarimt: { faults: { outage: true } } });
     const down = await register(sim.url).adapter.issue(saleRequest());

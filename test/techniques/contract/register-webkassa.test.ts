@@ -83,6 +83,17 @@ describe('Webkassa adapter against the simulated Webkassa', () => {
     expect(checks(sim)).toHaveLength(1);
   });
 
+  it('a timeout after the check was taken is unknown; lookup finds the check', async () => {
+    const sim = await startRegisters();
+    const { adapter } = register(sim.url, { timeoutMs: 2_000 });
+    await adapter.status();
+    sim.registers.webkassa.faults.set({ timeoutAfterCommit: 1 });
+    const request = sale();
+    expect((await adapter.issue(request)).kind).toBe('unknown');
+    sim.registers.webkassa.faults.set({ timeoutAfterCommit: 0 });
+    expect(await adapter.lookup(request)).toMatchObject({ kind: 'found', receipt: { registerId: checks(sim)[0]!.checkNumber } });
+  });
+
   it('an outage (503) and a refused connection are unavailable; a 500 is unknown', async () => {
     const sim = await startRegisters({ webkassa: { faults: { outage: true } } });
     expect((await register(sim.url).adapter.issue(sale())).kind).toBe('unavailable');
