@@ -23,6 +23,7 @@ import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import { callRegister, describeAnswer, type RegisterCall } from '../register-http.js';
 import type { FiscalRegister, IssuedReceipt, LookupOutcome, ReceiptRequest, RegisterOutcome, RegisterStatus } from '../types.js';
+import { checkOutcome, httpFailure } from './outcomes.js';
 import { inCashboxLine } from './queue.js';
 import {
   OPERATION,
@@ -63,7 +64,6 @@ export interface WebkassaOptions {
   clock: Clock;
 }
 
-type Answer = Extract<RegisterCall, { kind: 'answer' }>;
 type Authed = RegisterCall | { kind: 'outcome'; outcome: RegisterOutcome };
 
 export function createWebkassaRegister(options: WebkassaOptions): FiscalRegister {
@@ -155,47 +155,6 @@ export function createWebkassaRegister(options: WebkassaOptions): FiscalRegister
     };
   }
 
-  /** The outcome of a Check answer. */
-  function checkOutcome(result: Answer, what: string): RegisterOutcome {
-    if (result.status !== 200) return httpFailure(result, what);
-    const error = firstError(result.body);
-    const data = checkDataSchema.safeParse(envelopeSchema.safeParse(result.body).data?.Data);
-    if (!error) {
-      if (data.success) return { kind: 'issued', receipt: receiptOf(data.data) };
-      return { kind: 'unknown', message: `${what}: an answer without a check (${describeAnswer(result)})` };
-    }
-    const message = `${what}: ${error.text} (error ${error.code})`;
-    switch (error.code) {
-      case WK_CODES.DUPLICATE_EXTERNAL_NUMBER:
-        // The check is already held under this ExternalCheckNumber: ours, from an earlier attempt.
-        if (data.success) return { kind: 'issued', receipt: receiptOf(data.data) };
-        return { kind: 'unknown', message: `${message}: held already, look it up` };
-      case WK_CODES.BUSY:
-        return { kind: 'unavailable', message, retryAfterMs: 1_000 };
-      case WK_CODES.SERVICE_UNAVAILABLE:
-        return { kind: 'unavailable', message, retryAfterMs: 30_000 };
-      case WK_CODES.OFFLINE_TOO_LONG:
-        noteOffline(true);
-        return { kind: 'unavailable', message: `${message}: the cashbox must reach the fiscal data operator again`, retryAfterMs: 600_000 };
-      case WK_CODES.SHIFT_OVER_24H:
-        return { kind: 'unavailable', message: `${message}: the Z report that closes the shift did not go through`, retryAfterMs: 60_000 };
-      case WK_CODES.WRONG_CREDENTIALS:
-      case WK_CODES.SESSION_EXPIRED:
-      case WK_CODES.NOT_AUTHORIZED:
-        return { kind: 'rejected', code: 'auth', message };
-      case WK_CODES.NO_ACCESS:
-      case WK_CODES.NO_CASHBOX_ACCESS:
-      case WK_CODES.CASHBOX_NOT_FOUND:
-      case WK_CODES.CASHBOX_BLOCKED:
-      case WK_CODES.CASHBOX_NOT_ACTIVATED:
-        return { kind: 'rejected', code: 'not_configured', message };
-      case WK_CODES.VALIDATION:
-        return { kind: 'rejected', code: 'invalid_request', message: error.text };
-      default:
-        return { kind: 'rejected', code: `webkassa_${error.code}`, message };
-    }
-  }
-
   /** A Check, with the Z report a shift over 24 hours needs. */
   async function sendCheck(body: Record<string, unknown>, what: string): Promise<RegisterOutcome> {
     for (let attempt = 1; ; attempt += 1) {
@@ -212,7 +171,7 @@ export function createWebkassaRegister(options: WebkassaOptions): FiscalRegister
         );
         continue;
       }
-      return checkOutcome(result, what);
+      return checkOutcome(result, what, receiptOf, noteOffline);
     }
   }
 
@@ -343,20 +302,5 @@ export function createWebkassaRegister(options: WebkassaOptions): FiscalRegister
         return { ...base, reachable: true, ready: true, offlineSince, detail: `cashbox ${options.cashboxUniqueNumber} online` };
       });
     },
-  };
-}
-
-/** An HTTP-level failure (not Webkassa's Errors). */
-function httpFailure(result: Answer, what: string): RegisterOutcome {
-  if (result.status === 503) return { kind: 'unavailable', message: `${what}: HTTP 503 (not available)`, retryAfterMs: 30_000 };
-  if (result.status >= 500) return { kind: 'unknown', message: `${what}: HTTP ${result.status} (it may have been done)` };
-  if (result.status === 401 || result.status === 403)
-    return { kind: 'rejected', code: 'auth', message: `${what}: HTTP ${result.status}: check the API key` };
-  if (result.status >= 200 && result.status < 300)
-    return { kind: 'unknown', message: `${what}: an answer that cannot be read (${describeAnswer(result)})` };
-  return {
-    kind: 'unavailable',
-    message: `${what}: HTTP ${result.status} without a Webkassa answer: check the register's URL`,
-    retryAfterMs: 60_000,
   };
 }
