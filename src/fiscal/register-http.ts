@@ -1,12 +1,13 @@
 /**
  * One HTTP call to a fiscal register, told apart by whether the request reached it: the question a
  * receipt's retry depends on. node:http rather than fetch, because fetch cannot say whether a
- * failure came before or after the request was written:
+ * failure came before or after the connection was made:
  *
- * - `unreached`: the request was not completely written (connection refused, DNS, no route, a
- *   timeout while connecting or sending). The register cannot have acted on it.
- * - `lost`: the whole request was written and no complete answer came (timeout, connection reset,
- *   a body cut off). The register may have acted on it.
+ * - `unreached`: no connection was made (connection refused, DNS, no route, a timeout or a TLS
+ *   failure while connecting). No byte of the request left: the register cannot have acted on it.
+ * - `lost`: the connection was made and no complete answer came (timeout, connection reset, a body
+ *   cut off). The register may have acted on it: once connected, "the request was not completely
+ *   sent" cannot be told for sure (the kernel may have passed the last bytes on before Node says so).
  * - `answer`: a complete HTTP answer; the caller reads the register's words.
  *
  * Every call opens its own connection (no keep-alive): a reused socket the register closed
@@ -54,7 +55,8 @@ export function callRegister(req: RegisterCallRequest): Promise<RegisterCall> {
       headers['content-length'] = String(body.length);
     }
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    let written = false;
+    /** The connection (TLS included) was made: from here on, the register may have the request. */
+    let connected = false;
     let settled = false;
     let client: ClientRequest;
 
@@ -66,7 +68,7 @@ export function callRegister(req: RegisterCallRequest): Promise<RegisterCall> {
     };
     const failed = (reason: string) =>
       finish(
-        written
+        connected
           ? { kind: 'lost', message: `${req.what}: the request was sent and no complete answer came (${reason})` }
           : { kind: 'unreached', message: `${req.what}: the register was not reached (${reason})` },
       );
@@ -83,8 +85,10 @@ export function callRegister(req: RegisterCallRequest): Promise<RegisterCall> {
       resolve({ kind: 'unreached', message: `${req.what}: the request could not be made (${describe(err)})` });
       return;
     }
-    client.on('finish', () => {
-      written = true;
+    client.on('socket', (socket) => {
+      socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+        connected = true;
+      });
     });
     client.on('error', (err) => failed(describe(err)));
     client.on('response', (response: IncomingMessage) => {
