@@ -69,7 +69,7 @@ module.exports = {
       name: 'payments-use-no-simulator',
       severity: 'error',
       comment: 'The adapters do not borrow from the simulator either.',
-      from: { path: '^src/(payments|fiscal)/' },
+      from: { path: '^src/payments/' },
       to: { path: '^src/simulator/' },
     },
     {

@@ -44,9 +44,14 @@ export interface WebkassaOptions {
   baseUrl: string;
   /** Sent as x-api-key on every call; null where the account has none. A secret. */
   apiKey: string | null;
-  login: string;
-  /** A secret: never logged. */
-  password: string;
+  /** The cashier's login and password (a secret): the adapter authorizes and renews the session itself. */
+  login?: string;
+  password?: string;
+  /**
+   * A session Token issued beforehand (a secret), for an account set up without login and password
+   * here: used until Webkassa says it expired, then every call is rejected (`auth`) until a new one is set.
+   */
+  token?: string;
   cashboxUniqueNumber: string;
   /** The organisation is a VAT payer: every position carries VAT inside its price. */
   vatPayer: boolean;
@@ -79,7 +84,8 @@ export function createWebkassaRegister(options: WebkassaOptions): FiscalRegister
     paymentType: options.paymentType ?? 4,
     unitCode: options.unitCode ?? 796,
   };
-  let token: string | null = null;
+  let token: string | null = options.token ?? null;
+  const canAuthorize = options.login !== undefined && options.password !== undefined;
   let registrationNumber: string | null = null;
   let offlineSince: number | null = null;
 
@@ -94,6 +100,13 @@ export function createWebkassaRegister(options: WebkassaOptions): FiscalRegister
     });
 
   async function authorize(): Promise<RegisterOutcome | null> {
+    if (!canAuthorize) {
+      return {
+        kind: 'rejected',
+        code: 'auth',
+        message: 'the Webkassa session token expired or was refused, and no login is set to renew it: set a new token',
+      };
+    }
     const result = await post('/api/v4/Authorize', { Login: options.login, Password: options.password });
     // Authorize changes nothing: an unanswered one is as good as none.
     if (result.kind !== 'answer') return { kind: 'unavailable', message: result.message };

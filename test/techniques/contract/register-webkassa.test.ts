@@ -183,6 +183,23 @@ describe('Webkassa adapter against the simulated Webkassa', () => {
     expect(text).not.toMatch(/"wk0000\d\d/);
   });
 
+  it('works with a session token set beforehand (no login): used while valid, rejected as auth once it expired', async () => {
+    const sim = await startRegisters();
+    const answer = await fetch(`${sim.url}/api/v4/Authorize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': D.apiKey },
+      body: JSON.stringify({ Login: D.login, Password: D.password }),
+    });
+    const { Data } = (await answer.json()) as { Data: { Token: string } };
+    const { adapter, logs } = register(sim.url, { login: undefined, password: undefined, token: Data.Token });
+    expect((await adapter.issue(sale())).kind).toBe('issued');
+    configure(sim, { expireTokens: true });
+    const expired = await adapter.issue(sale());
+    expect(expired).toMatchObject({ kind: 'rejected', code: 'auth' });
+    expect(expired.kind === 'rejected' && expired.message).toContain('set a new token');
+    expect(JSON.stringify(logs())).not.toContain(Data.Token);
+  });
+
   it('a shift open longer than 24 hours is closed with a Z report and the check goes through in a new shift', async () => {
     const sim = await startRegisters();
     const { adapter } = register(sim.url);
