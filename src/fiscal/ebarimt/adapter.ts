@@ -40,7 +40,7 @@ export interface EbarimtOptions {
   baseUrl: string;
   merchantTin: string;
   posNo: string;
-  /** 3 digits, the merchant's own branch numbering. */
+  /** 3 digits, the merchant's own branch numbering ("1" is sent as "001"). */
   branchNo: string;
   /** 4 digits: where the machine stands. */
   districtCode: string;
@@ -70,7 +70,8 @@ export function createEbarimtRegister(options: EbarimtOptions): FiscalRegister {
   const identity: ReceiptIdentity = {
     merchantTin: options.merchantTin,
     posNo: options.posNo,
-    branchNo: options.branchNo,
+    // PosAPI wants 3 digits ("001"); a shorter number is the same branch.
+    branchNo: /^\d{1,2}$/.test(options.branchNo) ? options.branchNo.padStart(3, '0') : options.branchNo,
     districtCode: options.districtCode,
     registration: options.registration,
     paymentCode: options.paymentCode ?? 'BANK_TRANSFER',

@@ -59,6 +59,8 @@ describe('eBarimt PosAPI adapter against the simulated PosAPI', () => {
     expect((await adapter.issue(request)).kind).toBe('issued');
     const [receipt] = held(sim);
     expect(receipt!.totalCents).toBe(355_000);
+    // A one-digit branch number is PosAPI's "001".
+    expect((await register(sim.url, { branchNo: '1' }).adapter.issue(saleRequest())).kind).toBe('issued');
     expect(receipt!.vatCents + receipt!.cityTaxCents).toBeGreaterThan(0);
   });
 
@@ -157,6 +159,8 @@ describe('eBarimt PosAPI adapter against the simulated PosAPI', () => {
     expect(outcome.kind === 'rejected' && outcome.message).toMatch(/totalCityTax.*city tax/);
     const badDistrict = await register(sim.url, { districtCode: '25' }).adapter.issue(saleRequest());
     expect(badDistrict.kind === 'rejected' && badDistrict.message).toContain('districtCode: must be 4 digits');
+    const badBranch = await register(sim.url, { branchNo: '1234' }).adapter.issue(saleRequest());
+    expect(badBranch.kind === 'rejected' && badBranch.message).toContain('branchNo: must be 3 digits');
     expect(held(sim)).toHaveLength(0);
   });
 
