@@ -146,8 +146,12 @@ export function createWebkassaRegister(options: WebkassaOptions): FiscalRegister
     }
   }
 
-  function noteOffline(offline: boolean | null | undefined): void {
-    if (offline === true && offlineSince === null) {
+  /** `pastLimit`: Webkassa said the offline limit is exceeded, so it went offline at least the limit ago. */
+  function noteOffline(offline: boolean | null | undefined, pastLimit = false): void {
+    if (offline === true && pastLimit) {
+      const latest = options.clock.now() - offlineLimitMs - 1;
+      if (offlineSince === null || offlineSince > latest) offlineSince = latest;
+    } else if (offline === true && offlineSince === null) {
       offlineSince = options.clock.now();
       log.warn({ offlineSince }, 'webkassa cashbox works offline');
     } else if (offline === false && offlineSince !== null) {

@@ -13,7 +13,7 @@ export function checkOutcome(
   result: Answer,
   what: string,
   receiptOf: (data: CheckData) => IssuedReceipt,
-  noteOffline: (offline: boolean) => void,
+  noteOffline: (offline: boolean, pastLimit: boolean) => void,
 ): RegisterOutcome {
   if (result.status !== 200) return httpFailure(result, what);
   const error = firstError(result.body);
@@ -33,7 +33,7 @@ export function checkOutcome(
     case WK_CODES.SERVICE_UNAVAILABLE:
       return { kind: 'unavailable', message, retryAfterMs: 30_000 };
     case WK_CODES.OFFLINE_TOO_LONG:
-      noteOffline(true);
+      noteOffline(true, true);
       return { kind: 'unavailable', message: `${message}: the cashbox must reach the fiscal data operator again`, retryAfterMs: 600_000 };
     case WK_CODES.SHIFT_OVER_24H:
       return { kind: 'unavailable', message: `${message}: the Z report that closes the shift did not go through`, retryAfterMs: 60_000 };

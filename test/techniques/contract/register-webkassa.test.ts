@@ -145,6 +145,10 @@ describe('Webkassa adapter against the simulated Webkassa', () => {
     configure(sim, { offlineSince: Date.now() - 73 * HOUR });
     expect((await adapter.issue(sale())).kind).toBe('unavailable');
     expect(checks(sim)).toHaveLength(1);
+    // A fresh adapter that first hears of it from the refusal knows the limit is past, too.
+    const fresh = register(sim.url);
+    expect((await fresh.adapter.issue(sale())).kind).toBe('unavailable');
+    expect((await fresh.adapter.status()).ready).toBe(false);
     configure(sim, { offline: false });
     expect((await adapter.status()).offlineSince).toBeNull();
     expect(sim.registers.webkassa.records().cashboxes[0]!.checks[0]!.sentToOfd).toBe(true);
