@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { billIdSuffixOf, parsePosDate, receiptBody, refusalOf, type ReceiptIdentity } from '../../src/fiscal/ebarimt/wire.js';
+import {
+  billIdSuffixOf,
+  infoAnswerSchema,
+  parsePosDate,
+  receiptBody,
+  refusalOf,
+  type ReceiptIdentity,
+} from '../../src/fiscal/ebarimt/wire.js';
 import type { ReceiptRequest } from '../../src/fiscal/types.js';
 
 const IDENTITY: ReceiptIdentity = {
@@ -89,5 +96,17 @@ describe('eBarimt wire format', () => {
     expect(parsePosDate('2026-12-02 08:00:00', 480)).toBe(Date.UTC(2026, 11, 2, 0, 0, 0));
     expect(parsePosDate('', 480)).toBeNull();
     expect(parsePosDate('yesterday', 480)).toBeNull();
+  });
+});
+
+describe('PosAPI /rest/info', () => {
+  it('is read whether numbers come as numbers or strings', () => {
+    const parsed = infoAnswerSchema.parse({
+      posNo: 10020030,
+      leftLotteries: '12',
+      merchants: [{ tin: 10000000001, name: 'X', customers: [] }],
+    });
+    expect(parsed).toMatchObject({ posNo: '10020030', leftLotteries: 12, merchants: [{ tin: '10000000001' }] });
+    expect(infoAnswerSchema.parse({ leftLotteries: '' }).leftLotteries).toBeNull();
   });
 });

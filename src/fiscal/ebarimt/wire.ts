@@ -121,12 +121,18 @@ export function refusalOf(body: unknown): { status: string; message: string } | 
   return { status, message: typeof message === 'string' && message !== '' ? message : '(no message)' };
 }
 
+/** Numbers and TINs are read whether PosAPI sends them as numbers or as strings. */
+const text = z.union([z.string(), z.number()]).transform(String);
+const count = z
+  .union([z.number(), z.string()])
+  .transform((v) => (Number.isFinite(Number(v)) && String(v).trim() !== '' ? Number(v) : null));
+
 export const infoAnswerSchema = z.object({
   posId: z.union([z.number(), z.string()]).nullish(),
-  posNo: z.string().nullish(),
+  posNo: text.nullish(),
   lastSentDate: z.string().nullish(),
-  leftLotteries: z.number().int().nullish(),
-  merchants: z.array(z.object({ tin: z.string(), name: z.string().nullish() })).nullish(),
+  leftLotteries: count.nullish(),
+  merchants: z.array(z.object({ tin: text, name: z.string().nullish() }).passthrough()).nullish(),
 });
 
 /** PosAPI's "yyyy-MM-dd HH:mm:ss" in its zone (Ulaanbaatar, UTC+8) → ms; null when empty or unreadable. */
