@@ -61,9 +61,9 @@ module.exports = {
       name: 'simulator-shares-nothing-with-payments',
       severity: 'error',
       comment:
-        'The provider simulator is the independent counterpart of the adapters, written from docs/providers.md: one bug must not pass on both sides of a contract test.',
+        "The provider simulator is the independent counterpart of the adapters (payment providers and fiscal registers), written from docs/providers.md and the registers' own documentation: one bug must not pass on both sides of a contract test.",
       from: { path: '^src/simulator/' },
-      to: { path: '^src/payments/' },
+      to: { path: '^src/(payments|fiscal)/' },
     },
     {
       name: 'payments-use-no-simulator',

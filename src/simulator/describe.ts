@@ -22,5 +22,21 @@ export function describeSimulator(sim: Simulator): string {
   if (info.provider === 'gerege') lines.push(`VENDGATE_PROVIDER_CLIENT_SECRET=${info.clientSecret}`);
   else lines.push(`VENDGATE_PROVIDER_API_KEY=${info.apiKey}`);
   lines.push(`VENDGATE_WEBHOOK_SECRETS=${info.webhookSecret}`);
+  lines.push('', ...describeRegisters(sim));
   return lines.join('\n');
+}
+
+/** The fiscal registers served on the same URL, and what a receipt adapter is pointed at. */
+function describeRegisters(sim: Simulator): string[] {
+  const url = sim.url || '(not started)';
+  const ebarimt = sim.registers.ebarimt.state();
+  const [cashbox] = sim.registers.webkassa.state();
+  const wk = sim.registers.webkassa.service;
+  return [
+    '# fiscal registers on the same URL',
+    `eBarimt PosAPI: ${url}/rest/receipt, /rest/info, /rest/sendData; merchant TIN ${ebarimt.merchants.map((m) => m.tin).join(', ')}` +
+      ` (${ebarimt.activated ? 'activated' : 'not activated'}, ${ebarimt.lotteries} lottery numbers)`,
+    `Webkassa: ${url}/api/v4/Check; login ${wk.login}, password ${wk.password}, x-api-key ${wk.apiKey ?? '(none)'}, cashbox ${cashbox?.uniqueNumber ?? '(none)'}`,
+    `register faults: POST ${url}/__sim/ebarimt/faults (or /__sim/webkassa/faults) {"lostAfterCommit":1}; state: POST ${url}/__sim/<register>/state`,
+  ];
 }

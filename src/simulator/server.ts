@@ -5,6 +5,8 @@ import type { ApiResult, ApiRoute, ProviderBackend, SimContext } from './context
 import { drawRequestFaults, type RequestFaults } from './faults.js';
 import { SimHttpError } from './request-checks.js';
 import { registerAdminRoutes, type AdminActions } from './admin-routes.js';
+import { mountRegister, type SimRegister } from './register-mount.js';
+import type { Random } from './random.js';
 
 const NO_REQUEST_FAULTS: RequestFaults = { reject: null, lostResponse: false };
 
@@ -15,6 +17,10 @@ export interface ServerDeps {
   logger: Logger;
   /** Sockets of requests held open by the timeout fault; the simulator destroys them on stop. */
   heldSockets: Set<Socket>;
+  /** Fiscal registers served beside the provider, each behind its own faults (register-mount.ts). */
+  registers?: SimRegister[];
+  /** The registers' fault draws, a stream apart from the provider's. */
+  registerRandom?: Random;
 }
 
 /** The fastify app: provider routes behind the fault wrapper, plus the /__sim admin routes. */
@@ -39,7 +45,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
 
   app.addHook('onResponse', async (request, reply) => {
-    if (unanswered.has(request) || isAdmin(request)) return;
+    if (unanswered.has(request) || isAdmin(request) || isRegister(request)) return;
     ctx.records.requests.push({ method: request.method, path: pathOf(request), at: ctx.clock.now(), status: reply.statusCode });
   });
 
@@ -116,12 +122,20 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   }
 
   registerAdminRoutes(app, { ctx, backend, admin: deps.admin });
+  for (const register of deps.registers ?? []) {
+    mountRegister(app, register, { clock: ctx.clock, faultRandom: deps.registerRandom ?? ctx.faultRandom, logger, heldSockets });
+  }
   return app;
 }
 
 function pathOf(request: FastifyRequest): string {
   const index = request.url.indexOf('?');
   return index < 0 ? request.url : request.url.slice(0, index);
+}
+
+/** A fiscal register's call: recorded in that register's records, not the provider's. */
+function isRegister(request: FastifyRequest): boolean {
+  return (request.routeOptions.config as { register?: boolean } | undefined)?.register === true;
 }
 
 function isAdmin(request: FastifyRequest): boolean {

@@ -9,6 +9,8 @@ import { createWebhookDelivery } from './delivery.js';
 import { createGeregeBackend } from './gerege-routes.js';
 import { createQutpayBackend } from './qutpay-routes.js';
 import { buildServer } from './server.js';
+import { createEbarimtSimulator } from './ebarimt-routes.js';
+import { createWebkassaSimulator } from './webkassa-routes.js';
 
 export const SIMULATOR_DEFAULTS = Object.freeze({
   host: '127.0.0.1',
@@ -29,7 +31,10 @@ export const SIMULATOR_DEFAULTS = Object.freeze({
   reorderMaxHoldMs: 300,
 });
 
-/** A Gerege- or QutPay-compatible provider on a real socket, with fault injection. See types.ts. */
+/**
+ * A Gerege- or QutPay-compatible provider on a real socket, with fault injection, and beside it the
+ * two fiscal registers (eBarimt PosAPI, a Webkassa-like cloud register). See types.ts.
+ */
 export function createSimulator(options: SimulatorOptions): Simulator {
   if (options.provider !== 'gerege' && options.provider !== 'qutpay') {
     throw new Error(`simulator provider must be "gerege" or "qutpay", got ${JSON.stringify(options.provider)}`);
@@ -107,6 +112,14 @@ export function createSimulator(options: SimulatorOptions): Simulator {
           currency: options.currency ?? d.currency,
         });
 
+  // The fiscal registers: served on the same socket beside the provider (their paths do not meet),
+  // with faults and fault draws of their own, so that a provider fault never touches receipts.
+  const registers = {
+    ebarimt: createEbarimtSimulator(clock, options.ebarimt),
+    webkassa: createWebkassaSimulator(clock, options.webkassa),
+  };
+  const registerRandom = createRandom((seed ^ 0x5bd1e995) >>> 0);
+
   let app: FastifyInstance | null = null;
   let sweepTimer: NodeJS.Timeout | null = null;
   let phase: 'new' | 'started' | 'stopped' = 'new';
@@ -126,6 +139,8 @@ export function createSimulator(options: SimulatorOptions): Simulator {
         backend,
         logger,
         heldSockets,
+        registers: [registers.ebarimt, registers.webkassa],
+        registerRandom,
         admin: { getFaults: () => ({ ...faults }), setFaults, records: snapshot },
       });
       const host = options.host ?? d.host;
@@ -155,6 +170,7 @@ export function createSimulator(options: SimulatorOptions): Simulator {
       await app?.close();
     },
 
+    registers,
     setFaults,
     async pay(id, opts) {
       backend.pay(id, opts?.amount);

@@ -1,4 +1,9 @@
 import type { Logger } from '../util/index.js';
+import type { EbarimtSimulator } from './ebarimt-routes.js';
+import type { EbarimtSimOptions } from './ebarimt-state.js';
+import type { RegisterFaults } from './register-faults.js';
+import type { WebkassaSimulator } from './webkassa-routes.js';
+import type { WebkassaSimOptions } from './webkassa-state.js';
 
 export type SimulatedProvider = 'gerege' | 'qutpay';
 
@@ -80,6 +85,10 @@ export interface SimulatorOptions {
   geregeAmountRefunded?: boolean;
   /** How long an event held back by `reorderWebhooks` waits for a next event before it is sent anyway, default 300. */
   reorderMaxHoldMs?: number;
+  /** The simulated eBarimt PosAPI (always served: /rest/*, admin /__sim/ebarimt/*). */
+  ebarimt?: EbarimtSimOptions & { faults?: Partial<RegisterFaults> };
+  /** The simulated Webkassa-like register (always served: /api/v4/*, /api-history/v4/*, admin /__sim/webkassa/*). */
+  webkassa?: WebkassaSimOptions & { faults?: Partial<RegisterFaults> };
 }
 
 export type CreateOutcome = 'created' | 'replayed' | 'conflict' | 'invalid' | `fault:${FaultName}`;
@@ -173,6 +182,8 @@ export interface Simulator {
   stop(): Promise<void>;
   /** Base URL once started ('' before). */
   readonly url: string;
+  /** The fiscal registers served on the same URL: their state, faults and records. */
+  readonly registers: { ebarimt: EbarimtSimulator; webkassa: WebkassaSimulator };
   /** Merges into the current faults; also POST /__sim/faults. Throws on an unknown key or bad value. */
   setFaults(f: Partial<FaultConfig>): void;
   /** The customer pays (Gerege: succeeded, or requires_capture for manual capture; QutPay: paid). */

@@ -1,0 +1,2 @@
+export { createWebkassaRegister, type WebkassaOptions } from './adapter.js';
+export { externalCheckNumberOf } from './wire.js';
