@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { stringify } from 'yaml';
+import mqtt from 'mqtt';
 import { signGeregeTestPayload } from '../../dist/payments/index.js';
 import { baselineBuild } from './baseline.mjs';
 import { machine, percentiles, rssMb, sleep } from './lib.mjs';
@@ -48,6 +49,8 @@ const { values: args } = parseArgs({
     'per-process': { type: 'string', default: '2500' },
     'learn-timeout': { type: 'string', default: '90' },
     'skip-restarts': { type: 'boolean' },
+    // Stop after counting the retained routes on each broker (checking a broker configuration).
+    'routes-only': { type: 'boolean' },
   },
 });
 const SECRET = 'whsec_fleet_bench';
@@ -132,6 +135,50 @@ function broker(template, dir, port, bridgeTo) {
       await exited;
     },
   };
+}
+
+/**
+ * How many retained routes a broker holds (what a cold replica can learn there): a relay-account
+ * client subscribes to every route and to a marker topic in one SUBSCRIBE, publishes the marker and
+ * counts the routes that arrive before it (the relay's own backlog trick). A broker whose queue per
+ * client is smaller than its routes drops the overflow and the marker with it: then the count is
+ * what arrived within 30 s, and `markerBack` is false.
+ */
+function retainedRoutes(port) {
+  return new Promise((resolve, reject) => {
+    const marker = `vendgate/_relay/count-${process.pid}-${randomBytes(4).toString('hex')}/sync`;
+    const nonce = randomBytes(8).toString('hex');
+    const seen = new Set();
+    const c = mqtt.connect(`mqtt://127.0.0.1:${port}`, {
+      username: 'relay',
+      password: 'pw-relay',
+      clientId: `vendgate_relay_count_${randomBytes(4).toString('hex')}`,
+      clean: true,
+      reconnectPeriod: 0,
+    });
+    const timer = setTimeout(() => {
+      c.end(true);
+      resolve({ routes: seen.size, markerBack: false });
+    }, 30_000);
+    c.on('error', (err) => {
+      clearTimeout(timer);
+      c.end(true);
+      reject(err);
+    });
+    c.on('message', (topic, payload) => {
+      if (topic !== marker) {
+        if (payload.length > 0) seen.add(topic);
+        return;
+      }
+      if (payload.toString() !== nonce) return;
+      clearTimeout(timer);
+      c.end(true);
+      resolve({ routes: seen.size, markerBack: true });
+    });
+    c.on('connect', () =>
+      c.subscribe({ 'vendgate/+/route': { qos: 1 }, [marker]: { qos: 1 } }, () => c.publish(marker, nonce, { qos: 1 })),
+    );
+  });
 }
 
 function passwords(dir, n) {
@@ -339,8 +386,24 @@ async function one(n, build, main) {
     await until(() => connected() >= n, 600_000, `${n} devices connected`);
     result.devicesUpSec = (Date.now() - t0) / 1000;
     say(`${build} N=${n}: ${n} devices connected in ${result.devicesUpSec} s`);
-    // Every route retained on the relay broker (over the bridge): a spy replica of this build must see them all.
-    await sleep(2_000);
+    // Every route retained on the relay broker (over the bridge): wait until it holds them all (or stops gaining).
+    let onB = 0;
+    for (let last = -1, still = 0; onB < n && still < 5;) {
+      await sleep(1_000);
+      ({ routes: onB } = await retainedRoutes(portB));
+      still = onB === last ? still + 1 : 0;
+      last = onB;
+    }
+    // Devices past ON_A announce on the relay broker directly.
+    const onA = await retainedRoutes(portA);
+    result.retainedRoutes = {
+      relayBroker: onB,
+      deviceBroker: onA.routes,
+      deviceBrokerAllRead: onA.markerBack,
+      afterSec: (Date.now() - t0) / 1000,
+    };
+    say(`${build} N=${n}: retained routes`, JSON.stringify(result.retainedRoutes));
+    if (args['routes-only']) return result;
 
     // A cold replica learns every route.
     const sample = Array.from({ length: 20 }, () => Math.floor(Math.random() * n));
