@@ -29,9 +29,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { stringify } from 'yaml';
+import mqtt from 'mqtt';
 import { signGeregeTestPayload } from '../../dist/payments/index.js';
 import { baselineBuild } from './baseline.mjs';
 import { machine, percentiles, rssMb, sleep } from './lib.mjs';
+import { cpuSeconds } from './resources.mjs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const CONF = join(ROOT, 'config/fleet/mosquitto');
@@ -48,6 +50,8 @@ const { values: args } = parseArgs({
     'per-process': { type: 'string', default: '2500' },
     'learn-timeout': { type: 'string', default: '90' },
     'skip-restarts': { type: 'boolean' },
+    // Stop after counting the retained routes on each broker (checking a broker configuration).
+    'routes-only': { type: 'boolean' },
   },
 });
 const SECRET = 'whsec_fleet_bench';
@@ -132,6 +136,50 @@ function broker(template, dir, port, bridgeTo) {
       await exited;
     },
   };
+}
+
+/**
+ * How many retained routes a broker holds (what a cold replica can learn there): a relay-account
+ * client subscribes to every route and to a marker topic in one SUBSCRIBE, publishes the marker and
+ * counts the routes that arrive before it (the relay's own backlog trick). A broker whose queue per
+ * client is smaller than its routes drops the overflow and the marker with it: then the count is
+ * what arrived within 30 s, and `markerBack` is false.
+ */
+function retainedRoutes(port) {
+  return new Promise((resolve, reject) => {
+    const marker = `vendgate/_relay/count-${process.pid}-${randomBytes(4).toString('hex')}/sync`;
+    const nonce = randomBytes(8).toString('hex');
+    const seen = new Set();
+    const c = mqtt.connect(`mqtt://127.0.0.1:${port}`, {
+      username: 'relay',
+      password: 'pw-relay',
+      clientId: `vendgate_relay_count_${randomBytes(4).toString('hex')}`,
+      clean: true,
+      reconnectPeriod: 0,
+    });
+    const timer = setTimeout(() => {
+      c.end(true);
+      resolve({ routes: seen.size, markerBack: false });
+    }, 30_000);
+    c.on('error', (err) => {
+      clearTimeout(timer);
+      c.end(true);
+      reject(err);
+    });
+    c.on('message', (topic, payload) => {
+      if (topic !== marker) {
+        if (payload.length > 0) seen.add(topic);
+        return;
+      }
+      if (payload.toString() !== nonce) return;
+      clearTimeout(timer);
+      c.end(true);
+      resolve({ routes: seen.size, markerBack: true });
+    });
+    c.on('connect', () =>
+      c.subscribe({ 'vendgate/+/route': { qos: 1 }, [marker]: { qos: 1 } }, () => c.publish(marker, nonce, { qos: 1 })),
+    );
+  });
 }
 
 function passwords(dir, n) {
@@ -339,8 +387,24 @@ async function one(n, build, main) {
     await until(() => connected() >= n, 600_000, `${n} devices connected`);
     result.devicesUpSec = (Date.now() - t0) / 1000;
     say(`${build} N=${n}: ${n} devices connected in ${result.devicesUpSec} s`);
-    // Every route retained on the relay broker (over the bridge): a spy replica of this build must see them all.
-    await sleep(2_000);
+    // Every route retained on the relay broker (over the bridge): wait until it holds them all (or stops gaining).
+    let onB = 0;
+    for (let last = -1, still = 0; onB < n && still < 5;) {
+      await sleep(1_000);
+      ({ routes: onB } = await retainedRoutes(portB));
+      still = onB === last ? still + 1 : 0;
+      last = onB;
+    }
+    // Devices past ON_A announce on the relay broker directly.
+    const onA = await retainedRoutes(portA);
+    result.retainedRoutes = {
+      relayBroker: onB,
+      deviceBroker: onA.routes,
+      deviceBrokerAllRead: onA.markerBack,
+      afterSec: (Date.now() - t0) / 1000,
+    };
+    say(`${build} N=${n}: retained routes`, JSON.stringify(result.retainedRoutes));
+    if (args['routes-only']) return result;
 
     // A cold replica learns every route.
     const sample = Array.from({ length: 20 }, () => Math.floor(Math.random() * n));
@@ -453,9 +517,13 @@ async function one(n, build, main) {
     const rate = Number(args.rate);
     const seconds = Number(args.sustain);
     say(`${build} N=${n}: sustained ${rate}/s for ${seconds} s`);
+    const relayCpu = () => replicas.reduce((sum, r) => sum + (r.proc.exitCode === null ? cpuSeconds(r.proc.pid) : 0), 0);
+    const cpuBefore = relayCpu();
     await sustained.at(lb.port, rate, seconds);
     await drain(sustained);
-    result.sustained = { rate, seconds, ...measure(sustained) };
+    // CPU of the three replicas (user + system) per webhook answered: the per-message cost for sizing.
+    const relayCpuMsPerWebhook = Math.round(((relayCpu() - cpuBefore) * 1000 * 1000) / sustained.sent.size) / 1000;
+    result.sustained = { rate, seconds, ...measure(sustained), relayCpuMsPerWebhook };
     const burst = createProvider(n);
     say(`${build} N=${n}: burst ${args.burst}/s for ${args['burst-sec']} s`);
     await burst.at(lb.port, Number(args.burst), Number(args['burst-sec']));
@@ -471,10 +539,16 @@ async function one(n, build, main) {
       reconnects.length = 0;
       const restartAt = Date.now();
       await brokerA.stop();
+      // The devices report every 200 ms: wait until they said they lost the broker, or "99 % back"
+      // would read the count from before the restart (as it did for a build that reconnects fast).
+      const onA = result.devicesOnDeviceBroker;
+      await until(() => connected() <= n - 0.99 * onA, 30_000, 'the devices to see the broker go').catch(() => {});
       await brokerA.start();
       let back99 = null;
-      await until(() => connected() >= 0.99 * n && (back99 = Date.now()), 300_000, '99 % back').catch(() => {});
+      await until(() => connected() >= n - 0.01 * onA && (back99 = Date.now()), 300_000, '99 % back').catch(() => {});
       await until(() => connected() >= n, 120_000, 'all back').catch(() => {});
+      // Their reconnect delays arrive in the same 200 ms reports.
+      await until(() => reconnects.length >= onA, 10_000, 'every reconnect delay reported').catch(() => {});
       const dist = percentiles(reconnects);
       const deciles = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1].map((q) => {
         const s = [...reconnects].sort((x, y) => x - y);

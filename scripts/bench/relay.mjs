@@ -227,7 +227,11 @@ async function device({ name, simulator, brokerUrl, source, webhookPort }) {
       provider: { name: 'gerege', baseUrl: simulator.url, clientId: 'sim-client', invoiceTtlSec: 600 },
       // The slowest poll allowed: the webhook path, not the poller, is what is measured.
       poll: { intervalMs: 60_000 },
-      http: { local: { host: '127.0.0.1', port: localPort }, webhook: { host: '127.0.0.1', port: webhookPort, silenceGraceSec: 3_600 } },
+      // No rate limit and no double-press window: the bench creates orders back to back.
+      http: {
+        local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000, doublePressWindowMs: 0 },
+        webhook: { host: '127.0.0.1', port: webhookPort, silenceGraceSec: 3_600 },
+      },
       storage: { path: join(dir, `${name}.db`) },
       actuator: { kind: 'sim', sim: { logPath: simLogPath, durationMs: 0 } },
       mqtt: { url: source === 'broker' ? brokerUrl : '', prefix: PREFIX, telemetryIntervalSec: 3_600 },

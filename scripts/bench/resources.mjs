@@ -1,7 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { createServiceProcess, freePort } from '../soak/service.mjs';
 import { baselineBuild } from './baseline.mjs';
 import { percentiles, postJson, row, rssMb, sleep, waitFor } from './lib.mjs';
@@ -154,6 +156,9 @@ export async function resourcesBench({ log, quick, baseline = '09b554b' }) {
   const old = baselineBuild(baseline, log);
   const unit = unitStart();
   const oldUnit = unitStart(old.dir);
+  // A baseline whose unit starts the one-file build: its own scripts/bundle.mjs makes it, once.
+  if (!existsSync(oldUnit.main) && existsSync(join(old.dir, 'scripts', 'bundle.mjs')))
+    execFileSync(process.execPath, [join(old.dir, 'scripts', 'bundle.mjs')], { cwd: old.dir, stdio: 'inherit' });
   const flags = [...unit.nodeArgs, ...Object.entries(unit.env).map(([k, v]) => `${k}=${v}`)];
   const [a, b] = await Promise.all([
     measure({ label: 'this build', main: unit.main, nodeArgs: unit.nodeArgs, env: unit.env, quick, log }),
@@ -197,4 +202,21 @@ export async function resourcesBench({ log, quick, baseline = '09b554b' }) {
       ),
     ],
   };
+}
+
+// node scripts/bench/resources.mjs [--baseline <commit>] [--quick]   (after npm run build)
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { baseline: { type: 'string' }, quick: { type: 'boolean' } } });
+  const { loadavg } = await import('node:os');
+  const result = await resourcesBench({
+    log: (line) => process.stderr.write(`bench: ${line}\n`),
+    quick: values.quick ?? false,
+    ...(values.baseline ? { baseline: values.baseline } : {}),
+  });
+  for (const r of result.rows) process.stdout.write(`${r.figure}: ${r.value}${r.target ? `  [target ${r.target}]` : ''}\n`);
+  process.stdout.write(
+    `${new Date().toISOString()} load ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}\n${JSON.stringify(result.results)}\n`,
+  );
 }

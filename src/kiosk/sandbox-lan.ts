@@ -6,6 +6,7 @@ import type { Clock, Logger } from '../util/index.js';
 import { installErrorHandling } from './http-errors.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
 import { SECURITY_HEADERS } from './security-headers.js';
+import { NO_JSON_SCHEMAS } from '../util/fastify-schemas.js';
 
 /** The machine's first non-loopback IPv4 address (what a phone on the same Wi-Fi reaches), or null. */
 export function lanAddress(interfaces: ReturnType<typeof networkInterfaces> = networkInterfaces()): string | null {
@@ -35,7 +36,7 @@ export function createSandboxLanServer(
   let app: FastifyInstance | null = null;
   return {
     async start() {
-      app = Fastify({ logger: false, bodyLimit: 1_024 });
+      app = Fastify({ logger: false, bodyLimit: 1_024, schemaController: NO_JSON_SCHEMAS });
       app.removeContentTypeParser('text/plain');
       installErrorHandling(app, log, 1_024);
       app.addHook('onSend', async (_request, reply, payload) => {

@@ -14,6 +14,7 @@ import { STOP_GRACE_MS, trackConnections } from './connections.js';
 import { installRequestGuard } from './request-guard.js';
 import { createOrderPress, ORDER_PRESS_DEFAULTS } from './order-press.js';
 import { bindListener, LOCAL_LISTENER_DEFAULTS, type BoundListener, type ListenerLimits } from '../util/http-listener.js';
+import { NO_JSON_SCHEMAS } from '../util/fastify-schemas.js';
 
 /** An order body is `{"slot":"A1"}`; anything near this size is not one. */
 export const DEFAULT_BODY_LIMIT_BYTES = 4_096;
@@ -61,7 +62,7 @@ export function createKioskServer(
   // Built on first use, not here: constructors do nothing.
   function build() {
     if (built) return built;
-    const app = Fastify({ logger: false, bodyLimit, forceCloseConnections: false });
+    const app = Fastify({ logger: false, bodyLimit, forceCloseConnections: false, schemaController: NO_JSON_SCHEMAS });
     // Only JSON bodies are accepted; fastify's default text/plain parser would turn "wrong content type" into a 400.
     app.removeContentTypeParser('text/plain');
     // An empty JSON body is "nothing to say" (a cancel from curl), not an error; the create route still wants an object.

@@ -100,7 +100,7 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
       if (learned || client !== c) return clearMarkerTimer();
       log.error(
         { syncTopic, waitedMs: deps.now() - sentAt },
-        'route backlog marker not back yet: unknown references get 503 meanwhile. If this persists, check the relay account ACL (readwrite <prefix>/_relay/#)',
+        'route backlog marker not back yet: unknown references get 503 meanwhile. If this persists, check the relay account ACL (readwrite <prefix>/_relay/#) and that the broker queues more messages per client than there are devices (Mosquitto max_queued_messages)',
       );
     }, MARKER_WARN_MS);
     markerTimer.unref();

@@ -7,6 +7,7 @@ import { providerWebhooks, WebhookVerificationError, type ProviderWebhooks } fro
 import { encodeWebhookMessage, pickForwardedHeaders, type FleetTopics, type RelayConnection } from '../mqtt/index.js';
 import type { Locator } from './locate.js';
 import type { RelayCounters } from './counters.js';
+import { NO_JSON_SCHEMAS } from '../util/fastify-schemas.js';
 
 export interface RelayServerDeps {
   clock: Clock;
@@ -121,7 +122,12 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
 
   function build(): FastifyInstance {
     if (app) return app;
-    const server = Fastify({ logger: false, bodyLimit: settings.bodyLimitBytes, forceCloseConnections: 'idle' });
+    const server = Fastify({
+      logger: false,
+      bodyLimit: settings.bodyLimitBytes,
+      forceCloseConnections: 'idle',
+      schemaController: NO_JSON_SCHEMAS,
+    });
     server.register(async (scope) => {
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>

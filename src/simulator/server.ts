@@ -7,6 +7,7 @@ import { SimHttpError } from './request-checks.js';
 import { registerAdminRoutes, type AdminActions } from './admin-routes.js';
 import { mountRegister, type SimRegister } from './register-mount.js';
 import type { Random } from './random.js';
+import { NO_JSON_SCHEMAS } from '../util/fastify-schemas.js';
 
 const NO_REQUEST_FAULTS: RequestFaults = { reject: null, lostResponse: false };
 
@@ -26,7 +27,7 @@ export interface ServerDeps {
 /** The fastify app: provider routes behind the fault wrapper, plus the /__sim admin routes. */
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const { ctx, backend, logger, heldSockets } = deps;
-  const app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 64 * 1024 });
+  const app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 64 * 1024, schemaController: NO_JSON_SCHEMAS });
   const unanswered = new WeakSet<FastifyRequest>();
 
   // Lenient on empty bodies (cancel/capture are often sent without one), strict on malformed JSON.

@@ -123,6 +123,25 @@ describe('connection', () => {
     for (const text of [good.text(), bad.text()]) expect(text).not.toContain(password);
   });
 
+  it('credentials in the URL win over mqtt.username / password (as mqtt.connect does), and stay out of the log', async () => {
+    const check: AedesOptions['authenticate'] = (_client, username, pass, done) => {
+      if (username === 'url-user' && pass?.toString() === 'p@ss word') return done(null, true);
+      return done(Object.assign(new Error('bad credentials'), { returnCode: 4 }), null);
+    };
+    const broker = await customBroker({ authenticate: check });
+    const log = captureLogger();
+    const device = createDevice(
+      `mqtt://url-user:${encodeURIComponent('p@ss word')}@127.0.0.1:${broker.port}`,
+      { username: 'device', password: 'not-this-one' },
+      { logger: log.logger },
+    );
+    await device.mqtt.start();
+    await until(() => device.mqtt.connected(), 'the device to log in with the URL credentials');
+    expect(broker.admitted).toEqual([`${device.prefix}-${device.deviceId}`]);
+    await device.mqtt.stop();
+    expect(log.text()).not.toContain('p%40ss');
+  });
+
   it('connects over TLS with the CA from caPath and a client certificate', async () => {
     const broker = await customBroker(
       {},

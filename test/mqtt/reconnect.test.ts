@@ -12,6 +12,7 @@ import { parseRelaySettings } from '../../src/settings/index.js';
 import { systemClock } from '../../src/util/index.js';
 import { restartableBroker, uniqueId } from '../helpers/broker.js';
 import { waitFor } from '../helpers/service.js';
+import { captureLogger, createDevice } from './harness.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -96,6 +97,37 @@ describe('device reconnects: full-jitter exponential backoff', () => {
       30_000,
       'a webhook delivered after the restart',
     );
+  });
+});
+
+describe('device reconnects: the monitoring connection', () => {
+  it('waits a full-jitter draw within the doubling window, capped, and comes back after a broker restart', async () => {
+    const broker = await restartableBroker();
+    cleanups.push(() => broker.stop());
+    const log = captureLogger();
+    // reconnectMinMs 100, reconnectMaxMs 500 (the harness): windows 100, 200, 400, 500, 500, …
+    const device = createDevice(broker.url, {}, { logger: log.logger });
+    await device.mqtt.start();
+    await waitFor(() => device.mqtt.connected(), 30_000, 'the first connect');
+    await broker.stop();
+    const waits = () =>
+      log
+        .text()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { retryInMs?: number })
+        .filter((line) => line.retryInMs !== undefined)
+        .map((line) => line.retryInMs!);
+    await waitFor(() => waits().length >= 8, 30_000, 'eight retries while the broker is away');
+    const drawn = waits().slice(0, 8);
+    drawn.forEach((ms, attempt) => {
+      expect(ms).toBeGreaterThanOrEqual(0);
+      expect(ms).toBeLessThan(Math.min(500, 100 * 2 ** attempt));
+    });
+    // Drawn, not fixed: eight waits of one value would be a fixed period (a herd after a restart).
+    expect(new Set(drawn).size).toBeGreaterThan(1);
+    await broker.start();
+    await waitFor(() => device.mqtt.connected(), 30_000, 'connected again after the restart');
   });
 });
 

@@ -6,6 +6,7 @@ import { WebhookVerificationError, type PaymentProvider } from '../../payments/t
 import type { WebhookInbox } from './inbox.js';
 import { dateSkewSec, verifyWithIndex } from './verify.js';
 import { bindListener, WEBHOOK_LISTENER_DEFAULTS, type BoundListener, type ListenerLimits } from '../../util/http-listener.js';
+import { NO_JSON_SCHEMAS } from '../../util/fastify-schemas.js';
 
 /** A provider's `Date` this far from our clock is worth a warning, well before a signature's 300 s (docs/providers.md). */
 export const SKEW_WARN_SEC = 60;
@@ -134,7 +135,7 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
   // Built on first use, not in the factory: constructors do nothing.
   function build(): FastifyInstance {
     if (app) return app;
-    const server = Fastify({ logger: false, bodyLimit: settings.bodyLimitBytes });
+    const server = Fastify({ logger: false, bodyLimit: settings.bodyLimitBytes, schemaController: NO_JSON_SCHEMAS });
     server.register(async (scope) => {
       // Raw bytes for the signature, and nothing but JSON: other content types get 415 before the handler.
       scope.removeAllContentTypeParsers();
