@@ -365,7 +365,11 @@ async function buildHardware({ settings, deps, clock, logger }: Base, { catalog 
  * receipt once; null with `fiscal.register: none`. After too long without receipts (if set) it
  * stops new orders through the availability.
  */
-async function buildFiscal({ settings, deps, clock, logger }: Base, { db, outbox }: Store, { availability, changes }: Shared): Promise<Fiscal | null> {
+async function buildFiscal(
+  { settings, deps, clock, logger }: Base,
+  { db, outbox }: Store,
+  { availability, changes }: Shared,
+): Promise<Fiscal | null> {
   const register = await createRegister(settings, { clock, logger });
   if (!register) return null;
   return createFiscal(

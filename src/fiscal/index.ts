@@ -116,10 +116,22 @@ export function createFiscal(deps: FiscalDeps, settings: FiscalSettings): Fiscal
     },
   );
   const worker = createFiscalWorker(
-    { db, clock, logger, outbox, register, book, ...(deps.onChange ? { onChange: deps.onChange } : {}), ...(deps.crashPoint ? { crashPoint: deps.crashPoint } : {}) },
+    {
+      db,
+      clock,
+      logger,
+      outbox,
+      register,
+      book,
+      ...(deps.onChange ? { onChange: deps.onChange } : {}),
+      ...(deps.crashPoint ? { crashPoint: deps.crashPoint } : {}),
+    },
     { lookupEveryMs: settings.lookupEveryMs, retryMaxMs: settings.retryMaxMs },
   );
-  const monitor = createFiscalMonitor({ db, clock, logger, outbox, register, book, worker, ...(deps.stopSales ? { stopSales: deps.stopSales } : {}) }, settings);
+  const monitor = createFiscalMonitor(
+    { db, clock, logger, outbox, register, book, worker, ...(deps.stopSales ? { stopSales: deps.stopSales } : {}) },
+    settings,
+  );
   let timer: NodeJS.Timeout | null = null;
   let kicked: NodeJS.Immediate | null = null;
   let started = false;

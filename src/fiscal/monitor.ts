@@ -123,18 +123,16 @@ export function createFiscalMonitor(
           'the fiscal register does not answer: receipts wait; check its network and power',
           { since: new Date(now - down).toISOString(), detail: worker.lastError() ?? status?.detail ?? null },
         );
-        alarm(
-          FISCAL_ALARMS.waiting,
-          oldestAge >= settings.alarmWaitingAfterMin * MIN,
-          'fiscal receipts are waiting to be issued',
-          { pending: waiting.count, unknown: waiting.unknown, oldest: waiting.oldestAt === null ? null : new Date(waiting.oldestAt).toISOString() },
-        );
-        alarm(
-          FISCAL_ALARMS.lotteryLow,
-          lotteryLow,
-          'the register has few lottery numbers left: ask the tax office for more',
-          { lotteryLeft, salesPerDay: Math.round(perDay * 10) / 10, days: settings.lotteryLowDays },
-        );
+        alarm(FISCAL_ALARMS.waiting, oldestAge >= settings.alarmWaitingAfterMin * MIN, 'fiscal receipts are waiting to be issued', {
+          pending: waiting.count,
+          unknown: waiting.unknown,
+          oldest: waiting.oldestAt === null ? null : new Date(waiting.oldestAt).toISOString(),
+        });
+        alarm(FISCAL_ALARMS.lotteryLow, lotteryLow, 'the register has few lottery numbers left: ask the tax office for more', {
+          lotteryLeft,
+          salesPerDay: Math.round(perDay * 10) / 10,
+          days: settings.lotteryLowDays,
+        });
         for (const row of book.unknownSince(now - settings.alarmUnknownAfterMin * MIN)) {
           book.move(row.id, ['unknown'], { alarmed_at: now });
           outbox.raiseAlarm(

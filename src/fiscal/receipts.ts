@@ -85,7 +85,12 @@ export function dayIn(ms: number, timeZone: string | undefined): string {
 
 export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }, settings: ReceiptBookSettings): ReceiptBook {
   const { db, clock, outbox } = deps;
-  const insert = (row: Omit<ReceiptRow, 'id' | 'attempts' | 'register_id' | 'register_date' | 'offline' | 'claimed_at' | 'issued_at' | 'last_error' | 'alarmed_at'>) =>
+  const insert = (
+    row: Omit<
+      ReceiptRow,
+      'id' | 'attempts' | 'register_id' | 'register_date' | 'offline' | 'claimed_at' | 'issued_at' | 'last_error' | 'alarmed_at'
+    >,
+  ) =>
     prepared(
       db,
       `INSERT INTO receipts (order_id, kind, key, register, state, next_at, request_json, created_at)
@@ -145,10 +150,10 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
     },
 
     due(now, limit) {
-      return prepared(
-        db,
-        "SELECT * FROM receipts WHERE state IN ('queued', 'unknown') AND next_at <= ? ORDER BY next_at, id LIMIT ?",
-      ).all(now, limit) as ReceiptRow[];
+      return prepared(db, "SELECT * FROM receipts WHERE state IN ('queued', 'unknown') AND next_at <= ? ORDER BY next_at, id LIMIT ?").all(
+        now,
+        limit,
+      ) as ReceiptRow[];
     },
 
     get: (id) => prepared(db, 'SELECT * FROM receipts WHERE id = ?').get(id) as ReceiptRow | undefined,
@@ -205,7 +210,13 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
     },
 
     issuedOf(row) {
-      return { registerId: row.register_id ?? '', registerDate: row.register_date ?? '', qrData: null, lottery: null, offline: row.offline === 1 };
+      return {
+        registerId: row.register_id ?? '',
+        registerDate: row.register_date ?? '',
+        qrData: null,
+        lottery: null,
+        offline: row.offline === 1,
+      };
     },
   };
 }

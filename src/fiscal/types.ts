@@ -80,10 +80,7 @@ export type RegisterOutcome =
  * - `unknown`: it cannot tell now (unreachable, or the register has no way to ask): try later;
  *   never issue again meanwhile.
  */
-export type LookupOutcome =
-  | { kind: 'found'; receipt: IssuedReceipt }
-  | { kind: 'absent' }
-  | { kind: 'unknown'; message: string };
+export type LookupOutcome = { kind: 'found'; receipt: IssuedReceipt } | { kind: 'absent' } | { kind: 'unknown'; message: string };
 
 /** The register's health, for alarms, the selftest, telemetry and /metrics. */
 export interface RegisterStatus {

@@ -15,8 +15,7 @@ export interface FiscalWorkerSettings {
 
 /** What the customer's result screen shows of an order's receipt. */
 export type ScreenReceipt =
-  | { status: 'issued'; qrData: string | null; lottery: string | null }
-  | { status: 'pending'; qrData: null; lottery: null };
+  { status: 'issued'; qrData: string | null; lottery: string | null } | { status: 'pending'; qrData: null; lottery: null };
 
 export interface FiscalWorker {
   /** Start-up, before the first pass: a receipt left `sending` has an unknown outcome. Returns how many. */
@@ -115,7 +114,13 @@ export function createFiscalWorker(
 
   function rejected(row: ReceiptRow, code: string, message: string): void {
     inTransaction(db, () => {
-      if (!book.move(row.id, ['sending', 'unknown', 'queued'], { state: 'rejected', last_error: `${code}: ${message}`, alarmed_at: clock.now() }))
+      if (
+        !book.move(row.id, ['sending', 'unknown', 'queued'], {
+          state: 'rejected',
+          last_error: `${code}: ${message}`,
+          alarmed_at: clock.now(),
+        })
+      )
         return;
       outbox.raiseAlarm(
         `receipt_rejected/${row.order_id}`,
@@ -143,7 +148,9 @@ export function createFiscalWorker(
       case 'unavailable':
         // It certainly did not reach the register: the same request may be sent again.
         unreached(outcome.message);
-        inTransaction(db, () => book.move(row.id, ['sending'], { state: 'queued', next_at: now + backoff(outcome.retryAfterMs), last_error: outcome.message }));
+        inTransaction(db, () =>
+          book.move(row.id, ['sending'], { state: 'queued', next_at: now + backoff(outcome.retryAfterMs), last_error: outcome.message }),
+        );
         return false;
       case 'unknown':
         unreached(outcome.message);
@@ -151,7 +158,10 @@ export function createFiscalWorker(
           if (book.move(row.id, ['sending'], { state: 'unknown', next_at: now + settings.lookupEveryMs, last_error: outcome.message }))
             outbox.event('receipt.unknown', { orderId: row.order_id, kind: row.kind, key: row.key, detail: outcome.message });
         });
-        log.warn({ orderId: row.order_id, kind: row.kind, detail: outcome.message }, 'receipt outcome unknown: the register is asked before any retry');
+        log.warn(
+          { orderId: row.order_id, kind: row.kind, detail: outcome.message },
+          'receipt outcome unknown: the register is asked before any retry',
+        );
         return false;
     }
   }
@@ -243,7 +253,9 @@ export function createFiscalWorker(
       if (entry) return { status: 'issued', qrData: entry.qrData, lottery: entry.lottery };
       const sale = book.saleOf(orderId);
       if (!sale) return null;
-      return sale.state === 'issued' ? { status: 'issued', qrData: null, lottery: null } : { status: 'pending', qrData: null, lottery: null };
+      return sale.state === 'issued'
+        ? { status: 'issued', qrData: null, lottery: null }
+        : { status: 'pending', qrData: null, lottery: null };
     },
     unreachableSince: () => downSince,
     lastAnsweredAt: () => answeredAt,

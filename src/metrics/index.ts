@@ -27,7 +27,11 @@ export const COUNTER_METRICS: Record<string, { metric: string; help: string; lab
   },
   outbox_rejected: { metric: 'vendgate_mqtt_messages_rejected_total', help: 'MQTT messages the broker refused.' },
   receipts_issued: { metric: 'vendgate_receipts_total', help: 'Fiscal receipts the register issued, by kind.', labels: { kind: 'sale' } },
-  receipts_returned: { metric: 'vendgate_receipts_total', help: 'Fiscal receipts the register issued, by kind.', labels: { kind: 'return' } },
+  receipts_returned: {
+    metric: 'vendgate_receipts_total',
+    help: 'Fiscal receipts the register issued, by kind.',
+    labels: { kind: 'return' },
+  },
 };
 
 /** Paid → end of the vend: seconds a customer waits once the money is seen. */

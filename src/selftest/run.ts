@@ -106,7 +106,8 @@ export async function runSelftest(
       ),
       bounded('fiscal', timeoutMs + 1_000, 'check the fiscal register', async () => {
         // Outside the service a real register is built from the settings (and closed); the sandbox lives in the service.
-        const own = deps.live || settings.fiscal.register === 'sandbox' ? null : await createRegister(settings, { clock, logger }).catch(() => null);
+        const own =
+          deps.live || settings.fiscal.register === 'sandbox' ? null : await createRegister(settings, { clock, logger }).catch(() => null);
         try {
           return await checkFiscal(settings, { db: database.db, now: clock.now(), register: deps.live?.fiscal ?? own });
         } finally {

@@ -115,7 +115,13 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   const orders = deps.orderRepository;
   const transitions = createTransitions(orders);
   const jobs = createVendJobRepository(db);
-  const settlement = createSettlement({ db, clock, outbox, orderRepository: orders, ...(deps.receipts ? { receipts: deps.receipts } : {}) });
+  const settlement = createSettlement({
+    db,
+    clock,
+    outbox,
+    orderRepository: orders,
+    ...(deps.receipts ? { receipts: deps.receipts } : {}),
+  });
   const { queueRefund, markUncertain } = settlement;
   const crash = deps.crashPoint ?? (() => {});
   let running: Promise<void> | null = null;

@@ -54,7 +54,10 @@ describe('sandbox fiscal register', () => {
     if (sale.kind !== 'issued') throw new Error('expected issued');
     expect((await register.returnReceipt(sale.receipt, request('k3'), 'k3-return')).kind).toBe('issued');
     expect((await register.returnReceipt(sale.receipt, request('k3'), 'k3-return')).kind).toBe('issued');
-    expect(await register.returnReceipt(sale.receipt, request('k3'), 'k3-return-again')).toMatchObject({ kind: 'rejected', code: 'already_returned' });
+    expect(await register.returnReceipt(sale.receipt, request('k3'), 'k3-return-again')).toMatchObject({
+      kind: 'rejected',
+      code: 'already_returned',
+    });
   });
 
   it('faults: an outage is unavailable (lookup unknown), a lost answer committed, a timeout did not', async () => {

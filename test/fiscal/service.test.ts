@@ -12,7 +12,11 @@ describe('fiscal receipts in the running service', () => {
   });
 
   const post = (url: string, body?: unknown) =>
-    fetch(url, { method: 'POST', headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });
+    fetch(url, {
+      method: 'POST',
+      headers: body ? { 'content-type': 'application/json' } : {},
+      body: body ? JSON.stringify(body) : undefined,
+    });
 
   it('the sandbox register issues one receipt for a vend: QR on the result screen, counted in /metrics, nothing of it stored', async () => {
     svc = await startService({ config: { fiscal: { register: 'sandbox' }, kiosk: { resultScreenSec: 60 } } });

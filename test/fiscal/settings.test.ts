@@ -42,7 +42,10 @@ describe('fiscal settings', () => {
     ]);
     const ok = parseSettings({
       device,
-      fiscal: { register: 'ebarimt', ebarimt: { url: 'http://127.0.0.1:7080', merchantTin: '1234567', posNo: '10001', districtCode: '3505' } },
+      fiscal: {
+        register: 'ebarimt',
+        ebarimt: { url: 'http://127.0.0.1:7080', merchantTin: '1234567', posNo: '10001', districtCode: '3505' },
+      },
     });
     expect(ok.fiscal.ebarimt).toMatchObject({ vatPayer: true, cityTax: false, classificationCode: '2111000', branchNo: '001' });
   });
@@ -54,7 +57,9 @@ describe('fiscal settings', () => {
       const fiscal = { register: 'webkassa', webkassa: { url: 'https://devkkm.example.kz', cashboxId: 'SWK00001' } };
       writeFileSync(path, stringify({ device, fiscal: { ...fiscal, webkassa: { ...fiscal.webkassa, token: 'in-the-file' } } }));
       const refused = problems(() => loadSettings({ path, env: { VENDGATE_FISCAL_WEBKASSA_TOKEN: 't0ken' } }));
-      expect(refused).toEqual([expect.stringMatching(/^fiscal\.webkassa\.token: secrets are not read from the file; set VENDGATE_FISCAL_WEBKASSA_TOKEN/)]);
+      expect(refused).toEqual([
+        expect.stringMatching(/^fiscal\.webkassa\.token: secrets are not read from the file; set VENDGATE_FISCAL_WEBKASSA_TOKEN/),
+      ]);
       expect(refused.join(' ')).not.toContain('in-the-file');
       writeFileSync(path, stringify({ device, fiscal }));
       expect(problems(() => loadSettings({ path, env: {} }))).toEqual([

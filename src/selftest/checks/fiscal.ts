@@ -26,8 +26,16 @@ export async function checkFiscal(
     try {
       const status = await deps.register.status();
       const lottery = status.lotteryLeft === null ? '' : `; ${status.lotteryLeft} lottery numbers left`;
-      if (!status.reachable) results.push((stops ? fail : warn)('fiscal.register', `${fiscal.register}: not reachable (${status.detail})`, hint));
-      else if (!status.ready) results.push(fail('fiscal.register', `${fiscal.register}: reachable but not ready (${status.detail})`, 'activate the register for this merchant'));
+      if (!status.reachable)
+        results.push((stops ? fail : warn)('fiscal.register', `${fiscal.register}: not reachable (${status.detail})`, hint));
+      else if (!status.ready)
+        results.push(
+          fail(
+            'fiscal.register',
+            `${fiscal.register}: reachable but not ready (${status.detail})`,
+            'activate the register for this merchant',
+          ),
+        );
       else results.push(pass('fiscal.register', `${fiscal.register}: ready (${status.detail})${lottery}`));
     } catch (err) {
       results.push(warn('fiscal.register', `${fiscal.register}: ${describeError(err)}`, hint));
@@ -36,10 +44,19 @@ export async function checkFiscal(
   const hasTable = deps.db?.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'receipts'").get();
   if (!deps.db || !hasTable) return [...results, pass('fiscal.receipts', 'no receipts yet')];
   const row = deps.db
-    .prepare("SELECT count(*) AS n, min(created_at) AS oldest, sum(state = 'rejected') AS r FROM receipts WHERE state IN ('queued', 'sending', 'unknown', 'rejected')")
+    .prepare(
+      "SELECT count(*) AS n, min(created_at) AS oldest, sum(state = 'rejected') AS r FROM receipts WHERE state IN ('queued', 'sending', 'unknown', 'rejected')",
+    )
     .get() as { n: number; oldest: number | null; r: number | null };
   const waitingMin = row.oldest === null ? 0 : Math.round((deps.now - row.oldest) / 60_000);
-  if (row.r) results.push(warn('fiscal.receipts', `${row.r} receipt(s) refused by the register`, 'issue them by hand in the register (alarm receipt_rejected/<order>)'));
+  if (row.r)
+    results.push(
+      warn(
+        'fiscal.receipts',
+        `${row.r} receipt(s) refused by the register`,
+        'issue them by hand in the register (alarm receipt_rejected/<order>)',
+      ),
+    );
   else if (row.n > 0 && waitingMin >= fiscal.alarmWaitingAfterMin)
     results.push(warn('fiscal.receipts', `${row.n} receipt(s) waiting, the oldest for ${waitingMin} min`, hint));
   else results.push(pass('fiscal.receipts', row.n ? `${row.n} receipt(s) on their way` : 'every receipt issued'));

@@ -16,7 +16,11 @@ describe('crash around a fiscal receipt call', () => {
   });
 
   const post = (url: string, body?: unknown) =>
-    fetch(url, { method: 'POST', headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });
+    fetch(url, {
+      method: 'POST',
+      headers: body ? { 'content-type': 'application/json' } : {},
+      body: body ? JSON.stringify(body) : undefined,
+    });
 
   it.each(['after_receipt_claim', 'after_receipt_call'])('SIGKILL %s: one receipt after the restart', async (point) => {
     svc = await startService({ config: { fiscal: { register: 'sandbox', lookupEveryMs: 200 } }, env: { VENDGATE_CRASH_AT: point } });
