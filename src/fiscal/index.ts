@@ -7,7 +7,7 @@ import type { Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
-import type { FiscalSettings } from '../settings/sections/fiscal.js';
+import type { FiscalSettings } from '../settings/index.js';
 import type { FiscalRegister } from './types.js';
 import { createReceiptBook, type ReceiptBook, type SoldOrder } from './receipts.js';
 import { createFiscalWorker, type FiscalWorker, type ScreenReceipt } from './worker.js';

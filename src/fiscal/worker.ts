@@ -212,15 +212,15 @@ export function createFiscalWorker(
     let outcome: RegisterOutcome;
     try {
       outcome =
-        row.kind === 'sale'
+        original === null
           ? await register.issue(request)
-          : await register.returnReceipt(original!, { ...request, key: request.key.replace(/-return$/, '-sale') }, row.key);
+          : await register.returnReceipt(original, { ...request, key: request.key.replace(/-return$/, '-sale') }, row.key);
     } catch (err) {
       // Whatever failed, the register may have committed: asked by key before any retry.
       outcome = { kind: 'unknown', message: errorMessage(err) };
     }
     crash('after_receipt_call');
-    return settle(book.get(row.id)!, outcome);
+    return settle(book.get(row.id) ?? row, outcome);
   }
 
   async function runOnce(): Promise<void> {

@@ -184,7 +184,7 @@ function withoutSecrets(raw: Record<string, unknown>, problems: string[]): Recor
  */
 function holderOf(root: Record<string, unknown>, path: string, create: boolean): { holder: Record<string, unknown> | null; key: string } {
   const parts = path.split('.');
-  const key = parts.pop()!;
+  const key = parts.pop() ?? path;
   let holder: unknown = root;
   for (const part of parts) {
     const level = holder as Record<string, unknown>;
