@@ -66,6 +66,8 @@ export interface ReceiptBook {
   move(id: number, from: ReceiptState[], fields: Partial<ReceiptRow>): boolean;
   /** queued → sending with one more attempt. The caller commits it durably before the call. */
   claim(id: number, now: number): boolean;
+  /** The register answers again: every receipt waiting for it is due now (the backlog drains at its pace). */
+  expedite(now: number): number;
   /** Crash recovery: a receipt that was being sent has an unknown outcome (asked about, never re-sent blindly). */
   recover(): number;
   /** Receipts still owed, and the creation time of the oldest. */
@@ -173,6 +175,10 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
           "UPDATE receipts SET state = 'sending', attempts = attempts + 1, claimed_at = ? WHERE id = ? AND state = 'queued'",
         ).run(now, id).changes === 1
       );
+    },
+
+    expedite(now) {
+      return prepared(db, "UPDATE receipts SET next_at = ? WHERE state IN ('queued', 'unknown') AND next_at > ?").run(now, now).changes;
     },
 
     recover() {

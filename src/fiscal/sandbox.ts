@@ -33,6 +33,8 @@ export interface SandboxRegisterFaults {
   timeOutNext(n: number): void;
   /** Replaces the fault rates. */
   rates(rates: { lostAnswerRate?: number; timeoutRate?: number }): void;
+  /** Receipts per second at most from now on (0: no limit). */
+  pace(perSecond: number): void;
 }
 
 export interface SandboxRegisterRow {
@@ -88,6 +90,7 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
   let loseNext = 0;
   let timeOutNext = 0;
   let nextFreeAt = 0;
+  let perSecond = settings.perSecond ?? 0;
   let lastSentAt: number | null = null;
 
   const down = () => outageUntil !== null && clock.now() < outageUntil;
@@ -102,7 +105,6 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
   /** Before the commit: an outage, the pace, or a timeout means the register holds nothing new. */
   function refusedBeforeCommit(): RegisterOutcome | null {
     if (down()) return { kind: 'unavailable', message: 'sandbox register: connection refused (outage)' };
-    const perSecond = settings.perSecond ?? 0;
     if (perSecond > 0 && clock.now() < nextFreeAt)
       return { kind: 'unavailable', message: 'sandbox register: busy', retryAfterMs: nextFreeAt - clock.now() };
     if (timeOutNext > 0 || random() < timeoutRate) {
@@ -114,7 +116,6 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
 
   /** After the commit: the answer may be lost on its way back. */
   function answer(row: SandboxRegisterRow): RegisterOutcome {
-    const perSecond = settings.perSecond ?? 0;
     if (perSecond > 0) nextFreeAt = clock.now() + Math.ceil(1000 / perSecond);
     lastSentAt = clock.now();
     if (loseNext > 0 || random() < lostRate) {
@@ -156,6 +157,9 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
       },
       timeOutNext(n) {
         timeOutNext = n;
+      },
+      pace(n) {
+        perSecond = n;
       },
       rates(rates) {
         if (rates.lostAnswerRate !== undefined) lostRate = rates.lostAnswerRate;

@@ -73,18 +73,27 @@ export function createFiscalWorker(
   let lastError: string | null = null;
 
   let answeredAt: number | null = null;
+  /** A register that said "come back at" (its pace) is not called before then. */
+  let pausedUntil = 0;
   const reached = () => {
+    const wasDown = downSince !== null;
     failures = 0;
     downSince = null;
     answeredAt = clock.now();
+    // Back after an outage: what waited for it goes now, not at each receipt's own backoff time.
+    if (wasDown) {
+      const due = inTransaction(db, () => book.expedite(clock.now()));
+      if (due) log.info({ receipts: due }, 'the fiscal register answers again: sending what waited');
+    }
   };
   const unreached = (message: string) => {
     failures += 1;
     downSince ??= clock.now();
     lastError = message;
   };
+  /** The register's own retry time where it gives one, else doubling from 500 ms up to retryMaxMs. */
   const backoff = (retryAfterMs?: number) =>
-    Math.min(settings.retryMaxMs, Math.max(retryAfterMs ?? 0, 500 * 2 ** Math.min(failures - 1, 16)));
+    Math.min(settings.retryMaxMs, retryAfterMs ?? 500 * 2 ** Math.min(Math.max(failures - 1, 0), 16));
 
   function remember(orderId: number, receipt: IssuedReceipt): void {
     const now = clock.now();
@@ -146,8 +155,10 @@ export function createFiscalWorker(
         rejected(row, outcome.code, outcome.message);
         return true;
       case 'unavailable':
-        // It certainly did not reach the register: the same request may be sent again.
-        unreached(outcome.message);
+        // It certainly did not reach the register: the same request may be sent again. A register
+        // that says when to come back (busy, its own pace) answers: it is not counted as down.
+        if (outcome.retryAfterMs === undefined) unreached(outcome.message);
+        else pausedUntil = now + outcome.retryAfterMs;
         inTransaction(db, () =>
           book.move(row.id, ['sending'], { state: 'queued', next_at: now + backoff(outcome.retryAfterMs), last_error: outcome.message }),
         );
@@ -224,6 +235,7 @@ export function createFiscalWorker(
   }
 
   async function runOnce(): Promise<void> {
+    if (clock.now() < pausedUntil) return;
     for (const row of book.due(clock.now(), PASS_LIMIT)) {
       if (stopped) return;
       const goOn = await send(row);
@@ -233,7 +245,11 @@ export function createFiscalWorker(
 
   return {
     recover() {
-      const n = inTransaction(db, () => book.recover());
+      // At start every receipt still owed is tried at once, whatever backoff it had before.
+      const n = inTransaction(db, () => {
+        book.expedite(clock.now());
+        return book.recover();
+      });
       if (n) log.warn({ receipts: n }, 'receipts interrupted by a restart: the register is asked about each before any retry');
       return n;
     },
