@@ -37,8 +37,16 @@ const { values } = parseArgs({
     'backlog-hours': { type: 'string', default: '72' },
     pace: { type: 'string', default: '5' },
     keep: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
   },
 });
+if (values.help) {
+  console.log(`node scripts/soak/receipts.mjs [--sales 1000] [--lost 0.2] [--seed 7] [--backlog-hours 72] [--pace 5] [--keep]
+  The fiscal receipts soak (after npm run build): sales with register answers lost after commit and
+  outages, then a backlog that drains at the register's pace; prints a JSON report, exit 1 on any
+  violation of "one receipt per delivered vend, one return per refunded receipted sale".`);
+  process.exit(0);
+}
 const SALES = Number(values.sales);
 const LOST = Number(values.lost);
 const BACKLOG_HOURS = Number(values['backlog-hours']);
