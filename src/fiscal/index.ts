@@ -7,6 +7,7 @@ import type { Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
+import { ErrorCodes, VendgateError } from '../util/errors.js';
 import type { FiscalSettings } from '../settings/index.js';
 import type { FiscalRegister } from './types.js';
 import { createReceiptBook, type ReceiptBook, type SoldOrder } from './receipts.js';
@@ -50,7 +51,10 @@ export async function createRegister(
     //   case 'webkassa': return (await import('./webkassa/index.js')).createWebkassaRegister(deps, { ...fiscal.webkassa });
     case 'ebarimt':
     case 'webkassa':
-      throw new Error(`fiscal.register ${fiscal.register}: this build has no ${fiscal.register} adapter yet`);
+      throw new VendgateError(
+        ErrorCodes.CONFIG_INVALID,
+        `fiscal.register: ${fiscal.register}: this build has no ${fiscal.register} adapter; use none or sandbox`,
+      );
   }
 }
 
