@@ -132,9 +132,10 @@ export function createFiscal(deps: FiscalDeps, settings: FiscalSettings): Fiscal
     },
     { lookupEveryMs: settings.lookupEveryMs, retryMaxMs: settings.retryMaxMs },
   );
+  const monitorSettings = { ...settings, offlineHoursLimit: settings.webkassa.offlineHoursLimit };
   const monitor = createFiscalMonitor(
     { db, clock, logger, outbox, register, book, worker, ...(deps.stopSales ? { stopSales: deps.stopSales } : {}) },
-    settings,
+    monitorSettings,
   );
   let timer: NodeJS.Timeout | null = null;
   let kicked: NodeJS.Immediate | null = null;

@@ -14,6 +14,8 @@ export interface FiscalMonitorSettings {
   stopSalesAfterHours: number;
   /** How often the register's status (lottery numbers left) is asked. */
   statusEveryMs?: number;
+  /** A register that works offline (Kazakhstan) stops by law after this many hours [72]. */
+  offlineHoursLimit?: number;
 }
 
 /** What the screen, telemetry, /metrics and the selftest read of the fiscal path. */
@@ -36,6 +38,7 @@ export const FISCAL_ALARMS = {
   unreachable: 'fiscal_register_unreachable',
   waiting: 'fiscal_receipts_waiting',
   lotteryLow: 'fiscal_lottery_low',
+  offline: 'fiscal_register_offline',
   unknown: (orderId: number) => `receipt_unknown/${orderId}`,
 } as const;
 
@@ -133,6 +136,17 @@ export function createFiscalMonitor(
           salesPerDay: Math.round(perDay * 10) / 10,
           days: settings.lotteryLowDays,
         });
+        const offlineFor = status?.offlineSince == null ? 0 : now - status.offlineSince;
+        const limitH = settings.offlineHoursLimit ?? 72;
+        alarm(
+          FISCAL_ALARMS.offline,
+          offlineFor >= settings.alarmUnreachableAfterMin * MIN,
+          'the fiscal register works offline (its tax-data operator is not reached): it stops issuing receipts at its offline limit',
+          {
+            offlineSince: status?.offlineSince == null ? null : new Date(status.offlineSince).toISOString(),
+            hoursLeft: Math.max(0, Math.round((limitH * 3_600_000 - offlineFor) / 360_000) / 10),
+          },
+        );
         for (const row of book.unknownSince(now - settings.alarmUnknownAfterMin * MIN)) {
           book.move(row.id, ['unknown'], { alarmed_at: now });
           outbox.raiseAlarm(

@@ -35,6 +35,8 @@ export interface SandboxRegisterFaults {
   rates(rates: { lostAnswerRate?: number; timeoutRate?: number }): void;
   /** Receipts per second at most from now on (0: no limit). */
   pace(perSecond: number): void;
+  /** Works offline since this time (a Kazakh register that cannot reach its operator); null: online. */
+  offlineSince(ms: number | null): void;
 }
 
 export interface SandboxRegisterRow {
@@ -91,6 +93,7 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
   let timeOutNext = 0;
   let nextFreeAt = 0;
   let perSecond = settings.perSecond ?? 0;
+  let offlineSince: number | null = null;
   let lastSentAt: number | null = null;
 
   const down = () => outageUntil !== null && clock.now() < outageUntil;
@@ -99,7 +102,7 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
     registerDate: row.register_date,
     qrData: `SANDBOX-FISCAL|${row.register_id}|${row.total}|${row.register_date}`,
     lottery: row.lottery,
-    offline: false,
+    offline: offlineSince !== null,
   });
 
   /** Before the commit: an outage, the pace, or a timeout means the register holds nothing new. */
@@ -161,6 +164,9 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
       pace(n) {
         perSecond = n;
       },
+      offlineSince(ms) {
+        offlineSince = ms;
+      },
       rates(rates) {
         if (rates.lostAnswerRate !== undefined) lostRate = rates.lostAnswerRate;
         if (rates.timeoutRate !== undefined) timeoutRate = rates.timeoutRate;
@@ -203,7 +209,7 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
         ready: true,
         lotteryLeft: lotteryLeft(),
         lastSentAt,
-        offlineSince: null,
+        offlineSince,
         detail: reachable ? 'sandbox register (no tax office)' : 'sandbox register: outage',
       };
     },

@@ -37,6 +37,21 @@ describe('fiscal receipts in operation', () => {
     expect(h.register.held()).toHaveLength(4);
   });
 
+  it('a register working offline raises fiscal_register_offline with the hours left, cleared once it is online', async () => {
+    h = buildFiscalCore({ fiscal: { alarmUnreachableAfterMin: 15, webkassa: { offlineHoursLimit: 72 } } });
+    h.register.faults.offlineSince(h.clock.now());
+    await h.pass();
+    h.clock.advance(60 * 60_000);
+    await h.pass();
+    expect(h.alarms()).toEqual(['fiscal_register_offline']);
+    const alarm = h.node.outbox.pending(100).find((r) => r.topic === 'alarms/fiscal_register_offline')!;
+    expect(JSON.parse(alarm.payload)).toMatchObject({ hoursLeft: 71 });
+    h.register.faults.offlineSince(null);
+    h.clock.advance(60_000);
+    await h.pass();
+    expect(h.alarms()).toEqual([]);
+  });
+
   it('the selftest names the register, the receipts waiting, and fails only where sales would stop', async () => {
     h = buildFiscalCore();
     await h.sell();
