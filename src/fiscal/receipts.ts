@@ -57,7 +57,10 @@ export interface ReceiptBook {
   sold(order: SoldOrder, soldAt: number): void;
   /** A refund of the order completed: if a sale receipt is owed or issued, its full return is owed. Caller owns the tx. */
   refunded(orderId: number): void;
-  /** Rows the worker should look at now (queued or unknown, due), oldest first. */
+  /**
+   * Rows the worker should look at now (queued or unknown, due), oldest first; only those queued for
+   * this register: a receipt owed to another one (the setting changed) is never sent to this one.
+   */
   due(now: number, limit: number): ReceiptRow[];
   get(id: number): ReceiptRow | undefined;
   /** The sale receipt of an order, if one is owed or was issued. */
@@ -152,10 +155,10 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
     },
 
     due(now, limit) {
-      return prepared(db, "SELECT * FROM receipts WHERE state IN ('queued', 'unknown') AND next_at <= ? ORDER BY next_at, id LIMIT ?").all(
-        now,
-        limit,
-      ) as ReceiptRow[];
+      return prepared(
+        db,
+        "SELECT * FROM receipts WHERE state IN ('queued', 'unknown') AND next_at <= ? AND register = ? ORDER BY next_at, id LIMIT ?",
+      ).all(now, settings.register, limit) as ReceiptRow[];
     },
 
     get: (id) => prepared(db, 'SELECT * FROM receipts WHERE id = ?').get(id) as ReceiptRow | undefined,
@@ -191,16 +194,16 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
     waiting() {
       const row = prepared(
         db,
-        "SELECT count(*) AS n, sum(state = 'unknown') AS u, min(created_at) AS oldest FROM receipts WHERE state IN ('queued', 'sending', 'unknown')",
-      ).get() as { n: number; u: number | null; oldest: number | null };
+        "SELECT count(*) AS n, sum(state = 'unknown') AS u, min(created_at) AS oldest FROM receipts WHERE state IN ('queued', 'sending', 'unknown') AND register = ?",
+      ).get(settings.register) as { n: number; u: number | null; oldest: number | null };
       return { count: row.n, unknown: row.u ?? 0, oldestAt: row.oldest };
     },
 
     unknownSince(before) {
       return prepared(
         db,
-        "SELECT * FROM receipts WHERE state = 'unknown' AND alarmed_at IS NULL AND coalesce(claimed_at, created_at) <= ?",
-      ).all(before) as ReceiptRow[];
+        "SELECT * FROM receipts WHERE state = 'unknown' AND alarmed_at IS NULL AND coalesce(claimed_at, created_at) <= ? AND register = ?",
+      ).all(before, settings.register) as ReceiptRow[];
     },
 
     salesPerDay(now, days) {
