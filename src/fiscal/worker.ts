@@ -134,7 +134,7 @@ export function createFiscalWorker(
       outbox.raiseAlarm(
         `receipt_rejected/${row.order_id}`,
         'critical',
-        'the fiscal register refused a receipt: issue it by hand in the register, then clear this alarm',
+        'the fiscal register refused a receipt and it is not retried: issue it by hand in the register (the reason is in the receipts table, last_error)',
         { orderId: row.order_id, kind: row.kind, key: row.key, code, message },
       );
       outbox.event('receipt.rejected', { orderId: row.order_id, kind: row.kind, key: row.key, code, message });
