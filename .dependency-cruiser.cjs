@@ -58,6 +58,28 @@ module.exports = {
       to: { path: ['^src/(ledger|channels|orders|vend|money|outbox|mqtt|kiosk|hardware)/'] },
     },
     {
+      name: 'money-path-never-waits-on-the-register',
+      severity: 'error',
+      comment:
+        'A vend never waits for a fiscal register: orders, ledger, vend and money write the receipt row through their ReceiptPort (src/vend/settlement.ts), passed in by app.ts; they never import fiscal/ (its worker, its registers).',
+      from: { path: moneyPath },
+      to: { path: '^src/fiscal/' },
+    },
+    {
+      name: 'fiscal-issues-receipts-decides-no-money',
+      severity: 'error',
+      comment:
+        'fiscal/ issues receipts for what the money path settled; it imports no money path, channel, listener, device, hardware, payment adapter or simulator (payments/ types and its HTTP client are allowed): it is told through its ports (ReceiptPort, stopSales).',
+      from: { path: '^src/fiscal/' },
+      to: {
+        path: [
+          '^src/(orders|ledger|vend|money|channels|mqtt|kiosk|device|hardware|simulator|relay|selftest|cli)/',
+          '^src/payments/(gerege|qutpay|sandbox)/',
+          '^src/app\\.ts$',
+        ],
+      },
+    },
+    {
       name: 'simulator-shares-nothing-with-payments',
       severity: 'error',
       comment:

@@ -66,6 +66,7 @@ import {
   type StateChanges,
 } from './device/index.js';
 import { createCatalog, type Catalog } from './catalog/index.js';
+import { createFiscal, createRegister, type Fiscal } from './fiscal/index.js';
 
 export interface AppDeps {
   clock?: Clock;
@@ -104,6 +105,8 @@ export interface AppContext {
   inputs: HardwareInputs;
   view: DeviceView;
   catalog: Catalog;
+  /** Fiscal receipts; null with `fiscal.register: none`. */
+  fiscal: Fiscal | null;
 }
 
 export interface App {
@@ -357,8 +360,42 @@ async function buildHardware({ settings, deps, clock, logger }: Base, { catalog 
   return { actuator, inputs };
 }
 
+/**
+ * Fiscal receipts (src/fiscal/): the register the settings name and the worker that issues each
+ * receipt once; null with `fiscal.register: none`. After too long without receipts (if set) it
+ * stops new orders through the availability.
+ */
+async function buildFiscal(
+  { settings, deps, clock, logger }: Base,
+  { db, outbox }: Store,
+  { availability, changes }: Shared,
+): Promise<Fiscal | null> {
+  const register = await createRegister(settings, { clock, logger });
+  if (!register) return null;
+  return createFiscal(
+    {
+      db,
+      clock,
+      logger,
+      outbox,
+      register,
+      stopSales: (detail) => (detail ? availability.set('fiscal', detail) : availability.clear('fiscal')),
+      onChange: changes.notify,
+      ...(deps.crashPoint ? { crashPoint: deps.crashPoint } : {}),
+    },
+    settings.fiscal,
+  );
+}
+
 /** The money path, composed once (src/money/): ledger, orders, vend jobs, refunds, reconciliation. */
-function buildMoneyPath(base: Base, store: Store, shared: Shared, { provider }: Payments, { actuator }: Hardware): MoneyPath {
+function buildMoneyPath(
+  base: Base,
+  store: Store,
+  shared: Shared,
+  { provider }: Payments,
+  { actuator }: Hardware,
+  fiscal: Fiscal | null,
+): MoneyPath {
   const { settings, deps, clock, logger } = base;
   const { catalog, metrics, changes } = shared;
   const seen = { catalogGeneration: catalog.generation() };
@@ -394,6 +431,7 @@ function buildMoneyPath(base: Base, store: Store, shared: Shared, { provider }: 
       },
       hooks: { crashPoint: deps.crashPoint },
       orphanCandidates: referencedInvoicesIn(store.db),
+      ...(fiscal ? { receipts: fiscal.receipts } : {}),
     },
     settings,
   );
@@ -492,6 +530,7 @@ function buildDevice(
   { actuator, inputs }: Hardware,
   { orders, vend, refunds }: MoneyPath,
   { poller }: Channels,
+  fiscal: Fiscal | null,
   served: Served,
 ): Device {
   const notify = changes.notify;
@@ -509,6 +548,7 @@ function buildDevice(
     notify,
     metrics,
     storage,
+    ...(fiscal ? { fiscal } : {}),
   });
   const control = createDeviceControl({
     device: settings.device,
@@ -526,7 +566,7 @@ function buildDevice(
     selftest: {
       settings,
       clock,
-      live: { db, provider, actuator, inputs },
+      live: { db, provider, actuator, inputs, ...(fiscal ? { fiscal: fiscal.register } : {}) },
       urls: () => served.urls,
       source: deps.configSource ?? '(in memory)',
       environment: deps.configEnvironment ?? [],
@@ -549,12 +589,15 @@ async function recover(
   { actuator, inputs }: Hardware,
   money: MoneyPath,
   { webhooks }: Channels,
+  fiscal: Fiscal | null,
 ): Promise<void> {
   // A waiting order is read at recovery; the refunds made meanwhile are only seen as events
   // (Gerege), so the Events API goes into the inbox first (the worker processes it once started).
   if (orderRepository.inStates(['creating', 'awaiting_payment']).length > 0) await webhooks.backfill.run('before recovery').catch(() => {});
   // The actuator is started and put in its safe state inside money.recover().
   const recovered = await money.recover({ restored: lineage.restored });
+  // A receipt left mid-call has an unknown outcome: the register is asked about it before any retry.
+  fiscal?.recover();
   if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)
     log.warn(recovered, 'recovered from an interrupted run');
   inputs.on(createHardwareEventHandler({ db, logger, outbox, orders: money.orders, availability, actuator }));
@@ -591,12 +634,20 @@ async function serve(
 }
 
 /** MQTT connects (in the background), then the broker subscription, polling and the money path's timers. */
-async function goLive({ log }: Base, { lineage, storage }: Store, money: MoneyPath, channels: Channels, { mqtt }: Device): Promise<void> {
+async function goLive(
+  { log }: Base,
+  { lineage, storage }: Store,
+  money: MoneyPath,
+  channels: Channels,
+  { mqtt }: Device,
+  fiscal: Fiscal | null,
+): Promise<void> {
   // Connects in the background: a broker that is down never holds up the money path.
   await mqtt.start();
   channels.brokerWebhooks?.start();
   channels.poller.start();
   money.start();
+  fiscal?.start();
   storage.start();
   if (lineage.detail) {
     money.reconciler.compareAllAgain();
@@ -613,6 +664,7 @@ function contextOf(
   { ledger, orders, vend, refunds }: MoneyPath,
   { poller, webhooks }: Channels,
   { view, mqtt }: Device,
+  fiscal: Fiscal | null,
 ): AppContext {
   return {
     settings,
@@ -634,6 +686,7 @@ function contextOf(
     inputs,
     view,
     catalog,
+    fiscal,
   };
 }
 
@@ -645,6 +698,7 @@ interface Running {
   payments: Payments;
   hardware: Hardware;
   money: MoneyPath;
+  fiscal: Fiscal | null;
   channels: Channels;
   device: Device;
   served: Served;
@@ -682,18 +736,19 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     });
     const payments = buildPayments(base, store, shared, claimed);
     const hardware = await buildHardware(base, shared);
-    const money = buildMoneyPath(base, store, shared, payments, hardware);
+    const fiscal = await buildFiscal(base, store, shared);
+    const money = buildMoneyPath(base, store, shared, payments, hardware, fiscal);
     const channels = buildChannels(base, store, shared, payments, money, claimed);
     const served: Served = { urls: {} };
-    const device = buildDevice(base, startedAt, store, shared, payments, hardware, money, channels, served);
-    const context = contextOf(base, store, shared, payments, hardware, money, channels, device);
-    running = { context, claimed, store, payments, hardware, money, channels, device, served, storageAlarms };
+    const device = buildDevice(base, startedAt, store, shared, payments, hardware, money, channels, fiscal, served);
+    const context = contextOf(base, store, shared, payments, hardware, money, channels, device, fiscal);
+    running = { context, claimed, store, payments, hardware, money, fiscal, channels, device, served, storageAlarms };
     // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
     shared.catalog.announce();
 
-    await recover(base, store, shared, hardware, money, channels);
+    await recover(base, store, shared, hardware, money, channels, fiscal);
     const urls = await serve(base, claimed, payments, channels, device, served);
-    await goLive(base, store, money, channels, device);
+    await goLive(base, store, money, channels, device, fiscal);
     // Old finished orders and webhook bodies go in small batches, well after start-up.
     running.retention = createRetention({ db: store.db, clock, logger }, { retentionDays: settings.storage.retentionDays });
     running.retention.start();
@@ -706,6 +761,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
         provider: payments.provider.name,
         actuator: hardware.actuator.kind,
         mode: settings.device.mode,
+        fiscal: settings.fiscal.register,
       },
       'vendgate ready',
     );
@@ -731,6 +787,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await hardware.inputs.stop();
     // The vend in progress and the refund in flight finish (their answers recorded) first.
     await money.stop();
+    // After the money path: a refund completed while stopping has written its receipt row.
+    await running.fiscal?.stop();
     await hardware.actuator.stop();
     await device.mqtt.stop();
     payments.sandbox?.close();

@@ -3,6 +3,7 @@ import { openDatabase } from '../store/index.js';
 import { createOrderRepository, ORDER_STATES, orderView } from '../orders/index.js';
 import { createOutbox } from '../outbox/index.js';
 import { createSettlement } from '../vend/index.js';
+import { receiptBookFor } from '../fiscal/index.js';
 import { systemClock, toIso } from '../util/clock.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
 
@@ -59,11 +60,15 @@ export function resolveCommand(options: { config?: string; order?: string; vende
     throw new UsageError('say exactly one of --vended (the customer got the goods) or --not-vended (refund the customer)');
   const { settings, db } = openFor(options.config, io);
   try {
+    const outbox = createOutbox({ db, clock: systemClock, deviceId: settings.device.id });
+    // A vend resolved as delivered owes its receipt: the row is written here, the service sends it.
+    const receipts = receiptBookFor({ db, clock: systemClock, outbox }, settings.fiscal);
     const settlement = createSettlement({
       db,
       clock: systemClock,
-      outbox: createOutbox({ db, clock: systemClock, deviceId: settings.device.id }),
+      outbox,
       orderRepository: createOrderRepository({ db, clock: systemClock }),
+      ...(receipts ? { receipts } : {}),
     });
     const order = settlement.resolve(orderId, Boolean(options.vended), 'cli');
     print(

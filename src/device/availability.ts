@@ -1,5 +1,5 @@
 /** Why the device may take no orders: one key per source, so each source clears only its own. */
-export type OutOfServiceReason = 'operator' | 'inhibit' | 'fire_alarm' | 'serial_line' | 'storage';
+export type OutOfServiceReason = 'operator' | 'inhibit' | 'fire_alarm' | 'serial_line' | 'storage' | 'fiscal';
 
 /** What the screen, /healthz and MQTT say for a reason set without a detail. */
 const DEFAULT_TEXT: Record<OutOfServiceReason, string> = {
@@ -8,6 +8,7 @@ const DEFAULT_TEXT: Record<OutOfServiceReason, string> = {
   fire_alarm: 'fire alarm: gate held open',
   serial_line: 'no connection to the vending machine',
   storage: 'the card holding the database refuses writes',
+  fiscal: 'fiscal receipts cannot be issued',
 };
 
 /** The prefix of a reason set with a detail ("operator: cleaning"). */
@@ -17,6 +18,7 @@ const LABEL: Record<OutOfServiceReason, string> = {
   fire_alarm: 'fire alarm',
   serial_line: 'serial line',
   storage: 'storage',
+  fiscal: 'fiscal register',
 };
 
 /**

@@ -8,6 +8,7 @@ import type { DeviceTelemetry } from '../mqtt/index.js';
 import type { Catalog } from '../catalog/index.js';
 import type { Availability } from './availability.js';
 import type { StateChanges } from './state-changes.js';
+import type { FiscalSnapshot, ScreenReceipt } from '../fiscal/index.js';
 
 /** The kiosk's phases and the order view's are one set: a phase added on one side only does not compile. */
 export const SAME_PHASES: [Phase] extends [ScreenPhase] ? ([ScreenPhase] extends [Phase] ? true : never) : never = true;
@@ -29,6 +30,8 @@ export interface DeviceViewDeps {
   notify?: () => void;
   /** The card beneath the database: /healthz names it (src/store/storage-health.ts). */
   storage?: { fault(): unknown; describe(): string };
+  /** Fiscal receipts (src/fiscal/): the result screen's QR, telemetry and /metrics. Absent: no register. */
+  fiscal?: { screen(orderId: number): ScreenReceipt | null; snapshot(): FiscalSnapshot };
 }
 
 /** What the screen, /metrics and MQTT telemetry read: derived from the database on every call. */
@@ -86,6 +89,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
       autoStart: settings.kiosk.autoStart,
       resultScreenSec: settings.kiosk.resultScreenSec,
       order: order ? orderView(order, orders.history(order.id)) : null,
+      receipt: order && order.state === 'vended' ? (deps.fiscal?.screen(order.id) ?? null) : null,
       since: new Date(since).toISOString(),
       now: new Date(now).toISOString(),
     };
@@ -110,6 +114,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
         .offered()
         .filter((c) => c.unavailable === 'jammed')
         .map((c) => c.slot),
+      ...(deps.fiscal ? { fiscal: deps.fiscal.snapshot() } : {}),
     };
   }
 
@@ -122,6 +127,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
       openAlarms: t.openAlarms.length,
       providerReachable: t.providerReachable,
       stock: t.stock,
+      ...(t.fiscal ? { receipts: { pending: t.fiscal.pending, oldestAgeSec: t.fiscal.oldestAgeSec, reachable: t.fiscal.reachable } } : {}),
     });
   }
 

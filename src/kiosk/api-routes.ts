@@ -10,12 +10,17 @@ const SLOT_PATTERN = /^[A-Za-z0-9_-]{1,16}$/;
 /** Order ids are SQLite rowids: positive, and small enough to be exact in a JS number. */
 const ORDER_ID_PATTERN = /^[1-9][0-9]{0,15}$/;
 
-export type StateWithQr = DeviceState & { qrSvg: string | null };
+export type StateWithQr = DeviceState & { qrSvg: string | null; receiptQrSvg: string | null };
 
-/** The QR of the current order travels with the state so the page never renders one itself. */
+/** The QRs of the current order (pay, fiscal receipt) travel with the state so the page never renders one itself. */
 export async function withQr(state: DeviceState, qr: QrRenderer): Promise<StateWithQr> {
   const payUrl = state.order?.payUrl;
-  return { ...state, qrSvg: payUrl ? await qr.svg(payUrl) : null };
+  const receiptData = state.receipt?.qrData;
+  return {
+    ...state,
+    qrSvg: payUrl ? await qr.svg(payUrl) : null,
+    receiptQrSvg: receiptData ? await qr.svg(receiptData) : null,
+  };
 }
 
 export function parseCreateBody(body: unknown): { slot?: string } {

@@ -75,6 +75,12 @@ export interface DeviceState {
   resultScreenSec: number;
   /** The order on screen: open, or closed less than resultScreenSec ago. */
   order: OrderView | null;
+  /**
+   * The fiscal receipt of the order on screen: `issued` with what its QR encodes (and eBarimt's
+   * lottery number) while the service still holds them in memory, `pending` while it is on its way
+   * ("the receipt follows"); null where no receipt is owed (no register, no delivered vend).
+   */
+  receipt: { status: 'issued' | 'pending'; qrData: string | null; lottery: string | null } | null;
   /** ISO: when the phase last changed. */
   since: string;
   /** ISO: server time, so the page can correct its countdown for clock differences. */

@@ -26,6 +26,12 @@ export const COUNTER_METRICS: Record<string, { metric: string; help: string; lab
     help: 'MQTT events dropped because the outbox was full (never alarms).',
   },
   outbox_rejected: { metric: 'vendgate_mqtt_messages_rejected_total', help: 'MQTT messages the broker refused.' },
+  receipts_issued: { metric: 'vendgate_receipts_total', help: 'Fiscal receipts the register issued, by kind.', labels: { kind: 'sale' } },
+  receipts_returned: {
+    metric: 'vendgate_receipts_total',
+    help: 'Fiscal receipts the register issued, by kind.',
+    labels: { kind: 'return' },
+  },
 };
 
 /** Paid → end of the vend: seconds a customer waits once the money is seen. */
@@ -40,6 +46,8 @@ export interface MetricsSnapshot {
   providerReachable: boolean;
   /** Counted items per slot; null where a slot was never refilled (not counted). */
   stock: Record<string, number | null>;
+  /** Fiscal receipts owed (absent with no register). */
+  receipts?: { pending: number; oldestAgeSec: number; reachable: boolean };
 }
 
 export interface Metrics {
@@ -108,6 +116,15 @@ export function createMetrics(options: { provider: string }): Metrics {
           .filter((entry): entry is [string, number] => entry[1] !== null)
           .map(([slot, n]) => [{ slot }, n]),
       );
+      if (snapshot.receipts) {
+        family('vendgate_receipts_pending', 'Fiscal receipts owed: queued, being sent or with an unknown outcome.', 'gauge', [
+          [{}, snapshot.receipts.pending],
+        ]);
+        family('vendgate_receipts_oldest_pending_age_seconds', 'Age of the oldest fiscal receipt owed, in seconds (0: none).', 'gauge', [
+          [{}, snapshot.receipts.oldestAgeSec],
+        ]);
+        family('vendgate_fiscal_register_up', '1 when the fiscal register answers.', 'gauge', [[{}, snapshot.receipts.reachable ? 1 : 0]]);
+      }
       lines.push(...paidToActuation.render(), ...providerRequests.render(), ...processMetricLines());
       return `${lines.join('\n')}\n`;
     },

@@ -9,7 +9,7 @@ import type { Actuator } from '../hardware/index.js';
 import { staticCatalog } from '../catalog/index.js';
 import { createLedger, createOrphanSweep, createReconciler, type Ledger, type OrphanCandidate, type Reconciler } from '../ledger/index.js';
 import { createOrderService, type CatalogPort, type OrderRow, type OrderService, type OrderServiceDeps } from '../orders/index.js';
-import { createRefundWorker, createVendRunner, type RefundWorker, type VendRunner } from '../vend/index.js';
+import { createRefundWorker, createVendRunner, type ReceiptPort, type RefundWorker, type VendRunner } from '../vend/index.js';
 
 /**
  * What the money path is built on. The first fields are the order service's own (the money path
@@ -24,6 +24,11 @@ export interface MoneyPathDeps extends Pick<
   catalog?: CatalogPort & { slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void } };
   /** What the rest of the device hears from the money path. */
   events?: MoneyPathEvents;
+  /**
+   * Fiscal receipts (src/fiscal/): a delivered vend and a refund of a receipted sale write their
+   * receipt row in the transaction that settles them. Absent (`fiscal.register: none`): no receipts.
+   */
+  receipts?: ReceiptPort;
   /** Test hooks: crash points and workers driven step by step. */
   hooks?: MoneyPathHooks;
   /**
@@ -136,7 +141,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
     },
   };
   const refunds = createRefundWorker(
-    { db, clock, logger, outbox, orderRepository, provider, ledger },
+    { db, clock, logger, outbox, orderRepository, provider, ledger, ...(deps.receipts ? { receipts: deps.receipts } : {}) },
     {
       checkIntervalMs: Math.max(settings.poll.intervalMs, 1_000),
       unknownAlarmMs: settings.provider.refundUnknownAlarmSec * 1000,
@@ -157,6 +162,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       onSettled: events.vendSettled,
       ...(deps.catalog?.slots ? { slots: deps.catalog.slots } : {}),
       ...(deps.storage ? { storage: deps.storage } : {}),
+      ...(deps.receipts ? { receipts: deps.receipts } : {}),
     },
     {
       mode: settings.device.mode,

@@ -41,6 +41,21 @@ export interface DeviceTelemetry {
   /** Per slot: counted stock, null where the slot was never refilled (not counted). */
   stock: Record<string, number | null>;
   jammedSlots: string[];
+  /**
+   * The fiscal path (absent with `fiscal.register: none`): receipts owed and the age of the oldest,
+   * the register's reachability, eBarimt's lottery numbers left, whether sales are stopped for it.
+   */
+  fiscal?: {
+    register: string;
+    reachable: boolean;
+    pending: number;
+    unknown: number;
+    oldestAgeSec: number;
+    lotteryLeft: number | null;
+    salesPerDay: number;
+    salesStopped: string | null;
+    lastError: string | null;
+  };
 }
 
 /** The device as MQTT sees it. Implemented by the app; every method may be called from a command. */

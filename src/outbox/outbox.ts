@@ -34,7 +34,11 @@ export type EventType =
   | 'slot.cleared'
   | 'stock.refilled'
   | 'stock.sold_out'
-  | 'command.handled';
+  | 'command.handled'
+  | 'receipt.queued'
+  | 'receipt.issued'
+  | 'receipt.unknown'
+  | 'receipt.rejected';
 
 export interface OutboxRow {
   seq: number;

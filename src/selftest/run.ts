@@ -13,6 +13,8 @@ import { checkTunnel } from './checks/tunnel.js';
 import { checkTunnelIngress } from './checks/tunnel-ingress.js';
 import { checkMqtt } from './checks/mqtt.js';
 import { checkHardwareLines } from './checks/hardware.js';
+import { checkFiscal } from './checks/fiscal.js';
+import { createRegister } from '../fiscal/index.js';
 import { storeSelftestResult } from './result-store.js';
 
 export const SELFTEST_REPORT_VERSION = 1;
@@ -71,7 +73,7 @@ export async function runSelftest(
     let mqttReachable = false;
     const hardwareBudget =
       Math.max(timeoutMs, settings.actuator.serial.timeoutMs + 3_000) + (options.actuate ? settings.actuator.vendTimeoutMs : 0);
-    const [disk, providerAndClock, tunnel, mqtt, hardware] = await Promise.all([
+    const [disk, providerAndClock, tunnel, mqtt, hardware, fiscal] = await Promise.all([
       bounded('disk', timeoutMs, 'df -h', () => checkDisk(settings)),
       (async () => {
         const provider = await bounded('provider', timeoutMs + 3_000, providerHint, async () => {
@@ -102,6 +104,16 @@ export async function runSelftest(
       bounded('hardware', hardwareBudget, 'check the wiring', () =>
         checkHardwareLines(settings, { clock, logger, hardware: deps.hardware, live: deps.live }, service, options.actuate ?? false),
       ),
+      bounded('fiscal', timeoutMs + 1_000, 'check the fiscal register', async () => {
+        // Outside the service a real register is built from the settings (and closed); the sandbox lives in the service.
+        const own =
+          deps.live || settings.fiscal.register === 'sandbox' ? null : await createRegister(settings, { clock, logger }).catch(() => null);
+        try {
+          return await checkFiscal(settings, { db: database.db, now: clock.now(), register: deps.live?.fiscal ?? own });
+        } finally {
+          await own?.close?.();
+        }
+      }),
     ]);
     const pending = (() => {
       try {
@@ -121,6 +133,7 @@ export async function runSelftest(
       localListenerCheck(service),
       ...mqtt,
       ...hardware,
+      ...fiscal,
       ...pending,
     ];
     const report: SelftestReport = {

@@ -4,6 +4,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { PaymentProvider } from '../payments/index.js';
 import type { Actuator, HardwareDeps, HardwareInputs } from '../hardware/index.js';
+import type { FiscalRegister } from '../fiscal/index.js';
 
 export type CheckStatus = 'PASS' | 'WARN' | 'FAIL';
 
@@ -41,6 +42,8 @@ export interface LiveComponents {
   provider: PaymentProvider;
   actuator: Actuator;
   inputs: HardwareInputs;
+  /** The service's fiscal register (absent with `fiscal.register: none`). */
+  fiscal?: FiscalRegister;
 }
 
 export interface SelftestDeps {

@@ -21,4 +21,5 @@ export {
   RELAY_PROVIDERS,
   type RelaySettings,
 } from './relay.js';
+export { fiscalSchema, redactUrl, type FiscalSettings } from './sections/fiscal.js';
 export { priceProblems, priceBoundsFor, type PricingSettings, type PriceProblem } from './sections/commands.js';

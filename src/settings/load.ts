@@ -36,6 +36,7 @@ export const SECRET_SETTINGS = [
   /** Comma-separated: all are accepted, so a rotation adds the new one before removing the old. */
   { path: 'provider.webhookSecrets', env: 'VENDGATE_WEBHOOK_SECRETS', list: true },
   { path: 'mqtt.password', env: 'VENDGATE_MQTT_PASSWORD', list: false },
+  { path: 'fiscal.webkassa.token', env: 'VENDGATE_FISCAL_WEBKASSA_TOKEN', list: false },
 ] as const;
 
 /** The same list by key, for callers that name one secret. */
@@ -44,6 +45,7 @@ export const SECRET_ENV = {
   apiKey: SECRET_SETTINGS[1].env,
   webhookSecrets: SECRET_SETTINGS[2].env,
   mqttPassword: SECRET_SETTINGS[3].env,
+  webkassaToken: SECRET_SETTINGS[4].env,
 } as const;
 
 const SECRETS_FILE = '/etc/vendgate/secrets.env';
@@ -167,14 +169,30 @@ function validate(input: unknown, source: string, problems: string[]): Readonly<
 function withoutSecrets(raw: Record<string, unknown>, problems: string[]): Record<string, unknown> {
   const copy = structuredClone(raw);
   for (const { path, env } of SECRET_SETTINGS) {
-    const [section, key] = path.split('.') as [string, string];
-    const holder = copy[section];
-    if (holder && typeof holder === 'object' && key in holder) {
+    const { holder, key } = holderOf(copy, path, false);
+    if (holder && key in holder) {
       problems.push(`${path}: secrets are not read from the file; set ${env} in ${SECRETS_FILE}`);
       delete (holder as Record<string, unknown>)[key];
     }
   }
   return copy;
+}
+
+/**
+ * The object holding a secret's last key (`fiscal.webkassa.token` → settings.fiscal.webkassa), or
+ * null where a level is missing (created when `create`) or is not an object.
+ */
+function holderOf(root: Record<string, unknown>, path: string, create: boolean): { holder: Record<string, unknown> | null; key: string } {
+  const parts = path.split('.');
+  const key = parts.pop() ?? path;
+  let holder: unknown = root;
+  for (const part of parts) {
+    const level = holder as Record<string, unknown>;
+    if (create) level[part] ??= {};
+    holder = level[part];
+    if (holder === null || typeof holder !== 'object' || Array.isArray(holder)) return { holder: null, key };
+  }
+  return { holder: holder as Record<string, unknown>, key };
 }
 
 function mergeEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv) {
@@ -183,9 +201,8 @@ function mergeEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv) 
   for (const { path, env: name, list } of SECRET_SETTINGS) {
     const value = env[name];
     if (!value) continue;
-    const [section, key] = path.split('.') as [string, string];
-    const holder = (merged[section] ??= {}) as Record<string, unknown>;
-    if (holder === null || typeof holder !== 'object' || Array.isArray(holder)) continue; // the schema reports the section
+    const { holder, key } = holderOf(merged, path, true);
+    if (!holder) continue; // the schema reports the section
     holder[key] = list
       ? value
           .split(',')

@@ -6,6 +6,7 @@ import { actuatorSchema, inputsSchema } from './sections/actuator.js';
 import { mqttSchema } from './sections/mqtt.js';
 import { fleetSchema } from './sections/fleet.js';
 import { commandsSchema, pricingSchema, priceProblems } from './sections/commands.js';
+import { fiscalSchema } from './sections/fiscal.js';
 
 /** The one settings schema. Defaults live here and nowhere else. */
 export const settingsSchema = z
@@ -25,6 +26,7 @@ export const settingsSchema = z
     slots: slotsSchema.prefault({}),
     commands: commandsSchema.prefault({}),
     pricing: pricingSchema.prefault({}),
+    fiscal: fiscalSchema.prefault({}),
   })
   .strict()
   .superRefine((settings, ctx) => {

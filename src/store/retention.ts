@@ -3,7 +3,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 
 /**
- * Data retention: finished orders (with their ledger rows, history, vend job and refunds) and
+ * Data retention: finished orders (with their ledger rows, history, vend job, refunds and receipts) and
  * processed webhook bodies older than `storage.retentionDays` are deleted, a small batch per
  * transaction, yielding to the event loop between batches so a vend never waits behind a prune.
  *
@@ -12,7 +12,7 @@ import type { Logger } from '../util/logger.js';
  *
  * Never pruned, whatever their age: orders not in a final state, orders whose vend job is not done
  * (queued, firing, uncertain) or whose manual capture is pending, orders with a refund that is not
- * succeeded/failed, orders with an open alarm, orders whose invoice could still be paid, unprocessed
+ * succeeded/failed, orders with a fiscal receipt still owed, orders with an open alarm, orders whose invoice could still be paid, unprocessed
  * webhook rows, alarms, the outbox (mqtt/ drains and bounds it), counters and meta.
  */
 
@@ -84,6 +84,7 @@ export function createRetention(deps: { db: Db; clock: Clock; logger: Logger }, 
             AND NOT EXISTS (SELECT 1 FROM vend_jobs j WHERE j.order_id = o.id
                              AND (j.state NOT IN ('done', 'failed', 'resolved') OR j.capture_state IS 'pending'))
             AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.id AND r.state NOT IN ('succeeded', 'failed'))
+            AND NOT EXISTS (SELECT 1 FROM receipts c WHERE c.order_id = o.id AND c.state IN ('queued', 'sending', 'unknown'))
             AND NOT EXISTS (SELECT 1 FROM alarms a WHERE a.name LIKE '%/' || o.id)
           ORDER BY o.created_at LIMIT @limit`,
       ),
@@ -94,6 +95,7 @@ export function createRetention(deps: { db: Db; clock: Clock; logger: Logger }, 
       invoice: db.prepare('DELETE FROM order_invoices WHERE invoice_id = ?'),
       refunds: db.prepare('DELETE FROM refunds WHERE order_id = ?'),
       vendJob: db.prepare('DELETE FROM vend_jobs WHERE order_id = ?'),
+      receipts: db.prepare('DELETE FROM receipts WHERE order_id = ?'),
       history: db.prepare('DELETE FROM order_history WHERE order_id = ?'),
       order: db.prepare('DELETE FROM orders WHERE id = ?'),
       webhookEvents: db.prepare(
@@ -117,6 +119,7 @@ export function createRetention(deps: { db: Db; clock: Clock; logger: Logger }, 
         }
         counts.refunds += sql.refunds.run(row.id).changes;
         counts.vendJobs += sql.vendJob.run(row.id).changes;
+        sql.receipts.run(row.id);
         counts.historyRows += sql.history.run(row.id).changes;
         counts.orders += sql.order.run(row.id).changes;
       }

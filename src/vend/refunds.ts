@@ -1,6 +1,7 @@
 import { durably, inTransaction, prepared } from '../store/index.js';
 import { errorMessage } from '../util/errors.js';
 import { observationOf, ProviderError } from '../payments/types.js';
+import type { ReceiptPort } from './settlement.js';
 import { createTransitions, refundDoneByReading, refundStillOwed, type OrderServiceDeps } from '../orders/index.js';
 
 export interface RefundRow {
@@ -49,7 +50,10 @@ export interface RefundWorker {
  */
 export function createRefundWorker(
   /** The order service's own deps, less what only it uses: the refund worker reads, observes and refunds the same way. */
-  deps: Pick<OrderServiceDeps, 'db' | 'clock' | 'logger' | 'outbox' | 'orderRepository' | 'provider' | 'ledger'>,
+  deps: Pick<OrderServiceDeps, 'db' | 'clock' | 'logger' | 'outbox' | 'orderRepository' | 'provider' | 'ledger'> & {
+    /** Fiscal receipts: a completed refund of a receipted sale owes its return (written in the same transaction). */
+    receipts?: Pick<ReceiptPort, 'refunded'>;
+  },
   settings: RefundWorkerSettings,
 ): RefundWorker {
   const { db, clock, outbox, provider, ledger } = deps;
@@ -89,6 +93,7 @@ export function createRefundWorker(
       outbox.clearAlarm(`refund_unknown/${row.order_id}`);
       outbox.event('refund.succeeded', { orderId: row.order_id, invoiceId: row.invoice_id, kind: row.kind, amount: row.amount });
       outbox.count('refunds_succeeded');
+      deps.receipts?.refunded(row.order_id);
     });
     log.info({ orderId: row.order_id, invoiceId: row.invoice_id, kind: row.kind }, 'refund completed');
   }

@@ -18,7 +18,7 @@ import {
   type OrderRow,
 } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
-import { createSettlement } from './settlement.js';
+import { createSettlement, type ReceiptPort } from './settlement.js';
 
 /** claimNext parked the job for a person instead of returning it to fire. */
 const PARKED = Symbol('parked');
@@ -54,6 +54,11 @@ export interface VendRunnerDeps {
   onSettled?: (order: OrderRow, result: string) => void;
   /** Stock and jam counting (src/catalog/), told inside the settle transaction of a vending order. */
   slots?: { delivered(slot: string): void; failed(slot: string, reason: string): void };
+  /**
+   * Fiscal receipts (src/fiscal/), told inside the settle transaction of a delivered vend: the
+   * receipt row is written with the sale, never sent from here (the vend never waits for a register).
+   */
+  receipts?: ReceiptPort;
   /**
    * Told of a write the card refused (full, read-only, I/O error: src/store/storage-health.ts); it
    * gives the ballast back on a full disk. Absent: the error is only logged.
@@ -111,7 +116,13 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
   const transitions = createTransitions(orders);
   const jobs = createVendJobRepository(db);
   const captureMaxBackoffMs = settings.captureMaxBackoffMs ?? 600_000;
-  const settlement = createSettlement({ db, clock, outbox, orderRepository: orders });
+  const settlement = createSettlement({
+    db,
+    clock,
+    outbox,
+    orderRepository: orders,
+    ...(deps.receipts ? { receipts: deps.receipts } : {}),
+  });
   const { queueRefund, markUncertain } = settlement;
   const crash = deps.crashPoint ?? (() => {});
   let running: Promise<void> | null = null;
@@ -208,6 +219,7 @@ export function createVendRunner(deps: VendRunnerDeps, settings: VendRunnerSetti
           outbox.event('vend.succeeded', { orderId: order.id, reference: order.reference, slot: order.slot, outcome: outcome.result });
           outbox.count('vends_succeeded');
           if (slotted) deps.slots?.delivered(order.slot!);
+          deps.receipts?.sold(order, now);
         } else if (settlement === 'failed') {
           jobs.finish(order.id, 'firing', 'failed', outcome.result, detail, now);
           transitions.vendFailed(order, detail ?? outcome.result);

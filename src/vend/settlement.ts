@@ -7,6 +7,17 @@ import { queueRefundFor } from './queue.js';
 import { createTransitions, operatorMayRefund, refundKindOfOrder, type OrderRepository, type OrderRow } from '../orders/index.js';
 import { createVendJobRepository } from './jobs.js';
 
+/**
+ * Fiscal receipts as vend/ sees them (src/fiscal/ implements it; app.ts passes it): each call runs
+ * inside the caller's transaction and only writes the receipt row; the register is called later.
+ */
+export interface ReceiptPort {
+  /** A vend delivered (or a person resolved it as delivered): its sale receipt is owed. */
+  sold(order: OrderRow, soldAt: number): void;
+  /** The order's money went back: the full return of its sale receipt is owed, if it has one. */
+  refunded(orderId: number): void;
+}
+
 /** Settlement decisions, as the runner, `vendgate resolve` and the MQTT commands use them. */
 export interface Settlement {
   /** Queues the money back for the order's own invoice (void for a held authorization). Caller owns the tx. */
@@ -29,7 +40,13 @@ export interface Settlement {
  * Decisions about a vend that are pure database work: queue a refund, park an uncertain vend, and a
  * person's settlement of one. Shared by the runner, the CLI (`vendgate resolve`) and MQTT commands.
  */
-export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox; orderRepository: OrderRepository }): Settlement {
+export function createSettlement(deps: {
+  db: Db;
+  clock: Clock;
+  outbox: Outbox;
+  orderRepository: OrderRepository;
+  receipts?: Pick<ReceiptPort, 'sold'>;
+}): Settlement {
   const { db, clock, outbox } = deps;
   const orders = deps.orderRepository;
   const transitions = createTransitions(orders);
@@ -79,6 +96,7 @@ export function createSettlement(deps: { db: Db; clock: Clock; outbox: Outbox; o
         jobs.finish(orderId, 'uncertain', 'resolved', vended ? 'resolved_vended' : 'resolved_not_vended', by, clock.now());
         if (vended) {
           transitions.resolvedAsVended(order, by);
+          deps.receipts?.sold(order, clock.now());
           if (order.capture_mode === 'manual') jobs.setCapture(orderId, 'pending');
         } else {
           transitions.resolvedAsNotVended(order, by);

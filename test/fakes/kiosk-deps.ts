@@ -74,6 +74,7 @@ export function createFakeKioskDeps(
       autoStart: false,
       resultScreenSec: 6,
       order: null,
+      receipt: null,
       since: toIso(clock.now())!,
       now: toIso(clock.now())!,
     },

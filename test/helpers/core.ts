@@ -10,6 +10,7 @@ import { createMoneyPath, type MoneyPath } from '../../src/money/index.js';
 import { observationOf } from '../../src/ledger/index.js';
 import type { Actuator, VendRequest } from '../../src/hardware/index.js';
 import type { PaymentProvider } from '../../src/payments/types.js';
+import type { ReceiptPort } from '../../src/vend/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
 import { tempDir } from './temp.js';
 
@@ -33,6 +34,7 @@ export function testSettings(dir: string, overrides: Partial<Record<keyof Settin
     // The tests' operator (test/helpers/operator.ts) is trusted: its signed commands run.
     commands: { keys: commandSettings().keys, ...overrides.commands },
     ...(overrides.pricing ? { pricing: overrides.pricing } : {}),
+    ...(overrides.fiscal ? { fiscal: overrides.fiscal } : {}),
   });
 }
 
@@ -44,6 +46,8 @@ export interface CoreDeps {
   actuator: Actuator;
   /** Why the device takes no orders right now, or null (default: always in service). */
   outOfService?: () => string | null;
+  /** Fiscal receipts (test/fiscal/): built on this node's database and outbox, told by the money path. */
+  receipts?: (parts: { db: Db; outbox: Outbox }) => ReceiptPort;
 }
 
 /** One composed "process": its database connection and what the money path is built on. */
@@ -80,6 +84,7 @@ export function composeMoneyPath(deps: CoreDeps): CoreNode {
       health,
       outOfService: deps.outOfService ?? (() => null),
       hooks: { runWorkersOnObserve: false },
+      ...(deps.receipts ? { receipts: deps.receipts({ db, outbox }) } : {}),
     },
     settings,
   );

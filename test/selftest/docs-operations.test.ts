@@ -60,6 +60,9 @@ describe('docs/, the reference for the people who run it', () => {
       'pending.webhooks',
       'pending.outbox',
       'pending.alarms',
+      'fiscal',
+      'fiscal.register',
+      'fiscal.receipts',
     ];
     expect(names.filter((name) => !SELFTEST.includes(`| \`${name}\` |`))).toEqual([]);
   });

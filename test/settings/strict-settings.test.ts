@@ -63,18 +63,25 @@ describe('strict settings', () => {
       provider: { clientSecret: 'a', apiKey: 'b', webhookSecrets: ['c'] },
       mqtt: { url: '', username: 'u', password: 'd' },
       poll: { intervalMs: 5 },
+      fiscal: { webkassa: { token: 'e' } },
     };
     const problems = problemsOf(config);
     for (const secret of SECRET_SETTINGS) {
       expect(problems).toContainEqual(expect.stringContaining(`${secret.path}: secrets are not read from the file; set ${secret.env}`));
     }
     expect(SECRET_SETTINGS.map((s) => s.path)).toEqual(
-      expect.arrayContaining(['provider.clientSecret', 'provider.apiKey', 'provider.webhookSecrets', 'mqtt.password']),
+      expect.arrayContaining([
+        'provider.clientSecret',
+        'provider.apiKey',
+        'provider.webhookSecrets',
+        'mqtt.password',
+        'fiscal.webkassa.token',
+      ]),
     );
     expect(problems).toContainEqual(expect.stringMatching(/^device\.livemod: unknown key/));
     expect(problems).toContainEqual(expect.stringMatching(/^poll\.intervalMs: /));
     // No secret value is ever repeated in a message.
-    expect(problems.join('\n')).not.toMatch(/: (a|b|c|d)$/m);
+    expect(problems.join('\n')).not.toMatch(/: (a|b|c|d|e)$/m);
   });
 
   it('the secrets still come from the environment', () => {

@@ -13,7 +13,7 @@ import { waitFor } from '../helpers/service.js';
  * seen committing durably.
  */
 
-const MONEY_STEPS: DurableStep[] = ['invoice_attach', 'vend_claim', 'vend_settle', 'refund_claim', 'capture_claim'];
+const MONEY_STEPS: DurableStep[] = ['invoice_attach', 'vend_claim', 'vend_settle', 'refund_claim', 'capture_claim', 'receipt_claim'];
 
 let app: App | null = null;
 let cleanup: (() => void) | null = null;
@@ -26,12 +26,12 @@ afterEach(async () => {
 });
 
 describe('power-loss durability of the money steps', () => {
-  it('the create answer (with the order and its key), vend claim, vend settle, refund claim and capture claim each commit with synchronous=FULL', async () => {
+  it('the create answer (with the order and its key), vend claim, vend settle, refund claim, capture claim and receipt claim each commit with synchronous=FULL', async () => {
     const seen = new Map<DurableStep, number[]>();
     observeDurableCommits((step, synchronous) => seen.set(step, [...(seen.get(step) ?? []), synchronous]));
     const dir = tempDir();
     cleanup = () => dir.cleanup();
-    const settings = testSettings(dir.path, { provider: { captureMode: 'manual' } });
+    const settings = testSettings(dir.path, { provider: { captureMode: 'manual' }, fiscal: { register: 'sandbox' } });
     const fake = createFakeProvider({ livemode: false });
     app = createApp(settings, { provider: fake.provider });
     await app.start();
@@ -43,6 +43,8 @@ describe('power-loss durability of the money steps', () => {
     ctx.poller.pollNow(sold.invoice_id!);
     await waitFor(() => ctx.orders.get(sold.id)!.state === 'vended', 30_000, 'the vend');
     await waitFor(() => fake.calls.some((c) => c.method === 'captureInvoice'), 30_000, 'the capture');
+    // Its fiscal receipt: claimed before the register is called.
+    await waitFor(() => seen.has('receipt_claim'), 30_000, 'the receipt claim');
 
     // An operator's refund of a vended order: the refund claim before the POST.
     ctx.vend.refund(sold.id, 'test');

@@ -32,6 +32,7 @@ const view = {
   lastScreen: 'connecting',
   catalogKey: '',
   qrSource: '',
+  receiptQrSource: '',
 };
 
 const $ = (id) => document.getElementById(id);
@@ -276,7 +277,10 @@ function render() {
   if (screen === 'creating') setText($('creating-text'), t(view.renewing ? 'renewing' : 'preparing'));
   if (screen === 'pay') drawPay(state);
   if (screen === 'progress') setText($('progress-text'), t(turnstile ? 'openingGate' : 'dispensing'));
-  if (screen === 'done') setText($('done-text'), t(turnstile ? 'pleasePass' : 'takeItem'));
+  if (screen === 'done') {
+    setText($('done-text'), t(turnstile ? 'pleasePass' : 'takeItem'));
+    drawReceipt(state);
+  }
   if (screen === 'error') setText($('error-text'), t(view.error?.key ?? 'errorUnavailable'));
   $('error-retry').hidden = !view.error?.retry;
   // Every screen says which machine this is and whom to call.
@@ -349,9 +353,22 @@ function drawCountdown(state, pay) {
   }
 }
 
+// The fiscal receipt of the vend: its QR when it came in time, else a line saying it follows.
+function drawReceipt(state) {
+  const receipt = state.receipt;
+  $('receipt').hidden = !receipt;
+  if (!receipt) return;
+  const shown = receipt.status === 'issued' && Boolean(state.receiptQrSvg);
+  $('receipt-qr').hidden = !shown;
+  if (shown) drawQr(state.receiptQrSvg, 'receipt-qr', 'receiptQrSource');
+  setText($('receipt-text'), shown ? t('receiptScan') : t(receipt.status === 'issued' ? 'receiptIssued' : 'receiptFollows'));
+  $('receipt-lottery').hidden = !(shown && receipt.lottery);
+  if (shown && receipt.lottery) setText($('receipt-lottery'), t('receiptLottery', { lottery: receipt.lottery }));
+}
+
 // The server renders the QR (qrcode); only an <svg> made of <path>s is accepted into the page.
-function drawQr(svgText) {
-  if (!svgText || svgText === view.qrSource) return;
+function drawQr(svgText, target = 'qr', source = 'qrSource') {
+  if (!svgText || svgText === view[source]) return;
   const doc = new DOMParser().parseFromString(svgText, 'image/svg+xml');
   const root = doc.documentElement;
   const allowed = new Set(['fill', 'stroke', 'd']);
@@ -363,8 +380,8 @@ function drawQr(svgText) {
     );
   if (!safe) return;
   root.setAttribute('aria-hidden', 'true');
-  $('qr').replaceChildren(document.importNode(root, true));
-  view.qrSource = svgText;
+  $(target).replaceChildren(document.importNode(root, true));
+  view[source] = svgText;
 }
 
 // ---------- input ----------

@@ -53,6 +53,28 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
     await waitForScreen(page, 'catalog', 3_000);
   });
 
+  it('shows the fiscal receipt\'s QR and lottery number under "take your item", or says the receipt follows', async () => {
+    const deps = createFakeKioskDeps();
+    const page = await open(deps);
+    await waitForScreen(page, 'catalog');
+    await showOrder(deps, 'vended');
+    deps.setState({ phase: 'vended', resultScreenSec: 60, receipt: { status: 'pending', qrData: null, lottery: null } });
+    await waitForScreen(page, 'done');
+    await page.waitForFunction(() => !document.getElementById('receipt')!.hidden);
+    expect(await page.textContent('#receipt-text')).toBe('Your receipt follows: it is being issued');
+    expect(await page.isVisible('#receipt-qr')).toBe(false);
+    deps.setState({
+      phase: 'vended',
+      resultScreenSec: 60,
+      receipt: { status: 'issued', qrData: 'SANDBOX-FISCAL|SBX1|1500', lottery: 'AB 12345678' },
+    });
+    await page.waitForSelector('#receipt-qr svg');
+    expect(await page.textContent('#receipt-text')).toBe('Your receipt: scan the code');
+    expect(await page.textContent('#receipt-lottery')).toBe('Lottery number: AB 12345678');
+    expect(await layoutProblems(page)).toEqual([]);
+    await screenshot(page, '20b-done-with-receipt');
+  });
+
   it('asks for the operator with the device id and order reference, escaped, when a vend is uncertain', async () => {
     const deps = createFakeKioskDeps();
     const page = await open(deps);

@@ -1,0 +1,280 @@
+import { durably, inTransaction, type Db } from '../store/index.js';
+import type { Clock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import { errorMessage } from '../util/errors.js';
+import type { Outbox } from '../outbox/index.js';
+import type { FiscalRegister, IssuedReceipt, LookupOutcome, ReceiptRequest, RegisterOutcome } from './types.js';
+import type { ReceiptBook, ReceiptRow } from './receipts.js';
+
+export interface FiscalWorkerSettings {
+  /** After a lost answer the register is asked about the receipt again this often. */
+  lookupEveryMs: number;
+  /** Longest wait between two attempts while the register is unreachable. */
+  retryMaxMs: number;
+}
+
+/** What the customer's result screen shows of an order's receipt. */
+export type ScreenReceipt =
+  { status: 'issued'; qrData: string | null; lottery: string | null } | { status: 'pending'; qrData: null; lottery: null };
+
+export interface FiscalWorker {
+  /** Start-up, before the first pass: a receipt left `sending` has an unknown outcome. Returns how many. */
+  recover(): number;
+  /** One pass over what is due; concurrent calls share one pass. */
+  run(): Promise<void>;
+  /** No new pass; the call in flight finishes and its answer is recorded before this resolves. */
+  stop(): Promise<void>;
+  /** The receipt of an order as the result screen shows it (QR data kept in memory only), or null when none is owed. */
+  screen(orderId: number): ScreenReceipt | null;
+  /** Since when the register has not answered (ms since epoch), or null while it answers. */
+  unreachableSince(): number | null;
+  /** When the register last answered a call (ms since epoch), or null. */
+  lastAnsweredAt(): number | null;
+  /** The last error the register gave, for the operator. */
+  lastError(): string | null;
+}
+
+/** QR data and lottery numbers stay in memory this long and for this many receipts at most. */
+const SCREEN_KEEP_MS = 10 * 60_000;
+const SCREEN_KEEP_ENTRIES = 16;
+/** Receipts looked at per pass. */
+const PASS_LIMIT = 50;
+
+/**
+ * Sends each owed receipt with the key and request fixed when it was queued. Each call is claimed
+ * durably first (`sending`, synchronous=FULL), so a crash or power cut mid-call leaves `sending`,
+ * which start-up turns into `unknown`. An unknown outcome (a lost answer, a timeout, a restart) is
+ * never re-sent blindly: the register is asked by key (`lookup`) first; only `absent` issues again,
+ * with the same key. A return waits for its sale's receipt.
+ */
+export function createFiscalWorker(
+  deps: {
+    db: Db;
+    clock: Clock;
+    logger: Logger;
+    outbox: Outbox;
+    register: FiscalRegister;
+    book: ReceiptBook;
+    /** A receipt came in (the screen shows its QR). */
+    onChange?: () => void;
+    /** Test-only crash points; a no-op in production. */
+    crashPoint?: (name: string) => void;
+  },
+  settings: FiscalWorkerSettings,
+): FiscalWorker {
+  const { db, clock, outbox, register, book } = deps;
+  const log = deps.logger.child({ module: 'fiscal' });
+  const crash = deps.crashPoint ?? (() => {});
+  const shown = new Map<number, { qrData: string | null; lottery: string | null; at: number }>();
+  let running: Promise<void> | null = null;
+  let stopped = false;
+  let failures = 0;
+  let downSince: number | null = null;
+  let lastError: string | null = null;
+
+  let answeredAt: number | null = null;
+  /** A register that said "come back at" (its pace) is not called before then. */
+  let pausedUntil = 0;
+  const reached = () => {
+    const wasDown = downSince !== null;
+    failures = 0;
+    downSince = null;
+    answeredAt = clock.now();
+    // Back after an outage: what waited for it goes now, not at each receipt's own backoff time.
+    if (wasDown) {
+      const due = inTransaction(db, () => book.expedite(clock.now()));
+      if (due) log.info({ receipts: due }, 'the fiscal register answers again: sending what waited');
+    }
+  };
+  const unreached = (message: string) => {
+    failures += 1;
+    downSince ??= clock.now();
+    lastError = message;
+  };
+  /** The register's own retry time where it gives one, else doubling from 500 ms up to retryMaxMs. */
+  const backoff = (retryAfterMs?: number) =>
+    Math.min(settings.retryMaxMs, retryAfterMs ?? 500 * 2 ** Math.min(Math.max(failures - 1, 0), 16));
+
+  function remember(orderId: number, receipt: IssuedReceipt): void {
+    const now = clock.now();
+    shown.set(orderId, { qrData: receipt.qrData, lottery: receipt.lottery, at: now });
+    for (const [id, entry] of shown) if (now - entry.at > SCREEN_KEEP_MS || shown.size > SCREEN_KEEP_ENTRIES) shown.delete(id);
+  }
+
+  function issued(row: ReceiptRow, receipt: IssuedReceipt, how: string): void {
+    inTransaction(db, () => {
+      const moved = book.move(row.id, ['sending', 'unknown', 'queued'], {
+        state: 'issued',
+        register_id: receipt.registerId,
+        register_date: receipt.registerDate,
+        offline: receipt.offline ? 1 : 0,
+        issued_at: clock.now(),
+        last_error: null,
+      });
+      if (!moved) return;
+      outbox.clearAlarm(`receipt_unknown/${row.order_id}`);
+      outbox.event('receipt.issued', { orderId: row.order_id, kind: row.kind, key: row.key, registerId: receipt.registerId, how });
+      outbox.count(row.kind === 'sale' ? 'receipts_issued' : 'receipts_returned');
+    });
+    if (row.kind === 'sale') remember(row.order_id, receipt);
+    log.info({ orderId: row.order_id, kind: row.kind, registerId: receipt.registerId, how }, 'receipt issued');
+    deps.onChange?.();
+  }
+
+  function rejected(row: ReceiptRow, code: string, message: string): void {
+    inTransaction(db, () => {
+      if (
+        !book.move(row.id, ['sending', 'unknown', 'queued'], {
+          state: 'rejected',
+          last_error: `${code}: ${message}`,
+          alarmed_at: clock.now(),
+        })
+      )
+        return;
+      outbox.raiseAlarm(
+        `receipt_rejected/${row.order_id}`,
+        'critical',
+        'the fiscal register refused a receipt and it is not retried: issue it by hand in the register (the reason is in the receipts table, last_error)',
+        { orderId: row.order_id, kind: row.kind, key: row.key, code, message },
+      );
+      outbox.event('receipt.rejected', { orderId: row.order_id, kind: row.kind, key: row.key, code, message });
+    });
+    log.error({ orderId: row.order_id, kind: row.kind, code, message }, 'receipt refused by the register');
+  }
+
+  /** Outcome of an issue or return call. Returns false when the register is down (the pass stops). */
+  function settle(row: ReceiptRow, outcome: RegisterOutcome): boolean {
+    const now = clock.now();
+    switch (outcome.kind) {
+      case 'issued':
+        reached();
+        issued(row, outcome.receipt, 'answer');
+        return true;
+      case 'rejected':
+        reached();
+        rejected(row, outcome.code, outcome.message);
+        return true;
+      case 'unavailable':
+        // It certainly did not reach the register: the same request may be sent again. A register
+        // that says when to come back (busy, its own pace) answers: it is not counted as down.
+        if (outcome.retryAfterMs === undefined) unreached(outcome.message);
+        else pausedUntil = now + outcome.retryAfterMs;
+        inTransaction(db, () =>
+          book.move(row.id, ['sending'], { state: 'queued', next_at: now + backoff(outcome.retryAfterMs), last_error: outcome.message }),
+        );
+        return false;
+      case 'unknown':
+        unreached(outcome.message);
+        inTransaction(db, () => {
+          if (book.move(row.id, ['sending'], { state: 'unknown', next_at: now + settings.lookupEveryMs, last_error: outcome.message }))
+            outbox.event('receipt.unknown', { orderId: row.order_id, kind: row.kind, key: row.key, detail: outcome.message });
+        });
+        log.warn(
+          { orderId: row.order_id, kind: row.kind, detail: outcome.message },
+          'receipt outcome unknown: the register is asked before any retry',
+        );
+        return false;
+    }
+  }
+
+  /** An unknown receipt: asked by key. Returns whether it may be issued now (the register holds none). */
+  async function reconcile(row: ReceiptRow, request: ReceiptRequest): Promise<boolean> {
+    let found: LookupOutcome;
+    try {
+      found = await register.lookup(request);
+    } catch (err) {
+      found = { kind: 'unknown', message: errorMessage(err) };
+    }
+    if (found.kind === 'found') {
+      reached();
+      issued(row, found.receipt, 'lookup');
+      return false;
+    }
+    if (found.kind === 'unknown') {
+      unreached(found.message);
+      inTransaction(db, () => book.move(row.id, ['unknown'], { next_at: clock.now() + settings.lookupEveryMs, last_error: found.message }));
+      return false;
+    }
+    reached();
+    return inTransaction(db, () => book.move(row.id, ['unknown'], { state: 'queued', next_at: clock.now() }));
+  }
+
+  /** A return is sent once its sale holds a register receipt id. Returns the sale's receipt, or null (not yet). */
+  function saleFor(row: ReceiptRow): IssuedReceipt | null {
+    const sale = book.saleOf(row.order_id);
+    if (sale?.state === 'issued') return book.issuedOf(sale);
+    if (!sale || sale.state === 'rejected' || sale.state === 'canceled') {
+      inTransaction(db, () => book.move(row.id, ['queued'], { state: 'canceled', last_error: 'the sale has no receipt to return' }));
+    } else {
+      inTransaction(db, () => book.move(row.id, ['queued', 'unknown'], { next_at: clock.now() + settings.lookupEveryMs }));
+    }
+    return null;
+  }
+
+  async function send(row: ReceiptRow): Promise<boolean> {
+    const request = JSON.parse(row.request_json) as ReceiptRequest;
+    const original = row.kind === 'return' ? saleFor(row) : null;
+    if (row.kind === 'return' && !original) return true;
+    if (row.state === 'unknown' && !(await reconcile(row, request))) return downSince === null;
+    // Claimed durably before the call: a crash from here on is `unknown` at the next start.
+    const claimed = durably(db, () => book.claim(row.id, clock.now()), 'receipt_claim');
+    if (!claimed) return true;
+    crash('after_receipt_claim');
+    let outcome: RegisterOutcome;
+    try {
+      outcome =
+        original === null
+          ? await register.issue(request)
+          : await register.returnReceipt(original, { ...request, key: request.key.replace(/-return$/, '-sale') }, row.key);
+    } catch (err) {
+      // Whatever failed, the register may have committed: asked by key before any retry.
+      outcome = { kind: 'unknown', message: errorMessage(err) };
+    }
+    crash('after_receipt_call');
+    return settle(book.get(row.id) ?? row, outcome);
+  }
+
+  async function runOnce(): Promise<void> {
+    if (clock.now() < pausedUntil) return;
+    for (const row of book.due(clock.now(), PASS_LIMIT)) {
+      if (stopped) return;
+      const goOn = await send(row);
+      if (!goOn) return;
+    }
+  }
+
+  return {
+    recover() {
+      // At start every receipt still owed is tried at once, whatever backoff it had before.
+      const n = inTransaction(db, () => {
+        book.expedite(clock.now());
+        return book.recover();
+      });
+      if (n) log.warn({ receipts: n }, 'receipts interrupted by a restart: the register is asked about each before any retry');
+      return n;
+    },
+    run() {
+      if (stopped) return Promise.resolve();
+      running ??= runOnce().finally(() => {
+        running = null;
+      });
+      return running;
+    },
+    async stop() {
+      stopped = true;
+      await running?.catch(() => {});
+    },
+    screen(orderId) {
+      const entry = shown.get(orderId);
+      if (entry) return { status: 'issued', qrData: entry.qrData, lottery: entry.lottery };
+      const sale = book.saleOf(orderId);
+      if (!sale) return null;
+      return sale.state === 'issued'
+        ? { status: 'issued', qrData: null, lottery: null }
+        : { status: 'pending', qrData: null, lottery: null };
+    },
+    unreachableSince: () => downSince,
+    lastAnsweredAt: () => answeredAt,
+    lastError: () => lastError,
+  };
+}

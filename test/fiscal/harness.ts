@@ -1,0 +1,135 @@
+/**
+ * The money path with fiscal receipts on a real SQLite file (test/helpers/core.ts's composition),
+ * the sandbox register in its own SQLite file beside it, a manual clock and a machine whose answer
+ * the test picks. `restart()` is a crash: the node is dropped without stopping anything and
+ * composed again on the same files, as the service is after kill -9.
+ */
+import { composeMoneyPath, testSettings, type CoreNode } from '../helpers/core.js';
+import { tempDir } from '../helpers/temp.js';
+import { createManualClock } from '../../src/util/clock.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { observationOf } from '../../src/ledger/index.js';
+import { createFiscal, createSandboxRegister, sandboxRegisterDbPath, type Fiscal, type SandboxRegister } from '../../src/fiscal/index.js';
+import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
+import { createFakeProvider } from '../fakes/provider.js';
+
+export interface FiscalHarnessOptions {
+  /** Merged over `{ register: 'sandbox' }`. */
+  fiscal?: Record<string, unknown>;
+  lotteryStock?: number | null;
+}
+
+export function buildFiscalCore(options: FiscalHarnessOptions = {}) {
+  const dir = tempDir();
+  const settings = testSettings(dir.path, { fiscal: { register: 'sandbox', ...options.fiscal } });
+  const clock = createManualClock();
+  const logger = silentLogger();
+  const fake = createFakeProvider({ livemode: settings.device.livemode, now: clock.now });
+  const machine = { next: (): VendOutcome => ({ result: 'vended' }), fired: 0 };
+  const actuator: Actuator = {
+    kind: 'sim',
+    async start() {},
+    async stop() {},
+    health: () => ({ ok: true, detail: 'fiscal test machine' }),
+    async fire() {
+      machine.fired += 1;
+      return machine.next();
+    },
+  };
+  const stopped = { reason: null as string | null };
+  /** Named crash points: the one named here throws (the "process" dies there). */
+  const crash = { at: null as string | null };
+
+  function compose() {
+    const register: SandboxRegister = createSandboxRegister(
+      { clock },
+      { dbPath: sandboxRegisterDbPath(settings.storage.path), lotteryStock: options.lotteryStock ?? null },
+    );
+    let fiscal!: Fiscal;
+    const node: CoreNode = composeMoneyPath({
+      settings,
+      clock,
+      logger,
+      provider: fake.provider,
+      actuator,
+      outOfService: () => stopped.reason,
+      receipts: ({ db, outbox }) => {
+        fiscal = createFiscal(
+          {
+            db,
+            clock,
+            logger,
+            outbox,
+            register,
+            stopSales: (detail) => {
+              stopped.reason = detail;
+            },
+            crashPoint: (name) => {
+              if (crash.at === name) {
+                crash.at = null;
+                throw new Error(`crash at ${name}`);
+              }
+            },
+          },
+          settings.fiscal,
+        );
+        return fiscal.receipts;
+      },
+    });
+    return { ...node, register, fiscal };
+  }
+
+  let node = compose();
+  const h = {
+    dir,
+    settings,
+    clock,
+    fake,
+    machine,
+    stopped,
+    crash,
+    get node() {
+      return node;
+    },
+    get register() {
+      return node.register;
+    },
+    get fiscal() {
+      return node.fiscal;
+    },
+    /** A paid order, vended by the runner (the machine answers `machine.next()`). */
+    async sell(slot = 'A1') {
+      const order = await node.money.orders.create({ source: 'kiosk', slot });
+      fake.set(order.invoice_id!, 'paid');
+      node.money.ledger.observe(observationOf(await fake.provider.getInvoice(order.invoice_id!), 'poll'));
+      await node.money.vend.run();
+      return node.orderRepository.get(order.id)!;
+    },
+    /** One fiscal pass (worker, then alarms), as the timer makes. */
+    async pass() {
+      await node.fiscal.worker.run();
+      await node.fiscal.monitor.check();
+    },
+    receipts(orderId?: number) {
+      const rows = node.db.prepare('SELECT * FROM receipts ORDER BY id').all() as Record<string, any>[];
+      return orderId === undefined ? rows : rows.filter((r) => r.order_id === orderId);
+    },
+    alarms: () => node.outbox.openAlarms().map((a) => a.name),
+    /** kill -9 and start again on the same files: recovery runs, nothing is stopped cleanly. */
+    async restart() {
+      node.db.close();
+      await node.register.close();
+      node = compose();
+      await node.money.recover();
+      node.fiscal.recover();
+    },
+    async close() {
+      await node.fiscal.stop();
+      node.db.close();
+      dir.cleanup();
+    },
+  };
+  return h;
+}
+
+export type FiscalHarness = ReturnType<typeof buildFiscalCore>;
