@@ -51,6 +51,11 @@ const OPTIONS = {
   'timeout-ms': { type: 'string' },
   secrets: { type: 'string' },
   'no-apply': { type: 'boolean' },
+  issued: { type: 'boolean' },
+  'not-issued': { type: 'boolean' },
+  'register-id': { type: 'string' },
+  'register-date': { type: 'string' },
+  return: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'V' },
 } as const;
@@ -105,6 +110,19 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
       case 'resolve':
         return (await import('./orders.js')).resolveCommand(
           { config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] },
+          io,
+        );
+      case 'receipt':
+        return (await import('./orders.js')).receiptCommand(
+          {
+            config: values.config,
+            order: rest[0],
+            issued: values.issued,
+            notIssued: values['not-issued'],
+            registerId: values['register-id'],
+            registerDate: values['register-date'],
+            return: values.return,
+          },
           io,
         );
       case 'replay':

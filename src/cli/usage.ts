@@ -55,6 +55,18 @@ export const COMMANDS: Record<string, CommandHelp> = {
       ['--not-vended', 'the customer got nothing: the refund is queued'],
     ],
   },
+  receipt: {
+    usage: 'receipt ORDER --issued --register-id ID --register-date DATE | --not-issued [--return]',
+    about: 'settle a fiscal receipt whose outcome is unknown or that the\nregister refused, after looking in the register',
+    options: [
+      CONFIG,
+      ['--issued', 'the register holds the receipt: record it (with --register-id and --register-date, as the register shows them)'],
+      ['--register-id ID', "the register's receipt id (eBarimt: 33 digits)"],
+      ['--register-date DATE', "the receipt's date as the register shows it (a later return names it)"],
+      ['--not-issued', 'the register holds none: queue it again under the same key (the running service sends it)'],
+      ['--return', "the order's return receipt instead of its sale receipt"],
+    ],
+  },
   migrate: { usage: 'migrate [--config FILE]', about: 'apply pending database migrations (update.sh)', options: [CONFIG] },
   replay: {
     usage: 'replay [--since ISO]',

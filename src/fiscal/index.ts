@@ -45,17 +45,44 @@ export async function createRegister(
           lotteryStock: fiscal.sandbox.lotteryStock,
         },
       );
-    // ---- Real registers: plugged in here. Each adapter takes a plain option object built from its
-    // settings block (src/settings/sections/fiscal.ts) and is loaded only when configured, e.g.
-    //   case 'ebarimt': return (await import('./ebarimt/index.js')).createEbarimtRegister(deps, { ...fiscal.ebarimt });
-    //   case 'webkassa': return (await import('./webkassa/index.js')).createWebkassaRegister(deps, { ...fiscal.webkassa });
-    case 'ebarimt':
-    case 'webkassa':
-      throw new VendgateError(
-        ErrorCodes.CONFIG_INVALID,
-        `fiscal.register: ${fiscal.register}: this build has no ${fiscal.register} adapter; use none or sandbox`,
-      );
+    // The real registers, each loaded only when configured (a machine that uses neither never
+    // evaluates them). The settings' checks (sections/fiscal.ts) guarantee the fields they need.
+    case 'ebarimt': {
+      const e = fiscal.ebarimt;
+      return (await import('./ebarimt/index.js')).createEbarimtRegister({
+        baseUrl: required(e.url, 'fiscal.ebarimt.url'),
+        merchantTin: required(e.merchantTin, 'fiscal.ebarimt.merchantTin'),
+        posNo: required(e.posNo, 'fiscal.ebarimt.posNo'),
+        branchNo: e.branchNo,
+        districtCode: required(e.districtCode, 'fiscal.ebarimt.districtCode'),
+        registration: { vatPayer: e.vatPayer, cityTax: e.cityTax },
+        defaultClassificationCode: e.classificationCode,
+        logger: deps.logger,
+        clock: deps.clock,
+      });
+    }
+    case 'webkassa': {
+      const w = fiscal.webkassa;
+      return (await import('./webkassa/index.js')).createWebkassaRegister({
+        baseUrl: required(w.url, 'fiscal.webkassa.url'),
+        apiKey: w.apiKey ?? null,
+        ...(w.login ? { login: w.login } : {}),
+        ...(w.password ? { password: w.password } : {}),
+        ...(w.token ? { token: w.token } : {}),
+        cashboxUniqueNumber: required(w.cashboxId, 'fiscal.webkassa.cashboxId'),
+        vatPayer: w.vatPayer,
+        offlineLimitMs: w.offlineHoursLimit * 3_600_000,
+        logger: deps.logger,
+        clock: deps.clock,
+      });
+    }
   }
+}
+
+/** A setting the schema's checks require for this register (a missing one is a bug, not a user error). */
+function required(value: string | undefined, path: string): string {
+  if (!value) throw new VendgateError(ErrorCodes.CONFIG_INVALID, `${path} is required for this register`);
+  return value;
 }
 
 /**

@@ -153,7 +153,14 @@ export function createFiscalMonitor(
             FISCAL_ALARMS.unknown(row.order_id),
             'critical',
             'a receipt has had no known outcome for too long: it is asked about again, never issued twice; check the register',
-            { orderId: row.order_id, kind: row.kind, key: row.key, since: new Date(row.claimed_at ?? row.created_at).toISOString() },
+            {
+              orderId: row.order_id,
+              kind: row.kind,
+              key: row.key,
+              since: new Date(row.claimed_at ?? row.created_at).toISOString(),
+              detail: row.last_error,
+              settle: `vendgate receipt ${row.order_id} --issued --register-id ID --register-date DATE | --not-issued${row.kind === 'return' ? ' --return' : ''}`,
+            },
           );
         }
       });

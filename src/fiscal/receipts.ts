@@ -65,6 +65,8 @@ export interface ReceiptBook {
   get(id: number): ReceiptRow | undefined;
   /** The sale receipt of an order, if one is owed or was issued. */
   saleOf(orderId: number): ReceiptRow | undefined;
+  /** The full return of an order's sale receipt, if one is owed or was issued. */
+  returnOf(orderId: number): ReceiptRow | undefined;
   /** Moves a row, from `from` only; returns whether it moved. */
   move(id: number, from: ReceiptState[], fields: Partial<ReceiptRow>): boolean;
   /** queued → sending with one more attempt. The caller commits it durably before the call. */
@@ -163,6 +165,7 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
 
     get: (id) => prepared(db, 'SELECT * FROM receipts WHERE id = ?').get(id) as ReceiptRow | undefined,
     saleOf: (orderId) => byOrder(orderId, 'sale'),
+    returnOf: (orderId) => byOrder(orderId, 'return'),
 
     move(id, from, fields) {
       const keys = Object.keys(fields);

@@ -37,6 +37,7 @@ export type EventType =
   | 'command.handled'
   | 'receipt.queued'
   | 'receipt.issued'
+  | 'receipt.resolved'
   | 'receipt.unknown'
   | 'receipt.rejected';
 

@@ -37,6 +37,8 @@ export const SECRET_SETTINGS = [
   { path: 'provider.webhookSecrets', env: 'VENDGATE_WEBHOOK_SECRETS', list: true },
   { path: 'mqtt.password', env: 'VENDGATE_MQTT_PASSWORD', list: false },
   { path: 'fiscal.webkassa.token', env: 'VENDGATE_FISCAL_WEBKASSA_TOKEN', list: false },
+  { path: 'fiscal.webkassa.password', env: 'VENDGATE_FISCAL_WEBKASSA_PASSWORD', list: false },
+  { path: 'fiscal.webkassa.apiKey', env: 'VENDGATE_FISCAL_WEBKASSA_API_KEY', list: false },
 ] as const;
 
 /** The same list by key, for callers that name one secret. */
@@ -46,6 +48,8 @@ export const SECRET_ENV = {
   webhookSecrets: SECRET_SETTINGS[2].env,
   mqttPassword: SECRET_SETTINGS[3].env,
   webkassaToken: SECRET_SETTINGS[4].env,
+  webkassaPassword: SECRET_SETTINGS[5].env,
+  webkassaApiKey: SECRET_SETTINGS[6].env,
 } as const;
 
 const SECRETS_FILE = '/etc/vendgate/secrets.env';

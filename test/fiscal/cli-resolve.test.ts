@@ -36,3 +36,89 @@ describe('vendgate resolve --vended with a fiscal register', () => {
     expect(h.register.held()).toHaveLength(1);
   });
 });
+
+describe('vendgate receipt: a person settles a receipt the gateway cannot', () => {
+  let h: FiscalHarness;
+  afterEach(async () => h.close());
+
+  function configFile() {
+    const config = join(h.dir.path, 'config.yaml');
+    writeFileSync(
+      config,
+      stringify({
+        device: { id: h.settings.device.id, currency: 'MNT', catalog: h.settings.device.catalog },
+        storage: { path: h.settings.storage.path },
+        mqtt: { url: '' },
+        fiscal: { register: 'sandbox' },
+      }),
+    );
+    return config;
+  }
+  async function cli(...args: string[]) {
+    const { io, stdout, stderr } = fakeIo();
+    const code = await runCli([...args, '--config', configFile()], io);
+    return { code, stdout: stdout(), stderr: stderr() };
+  }
+  /** A sale whose receipt outcome stays unknown (as eBarimt's, whose PosAPI cannot be asked), with its alarm. */
+  async function unknownSale() {
+    const order = await h.sell();
+    h.node.db.prepare("UPDATE receipts SET state = 'unknown', alarmed_at = 1 WHERE order_id = ?").run(order.id);
+    h.node.outbox.raiseAlarm(`receipt_unknown/${order.id}`, 'critical', 'test', { orderId: order.id });
+    return order;
+  }
+
+  it('--issued records the receipt the register shows (its id and date, for a later return) and clears the alarm', async () => {
+    h = buildFiscalCore();
+    const order = await unknownSale();
+    const done = await cli(
+      'receipt',
+      String(order.id),
+      '--issued',
+      '--register-id',
+      '000000000000000000000000000000042',
+      '--register-date',
+      '2026-12-02 10:00:00',
+    );
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stdout).toMatch(/recorded as issued/);
+    expect(h.receipts(order.id)).toMatchObject([{ kind: 'sale', state: 'issued', register_id: '000000000000000000000000000000042' }]);
+    expect(h.alarms()).not.toContain(`receipt_unknown/${order.id}`);
+    // Settled once: a second settle is refused and changes nothing.
+    const again = await cli('receipt', String(order.id), '--not-issued');
+    expect(again.code).toBe(64);
+    expect(again.stderr).toMatch(/is issued: only an unknown or refused one/);
+    expect(h.receipts(order.id)).toMatchObject([{ state: 'issued' }]);
+  });
+
+  it('--not-issued queues it again under the same key; the service issues one receipt', async () => {
+    h = buildFiscalCore();
+    const order = await h.sell();
+    // The register refused it (a person fixed the cause); the register holds nothing.
+    h.node.db.prepare("UPDATE receipts SET state = 'queued', next_at = ? WHERE order_id = ?").run(h.clock.now() + 3_600_000, order.id);
+    h.node.db.prepare("UPDATE receipts SET state = 'rejected' WHERE order_id = ?").run(order.id);
+    const done = await cli('receipt', String(order.id), '--not-issued');
+    expect(done.code, done.stderr).toBe(0);
+    expect(h.receipts(order.id)).toMatchObject([{ state: 'queued', key: `${order.reference}-sale` }]);
+    await h.pass();
+    expect(h.receipts(order.id)).toMatchObject([{ state: 'issued' }]);
+    expect(h.register.held().filter((r) => r.key === `${order.reference}-sale`)).toHaveLength(1);
+  });
+
+  it('wrong use says why and changes nothing', async () => {
+    h = buildFiscalCore();
+    const order = await unknownSale();
+    const before = h.receipts(order.id);
+    for (const args of [
+      ['receipt', String(order.id), '--issued'],
+      ['receipt', String(order.id)],
+      ['receipt', 'x', '--not-issued'],
+      ['receipt', String(order.id), '--not-issued', '--register-id', '1'],
+      ['receipt', String(order.id + 100), '--not-issued'],
+    ]) {
+      const result = await cli(...args);
+      expect(result.code, args.join(' ')).toBe(64);
+      expect(result.stderr).toMatch(/vendgate: /);
+    }
+    expect(h.receipts(order.id)).toEqual(before);
+  });
+});

@@ -63,7 +63,7 @@ describe('fiscal settings', () => {
       expect(refused.join(' ')).not.toContain('in-the-file');
       writeFileSync(path, stringify({ device, fiscal }));
       expect(problems(() => loadSettings({ path, env: {} }))).toEqual([
-        'fiscal.webkassa.token: required for register webkassa: set VENDGATE_FISCAL_WEBKASSA_TOKEN',
+        'fiscal.webkassa.login: required for register webkassa: login (and VENDGATE_FISCAL_WEBKASSA_PASSWORD), or a session token in VENDGATE_FISCAL_WEBKASSA_TOKEN',
       ]);
       const { settings, environment } = loadSettings({ path, env: { VENDGATE_FISCAL_WEBKASSA_TOKEN: 't0ken' } });
       expect(settings.fiscal.webkassa).toMatchObject({ token: 't0ken', offlineHoursLimit: 72 });

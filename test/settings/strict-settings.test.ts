@@ -63,7 +63,7 @@ describe('strict settings', () => {
       provider: { clientSecret: 'a', apiKey: 'b', webhookSecrets: ['c'] },
       mqtt: { url: '', username: 'u', password: 'd' },
       poll: { intervalMs: 5 },
-      fiscal: { webkassa: { token: 'e' } },
+      fiscal: { webkassa: { token: 'e', password: 'f', apiKey: 'g' } },
     };
     const problems = problemsOf(config);
     for (const secret of SECRET_SETTINGS) {
@@ -76,12 +76,14 @@ describe('strict settings', () => {
         'provider.webhookSecrets',
         'mqtt.password',
         'fiscal.webkassa.token',
+        'fiscal.webkassa.password',
+        'fiscal.webkassa.apiKey',
       ]),
     );
     expect(problems).toContainEqual(expect.stringMatching(/^device\.livemod: unknown key/));
     expect(problems).toContainEqual(expect.stringMatching(/^poll\.intervalMs: /));
     // No secret value is ever repeated in a message.
-    expect(problems.join('\n')).not.toMatch(/: (a|b|c|d|e)$/m);
+    expect(problems.join('\n')).not.toMatch(/: (a|b|c|d|e|f|g)$/m);
   });
 
   it('the secrets still come from the environment', () => {

@@ -48,11 +48,22 @@ export const ebarimtSchema = z
   })
   .strict();
 
-/** Kazakhstan: an online cloud register (Webkassa's API). The token comes from VENDGATE_FISCAL_WEBKASSA_TOKEN. */
+/**
+ * Kazakhstan: an online cloud register (Webkassa's API). It is reached with the cashier's login and
+ * password (the session renewed by the adapter), or with a session token issued beforehand (it lapses:
+ * then receipts wait and the register alarm says so). The secrets come from the environment only:
+ * VENDGATE_FISCAL_WEBKASSA_PASSWORD, _TOKEN, _API_KEY.
+ */
 export const webkassaSchema = z
   .object({
     url: httpUrl.optional(),
+    login: z.string().min(1).max(128).optional(),
+    password: z.string().min(1).optional(),
     token: z.string().min(1).optional(),
+    /** Sent as x-api-key where the account has one. */
+    apiKey: z.string().min(1).optional(),
+    /** The organisation pays VAT: every position carries VAT (16 %) inside its price. */
+    vatPayer: z.boolean().default(true),
     cashboxId: z.string().min(1).max(64).optional(),
     /** The register works offline at most this long before the law stops it (72 h in Kazakhstan). */
     offlineHoursLimit: z.number().int().min(1).max(720).default(72),
@@ -111,7 +122,12 @@ export const fiscalSchema = z
     if (fiscal.register === 'webkassa') {
       const w = fiscal.webkassa;
       if (!w.url) missing(['webkassa', 'url'], 'required for register webkassa: the cloud register API address');
-      if (!w.token) missing(['webkassa', 'token'], 'required for register webkassa: set VENDGATE_FISCAL_WEBKASSA_TOKEN');
+      if (!w.token && !(w.login && w.password))
+        missing(
+          ['webkassa', 'login'],
+          'required for register webkassa: login (and VENDGATE_FISCAL_WEBKASSA_PASSWORD), or a session token in VENDGATE_FISCAL_WEBKASSA_TOKEN',
+        );
+      if (w.login && !w.password) missing(['webkassa', 'password'], 'the login needs its password: set VENDGATE_FISCAL_WEBKASSA_PASSWORD');
       if (!w.cashboxId) missing(['webkassa', 'cashboxId'], 'required for register webkassa: the cashbox unique number');
     }
   });
