@@ -4,6 +4,7 @@ import type { Db, StorageHealth } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { CommandAuthSettings } from './command-envelope.js';
+import type { FiscalSnapshot } from '../fiscal/monitor.js';
 
 export type MqttSettings = Readonly<Settings>['mqtt'];
 
@@ -45,17 +46,7 @@ export interface DeviceTelemetry {
    * The fiscal path (absent with `fiscal.register: none`): receipts owed and the age of the oldest,
    * the register's reachability, eBarimt's lottery numbers left, whether sales are stopped for it.
    */
-  fiscal?: {
-    register: string;
-    reachable: boolean;
-    pending: number;
-    unknown: number;
-    oldestAgeSec: number;
-    lotteryLeft: number | null;
-    salesPerDay: number;
-    salesStopped: string | null;
-    lastError: string | null;
-  };
+  fiscal?: FiscalSnapshot;
 }
 
 /** The device as MQTT sees it. Implemented by the app; every method may be called from a command. */

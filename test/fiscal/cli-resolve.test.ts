@@ -6,6 +6,21 @@ import { runCli } from '../../src/cli/index.js';
 import { fakeIo } from '../cli/cli-io.js';
 import { buildFiscalCore, type FiscalHarness } from './harness.js';
 
+/** The settings file a `vendgate` command run beside the harness's "service" reads: same device, same database. */
+function configFile(h: FiscalHarness): string {
+  const config = join(h.dir.path, 'config.yaml');
+  writeFileSync(
+    config,
+    stringify({
+      device: { id: h.settings.device.id, currency: 'MNT', catalog: h.settings.device.catalog },
+      storage: { path: h.settings.storage.path },
+      mqtt: { url: '' },
+      fiscal: { register: 'sandbox' },
+    }),
+  );
+  return config;
+}
+
 describe('vendgate resolve --vended with a fiscal register', () => {
   let h: FiscalHarness;
   afterEach(async () => h.close());
@@ -15,16 +30,7 @@ describe('vendgate resolve --vended with a fiscal register', () => {
     h.machine.next = () => ({ result: 'unknown', detail: 'no answer' });
     const order = await h.sell();
     expect(order.state).toBe('vend_uncertain');
-    const config = join(h.dir.path, 'config.yaml');
-    writeFileSync(
-      config,
-      stringify({
-        device: { id: h.settings.device.id, currency: 'MNT', catalog: h.settings.device.catalog },
-        storage: { path: h.settings.storage.path },
-        mqtt: { url: '' },
-        fiscal: { register: 'sandbox' },
-      }),
-    );
+    const config = configFile(h);
     const { io, stdout, stderr } = fakeIo();
     expect(await runCli(['resolve', String(order.id), '--vended', '--config', config], io), stderr()).toBe(0);
     expect(stdout()).toMatch(/resolved as vended/);
@@ -41,22 +47,9 @@ describe('vendgate receipt: a person settles a receipt the gateway cannot', () =
   let h: FiscalHarness;
   afterEach(async () => h.close());
 
-  function configFile() {
-    const config = join(h.dir.path, 'config.yaml');
-    writeFileSync(
-      config,
-      stringify({
-        device: { id: h.settings.device.id, currency: 'MNT', catalog: h.settings.device.catalog },
-        storage: { path: h.settings.storage.path },
-        mqtt: { url: '' },
-        fiscal: { register: 'sandbox' },
-      }),
-    );
-    return config;
-  }
   async function cli(...args: string[]) {
     const { io, stdout, stderr } = fakeIo();
-    const code = await runCli([...args, '--config', configFile()], io);
+    const code = await runCli([...args, '--config', configFile(h)], io);
     return { code, stdout: stdout(), stderr: stderr() };
   }
   /** A sale whose receipt outcome stays unknown (as eBarimt's, whose PosAPI cannot be asked), with its alarm. */
