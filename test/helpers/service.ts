@@ -18,7 +18,7 @@
  * them in the file): VENDGATE_WEBHOOK_SECRETS, VENDGATE_PROVIDER_CLIENT_SECRET, VENDGATE_PROVIDER_API_KEY.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,17 +78,63 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/** A TCP port that was free a moment ago (listen on 0, read it, close). */
+/**
+ * A TCP port for a child process to listen on, free now and kept for this test process alone.
+ *
+ * Not a listen(0) number: such a port lies in the kernel's ephemeral range, so between our close()
+ * and the child's listen() any other process's listen(0) or outgoing connection may be handed it
+ * (seen in CI: a service refused to start, "port … is already in use", with a second suite beside
+ * this one). The port is taken below that range, where the kernel hands out nothing, and reserved
+ * with a lock file that every test process on the machine honours (O_EXCL; a lock whose process is
+ * gone is taken over), so two suites side by side, or two tests of one, never pick the same one.
+ * The locks of this process go when it exits.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
+  return reservedPort();
+}
+
+const PORT_LOCKS = join(tmpdir(), 'vendgate-test-ports');
+const reserved: string[] = [];
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function reservePort(port: number): boolean {
+  mkdirSync(PORT_LOCKS, { recursive: true });
+  const lock = join(PORT_LOCKS, String(port));
+  try {
+    writeFileSync(lock, String(process.pid), { flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    let owner = 0;
+    try {
+      owner = Number(readFileSync(lock, 'utf8'));
+    } catch {
+      return false; // another taker is replacing it right now
+    }
+    if (!Number.isInteger(owner) || owner <= 0 || alive(owner)) return false;
+    // The process that held it is gone: take it over, unless another taker was faster.
+    try {
+      renameSync(lock, `${lock}.stale-${process.pid}`);
+      rmSync(`${lock}.stale-${process.pid}`, { force: true });
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+    } catch {
+      return false;
+    }
+  }
+  if (reserved.length === 0) {
+    process.once('exit', () => {
+      for (const file of reserved) rmSync(file, { force: true });
     });
-  });
+  }
+  reserved.push(lock);
+  return true;
 }
 
 /** The first port of the kernel's ephemeral range: listen(0) and outgoing connections use ports from here up. */
@@ -114,15 +160,20 @@ function refused(port: number): Promise<boolean> {
 
 /**
  * A port that nothing listens on and nothing will: below the ephemeral range, where neither
- * freePort() (listen(0)) nor an outgoing connection of any process lands, and refused right now.
- * For settings of a service that is NOT running (a freePort() number is free only until another
- * test, or a second suite beside this one, is given it).
+ * listen(0) nor an outgoing connection of any process lands, refused right now, and reserved for
+ * this process so that no other test's freePort() hands it to a service. For settings of a service
+ * that is NOT running.
  */
 export async function unusedPort(): Promise<number> {
+  return reservedPort();
+}
+
+/** Below the ephemeral range, refused right now, and reserved for this process (see freePort). */
+async function reservedPort(): Promise<number> {
   const top = ephemeralStart();
   for (;;) {
     const port = 20_000 + Math.floor(Math.random() * (top - 20_000));
-    if (await refused(port)) return port;
+    if (reservePort(port) && (await refused(port))) return port;
   }
 }
 

@@ -1,6 +1,5 @@
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 
 /** Debian's chromium; never a downloaded browser. */
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -32,17 +31,8 @@ export async function waitForScreen(page: Page, screen: string, timeoutMs = 30_0
   await page.waitForSelector(`body[data-screen="${screen}"]`, { timeout: timeoutMs });
 }
 
-/** A port free right now, for a service that must come back on the same address after a restart. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** A port for a service that must come back on the same address after a restart (reserved: see freePort). */
+export { freePort } from '../helpers/service.js';
 
 /** The page must fit the screen and be readable: nothing wider than the viewport, no text under 24 px, contrast at least 4.5:1 (AA). */
 export async function layoutProblems(page: Page): Promise<string[]> {

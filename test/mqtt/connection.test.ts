@@ -8,7 +8,7 @@ import { startEmbeddedBroker } from '../../src/mqtt/index.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { captureLogger, createDevice, onCleanup, watching } from './harness.js';
 import { retainedNow } from './watch.js';
-import { unusedPort } from '../helpers/service.js';
+import { freePort, unusedPort } from '../helpers/service.js';
 
 const TLS = (name: string) => fileURLToPath(new URL(`./fixtures/tls/${name}`, import.meta.url));
 
@@ -27,14 +27,6 @@ async function customBroker(options: AedesOptions, tls?: Parameters<typeof creat
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
   return { port: (server.address() as AddressInfo).port, admitted };
-}
-
-async function freePort(): Promise<number> {
-  const server = createTcpServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 async function until(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
