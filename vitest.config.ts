@@ -1,9 +1,11 @@
 import { defineConfig } from 'vitest/config';
+import { SYSTEM_TEST_GLOBS } from './test/suites.js';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/techniques/e2e/**', 'node_modules/**'],
+    // The tests that need root and system packages run with the e2e suite (test/suites.ts).
+    exclude: ['test/techniques/e2e/**', 'node_modules/**', ...SYSTEM_TEST_GLOBS],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     // Tests that spawn dist/main.js never run an old build: rebuilt (or refused) first.

@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import { REAL_TIME_TEST_FILES, serviceTestFiles } from './test/suites.js';
+import { REAL_TIME_TEST_FILES, SYSTEM_TEST_GLOBS, serviceTestFiles } from './test/suites.js';
 
 // `npm run test:unit`: everything that starts no child process and no browser (test/suites.ts
 // decides from the imports), less the few that wait on real socket timeouts by design.
@@ -22,7 +22,13 @@ const floor = (lines: number, branches: number) => ({ lines, branches });
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/techniques/e2e/**', 'node_modules/**', ...serviceTestFiles(import.meta.dirname), ...REAL_TIME_TEST_FILES],
+    exclude: [
+      'test/techniques/e2e/**',
+      'node_modules/**',
+      ...serviceTestFiles(import.meta.dirname),
+      ...REAL_TIME_TEST_FILES,
+      ...SYSTEM_TEST_GLOBS,
+    ],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     // Worker threads: ~10 % faster here than forks (measured: 49.6 s vs 55.7 s at the same load),

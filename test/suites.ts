@@ -13,6 +13,14 @@ import { dirname, join, relative, resolve } from 'node:path';
  */
 export const REAL_TIME_TEST_FILES = ['test/techniques/fuzz/slow-partial.test.ts'];
 
+/**
+ * Tests that need root and system packages (scripts/install-test-deps.sh) beyond Node: real mounts
+ * (a tmpfs, ext4 on a loop device) and libfaketime under test/storage/, our FUSE file system under
+ * test/techniques/power-cut/, two bridged Mosquitto brokers in route-theft. They run with the e2e
+ * suite (`npm run test:e2e`), so that `npm ci && npm test` needs nothing but Node on a fresh machine.
+ */
+export const SYSTEM_TEST_GLOBS = ['test/storage/**/*.test.ts', 'test/techniques/power-cut/**/*.test.ts', 'test/relay/route-theft.test.ts'];
+
 const SPAWNS = /from ['"](node:)?child_process['"]|from ['"]playwright-core['"]|import\(['"](node:)?child_process['"]\)/;
 const LOCAL_IMPORT = /(?:from|import\()\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 

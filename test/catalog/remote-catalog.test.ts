@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
+import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { watch, type Watcher } from '../mqtt/watch.js';
 import { cli, get, order, orderReaches, pay, query } from './helpers.js';
 import { commandPayload } from '../helpers/operator.js';
 
 /**
- * The remote catalog over a real broker: Mosquitto at 127.0.0.1:1883 (MQTT_TEST_URL to point
- * elsewhere), the compiled service as a child process, an operator's client publishing commands.
+ * The remote catalog over a real broker: Mosquitto when MQTT_TEST_URL names one (CI), else an
+ * embedded broker of this test; the compiled service as a child process, an operator's client
+ * publishing commands.
  */
-const BROKER = process.env.MQTT_TEST_URL ?? 'mqtt://127.0.0.1:1883';
 
 const V2 = {
   version: '2026-12-01.1',
@@ -22,20 +23,24 @@ const V2 = {
 describe('a catalog published over MQTT', () => {
   let svc: Service | null = null;
   let watcher: Watcher | null = null;
+  let broker: TestBroker | null = null;
   afterEach(async () => {
     await svc?.stop();
     svc = null;
     await watcher?.clearRetained();
     await watcher?.close();
     watcher = null;
+    await broker?.close();
+    broker = null;
   });
 
   async function start(config: Record<string, unknown> = {}) {
     const deviceId = `cat-${randomBytes(4).toString('hex')}`;
     const prefix = `vgcat${randomBytes(3).toString('hex')}`;
     const base = `${prefix}/${deviceId}`;
-    watcher = await watch(BROKER, [`${base}/#`]);
-    svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix }, ...config } });
+    broker = await testBroker();
+    watcher = await watch(broker.url, [`${base}/#`]);
+    svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: broker.url, prefix }, ...config } });
     await watcher.next(`${base}/status`, (m) => m.payload === 'online', 30_000);
     let n = 0;
     const command = async (name: string, body: Record<string, unknown>) => {
