@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * npm run bench [-- --quick] [-- --only latency,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli]
+ * npm run bench [-- --quick] [-- --only latency,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli,receipt-qr]
  *
  * Every figure of issues #9 and #18 with its target beside it, measured on this machine, printed as one table
  * and written as JSON to bench-results/bench-<date>.json (and bench-latest.json). Nothing here is a
@@ -21,6 +21,7 @@ import { durabilityBench } from './durability.mjs';
 import { dbSizeBench } from './db-size.mjs';
 import { fsyncBench } from './fsync.mjs';
 import { cliBench } from './cli.mjs';
+import { receiptQrBench } from './receipt-qr.mjs';
 
 const BENCHES = {
   latency: latencyBench,
@@ -33,6 +34,7 @@ const BENCHES = {
   'db-size': dbSizeBench,
   fsync: fsyncBench,
   cli: cliBench,
+  'receipt-qr': receiptQrBench,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });

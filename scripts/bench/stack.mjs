@@ -7,9 +7,10 @@ import { createServiceProcess, freePort } from '../soak/service.mjs';
 /**
  * The real compiled service against a Gerege simulator without faults: the stack the latency and
  * provider-call benchmarks measure. `webhooks: false` leaves the simulator without a webhook URL, so
- * the poller is the only channel.
+ * the poller is the only channel. `withSim(sim)` adds settings and environment that need the running
+ * simulator (its URL: the fiscal registers it serves).
  */
-export async function startGeregeStack({ webhooks, intervalMs, invoiceTtlSec = 120, seed = 1, extra = {} }) {
+export async function startGeregeStack({ webhooks, intervalMs, invoiceTtlSec = 120, seed = 1, extra = {}, withSim = null }) {
   const dir = mkdtempSync(join(tmpdir(), 'vendgate-bench-'));
   const localPort = await freePort();
   const webhookPort = await freePort();
@@ -20,6 +21,7 @@ export async function startGeregeStack({ webhooks, intervalMs, invoiceTtlSec = 1
     ...(webhooks ? { webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege` } : {}),
   });
   await sim.start();
+  const more = withSim ? withSim(sim) : { extra: {}, env: {} };
   const service = createServiceProcess({
     configPath: join(dir, 'config.yaml'),
     config: () => ({
@@ -36,8 +38,9 @@ export async function startGeregeStack({ webhooks, intervalMs, invoiceTtlSec = 1
       mqtt: { url: '' },
       log: { level: 'info' },
       ...extra,
+      ...more.extra,
     }),
-    env: { VENDGATE_PROVIDER_CLIENT_SECRET: 'sim-secret', VENDGATE_WEBHOOK_SECRETS: 'whsec_simulator' },
+    env: { VENDGATE_PROVIDER_CLIENT_SECRET: 'sim-secret', VENDGATE_WEBHOOK_SECRETS: 'whsec_simulator', ...more.env },
   });
   const { readyMs } = await service.start();
   return {

@@ -145,6 +145,9 @@ export function receiptCommand(
           : { state: 'queued', next_at: 0, alarmed_at: null, last_error: 'settled by a person: not issued, sent again' },
       );
       if (!ok) return false;
+      // A sale refused (or unknown) when its order's refund completed got no return then
+      // (ReceiptBook.refunded skips a rejected sale): now that it holds, or will hold, a receipt, it owes one.
+      if (kind === 'sale' && createOrderRepository({ db, clock: systemClock }).get(orderId)?.state === 'refunded') book.refunded(orderId);
       outbox.clearAlarm(`receipt_unknown/${orderId}`);
       outbox.clearAlarm(`receipt_rejected/${orderId}`);
       outbox.event('receipt.resolved', { orderId, kind, key: row.key, issued: Boolean(options.issued), by: 'cli' });

@@ -39,6 +39,7 @@ export const FISCAL_ALARMS = {
   waiting: 'fiscal_receipts_waiting',
   lotteryLow: 'fiscal_lottery_low',
   offline: 'fiscal_register_offline',
+  blocked: 'fiscal_register_blocked',
   unknown: (orderId: number) => `receipt_unknown/${orderId}`,
 } as const;
 
@@ -62,7 +63,13 @@ export function createFiscalMonitor(
     outbox: Outbox;
     register: FiscalRegister;
     book: ReceiptBook;
-    worker: { unreachableSince(): number | null; lastAnsweredAt(): number | null; lastError(): string | null };
+    worker: {
+      unreachableSince(): number | null;
+      blockedSince(): number | null;
+      lastAnsweredAt(): number | null;
+      lastError(): string | null;
+      heard(): void;
+    };
     /** Stops (detail) or resumes (null) new orders: the device's availability. */
     stopSales?: (detail: string | null) => void;
   },
@@ -107,17 +114,24 @@ export function createFiscalMonitor(
         }));
         statusAt = now;
         statusDownSince = status.reachable ? null : (statusDownSince ?? now);
+        // The register answers its status: a receipt call that failed earlier does not keep it "down".
+        if (status.reachable) worker.heard();
       }
       const waiting = book.waiting();
       const oldestAge = waiting.oldestAt === null ? 0 : now - waiting.oldestAt;
       const down = unreachableFor(now);
+      const blockedSince = worker.blockedSince();
+      const blockedFor = blockedSince === null ? 0 : now - blockedSince;
+      // What the register has not taken: a receipt already handed to a person (eBarimt cannot be
+      // asked about a lost answer) does not stop sales while the register issues the others.
+      const stuckAge = waiting.oldestForRegisterAt === null ? 0 : now - waiting.oldestForRegisterAt;
       const perDay = book.salesPerDay(now, 7);
       const lotteryLeft = status?.lotteryLeft ?? null;
       const lotteryLow = lotteryLeft !== null && (lotteryLeft === 0 || (perDay > 0 && lotteryLeft < perDay * settings.lotteryLowDays));
       const stopAfter = settings.stopSalesAfterHours * 3_600_000;
       const stop =
-        stopAfter > 0 && (oldestAge >= stopAfter || down >= stopAfter)
-          ? `receipts could not be issued for ${Math.floor(Math.max(oldestAge, down) / 3_600_000)} h (fiscal.stopSalesAfterHours: ${settings.stopSalesAfterHours})`
+        stopAfter > 0 && Math.max(stuckAge, down, blockedFor) >= stopAfter
+          ? `receipts could not be issued for ${Math.floor(Math.max(stuckAge, down, blockedFor) / 3_600_000)} h (fiscal.stopSalesAfterHours: ${settings.stopSalesAfterHours})`
           : null;
       inTransaction(db, () => {
         alarm(
@@ -125,6 +139,12 @@ export function createFiscalMonitor(
           down >= settings.alarmUnreachableAfterMin * MIN,
           'the fiscal register does not answer: receipts wait; check its network and power',
           { since: new Date(now - down).toISOString(), detail: worker.lastError() ?? status?.detail ?? null },
+        );
+        alarm(
+          FISCAL_ALARMS.blocked,
+          blockedSince !== null,
+          `the fiscal register takes no receipt until a person acts on it: ${worker.lastError() ?? 'see its status'}. Receipts wait and are sent once it takes them`,
+          { since: blockedSince === null ? null : new Date(blockedSince).toISOString(), detail: worker.lastError() },
         );
         alarm(FISCAL_ALARMS.waiting, oldestAge >= settings.alarmWaitingAfterMin * MIN, 'fiscal receipts are waiting to be issued', {
           pending: waiting.count,

@@ -75,8 +75,11 @@ export interface ReceiptBook {
   expedite(now: number): number;
   /** Crash recovery: a receipt that was being sent has an unknown outcome (asked about, never re-sent blindly). */
   recover(): number;
-  /** Receipts still owed, and the creation time of the oldest. */
-  waiting(): { count: number; unknown: number; oldestAt: number | null };
+  /**
+   * Receipts still owed, and the creation time of the oldest. `oldestForRegisterAt` leaves out the
+   * unknown receipts already handed to a person (alarmed): what the register itself has not taken.
+   */
+  waiting(): { count: number; unknown: number; oldestAt: number | null; oldestForRegisterAt: number | null };
   /** Unknown receipts claimed before `before` that have no alarm yet. */
   unknownSince(before: number): ReceiptRow[];
   /** Sale receipts per day, measured over the last `days` days of this machine's receipts (0 with none). */
@@ -197,9 +200,11 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
     waiting() {
       const row = prepared(
         db,
-        "SELECT count(*) AS n, sum(state = 'unknown') AS u, min(created_at) AS oldest FROM receipts WHERE state IN ('queued', 'sending', 'unknown') AND register = ?",
-      ).get(settings.register) as { n: number; u: number | null; oldest: number | null };
-      return { count: row.n, unknown: row.u ?? 0, oldestAt: row.oldest };
+        `SELECT count(*) AS n, sum(state = 'unknown') AS u, min(created_at) AS oldest,
+                min(CASE WHEN state = 'unknown' AND alarmed_at IS NOT NULL THEN NULL ELSE created_at END) AS owed
+         FROM receipts WHERE state IN ('queued', 'sending', 'unknown') AND register = ?`,
+      ).get(settings.register) as { n: number; u: number | null; oldest: number | null; owed: number | null };
+      return { count: row.n, unknown: row.u ?? 0, oldestAt: row.oldest, oldestForRegisterAt: row.owed };
     },
 
     unknownSince(before) {

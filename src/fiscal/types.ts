@@ -66,21 +66,35 @@ export interface IssuedReceipt {
  *   before any work): safe to retry with the same key.
  * - `unknown`: the register may have committed (timeout after sending, connection reset, 5xx
  *   mid-work): reconcile with `lookup` before any retry.
+ * - `blocked`: the register answers but refuses every receipt until a person acts on the register
+ *   itself (a lapsed session token, wrong credentials or API key, a cashbox or PosAPI that is not
+ *   activated), and certainly filed nothing. A condition of the register, not of this receipt: the
+ *   receipt waits and is sent again (same key) once the register takes receipts. `message` says
+ *   what the person must do; it never holds a secret.
  */
 export type RegisterOutcome =
   | { kind: 'issued'; receipt: IssuedReceipt }
   | { kind: 'rejected'; code: string; message: string }
   | { kind: 'unavailable'; message: string; retryAfterMs?: number }
-  | { kind: 'unknown'; message: string };
+  | { kind: 'unknown'; message: string }
+  | { kind: 'blocked'; message: string };
 
 /**
  * What a register says when asked whether it holds a receipt under a key.
  * - `found`: it does (the receipt is returned as it holds it).
  * - `absent`: it certainly does not: issuing again with the same key makes one receipt.
- * - `unknown`: it cannot tell now (unreachable, or the register has no way to ask): try later;
- *   never issue again meanwhile.
+ * - `unknown`: it cannot tell now (unreachable, an error): try later; never issue again meanwhile.
+ * - `cannot_tell`: the register has no way to be asked (eBarimt's PosAPI). Says nothing about
+ *   whether the register answers: the receipt waits for a person (`vendgate receipt`), never
+ *   issued again.
+ * - `blocked`: the register refuses to answer until a person acts on it (see RegisterOutcome).
  */
-export type LookupOutcome = { kind: 'found'; receipt: IssuedReceipt } | { kind: 'absent' } | { kind: 'unknown'; message: string };
+export type LookupOutcome =
+  | { kind: 'found'; receipt: IssuedReceipt }
+  | { kind: 'absent' }
+  | { kind: 'unknown'; message: string }
+  | { kind: 'cannot_tell'; message: string }
+  | { kind: 'blocked'; message: string };
 
 /** The register's health, for alarms, the selftest, telemetry and /metrics. */
 export interface RegisterStatus {

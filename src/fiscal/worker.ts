@@ -28,6 +28,13 @@ export interface FiscalWorker {
   screen(orderId: number): ScreenReceipt | null;
   /** Since when the register has not answered (ms since epoch), or null while it answers. */
   unreachableSince(): number | null;
+  /**
+   * Since when the register has refused every receipt until a person acts on it (a lapsed token,
+   * credentials, not activated: `blocked`), or null. `lastError()` says what to do.
+   */
+  blockedSince(): number | null;
+  /** Something other than a receipt call (the status) heard the register answer: it is not down. */
+  heard(): void;
   /** When the register last answered a call (ms since epoch), or null. */
   lastAnsweredAt(): number | null;
   /** The last error the register gave, for the operator. */
@@ -70,15 +77,20 @@ export function createFiscalWorker(
   let stopped = false;
   let failures = 0;
   let downSince: number | null = null;
+  let blockedAt: number | null = null;
+  /** The status said the register answers again; the next answered call sends what waited. */
+  let backSoon = false;
   let lastError: string | null = null;
 
   let answeredAt: number | null = null;
   /** A register that said "come back at" (its pace) is not called before then. */
   let pausedUntil = 0;
   const reached = () => {
-    const wasDown = downSince !== null;
+    const wasDown = downSince !== null || blockedAt !== null || backSoon;
+    backSoon = false;
     failures = 0;
     downSince = null;
+    blockedAt = null;
     answeredAt = clock.now();
     // Back after an outage: what waited for it goes now, not at each receipt's own backoff time.
     if (wasDown) {
@@ -89,6 +101,14 @@ export function createFiscalWorker(
   const unreached = (message: string) => {
     failures += 1;
     downSince ??= clock.now();
+    lastError = message;
+  };
+  /** The register answers, but takes no receipt until a person acts on it: not down, blocked. */
+  const blocked = (message: string) => {
+    failures += 1;
+    blockedAt ??= clock.now();
+    downSince = null;
+    answeredAt = clock.now();
     lastError = message;
   };
   /** The register's own retry time where it gives one, else doubling from 500 ms up to retryMaxMs. */
@@ -163,6 +183,15 @@ export function createFiscalWorker(
           book.move(row.id, ['sending'], { state: 'queued', next_at: now + backoff(outcome.retryAfterMs), last_error: outcome.message }),
         );
         return false;
+      case 'blocked':
+        // Nothing was filed and nothing of this receipt is wrong: it waits for the register.
+        blocked(outcome.message);
+        inTransaction(db, () => book.move(row.id, ['sending'], { state: 'queued', next_at: now + backoff(), last_error: outcome.message }));
+        log.warn(
+          { orderId: row.order_id, kind: row.kind, detail: outcome.message },
+          'the fiscal register takes no receipt until a person acts',
+        );
+        return false;
       case 'unknown':
         unreached(outcome.message);
         inTransaction(db, () => {
@@ -190,8 +219,11 @@ export function createFiscalWorker(
       issued(row, found.receipt, 'lookup');
       return false;
     }
-    if (found.kind === 'unknown') {
-      unreached(found.message);
+    if (found.kind === 'unknown' || found.kind === 'cannot_tell' || found.kind === 'blocked') {
+      // `cannot_tell` (eBarimt: PosAPI cannot be asked) says nothing of whether the register
+      // answers: the receipt waits for a person, and the register is not counted as down.
+      if (found.kind === 'unknown') unreached(found.message);
+      if (found.kind === 'blocked') blocked(found.message);
       inTransaction(db, () => book.move(row.id, ['unknown'], { next_at: clock.now() + settings.lookupEveryMs, last_error: found.message }));
       return false;
     }
@@ -215,7 +247,8 @@ export function createFiscalWorker(
     const request = JSON.parse(row.request_json) as ReceiptRequest;
     const original = row.kind === 'return' ? saleFor(row) : null;
     if (row.kind === 'return' && !original) return true;
-    if (row.state === 'unknown' && !(await reconcile(row, request))) return downSince === null;
+    // The pass goes on past a receipt that waits for a person, not past a register that is down or blocked.
+    if (row.state === 'unknown' && !(await reconcile(row, request))) return downSince === null && blockedAt === null;
     // Claimed durably before the call: a crash from here on is `unknown` at the next start.
     const claimed = durably(db, () => book.claim(row.id, clock.now()), 'receipt_claim');
     if (!claimed) return true;
@@ -274,6 +307,14 @@ export function createFiscalWorker(
         : { status: 'pending', qrData: null, lottery: null };
     },
     unreachableSince: () => downSince,
+    blockedSince: () => blockedAt,
+    heard() {
+      // Its status answers: not down. What waited goes at the first receipt call that goes through
+      // (a blocked register stays blocked until it takes a receipt).
+      if (downSince === null) return;
+      downSince = null;
+      backSoon = true;
+    },
     lastAnsweredAt: () => answeredAt,
     lastError: () => lastError,
   };

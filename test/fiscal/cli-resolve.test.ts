@@ -97,6 +97,30 @@ describe('vendgate receipt: a person settles a receipt the gateway cannot', () =
     expect(h.register.held().filter((r) => r.key === `${order.reference}-sale`)).toHaveLength(1);
   });
 
+  it('a refused sale settled after its order was refunded owes its return: queued with the settle, issued after the sale', async () => {
+    h = buildFiscalCore();
+    const order = await h.sell();
+    h.node.db.prepare("UPDATE receipts SET state = 'rejected' WHERE order_id = ?").run(order.id);
+    h.node.money.vend.refund(order.id, 'test');
+    await h.node.money.refunds.run();
+    expect(h.node.orderRepository.get(order.id)!.state).toBe('refunded');
+    // The refund completed while the sale had no receipt: no return then.
+    expect(h.receipts(order.id).map((r) => r.kind)).toEqual(['sale']);
+    const done = await cli('receipt', String(order.id), '--not-issued');
+    expect(done.code, done.stderr).toBe(0);
+    expect(h.receipts(order.id)).toMatchObject([
+      { kind: 'sale', state: 'queued' },
+      { kind: 'return', state: 'queued', key: `${order.reference}-return` },
+    ]);
+    h.clock.set(Date.now() + 1_000);
+    await h.pass();
+    await h.pass();
+    expect(h.receipts(order.id)).toMatchObject([
+      { kind: 'sale', state: 'issued' },
+      { kind: 'return', state: 'issued' },
+    ]);
+  });
+
   it('wrong use says why and changes nothing', async () => {
     h = buildFiscalCore();
     const order = await unknownSale();

@@ -9,7 +9,15 @@ import { tempDir } from '../helpers/temp.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { observationOf } from '../../src/ledger/index.js';
-import { createFiscal, createSandboxRegister, sandboxRegisterDbPath, type Fiscal, type SandboxRegister } from '../../src/fiscal/index.js';
+import {
+  createFiscal,
+  createSandboxRegister,
+  sandboxRegisterDbPath,
+  type Fiscal,
+  type FiscalRegister,
+  type SandboxRegister,
+} from '../../src/fiscal/index.js';
+import type { Clock } from '../../src/util/clock.js';
 import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
 
@@ -17,6 +25,8 @@ export interface FiscalHarnessOptions {
   /** Merged over `{ register: 'sandbox' }`. */
   fiscal?: Record<string, unknown>;
   lotteryStock?: number | null;
+  /** Another register than the sandbox (an adapter against the simulator); called again at each restart. */
+  register?: (clock: Clock) => FiscalRegister;
 }
 
 export function buildFiscalCore(options: FiscalHarnessOptions = {}) {
@@ -41,10 +51,13 @@ export function buildFiscalCore(options: FiscalHarnessOptions = {}) {
   const crash = { at: null as string | null };
 
   function compose() {
-    const register: SandboxRegister = createSandboxRegister(
-      { clock },
-      { dbPath: sandboxRegisterDbPath(settings.storage.path), lotteryStock: options.lotteryStock ?? null },
-    );
+    const sandbox: SandboxRegister | null = options.register
+      ? null
+      : createSandboxRegister(
+          { clock },
+          { dbPath: sandboxRegisterDbPath(settings.storage.path), lotteryStock: options.lotteryStock ?? null },
+        );
+    const register: FiscalRegister = options.register?.(clock) ?? sandbox!;
     let fiscal!: Fiscal;
     const node: CoreNode = composeMoneyPath({
       settings,
@@ -76,7 +89,7 @@ export function buildFiscalCore(options: FiscalHarnessOptions = {}) {
         return fiscal.receipts;
       },
     });
-    return { ...node, register, fiscal };
+    return { ...node, sandbox, fiscal };
   }
 
   let node = compose();
@@ -91,8 +104,10 @@ export function buildFiscalCore(options: FiscalHarnessOptions = {}) {
     get node() {
       return node;
     },
-    get register() {
-      return node.register;
+    /** The sandbox register (its faults, what it holds); a test with another register has none. */
+    get register(): SandboxRegister {
+      if (!node.sandbox) throw new Error('this harness runs another register than the sandbox');
+      return node.sandbox;
     },
     get fiscal() {
       return node.fiscal;
@@ -118,7 +133,9 @@ export function buildFiscalCore(options: FiscalHarnessOptions = {}) {
     /** kill -9 and start again on the same files: recovery runs, nothing is stopped cleanly. */
     async restart() {
       node.db.close();
-      await node.register.close();
+      await node.fiscal.register.close?.();
+      // A new process: its availability starts open; the monitor stops sales again if it must.
+      stopped.reason = null;
       node = compose();
       await node.money.recover();
       node.fiscal.recover();

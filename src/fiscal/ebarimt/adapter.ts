@@ -7,6 +7,7 @@
  *   sent and no complete answer, 500/502/504, a 2xx that cannot be read → unknown: it may be filed
  *   200 SUCCESS with a 33-digit id                  → issued
  *   an ERROR/PAYMENT answer                        → rejected with PosAPI's message
+ *   an ERROR saying PosAPI is not activated        → blocked: every receipt waits for the activation
  *   an ERROR naming the billIdSuffix (already used today) → unknown: PosAPI holds a receipt under
  *     this suffix, most likely ours from an attempt whose answer was lost
  *
@@ -14,7 +15,7 @@
  * service is POST/DELETE /rest/receipt, /rest/info, /rest/sendData and /rest/bankAccounts;
  * nothing lists or reads receipts), and sending the receipt again to see whether the suffix is
  * refused would file a second receipt wherever PosAPI does not enforce the suffix. So lookup
- * always answers `unknown`: a receipt whose answer was lost is for a person, who finds it by its
+ * always answers `cannot_tell` (which says nothing of whether PosAPI answers): a receipt whose answer was lost is for a person, who finds it by its
  * billIdSuffix in PosAPI's own screen. It never answers `absent`.
  *
  * The base URL is never logged nor put in a message (PosAPI has no authentication: its address is
@@ -96,6 +97,9 @@ export function createEbarimtRegister(options: EbarimtOptions): FiscalRegister {
         kind: 'unknown',
         message: `${what}: HTTP ${answer.status}${refusal ? `: ${refusal.message}` : ''} (it may have been filed)`,
       };
+    // Not activated: PosAPI refuses every receipt until an operator activates it; nothing was filed.
+    if (refusal && /not activated/i.test(refusal.message))
+      return { kind: 'blocked', message: `${what}: ${refusal.message} (PosAPI's own screen, on the operator's server)` };
     if (refusal) return { kind: 'rejected', code: `posapi_${refusal.status.toLowerCase()}`, message: refusal.message };
     if (answer.status >= 200 && answer.status < 300)
       return { kind: 'unknown', message: `${what}: an answer that cannot be read (${describeAnswer(answer)})` };
@@ -149,7 +153,7 @@ export function createEbarimtRegister(options: EbarimtOptions): FiscalRegister {
 
     async lookup(request: ReceiptRequest): Promise<LookupOutcome> {
       return {
-        kind: 'unknown',
+        kind: 'cannot_tell',
         message: `PosAPI cannot be asked whether it holds a receipt: look for billIdSuffix ${billIdSuffixOf(request.key)} in PosAPI's receipt list`,
       };
     },

@@ -7,7 +7,9 @@
  * - Calls of one cashbox go one at a time (queue.ts): Webkassa refuses overlapping ones.
  * - A session Token (from Authorize, a secret: never logged) is reused until Webkassa says it
  *   expired (error 2) or is unknown (3); then the adapter authorizes once more and repeats the call
- *   with the same ExternalCheckNumber.
+ *   with the same ExternalCheckNumber. A token that cannot be renewed, a refused login or API key,
+ *   a cashbox that is missing, blocked or not activated are `blocked`: conditions of the register,
+ *   not of a receipt; the receipts wait until it takes them again.
  * - A shift open longer than 24 hours (error 11) is closed with a Z report, then the check is sent
  *   once more.
  * - Offline mode: answers say whether the cashbox works offline (`OfflineMode`, `CashboxOfflineMode`);
@@ -102,9 +104,9 @@ export function createWebkassaRegister(options: WebkassaOptions): FiscalRegister
   async function authorize(): Promise<RegisterOutcome | null> {
     if (!canAuthorize) {
       return {
-        kind: 'rejected',
-        code: 'auth',
-        message: 'the Webkassa session token expired or was refused, and no login is set to renew it: set a new token',
+        kind: 'blocked',
+        message:
+          'the Webkassa session token expired or was refused, and no login is set to renew it: set a new token (fiscal.webkassa.token) or a login and password, and restart',
       };
     }
     const result = await post('/api/v4/Authorize', { Login: options.login, Password: options.password });
@@ -121,7 +123,11 @@ export function createWebkassaRegister(options: WebkassaOptions): FiscalRegister
       return null;
     }
     const error = firstError(result.body);
-    if (error) return { kind: 'rejected', code: 'auth', message: `Webkassa refused the login: ${error.text} (error ${error.code})` };
+    if (error)
+      return {
+        kind: 'blocked',
+        message: `Webkassa refused the login: ${error.text} (error ${error.code}): check fiscal.webkassa.login and VENDGATE_FISCAL_WEBKASSA_PASSWORD, and restart`,
+      };
     return {
       kind: 'unavailable',
       message: `Webkassa Authorize: an answer without a Token (${describeAnswer(result)})`,
@@ -197,8 +203,10 @@ export function createWebkassaRegister(options: WebkassaOptions): FiscalRegister
       CashboxUniqueNumber: options.cashboxUniqueNumber,
       ExternalCheckNumber: externalCheckNumber,
     });
-    if (result.kind === 'outcome')
-      return { kind: 'unknown', message: 'message' in result.outcome ? result.outcome.message : 'authorization failed' };
+    if (result.kind === 'outcome') {
+      const message = 'message' in result.outcome ? result.outcome.message : 'authorization failed';
+      return result.outcome.kind === 'blocked' ? { kind: 'blocked', message } : { kind: 'unknown', message };
+    }
     if (result.kind !== 'answer') return { kind: 'unknown', message: result.message };
     if (result.status !== 200) return { kind: 'unknown', message: `Webkassa ticket lookup: ${describeAnswer(result)}` };
     const error = firstError(result.body);

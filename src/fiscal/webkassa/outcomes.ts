@@ -1,6 +1,7 @@
 /**
  * Webkassa's answers in the port's words (README.md "How outcomes are told"): which errors mean
- * nothing was done (`unavailable`), a person must look (`rejected`), or the check may exist (`unknown`).
+ * nothing was done (`unavailable`), a person must look at this check (`rejected`) or at the register
+ * (`blocked`: login, token, API key, cashbox), or the check may exist (`unknown`).
  */
 import { describeAnswer, type RegisterCall } from '../register-http.js';
 import type { IssuedReceipt, RegisterOutcome } from '../types.js';
@@ -37,16 +38,21 @@ export function checkOutcome(
       return { kind: 'unavailable', message: `${message}: the cashbox must reach the fiscal data operator again`, retryAfterMs: 600_000 };
     case WK_CODES.SHIFT_OVER_24H:
       return { kind: 'unavailable', message: `${message}: the Z report that closes the shift did not go through`, retryAfterMs: 60_000 };
+    // Conditions of the register, not of this check: nothing was taken, every check would be
+    // refused alike until a person acts; the check waits (blocked) and is sent again after.
     case WK_CODES.WRONG_CREDENTIALS:
     case WK_CODES.SESSION_EXPIRED:
     case WK_CODES.NOT_AUTHORIZED:
-      return { kind: 'rejected', code: 'auth', message };
+      return { kind: 'blocked', message: `${message}: check the cashier's login and password (or token) in fiscal.webkassa, and restart` };
     case WK_CODES.NO_ACCESS:
     case WK_CODES.NO_CASHBOX_ACCESS:
     case WK_CODES.CASHBOX_NOT_FOUND:
     case WK_CODES.CASHBOX_BLOCKED:
     case WK_CODES.CASHBOX_NOT_ACTIVATED:
-      return { kind: 'rejected', code: 'not_configured', message };
+      return {
+        kind: 'blocked',
+        message: `${message}: the cashbox of fiscal.webkassa.cashboxId must exist, be activated and open to this cashier in Webkassa's cabinet`,
+      };
     case WK_CODES.VALIDATION:
       return { kind: 'rejected', code: 'invalid_request', message: error.text };
     default:
@@ -59,7 +65,7 @@ export function httpFailure(result: Answer, what: string): RegisterOutcome {
   if (result.status === 503) return { kind: 'unavailable', message: `${what}: HTTP 503 (not available)`, retryAfterMs: 30_000 };
   if (result.status >= 500) return { kind: 'unknown', message: `${what}: HTTP ${result.status} (it may have been done)` };
   if (result.status === 401 || result.status === 403)
-    return { kind: 'rejected', code: 'auth', message: `${what}: HTTP ${result.status}: check the API key` };
+    return { kind: 'blocked', message: `${what}: HTTP ${result.status}: check the API key (fiscal.webkassa.apiKey)` };
   if (result.status >= 200 && result.status < 300)
     return { kind: 'unknown', message: `${what}: an answer that cannot be read (${describeAnswer(result)})` };
   return {

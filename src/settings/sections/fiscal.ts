@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-const httpUrl = z.url({ protocol: /^https?$/, message: 'an http(s) URL such as http://127.0.0.1:7080' });
+const httpUrl = z.url({ protocol: /^https?$/, message: 'an http(s) URL such as http://10.0.0.5:7080' });
 
 /** A time zone the runtime knows (the register's day: where a receipt key is unique per day). */
 const timeZone = z.string().refine(
@@ -16,9 +16,11 @@ const timeZone = z.string().refine(
 );
 
 /**
- * Mongolia: eBarimt PosAPI 3.x, the tax office's program running on this machine or the LAN. Its
- * URL is a secret place (whoever reaches it issues receipts in the merchant's name): it is never
- * logged in full.
+ * Mongolia: eBarimt PosAPI 3.x, the tax office's program. It ships for linux/amd64 only (not the
+ * Pi's ARM) and reaches the tax system only from Mongolian networks, so it runs on the operator's
+ * server and each machine reaches it over the operator's network or VPN. Its URL is a secret place
+ * (PosAPI has no authentication: whoever reaches it issues receipts in the merchant's name): it is
+ * never logged in full.
  */
 export const ebarimtSchema = z
   .object({
@@ -114,7 +116,11 @@ export const fiscalSchema = z
     const missing = (path: string[], message: string) => ctx.addIssue({ code: 'custom', path, message });
     if (fiscal.register === 'ebarimt') {
       const e = fiscal.ebarimt;
-      if (!e.url) missing(['ebarimt', 'url'], 'required for register ebarimt: the PosAPI address, e.g. http://127.0.0.1:7080');
+      if (!e.url)
+        missing(
+          ['ebarimt', 'url'],
+          "required for register ebarimt: the PosAPI address on the operator's server, e.g. http://10.0.0.5:7080",
+        );
       if (!e.merchantTin) missing(['ebarimt', 'merchantTin'], 'required for register ebarimt: the merchant TIN');
       if (!e.posNo) missing(['ebarimt', 'posNo'], 'required for register ebarimt: the POS number the tax office gave');
       if (!e.districtCode) missing(['ebarimt', 'districtCode'], 'required for register ebarimt: the 4-digit district code');

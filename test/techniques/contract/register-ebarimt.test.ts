@@ -82,18 +82,18 @@ describe('eBarimt PosAPI adapter against the simulated PosAPI', () => {
     expect((await adapter.issue(request)).kind).toBe('unknown');
     expect(held(sim)).toHaveLength(1);
     const lookup = await adapter.lookup(request);
-    expect(lookup.kind).toBe('unknown');
-    expect(lookup.kind === 'unknown' && lookup.message).toContain(billIdSuffixOf(request.key));
+    expect(lookup.kind).toBe('cannot_tell');
+    expect(lookup.kind === 'cannot_tell' && lookup.message).toContain(billIdSuffixOf(request.key));
   });
 
-  it('a timeout before PosAPI filed anything is unknown too (the adapter cannot tell it from a lost answer), and lookup stays unknown', async () => {
+  it('a timeout before PosAPI filed anything is unknown too (the adapter cannot tell it from a lost answer), and lookup cannot tell', async () => {
     const sim = await startRegisters({ ebarimt: { faults: { timeoutBeforeCommit: 1 } } });
     const { adapter } = register(sim.url, { timeoutMs: 2_000 });
     const request = saleRequest();
     const outcome = await adapter.issue(request);
     expect(outcome.kind).toBe('unknown');
     expect(held(sim)).toHaveLength(0);
-    expect((await adapter.lookup(request)).kind).toBe('unknown');
+    expect((await adapter.lookup(request)).kind).toBe('cannot_tell');
     // Once the fault is gone the same request files exactly one receipt.
     sim.registers.ebarimt.faults.set({ timeoutBeforeCommit: 0 });
     expect((await adapter.issue(request)).kind).toBe('issued');
@@ -195,11 +195,13 @@ describe('eBarimt PosAPI adapter against the simulated PosAPI', () => {
     expect((await adapter.status()).lotteryLeft).toBe(0);
   });
 
-  it('before activation every receipt is rejected and status is not ready ("not configured")', async () => {
+  it('before activation every receipt is blocked (a condition of PosAPI, not of the receipt) and status is not ready', async () => {
     const sim = await startRegisters({ ebarimt: { activated: false } });
     const { adapter } = register(sim.url);
     const outcome = await adapter.issue(saleRequest());
-    expect(outcome.kind === 'rejected' && outcome.message).toMatch(/not activated/);
+    expect(outcome.kind).toBe('blocked');
+    expect(outcome.kind === 'blocked' && outcome.message).toMatch(/not activated/);
+    expect(held(sim)).toHaveLength(0);
     const status = await adapter.status();
     expect(status).toMatchObject({ reachable: true, ready: false });
     expect(status.detail).toMatch(/not activated/);

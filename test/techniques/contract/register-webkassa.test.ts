@@ -154,12 +154,13 @@ describe('Webkassa adapter against the simulated Webkassa', () => {
     expect(sim.registers.webkassa.records().cashboxes[0]!.checks[0]!.sentToOfd).toBe(true);
   });
 
-  it('a cashbox that is not activated is rejected as not configured, and status says not ready', async () => {
+  it('a cashbox that is not activated or unknown blocks every check (nothing held), and status says not ready', async () => {
     const sim = await startRegisters({ webkassa: { cashboxes: [{ ...D.cashbox, activated: false }] } });
     const { adapter } = register(sim.url);
-    expect(await adapter.issue(sale())).toMatchObject({ kind: 'rejected', code: 'not_configured' });
+    expect(await adapter.issue(sale())).toMatchObject({ kind: 'blocked', message: expect.stringContaining('not activated') });
+    expect(checks(sim)).toHaveLength(0);
     expect(await adapter.status()).toMatchObject({ reachable: true, ready: false, detail: expect.stringContaining('not activated') });
-    expect((await register(sim.url, { cashboxUniqueNumber: 'SWK404' }).adapter.issue(sale())).kind).toBe('rejected');
+    expect((await register(sim.url, { cashboxUniqueNumber: 'SWK404' }).adapter.issue(sale())).kind).toBe('blocked');
   });
 
   it('sends the calls of one cashbox one after another: concurrent issues all succeed where the register refuses overlapping calls', async () => {
@@ -170,7 +171,7 @@ describe('Webkassa adapter against the simulated Webkassa', () => {
     expect(sim.registers.webkassa.records().calls.filter((c) => c.fault === 'busy')).toHaveLength(0);
   });
 
-  it('renews an expired session once and keeps the key; wrong credentials are rejected; no secret reaches a log line', async () => {
+  it('renews an expired session once and keeps the key; wrong credentials or API key block; no secret reaches a log line', async () => {
     const sim = await startRegisters();
     const { adapter, logs } = register(sim.url);
     expect((await adapter.issue(sale())).kind).toBe('issued');
@@ -178,16 +179,16 @@ describe('Webkassa adapter against the simulated Webkassa', () => {
     expect((await adapter.issue(sale())).kind).toBe('issued');
     expect(sim.registers.webkassa.records().calls.filter((c) => c.path === '/api/v4/Authorize')).toHaveLength(2);
     const wrong = await register(sim.url, { password: 'nope' }).adapter.issue(sale());
-    expect(wrong).toMatchObject({ kind: 'rejected', code: 'auth' });
+    expect(wrong).toMatchObject({ kind: 'blocked', message: expect.stringContaining('VENDGATE_FISCAL_WEBKASSA_PASSWORD') });
     const noKey = await register(sim.url, { apiKey: 'wrong' }).adapter.issue(sale());
-    expect(noKey.kind).toBe('rejected');
+    expect(noKey.kind).toBe('blocked');
     const text = JSON.stringify(logs());
     expect(text).not.toContain(D.password);
     expect(text).not.toContain(D.apiKey);
     expect(text).not.toMatch(/"wk0000\d\d/);
   });
 
-  it('works with a session token set beforehand (no login): used while valid, rejected as auth once it expired', async () => {
+  it('works with a session token set beforehand (no login): used while valid, blocked once it expired', async () => {
     const sim = await startRegisters();
     const answer = await fetch(`${sim.url}/api/v4/Authorize`, {
       method: 'POST',
@@ -199,8 +200,9 @@ describe('Webkassa adapter against the simulated Webkassa', () => {
     expect((await adapter.issue(sale())).kind).toBe('issued');
     configure(sim, { expireTokens: true });
     const expired = await adapter.issue(sale());
-    expect(expired).toMatchObject({ kind: 'rejected', code: 'auth' });
-    expect(expired.kind === 'rejected' && expired.message).toContain('set a new token');
+    expect(expired).toMatchObject({ kind: 'blocked', message: expect.stringContaining('set a new token') });
+    // A lookup meanwhile is blocked too (the register, not the check): never "absent".
+    expect((await adapter.lookup(sale())).kind).toBe('blocked');
     expect(JSON.stringify(logs())).not.toContain(Data.Token);
   });
 
