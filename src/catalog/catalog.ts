@@ -2,6 +2,7 @@ import { inTransaction, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
+import { priceProblems } from '../settings/index.js';
 import type { Outbox } from '../outbox/index.js';
 import type { CatalogItem, Settings } from '../settings/index.js';
 import { itemForSlot } from './pricing.js';
@@ -35,6 +36,9 @@ export interface OfferedItem extends CatalogItem {
   stock: number | null;
 }
 
+/** Alarm while the applied catalog crosses the local price bounds (they were tightened): the settings' catalog is sold meanwhile. */
+export const OUT_OF_BOUNDS_ALARM = 'catalog_out_of_bounds';
+
 /** Relative topic of the retained applied-catalog message. */
 export const CATALOG_TOPIC = 'catalog';
 
@@ -65,7 +69,10 @@ export interface Catalog {
   apply(input: unknown, source: string): { version: string; previousVersion: string; changed: boolean };
   /** Back to the catalog applied before the current one (the settings' catalog when there is none); CATALOG_INVALID when there is nothing to roll back. */
   rollback(source: string): { version: string; rolledBack: string };
-  /** Start-up: the applied version is announced again (retained), in case the broker lost it. */
+  /**
+   * Start-up: the applied version is announced again (retained), in case the broker lost it. An
+   * applied document that crosses the price bounds of these settings raises OUT_OF_BOUNDS_ALARM.
+   */
   announce(): void;
   /** Changes when the catalog or a slot changed (also by the CLI from another process). */
   generation(): string;
@@ -83,19 +90,33 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings): Cat
   const log = deps.logger.child({ module: 'catalog' });
   const tables = createCatalogTables(db);
   const fromSettings: AppliedCatalog = { version: SETTINGS_VERSION, source: 'settings', appliedAt: null, items: settings.device.catalog };
-  let cached: { seq: number; catalog: AppliedCatalog } | null = null;
+  let cached: { seq: number; catalog: AppliedCatalog; crossing: string[] } | null = null;
 
-  function current(): AppliedCatalog {
+  /** Every price of `items` outside the local bounds, as `items.N.price: …` lines. */
+  function crossing(items: readonly CatalogItem[]): string[] {
+    if (!settings.pricing) return [];
+    return priceProblems(settings.pricing, items).map((problem) => `items.${problem.path.join('.')}: ${problem.message}`);
+  }
+
+  /** The applied row, with the prices of it that cross the bounds (parsed again only when it changed). */
+  function applied(): { catalog: AppliedCatalog; crossing: string[] } | null {
     const row = tables.currentVersion();
-    if (!row) return fromSettings;
+    if (!row) return null;
     if (cached?.seq !== row.seq) {
       const document = JSON.parse(row.document) as CatalogDocument;
       cached = {
         seq: row.seq,
         catalog: { version: row.version, source: row.source, appliedAt: new Date(row.applied_at).toISOString(), items: document.items },
+        // A document applied under wider bounds (before the settings were tightened) is not sold.
+        crossing: crossing(document.items),
       };
     }
-    return cached.catalog;
+    return cached;
+  }
+
+  function current(): AppliedCatalog {
+    const found = applied();
+    return !found || found.crossing.length > 0 ? fromSettings : found.catalog;
   }
 
   const item = (slot: string): CatalogItem | undefined => current().items.find((entry) => entry.slot === slot);
@@ -207,6 +228,7 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings): Cat
             : `version: ${document.version} already names another document (applied at ${when}); publish the change under a new version`;
         }
         tables.insertVersion(document.version, serialized, source, clock.now());
+        outbox.clearAlarm(OUT_OF_BOUNDS_ALARM);
         outbox.event('catalog.applied', { version: document.version, previousVersion: now.version, source, items: document.items.length });
         publishApplied(now.version);
         return { version: document.version, previousVersion: now.version, changed: true };
@@ -218,10 +240,16 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings): Cat
 
     /** Back to the catalog applied before the current one (the settings' catalog when there is none). */
     rollback(source: string): { version: string; rolledBack: string } {
-      const result = inTransaction(db, () => {
+      type Outcome = { version: string; rolledBack: string } | { refused: string; problems: string[] } | null;
+      const result = inTransaction(db, (): Outcome => {
         const row = tables.currentVersion();
         if (!row) return null;
+        // A rollback never brings back prices the local bounds forbid (they may have been tightened since).
+        const target = tables.versionBefore(row.seq);
+        const problems = target ? crossing((JSON.parse(target.document) as CatalogDocument).items) : [];
+        if (target && problems.length > 0) return { refused: target.version, problems };
         tables.markRolledBack(row.seq, clock.now());
+        outbox.clearAlarm(OUT_OF_BOUNDS_ALARM);
         const back = current();
         outbox.event('catalog.rolled_back', { from: row.version, to: back.version, source });
         publishApplied(row.version);
@@ -232,13 +260,40 @@ export function createCatalog(deps: CatalogDeps, settings: CatalogSettings): Cat
           ErrorCodes.CATALOG_INVALID,
           `nothing to roll back: the catalog in use is the one in the settings (version "${SETTINGS_VERSION}")`,
         );
+      if ('refused' in result) {
+        throw invalid(
+          [
+            `rollback: version ${result.refused} crosses the local price bounds (pricing); publish a catalog within them under a new version`,
+            ...result.problems,
+          ],
+          result.refused,
+        );
+      }
       log.warn({ ...result, source }, 'catalog rolled back');
       return result;
     },
 
     /** Start-up: the applied version is announced again (retained), in case the broker lost it. */
     announce(): void {
-      inTransaction(db, () => publishApplied(null));
+      const found = applied();
+      const problems = found?.crossing ?? [];
+      inTransaction(db, () => {
+        if (found && problems.length > 0) {
+          outbox.raiseAlarm(
+            OUT_OF_BOUNDS_ALARM,
+            'warning',
+            `catalog ${found.catalog.version} crosses the local price bounds (pricing): the settings' catalog is sold until a catalog within them is applied`,
+            { version: found.catalog.version, problems },
+          );
+        } else outbox.clearAlarm(OUT_OF_BOUNDS_ALARM);
+        publishApplied(null);
+      });
+      if (found && problems.length > 0) {
+        log.error(
+          { version: found.catalog.version, problems },
+          'the applied catalog crosses the local price bounds; selling the settings catalog',
+        );
+      }
     },
 
     /** Changes when the catalog or a slot changed (also by the CLI from another process). */

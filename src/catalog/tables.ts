@@ -25,6 +25,11 @@ export function createCatalogTables(db: Db) {
       return prepared(db, 'SELECT * FROM catalog_versions WHERE rolled_back_at IS NULL ORDER BY seq DESC LIMIT 1').get() as
         CatalogVersionRow | undefined;
     },
+    /** The version in force before `seq` (what a rollback of `seq` falls back to); none: the settings' catalog. */
+    versionBefore(seq: number): CatalogVersionRow | undefined {
+      return prepared(db, 'SELECT * FROM catalog_versions WHERE rolled_back_at IS NULL AND seq < ? ORDER BY seq DESC LIMIT 1').get(seq) as
+        CatalogVersionRow | undefined;
+    },
     /** Every row that carried this version, oldest first (rolled back ones included). */
     versionRows(version: string): CatalogVersionRow[] {
       return prepared(db, 'SELECT * FROM catalog_versions WHERE version = ? ORDER BY seq').all(version) as CatalogVersionRow[];

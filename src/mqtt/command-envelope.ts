@@ -88,6 +88,8 @@ export interface RefusedEnvelope {
   /** The request id the envelope claims (unverified: only to correlate the answer). */
   requestId: string | null;
   keyId: string | null;
+  /** The command's fields as the signed text claims them (unverified: only to list their problems too), when readable. */
+  body: Record<string, unknown> | null;
 }
 
 export function isEnvelope(value: Record<string, unknown>): boolean {
@@ -231,7 +233,10 @@ export function verifyCommand(
     }
   }
   const first = problems[0];
-  if (first) return { ok: false, code: first.code, problems, requestId, keyId };
+  if (first) {
+    const body = fields?.body && typeof fields.body === 'object' && !Array.isArray(fields.body) ? fields.body : null;
+    return { ok: false, code: first.code, problems, requestId, keyId, body };
+  }
   // No problem means each of these was checked above; the guard only satisfies the compiler.
   if (keyId === null || requestId === null || !fields?.body) throw new Error('unreachable: a verified envelope without its fields');
   return {

@@ -48,6 +48,17 @@ const schemas = {
 } as const;
 
 type CommandName = keyof typeof schemas;
+
+/** Who gave a command, as far as it can be believed: its audit record besides the outcome. */
+type Origin = Pick<CommandAudit, 'requestId' | 'keyId' | 'verified'> & { orderId?: number };
+
+/** A command's answer and who gave it: `handle` writes one audit record per message from both. */
+interface Handled {
+  result: CommandResult;
+  origin: Origin;
+}
+
+const UNVERIFIED: Origin = { requestId: null, keyId: null, verified: false };
 export const COMMAND_NAMES = Object.keys(schemas) as CommandName[];
 
 /** How many recent commands are remembered: a QoS 1 redelivery gets the first answer again, not a second run. */
@@ -75,7 +86,7 @@ export function createCommandHandler(deps: {
   onSelftest?(report: unknown): void;
 }): CommandHandler {
   const { control, clock, logger, reply } = deps;
-  const recent = new Map<string, Promise<CommandResult>>();
+  const recent = new Map<string, Promise<Handled>>();
   /** Verified commands still running, by request id: a redelivery meanwhile waits for the same answer. */
   const running = new Map<string, { digest: string; result: Promise<CommandResult> }>();
   /** `by`: who gave the command, as the order history and the catalog's source record it. */
@@ -160,21 +171,27 @@ export function createCommandHandler(deps: {
     }
   }
 
-  async function execute(name: string, payload: Buffer): Promise<CommandResult> {
+  async function execute(name: string, payload: Buffer): Promise<Handled> {
     let body: unknown;
     try {
       body = JSON.parse(payload.toString('utf8'));
     } catch {
-      return failure(null, CommandErrorCodes.BAD_REQUEST, 'the body is not JSON; send an object such as {"requestId":"r1"}');
+      const result = failure(null, CommandErrorCodes.BAD_REQUEST, 'the body is not JSON; send an object such as {"requestId":"r1"}');
+      return { result, origin: UNVERIFIED };
     }
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      return failure(null, CommandErrorCodes.BAD_REQUEST, 'the body must be a JSON object with a requestId');
+      return {
+        result: failure(null, CommandErrorCodes.BAD_REQUEST, 'the body must be a JSON object with a requestId'),
+        origin: UNVERIFIED,
+      };
     }
     const record = body as Record<string, unknown>;
     if (isEnvelope(record)) return executeSigned(name, record);
     const id = requestId.safeParse(record.requestId).success ? (record.requestId as string | number) : null;
+    const origin: Origin = { ...UNVERIFIED, requestId: id === null ? null : String(id) };
     if (!isCommand(name)) {
-      return failure(id, CommandErrorCodes.UNKNOWN_COMMAND, `unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
+      const result = failure(id, CommandErrorCodes.UNKNOWN_COMMAND, `unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
+      return { result, origin };
     }
     const problems = bodyProblems(name, record);
     if (SIGNED_COMMANDS.has(name)) {
@@ -183,44 +200,65 @@ export function createCommandHandler(deps: {
         `${name} moves money, goods or prices and must be signed by an operator key this device knows (vendgate command sign)`,
         ...problems,
       ];
-      const refused = failure(id, CommandErrorCodes.UNSIGNED, `command refused, nothing done: ${lines.join('; ')}`, { problems: lines });
-      audit({
-        command: name,
-        requestId: id === null ? null : String(id),
-        keyId: null,
-        ok: false,
-        code: CommandErrorCodes.UNSIGNED,
-        verified: false,
-      });
-      return refused;
+      const result = failure(id, CommandErrorCodes.UNSIGNED, `command refused, nothing done: ${lines.join('; ')}`, { problems: lines });
+      return { result, origin };
     }
-    if (problems.length > 0) return failure(id, CommandErrorCodes.BAD_REQUEST, `invalid ${name} command: ${problems.join('; ')}`);
-    return runChecked(name, record, id, 'mqtt');
+    if (problems.length > 0) {
+      return { result: failure(id, CommandErrorCodes.BAD_REQUEST, `invalid ${name} command: ${problems.join('; ')}`), origin };
+    }
+    return { result: await runChecked(name, record, id, 'mqtt'), origin };
   }
 
-  async function executeSigned(name: string, envelope: Record<string, unknown>): Promise<CommandResult> {
+  async function executeSigned(name: string, envelope: Record<string, unknown>): Promise<Handled> {
     const verified = verifyCommand(envelope, { command: name, deviceId: deps.deviceId, now: clock.now(), settings: deps.auth });
     const known = isCommand(name);
     if (!verified.ok) {
-      const lines = verified.problems.map((problem) => problem.message);
-      if (!known) lines.push(`unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
-      audit({ command: name, requestId: verified.requestId, keyId: verified.keyId, ok: false, code: verified.code, verified: false });
-      return failure(verified.requestId, verified.code, `command refused, nothing done: ${lines.join('; ')}`, {
+      const origin: Origin = { requestId: verified.requestId, keyId: verified.keyId, verified: false };
+      const listed = verified.problems.map((problem) => ({ code: problem.code as string, message: problem.message }));
+      if (!known) listed.push({ code: CommandErrorCodes.UNKNOWN_COMMAND, message: unknownCommand(name) });
+      // The body is not trusted (nothing runs), but where it can be read its problems are listed too:
+      // the operator then fixes everything in one go instead of signing again to learn the next one.
+      else if (verified.body) {
+        for (const line of bodyProblems(name, { ...verified.body, requestId: verified.requestId ?? 'unverified' })) {
+          listed.push({
+            code: CommandErrorCodes.BAD_REQUEST,
+            message: `signed.body${line.startsWith('(body)') ? line.slice(6) : `.${line}`}`,
+          });
+        }
+      }
+      const lines = listed.map((problem) => problem.message);
+      const result = failure(verified.requestId, verified.code, `command refused, nothing done: ${lines.join('; ')}`, {
         problems: lines,
-        codes: verified.problems.map((problem) => problem.code),
+        codes: listed.map((problem) => problem.code),
       });
+      return { result, origin };
     }
     const id = verified.requestId;
-    if (!known) return failure(id, CommandErrorCodes.UNKNOWN_COMMAND, `unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
+    const orderId = orderOf(verified.body);
+    const base: Origin = { requestId: id, keyId: verified.keyId, verified: true, ...(orderId !== null ? { orderId } : {}) };
+    if (!known) return { result: failure(id, CommandErrorCodes.UNKNOWN_COMMAND, unknownCommand(name)), origin: base };
     const body = { requestId: id, ...verified.body };
     const problems = bodyProblems(name, body);
-    if (problems.length > 0) return failure(id, CommandErrorCodes.BAD_REQUEST, `invalid ${name} command: ${problems.join('; ')}`);
+    if (problems.length > 0) {
+      return { result: failure(id, CommandErrorCodes.BAD_REQUEST, `invalid ${name} command: ${problems.join('; ')}`), origin: base };
+    }
 
     const inFlight = running.get(id);
-    if (inFlight && inFlight.digest === verified.digest) return { ...(await inFlight.result), replay: true };
-    const orderId = orderOf(body);
-    const claim = deps.record.claim(name, verified, clock.now(), orderId);
-    const base = { command: name, requestId: id, keyId: verified.keyId, verified: true, ...(orderId !== null ? { orderId } : {}) };
+    if (inFlight && inFlight.digest === verified.digest) return { result: { ...(await inFlight.result), replay: true }, origin: base };
+    let claim: ReturnType<CommandRecord['claim']>;
+    try {
+      claim = deps.record.claim(name, verified, clock.now(), orderId);
+    } catch (err) {
+      // Not recorded means not run: a command whose request id could be forgotten must not move money.
+      logger.error({ err, command: name, requestId: id }, 'could not record a signed command; it did not run');
+      const reason = err instanceof Error ? err.message : String(err);
+      const result = failure(
+        id,
+        ErrorCodes.STORAGE,
+        `command not run, nothing done: the device could not record request "${id}" (${reason}); send it again once its storage works`,
+      );
+      return { result, origin: base };
+    }
     if (!claim.fresh) {
       const row = claim.row;
       let answer: CommandResult;
@@ -239,8 +277,7 @@ export function createCommandHandler(deps: {
       } else {
         answer = { ...(JSON.parse(row.outcome) as CommandResult), replay: true };
       }
-      audit({ ...base, ok: false, code: CommandErrorCodes.REPLAYED, replay: true });
-      return { ...answer, replay: true };
+      return { result: { ...answer, replay: true }, origin: base };
     }
     const result = runChecked(name, body, id, `mqtt (key ${verified.keyId}, request ${id})`);
     running.set(id, { digest: verified.digest, result });
@@ -254,11 +291,49 @@ export function createCommandHandler(deps: {
           'could not store the answer of a command (a replay will say so, and not run it)',
         );
       }
-      audit({ ...base, ok: answer.ok, code: answer.ok ? null : answer.error.code });
-      return answer;
+      return { result: answer, origin: base };
     } finally {
       running.delete(id);
     }
+  }
+
+  async function handleOne(name: string, payload: Buffer): Promise<void> {
+    const key = requestKey(name, payload);
+    let pending = key ? recent.get(key) : undefined;
+    const repeat = pending !== undefined;
+    if (!pending) {
+      pending = execute(name, payload);
+      if (key) {
+        recent.set(key, pending);
+        if (recent.size > REMEMBERED_REQUESTS) recent.delete(recent.keys().next().value!);
+      }
+    }
+    const first = await pending;
+    // Nothing was recorded: the same message again (a redelivery) may run once storage works.
+    if (key && !first.result.ok && first.result.error.code === ErrorCodes.STORAGE) recent.delete(key);
+    // An exact repeat shares the first execution: it says so, it never ran twice.
+    const result: CommandResult = repeat ? { ...first.result, replay: true } : first.result;
+    // One audit record per message, whatever became of it (refused, invalid, unknown, read-only, replayed).
+    const replayed = result.replay === true;
+    audit({
+      command: name,
+      ...first.origin,
+      ok: result.ok && !replayed,
+      code: result.ok ? (replayed ? CommandErrorCodes.REPLAYED : null) : result.error.code,
+      ...(replayed ? { replay: true } : {}),
+    });
+    logger.info(
+      {
+        command: name,
+        requestId: result.requestId,
+        ok: result.ok,
+        code: result.ok ? undefined : result.error.code,
+        repeat,
+        replay: result.replay,
+      },
+      'command handled',
+    );
+    reply(name, result);
   }
 
   return {
@@ -268,33 +343,18 @@ export function createCommandHandler(deps: {
         if (payload.length > 0) logger.warn({ command: name }, 'ignored a retained command; publish commands without the retain flag');
         return;
       }
-      const key = requestKey(name, payload);
-      let pending = key ? recent.get(key) : undefined;
-      const repeat = pending !== undefined;
-      if (!pending) {
-        pending = execute(name, payload);
-        if (key) {
-          recent.set(key, pending);
-          if (recent.size > REMEMBERED_REQUESTS) recent.delete(recent.keys().next().value!);
-        }
+      try {
+        await handleOne(name, payload);
+      } catch (err) {
+        // The caller does not await this (an MQTT message handler): a rejection would end the process.
+        logger.error({ err, command: name }, 'a command could not be handled');
       }
-      const first = await pending;
-      // An exact repeat shares the first execution: it says so, it never ran twice.
-      const result: CommandResult = repeat ? { ...first, replay: true } : first;
-      logger.info(
-        {
-          command: name,
-          requestId: result.requestId,
-          ok: result.ok,
-          code: result.ok ? undefined : result.error.code,
-          repeat,
-          replay: result.replay,
-        },
-        'command handled',
-      );
-      reply(name, result);
     },
   };
+}
+
+function unknownCommand(name: string): string {
+  return `unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`;
 }
 
 /** The order a command concerns, when it names one. */

@@ -142,6 +142,76 @@ describe('signed operator commands', () => {
     expect(reply.error!.details!.problems).toHaveLength(3);
   });
 
+  it('every command gets one audit record: read-only, unknown, unreadable, unsigned, signed but unknown or invalid', async () => {
+    const { device, send } = await connectedDevice();
+    const sent: [name: string, payload: string, audit: Record<string, unknown>][] = [
+      ['ping', JSON.stringify({ requestId: 'a-ping' }), { requestId: 'a-ping', keyId: null, verified: false, ok: true, code: null }],
+      [
+        'nope',
+        JSON.stringify({ requestId: 'a-nope' }),
+        { requestId: 'a-nope', verified: false, ok: false, code: 'VG_ERR_UNKNOWN_COMMAND' },
+      ],
+      ['ping', 'not json', { requestId: null, verified: false, ok: false, code: 'VG_ERR_BAD_REQUEST' }],
+      [
+        'ping',
+        JSON.stringify({ requestId: 'a-bad', extra: 1 }),
+        { requestId: 'a-bad', verified: false, ok: false, code: 'VG_ERR_BAD_REQUEST' },
+      ],
+      [
+        'refund',
+        JSON.stringify({ requestId: 'a-uns', orderId: 3 }),
+        { requestId: 'a-uns', verified: false, code: 'VG_ERR_COMMAND_UNSIGNED' },
+      ],
+      [
+        'nope',
+        signedPayload(device.deviceId, 'nope', {}, { requestId: 'a-sig-nope' }),
+        { requestId: 'a-sig-nope', keyId: OPERATOR.keyId, verified: true, ok: false, code: 'VG_ERR_UNKNOWN_COMMAND' },
+      ],
+      [
+        'refund',
+        signedPayload(device.deviceId, 'refund', { orderId: 'x' }, { requestId: 'a-sig-bad' }),
+        { requestId: 'a-sig-bad', keyId: OPERATOR.keyId, verified: true, ok: false, code: 'VG_ERR_BAD_REQUEST' },
+      ],
+    ];
+    for (const [name, payload, expected] of sent) {
+      await send(name, payload);
+      expect(device.control.calls.audit.at(-1), `${name} ${payload}`).toMatchObject({ command: name, ...expected });
+    }
+    expect(device.control.calls.audit).toHaveLength(sent.length);
+    nothingRan(device.control);
+  });
+
+  it("a refused envelope also lists its body's problems where the signed text can be read, and nothing runs", async () => {
+    const { device, send } = await connectedDevice();
+    device.control.paid.add(6);
+    const valid = JSON.parse(signedPayload(device.deviceId, 'refund', { orderId: 6 }, { requestId: 'tampered-x' })) as { signed: string };
+    const tampered = JSON.stringify({ ...valid, signed: valid.signed.replace('"orderId":6', '"orderId":"x"') });
+    const reply = await send('refund', tampered);
+    expect(reply).toMatchObject({ ok: false, error: { code: 'VG_ERR_COMMAND_SIGNATURE' } });
+    expect(reply.error!.details!.codes).toEqual(['VG_ERR_COMMAND_SIGNATURE', 'VG_ERR_BAD_REQUEST']);
+    expect(reply.error!.details!.problems).toHaveLength(2);
+    expect(reply.error!.details!.problems![1]).toMatch(/^signed\.body\.orderId: /);
+    expect(reply.error!.message).toContain('nothing done');
+    nothingRan(device.control);
+  });
+
+  it('a storage fault while recording a signed command answers VG_ERR_STORAGE, runs nothing, and the same command runs once storage works', async () => {
+    const { device, send } = await connectedDevice();
+    device.control.paid.add(9);
+    // The real SQLite file refuses the claim, as a failing card would.
+    device.db.exec(`CREATE TRIGGER fail_claims BEFORE INSERT ON command_requests BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END`);
+    const payload = signedPayload(device.deviceId, 'refund', { orderId: 9 }, { requestId: 'faulty' });
+    const refused = await send('refund', payload);
+    expect(refused).toMatchObject({ requestId: 'faulty', ok: false, error: { code: 'VG_ERR_STORAGE' } });
+    expect(refused.error!.message).toContain('nothing done');
+    expect(device.control.calls.refund).toEqual([]);
+    expect(device.control.calls.audit.at(-1)).toMatchObject({ command: 'refund', requestId: 'faulty', ok: false, code: 'VG_ERR_STORAGE' });
+    // The process lives on and answers; nothing was recorded, so the same command may run now.
+    device.db.exec('DROP TRIGGER fail_claims');
+    expect(await send('refund', payload)).toMatchObject({ requestId: 'faulty', ok: true });
+    expect(device.control.calls.refund).toEqual([9]);
+  });
+
   it('a replayed command, byte for byte or with a space added, is answered from the record and never runs again', async () => {
     const { device, send } = await connectedDevice();
     const payload = signedPayload(device.deviceId, 'test_vend', { slot: 'A1' }, { requestId: 'once' });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { loadRelaySettings, loadSettings, parseSettings, SettingsError } from '../../src/settings/index.js';
+import { loadRelaySettings, loadSettings, parseSettings, priceBoundsFor, priceProblems, SettingsError } from '../../src/settings/index.js';
 import { tempDir } from '../helpers/temp.js';
 import { generateOperatorKey } from '../../src/mqtt/index.js';
 
@@ -78,6 +78,35 @@ describe('issue 25: the settings that keep commands to the operator', () => {
       problems(() => parseSettings({ device, pricing: { floor: 100, ceiling: 50, slots: { A1: { floor: 900, ceiling: 800 } } } })),
     ).toEqual(expect.arrayContaining([expect.stringMatching(/^pricing\.floor: /), expect.stringMatching(/^pricing\.slots\.A1\.floor: /)]));
     expect(parseSettings({ device, pricing: { floor: 1000, ceiling: 5000 } }).pricing).toMatchObject({ floor: 1000, ceiling: 5000 });
+  });
+
+  it("a slot's price bounds only narrow the global ones: a wider slot bound is refused, and never lets a price past the global floor or ceiling", () => {
+    expect(
+      problems(() => parseSettings({ device, pricing: { floor: 1000, ceiling: 5000, slots: { A1: { floor: 10, ceiling: 90_000 } } } })),
+    ).toEqual([
+      "pricing.slots.A1.floor: 10 is below the global floor 1000: a slot's bounds may only narrow the global ones",
+      "pricing.slots.A1.ceiling: 90000 is above the global ceiling 5000: a slot's bounds may only narrow the global ones",
+    ]);
+    // Bounds built without the schema (as a caller could) still hold the global range.
+    const widening = { floor: 1000, ceiling: 5000, slots: { A1: { floor: 10, ceiling: 90_000 } } };
+    expect(priceBoundsFor(widening, 'A1')).toEqual({ floor: 1000, ceiling: 5000 });
+    expect(
+      priceProblems(widening, [
+        { slot: 'A1', price: 500 },
+        { slot: 'A1', price: 60_000 },
+      ]).map((p) => p.message),
+    ).toEqual([
+      '500 for slot A1 is below the floor 1000 (pricing in the local settings)',
+      '60000 for slot A1 is above the ceiling 5000 (pricing in the local settings)',
+    ]);
+    // A narrower slot bound holds inside the global range.
+    expect(priceBoundsFor({ floor: 1000, ceiling: 5000, slots: { A1: { floor: 2000, ceiling: 3000 } } }, 'A1')).toEqual({
+      floor: 2000,
+      ceiling: 3000,
+    });
+    expect(parseSettings({ device, pricing: { floor: 1000, ceiling: 5000, slots: { A1: { floor: 1200 } } } }).pricing.slots.A1).toEqual({
+      floor: 1200,
+    });
   });
 
   it('secrets come from the systemd credential (LoadCredential) without entering the environment', () => {

@@ -34,7 +34,7 @@ export interface WebhookServerDeps {
 }
 
 export interface WebhookServerSettings {
-  /** 0.0.0.0 on a device: the tunnel connects to it. */
+  /** 127.0.0.1 by default: cloudflared on the same device reaches it on loopback; 0.0.0.0 only for a tunnel on another host. */
   host: string;
   /** 0 picks a free port (tests). */
   port: number;

@@ -55,7 +55,9 @@ const bound = z.number().int().positive();
 
 /**
  * Price bounds no remote catalog can cross (nor the settings' own catalog): a floor and a ceiling
- * for every item, narrowed per slot. In the currency's smallest unit, like the prices.
+ * for every item, which a slot's own bounds may only narrow (a slot floor below the global floor or
+ * a slot ceiling above the global ceiling is a configuration error). In the currency's smallest unit,
+ * like the prices.
  */
 export const pricingSchema = z
   .strictObject({
@@ -71,16 +73,41 @@ export const pricingSchema = z
     };
     check(pricing.floor, pricing.ceiling, []);
     for (const [slot, slotBounds] of Object.entries(pricing.slots)) {
-      check(slotBounds.floor ?? pricing.floor, slotBounds.ceiling ?? pricing.ceiling, ['slots', slot]);
+      const path = ['slots', slot];
+      if (slotBounds.floor !== undefined && pricing.floor !== undefined && slotBounds.floor < pricing.floor) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path, 'floor'],
+          message: `${slotBounds.floor} is below the global floor ${pricing.floor}: a slot's bounds may only narrow the global ones`,
+        });
+      }
+      if (slotBounds.ceiling !== undefined && pricing.ceiling !== undefined && slotBounds.ceiling > pricing.ceiling) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path, 'ceiling'],
+          message: `${slotBounds.ceiling} is above the global ceiling ${pricing.ceiling}: a slot's bounds may only narrow the global ones`,
+        });
+      }
+      const { floor, ceiling } = priceBoundsFor(pricing, slot);
+      check(floor, ceiling, path);
     }
   });
 
 export type PricingSettings = z.infer<typeof pricingSchema>;
 
-/** The floor and ceiling that hold for one slot (the slot's own, else the global ones). */
+/**
+ * The floor and ceiling that hold for one slot: the narrower of the slot's own and the global ones,
+ * so a slot's bound never widens the global range (the schema refuses one that tries; this holds
+ * also for settings built without it).
+ */
 export function priceBoundsFor(pricing: PricingSettings, slot: string): { floor?: number; ceiling?: number } {
   const own = Object.hasOwn(pricing.slots, slot) ? pricing.slots[slot] : undefined;
-  return { floor: own?.floor ?? pricing.floor, ceiling: own?.ceiling ?? pricing.ceiling };
+  return { floor: narrower(Math.max, own?.floor, pricing.floor), ceiling: narrower(Math.min, own?.ceiling, pricing.ceiling) };
+}
+
+function narrower(pick: (a: number, b: number) => number, own: number | undefined, global: number | undefined): number | undefined {
+  if (own === undefined) return global;
+  return global === undefined ? own : pick(own, global);
 }
 
 /** One price outside its bounds: where (the catalog's own path) and why. */
