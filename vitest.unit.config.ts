@@ -17,6 +17,10 @@ import { REAL_TIME_TEST_FILES, SYSTEM_TEST_GLOBS, serviceTestFiles } from './tes
 // them, so its floor is 89 / 88 until an in-process test reaches them. After the merges of this
 // release the branch figures of vend/ (69.8–72.3 %), orders/ (81.4 %) and channels/ (~79 %) move
 // between runs by more than a point (timing-dependent branches): their branch floors are 68, 79, 76.
+// Raised 2026-12-03 after test/vend/refunds.test.ts and settlement.test.ts (one run, this machine,
+// load ~10): vend/ measured 91.6 % of lines and 77.5 % of branches, so its floor is 90 / 75 (the
+// branch floor keeps the 2.5-point timing spread seen above); channels/ measured 88.9 / 78.5, which
+// leaves its 87 / 76 where they are.
 const floor = (lines: number, branches: number) => ({ lines, branches });
 
 export default defineConfig({
@@ -44,7 +48,7 @@ export default defineConfig({
         'src/money/**': floor(89, 88),
         'src/orders/**': floor(93, 79),
         'src/ledger/**': floor(89, 82),
-        'src/vend/**': floor(86, 68),
+        'src/vend/**': floor(90, 75),
         'src/channels/**': floor(87, 76),
       },
     },

@@ -1,6 +1,6 @@
 import { loadSettings } from '../settings/index.js';
 import { openDatabase } from '../store/index.js';
-import { ProviderError, type CanonicalStatus, type PaymentProvider } from '../payments/index.js';
+import { ProviderError, providerWebhooks, type CanonicalStatus, type PaymentProvider, type WebhookTarget } from '../payments/index.js';
 import { systemClock, toIso } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
 import { type CliIo, EXIT, print } from './io.js';
@@ -17,18 +17,22 @@ function ownsReference(deviceId: string, reference: unknown): boolean {
   return typeof reference === 'string' && new RegExp(`^${deviceId}-[^-]+-\\d+(-[0-9a-f]+)?$`).test(reference);
 }
 
-/** The reference an event body carries (Gerege `data.object.reference`, sandbox too), if any. */
-function referenceInEvent(rawBody: Buffer): string | undefined {
+/**
+ * Whether an event may concern an invoice of this device: its provider's own reading of the body
+ * (payments/webhooks.ts) names a reference, and the reference is this device's. An event whose body
+ * names no reference (a Gerege refund, a provider without a row there such as the sandbox) may be
+ * this device's, so its invoice is read.
+ */
+function mayBeThisDevices(target: ((body: unknown) => WebhookTarget) | undefined, rawBody: Buffer, deviceId: string): boolean {
+  if (!target) return true;
+  let body: unknown;
   try {
-    const body = JSON.parse(rawBody.toString('utf8')) as {
-      data?: { object?: { reference?: unknown } };
-      invoice?: { externalOrderId?: unknown };
-    };
-    const reference = body.data?.object?.reference ?? body.invoice?.externalOrderId;
-    return typeof reference === 'string' ? reference : undefined;
+    body = JSON.parse(rawBody.toString('utf8'));
   } catch {
-    return undefined;
+    return true;
   }
+  const concerns = target(body);
+  return concerns.kind !== 'reference' || ownsReference(deviceId, concerns.reference);
 }
 
 /** Compares this device's invoices since `sinceMs` with the provider's view of them. */
@@ -61,6 +65,7 @@ export async function reconcile(deps: { rows: LocalInvoice[]; provider: PaymentP
   // Paid invoices of this device the database has no row for (a restored or replaced database).
   let eventsRead = 0;
   if (provider.listEvents) {
+    const target = providerWebhooks(provider.name)?.target;
     const unknown = new Set<string>();
     let query: { createdAfterSec?: number; startingAfter?: string } = { createdAfterSec: Math.floor(sinceMs / 1000) };
     for (let page = 0; page < MAX_EVENT_PAGES; page += 1) {
@@ -68,8 +73,7 @@ export async function reconcile(deps: { rows: LocalInvoice[]; provider: PaymentP
       eventsRead += result.events.length;
       for (const { event, rawBody } of result.events) {
         if (event.objectId === null || known.has(event.objectId)) continue;
-        const reference = referenceInEvent(rawBody);
-        if (reference === undefined || ownsReference(deviceId, reference)) unknown.add(event.objectId);
+        if (mayBeThisDevices(target, rawBody, deviceId)) unknown.add(event.objectId);
       }
       const last = result.events.at(-1);
       if (!result.hasMore || !last) break;

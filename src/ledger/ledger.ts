@@ -36,6 +36,29 @@ export interface LedgerSettings {
   lateVendMs: number;
 }
 
+/** The alarm each decided alarm raises: its name (with `/<order id>`), severity, message and log line. */
+const OBSERVATION_ALARMS = {
+  payment_mismatch: {
+    name: 'payment_mismatch',
+    severity: 'critical',
+    message: 'a payment did not match its order: it was not vended and is being refunded; check it with the provider',
+    log: 'paid amount differs from the order: not vended, refunded',
+  },
+  restored_closed_paid: {
+    name: 'vend_uncertain',
+    severity: 'critical',
+    message:
+      'restored database: this order was closed in the backup but is paid, and may have been vended after the backup was taken; check the machine, then run vendgate resolve',
+    log: 'restored database: a payment on an order it holds closed; parked for a person',
+  },
+  refunded_elsewhere: {
+    name: 'refunded_elsewhere',
+    severity: 'warning',
+    message: 'an order was refunded at the provider before it was vended: nothing was vended, any rest is refunded',
+    log: 'refunded at the provider before the vend: not vended',
+  },
+} as const satisfies Record<string, { name: string; severity: 'critical' | 'warning'; message: string; log: string }>;
+
 export function createLedger(
   /** clockOffsetMs: this device's clock minus the provider's (its Date headers), so "too late" is judged on the provider's time. */
   deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; orderRepository: OrderRepository; clockOffsetMs?: () => number },
@@ -175,31 +198,9 @@ export function createLedger(
       currency: o.currency,
       refunded: o.refundedAmount,
     };
-    if (alarm === 'payment_mismatch') {
-      log.error(detail, 'paid amount differs from the order: not vended, refunded');
-      outbox.raiseAlarm(
-        `payment_mismatch/${order.id}`,
-        'critical',
-        'a payment did not match its order: it was not vended and is being refunded; check it with the provider',
-        detail,
-      );
-    } else if (alarm === 'restored_closed_paid') {
-      log.error(detail, 'restored database: a payment on an order it holds closed; parked for a person');
-      outbox.raiseAlarm(
-        `vend_uncertain/${order.id}`,
-        'critical',
-        'restored database: this order was closed in the backup but is paid, and may have been vended after the backup was taken; check the machine, then run vendgate resolve',
-        detail,
-      );
-    } else {
-      log.warn(detail, 'refunded at the provider before the vend: not vended');
-      outbox.raiseAlarm(
-        `refunded_elsewhere/${order.id}`,
-        'warning',
-        'an order was refunded at the provider before it was vended: nothing was vended, any rest is refunded',
-        detail,
-      );
-    }
+    const { name, severity, message, log: said } = OBSERVATION_ALARMS[alarm];
+    log[severity === 'critical' ? 'error' : 'warn'](detail, said);
+    outbox.raiseAlarm(`${name}/${order.id}`, severity, message, detail);
   }
 
   return {

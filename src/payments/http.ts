@@ -176,7 +176,7 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
       status = response.status;
       headers = response.headers;
       // Every answer's Date header, not only verified webhooks': the clock skew is known even when
-      // no webhook signature holds any more (issue 24).
+      // no webhook signature holds any more (then only API answers can measure it).
       const date = Date.parse(headers.get('date') ?? '');
       if (!Number.isNaN(date)) Object.assign(dated, { serverDate: date, receivedAt: deps.clock.now() });
       // The body is read under the same timeout: a response that stalls halfway is a timeout too.

@@ -24,7 +24,7 @@ export {
   type RequestSample,
 } from './http.js';
 export { validateCreateRequest, findInvoiceMismatch, withRefunds } from './invoice-checks.js';
-export { PROVIDER_WEBHOOKS, providerWebhooks, type ProviderWebhooks, type WebhookProviderName } from './webhooks.js';
+export { PROVIDER_WEBHOOKS, providerWebhooks, type ProviderWebhooks, type RouteLookupKey, type WebhookProviderName } from './webhooks.js';
 export {
   createGeregeProvider,
   GEREGE_STATUS_MAP,

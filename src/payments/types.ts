@@ -81,7 +81,7 @@ export interface WebhookEvent {
   /**
    * A succeeded refund the event reports, when its object is one (Gerege `refund.succeeded`: a
    * `re_…` object with its `payment_intent` and `amount`). The intent itself does not say it was
-   * refunded (PROVIDERS.md), so this is the evidence a refund was made, wherever it was made.
+   * refunded (docs/providers.md), so this is the evidence a refund was made, wherever it was made.
    */
   refund?: { id: string; amount: number };
   /** Our order reference on the invoice the event is about, when the body carries it (the orphan sweep). */

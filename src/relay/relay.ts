@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { RelaySettings } from '../settings/index.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
-import { createGeregeProvider, type PaymentProvider } from '../payments/index.js';
+import { providerWebhooks, type PaymentProvider } from '../payments/index.js';
 import { createFleetTopics, createRelayConnection, type RelayConnection } from '../mqtt/index.js';
 import { createRouteTable } from './routes.js';
 import { createLocator } from './locate.js';
@@ -12,7 +12,7 @@ import { createRelayServer } from './server.js';
 export interface RelayDeps {
   logger: Logger;
   clock?: Clock;
-  /** Replaces the Gerege lookup client (tests). */
+  /** Replaces the invoice lookup client that payments/ builds from `relay.routeLookup` (tests). */
   lookup?: PaymentProvider | null;
 }
 
@@ -41,22 +41,7 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
       .replace(/[^a-z0-9-]/g, '-')}-${process.pid}`;
   const routes = createRouteTable();
   const counters = createCounters();
-  const lookup =
-    deps.lookup !== undefined
-      ? deps.lookup
-      : relay.routeLookup.baseUrl && relay.routeLookup.clientId && relay.routeLookup.clientSecret
-        ? createGeregeProvider(
-            { clock, logger: deps.logger },
-            {
-              baseUrl: relay.routeLookup.baseUrl,
-              clientId: relay.routeLookup.clientId,
-              clientSecret: relay.routeLookup.clientSecret,
-              scope: relay.routeLookup.scope,
-              requestTimeoutMs: relay.routeLookup.requestTimeoutMs,
-              createDeadlineMs: relay.routeLookup.requestTimeoutMs * 2,
-            },
-          )
-        : null;
+  const lookup = deps.lookup !== undefined ? deps.lookup : routeLookupClient(relay, { clock, logger: deps.logger });
   const locator = createLocator({ routes, logger: deps.logger, lookup, cacheSize: relay.routeLookup.cacheSize });
   const broker: RelayConnection = createRelayConnection(
     {
@@ -120,4 +105,19 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
     ready: () => broker.routesLearned(),
     inject: server.inject,
   };
+}
+
+/**
+ * The client that reads an invoice's reference for events that name only their invoice: built by
+ * the first served provider whose webhook knowledge (payments/webhooks.ts) offers one, with the
+ * relay's read-only key; null without a key or without such a provider.
+ */
+function routeLookupClient(relay: Readonly<RelaySettings>['relay'], deps: { clock: Clock; logger: Logger }): PaymentProvider | null {
+  const { baseUrl, clientId, clientSecret, scope, requestTimeoutMs } = relay.routeLookup;
+  if (!baseUrl || !clientId || !clientSecret) return null;
+  for (const provider of relay.providers) {
+    const client = providerWebhooks(provider)?.lookupClient?.(deps, { baseUrl, clientId, clientSecret, scope, requestTimeoutMs });
+    if (client) return client;
+  }
+  return null;
 }

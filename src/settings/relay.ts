@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { intIn } from './sections/number.js';
 import { z } from 'zod';
 import { withCredentials } from './credentials.js';
 import { mqttSchema } from './sections/mqtt.js';
@@ -32,22 +33,22 @@ export const relaySectionSchema = z
       .optional(),
     /** The fleet URL's tunnel or load balancer connects here. */
     host: z.string().min(1).default('0.0.0.0'),
-    port: z.number().int().min(0).max(65_535).default(8788),
-    bodyLimitBytes: z.number().int().min(1_024).max(1_048_576).default(65_536),
+    port: intIn(0, 65_535, 8788),
+    bodyLimitBytes: intIn(1_024, 1_048_576, 65_536),
     /** One route `POST /webhooks/<provider>` each. */
     providers: z.array(z.enum(RELAY_PROVIDERS)).min(1).default(['gerege']),
     /** Gerege signature timestamp tolerance (the device checks it again with its own). */
-    toleranceSec: z.number().int().min(1).max(3_600).default(300),
+    toleranceSec: intIn(1, 3_600, 300),
     /** No PUBACK from the broker within this → 503, and the provider retries. */
-    publishTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+    publishTimeoutMs: intIn(100, 60_000, 5_000),
     /**
      * An event for an unknown reference gets 503 (the provider retries) instead of 202 until the
      * relay has read every retained route the broker held (its backlog marker came back), and this
      * long more after the first time (0: no grace).
      */
-    routesWarmupSec: z.number().int().min(0).max(600).default(0),
+    routesWarmupSec: intIn(0, 600, 0),
     /** Counters are logged this often (and at stop). */
-    statsIntervalSec: z.number().int().min(1).max(86_400).default(60),
+    statsIntervalSec: intIn(1, 86_400, 60),
     /** Routing refund events: the relay never moves money, so a read-only key is enough. */
     routeLookup: z
       .object({
@@ -57,9 +58,9 @@ export const relaySectionSchema = z
         clientSecret: z.string().min(1).optional(),
         /** The OAuth2 scope the lookup key asks for: it only reads payments. */
         scope: z.string().min(1).default('payments:read'),
-        requestTimeoutMs: z.number().int().min(100).max(60_000).default(3_000),
+        requestTimeoutMs: intIn(100, 60_000, 3_000),
         /** Payment intent → device answers kept (an intent's reference never changes). */
-        cacheSize: z.number().int().min(10).max(10_000_000).default(100_000),
+        cacheSize: intIn(10, 10_000_000, 100_000),
       })
       .prefault({}),
     /** Filled from the environment by loadRelaySettings (the file may not hold secrets). */

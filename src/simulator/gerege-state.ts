@@ -84,7 +84,7 @@ export function createGeregeState(ctx: SimContext) {
       pay_url: `${ctx.baseUrl()}/__sim/pay/${intent.id}`,
       expires_at: intent.expiresAt,
       created: intent.created,
-      // Not in the wire format (PROVIDERS.md: a refund is a `re_…` object, seen as its event): served
+      // Not in the wire format (docs/providers.md: a refund is a `re_…` object, seen as its event): served
       // only with the `geregeAmountRefunded` option, so tests exercise the format as written.
       ...(ctx.geregeAmountRefunded ? { amount_refunded: refundedAmount(intent.id) } : {}),
     };

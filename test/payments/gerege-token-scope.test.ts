@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createGeregeProvider } from '../../src/payments/gerege/adapter.js';
+import { signGeregeTestPayload } from '../../src/payments/index.js';
+import { createRelay } from '../../src/relay/index.js';
 import { parseRelaySettings } from '../../src/settings/index.js';
-import { systemClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 
 /** A Gerege token endpoint that records the form of each token request; every other path is 404. */
@@ -37,8 +37,8 @@ afterEach(async () => {
   close = null;
 });
 
-describe("issue 25: the relay's Gerege lookup key asks for the read scope", () => {
-  it('relay settings default routeLookup.scope to payments:read, and the token request carries it', async () => {
+describe("the relay's Gerege lookup key asks for the read scope", () => {
+  it('relay settings default routeLookup.scope to payments:read, and the relay’s lookup of a refund event’s intent asks for it', async () => {
     const settings = parseRelaySettings({
       relay: {
         providers: ['gerege'],
@@ -49,20 +49,48 @@ describe("issue 25: the relay's Gerege lookup key asks for the read scope", () =
     });
     expect(settings.relay.routeLookup.scope).toBe('payments:read');
 
+    // The relay builds its lookup client from payments/ (PROVIDER_WEBHOOKS.gerege.lookupClient): a
+    // refund event names only its intent, so the relay reads the intent with the read-only key.
     const endpoint = await tokenEndpoint();
     close = endpoint.close;
-    const provider = createGeregeProvider(
-      { clock: systemClock, logger: silentLogger() },
-      {
-        baseUrl: endpoint.url,
-        clientId: 'c',
-        clientSecret: 's',
-        requestTimeoutMs: 2_000,
-        createDeadlineMs: 4_000,
-        scope: settings.relay.routeLookup.scope,
-      },
+    const relay = createRelay(
+      parseRelaySettings({
+        relay: {
+          port: 0,
+          host: '127.0.0.1',
+          providers: ['gerege'],
+          webhookSecrets: { gerege: ['w'] },
+          routeLookup: { baseUrl: endpoint.url, clientId: 'c', clientSecret: 's', requestTimeoutMs: 2_000 },
+        },
+        mqtt: { url: 'mqtt://127.0.0.1:1', prefix: 'scope-test', reconnectMinMs: 60_000 },
+        log: { level: 'silent' },
+      }),
+      { logger: silentLogger() },
     );
-    await provider.getInvoice('pi_1').catch(() => null);
+    const body = JSON.stringify({
+      id: 'evt_r1',
+      object: 'event',
+      type: 'refund.succeeded',
+      created: Math.floor(Date.now() / 1000),
+      data: { object: { id: 're_1', object: 'refund', payment_intent: 'pi_1', amount: 100, status: 'succeeded' } },
+    });
+    try {
+      const answer = await relay.inject({
+        method: 'POST',
+        url: '/webhooks/gerege',
+        headers: {
+          'content-type': 'application/json',
+          'gerege-event-id': 'evt_r1',
+          'gerege-signature': signGeregeTestPayload(body, 'w', Math.floor(Date.now() / 1000)),
+        },
+        payload: body,
+      });
+      // The intent is unknown to the endpoint (404): not routable, nothing published.
+      expect(answer.statusCode).not.toBe(400);
+      expect(relay.stats().lookups).toBe(1);
+    } finally {
+      await relay.stop();
+    }
     expect(endpoint.forms).toHaveLength(1);
     expect(endpoint.forms[0]!.get('grant_type')).toBe('client_credentials');
     expect(endpoint.forms[0]!.get('scope')).toBe('payments:read');

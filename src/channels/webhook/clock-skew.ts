@@ -19,7 +19,7 @@ export interface ClockSkew {
 /**
  * A retained `alarms/clock_skew` while the provider's Date header and this device's clock disagree by
  * more than SKEW_WARN_SEC: signatures start failing at `toleranceSec`, so operators hear of it first.
- * Fed by every verified webhook and by the Date header of every provider API answer (issue 24: at a
+ * Fed by every verified webhook and by the Date header of every provider API answer (at a
  * skew where no signature holds, only the API answers can say so). Cleared by the first measurement
  * within bounds. Writes only when the state changes; a write the card refuses is tried again at the
  * next measurement.

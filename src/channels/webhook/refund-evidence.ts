@@ -1,6 +1,6 @@
 /**
- * Refunds seen as events (issue 23). A Gerege refund is a `re_…` object: its intent stays
- * `succeeded` and carries no refunded amount (PROVIDERS.md), so a GET alone cannot tell that the
+ * Refunds seen as events, wherever they were made. A Gerege refund is a `re_…` object: its intent stays
+ * `succeeded` and carries no refunded amount (docs/providers.md), so a GET alone cannot tell that the
  * merchant refunded it in the dashboard. The verified `refund.succeeded` events (webhook or Events
  * API) are in the inbox with their refund id and amount; every reading of an invoice the money path
  * makes goes through `withRefundEvidence`, which adds them, so the ledger sees `refunded` or

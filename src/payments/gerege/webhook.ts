@@ -57,7 +57,7 @@ export function parseGeregeEvent(body: unknown): WebhookEvent | undefined {
   };
 }
 
-/** A `re_…` object of status `succeeded` with a positive integer amount (PROVIDERS.md), else undefined. */
+/** A `re_…` object of status `succeeded` with a positive integer amount (docs/providers.md), else undefined. */
 function succeededRefundOf(object: Record<string, unknown>): { id: string; amount: number } | undefined {
   const { id, amount, status } = object;
   if (typeof id !== 'string' || !id.startsWith('re_') || status !== 'succeeded') return undefined;

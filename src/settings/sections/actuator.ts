@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { intIn } from './number.js';
 
 /**
  * Owned by the hardware issue: relay (GPIO), serial (line / MDB), sim, and the GPIO inputs.
@@ -46,11 +47,11 @@ const relaySchema = z
     pin: bcmPin.optional(),
     /** Most relay boards sold for the Pi close the relay when the pin goes low. */
     activeLow: z.boolean().default(true),
-    pulseMs: z.number().int().min(10).max(10_000).default(300),
+    pulseMs: intIn(10, 10_000, 300),
     /** Pulses per vend when `creditPerPulse` is not set. */
-    pulses: z.number().int().min(1).max(100).default(1),
+    pulses: intIn(1, 100, 1),
     /** Relay open time between two pulses. */
-    gapMs: z.number().int().min(10).max(10_000).default(300),
+    gapMs: intIn(10, 10_000, 300),
     /** Coin-pulse machines: one pulse is worth this much (smallest unit); pulses = amount / creditPerPulse. */
     creditPerPulse: z.number().int().positive().optional(),
     /** gpioset only: the libgpiod chip (name, number or /dev path). Default gpiochip0 (Pi 5 on kernels before 6.6.45: gpiochip4). */
@@ -61,7 +62,7 @@ const relaySchema = z
 const mdbSchema = z
   .object({
     /** Our own limit on a machine's vend request that is never paid: then we send C,STOP. */
-    sessionTimeoutSec: z.number().int().min(5).max(3_600).default(120),
+    sessionTimeoutSec: intIn(5, 3_600, 120),
     /** Board commands it forgets at power-on; re-sent after every open and reset (full lines, e.g. "C,SETCONF,mdb-always-idle=1"). */
     setconf: z
       .array(z.string().regex(/^[A-Z],[\x20-\x7e]*$/, 'a full board command line such as "C,SETCONF,mdb-always-idle=1"'))
@@ -75,7 +76,7 @@ const serialSchema = z
   .object({
     /** Prefer a stable name such as /dev/serial/by-id/usb-…; `ls /dev/serial/by-id/` lists them. */
     path: z.string().min(1).optional(),
-    baudRate: z.number().int().min(300).max(4_000_000).default(9_600),
+    baudRate: intIn(300, 4_000_000, 9_600),
     profile: z.enum(['line', 'mdb']).default('line'),
     vendCommand: template.default('VEND {slot}\r\n'),
     okPattern: pattern('^OK\\b'),
@@ -92,7 +93,7 @@ const serialSchema = z
     statusVendedPattern: pattern('^(DONE|VENDED) {slot}\\b'),
     statusNotVendedPattern: pattern('^(FAILED {slot}\\b|NONE$)'),
     /** Longest wait between two reopen attempts after the device disappeared. */
-    reconnectMaxMs: z.number().int().min(100).max(300_000).default(10_000),
+    reconnectMaxMs: intIn(100, 300_000, 10_000),
     mdb: mdbSchema.prefault({}),
   })
   .strict();
@@ -104,7 +105,7 @@ const actuatorObject = z
       .object({
         logPath: z.string().min(1).default('./data/actuations.jsonl'),
         /** How long one simulated actuation takes. */
-        durationMs: z.number().int().min(0).max(60_000).default(50),
+        durationMs: intIn(0, 60_000, 50),
         /**
          * Development only: every actuation fails (`fail`: jam, `nak`: the machine refuses), hangs, gets
          * no answer after the command was sent (`timeout` → outcome unknown), (turnstile) nobody passes,
@@ -114,7 +115,7 @@ const actuatorObject = z
         /** Soak and development: the share (0..1) of actuations that fail as failMode says (`fail` when none); unset → every one does. */
         failRate: z.number().min(0).max(1).optional(),
         /** Seed of the failRate draws, so a run can be replayed. */
-        failSeed: z.number().int().min(0).max(4_294_967_295).default(1),
+        failSeed: intIn(0, 4_294_967_295, 1),
         /** Slots whose motor is jammed: every vend there fails and nothing comes out (demo, soak). */
         jamSlots: z.array(z.string().min(1).max(16)).default([]),
         /** The simulated chute has a delivery sensor: a delivered item reports a drop; `no_drop` reports none. */
@@ -127,7 +128,7 @@ const actuatorObject = z
     turnstile: z
       .object({
         /** After the gate opened: no passage edge within this time → `not_passed`. */
-        passTimeoutMs: z.number().int().min(1_000).max(120_000).default(8_000),
+        passTimeoutMs: intIn(1_000, 120_000, 8_000),
       })
       .strict()
       .prefault({}),
@@ -135,7 +136,7 @@ const actuatorObject = z
      * Vending with a delivery sensor (inputs.delivery, or sim.dropSensor): after the machine says it
      * vended, a drop must be seen within this; none → the vend failed and the money goes back.
      */
-    deliveryWindowMs: z.number().int().min(100).max(60_000).default(3_000),
+    deliveryWindowMs: intIn(100, 60_000, 3_000),
     /** Longest a vend may take before the runner gives up. Default: the configured actuator's worst case + 5 s, at least 30 s. */
     vendTimeoutMs: z.number().int().min(100).max(600_000).optional(),
   })
@@ -206,7 +207,7 @@ const inputSchema = z
     pin: bcmPin,
     /** A dry contact to ground with a pull-up reads low when closed: activeLow true. */
     activeLow: z.boolean().default(true),
-    debounceMs: z.number().int().min(0).max(5_000).default(50),
+    debounceMs: intIn(0, 5_000, 50),
   })
   .strict();
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { intIn } from './number.js';
 
 /** An ed25519 public key as base64 of its DER SubjectPublicKeyInfo (what `vendgate command keygen` prints). */
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
@@ -48,7 +49,7 @@ export const commandsSchema = z.strictObject({
     .max(7 * 86_400)
     .default(3_600),
   /** How far in the future a command's issuedAt may be (the signer's clock may run ahead of ours). */
-  clockSkewSec: z.number().int().min(0).max(3_600).default(300),
+  clockSkewSec: intIn(0, 3_600, 300),
 });
 
 const bound = z.number().int().positive();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { intIn } from './number.js';
 
 /** The kiosk's languages; a catalog item may name itself in each. */
 export const KIOSK_LANGUAGES = ['mn', 'kk', 'ru', 'en'] as const;
@@ -62,8 +63,8 @@ export const deviceSchema = z
 export const slotsSchema = z
   .object({
     /** A slot whose vend fails this many times in a row is taken out of sale (alarm slot_jammed/<slot>). */
-    jamAfterFailures: z.number().int().min(1).max(100).default(3),
+    jamAfterFailures: intIn(1, 100, 3),
     /** Counted stock at or below this raises stock_low/<slot> (per item: catalog lowStockAt). */
-    lowStockAt: z.number().int().min(0).max(10_000).default(2),
+    lowStockAt: intIn(0, 10_000, 2),
   })
   .strict();

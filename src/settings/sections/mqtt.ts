@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { intIn } from './number.js';
 
 const URL_FORMS = /^(mqtts?|wss?):\/\/[^\s]+$/;
 
@@ -28,16 +29,16 @@ export const mqttSchema = z
     keyPath: z.string().min(1).optional(),
     /** Turn off only for a broker with a self-signed certificate you cannot give as caPath. */
     rejectUnauthorized: z.boolean().default(true),
-    keepaliveSec: z.number().int().min(5).max(3_600).default(30),
-    connectTimeoutMs: z.number().int().min(1_000).max(120_000).default(10_000),
+    keepaliveSec: intIn(5, 3_600, 30),
+    connectTimeoutMs: intIn(1_000, 120_000, 10_000),
     /** Reconnect waits double from min to max after each failed attempt (with jitter). */
-    reconnectMinMs: z.number().int().min(100).max(60_000).default(1_000),
-    reconnectMaxMs: z.number().int().min(100).max(600_000).default(60_000),
+    reconnectMinMs: intIn(100, 60_000, 1_000),
+    reconnectMaxMs: intIn(100, 600_000, 60_000),
     /** Outbox messages sent before their PUBACKs come back (1 = strictly one at a time). */
-    maxInflight: z.number().int().min(1).max(100).default(10),
-    telemetryIntervalSec: z.number().int().min(5).max(86_400).default(60),
+    maxInflight: intIn(1, 100, 10),
+    telemetryIntervalSec: intIn(5, 86_400, 60),
     /** The disk_low alarm opens when the database's file system has less free space than this. */
-    diskLowFreeMb: z.number().int().min(1).max(100_000_000).default(200),
+    diskLowFreeMb: intIn(1, 100_000_000, 200),
     allowRemoteVend: z.boolean().default(false),
     /** Live mode refuses mqtt:// and ws:// (login and commands in clear) unless this is true (a LAN-only broker). */
     allowPlaintext: z.boolean().default(false),
@@ -48,9 +49,9 @@ export const mqttSchema = z
       .min(1)
       .regex(/^[^#+]+$/, 'no # or +')
       .default('homeassistant'),
-    outboxMaxRows: z.number().int().min(100).max(10_000_000).default(100_000),
+    outboxMaxRows: intIn(100, 10_000_000, 100_000),
     /** Port of the in-process broker for `url: embedded` (bound to 127.0.0.1). */
-    embeddedPort: z.number().int().min(0).max(65_535).default(1883),
+    embeddedPort: intIn(0, 65_535, 1883),
   })
   .loose()
   .superRefine((mqtt, ctx) => {

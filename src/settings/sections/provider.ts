@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { intIn } from './number.js';
 
 export const providerSchema = z
   .object({
@@ -12,18 +13,18 @@ export const providerSchema = z
     apiKey: z.string().min(1).optional(),
     /** Webhook signing secrets, all accepted (rotation), from VENDGATE_WEBHOOK_SECRETS. */
     webhookSecrets: z.array(z.string().min(1)).default([]),
-    invoiceTtlSec: z.number().int().min(30).max(3600).default(120),
+    invoiceTtlSec: intIn(30, 3600, 120),
     captureMode: z.enum(['automatic', 'manual']).default('automatic'),
     /** Gerege signature timestamp tolerance. */
-    toleranceSec: z.number().int().min(1).max(3600).default(300),
+    toleranceSec: intIn(1, 3600, 300),
     /** Timeout of one HTTP call to the provider. */
-    requestTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+    requestTimeoutMs: intIn(100, 60_000, 5_000),
     /** Upper bound on all the retries of one create call; the order fails after it. */
-    createDeadlineMs: z.number().int().min(1_000).max(300_000).default(20_000),
+    createDeadlineMs: intIn(1_000, 300_000, 20_000),
     /** A refund whose outcome is unknown for this long raises an alarm for a person. */
-    refundUnknownAlarmSec: z.number().int().min(10).max(86_400).default(600),
+    refundUnknownAlarmSec: intIn(10, 86_400, 600),
     /** Demo: also serve the sandbox pay page on every interface at this port, for a phone on the same network; 0 = off. */
-    sandboxLanPort: z.number().int().min(0).max(65_535).default(0),
+    sandboxLanPort: intIn(0, 65_535, 0),
     /** The address phones reach this machine at, used in the pay URL and QR; absent: the first LAN IPv4 address. */
     sandboxLanAddress: z
       .string()

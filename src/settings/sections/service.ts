@@ -1,36 +1,37 @@
 import { z } from 'zod';
+import { intIn } from './number.js';
 import { LOCAL_LISTENER_DEFAULTS, WEBHOOK_LISTENER_DEFAULTS, type ListenerLimits } from '../../util/http-listener.js';
 
 /** Address and the limits that keep slow or idle clients from holding the listener open. */
 const listener = (host: string, port: number, limits: Readonly<ListenerLimits>) =>
   z.strictObject({
     host: z.string().min(1).default(host),
-    port: z.number().int().min(0).max(65_535).default(port),
-    headersTimeoutMs: z.number().int().min(500).max(120_000).default(limits.headersTimeoutMs),
+    port: intIn(0, 65_535, port),
+    headersTimeoutMs: intIn(500, 120_000, limits.headersTimeoutMs),
     /** The whole request, body included: a body dripped byte by byte is cut after this. */
-    requestTimeoutMs: z.number().int().min(1_000).max(300_000).default(limits.requestTimeoutMs),
-    idleTimeoutMs: z.number().int().min(1_000).max(600_000).default(limits.idleTimeoutMs),
-    keepAliveTimeoutMs: z.number().int().min(100).max(120_000).default(limits.keepAliveTimeoutMs),
-    maxRequestsPerSocket: z.number().int().min(0).max(1_000_000).default(limits.maxRequestsPerSocket),
-    maxConnections: z.number().int().min(0).max(100_000).default(limits.maxConnections),
+    requestTimeoutMs: intIn(1_000, 300_000, limits.requestTimeoutMs),
+    idleTimeoutMs: intIn(1_000, 600_000, limits.idleTimeoutMs),
+    keepAliveTimeoutMs: intIn(100, 120_000, limits.keepAliveTimeoutMs),
+    maxRequestsPerSocket: intIn(0, 1_000_000, limits.maxRequestsPerSocket),
+    maxConnections: intIn(0, 100_000, limits.maxConnections),
   });
 
 export const pollSchema = z.strictObject({
-  intervalMs: z.number().int().min(100).max(60_000).default(2_000),
+  intervalMs: intIn(100, 60_000, 2_000),
   /** Longest wait between polls after errors. */
-  maxBackoffMs: z.number().int().min(1_000).max(300_000).default(30_000),
+  maxBackoffMs: intIn(1_000, 300_000, 30_000),
   /**
    * A payment first seen up to this long after its QR expired is still vended (the customer may be
    * waiting); later it is refunded (the customer has gone). Every invoice is read until the
    * provider's final answer either way: no local timer stops following one.
    */
-  lateGraceSec: z.number().int().min(0).max(86_400).default(120),
+  lateGraceSec: intIn(0, 86_400, 120),
   /** How often the reconciliation loop compares recent invoices with the provider. */
-  reconcileEveryMin: z.number().int().min(1).max(1_440).default(60),
+  reconcileEveryMin: intIn(1, 1_440, 60),
   /** How far back the reconciliation loop looks. */
-  reconcileDays: z.number().int().min(1).max(90).default(7),
+  reconcileDays: intIn(1, 90, 7),
   /** At most this many provider reads per hour for reconciliation (it never competes with sales). */
-  reconcileReadsPerHour: z.number().int().min(1).max(10_000).default(120),
+  reconcileReadsPerHour: intIn(1, 10_000, 120),
 });
 
 export const httpSchema = z
@@ -39,17 +40,17 @@ export const httpSchema = z
       .extend({
         /** Public URL of the webhook listener through the tunnel (selftest round trip). */
         publicUrl: z.url().optional(),
-        bodyLimitBytes: z.number().int().min(1_024).max(1_048_576).default(65_536),
+        bodyLimitBytes: intIn(1_024, 1_048_576, 65_536),
         /** First wait before the worker retries an event whose GET failed; doubles per attempt. */
-        retryBaseMs: z.number().int().min(10).max(60_000).default(1_000),
+        retryBaseMs: intIn(10, 60_000, 1_000),
         /** Longest wait between two retries of one event. */
-        retryMaxMs: z.number().int().min(100).max(3_600_000).default(300_000),
+        retryMaxMs: intIn(100, 3_600_000, 300_000),
         /** An event that failed this many times raises the webhook_stuck alarm (and keeps being retried). */
-        alarmAfterAttempts: z.number().int().min(1).max(1_000).default(5),
+        alarmAfterAttempts: intIn(1, 1_000, 5),
         /** The poller found a payment and no webhook for it came within this: run the Events backfill. */
-        silenceGraceSec: z.number().int().min(1).max(3_600).default(30),
+        silenceGraceSec: intIn(1, 3_600, 30),
         /** A device without a backfill cursor reads the Events API this far back. */
-        backfillLookbackSec: z.number().int().min(60).max(2_592_000).default(86_400),
+        backfillLookbackSec: intIn(60, 2_592_000, 86_400),
       })
       .prefault({}),
     local: listener('127.0.0.1', 8080, LOCAL_LISTENER_DEFAULTS)
@@ -64,9 +65,9 @@ export const httpSchema = z
           )
           .default([]),
         /** A second order press for the same item within this returns the first order (one invoice, one QR). */
-        doublePressWindowMs: z.number().int().min(0).max(60_000).default(3_000),
+        doublePressWindowMs: intIn(0, 60_000, 3_000),
         /** Orders (invoices) the local API creates at most per minute; beyond it 429. */
-        ordersPerMinute: z.number().int().min(1).max(1_000_000).default(10),
+        ordersPerMinute: intIn(1, 1_000_000, 10),
       })
       .prefault({}),
   })
@@ -74,9 +75,9 @@ export const httpSchema = z
 
 export const storageSchema = z.strictObject({
   path: z.string().min(1).default('./data/vendgate.db'),
-  retentionDays: z.number().int().min(1).max(3_650).default(90),
+  retentionDays: intIn(1, 3_650, 90),
   /** A file of this many MiB beside the database, given back when the disk fills (0: none). */
-  ballastMb: z.number().int().min(0).max(1_024).default(8),
+  ballastMb: intIn(0, 1_024, 8),
 });
 
 export const logSchema = z.strictObject({
@@ -93,7 +94,7 @@ export const kioskSchema = z.strictObject({
   /** Turnstile: show a standing QR that renews itself before it expires. */
   autoStart: z.boolean().default(false),
   /** Seconds the result screen stays before the page returns to idle. */
-  resultScreenSec: z.number().int().min(1).max(120).default(6),
+  resultScreenSec: intIn(1, 120, 6),
   /** Shown on every screen beside the machine id: whom a customer calls (a phone number, a URL). */
   supportContact: z.string().trim().min(1).max(80).optional(),
   /** The apps that can pay this provider's QR, as the customer knows them; absent: the provider's own line. */

@@ -13,7 +13,7 @@ describe('Gerege adapter against the simulator', () => {
   providerContract({
     ...overSimulator('gerege', { createPath: /^\/payment-intents$/, refundPath: /^\/payment-intents\/[^/]+\/refunds$/ }),
     unknownInvoiceId: 'pi_missing',
-    // The intent stays succeeded (PROVIDERS.md): the refund is a `re_…` object, seen as its event.
+    // The intent stays succeeded (docs/providers.md): the refund is a `re_…` object, seen as its event.
     statusAfterFullRefund: 'paid',
     mapStatus: mapGeregeStatus,
     statusWordOf: (body) => {

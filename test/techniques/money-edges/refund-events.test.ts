@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/service.js';
 
 /**
  * Issue 23: a Gerege refund made before the vend (the merchant's dashboard) is a `re_…` object; the
- * intent stays `succeeded` and says nothing of it (PROVIDERS.md). The simulator serves the wire
+ * intent stays `succeeded` and says nothing of it (docs/providers.md). The simulator serves the wire
  * format as written (no `amount_refunded`), so the only evidence is the verified `refund.succeeded`
  * event — by webhook, or from the Events API. Either stops the vend; a partial one returns the rest.
  * The real service over HTTP; a slow poller, so the device has not read the payment before the event.
