@@ -6,6 +6,7 @@ import { createApp, type App } from '../../../src/app.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import { testSettings } from '../../helpers/core.js';
 import { tempDir, waitFor } from '../../helpers/temp.js';
+import { serviceTestFiles } from '../../suites.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const README = readFileSync(join(REPO, 'README.md'), 'utf8');
@@ -54,6 +55,40 @@ describe('the README is a way in, and every link stays inside the repository', (
       if (/\.\.\/shared\//.test(text)) broken.push(`${page}: refers to ../shared/, which a clone does not have`);
     }
     expect(broken).toEqual([]);
+  });
+});
+
+/** Test files outside e2e that need root or system packages: mounts, libfaketime, the FUSE power-cut file system, Mosquitto. */
+function systemTestFiles(): string[] {
+  const found: string[] = [];
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(join(REPO, dir), { withFileTypes: true })) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) {
+        if (path !== 'test/techniques/e2e' && path !== 'test/repo') walk(path);
+      } else if (
+        entry.name.endsWith('.test.ts') &&
+        /helpers\/mounts|power-cut-fs|fleet\/mosquitto|faketime/.test(readFileSync(join(REPO, path), 'utf8'))
+      ) {
+        found.push(path);
+      }
+    }
+  };
+  walk('test');
+  return found;
+}
+
+describe("the README's test commands say what they need", () => {
+  it('every test that needs root or system packages is outside `npm run test:unit` and named where the README says `npm test` needs them', () => {
+    const files = systemTestFiles();
+    expect(files.length).toBeGreaterThan(0);
+    const unit = new Set(files.filter((file) => !serviceTestFiles(REPO).includes(file)));
+    expect([...unit], 'in the quick suite, which the README says needs no system packages').toEqual([]);
+    const tryIt = README.slice(README.indexOf('## Try it'), README.indexOf('\n## ', README.indexOf('## Try it') + 1));
+    expect(tryIt).toContain('npm run test:unit');
+    expect(tryIt).toContain('scripts/install-test-deps.sh');
+    const unnamed = files.filter((file) => !tryIt.includes(file) && !tryIt.includes(dirname(file)));
+    expect(unnamed, 'the README names each such test (or its folder)').toEqual([]);
   });
 });
 
