@@ -40,7 +40,7 @@ describe('dist/vendgate.js, the one-file build', () => {
     for (const marker of ['FST_ERR_', 'ZodError', 'MqttClient', 'Aedes', 'better-sqlite3']) expect(all).toContain(marker);
   });
 
-  it('`start` loads the selftest, the simulated machine and the sandbox register only when they are used (a selftest asked for, actuator.kind sim, fiscal.register sandbox)', () => {
+  it('`start` loads the selftest, the simulated machine and the sandboxes only when they are used (a selftest asked for, actuator.kind sim, fiscal.register sandbox, provider.name sandbox)', () => {
     const chunk = readdirSync(dirname(BUNDLE)).find((name) => /^vendgate-start-[\w]+\.js$/.test(name));
     expect(chunk, 'the start command is a chunk of its own').toBeDefined();
     const loaded = [...staticallyLoaded(BUNDLE), ...staticallyLoaded(join(dirname(BUNDLE), chunk!))]
@@ -48,8 +48,14 @@ describe('dist/vendgate.js, the one-file build', () => {
       .join('\n');
     const all = execFileSync('sh', ['-c', `cat "${dirname(BUNDLE)}"/vendgate*.js`], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     // A message only each module's own code carries: the selftest's checks (selftest/checks/slots.ts), the machine
-    // simulator of `vendgate simulate-machine`, the sim actuator, the sandbox fiscal register.
-    for (const marker of ['no slot out of sale', 'machine simulator port error', 'simulated motor jam', 'sandbox register: busy']) {
+    // simulator of `vendgate simulate-machine`, the sim actuator, the sandbox fiscal register, the sandbox payment provider.
+    for (const marker of [
+      'no slot out of sale',
+      'machine simulator port error',
+      'simulated motor jam',
+      'sandbox register: busy',
+      'event needs id and type',
+    ]) {
       expect(loaded.includes(marker), `"${marker}" is loaded by every start`).toBe(false);
       expect(all, `"${marker}" is in the build`).toContain(marker);
     }
