@@ -4,6 +4,7 @@
 # brings code, units and permissions back to what this version expects.
 #
 #   sudo scripts/install-pi.sh [--example NAME] [--kiosk] [--tunnel HOSTNAME] [--release FILE --key FILE]
+#   sudo scripts/install-pi.sh --tunnel-only HOSTNAME
 #
 #   --example NAME     the config/examples/NAME.yaml written to /etc/vendgate/config.yaml when there is
 #                      none yet (default: sandbox — starts without credentials or wiring)
@@ -11,6 +12,9 @@
 #   --tunnel HOSTNAME  also set up Cloudflare Tunnel for HOSTNAME, every step on this Pi: cloudflared
 #                      from Cloudflare's Debian repository, login (open the URL it prints anywhere),
 #                      the tunnel, its DNS route, /etc/vendgate/cloudflared.yml, vendgate-tunnel.service
+#   --tunnel-only HOSTNAME  on an installed device, only the tunnel steps of --tunnel: no machine
+#                      check, packages, release copy, units or restart (vendgate setup runs this, then
+#                      restarts the service itself)
 #   --release FILE     install from a release tarball (vendgate-<version>-linux-<arch>.tar.gz, with
 #                      SHA256SUMS and SHA256SUMS.minisig beside it), checked before anything changes
 #   --key FILE         the operator's minisign public key that --release is checked against; kept as
@@ -416,16 +420,22 @@ main() {
   RELEASE_ARTEFACT=""
   RELEASE_KEY=""
   TUNNEL_HOSTNAME=""
+  TUNNEL_ONLY=0
+  local others=0
   while [ $# -gt 0 ]; do
     case "$1" in
-      --example) EXAMPLE="${2:?--example needs a name, e.g. turnstile-passage}"; shift 2 ;;
-      --kiosk) WITH_KIOSK=1; shift ;;
+      --example) EXAMPLE="${2:?--example needs a name, e.g. turnstile-passage}"; others=1; shift 2 ;;
+      --kiosk) WITH_KIOSK=1; others=1; shift ;;
+      --tunnel-only)
+        TUNNEL_ONLY=1
+        TUNNEL_HOSTNAME="${2:?--tunnel-only needs the public host name, e.g. pay-vm-001.example.com}"; shift 2
+        [[ "$TUNNEL_HOSTNAME" =~ ^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$ ]] || die "--tunnel-only $TUNNEL_HOSTNAME is not a host name (e.g. pay-vm-001.example.com)" ;;
       --tunnel)
         TUNNEL_HOSTNAME="${2:?--tunnel needs the public host name, e.g. pay-vm-001.example.com}"; shift 2
         [[ "$TUNNEL_HOSTNAME" =~ ^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$ ]] || die "--tunnel $TUNNEL_HOSTNAME is not a host name (e.g. pay-vm-001.example.com)" ;;
-      --release) RELEASE_ARTEFACT="${2:?--release needs a vendgate-<version>-linux-<arch>.tar.gz}"; shift 2 ;;
-      --key) RELEASE_KEY="${2:?--key needs the minisign public key of the operator}"; shift 2 ;;
-      -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+      --release) RELEASE_ARTEFACT="${2:?--release needs a vendgate-<version>-linux-<arch>.tar.gz}"; others=1; shift 2 ;;
+      --key) RELEASE_KEY="${2:?--key needs the minisign public key of the operator}"; others=1; shift 2 ;;
+      -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
       *) die "unknown option $1 (see --help)" ;;
     esac
   done
@@ -436,6 +446,16 @@ main() {
   fi
   trap 'on_error "$LINENO" "$BASH_COMMAND"' ERR
   require_root "$@"
+  if [ "$TUNNEL_ONLY" = 1 ]; then
+    [ "$others" = 0 ] || die "--tunnel-only takes no other option: it changes only the tunnel of an installed device"
+    if [ ! -L "$APP_DIR/current" ] || [ ! -f "$ETC_DIR/config.yaml" ]; then
+      die "vendgate is not installed here ($APP_DIR/current, $ETC_DIR/config.yaml): install it first (sudo apt install ./vendgate_<version>_<arch>.deb), or run this script with --tunnel"
+    fi
+    setup_tunnel
+    step "Tunnel set up"
+    info "restart vendgate to use it: sudo systemctl restart vendgate && sudo vendgate selftest"
+    return 0
+  fi
   if [ -n "$RELEASE_ARTEFACT" ]; then
     step "Verifying $(basename "$RELEASE_ARTEFACT")"
     verify_artefact "$RELEASE_ARTEFACT" "$RELEASE_KEY"

@@ -42,7 +42,7 @@ package_main() {
     warn "the selftest found problems: fix the FAIL lines above (docs/operations.md explains each), then: sudo vendgate selftest"
   fi
   step "Installed $(sed -n 's/^version=//p' "$release/RELEASE")"
-  info "next (docs/install.md, the guided step): provider in $ETC_DIR/config.yaml, its secrets in $ETC_DIR/secrets.env, then the tunnel: sudo $APP_DIR/current/scripts/install-pi.sh --tunnel HOSTNAME"
+  info "next, the guided step (provider, credentials, tunnel; docs/install.md): sudo vendgate setup"
 }
 
 case "${1:-}" in

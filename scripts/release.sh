@@ -11,7 +11,8 @@
 #                 ~/.minisign/minisign.key]; its public key (FILE with .pub for .key, or
 #                 $VENDGATE_RELEASE_PUBKEY) goes into the package, so the device checks the next
 #                 update against the key it was installed with
-#   --out DIR     where the artefacts go [release/]
+#   --out DIR     where the artefacts go [release/]; only release.sh's own files there are replaced
+#                 (vendgate_*.deb, vendgate-*-linux-*.tar.gz, SHA256SUMS*, release-key.pub, .work/)
 #   --skip-build  use dist/ as it is, after checking it was built from the src/ of now (tests)
 #
 # Each artefact holds one release directory (the .deb under /usr/lib/vendgate/release):
@@ -30,6 +31,7 @@
 # packages; scripts/install-test-deps.sh installs them). Node headers come from the npm registry.
 
 set -Eeuo pipefail
+CALLER_DIR="$(pwd)"
 cd "$(dirname "$0")/.."
 ROOT_DIR="$(pwd)"
 NODE_TARGET_MAJOR=22
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#ARCHES[@]} -gt 0 ] || ARCHES=(x64 arm64)
+case "$OUT" in /*) ;; *) OUT="$CALLER_DIR/$OUT" ;; esac
 PUBKEY="${VENDGATE_RELEASE_PUBKEY:-${KEY%.key}.pub}"
 [ -f "$KEY" ] || die "no minisign secret key at $KEY: make one with 'minisign -G -s $KEY -p ${KEY%.key}.pub' (docs/install.md, Making a release) or pass --key"
 [ -f "$PUBKEY" ] || die "no public key at $PUBKEY beside the secret key: set VENDGATE_RELEASE_PUBKEY"
@@ -68,10 +71,16 @@ WORK="$OUT/.work"
 NODE_GYP="$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")/node_modules/node-gyp/bin/node-gyp.js"
 [ -f "$NODE_GYP" ] || die "node-gyp (bundled with npm) not found at $NODE_GYP"
 
-# A fresh release each time; only the downloaded Node packages are kept in release/.work.
+# A fresh release each time; only the downloaded Node packages are kept in .work. --out may name
+# any directory (a home, a share): only the files release.sh makes are deleted there, and a .work
+# it did not make (no .release-sh marker) is refused, not emptied.
+if [ -d "$WORK" ] && [ ! -f "$WORK/.release-sh" ] && [ "$OUT" != "$ROOT_DIR/release" ]; then
+  die "$WORK exists and was not made by release.sh: choose another --out, or remove it"
+fi
 mkdir -p "$WORK"
-find "$OUT" -mindepth 1 -maxdepth 1 ! -name .work -exec rm -rf {} +
-find "$WORK" -mindepth 1 -maxdepth 1 ! -name 'node-*' -exec rm -rf {} +
+: > "$WORK/.release-sh"
+rm -f "$OUT"/vendgate_*.deb "$OUT"/vendgate-*-linux-*.tar.gz "$OUT/SHA256SUMS" "$OUT/SHA256SUMS.minisig" "$OUT/release-key.pub"
+find "$WORK" -mindepth 1 -maxdepth 1 ! -name 'node-*' ! -name .release-sh -exec rm -rf {} +
 
 if [ "$SKIP_BUILD" = 1 ]; then
   node scripts/build-stamp.mjs --check || die "--skip-build: dist/ is not built from the src/ of now: npm run build"
@@ -260,9 +269,9 @@ for arch in "${ARCHES[@]}"; do
 done
 
 step "SHA256SUMS and its signature (minisign, $KEY)"
-(cd "$OUT" && find . -maxdepth 1 -type f \( -name '*.deb' -o -name '*.tar.gz' \) -printf '%f\n' | sort | xargs sha256sum > SHA256SUMS)
+(cd "$OUT" && find . -maxdepth 1 -type f \( -name 'vendgate_*.deb' -o -name 'vendgate-*-linux-*.tar.gz' \) -printf '%f\n' | sort | xargs sha256sum > SHA256SUMS)
 minisign -S -s "$KEY" -m "$OUT/SHA256SUMS" -t "vendgate $VERSION ($COMMIT)" > /dev/null
 cp "$PUBKEY" "$OUT/release-key.pub"
-if [ -z "${VENDGATE_RELEASE_KEEP_WORK:-}" ]; then find "$WORK" -mindepth 1 -maxdepth 1 ! -name 'node-*' -exec rm -rf {} +; fi
+if [ -z "${VENDGATE_RELEASE_KEEP_WORK:-}" ]; then find "$WORK" -mindepth 1 -maxdepth 1 ! -name 'node-*' ! -name .release-sh -exec rm -rf {} +; fi
 step "Release $VERSION ($COMMIT) in $OUT"
-find "$OUT" -maxdepth 1 -type f -printf '    %10s  %f\n' | sort -k 2
+find "$OUT" -maxdepth 1 -type f \( -name 'vendgate[-_]*' -o -name 'SHA256SUMS*' -o -name release-key.pub \) -printf '    %10s  %f\n' | sort -k 2

@@ -39,7 +39,7 @@ import {
 import type { VendRunner, RefundWorker } from './vend/index.js';
 import { createActuator, createInputs, preflightHardware, type Actuator, type HardwareInputs } from './hardware/index.js';
 import { createProvider, type PaymentProvider } from './payments/index.js';
-import { createSandboxProvider, type SandboxProvider, sandboxDbPath } from './payments/sandbox/index.js';
+import type { SandboxProvider } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
 import {
   createClockSkewAlarm,
@@ -51,7 +51,7 @@ import {
   type WebhookChannel,
 } from './channels/webhook/index.js';
 import { createKioskServer, type KioskServer } from './kiosk/index.js';
-import { createSandboxLanServer, lanAddress, type SandboxLanServer } from './kiosk/sandbox-lan.js';
+import type { SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createMetrics, type Metrics } from './metrics/index.js';
 import { createMqtt, createBrokerWebhookSubscription, type Mqtt, type BrokerWebhookSubscription } from './mqtt/index.js';
 import {
@@ -298,32 +298,37 @@ interface Payments {
   webhookSecrets: readonly string[];
 }
 
-function buildPayments(
+async function buildPayments(
   { settings, deps, clock, logger, log }: Base,
   { db, clockSkew }: Store,
   { metrics }: Shared,
   claimed: Claimed,
-): Payments {
+): Promise<Payments> {
+  // The sandbox (the demo's provider) and its LAN pay page are loaded only when configured.
+  const demo = !deps.provider && settings.provider.name === 'sandbox';
   const host = settings.http.local.host === '0.0.0.0' ? '127.0.0.1' : settings.http.local.host;
   const localBase = `http://${host}:${claimed.local.port}`;
   // Demo: with provider.sandboxLanPort the pay URL (and so the QR) names this machine's LAN address.
   const lan =
     settings.provider.name === 'sandbox' && settings.provider.sandboxLanPort > 0
-      ? { address: settings.provider.sandboxLanAddress ?? lanAddress(), port: settings.provider.sandboxLanPort }
+      ? {
+          address: settings.provider.sandboxLanAddress ?? (await import('./kiosk/sandbox-lan.js')).lanAddress(),
+          port: settings.provider.sandboxLanPort,
+        }
       : null;
   if (lan && !lan.address) log.warn({}, 'provider.sandboxLanPort is set but this machine has no LAN address: pay URLs stay on 127.0.0.1');
   const payBase = lan?.address ? `http://${lan.address.includes(':') ? `[${lan.address}]` : lan.address}:${lan.port}` : localBase;
-  const sandbox =
-    !deps.provider && settings.provider.name === 'sandbox'
-      ? createSandboxProvider(
-          { clock, logger },
-          {
-            dbPath: sandboxDbPath(settings.storage.path),
-            payUrl: (id) => `${payBase}/sandbox/pay/${id}`,
-            webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
-          },
-        )
-      : null;
+  const sandboxModule = demo ? await import('./payments/sandbox/index.js') : null;
+  const sandbox = sandboxModule
+    ? sandboxModule.createSandboxProvider(
+        { clock, logger },
+        {
+          dbPath: sandboxModule.sandboxDbPath(settings.storage.path),
+          payUrl: (id) => `${payBase}/sandbox/pay/${id}`,
+          webhookSecret: settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret',
+        },
+      )
+    : null;
   // Every reading adds the refunds seen as verified events (a Gerege intent does not say it was refunded).
   const provider = withRefundEvidence(
     deps.provider ??
@@ -624,6 +629,7 @@ async function serve(
   served.kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock, listener: claimed.local }, settings.http.local);
   const listening = await served.kiosk.start();
   if (lan?.address && sandbox) {
+    const { createSandboxLanServer } = await import('./kiosk/sandbox-lan.js');
     served.sandboxLan = createSandboxLanServer({ sandbox: sandbox.payments, clock, logger }, { port: lan.port });
     await served.sandboxLan.start();
   }
@@ -734,7 +740,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       availability: shared.availability,
       notify: shared.changes.notify,
     });
-    const payments = buildPayments(base, store, shared, claimed);
+    const payments = await buildPayments(base, store, shared, claimed);
     const hardware = await buildHardware(base, shared);
     const fiscal = await buildFiscal(base, store, shared);
     const money = buildMoneyPath(base, store, shared, payments, hardware, fiscal);

@@ -26,7 +26,8 @@ import { createMoneyPath } from '../../dist/money/index.js';
 import { observationOf } from '../../dist/ledger/index.js';
 import { createSandboxProvider } from '../../dist/payments/sandbox/index.js';
 import { parseSettings } from '../../dist/settings/index.js';
-import { createFiscal, createSandboxRegister, sandboxRegisterDbPath } from '../../dist/fiscal/index.js';
+import { createFiscal } from '../../dist/fiscal/index.js';
+import { createSandboxRegister, sandboxRegisterDbPath } from '../../dist/fiscal/sandbox.js';
 import { createRandom } from './random.mjs';
 
 const { values } = parseArgs({

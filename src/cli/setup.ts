@@ -302,7 +302,9 @@ function nextSteps(answers: Answers): string[][] {
     existsSync(p),
   );
   const steps: string[][] = [];
-  if (answers.tunnel) steps.push([script ?? '/opt/vendgate/current/scripts/install-pi.sh', '--tunnel', answers.tunnel]);
+  // Only the tunnel: the device is installed (a whole install-pi.sh run would copy a new release, check for a Pi
+  // and write /usr/local/bin/vendgate over the package's command).
+  if (answers.tunnel) steps.push([script ?? '/opt/vendgate/current/scripts/install-pi.sh', '--tunnel-only', answers.tunnel]);
   steps.push(['systemctl', 'restart', 'vendgate']);
   steps.push(['vendgate', 'selftest', '--expect-service']);
   return steps;

@@ -11,7 +11,6 @@ import type { LiveComponents } from '../selftest/index.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { inTransaction } from '../store/index.js';
 import { HOLDS_THE_MACHINE_STATES, orderView } from '../orders/index.js';
-import { runSelftest } from '../selftest/index.js';
 import type { Availability } from './availability.js';
 import type { DeviceView } from './view.js';
 import type { StateChanges } from './state-changes.js';
@@ -103,6 +102,8 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
     },
     async runSelftest() {
       const { settings, clock, live, urls, source, environment } = deps.selftest;
+      // Loaded when a selftest is asked for (the MQTT command), not with every start: the checks are ~37 KB of bundle.
+      const { runSelftest } = await import('../selftest/index.js');
       const run = await runSelftest({ settings, source, environment, urls: urls(), store: true }, { clock, logger: deps.logger, live });
       return { ok: run.report.ok, report: run.report };
     },

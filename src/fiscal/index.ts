@@ -1,7 +1,7 @@
 /**
  * The fiscal part: one register port (types.ts), the receipts table (receipts.ts), the worker that
  * issues them exactly once (worker.ts), the operator's view (monitor.ts), and the registers: the
- * sandbox here, eBarimt and Webkassa loaded only when configured.
+ * sandbox, eBarimt and Webkassa, each loaded only when configured.
  */
 import type { Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
@@ -13,10 +13,11 @@ import type { FiscalRegister } from './types.js';
 import { createReceiptBook, type ReceiptBook, type SoldOrder } from './receipts.js';
 import { createFiscalWorker, type FiscalWorker, type ScreenReceipt } from './worker.js';
 import { createFiscalMonitor, type FiscalMonitor, type FiscalSnapshot } from './monitor.js';
-import { createSandboxRegister, sandboxRegisterDbPath } from './sandbox.js';
 
 export type * from './types.js';
-export { createSandboxRegister, sandboxRegisterDbPath, type SandboxRegister, type SandboxRegisterRow } from './sandbox.js';
+// The sandbox register is imported from './sandbox.js' by whoever needs it (tests, the soak): re-exported here, every
+// start would load it.
+export type { SandboxRegister, SandboxRegisterRow } from './sandbox.js';
 export { createReceiptBook, dayIn, WAITING_STATES, type ReceiptBook, type ReceiptRow, type ReceiptState } from './receipts.js';
 export { createFiscalWorker, type FiscalWorker, type ScreenReceipt } from './worker.js';
 export { createFiscalMonitor, FISCAL_ALARMS, type FiscalMonitor, type FiscalSnapshot } from './monitor.js';
@@ -34,7 +35,8 @@ export async function createRegister(
   switch (fiscal.register) {
     case 'none':
       return null;
-    case 'sandbox':
+    case 'sandbox': {
+      const { createSandboxRegister, sandboxRegisterDbPath } = await import('./sandbox.js');
       return createSandboxRegister(
         { clock: deps.clock },
         {
@@ -45,6 +47,7 @@ export async function createRegister(
           lotteryStock: fiscal.sandbox.lotteryStock,
         },
       );
+    }
     // The real registers, each loaded only when configured (a machine that uses neither never
     // evaluates them). The settings' checks (sections/fiscal.ts) guarantee the fields they need.
     case 'ebarimt': {

@@ -4,7 +4,7 @@ import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { INPUT_NAMES } from '../settings/sections/actuator.js';
 import type { Actuator, HardwareInputs } from './types.js';
-import { createSimActuator } from './sim.js';
+import type { MachineSimulator, MachineSimulatorOptions } from './machine-simulator.js';
 import { withDeliveryConfirmation } from './delivery.js';
 import { busForSettings, type HardwareBus } from './bus.js';
 import { createRelayActuator } from './relay.js';
@@ -18,14 +18,19 @@ import { createLineSerialActuator } from './serial/line-profile.js';
 import { createMdbSerialActuator } from './serial/mdb-profile.js';
 
 export * from './types.js';
-export { createSimActuator, type SimFailMode } from './sim.js';
+export type { SimFailMode } from './sim.js';
 export { withDeliveryConfirmation } from './delivery.js';
 export { createHardwareBus, type HardwareBus, type BusEvent } from './bus.js';
 export { checkHardware, type HardwareCheck } from './checks.js';
 export { preflightHardware, HardwareStartError } from './preflight.js';
-export { runMachineSimulator, type MachineSimulator, type MachineSimulatorOptions } from './machine-simulator.js';
+export type { MachineSimulator, MachineSimulatorOptions } from './machine-simulator.js';
 export type { GpioConstructor, GpioLine } from './gpio/onoff.js';
 export type { SerialBinding } from './serial/connection.js';
+
+/** `vendgate simulate-machine`: the machine simulator, loaded by the command that runs it, never by `start`. */
+export async function runMachineSimulator(options: MachineSimulatorOptions): Promise<MachineSimulator> {
+  return (await import('./machine-simulator.js')).runMachineSimulator(options);
+}
 
 export interface HardwareDeps {
   clock: Clock;
@@ -80,8 +85,11 @@ export async function createActuator(deps: HardwareDeps, settings: Readonly<Sett
   const withDelivery = (inner: Actuator): Actuator =>
     deliverySensor ? withDeliveryConfirmation(inner, { bus, logger }, { windowMs: actuator.deliveryWindowMs }) : inner;
   switch (actuator.kind) {
-    case 'sim':
+    case 'sim': {
+      // The simulated machine (demo, tests) is loaded only when configured, as the real kinds' modules are.
+      const { createSimActuator } = await import('./sim.js');
       return withDelivery(createSimActuator({ clock: deps.clock, bus }, actuator.sim));
+    }
     case 'relay': {
       assertNoPinConflicts(settings);
       const relay = actuator.relay;

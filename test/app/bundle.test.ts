@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
@@ -38,6 +38,27 @@ describe('dist/vendgate.js, the one-file build', () => {
     // … and they are in the build, behind the commands that import them.
     const all = execFileSync('sh', ['-c', `cat "${dirname(BUNDLE)}"/vendgate*.js`], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     for (const marker of ['FST_ERR_', 'ZodError', 'MqttClient', 'Aedes', 'better-sqlite3']) expect(all).toContain(marker);
+  });
+
+  it('`start` loads the selftest, the simulated machine and the sandboxes only when they are used (a selftest asked for, actuator.kind sim, fiscal.register sandbox, provider.name sandbox)', () => {
+    const chunk = readdirSync(dirname(BUNDLE)).find((name) => /^vendgate-start-[\w]+\.js$/.test(name));
+    expect(chunk, 'the start command is a chunk of its own').toBeDefined();
+    const loaded = [...staticallyLoaded(BUNDLE), ...staticallyLoaded(join(dirname(BUNDLE), chunk!))]
+      .map((file) => readFileSync(file, 'utf8'))
+      .join('\n');
+    const all = execFileSync('sh', ['-c', `cat "${dirname(BUNDLE)}"/vendgate*.js`], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    // A message only each module's own code carries: the selftest's checks (selftest/checks/slots.ts), the machine
+    // simulator of `vendgate simulate-machine`, the sim actuator, the sandbox fiscal register, the sandbox payment provider.
+    for (const marker of [
+      'no slot out of sale',
+      'machine simulator port error',
+      'simulated motor jam',
+      'sandbox register: busy',
+      'event needs id and type',
+    ]) {
+      expect(loaded.includes(marker), `"${marker}" is loaded by every start`).toBe(false);
+      expect(all, `"${marker}" is in the build`).toContain(marker);
+    }
   });
 
   it('is built with the rest of dist/ and names the same version and commit as dist/main.js', () => {

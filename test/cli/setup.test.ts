@@ -77,7 +77,9 @@ describe('vendgate setup', () => {
 
     for (const secret of ['cs_secret_value_1', 'whsec_value_1']) expect(result.stdout).not.toContain(secret);
     expect(result.stdout).toContain('secrets changed: VENDGATE_PROVIDER_CLIENT_SECRET, VENDGATE_WEBHOOK_SECRETS');
-    expect(result.stdout).toMatch(/install-pi\.sh --tunnel pay-vm-014\.example\.com\n\s+systemctl restart vendgate\n\s+vendgate selftest/);
+    expect(result.stdout).toMatch(
+      /install-pi\.sh --tunnel-only pay-vm-014\.example\.com\n\s+systemctl restart vendgate\n\s+vendgate selftest/,
+    );
   });
 
   it('run again, Enter keeps every answer, the secrets included', () => {

@@ -9,14 +9,8 @@ import { tempDir } from '../helpers/temp.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { observationOf } from '../../src/ledger/index.js';
-import {
-  createFiscal,
-  createSandboxRegister,
-  sandboxRegisterDbPath,
-  type Fiscal,
-  type FiscalRegister,
-  type SandboxRegister,
-} from '../../src/fiscal/index.js';
+import { createFiscal, type Fiscal, type FiscalRegister, type SandboxRegister } from '../../src/fiscal/index.js';
+import { createSandboxRegister, sandboxRegisterDbPath } from '../../src/fiscal/sandbox.js';
 import type { Clock } from '../../src/util/clock.js';
 import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
 import { createFakeProvider } from '../fakes/provider.js';

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { createSandboxRegister, sandboxRegisterDbPath, type ReceiptRequest, type SandboxRegister } from '../../src/fiscal/index.js';
+import type { ReceiptRequest, SandboxRegister } from '../../src/fiscal/index.js';
+import { createSandboxRegister, sandboxRegisterDbPath } from '../../src/fiscal/sandbox.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { tempDir } from '../helpers/temp.js';
 

@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSimActuator, type SimFailMode, type VendRequest } from '../../src/hardware/index.js';
+import { type SimFailMode, type VendRequest } from '../../src/hardware/index.js';
+import { createSimActuator } from '../../src/hardware/sim.js';
 import { createManualClock } from '../../src/util/index.js';
 
 const request: VendRequest = { orderId: 5, reference: 'test-1-1-5', slot: 'A1', amount: 150, currency: 'MNT', mode: 'vending' };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { runSelftest } from '../../src/selftest/index.js';
-import { createSimActuator } from '../../src/hardware/index.js';
+import { createSimActuator } from '../../src/hardware/sim.js';
 import { systemClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';

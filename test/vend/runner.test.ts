@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildCore, type Core } from '../helpers/core.js';
 import { createVendRunner, createRefundWorker, createSettlement } from '../../src/vend/index.js';
-import { createSimActuator } from '../../src/hardware/index.js';
+import { createSimActuator } from '../../src/hardware/sim.js';
 import { ProviderError } from '../../src/payments/types.js';
 import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
 

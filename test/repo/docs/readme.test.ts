@@ -6,6 +6,7 @@ import { createApp, type App } from '../../../src/app.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import { testSettings } from '../../helpers/core.js';
 import { tempDir, waitFor } from '../../helpers/temp.js';
+import { SYSTEM_TEST_GLOBS } from '../../suites.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const README = readFileSync(join(REPO, 'README.md'), 'utf8');
@@ -54,6 +55,48 @@ describe('the README is a way in, and every link stays inside the repository', (
       if (/\.\.\/shared\//.test(text)) broken.push(`${page}: refers to ../shared/, which a clone does not have`);
     }
     expect(broken).toEqual([]);
+  });
+});
+
+/** Test files outside e2e that need root or system packages: mounts, libfaketime, the FUSE power-cut file system, Mosquitto. */
+function systemTestFiles(): string[] {
+  const found: string[] = [];
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(join(REPO, dir), { withFileTypes: true })) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) {
+        if (path !== 'test/techniques/e2e' && path !== 'test/repo') walk(path);
+      } else if (
+        entry.name.endsWith('.test.ts') &&
+        /helpers\/mounts|power-cut-fs|fleet\/mosquitto|faketime/.test(readFileSync(join(REPO, path), 'utf8'))
+      ) {
+        found.push(path);
+      }
+    }
+  };
+  walk('test');
+  return found;
+}
+
+/** Whether a test file is one of SYSTEM_TEST_GLOBS (a folder's every test file, or one exact path). */
+function inSystemSuite(file: string): boolean {
+  const anyTest = '**/*.test.ts';
+  return SYSTEM_TEST_GLOBS.some((glob) => (glob.endsWith(anyTest) ? file.startsWith(glob.slice(0, -anyTest.length)) : file === glob));
+}
+
+describe("the README's test commands say what they need", () => {
+  it('every test that needs root or system packages runs with the e2e suite, not `npm test`, and the README names it there', () => {
+    const files = systemTestFiles();
+    expect(files.length).toBeGreaterThan(0);
+    expect(
+      files.filter((file) => !inSystemSuite(file)),
+      'in `npm test`, which the README says needs Node.js only',
+    ).toEqual([]);
+    const tryIt = README.slice(README.indexOf('## Try it'), README.indexOf('\n## ', README.indexOf('## Try it') + 1));
+    expect(tryIt).toMatch(/npm ci && npm test +# .*Node\.js only/);
+    expect(tryIt).toContain('scripts/install-test-deps.sh && sudo npm run test:e2e');
+    const unnamed = files.filter((file) => !tryIt.includes(file) && !tryIt.includes(dirname(file)));
+    expect(unnamed, 'the README names each such test (or its folder)').toEqual([]);
   });
 });
 

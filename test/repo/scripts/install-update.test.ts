@@ -1,4 +1,4 @@
-import { cpSync, existsSync, readdirSync, readlinkSync, renameSync, writeFileSync, appendFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -122,6 +122,55 @@ describe('scripts/install-pi.sh', () => {
       expect(pi.calls().filter((c) => c === 'cloudflared tunnel login')).toHaveLength(1);
     },
   );
+
+  it(
+    '--tunnel-only HOSTNAME (what vendgate setup runs) on an installed device sets up only the tunnel: no machine check, no packages, no new release, no command or units written, no restart',
+    { timeout: 120_000 },
+    async () => {
+      pi = await fakePi();
+      const src = pi.source('1.0.0');
+      const install = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
+      expect(install.code, install.stderr).toBe(0);
+      const release = current(pi);
+      const releases = readdirSync(join(pi.root, 'opt/vendgate/releases'));
+      const cli = pi.read('usr/local/bin/vendgate');
+      const before = pi.calls().length;
+      // An amd64 .deb install is not a Pi: the whole install-pi.sh would stop at its machine check.
+      rmSync(join(pi.root, 'proc/device-tree/model'));
+      rmSync(join(pi.root, 'usr/local/bin/vendgate'));
+
+      const result = await pi.run('install-pi.sh', ['--tunnel-only', 'pay-pi-test.example.com'], src);
+
+      expect(result.stderr).not.toMatch(/error/);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('==> Cloudflare Tunnel for pay-pi-test.example.com');
+      expect(result.stdout).not.toContain('==> Checking the machine');
+      const calls = pi.calls().slice(before);
+      expect(calls).toContain('cloudflared tunnel login');
+      expect(calls).toContain('systemctl enable --now vendgate-tunnel.service');
+      expect(pi.read('etc/vendgate/cloudflared.yml')).toContain('- hostname: pay-pi-test.example.com');
+      // Nothing else of the install ran.
+      expect(calls.filter((c) => c.startsWith('apt-get') && !c.includes('cloudflared') && c !== 'apt-get update -qq')).toEqual([]);
+      expect(calls.filter((c) => /^(systemctl (restart|daemon-reload|enable vendgate)|useradd|npm)/.test(c))).toEqual([]);
+      expect(current(pi)).toBe(release);
+      expect(readdirSync(join(pi.root, 'opt/vendgate/releases'))).toEqual(releases);
+      expect(pi.exists('usr/local/bin/vendgate'), "no /usr/local/bin/vendgate over the package's /usr/bin/vendgate").toBe(false);
+      expect(cli).toContain('vendgate');
+      expect(result.stdout).toContain('sudo systemctl restart vendgate && sudo vendgate selftest');
+    },
+  );
+
+  it('--tunnel-only refuses a device where vendgate is not installed, and other options beside it', async () => {
+    pi = await fakePi();
+    const src = pi.source('1.0.0');
+    const fresh = await pi.run('install-pi.sh', ['--tunnel-only', 'pay-pi-test.example.com'], src);
+    expect(fresh.code).toBe(1);
+    expect(fresh.stderr).toContain('vendgate is not installed here');
+    expect(pi.calls().filter((c) => c.startsWith('cloudflared') || c.startsWith('apt-get'))).toEqual([]);
+    const mixed = await pi.run('install-pi.sh', ['--tunnel-only', 'pay-pi-test.example.com', '--kiosk'], src);
+    expect(mixed.code).toBe(1);
+    expect(mixed.stderr).toContain('--tunnel-only takes no other option');
+  });
 
   it('--tunnel refuses something that is not a host name', async () => {
     pi = await fakePi();

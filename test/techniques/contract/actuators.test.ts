@@ -10,11 +10,11 @@ import {
   createActuator,
   createHardware,
   createHardwareBus,
-  createSimActuator,
   type HardwareEvent,
   type VendOutcome,
   type VendRequest,
 } from '../../../src/hardware/index.js';
+import { createSimActuator } from '../../../src/hardware/sim.js';
 import { createManualClock } from '../../../src/util/clock.js';
 import { silentLogger, systemClock } from '../../../src/util/index.js';
 import { createFakeGpio } from '../../hardware/fakes/fake-gpio.js';

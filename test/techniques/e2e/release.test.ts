@@ -278,7 +278,7 @@ describe('the release on a (fake) Pi', () => {
       expect(install.code, install.stdout + install.stderr).toBe(0);
       expect(install.stdout).toContain('==> Installing the application');
       expect(install.stdout).toMatch(/OK: nothing failed/);
-      expect(install.stdout).toContain('scripts/install-pi.sh --tunnel HOSTNAME');
+      expect(install.stdout).toContain('next, the guided step (provider, credentials, tunnel; docs/install.md): sudo vendgate setup');
       const first = current(pi);
       expect(first).toMatch(new RegExp(`^${VERSION.replaceAll('.', '\\.')}-`));
       expect(pi.read('etc/vendgate/release-key.pub')).toBe(readFileSync(key.pub, 'utf8'));

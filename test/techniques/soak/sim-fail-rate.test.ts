@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSimActuator } from '../../../src/hardware/index.js';
+import { createSimActuator } from '../../../src/hardware/sim.js';
 import { systemClock } from '../../../src/util/clock.js';
 import { testSettings } from '../../helpers/core.js';
 import { tempDir } from '../../helpers/temp.js';
