@@ -1,6 +1,6 @@
 /**
- * The orphan sweep (issue 23): an invoice the provider holds under this device's reference prefix
- * that no order of the database knows is still a customer's money — its record was lost (a power
+ * The orphan sweep (issue 23): an invoice the provider holds under this device's reference (its
+ * parse names exactly this device: orders/reference.ts) that no order of the database knows is still a customer's money — its record was lost (a power
  * cut before the create answer was stored, a restored database, a card turned read-only). Each one
  * is followed to a final answer: paid → refunded (the goods were never handed out for it, as far as
  * this database knows); held (manual capture) → voided; pending → read again at the next pass;
@@ -16,7 +16,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/index.js';
-import type { OrderRepository } from '../orders/index.js';
+import { isReferenceOf, type OrderRepository } from '../orders/index.js';
 
 export interface OrphanCandidate {
   invoiceId: string;
@@ -31,10 +31,16 @@ export interface OrphanSweepDeps {
   provider: PaymentProvider;
   /** The process's order repository: an invoice one of its orders has is not an orphan. */
   orders: Pick<OrderRepository, 'getByInvoice'>;
-  /** Invoices seen under this device's reference prefix (the inbox), received since `sinceMs`. */
+  /**
+   * Invoices seen under a reference prefix (the inbox), received since `sinceMs`. The prefix is only
+   * a first cut: `vm-1-` also starts `vm-1-annex-…`, another device's references.
+   */
   candidates: (prefix: string, sinceMs: number) => OrphanCandidate[];
-  /** `<device.id>-`: every reference this device ever made starts so (any database id). */
-  referencePrefix: string;
+  /**
+   * This device's id. A candidate is this device's only when its reference, read from the right
+   * (orders/reference.ts), names exactly this device (any database id).
+   */
+  deviceId: string;
   lookbackMs: number;
 }
 
@@ -121,7 +127,9 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
   return {
     async sweep(): Promise<number> {
       let settled = 0;
-      for (const c of deps.candidates(deps.referencePrefix, clock.now() - deps.lookbackMs)) {
+      for (const c of deps.candidates(`${deps.deviceId}-`, clock.now() - deps.lookbackMs)) {
+        // Another device whose id starts with ours (`vm-1-annex` beside `vm-1`) is not ours to settle.
+        if (!isReferenceOf(deps.deviceId, c.reference)) continue;
         if (orders.getByInvoice(c.invoiceId)) continue;
         const state = stateOf(c.invoiceId);
         // A claim a cut interrupted is for a person: its POST may have gone out (QutPay refunds are never repeated).

@@ -201,7 +201,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
         provider,
         orders: orderRepository,
         candidates: deps.orphanCandidates,
-        referencePrefix: `${settings.device.id}-`,
+        deviceId: settings.device.id,
         lookbackMs: settings.poll.reconcileDays * 86_400_000,
       })
     : undefined;

@@ -37,8 +37,9 @@ function world(known: string[] = []) {
     outbox,
     provider: fake.provider,
     orders: { getByInvoice: (id) => (known.includes(id) ? ({ id: 1 } as never) : undefined) },
+    // As the inbox's SQL does: a plain prefix, which also takes in `vm-1-annex-…`.
     candidates: (prefix) => candidates.filter((c) => c.reference.startsWith(prefix)),
-    referencePrefix: 'vm-1-',
+    deviceId: 'vm-1',
     lookbackMs: 86_400_000,
   });
   async function invoice(reference: string): Promise<OrphanCandidate> {
@@ -122,6 +123,20 @@ describe('the orphan sweep', () => {
     expect(w.row(pending.invoiceId)).toBeUndefined();
     expect(w.fake.callsOf('refund')).toEqual([]);
     expect(w.alarms()).toEqual([]);
+  });
+
+  it('a device whose id starts with ours is another device: vm-1 never settles vm-1-annex’s sale, nested either way', async () => {
+    const w = world();
+    // The inbox holds the whole account's events (the Events API, the merchant's webhooks).
+    const annex = await w.invoice('vm-1-annex-x9y8z7-12-cafebabe');
+    const annexOld = await w.invoice('vm-1-annex-x9y8z7-13'); // before the nonce
+    const annexNested = await w.invoice('vm-1-b-cccc-7-0badf00d'); // device vm-1-b, database cccc
+    const own = await w.invoice('vm-1-x9y8z7-12-cafebabe');
+    for (const c of [annex, annexOld, annexNested, own]) w.fake.set(c.invoiceId, 'paid');
+    expect(await w.sweep.sweep()).toBe(1);
+    expect(w.fake.callsOf('refund').map((call) => (call.arg as { invoiceId: string }).invoiceId)).toEqual([own.invoiceId]);
+    for (const c of [annex, annexOld, annexNested]) expect(w.row(c.invoiceId), c.reference).toBeUndefined();
+    expect(w.alarms().map((a) => a.name)).toEqual([`orphan_invoice/${own.invoiceId}`]);
   });
 
   it('a refund that does not go through, or a claim a stop interrupted, is parked for a person with an alarm', async () => {
