@@ -1,22 +1,25 @@
 /**
  * The orphan sweep (issue 23): an invoice the provider holds under this device's reference (its
- * parse names exactly this device: orders/reference.ts) that no order of the database knows is still a customer's money — its record was lost (a power
- * cut before the create answer was stored, a restored database, a card turned read-only). Each one
- * is followed to a final answer: paid → refunded (the goods were never handed out for it, as far as
- * this database knows); held (manual capture) → voided; pending → read again at the next pass;
- * closed unpaid → nothing owed. An alarm says what was found and done, either way.
+ * parse names exactly this device: orders/reference.ts) that no order of the database knows is
+ * still a customer's money — its record was lost (a power cut before the create answer was stored,
+ * a restored database, a card turned read-only). Each one
+ * is followed to a final answer by `ORPHAN_RULES` (orders/decide.ts): paid → refunded (the goods
+ * were never handed out for it, as far as this database knows), except on a restored database,
+ * where it may have been vended before the restore → parked for a person; held (manual capture) →
+ * voided; pending → read again at the next pass; closed unpaid → nothing owed. An alarm says what
+ * was found and done, either way.
  *
  * Where candidates come from is the caller's port: invoices the webhook inbox has events about
  * (webhooks, and Gerege's Events API, which the backfill reads from its cursor — after a restore,
  * from the restored cursor). A QutPay invoice whose webhook never reached us cannot be seen: QutPay
  * has no list or events endpoint.
  */
-import { durably, inTransaction, prepared, type Db } from '../store/index.js';
+import { durably, inTransaction, prepared, wasRestored, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/index.js';
-import { isReferenceOf, type OrderRepository } from '../orders/index.js';
+import { isReferenceOf, orphanRuleFor, type OrderRepository } from '../orders/index.js';
 
 export interface OrphanCandidate {
   invoiceId: string;
@@ -83,8 +86,9 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
   async function settle(c: OrphanCandidate): Promise<boolean> {
     const invoice = await provider.getInvoice(c.invoiceId);
     const rest = invoice.amount - (invoice.refundedAmount ?? 0);
-    if (invoice.status === 'pending') return false; // still payable: read again at the next pass
-    if (invoice.status === 'authorized') {
+    const rule = orphanRuleFor({ status: invoice.status, rest, restoredDatabase: wasRestored(db) });
+    if (rule.then === 'read_again') return false;
+    if (rule.then === 'void') {
       const after = await provider.cancelInvoice(c.invoiceId);
       inTransaction(db, () => {
         const done = after.status === 'canceled' || after.status === 'expired';
@@ -98,10 +102,24 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
       });
       return true;
     }
-    if ((invoice.status !== 'paid' && invoice.status !== 'partially_refunded') || rest <= 0) {
+    if (rule.then === 'nothing_owed') {
       inTransaction(db, () => {
         record(c, 'closed', invoice.amount, `nothing owed: ${invoice.providerStatus}`);
         alarm(c, invoice, `nothing is owed (${invoice.status})`, 'warning');
+      });
+      return true;
+    }
+    if (rule.then === 'person') {
+      inTransaction(db, () => {
+        record(c, 'person', rest, `${rule.name}: paid on a restored database, not refunded`);
+        alarm(
+          c,
+          invoice,
+          `it was paid (${rest} not refunded) and this database was restored from a backup: its order may have been made after the backup ` +
+            `and vended before the restore, so it was NOT refunded automatically. Check whether the goods went out for reference ${c.reference} ` +
+            '(the machine, MQTT history, the operator); if they did not, refund it at the provider; if they did, nothing is owed',
+          'critical',
+        );
       });
       return true;
     }

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOrphanSweep, type OrphanCandidate } from '../../src/ledger/orphans.js';
-import { openDatabase, type Db } from '../../src/store/index.js';
+import { markRestored, openDatabase, type Db } from '../../src/store/index.js';
 import { createOutbox } from '../../src/outbox/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
@@ -137,6 +137,35 @@ describe('the orphan sweep', () => {
     expect(w.fake.callsOf('refund').map((call) => (call.arg as { invoiceId: string }).invoiceId)).toEqual([own.invoiceId]);
     for (const c of [annex, annexOld, annexNested]) expect(w.row(c.invoiceId), c.reference).toBeUndefined();
     expect(w.alarms().map((a) => a.name)).toEqual([`orphan_invoice/${own.invoiceId}`]);
+  });
+
+  it('on a restored database a paid orphan is parked for a person, not refunded: it may have been vended before the restore', async () => {
+    const w = world();
+    // What checkLineage records when the database is below its lineage mark (store/lineage.ts).
+    markRestored(w.db);
+    const paid = await w.invoice('vm-1-lostdb-21-0000000a');
+    const expired = await w.invoice('vm-1-lostdb-22-0000000b');
+    w.fake.set(paid.invoiceId, 'paid');
+    w.fake.set(expired.invoiceId, 'expired');
+    expect(await w.sweep.sweep()).toBe(2);
+    expect(w.fake.callsOf('refund')).toEqual([]);
+    expect(w.row(paid.invoiceId)).toMatchObject({ state: 'person', amount: 1500, refund_key: null });
+    expect(w.row(expired.invoiceId)?.state).toBe('closed'); // nothing owed is still nothing owed
+    const alarm = w.alarms().find((a) => a.name === `orphan_invoice/${paid.invoiceId}`);
+    expect(alarm?.severity).toBe('critical');
+    expect(alarm?.detail).toMatch(/restored from a backup.*NOT refunded.*vm-1-lostdb-21-0000000a.*refund it at the provider/);
+    // Parked for good: a later pass neither refunds it nor raises it again.
+    expect(await w.sweep.sweep()).toBe(0);
+    expect(w.fake.callsOf('refund')).toEqual([]);
+  });
+
+  it('on a database never restored the same paid orphan is refunded', async () => {
+    const w = world();
+    const paid = await w.invoice('vm-1-lostdb-21-0000000a');
+    w.fake.set(paid.invoiceId, 'paid');
+    expect(await w.sweep.sweep()).toBe(1);
+    expect(w.fake.callsOf('refund')).toHaveLength(1);
+    expect(w.row(paid.invoiceId)?.state).toBe('refunded');
   });
 
   it('a refund that does not go through, or a claim a stop interrupted, is parked for a person with an alarm', async () => {
