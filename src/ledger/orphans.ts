@@ -45,6 +45,12 @@ export interface OrphanSweepDeps {
    */
   deviceId: string;
   lookbackMs: number;
+  /**
+   * `storage.retentionDays`: retention deletes an old order with its invoices, but an event about
+   * its invoice (a late webhook, the Events API read again) can reach the inbox after. An invoice
+   * that expired before this far back may be such a pruned order's: it is never settled as an orphan.
+   */
+  retentionMs: number;
 }
 
 type OrphanState = 'refunding' | 'refunded' | 'closed' | 'person';
@@ -86,7 +92,12 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
   async function settle(c: OrphanCandidate): Promise<boolean> {
     const invoice = await provider.getInvoice(c.invoiceId);
     const rest = invoice.amount - (invoice.refundedAmount ?? 0);
-    const rule = orphanRuleFor({ status: invoice.status, rest, restoredDatabase: wasRestored(db) });
+    const rule = orphanRuleFor({
+      status: invoice.status,
+      rest,
+      restoredDatabase: wasRestored(db),
+      olderThanRetention: invoice.expiresAt < clock.now() - deps.retentionMs,
+    });
     if (rule.then === 'read_again') return false;
     if (rule.then === 'void') {
       const after = await provider.cancelInvoice(c.invoiceId);
@@ -98,6 +109,19 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
           after,
           done ? 'the held money was released' : `the hold could not be released (${after.providerStatus}): check it`,
           'critical',
+        );
+      });
+      return true;
+    }
+    if (rule.then === 'too_old') {
+      inTransaction(db, () => {
+        record(c, 'closed', rest, `${rule.name}: expired ${new Date(invoice.expiresAt).toISOString()}, before the retention`);
+        alarm(
+          c,
+          invoice,
+          `it is older than storage.retentionDays (${invoice.status}), so the order that had it may have been deleted by retention: ` +
+            `it was neither refunded nor voided. If no sale of this device matches reference ${c.reference}, settle it at the provider`,
+          'warning',
         );
       });
       return true;

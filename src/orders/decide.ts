@@ -568,14 +568,20 @@ export interface OrphanFacts {
    * vended before the restore, whose record the restore took away.
    */
   restoredDatabase: boolean;
+  /**
+   * The invoice expired before `storage.retentionDays` ago: retention may have deleted the order
+   * that had it (its events can still arrive later), so the database cannot say it is an orphan.
+   */
+  olderThanRetention: boolean;
 }
 
 /**
- * `read_again`: still payable, the next pass reads it. `void`: held money is released.
+ * `read_again`: still payable, the next pass reads it. `too_old`: left alone, with a warning (it
+ * may be a pruned order's). `void`: held money is released.
  * `nothing_owed`: closed without money. `refund`: the rest goes back. `person`: a person decides
  * (critical alarm), nothing is moved.
  */
-export type OrphanAction = 'read_again' | 'void' | 'nothing_owed' | 'refund' | 'person';
+export type OrphanAction = 'read_again' | 'too_old' | 'void' | 'nothing_owed' | 'refund' | 'person';
 
 export interface OrphanRule {
   name: string;
@@ -591,6 +597,12 @@ export const ORPHAN_RULES: readonly OrphanRule[] = [
     why: 'still payable: nothing to settle yet, the next pass reads it again',
     when: (f) => f.status === 'pending',
     then: 'read_again',
+  },
+  {
+    name: 'orphan-older-than-retention-is-left-alone',
+    why: 'an invoice that expired before storage.retentionDays ago may be the invoice of an order retention deleted (a vended sale whose event came late): it is not known to be an orphan, so nothing is moved; a warning says so',
+    when: (f) => f.olderThanRetention,
+    then: 'too_old',
   },
   {
     name: 'orphan-held-is-voided',

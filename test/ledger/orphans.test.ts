@@ -41,6 +41,7 @@ function world(known: string[] = []) {
     candidates: (prefix) => candidates.filter((c) => c.reference.startsWith(prefix)),
     deviceId: 'vm-1',
     lookbackMs: 86_400_000,
+    retentionMs: 3 * 86_400_000,
   });
   async function invoice(reference: string): Promise<OrphanCandidate> {
     const made = await fake.provider.createInvoice({
@@ -65,7 +66,7 @@ function world(known: string[] = []) {
   const row = (id: string) =>
     db.prepare('SELECT state, amount, refund_key FROM orphan_invoices WHERE invoice_id = ?').get(id) as
       { state: string; amount: number; refund_key: string | null } | undefined;
-  return { db, fake, sweep, invoice, alarms, row, candidates };
+  return { db, clock, fake, sweep, invoice, alarms, row, candidates };
 }
 
 describe('the orphan sweep', () => {
@@ -166,6 +167,23 @@ describe('the orphan sweep', () => {
     expect(await w.sweep.sweep()).toBe(1);
     expect(w.fake.callsOf('refund')).toHaveLength(1);
     expect(w.row(paid.invoiceId)?.state).toBe('refunded');
+  });
+
+  it('an invoice that expired before the retention may be a pruned order’s: left alone with a warning, never refunded', async () => {
+    const w = world();
+    // A vended sale of four days ago (retention: 3 days): its order was deleted, and an event about
+    // its invoice reached the inbox after (a late webhook, the Events API read again).
+    const old = await w.invoice('vm-1-db-30-0000000c');
+    w.fake.set(old.invoiceId, 'paid');
+    w.clock.advance(4 * 86_400_000);
+    const fresh = await w.invoice('vm-1-db-31-0000000d');
+    w.fake.set(fresh.invoiceId, 'paid');
+    expect(await w.sweep.sweep()).toBe(2);
+    expect(w.fake.callsOf('refund').map((call) => (call.arg as { invoiceId: string }).invoiceId)).toEqual([fresh.invoiceId]);
+    expect(w.row(old.invoiceId)?.state).toBe('closed');
+    const alarm = w.alarms().find((a) => a.name === `orphan_invoice/${old.invoiceId}`);
+    expect(alarm?.severity).toBe('warning');
+    expect(alarm?.detail).toMatch(/retentionDays.*neither refunded nor voided/);
   });
 
   it('a refund that does not go through, or a claim a stop interrupted, is parked for a person with an alarm', async () => {

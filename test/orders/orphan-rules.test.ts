@@ -7,11 +7,12 @@ import type { CanonicalStatus } from '../../src/payments/types.js';
 const STATUSES: CanonicalStatus[] = ['pending', 'authorized', 'paid', 'partially_refunded', 'refunded', 'canceled', 'expired'];
 
 const EXAMPLES: Record<string, OrphanFacts> = {
-  'orphan-pending-is-read-again': { status: 'pending', rest: 1500, restoredDatabase: true },
-  'orphan-held-is-voided': { status: 'authorized', rest: 1500, restoredDatabase: false },
-  'orphan-without-money-owes-nothing': { status: 'partially_refunded', rest: 0, restoredDatabase: true },
-  'restored-orphan-paid-goes-to-a-person': { status: 'paid', rest: 1500, restoredDatabase: true },
-  'orphan-paid-is-refunded': { status: 'paid', rest: 1500, restoredDatabase: false },
+  'orphan-pending-is-read-again': { status: 'pending', rest: 1500, restoredDatabase: true, olderThanRetention: false },
+  'orphan-older-than-retention-is-left-alone': { status: 'paid', rest: 1500, restoredDatabase: false, olderThanRetention: true },
+  'orphan-held-is-voided': { status: 'authorized', rest: 1500, restoredDatabase: false, olderThanRetention: false },
+  'orphan-without-money-owes-nothing': { status: 'partially_refunded', rest: 0, restoredDatabase: true, olderThanRetention: false },
+  'restored-orphan-paid-goes-to-a-person': { status: 'paid', rest: 1500, restoredDatabase: true, olderThanRetention: false },
+  'orphan-paid-is-refunded': { status: 'paid', rest: 1500, restoredDatabase: false, olderThanRetention: false },
 };
 
 describe('orphan table', () => {
@@ -25,7 +26,10 @@ describe('orphan table', () => {
 
   it.each(STATUSES)('%s: money still taken is refunded only on a database never restored; restored → a person', (status) => {
     for (const restoredDatabase of [false, true]) {
-      const action = orphanRuleFor({ status, rest: 700, restoredDatabase }).then;
+      expect(orphanRuleFor({ status, rest: 700, restoredDatabase, olderThanRetention: true }).then).toBe(
+        status === 'pending' ? 'read_again' : 'too_old',
+      );
+      const action = orphanRuleFor({ status, rest: 700, restoredDatabase, olderThanRetention: false }).then;
       if (status === 'pending') expect(action).toBe('read_again');
       else if (status === 'authorized') expect(action).toBe('void');
       else if (status === 'paid' || status === 'partially_refunded') expect(action).toBe(restoredDatabase ? 'person' : 'refund');
