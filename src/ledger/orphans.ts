@@ -166,35 +166,44 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
     return true;
   }
 
-  return {
-    async sweep(): Promise<number> {
-      let settled = 0;
-      for (const c of deps.candidates(`${deps.deviceId}-`, clock.now() - deps.lookbackMs)) {
-        // Another device whose id starts with ours (`vm-1-annex` beside `vm-1`) is not ours to settle.
-        if (!isReferenceOf(deps.deviceId, c.reference)) continue;
-        if (orders.getByInvoice(c.invoiceId)) continue;
-        const state = stateOf(c.invoiceId);
-        // A claim a cut interrupted is for a person: its POST may have gone out (QutPay refunds are never repeated).
-        if (state === 'refunding') {
-          inTransaction(db, () => {
-            record(c, 'person', 0, 'refund claim interrupted');
-            outbox.raiseAlarm(
-              `orphan_invoice/${c.invoiceId}`,
-              'critical',
-              'an orphan invoice was being refunded when the service stopped: check at the provider whether the refund went through',
-              { invoiceId: c.invoiceId, reference: c.reference },
-            );
-          });
-          continue;
-        }
-        if (state) continue;
-        try {
-          if (await settle(c)) settled += 1;
-        } catch (err) {
-          log.warn({ err, invoiceId: c.invoiceId }, 'orphan sweep: the invoice is not readable now; next pass');
-        }
+  /** Passes run one after another, never two at once: two would settle one orphan twice. */
+  let tail: Promise<unknown> = Promise.resolve();
+
+  async function pass(): Promise<number> {
+    let settled = 0;
+    for (const c of deps.candidates(`${deps.deviceId}-`, clock.now() - deps.lookbackMs)) {
+      // Another device whose id starts with ours (`vm-1-annex` beside `vm-1`) is not ours to settle.
+      if (!isReferenceOf(deps.deviceId, c.reference)) continue;
+      if (orders.getByInvoice(c.invoiceId)) continue;
+      const state = stateOf(c.invoiceId);
+      // A claim a cut interrupted is for a person: its POST may have gone out (QutPay refunds are never repeated).
+      if (state === 'refunding') {
+        inTransaction(db, () => {
+          record(c, 'person', 0, 'refund claim interrupted');
+          outbox.raiseAlarm(
+            `orphan_invoice/${c.invoiceId}`,
+            'critical',
+            'an orphan invoice was being refunded when the service stopped: check at the provider whether the refund went through',
+            { invoiceId: c.invoiceId, reference: c.reference },
+          );
+        });
+        continue;
       }
-      return settled;
+      if (state) continue;
+      try {
+        if (await settle(c)) settled += 1;
+      } catch (err) {
+        log.warn({ err, invoiceId: c.invoiceId }, 'orphan sweep: the invoice is not readable now; next pass');
+      }
+    }
+    return settled;
+  }
+
+  return {
+    sweep(): Promise<number> {
+      const next = tail.then(pass);
+      tail = next.catch(() => {});
+      return next;
     },
   };
 }
