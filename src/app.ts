@@ -653,6 +653,12 @@ async function goLive(
   channels.brokerWebhooks?.start();
   channels.poller.start();
   money.start();
+  // The sweep at start ran while the start-up Events API read may still have been going: an orphan
+  // only that read shows (its webhook never came) is settled once it is in, not a reconcile pass later.
+  void channels.webhooks.backfill
+    .caughtUp()
+    .then(() => money.reconciler.sweepOrphans())
+    .catch((err) => log.error({ err }, 'orphan sweep failed'));
   fiscal?.start();
   storage.start();
   if (lineage.detail) {

@@ -60,6 +60,11 @@ export interface BackfillCursor {
 export interface Backfill {
   /** The start-up catch-up; does not wait for the provider. */
   start(): void;
+  /**
+   * Resolves once a read started by or after start() has gone through (the start-up catch-up, or
+   * its first retry that succeeds); never rejects. What the Events API held at start is in the inbox then.
+   */
+  caughtUp(): Promise<void>;
   /** Reads the Events API from the cursor now. Single flight: a call during a run makes it read again. */
   run(reason: string): Promise<BackfillResult>;
   /** The poller recorded a payment before any webhook did: check the webhook channel after the grace period. */
@@ -94,6 +99,10 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings): 
   let stopped = true;
   /** stop() was called: no further passes or retries. */
   let halted = false;
+  let markCaughtUp: () => void = () => {};
+  const caughtUp = new Promise<void>((resolve) => {
+    markCaughtUp = resolve;
+  });
 
   function later(ms: number, fn: () => void): void {
     const timer = setTimeout(() => {
@@ -166,6 +175,7 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings): 
       const result = await readAll();
       failures = 0;
       if (result.inserted > 0) deps.onInserted?.();
+      if (!stopped) markCaughtUp();
       if (result.skipped) return result;
       log.info({ reason, pages: result.pages, seen: result.seen, inserted: result.inserted, ms: clock.now() - started }, 'backfill done');
       // A trigger during a pass asks for another: events may have been created after this pass listed.
@@ -232,6 +242,7 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings): 
       silentAlarmOpen = outbox.openAlarms().some((alarm) => alarm.name === WEBHOOK_SILENT_ALARM);
       void run('start-up').catch(() => {});
     },
+    caughtUp: () => caughtUp,
     /** Reads the Events API from the cursor now. Single flight: a call during a run makes it read again. */
     run,
     /** The poller recorded a payment before any webhook did: check the webhook channel after the grace period. */

@@ -1,22 +1,25 @@
 /**
- * The orphan sweep (issue 23): an invoice the provider holds under this device's reference prefix
- * that no order of the database knows is still a customer's money — its record was lost (a power
- * cut before the create answer was stored, a restored database, a card turned read-only). Each one
- * is followed to a final answer: paid → refunded (the goods were never handed out for it, as far as
- * this database knows); held (manual capture) → voided; pending → read again at the next pass;
- * closed unpaid → nothing owed. An alarm says what was found and done, either way.
+ * The orphan sweep (issue 23): an invoice the provider holds under this device's reference (its
+ * parse names exactly this device: orders/reference.ts) that no order of the database knows is
+ * still a customer's money — its record was lost (a power cut before the create answer was stored,
+ * a restored database, a card turned read-only). Each one
+ * is followed to a final answer by `ORPHAN_RULES` (orders/decide.ts): paid → refunded (the goods
+ * were never handed out for it, as far as this database knows), except on a restored database,
+ * where it may have been vended before the restore → parked for a person; held (manual capture) →
+ * voided; pending → read again at the next pass; closed unpaid → nothing owed. An alarm says what
+ * was found and done, either way.
  *
  * Where candidates come from is the caller's port: invoices the webhook inbox has events about
  * (webhooks, and Gerege's Events API, which the backfill reads from its cursor — after a restore,
  * from the restored cursor). A QutPay invoice whose webhook never reached us cannot be seen: QutPay
  * has no list or events endpoint.
  */
-import { durably, inTransaction, prepared, type Db } from '../store/index.js';
+import { durably, inTransaction, prepared, wasRestored, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/index.js';
-import type { OrderRepository } from '../orders/index.js';
+import { isReferenceOf, orphanRuleFor, type OrderRepository } from '../orders/index.js';
 
 export interface OrphanCandidate {
   invoiceId: string;
@@ -31,11 +34,23 @@ export interface OrphanSweepDeps {
   provider: PaymentProvider;
   /** The process's order repository: an invoice one of its orders has is not an orphan. */
   orders: Pick<OrderRepository, 'getByInvoice'>;
-  /** Invoices seen under this device's reference prefix (the inbox), received since `sinceMs`. */
+  /**
+   * Invoices seen under a reference prefix (the inbox), received since `sinceMs`. The prefix is only
+   * a first cut: `vm-1-` also starts `vm-1-annex-…`, another device's references.
+   */
   candidates: (prefix: string, sinceMs: number) => OrphanCandidate[];
-  /** `<device.id>-`: every reference this device ever made starts so (any database id). */
-  referencePrefix: string;
+  /**
+   * This device's id. A candidate is this device's only when its reference, read from the right
+   * (orders/reference.ts), names exactly this device (any database id).
+   */
+  deviceId: string;
   lookbackMs: number;
+  /**
+   * `storage.retentionDays`: retention deletes an old order with its invoices, but an event about
+   * its invoice (a late webhook, the Events API read again) can reach the inbox after. An invoice
+   * that expired before this far back may be such a pruned order's: it is never settled as an orphan.
+   */
+  retentionMs: number;
 }
 
 type OrphanState = 'refunding' | 'refunded' | 'closed' | 'person';
@@ -77,8 +92,14 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
   async function settle(c: OrphanCandidate): Promise<boolean> {
     const invoice = await provider.getInvoice(c.invoiceId);
     const rest = invoice.amount - (invoice.refundedAmount ?? 0);
-    if (invoice.status === 'pending') return false; // still payable: read again at the next pass
-    if (invoice.status === 'authorized') {
+    const rule = orphanRuleFor({
+      status: invoice.status,
+      rest,
+      restoredDatabase: wasRestored(db),
+      olderThanRetention: invoice.expiresAt < clock.now() - deps.retentionMs,
+    });
+    if (rule.then === 'read_again') return false;
+    if (rule.then === 'void') {
       const after = await provider.cancelInvoice(c.invoiceId);
       inTransaction(db, () => {
         const done = after.status === 'canceled' || after.status === 'expired';
@@ -92,10 +113,37 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
       });
       return true;
     }
-    if ((invoice.status !== 'paid' && invoice.status !== 'partially_refunded') || rest <= 0) {
+    if (rule.then === 'too_old') {
+      inTransaction(db, () => {
+        record(c, 'closed', rest, `${rule.name}: expired ${new Date(invoice.expiresAt).toISOString()}, before the retention`);
+        alarm(
+          c,
+          invoice,
+          `it is older than storage.retentionDays (${invoice.status}), so the order that had it may have been deleted by retention: ` +
+            `it was neither refunded nor voided. If no sale of this device matches reference ${c.reference}, settle it at the provider`,
+          'warning',
+        );
+      });
+      return true;
+    }
+    if (rule.then === 'nothing_owed') {
       inTransaction(db, () => {
         record(c, 'closed', invoice.amount, `nothing owed: ${invoice.providerStatus}`);
         alarm(c, invoice, `nothing is owed (${invoice.status})`, 'warning');
+      });
+      return true;
+    }
+    if (rule.then === 'person') {
+      inTransaction(db, () => {
+        record(c, 'person', rest, `${rule.name}: paid on a restored database, not refunded`);
+        alarm(
+          c,
+          invoice,
+          `it was paid (${rest} not refunded) and this database was restored from a backup: its order may have been made after the backup ` +
+            `and vended before the restore, so it was NOT refunded automatically. Check whether the goods went out for reference ${c.reference} ` +
+            '(the machine, MQTT history, the operator); if they did not, refund it at the provider; if they did, nothing is owed',
+          'critical',
+        );
       });
       return true;
     }
@@ -118,33 +166,44 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
     return true;
   }
 
-  return {
-    async sweep(): Promise<number> {
-      let settled = 0;
-      for (const c of deps.candidates(deps.referencePrefix, clock.now() - deps.lookbackMs)) {
-        if (orders.getByInvoice(c.invoiceId)) continue;
-        const state = stateOf(c.invoiceId);
-        // A claim a cut interrupted is for a person: its POST may have gone out (QutPay refunds are never repeated).
-        if (state === 'refunding') {
-          inTransaction(db, () => {
-            record(c, 'person', 0, 'refund claim interrupted');
-            outbox.raiseAlarm(
-              `orphan_invoice/${c.invoiceId}`,
-              'critical',
-              'an orphan invoice was being refunded when the service stopped: check at the provider whether the refund went through',
-              { invoiceId: c.invoiceId, reference: c.reference },
-            );
-          });
-          continue;
-        }
-        if (state) continue;
-        try {
-          if (await settle(c)) settled += 1;
-        } catch (err) {
-          log.warn({ err, invoiceId: c.invoiceId }, 'orphan sweep: the invoice is not readable now; next pass');
-        }
+  /** Passes run one after another, never two at once: two would settle one orphan twice. */
+  let tail: Promise<unknown> = Promise.resolve();
+
+  async function pass(): Promise<number> {
+    let settled = 0;
+    for (const c of deps.candidates(`${deps.deviceId}-`, clock.now() - deps.lookbackMs)) {
+      // Another device whose id starts with ours (`vm-1-annex` beside `vm-1`) is not ours to settle.
+      if (!isReferenceOf(deps.deviceId, c.reference)) continue;
+      if (orders.getByInvoice(c.invoiceId)) continue;
+      const state = stateOf(c.invoiceId);
+      // A claim a cut interrupted is for a person: its POST may have gone out (QutPay refunds are never repeated).
+      if (state === 'refunding') {
+        inTransaction(db, () => {
+          record(c, 'person', 0, 'refund claim interrupted');
+          outbox.raiseAlarm(
+            `orphan_invoice/${c.invoiceId}`,
+            'critical',
+            'an orphan invoice was being refunded when the service stopped: check at the provider whether the refund went through',
+            { invoiceId: c.invoiceId, reference: c.reference },
+          );
+        });
+        continue;
       }
-      return settled;
+      if (state) continue;
+      try {
+        if (await settle(c)) settled += 1;
+      } catch (err) {
+        log.warn({ err, invoiceId: c.invoiceId }, 'orphan sweep: the invoice is not readable now; next pass');
+      }
+    }
+    return settled;
+  }
+
+  return {
+    sweep(): Promise<number> {
+      const next = tail.then(pass);
+      tail = next.catch(() => {});
+      return next;
     },
   };
 }

@@ -29,6 +29,8 @@ export interface Reconciler {
   run(): Promise<number>;
   /** After a restore: every recent invoice is compared again. */
   compareAllAgain(): void;
+  /** The orphan sweep alone, now (after the start-up Events API read put new rows into the inbox). */
+  sweepOrphans(): Promise<void>;
   /** No further passes; resolves when the pass in flight is over. */
   stop(): Promise<void>;
 }
@@ -142,6 +144,7 @@ export function createReconciler(
       });
       return running;
     },
+    sweepOrphans,
     /** After a restore: every recent invoice is compared again. */
     compareAllAgain(): void {
       prepared(db, 'UPDATE order_invoices SET reconciled_at = NULL WHERE created_at >= ?').run(clock.now() - settings.days * 86_400_000);

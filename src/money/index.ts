@@ -64,7 +64,9 @@ export interface MoneyPathHooks {
   runWorkersOnObserve?: boolean;
 }
 
-export type MoneyPathSettings = Pick<Readonly<Settings>, 'device' | 'provider' | 'poll' | 'actuator' | 'policy'>;
+export type MoneyPathSettings = Pick<Readonly<Settings>, 'device' | 'provider' | 'poll' | 'actuator' | 'policy'> &
+  /** `storage.retentionDays` bounds the orphan sweep (an older invoice may be a pruned order's); absent: the schema's 90. */
+  Partial<Pick<Readonly<Settings>, 'storage'>>;
 
 export interface MoneyPath {
   /** The ledger every channel observes through. */
@@ -201,8 +203,9 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
         provider,
         orders: orderRepository,
         candidates: deps.orphanCandidates,
-        referencePrefix: `${settings.device.id}-`,
+        deviceId: settings.device.id,
         lookbackMs: settings.poll.reconcileDays * 86_400_000,
+        retentionMs: (settings.storage?.retentionDays ?? 90) * 86_400_000,
       })
     : undefined;
   const reconciler = createReconciler(

@@ -552,3 +552,87 @@ export function decideCreateAnswer(facts: CreateAnswerFacts): CreateAnswerDecisi
   const kind = rule.then(facts);
   return kind === 'foreign' ? { kind, rule: rule.name, reason: facts.identityMismatch ?? rule.why } : { kind, rule: rule.name };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Orphans: an invoice under this device's reference that no order of the database knows
+// (ledger/orphans.ts). The sweep asks this table and writes no rule of its own.
+// ---------------------------------------------------------------------------------------------
+
+export interface OrphanFacts {
+  status: CanonicalStatus;
+  /** What is left of the money after its refunds (minor units). */
+  rest: number;
+  /**
+   * The store's lineage says this database came back from a backup or lost its WAL (store/lineage.ts
+   * `wasRestored`, kept for good): an orphan may be an order made after the backup and
+   * vended before the restore, whose record the restore took away.
+   */
+  restoredDatabase: boolean;
+  /**
+   * The invoice expired before `storage.retentionDays` ago: retention may have deleted the order
+   * that had it (its events can still arrive later), so the database cannot say it is an orphan.
+   */
+  olderThanRetention: boolean;
+}
+
+/**
+ * `read_again`: still payable, the next pass reads it. `too_old`: left alone, with a warning (it
+ * may be a pruned order's). `void`: held money is released.
+ * `nothing_owed`: closed without money. `refund`: the rest goes back. `person`: a person decides
+ * (critical alarm), nothing is moved.
+ */
+export type OrphanAction = 'read_again' | 'too_old' | 'void' | 'nothing_owed' | 'refund' | 'person';
+
+export interface OrphanRule {
+  name: string;
+  why: string;
+  when: (facts: OrphanFacts) => boolean;
+  then: OrphanAction;
+}
+
+/** First match decides, top to bottom. */
+export const ORPHAN_RULES: readonly OrphanRule[] = [
+  {
+    name: 'orphan-pending-is-read-again',
+    why: 'still payable: nothing to settle yet, the next pass reads it again',
+    when: (f) => f.status === 'pending',
+    then: 'read_again',
+  },
+  {
+    name: 'orphan-older-than-retention-is-left-alone',
+    why: 'an invoice that expired before storage.retentionDays ago may be the invoice of an order retention deleted (a vended sale whose event came late): it is not known to be an orphan, so nothing is moved; a warning says so',
+    when: (f) => f.olderThanRetention,
+    then: 'too_old',
+  },
+  {
+    name: 'orphan-held-is-voided',
+    why: 'money held (manual capture) for an order nobody knows: released',
+    when: (f) => f.status === 'authorized',
+    then: 'void',
+  },
+  {
+    name: 'orphan-without-money-owes-nothing',
+    why: 'closed unpaid, or already refunded in full: nothing is owed, the alarm says what was found',
+    when: (f) => (f.status !== 'paid' && f.status !== 'partially_refunded') || f.rest <= 0,
+    then: 'nothing_owed',
+  },
+  {
+    name: 'restored-orphan-paid-goes-to-a-person',
+    why: 'on a restored database a paid orphan may be an order made after the backup and vended before the restore (the Events API is read again from the restored cursor): refunding it would give the goods away, keeping it could keep money for goods never handed out — a person decides, as for a restored closed order (restored-closed-order-paid-goes-to-a-person)',
+    when: (f) => f.restoredDatabase,
+    then: 'person',
+  },
+  {
+    name: 'orphan-paid-is-refunded',
+    why: 'money taken for an order no database of this device knows, on a database never restored: its record was lost before anything was vended for it (a power cut before the create answer was stored), so the money goes back',
+    when: () => true,
+    then: 'refund',
+  },
+];
+
+export function orphanRuleFor(facts: OrphanFacts): OrphanRule {
+  // The last row matches every orphan, so a row is always found.
+  const rule = ORPHAN_RULES.find((r) => r.when(facts)) ?? ORPHAN_RULES[ORPHAN_RULES.length - 1];
+  if (!rule) throw new Error('the orphan table is empty');
+  return rule;
+}

@@ -23,3 +23,4 @@ export {
   type CatalogPort,
 } from './service.js';
 export { orderView, screenPhase, type ScreenPhase } from './view.js';
+export { parseReference, isReferenceOf, isDatabaseId, type ParsedReference } from './reference.js';

@@ -19,6 +19,7 @@ export {
   recordLineage,
   markRestored,
   restoredBoundary,
+  wasRestored,
   lineagePath,
   machineIdentity,
   type LineageFinding,

@@ -146,3 +146,8 @@ export function restoredBoundary(db: Db, table: string): number | null {
   const boundary = (JSON.parse(row.value) as Record<string, number>)[table];
   return typeof boundary === 'number' ? boundary : null;
 }
+
+/** Whether this database ever came back from a backup (or lost its WAL): `markRestored` ran, once and for good. */
+export function wasRestored(db: Db): boolean {
+  return db.prepare('SELECT 1 FROM meta WHERE key = ?').get(META_RESTORED) !== undefined;
+}

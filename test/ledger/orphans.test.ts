@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOrphanSweep, type OrphanCandidate } from '../../src/ledger/orphans.js';
-import { openDatabase, type Db } from '../../src/store/index.js';
+import { markRestored, openDatabase, type Db } from '../../src/store/index.js';
 import { createOutbox } from '../../src/outbox/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
@@ -37,9 +37,11 @@ function world(known: string[] = []) {
     outbox,
     provider: fake.provider,
     orders: { getByInvoice: (id) => (known.includes(id) ? ({ id: 1 } as never) : undefined) },
+    // As the inbox's SQL does: a plain prefix, which also takes in `vm-1-annex-…`.
     candidates: (prefix) => candidates.filter((c) => c.reference.startsWith(prefix)),
-    referencePrefix: 'vm-1-',
+    deviceId: 'vm-1',
     lookbackMs: 86_400_000,
+    retentionMs: 3 * 86_400_000,
   });
   async function invoice(reference: string): Promise<OrphanCandidate> {
     const made = await fake.provider.createInvoice({
@@ -64,7 +66,7 @@ function world(known: string[] = []) {
   const row = (id: string) =>
     db.prepare('SELECT state, amount, refund_key FROM orphan_invoices WHERE invoice_id = ?').get(id) as
       { state: string; amount: number; refund_key: string | null } | undefined;
-  return { db, fake, sweep, invoice, alarms, row, candidates };
+  return { db, clock, fake, sweep, invoice, alarms, row, candidates };
 }
 
 describe('the orphan sweep', () => {
@@ -122,6 +124,66 @@ describe('the orphan sweep', () => {
     expect(w.row(pending.invoiceId)).toBeUndefined();
     expect(w.fake.callsOf('refund')).toEqual([]);
     expect(w.alarms()).toEqual([]);
+  });
+
+  it('a device whose id starts with ours is another device: vm-1 never settles vm-1-annex’s sale, nested either way', async () => {
+    const w = world();
+    // The inbox holds the whole account's events (the Events API, the merchant's webhooks).
+    const annex = await w.invoice('vm-1-annex-x9y8z7-12-cafebabe');
+    const annexOld = await w.invoice('vm-1-annex-x9y8z7-13'); // before the nonce
+    const annexNested = await w.invoice('vm-1-b-cccc-7-0badf00d'); // device vm-1-b, database cccc
+    const own = await w.invoice('vm-1-x9y8z7-12-cafebabe');
+    for (const c of [annex, annexOld, annexNested, own]) w.fake.set(c.invoiceId, 'paid');
+    expect(await w.sweep.sweep()).toBe(1);
+    expect(w.fake.callsOf('refund').map((call) => (call.arg as { invoiceId: string }).invoiceId)).toEqual([own.invoiceId]);
+    for (const c of [annex, annexOld, annexNested]) expect(w.row(c.invoiceId), c.reference).toBeUndefined();
+    expect(w.alarms().map((a) => a.name)).toEqual([`orphan_invoice/${own.invoiceId}`]);
+  });
+
+  it('on a restored database a paid orphan is parked for a person, not refunded: it may have been vended before the restore', async () => {
+    const w = world();
+    // What checkLineage records when the database is below its lineage mark (store/lineage.ts).
+    markRestored(w.db);
+    const paid = await w.invoice('vm-1-lostdb-21-0000000a');
+    const expired = await w.invoice('vm-1-lostdb-22-0000000b');
+    w.fake.set(paid.invoiceId, 'paid');
+    w.fake.set(expired.invoiceId, 'expired');
+    expect(await w.sweep.sweep()).toBe(2);
+    expect(w.fake.callsOf('refund')).toEqual([]);
+    expect(w.row(paid.invoiceId)).toMatchObject({ state: 'person', amount: 1500, refund_key: null });
+    expect(w.row(expired.invoiceId)?.state).toBe('closed'); // nothing owed is still nothing owed
+    const alarm = w.alarms().find((a) => a.name === `orphan_invoice/${paid.invoiceId}`);
+    expect(alarm?.severity).toBe('critical');
+    expect(alarm?.detail).toMatch(/restored from a backup.*NOT refunded.*vm-1-lostdb-21-0000000a.*refund it at the provider/);
+    // Parked for good: a later pass neither refunds it nor raises it again.
+    expect(await w.sweep.sweep()).toBe(0);
+    expect(w.fake.callsOf('refund')).toEqual([]);
+  });
+
+  it('on a database never restored the same paid orphan is refunded', async () => {
+    const w = world();
+    const paid = await w.invoice('vm-1-lostdb-21-0000000a');
+    w.fake.set(paid.invoiceId, 'paid');
+    expect(await w.sweep.sweep()).toBe(1);
+    expect(w.fake.callsOf('refund')).toHaveLength(1);
+    expect(w.row(paid.invoiceId)?.state).toBe('refunded');
+  });
+
+  it('an invoice that expired before the retention may be a pruned order’s: left alone with a warning, never refunded', async () => {
+    const w = world();
+    // A vended sale of four days ago (retention: 3 days): its order was deleted, and an event about
+    // its invoice reached the inbox after (a late webhook, the Events API read again).
+    const old = await w.invoice('vm-1-db-30-0000000c');
+    w.fake.set(old.invoiceId, 'paid');
+    w.clock.advance(4 * 86_400_000);
+    const fresh = await w.invoice('vm-1-db-31-0000000d');
+    w.fake.set(fresh.invoiceId, 'paid');
+    expect(await w.sweep.sweep()).toBe(2);
+    expect(w.fake.callsOf('refund').map((call) => (call.arg as { invoiceId: string }).invoiceId)).toEqual([fresh.invoiceId]);
+    expect(w.row(old.invoiceId)?.state).toBe('closed');
+    const alarm = w.alarms().find((a) => a.name === `orphan_invoice/${old.invoiceId}`);
+    expect(alarm?.severity).toBe('warning');
+    expect(alarm?.detail).toMatch(/retentionDays.*neither refunded nor voided/);
   });
 
   it('a refund that does not go through, or a claim a stop interrupted, is parked for a person with an alarm', async () => {

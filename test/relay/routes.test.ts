@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { announcedDatabases, createRouteTable, parseReference } from '../../src/relay/routes.js';
+import { announcedDatabases, createRouteTable } from '../../src/relay/routes.js';
+import { parseReference } from '../../src/orders/reference.js';
 import { referenceFor } from '../../src/orders/index.js';
 
 const route = (deviceId: string, referencePrefixes: string[]) => ({ v: 1, deviceId, referencePrefixes, providers: ['gerege'], at: '' });

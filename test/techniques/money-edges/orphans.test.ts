@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startGeregeStack, type GeregeStack } from '../chaos/stack.js';
 import { geregeClient, intentBody } from '../../simulator/harness.js';
 import { waitFor } from '../../helpers/service.js';
+import { NO_FAULTS } from '../../../src/simulator/index.js';
 
 /**
  * Issue 23, the orphan sweep: an invoice at the provider under this device's reference prefix that
@@ -56,4 +57,42 @@ describe("gerege: an invoice under this device's reference that no order knows",
     expect(s.sim.records().refunds.filter((r) => r.invoiceId === foreign || r.invoiceId === open)).toEqual([]);
     expect(s.query('SELECT name FROM alarms WHERE name IN (?, ?)', `orphan_invoice/${open}`, `orphan_invoice/${foreign}`)).toEqual([]);
   });
+
+  it(
+    'found only by the Events API at start (its webhook never came): refunded once that read is in, not a reconcile pass later',
+    { timeout: 120_000 },
+    async () => {
+      const s = (stack = await startGeregeStack({ config: { device: { id: `orph8-${process.pid}` } } }));
+      const reference = `orph8-${process.pid}-lostdb-3-0c0ffee0`;
+      await s.svc.kill('SIGTERM');
+      // While the device is off: the orphan is paid and its webhooks are lost.
+      s.sim.setFaults({ dropWebhook: 1 });
+      const paid = await orphanIntent(s, reference);
+      await s.sim.pay(paid);
+      // The start-up Events API read fails at first, so the sweep at start cannot see the orphan;
+      // the reconcile pass (and its sweep) is an hour away (poll.reconcileEveryMin 60).
+      s.sim.setFaults({ dropWebhook: 1, serverError: 1 });
+      const before = s.svc.logs().length;
+      await s.svc.restart();
+      await waitFor(
+        () => {
+          const run = s.svc.logs().slice(before);
+          return run.some((l) => l.msg === 'vendgate ready') && run.some((l) => l.msg === 'backfill failed; will retry');
+        },
+        30_000,
+        'the service up, its start-up Events API read failed',
+      );
+      expect(s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', paid)).toEqual([]);
+      s.sim.setFaults({ ...NO_FAULTS });
+
+      await waitFor(() => s.sim.records().refunds.some((r) => r.invoiceId === paid), 30_000, 'the orphan refunded after the read');
+      expect(
+        s.sim
+          .records()
+          .refunds.filter((r) => r.invoiceId === paid)
+          .map((r) => r.idempotencyKey),
+      ).toEqual([`${reference}-orphan-refund`]);
+      expect(s.svc.readSimLog()).toHaveLength(0);
+    },
+  );
 });

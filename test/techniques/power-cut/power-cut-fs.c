@@ -18,6 +18,9 @@
  *   never synced, so a cut loses it, as a power cut does: SQLite rebuilds it from the WAL.
  * - Nothing is reordered: what is synced is exactly the file's bytes at the time of its fsync.
  * Built by test/techniques/power-cut/build.sh against Debian's libfuse3-dev; nothing of it ships.
+ * Why not LazyFS (github.com/dsrhaslab/lazyfs): its CMake build downloads spdlog and toml11 (or needs
+ * Debian's packages wired in their place); this file needs only libfuse3 and does what the tests
+ * need — lose exactly the unsynced writes at a kill — and nothing more.
  */
 #define FUSE_USE_VERSION 31
 #include <fuse.h>
