@@ -571,7 +571,7 @@ function buildDevice(
     selftest: {
       settings,
       clock,
-      live: { db, provider, actuator, inputs, ...(fiscal ? { fiscal: fiscal.register } : {}) },
+      live: { db, provider, actuator, inputs, storage, ...(fiscal ? { fiscal: fiscal.register } : {}) },
       urls: () => served.urls,
       source: deps.configSource ?? '(in memory)',
       environment: deps.configEnvironment ?? [],

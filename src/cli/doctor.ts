@@ -10,7 +10,7 @@ interface Finding {
   name: string;
   status: Status;
   detail: string;
-  /** What to do, under a WARN or FAIL. */
+  /** What to do: under a WARN or FAIL, or what to compare a PASS with (the card's lifetime writes). Printed whenever present. */
   hint?: string;
 }
 
@@ -43,7 +43,7 @@ export function doctorCommand(options: { config?: string; json?: boolean }, io: 
   const lines = [`vendgate doctor — ${path}`, ''];
   for (const f of findings) {
     lines.push(`${f.status.padEnd(6)}${f.name.padEnd(width)}  ${f.detail}`);
-    if (f.status !== 'PASS' && f.hint) lines.push(`      ${''.padEnd(width)}  → ${f.hint}`);
+    if (f.hint) lines.push(`      ${''.padEnd(width)}  → ${f.hint}`);
   }
   lines.push('', ok ? 'OK: nothing failed' : 'NOT OK: fix the FAIL lines (docs/when-the-pi-fails.md)');
   print(io.stdout, lines.join('\n'));

@@ -20,7 +20,8 @@ export interface StorageAlarmDeps {
  * What a storage fault does beyond the money path: the device is out of service (`storage`), and the
  * alarm row is written when the card takes it (at once after the ballast was given back on a full
  * disk; never on a card gone read-only, where MQTT's direct publish is all the operator gets). When
- * the fault clears, the row is cleared and an event says how long it lasted.
+ * the fault clears, the row is cleared and an event says how long it lasted. A fault already in force
+ * when this is called is followed at once, as if it had just begun.
  */
 export function followStorageFaults(deps: StorageAlarmDeps): { stop(): void } {
   const log = deps.logger.child({ module: 'storage' });
@@ -56,7 +57,7 @@ export function followStorageFaults(deps: StorageAlarmDeps): { stop(): void } {
     }
   }
 
-  deps.storage.onChange((fault, previous) => {
+  function follow(fault: StorageFault | null, previous: StorageFault | null): void {
     if (fault) {
       deps.availability.set('storage', deps.storage.describe());
       unwritten = fault;
@@ -78,7 +79,13 @@ export function followStorageFaults(deps: StorageAlarmDeps): { stop(): void } {
     } catch (err) {
       log.warn({ err }, 'the storage alarm could not be cleared in the database');
     }
-  });
+  }
+
+  deps.storage.onChange(follow);
+  // A fault already in force when this subscribes (a start on a full disk: openStore() reported it
+  // before the device existed) is followed the same way: out of service, the alarm row written.
+  const inForce = deps.storage.fault();
+  if (inForce) follow(inForce, null);
 
   return {
     stop() {

@@ -1,5 +1,5 @@
 import { inTransaction, prepared, type Db } from '../store/index.js';
-import type { Clock } from '../util/clock.js';
+import { scheduleClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { PaymentProvider } from '../payments/types.js';
@@ -52,25 +52,32 @@ export function createReconciler(
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<number> | null = null;
 
+  /** The read budget's hour runs on the schedule clock: a wall clock set back would keep old reads in it for the jump. */
+  const tick = scheduleClock(clock);
+
+  /**
+   * Invoices to compare: settled for SETTLE_MS, or updated further ahead of the wall clock than that
+   * (written before the clock was set back: settled too, else held back for as long as the jump).
+   */
   function due(now: number, limit: number): LocalInvoice[] {
     return prepared(
       db,
       `${LOCAL_INVOICES_SQL}
-      WHERE oi.created_at >= ? AND o.updated_at <= ?
+      WHERE oi.created_at >= ? AND (o.updated_at <= ? OR o.updated_at > ?)
         AND (oi.reconciled_at IS NULL OR oi.reconciled_at < o.updated_at
              OR (oi.reconciled_at < ? AND EXISTS (SELECT 1 FROM alarms a WHERE a.name = 'reconcile/' || o.id)))
       ORDER BY oi.created_at LIMIT ?`,
-    ).all(now - settings.days * 86_400_000, now - SETTLE_MS, now - settings.everyMs + 1_000, limit) as LocalInvoice[];
+    ).all(now - settings.days * 86_400_000, now - SETTLE_MS, now + SETTLE_MS, now - settings.everyMs + 1_000, limit) as LocalInvoice[];
   }
 
   async function runOnce(): Promise<number> {
     const now = clock.now();
-    while (reads.length > 0 && reads[0]! <= now - 3_600_000) reads.shift();
+    while (reads.length > 0 && reads[0]! <= tick() - 3_600_000) reads.shift();
     const rows = due(now, Math.max(0, settings.readsPerHour - reads.length));
     let mismatches = 0;
     for (const row of rows) {
       if (LIVE_STATES.includes(row.state as OrderState)) continue;
-      reads.push(clock.now());
+      reads.push(tick());
       let invoice;
       try {
         invoice = await provider.getInvoice(row.invoice_id);
@@ -82,7 +89,12 @@ export function createReconciler(
       const after = prepared(db, `${LOCAL_INVOICES_SQL} WHERE oi.invoice_id = ?`).get(row.invoice_id) as LocalInvoice;
       const finding = compareWithProvider(after, invoice.status, invoice.providerStatus);
       inTransaction(db, () => {
-        prepared(db, 'UPDATE order_invoices SET reconciled_at = ? WHERE invoice_id = ?').run(clock.now(), row.invoice_id);
+        // Compared as of its last update at least: an update stamped before the clock was set back
+        // would otherwise look newer than the comparison and be read again every pass.
+        prepared(
+          db,
+          'UPDATE order_invoices SET reconciled_at = max(?, (SELECT updated_at FROM orders WHERE id = order_invoices.order_id)) WHERE invoice_id = ?',
+        ).run(clock.now(), row.invoice_id);
         if (finding) {
           outbox.raiseAlarm(`reconcile/${row.order_id}`, finding.kind === 'needs_a_person' ? 'critical' : 'warning', finding.detail, {
             orderId: row.order_id,

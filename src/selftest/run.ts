@@ -5,7 +5,7 @@ import { silentLogger } from '../util/logger.js';
 import type { CheckResult, SelftestDeps, SelftestOptions, SelftestReport } from './types.js';
 import { bounded, defaultExec, describeError, fail, pass } from './helpers.js';
 import { detectService, localListenerCheck, webhookListenerCheck } from './checks/listeners.js';
-import { checkDatabase, checkDisk } from './checks/database.js';
+import { checkDatabase, checkDisk, checkStorage } from './checks/database.js';
 import { checkPending } from './checks/pending.js';
 import { checkSlots } from './checks/slots.js';
 import { checkClock, checkProvider, type ProviderCheck } from './checks/provider.js';
@@ -126,6 +126,7 @@ export async function runSelftest(
     const checks: CheckResult[] = [
       settingsLine,
       database.result,
+      ...(deps.live?.storage ? [checkStorage(deps.live.storage)] : []),
       ...disk,
       ...providerAndClock,
       webhookListenerCheck(service),

@@ -1,5 +1,5 @@
 import type { Settings } from '../settings/index.js';
-import type { Db } from '../store/index.js';
+import type { Db, StorageHealth } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { PaymentProvider } from '../payments/index.js';
@@ -44,6 +44,8 @@ export interface LiveComponents {
   inputs: HardwareInputs;
   /** The service's fiscal register (absent with `fiscal.register: none`). */
   fiscal?: FiscalRegister;
+  /** The card beneath the database as the service sees it: the `storage` line names a fault in force. */
+  storage?: Pick<StorageHealth, 'fault' | 'describe'>;
 }
 
 export interface SelftestDeps {

@@ -149,6 +149,27 @@ describe('webhook worker', () => {
     await worker.stop();
   });
 
+  it('a retry scheduled before the wall clock was set back is due at once; a retry within its backoff still waits', async () => {
+    const { worker, add, row } = setup();
+    const jumped = await newOrder();
+    const backingOff = await newOrder();
+    core.fake.set(jumped, 'paid');
+    core.fake.set(backingOff, 'paid');
+    add('evt_before_jump', jumped);
+    add('evt_backing_off', backingOff);
+    // As a failed attempt leaves them: the first written 30 days ahead of the clock as it is now (set
+    // back by NTP since), the second half a backoff ahead.
+    const reschedule = core.db.prepare('UPDATE webhook_events SET attempts = 1, next_attempt_at = ? WHERE event_id = ?');
+    reschedule.run(core.clock.now() + 30 * 86_400_000, 'evt_before_jump');
+    reschedule.run(core.clock.now() + SETTINGS.retryMaxMs / 2, 'evt_backing_off');
+    worker.start();
+    await worker.idle();
+    expect(row('evt_before_jump').processed_at).toBe(core.clock.now());
+    expect(row('evt_backing_off').processed_at).toBeNull();
+    expect(core.fake.callsOf('getInvoice').map((c) => c.arg)).toEqual([jumped]);
+    await worker.stop();
+  });
+
   it('acknowledges and ignores events for invoices this device does not know, without a GET', async () => {
     const { worker, add, row } = setup();
     add('evt_other_device', 'fk_of_another_device');
@@ -173,7 +194,7 @@ describe('webhook worker', () => {
     expect(row('evt_foreign')).toMatchObject({ processed_at: core.clock.now(), last_error: 'not an invoice of this device' });
     expect(row('evt_own')).toMatchObject({ processed_at: null, last_error: null });
     expect(row('evt_other_type')).toMatchObject({ processed_at: core.clock.now(), last_error: null });
-    expect(inbox.due(core.clock.now(), 10).map((r) => r.event_id)).toEqual(['evt_own']);
+    expect(inbox.due(core.clock.now(), 10, SETTINGS.retryMaxMs).map((r) => r.event_id)).toEqual(['evt_own']);
   });
 
   it('without the local check, the ledger rejects an unknown invoice and the event is still acknowledged', async () => {

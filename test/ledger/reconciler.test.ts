@@ -78,4 +78,41 @@ describe('the reconciliation loop', () => {
     await reconciler.run();
     expect(reads()).toBe(settled);
   });
+
+  it('a wall clock set back: the read budget runs on the monotonic clock, and orders updated before the jump are compared, once', async () => {
+    const c = (core = buildCore());
+    let mono = 0;
+    // The service's clock: the wall clock NTP moves, and a monotonic one that only goes forward.
+    const clock = { now: () => c.clock.now(), monotonic: () => mono };
+    const later = (ms: number) => {
+      c.clock.advance(ms);
+      mono += ms;
+    };
+    const first = await vendedOrder(c, 'A1');
+    const second = await vendedOrder(c, 'A2');
+    const reconciler = createReconciler({ ...c, clock, provider: c.fake.provider }, { everyMs: 3_600_000, days: 7, readsPerHour: 1 });
+    const before = c.fake.calls.length;
+    const reads = () =>
+      c.fake.calls
+        .slice(before)
+        .filter((call) => call.method === 'getInvoice')
+        .map((call) => call.arg);
+
+    later(10 * 60_000);
+    await reconciler.run();
+    expect(reads()).toEqual([first.invoice_id]);
+
+    // NTP sets the clock back 30 days; an hour passes. Both orders were last updated "in the future".
+    c.clock.set(c.clock.now() - 30 * 86_400_000);
+    later(3_600_000);
+    c.fake.set(second.invoice_id!, 'refunded');
+    expect(await reconciler.run()).toBe(1);
+    expect(reads()).toEqual([first.invoice_id, second.invoice_id]);
+    expect(c.outbox.openAlarms().map((a) => a.name)).toEqual([`reconcile/${second.id}`]);
+
+    // Compared: not read again on every pass while the wall clock is behind their updates.
+    later(3_600_000);
+    await reconciler.run();
+    expect(reads()).toEqual([first.invoice_id, second.invoice_id]);
+  });
 });

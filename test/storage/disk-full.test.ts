@@ -1,8 +1,10 @@
+import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
 import mqtt from 'mqtt';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startService, waitFor, type Service } from '../helpers/service.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { fillUp, mountTmpfs, type Mounted } from '../helpers/mounts.js';
@@ -99,5 +101,121 @@ describe('a disk that fills during a vend', () => {
     const again = await post(`${url}/api/orders`, { slot: 'A2' });
     expect(again.status).toBe(201);
     await waitFor(() => retained.get(alarmTopic) === '', 20_000, 'storage_full cleared on the broker');
+  });
+});
+
+const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
+
+/** One start of the compiled service that is expected to fail: its exit code and stderr. */
+function startOnce(configPath: string): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN, 'start', '--config', configPath], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('exit', (code) => resolve({ code, stderr }));
+  });
+}
+
+/**
+ * Issue 24, a start on a disk that is already full. With the ballast beside the database the start
+ * gives it back and runs in the `full` state: the fault found while the store opens (before the
+ * device and its alarms exist) must still put the device out of service, reach the broker and land
+ * as an alarm row. Without a ballast the start refuses with one line and exit 74.
+ */
+describe('a start on a full disk', () => {
+  let broker: TestBroker;
+  let watcher: mqtt.MqttClient | null = null;
+  const prefix = `vgtest-${randomBytes(3).toString('hex')}`;
+  const retained = new Map<string, string>();
+  const cleanup: (() => Promise<void> | void)[] = [];
+
+  beforeAll(async () => {
+    broker = await testBroker();
+    watcher = mqtt.connect(broker.url, { clientId: `${prefix}-watch` });
+    watcher.on('message', (topic, payload) => retained.set(topic, payload.toString()));
+    await new Promise<void>((resolve, reject) => {
+      watcher!.once('connect', () => watcher!.subscribe(`${prefix}/+/alarms/#`, { qos: 1 }, (err) => (err ? reject(err) : resolve())));
+    });
+  });
+
+  afterEach(async () => {
+    for (const step of cleanup.splice(0).reverse()) await step();
+  });
+
+  afterAll(async () => {
+    await new Promise<void>((resolve) => (watcher ? watcher.end(true, {}, () => resolve()) : resolve()));
+    await broker?.close();
+  });
+
+  /** A service that made its database (and its ballast) on a fresh tmpfs, then stopped; the disk then filled. */
+  async function fullDiskAfterAStop(ballastMb: number): Promise<{ svc: Service; dbPath: string; deviceId: string }> {
+    const disk = mountTmpfs(24);
+    cleanup.push(() => disk.release());
+    const deviceId = `full-start-${randomBytes(3).toString('hex')}`;
+    const dbPath = join(disk.dir, 'vendgate.db');
+    const svc = await startService({
+      config: {
+        device: { id: deviceId },
+        storage: { path: dbPath, ballastMb },
+        mqtt: { url: broker.url, prefix, telemetryIntervalSec: 3600 },
+      },
+    });
+    cleanup.push(() => svc.stop());
+    expect((await svc.kill('SIGTERM')).code).toBe(0);
+    expect(fillUp(join(disk.dir, 'filler'))).toBeGreaterThan(0);
+    return { svc, dbPath, deviceId };
+  }
+
+  it('with the ballast: starts full, out of service naming the disk, storage_full retained and its alarm row written', async () => {
+    const { svc, dbPath, deviceId } = await fullDiskAfterAStop(2);
+    await svc.restart();
+    const url = svc.localUrl;
+
+    const refused = await fetch(`${url}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot: 'A1' }),
+    });
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('VG_ERR_STORAGE');
+
+    // The screen: out of service because of the disk, not taking orders to refuse them.
+    const state = (await (await fetch(`${url}/api/state`)).json()) as { phase: string; reason: string | null };
+    expect(state.reason).toMatch(/^storage: the disk holding .* is full/);
+    expect(state.reason).toContain(dbPath);
+
+    const health = await fetch(`${url}/healthz`);
+    expect(health.status).toBe(503);
+    const checks = ((await health.json()) as { checks: Record<string, { ok: boolean; detail: string }> }).checks;
+    expect(checks.storage!.ok).toBe(false);
+    expect(checks.service!.ok).toBe(false);
+    expect(checks.service!.detail).toContain(dbPath);
+    expect(checks.provider!.ok).toBe(true);
+
+    const alarm = await waitFor(() => retained.get(`${prefix}/${deviceId}/alarms/storage_full`), 20_000, 'storage_full on the broker');
+    expect(JSON.parse(alarm)).toMatchObject({ name: 'storage_full', severity: 'critical', path: dbPath, deviceId });
+
+    // The row: the ballast given back left room for it.
+    const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+    try {
+      const row = db.prepare("SELECT severity, message, detail FROM alarms WHERE name = 'storage_full'").get() as
+        { severity: string; message: string; detail: string } | undefined;
+      expect(row).toMatchObject({ severity: 'critical' });
+      expect(row!.message).toContain(dbPath);
+      expect(JSON.parse(row!.detail)).toMatchObject({ path: dbPath });
+    } finally {
+      db.close();
+    }
+  });
+
+  it('without a ballast: one line on stderr naming the file, the cause and the next step, exit 74', async () => {
+    const { svc, dbPath } = await fullDiskAfterAStop(0);
+    const result = await startOnce(svc.configPath);
+    expect(result.code).toBe(74);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(dbPath);
+    expect(lines[0]).toMatch(/is full \(SQLITE_FULL\), \d+ bytes free/);
+    expect(lines[0]).toMatch(/Next: free space/);
   });
 });

@@ -101,6 +101,8 @@ describe('vendgate doctor', () => {
     expect(healthy.code).toBe(0);
     expect(check(healthy.report, 'card writes').detail).toMatch(new RegExp(`^\\d+ kB .* written to ${card.device}`));
     expect(Number(/^(\d+) kB/.exec(check(healthy.report, 'card writes').detail)![1])).toBeGreaterThan(0);
+    // The text output a person reads says what to compare the figure with, though the line is a PASS.
+    expect(healthy.text).toMatch(/PASS +card writes +\d+ kB .*\n +→ compare with the card's rated endurance \(its TBW\)/);
 
     card.failFileSystem();
     const failed = await doctor(config);

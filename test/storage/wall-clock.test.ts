@@ -40,6 +40,18 @@ describe('a wall clock that is wrong or jumps', () => {
   }
 
   const clockSkew = (s: GeregeStack) => s.query<{ detail: string }>("SELECT detail FROM alarms WHERE name = 'clock_skew'");
+  /** The raised clock_skew's skewSec once it is within `slackSec` of `expectedSec` (the alarm is rewritten as the skew changes). */
+  const skewNear = (s: GeregeStack, expectedSec: number, slackSec = 120) =>
+    waitFor(
+      () => {
+        const [alarm] = clockSkew(s);
+        if (!alarm) return null;
+        const skewSec = (JSON.parse(alarm.detail) as { skewSec: number }).skewSec;
+        return Math.abs(skewSec - expectedSec) < slackSec ? skewSec : null;
+      },
+      15_000,
+      `clock_skew with skewSec near ${expectedSec}`,
+    );
 
   it('three hours ahead of the provider: orders are made (one invoice each), clock_skew says by how much, polling carries the payment, and the alarm clears', async () => {
     const clock = fakeClock('+3h');
@@ -70,6 +82,20 @@ describe('a wall clock that is wrong or jumps', () => {
     expect(created.status).toBe(201);
 
     clock.set('-30d');
+    // A device behind the provider is skewed too: the next provider answer's Date header says by how much.
+    expect(await skewNear(stack, -30 * 86_400)).toBeLessThan(0);
+    await stack.sim.pay(created.json.invoiceId as string);
+    expect((await stack.waitSettled(created.json.orderId as number)).state).toBe('vended');
+    expect(stack.actuationsByOrder().get(created.json.orderId as number)).toBe(1);
+  });
+
+  it('ninety days behind the provider: clock_skew says by how much although no webhook signature holds, and polling carries the payment', async () => {
+    const clock = fakeClock('-90d');
+    stack = await startGeregeStack({ env: clock.env, config: { device: { id: 'clock-behind' } } });
+    const created = await stack.call('POST', '/api/orders', { slot: 'A1' });
+    expect(created.status).toBe(201);
+    expect(await skewNear(stack, -90 * 86_400)).toBeLessThan(0);
+
     await stack.sim.pay(created.json.invoiceId as string);
     expect((await stack.waitSettled(created.json.orderId as number)).state).toBe('vended');
     expect(stack.actuationsByOrder().get(created.json.orderId as number)).toBe(1);

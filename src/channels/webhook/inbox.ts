@@ -49,7 +49,12 @@ export interface WebhookInbox {
     now: number,
   ): Promise<{ inserted: boolean; handled: boolean }>;
   /** Unprocessed rows whose retry time has come, oldest first. */
-  due(now: number, limit: number): InboxRow[];
+  /**
+   * Unprocessed rows due at `now`, and those scheduled later than `now + longestWait`: no retry is
+   * ever put off that long, so the wall clock was set back since it was written (and would hold the
+   * event back for as long as the jump).
+   */
+  due(now: number, limit: number, longestWait: number): InboxRow[];
   /** When the next unprocessed row becomes due (ms), or null when the inbox is empty. */
   nextDueAt(): number | null;
   /** The worker is done with the event; false when it was not there or already processed. */
@@ -92,7 +97,7 @@ export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): W
   // index of unprocessed rows without sorting a backlog. The raw body stays on disk: the worker re-reads by GET.
   const due = db.prepare(
     `SELECT ${ROW_COLUMNS} FROM webhook_events
-      WHERE processed_at IS NULL AND coalesce(next_attempt_at, 0) <= ?
+      WHERE processed_at IS NULL AND (coalesce(next_attempt_at, 0) <= ? OR next_attempt_at > ?)
       ORDER BY rowid LIMIT ?`,
   );
   const nextDue = db.prepare('SELECT min(coalesce(next_attempt_at, 0)) AS at FROM webhook_events WHERE processed_at IS NULL');
@@ -148,8 +153,8 @@ export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): W
     /** add() for the listener: deliveries of the same event-loop turn share one commit; resolves once committed. */
     addCommitted: (...delivery) => addGrouped(delivery),
     /** Unprocessed rows whose retry time has come, oldest first. */
-    due(now: number, limit: number): InboxRow[] {
-      return due.all(now, limit) as InboxRow[];
+    due(now: number, limit: number, longestWait: number): InboxRow[] {
+      return due.all(now, now + longestWait, limit) as InboxRow[];
     },
     /** When the next unprocessed row becomes due (ms), or null when the inbox is empty. */
     nextDueAt(): number | null {

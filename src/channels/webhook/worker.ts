@@ -41,6 +41,8 @@ export interface ReplayReport {
 const BATCH = 50;
 /** Even with nothing due, look again this often: a row written by another process (replay CLI) is found. */
 const SAFETY_SWEEP_MS = 30_000;
+/** The longest a provider's Retry-After puts an event's retry off (the poller still watches its invoice meanwhile). */
+const RETRY_AFTER_MAX_MS = 3_600_000;
 
 /** The webhook_stuck alarm of one event. */
 export const stuckAlarmName = (eventId: string) => `webhook_stuck/${eventId}`;
@@ -72,6 +74,8 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
   const { db, clock, provider, ledger, outbox, inbox } = deps;
   const log = deps.logger.child({ module: 'webhook-worker' });
   const concurrency = Math.max(1, settings.concurrency ?? 4);
+  /** No retry is put off longer: a row scheduled further ahead was written before the wall clock was set back. */
+  const longestWait = Math.max(settings.retryMaxMs, RETRY_AFTER_MAX_MS);
   const inFlight = new Set<string>();
   const cooling = new Map<string, number>();
   let pass: Promise<void> | null = null;
@@ -91,7 +95,8 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
   function fail(row: InboxRow, err: unknown): RowOutcome {
     const attempt = row.attempts + 1;
     const backoff = Math.min(settings.retryMaxMs, settings.retryBaseMs * 2 ** (attempt - 1));
-    const wait = err instanceof ProviderError && err.retryAfterMs !== undefined ? Math.max(err.retryAfterMs, backoff) : backoff;
+    const wait =
+      err instanceof ProviderError && err.retryAfterMs !== undefined ? Math.min(Math.max(err.retryAfterMs, backoff), longestWait) : backoff;
     const message = errorMessage(err);
     const attempts = inTransaction(db, () => {
       const counted = inbox.markFailed(row.event_id, clock.now() + wait, message);
@@ -181,7 +186,7 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
   function dueRows(): InboxRow[] {
     const now = clock.now();
     for (const [id, until] of cooling) if (until <= now) cooling.delete(id);
-    return inbox.due(now, BATCH).filter((row) => !inFlight.has(row.event_id) && !cooling.has(row.event_id));
+    return inbox.due(now, BATCH, longestWait).filter((row) => !inFlight.has(row.event_id) && !cooling.has(row.event_id));
   }
 
   async function drainOnce(): Promise<void> {
@@ -214,7 +219,8 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     const at = inbox.nextDueAt();
     const now = clock.now();
     if (at === null) return SAFETY_SWEEP_MS;
-    if (at > now) return Math.min(SAFETY_SWEEP_MS, at - now);
+    // Further ahead than any retry is put off: written before the wall clock was set back, due now.
+    if (at > now && at <= now + longestWait) return Math.min(SAFETY_SWEEP_MS, at - now);
     // Due but not taken: only rows cooling down after a database error. Do not spin on them.
     return cooling.size > 0 ? settings.retryBaseMs : 0;
   }

@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Settings } from '../../settings/index.js';
-import { openDatabase, inTransaction, listMigrations, type Db } from '../../store/index.js';
+import { openDatabase, inTransaction, listMigrations, probeWrite, type Db, type StorageHealth } from '../../store/index.js';
 import type { CheckResult } from '../types.js';
 import { describeError, fail, pass, warn } from '../helpers.js';
 
@@ -19,8 +19,18 @@ export interface DatabaseCheck {
   close(): void;
 }
 
+const REPLACE_CARD =
+  'the card is failing: run sudo vendgate doctor, copy the database off it, replace the SD card and restore the database onto the new one';
+
 function hintFor(err: unknown, path: string): string {
   const code = (err as { code?: string }).code ?? '';
+  // A write refused because the kernel turned the card read-only looks like a permissions problem
+  // (SQLITE_READONLY, SQLITE_CANTOPEN) or an I/O error to SQLite: the kernel's answer tells them apart.
+  if (/^SQLITE_(READONLY|CANTOPEN|IOERR)|^E(ROFS|IO|ACCES)$/.test(code) && path !== ':memory:') {
+    const probe = probeWrite(dirname(resolve(path)));
+    if (probe === 'EROFS') return `the card holding ${resolve(path)} has turned read-only: ${REPLACE_CARD}`;
+    if (probe === 'EIO') return `the card holding ${resolve(path)} reports I/O errors: ${REPLACE_CARD}`;
+  }
   if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
     return `the file is damaged: stop the service, move ${path} aside (keep it for analysis), restore the latest backup or let the service create a new one, then run the selftest again`;
   }
@@ -112,6 +122,21 @@ export function checkDatabase(settings: Readonly<Settings>, live: Db | undefined
   } catch (err) {
     return { exists: true, db: null, close, result: fail(name, `${resolve(path)}: ${describeError(err)}`, hintFor(err, path)) };
   }
+}
+
+/**
+ * Inside the service: the storage fault it is in (src/store/storage-health.ts), named with the file,
+ * the free bytes and what to do; the selftest's own write probe (database line) may pass meanwhile on
+ * a disk the ballast was given back on.
+ */
+export function checkStorage(storage: Pick<StorageHealth, 'fault' | 'describe'>): CheckResult {
+  const fault = storage.fault();
+  if (!fault) return pass('storage', storage.describe());
+  const next =
+    fault.kind === 'full'
+      ? 'free space: sudo journalctl --vacuum-size=50M, old files under /var/log and /tmp; orders come back by themselves'
+      : REPLACE_CARD;
+  return fail('storage', `new orders are refused: ${storage.describe()}`, next);
 }
 
 export async function checkDisk(settings: Readonly<Settings>): Promise<CheckResult> {
