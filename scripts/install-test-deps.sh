@@ -1,6 +1,6 @@
 #!/bin/sh
-# System packages the full suite (npm test: test/storage, test/techniques/power-cut, test/relay's Mosquittos)
-# and the e2e tests (npm run test:e2e) need:
+# System packages of the e2e suite (npm run test:e2e, as root), which also runs the system tests
+# (test/storage, test/techniques/power-cut, test/relay/route-theft):
 #   socat    — a pseudo-terminal pair that serves as a real serial line (test/techniques/e2e/serial*.test.ts)
 #   chromium — the kiosk page in a real browser (playwright-core, executablePath /usr/bin/chromium)
 #   the shellcheck linter — the install and update scripts (test/techniques/e2e/scripts.test.ts)
