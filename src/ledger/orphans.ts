@@ -1,5 +1,5 @@
 /**
- * The orphan sweep (issue 23): an invoice the provider holds under this device's reference (its
+ * The orphan sweep (docs/money-path.md, the edges of a payment's life): an invoice the provider holds under this device's reference (its
  * parse names exactly this device: orders/reference.ts) that no order of the database knows is
  * still a customer's money — its record was lost (a power cut before the create answer was stored,
  * a restored database, a card turned read-only). Each one
