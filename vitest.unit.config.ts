@@ -12,7 +12,7 @@ import { REAL_TIME_TEST_FILES, SYSTEM_TEST_GLOBS, serviceTestFiles } from './tes
 // that a timing-dependent branch does not fail CI. Raise them as tests are added; never lower them
 // to let a change in. One exception, said here: money/ is a small file, and its storage-fault
 // branches (a worker pass or the expiry pass the card refused, added with the storage faults) are
-// exercised by the black-box tests on real mounts (test/storage/, the full suite), which this
+// exercised by the black-box tests on real mounts (test/storage/, in the e2e suite), which this
 // in-process measure does not see: money/ was measured at 90.5 % of lines and 90 % of branches with
 // them, so its floor is 89 / 88 until an in-process test reaches them. After the merges of this
 // release the branch figures of vend/ (69.8–72.3 %), orders/ (81.4 %) and channels/ (~79 %) move
@@ -20,7 +20,8 @@ import { REAL_TIME_TEST_FILES, SYSTEM_TEST_GLOBS, serviceTestFiles } from './tes
 // Raised 2026-12-03 after test/vend/refunds.test.ts and settlement.test.ts (one run, this machine,
 // load ~10): vend/ measured 91.6 % of lines and 77.5 % of branches, so its floor is 90 / 75 (the
 // branch floor keeps the 2.5-point timing spread seen above); channels/ measured 88.9 / 78.5, which
-// leaves its 87 / 76 where they are.
+// leaves its 87 / 76 where they are. The CI run of the same day measured ledger/ at 96.4 % of lines
+// and 87.4 % of branches (the orphan sweep's rules and tests): its floor is 94 / 84.
 const floor = (lines: number, branches: number) => ({ lines, branches });
 
 export default defineConfig({
@@ -47,7 +48,7 @@ export default defineConfig({
       thresholds: {
         'src/money/**': floor(89, 88),
         'src/orders/**': floor(93, 79),
-        'src/ledger/**': floor(89, 82),
+        'src/ledger/**': floor(94, 84),
         'src/vend/**': floor(90, 75),
         'src/channels/**': floor(87, 76),
       },
