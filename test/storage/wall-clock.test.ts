@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/service.js';
-import { startGeregeStack, type GeregeStack } from '../techniques/chaos/stack.js';
+import { startGeregeStack, startProviderStack, type GeregeStack } from '../techniques/chaos/stack.js';
 
 /**
  * Issue 24, a Pi without a real-time clock: the real service under libfaketime (Debian `faketime`),
  * its wall clock moved at run time through FAKETIME_TIMESTAMP_FILE (FAKETIME_NO_CACHE=1), its
- * monotonic clock left alone (FAKETIME_DONT_FAKE_MONOTONIC=1), against the Gerege simulator on the
- * real time in this process.
+ * monotonic clock left alone (FAKETIME_DONT_FAKE_MONOTONIC=1), against the Gerege (one case: QutPay)
+ * simulator on the real time in this process.
  */
 function libfaketime(): string {
   for (const dir of readdirSync('/usr/lib')) {
@@ -87,6 +87,70 @@ describe('a wall clock that is wrong or jumps', () => {
     await stack.sim.pay(created.json.invoiceId as string);
     expect((await stack.waitSettled(created.json.orderId as number)).state).toBe('vended');
     expect(stack.actuationsByOrder().get(created.json.orderId as number)).toBe(1);
+  });
+
+  it('set back 30 days while an order waits with a 30 s TTL: it still expires 30 s after it was made, open invoices are read twice as often meanwhile, and a payment made after the jump is vended once', async () => {
+    // QutPay: the provider fixes its own invoice lifetime (900 s here) and the request has no field
+    // for it, so nothing at the provider closes this order at 30 s: only the device's own expiry can,
+    // and after the jump only its monotonic clock still knows that 30 s have passed. (With Gerege the
+    // provider would expire the intent at the same moment and the poller alone would close the order.)
+    const clock = fakeClock('+0');
+    const ttlSec = 30;
+    const intervalMs = 2_000;
+    stack = await startProviderStack({
+      provider: 'qutpay',
+      env: clock.env,
+      config: { device: { id: 'clock-back-ttl' }, provider: { invoiceTtlSec: ttlSec }, poll: { intervalMs } },
+    });
+    const s = stack;
+    const madeAt = Date.now();
+    const created = await s.call('POST', '/api/orders', { slot: 'A1' });
+    expect(created.status).toBe(201);
+    const orderId = created.json.orderId as number;
+    const invoiceId = created.json.invoiceId as string;
+    const reads = () =>
+      s.sim
+        .records()
+        .getCalls.filter((call) => call.id === invoiceId)
+        .map((call) => call.at);
+    const state = (id: number) => s.query<{ state: string }>('SELECT state FROM orders WHERE id = ?', id)[0]?.state;
+
+    // A few reads on a clock that agrees with the provider's, then NTP sets the device back 30 days.
+    await waitFor(() => reads().length >= 5, 20_000, 'five reads before the jump');
+    const jumpedAt = Date.now();
+    clock.set('-30d');
+    expect(await skewNear(s, -30 * 86_400)).toBeLessThan(0);
+    const skewedFrom = Date.now();
+    expect(state(orderId)).toBe('awaiting_payment');
+
+    // The order runs out 30 s after it was made on the real clock, though the wall clock says it was
+    // made 30 days from now; the device closes it itself (its reason, and a cancel at the provider).
+    const expiredSeenAt = await waitFor(() => (state(orderId) === 'expired' ? Date.now() : null), 60_000, 'the order expired');
+    expect(expiredSeenAt - madeAt).toBeGreaterThanOrEqual(ttlSec * 1000 - 1_000);
+    expect(expiredSeenAt - madeAt).toBeLessThan(ttlSec * 1000 + 10_000);
+    expect(s.query('SELECT to_state, reason FROM order_history WHERE order_id = ? AND to_state = ?', orderId, 'expired')).toEqual([
+      { to_state: 'expired', reason: 'not paid in time' },
+    ]);
+    expect(s.sim.records().invoices.find((invoice) => invoice.id === invoiceId)?.status).toBe('cancelled');
+
+    // While the skew is beyond the webhook tolerance the open invoice was read every interval / 2.
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+    const gaps = (times: number[]) => times.slice(1).map((at, i) => at - times[i]!);
+    const before = gaps(reads().filter((at) => at < jumpedAt));
+    const skewed = gaps(reads().filter((at) => at > skewedFrom && at < expiredSeenAt - 1_000));
+    expect(before.length).toBeGreaterThanOrEqual(4);
+    expect(skewed.length).toBeGreaterThanOrEqual(8);
+    expect(median(before)).toBeGreaterThanOrEqual(intervalMs - 100);
+    expect(median(skewed)).toBeGreaterThanOrEqual(intervalMs / 2 - 100);
+    expect(median(skewed)).toBeLessThan(0.75 * median(before));
+
+    // Still 30 days behind: a new order is made, and its payment (the webhook refused, the poller reads it) is vended once.
+    const next = await s.call('POST', '/api/orders', { slot: 'A2' });
+    expect(next.status).toBe(201);
+    await s.sim.pay(next.json.invoiceId as string);
+    expect((await s.waitSettled(next.json.orderId as number)).state).toBe('vended');
+    expect(s.actuationsByOrder().get(next.json.orderId as number)).toBe(1);
+    expect(s.actuationsByOrder().get(orderId)).toBeUndefined();
   });
 
   it('ninety days behind the provider: clock_skew says by how much although no webhook signature holds, and polling carries the payment', async () => {
