@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
 
@@ -59,6 +59,23 @@ describe('dist/vendgate.js, the one-file build', () => {
       expect(loaded.includes(marker), `"${marker}" is loaded by every start`).toBe(false);
       expect(all, `"${marker}" is in the build`).toContain(marker);
     }
+  });
+
+  it('`start` loads the embedded broker (aedes) only through the dynamic import that mqtt.url: embedded reaches', () => {
+    const dir = dirname(BUNDLE);
+    const start = readdirSync(dir).find((name) => /^vendgate-start-[\w]+\.js$/.test(name));
+    const aedes = readdirSync(dir).find((name) => /^vendgate-aedes-[\w]+\.js$/.test(name));
+    expect(start, 'the start command is a chunk of its own').toBeDefined();
+    expect(aedes, 'aedes is a chunk of its own').toBeDefined();
+    const files = [...new Set([...staticallyLoaded(BUNDLE), ...staticallyLoaded(join(dir, start!))])];
+    expect(files.map((file) => basename(file))).not.toContain(aedes);
+    const loaded = files.map((file) => readFileSync(file, 'utf8')).join('\n');
+    // aedes's own code (the $SYS topic it announces subscriptions on) is in its chunk, not in start's graph …
+    expect(readFileSync(join(dir, aedes!), 'utf8')).toContain('/new/subscribes');
+    expect(loaded.includes('/new/subscribes'), "aedes's code is loaded by every start").toBe(false);
+    // … which reaches it only through startEmbeddedBroker's `await import('aedes')` (src/mqtt/service.ts
+    // calls that only for mqtt.url: embedded).
+    expect(loaded).toContain(`import("./${aedes!}")`);
   });
 
   it('is built with the rest of dist/ and names the same version and commit as dist/main.js', () => {

@@ -29,27 +29,54 @@ export interface TappedPublish {
   clientId: string;
 }
 
+export interface TappedSubscribe {
+  topic: string;
+  qos: number;
+  clientId: string;
+}
+
 /**
  * An embedded broker the test can stop and start again on the same port (the broker "going away").
  * Always aedes, whatever MQTT_TEST_URL says: a shared Mosquitto cannot be stopped by a test. It
- * records every PUBLISH it accepts from a client (`received`), across restarts, from the first
+ * records every PUBLISH it accepts from a client (`received`), every subscription a client makes
+ * (`subscribed`) and every QoS 1 PUBACK a client sends (`acked`), across restarts, from the first
  * instant it listens — a subscriber that reconnects after the restart could miss the first ones.
+ * A restart is a fresh aedes: the sessions and retained messages are gone. `drop(clientId)` closes
+ * one client's socket while the broker keeps running, so a `clean: false` session stays.
  */
 export async function restartableBroker(): Promise<{
   url: string;
   port: number;
   received: TappedPublish[];
+  subscribed: TappedSubscribe[];
+  acked: TappedPublish[];
   stop(): Promise<void>;
   start(): Promise<void>;
+  drop(clientId: string): boolean;
 }> {
   const received: TappedPublish[] = [];
-  let running: { close(): Promise<void> } | null = null;
+  const subscribed: TappedSubscribe[] = [];
+  const acked: TappedPublish[] = [];
+  let running: { close(): Promise<void>; drop(clientId: string): boolean } | null = null;
   let port = 0;
   async function start(): Promise<void> {
     if (running) return;
     const broker = await Aedes.createBroker();
     broker.on('publish', (packet, client) => {
       if (client) received.push({ topic: packet.topic, payload: packet.payload.toString(), retain: packet.retain, clientId: client.id });
+    });
+    broker.on('subscribe', (subscriptions, client) => {
+      for (const { topic, qos } of subscriptions) subscribed.push({ topic, qos, clientId: client.id });
+    });
+    broker.on('ack', (packet, client) => {
+      if (packet && 'topic' in packet) {
+        acked.push({ topic: packet.topic, payload: packet.payload.toString(), retain: packet.retain, clientId: client.id });
+      }
+    });
+    const clients = new Map<string, Socket>();
+    broker.on('client', (client) => clients.set(client.id, client.conn as Socket));
+    broker.on('clientDisconnect', (client) => {
+      if (clients.get(client.id) === client.conn) clients.delete(client.id);
     });
     broker.on('clientError', () => {});
     broker.on('connectionError', () => {});
@@ -71,6 +98,11 @@ export async function restartableBroker(): Promise<{
         await new Promise<void>((resolve) => broker.close(() => resolve()));
         await closed;
       },
+      drop(clientId) {
+        const socket = clients.get(clientId);
+        socket?.destroy();
+        return socket !== undefined;
+      },
     };
   }
   await start();
@@ -78,7 +110,10 @@ export async function restartableBroker(): Promise<{
     url: `mqtt://127.0.0.1:${port}`,
     port,
     received,
+    subscribed,
+    acked,
     start,
+    drop: (clientId) => running?.drop(clientId) ?? false,
     async stop() {
       const r = running;
       running = null;

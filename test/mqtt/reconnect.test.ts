@@ -5,7 +5,7 @@ import { Aedes } from 'aedes';
 import { pino } from 'pino';
 import mqtt from 'mqtt';
 import { backoffDelay, clientOptions } from '../../src/mqtt/connection.js';
-import { createBrokerWebhookSubscription, createTopics, type BrokerWebhookSubscription } from '../../src/mqtt/index.js';
+import { createBrokerWebhookSubscription, createTopics, webhookClientId, type BrokerWebhookSubscription } from '../../src/mqtt/index.js';
 import { createRelay } from '../../src/relay/index.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { parseRelaySettings } from '../../src/settings/index.js';
@@ -97,6 +97,81 @@ describe('device reconnects: full-jitter exponential backoff', () => {
       30_000,
       'a webhook delivered after the restart',
     );
+  });
+});
+
+describe('device reconnects: the persistent webhook session', () => {
+  /** One device's webhook session, and what the broker saw of it (SUBSCRIBEs, route PUBLISHes). */
+  async function deviceOn(broker: Awaited<ReturnType<typeof restartableBroker>>) {
+    const prefix = uniqueId('ps');
+    const deviceId = uniqueId('vm');
+    const clientId = webhookClientId(`${prefix}-${deviceId}`);
+    const filter = `${prefix}/${deviceId}/webhooks/+`;
+    const routeTopic = `${prefix}/${deviceId}/route`;
+    const log = memoryLogger();
+    const sub = subscription(broker.url, deviceId, prefix, log.logger);
+    const subscribes = () => broker.subscribed.filter((s) => s.clientId === clientId);
+    const routes = () => broker.received.filter((p) => p.clientId === clientId && p.topic === routeTopic);
+    const connects = () => log.lines.filter((l) => l.msg === 'fleet webhook subscription connected');
+    sub.start();
+    await waitFor(() => subscribes().length === 1 && routes().length === 1, 30_000, 'the first SUBSCRIBE and route announcement');
+    expect(subscribes()[0]).toEqual({ topic: filter, qos: 1, clientId });
+    expect(routes()[0]).toMatchObject({ retain: true });
+    expect(JSON.parse(routes()[0]!.payload)).toMatchObject({ deviceId, providers: ['gerege'] });
+    return { prefix, deviceId, clientId, filter, sub, subscribes, routes, connects };
+  }
+
+  it('when the broker kept the session (clean: false) it sends neither SUBSCRIBE nor its route again, and still gets webhooks', async () => {
+    const broker = await restartableBroker();
+    cleanups.push(() => broker.stop());
+    const device = await deviceOn(broker);
+    // The broker keeps running and drops only this client's socket: aedes keeps its clean: false session.
+    expect(broker.drop(device.clientId)).toBe(true);
+    await waitFor(() => device.connects().length === 2 && device.sub.connected(), 30_000, 'the webhook session back');
+    expect(device.connects().map((l) => l.sessionPresent)).toEqual([false, true]);
+    // A webhook through the kept subscription. The device PUBACKs it after anything it wrote at
+    // connect, and aedes reads a client's next packets only when it has handled the earlier ones:
+    // once the ack is in, a SUBSCRIBE or route sent on reconnect would have been seen.
+    const relay = await mqtt.connectAsync(broker.url, { clientId: uniqueId('relay'), protocolVersion: 4, clean: true });
+    cleanups.push(() => relay.endAsync(true));
+    const webhookTopic = `${device.prefix}/${device.deviceId}/webhooks/gerege`;
+    await relay.publishAsync(webhookTopic, 'not a fleet message', { qos: 1 });
+    await waitFor(
+      () => broker.acked.some((a) => a.clientId === device.clientId && a.topic === webhookTopic),
+      30_000,
+      'the webhook acknowledged by the device',
+    );
+    expect(device.sub.stats().received).toBe(1);
+    expect(device.subscribes()).toHaveLength(1);
+    expect(device.routes()).toHaveLength(1);
+  });
+
+  it('when the broker lost the session (a fresh broker) it subscribes and announces its route again', async () => {
+    const broker = await restartableBroker();
+    cleanups.push(() => broker.stop());
+    const device = await deviceOn(broker);
+    // A restart of restartableBroker is a fresh aedes: no session, no retained route.
+    await broker.stop();
+    await broker.start();
+    await waitFor(() => device.connects().length === 2 && device.sub.connected(), 30_000, 'the webhook session back');
+    expect(device.connects().map((l) => l.sessionPresent)).toEqual([false, false]);
+    await waitFor(
+      () => device.subscribes().length === 2 && device.routes().length === 2,
+      30_000,
+      'a second SUBSCRIBE and route announcement',
+    );
+    expect(device.subscribes()[1]).toEqual({ topic: device.filter, qos: 1, clientId: device.clientId });
+    expect(device.routes()[1]).toMatchObject({ retain: true });
+    // The fresh broker holds the route again, retained, for a relay that subscribes later.
+    const relay = await mqtt.connectAsync(broker.url, { clientId: uniqueId('relay'), protocolVersion: 4, clean: true });
+    cleanups.push(() => relay.endAsync(true));
+    const retained: string[] = [];
+    relay.on('message', (topic, payload, packet) => {
+      if (packet.retain) retained.push(payload.toString());
+    });
+    await relay.subscribeAsync(`${device.prefix}/${device.deviceId}/route`, { qos: 1 });
+    await waitFor(() => retained.length === 1, 30_000, 'the retained route on the fresh broker');
+    expect(JSON.parse(retained[0]!)).toMatchObject({ deviceId: device.deviceId });
   });
 });
 
