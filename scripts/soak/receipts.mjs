@@ -10,7 +10,8 @@
  * after committing and has outages of 5–30 min now and then. Phase 2: the register is down for
  * `--backlog-hours` while sales go on (one every 10 min), then comes back at `--pace` receipts a
  * second, and the backlog drains. Then every witness is compared: the gateway's receipts table, the
- * register's own file, the orders. Exit 1 on any violation. Time is a manual clock: the figures of
+ * register's own file (receipts counted per order, whatever their key; calls that re-sent a key it
+ * already held), the orders. Exit 1 on any violation. Time is a manual clock: the figures of
  * the register's pace are simulated seconds; the QR and vend times are real milliseconds.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -45,7 +46,9 @@ if (values.help) {
   console.log(`node scripts/soak/receipts.mjs [--sales 1000] [--lost 0.2] [--seed 7] [--backlog-hours 72] [--pace 5] [--keep]
   The fiscal receipts soak (after npm run build): sales with register answers lost after commit and
   outages, then a backlog that drains at the register's pace; prints a JSON report, exit 1 on any
-  violation of "one receipt per delivered vend, one return per refunded receipted sale".`);
+  violation of "one receipt per delivered vend, one return per refunded receipted sale" (counted per
+  order from what the register issued, whatever the key) or any call that re-sent a key the register
+  already held.`);
   process.exit(0);
 }
 const SALES = Number(values.sales);
@@ -204,19 +207,33 @@ const receipts = db.prepare('SELECT order_id, kind, state, key, attempts FROM re
 const delivered = orders.filter((o) => o.vended_at !== null);
 const failed = orders.filter((o) => o.vended_at === null);
 const refundedDelivered = delivered.filter((o) => o.state === 'refunded');
-const heldBy = new Map();
-for (const r of held) heldBy.set(`${r.kind}:${r.order_id}`, (heldBy.get(`${r.kind}:${r.order_id}`) ?? 0) + 1);
+// Counted per sale from what the register itself issued, whatever key each receipt came under:
+// a second receipt for one sale under a new key counts as a duplicate as surely as one under the same key.
+const issuedFor = new Map();
+for (const r of held) issuedFor.set(`${r.kind}:${r.order_id}`, (issuedFor.get(`${r.kind}:${r.order_id}`) ?? 0) + 1);
+const count = (kind, reference) => issuedFor.get(`${kind}:${reference}`) ?? 0;
 const violations = [];
+const references = new Set(orders.map((o) => o.reference));
 for (const o of delivered) {
-  const n = heldBy.get(`sale:${o.reference}`) ?? 0;
+  const n = count('sale', o.reference);
   if (n !== 1) violations.push(`order ${o.reference}: ${n} sale receipts at the register`);
 }
-for (const o of failed) if (heldBy.has(`sale:${o.reference}`)) violations.push(`failed vend ${o.reference} has a receipt`);
-for (const o of refundedDelivered) {
-  const n = heldBy.get(`return:${o.reference}`) ?? 0;
-  if (n !== 1) violations.push(`refunded sale ${o.reference}: ${n} returns at the register`);
+for (const o of failed) if (count('sale', o.reference)) violations.push(`failed vend ${o.reference} has a receipt`);
+for (const o of delivered) {
+  const n = count('return', o.reference);
+  const owed = o.state === 'refunded' ? 1 : 0;
+  if (n !== owed) violations.push(`${o.state} sale ${o.reference}: ${n} returns at the register, ${owed} owed`);
 }
-const duplicates = [...heldBy.values()].filter((n) => n > 1).length;
+for (const r of held) if (!references.has(r.order_id)) violations.push(`register holds a ${r.kind} receipt for no order (${r.order_id})`);
+// Receipts issued beyond the one each sale (or return) may have.
+const duplicates = [...issuedFor.values()].reduce((sum, n) => sum + Math.max(0, n - 1), 0);
+// Calls that presented a key the register already held: harmless at this register, but the worker
+// sent them without asking the register first, which is a second receipt where the key is not enforced.
+const repeats = register.repeats();
+if (repeats.length)
+  violations.push(
+    `${repeats.length} calls re-sent a key the register already held (first: ${repeats[0].key}), none may be re-sent blindly`,
+  );
 const notIssued = receipts.filter((r) => r.state !== 'issued');
 if (notIssued.length) violations.push(`${notIssued.length} receipts not issued at the end`);
 if (held.length !== receipts.length) violations.push(`register holds ${held.length}, gateway rows ${receipts.length}`);
@@ -243,7 +260,13 @@ const report = {
     returns: receipts.filter((r) => r.kind === 'return').length,
     // Claimed calls, outages included: an unknown outcome is looked up, never re-issued blindly.
     withMoreThanOneClaimedCall: receipts.filter((r) => r.attempts > 1).length,
+    // Receipts the register issued beyond one per sale and one per return, counted per order.
     duplicatesAtRegister: duplicates,
+    // Issue/return calls with a key the register already held (its reply was the receipt it held).
+    keysPresentedAgain: {
+      sale: repeats.filter((r) => r.kind === 'sale').length,
+      return: repeats.filter((r) => r.kind === 'return').length,
+    },
   },
   backlog: {
     hours: BACKLOG_HOURS,

@@ -17,7 +17,7 @@ import { createFiscalMonitor, type FiscalMonitor, type FiscalSnapshot } from './
 export type * from './types.js';
 // The sandbox register is imported from './sandbox.js' by whoever needs it (tests, the soak): re-exported here, every
 // start would load it.
-export type { SandboxRegister, SandboxRegisterRow } from './sandbox.js';
+export type { SandboxRegister, SandboxRegisterRepeat, SandboxRegisterRow } from './sandbox.js';
 export { createReceiptBook, dayIn, WAITING_STATES, type ReceiptBook, type ReceiptRow, type ReceiptState } from './receipts.js';
 export { createFiscalWorker, type FiscalWorker, type ScreenReceipt } from './worker.js';
 export { createFiscalMonitor, FISCAL_ALARMS, type FiscalMonitor, type FiscalSnapshot } from './monitor.js';

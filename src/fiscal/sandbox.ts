@@ -51,10 +51,24 @@ export interface SandboxRegisterRow {
   created_at: number;
 }
 
+/** A call that presented a key the register already held: answered with that receipt, none made. */
+export interface SandboxRegisterRepeat {
+  key: string;
+  kind: 'sale' | 'return';
+  order_id: string;
+  at: number;
+}
+
 export interface SandboxRegister extends FiscalRegister {
   readonly faults: SandboxRegisterFaults;
   /** Every receipt the register holds, oldest first: the "tax office's" truth in tests and the soak. */
   held(): SandboxRegisterRow[];
+  /**
+   * Every issue/return call that presented a key the register already held, oldest first. The key
+   * makes such a call harmless here, but a worker that sends one has re-sent without asking first,
+   * which at a register that does not enforce the key (eBarimt) is a second receipt.
+   */
+  repeats(): SandboxRegisterRepeat[];
   close(): Promise<void>;
 }
 
@@ -74,7 +88,8 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
   db.exec(`CREATE TABLE IF NOT EXISTS sandbox_receipts (
       key TEXT PRIMARY KEY, kind TEXT NOT NULL, order_id TEXT NOT NULL, register_id TEXT NOT NULL UNIQUE,
       register_date TEXT NOT NULL, total INTEGER NOT NULL, returns_id TEXT, lottery TEXT, created_at INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS sandbox_register (name TEXT PRIMARY KEY, value INTEGER);`);
+    CREATE TABLE IF NOT EXISTS sandbox_register (name TEXT PRIMARY KEY, value INTEGER);
+    CREATE TABLE IF NOT EXISTS sandbox_repeats (key TEXT NOT NULL, kind TEXT NOT NULL, order_id TEXT NOT NULL, at INTEGER NOT NULL);`);
   if (settings.lotteryStock !== undefined && settings.lotteryStock !== null)
     db.prepare("INSERT OR IGNORE INTO sandbox_register (name, value) VALUES ('lottery_left', ?)").run(settings.lotteryStock);
   const byKey = db.prepare('SELECT * FROM sandbox_receipts WHERE key = ?');
@@ -83,6 +98,7 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
   const insert = db.prepare(
     'INSERT INTO sandbox_receipts (key, kind, order_id, register_id, register_date, total, returns_id, lottery, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
   );
+  const insertRepeat = db.prepare('INSERT INTO sandbox_repeats (key, kind, order_id, at) VALUES (?, ?, ?, ?)');
   const lotteryLeft = () =>
     (db.prepare("SELECT value FROM sandbox_register WHERE name = 'lottery_left'").get() as { value: number } | undefined)?.value ?? null;
 
@@ -126,6 +142,12 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
       return { kind: 'unknown', message: 'sandbox register: connection reset after the request was sent' };
     }
     return { kind: 'issued', receipt: view(row) };
+  }
+
+  /** A call with a key it holds: recorded, then answered with that receipt (or refused while down). */
+  function repeated(existing: SandboxRegisterRow): RegisterOutcome {
+    insertRepeat.run(existing.key, existing.kind, existing.order_id, clock.now());
+    return down() ? { kind: 'unavailable', message: 'sandbox register: connection refused (outage)' } : answer(existing);
   }
 
   function commit(kind: 'sale' | 'return', request: ReceiptRequest, key: string, returnsId: string | null): SandboxRegisterRow {
@@ -177,7 +199,7 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
       if (request.total <= 0 || request.lines.length === 0)
         return { kind: 'rejected', code: 'bad_request', message: 'a receipt needs a positive total and at least one line' };
       const existing = byKey.get(request.key) as SandboxRegisterRow | undefined;
-      if (existing) return down() ? { kind: 'unavailable', message: 'sandbox register: connection refused (outage)' } : answer(existing);
+      if (existing) return repeated(existing);
       const refused = refusedBeforeCommit();
       if (refused) return refused;
       return answer(commit('sale', request, request.key, null));
@@ -191,7 +213,7 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
 
     async returnReceipt(original, request, key) {
       const existing = byKey.get(key) as SandboxRegisterRow | undefined;
-      if (existing) return down() ? { kind: 'unavailable', message: 'sandbox register: connection refused (outage)' } : answer(existing);
+      if (existing) return repeated(existing);
       const refused = refusedBeforeCommit();
       if (refused) return refused;
       const sale = byRegisterId.get(original.registerId) as SandboxRegisterRow | undefined;
@@ -216,6 +238,10 @@ export function createSandboxRegister(deps: { clock: Clock }, settings: SandboxR
 
     held() {
       return db.prepare('SELECT * FROM sandbox_receipts ORDER BY created_at, rowid').all() as SandboxRegisterRow[];
+    },
+
+    repeats() {
+      return db.prepare('SELECT key, kind, order_id, at FROM sandbox_repeats ORDER BY rowid').all() as SandboxRegisterRepeat[];
     },
 
     async close() {

@@ -43,6 +43,27 @@ describe('sandbox fiscal register', () => {
     expect(register.held().filter((r) => r.key === 'k1')).toHaveLength(1);
   });
 
+  it('records every call that presents a key it already holds (repeats), sale or return, but not a first call or a new key', async () => {
+    const openOwn = () => createSandboxRegister({ clock }, { dbPath: join(dir.path, 'repeats', 'fiscal-sandbox.db') });
+    register = openOwn();
+    const sale = await register.issue(request('r1'));
+    if (sale.kind !== 'issued') throw new Error('expected issued');
+    expect(register.repeats()).toEqual([]);
+    await register.issue(request('r1'));
+    await register.returnReceipt(sale.receipt, request('r1'), 'r1-return');
+    await register.returnReceipt(sale.receipt, request('r1'), 'r1-return');
+    // A second receipt for the same sale under a new key is no repeat: it is a second receipt, in held().
+    await register.issue({ ...request('r1'), key: 'r1-again' });
+    expect(register.repeats().map((r) => [r.key, r.kind, r.order_id])).toEqual([
+      ['r1', 'sale', 'vm-1-r1'],
+      ['r1-return', 'return', 'vm-1-r1'],
+    ]);
+    expect(register.held().filter((r) => r.order_id === 'vm-1-r1' && r.kind === 'sale')).toHaveLength(2);
+    await register.close();
+    register = openOwn();
+    expect(register.repeats()).toHaveLength(2);
+  });
+
   it('refuses a return of a receipt it does not hold, and a second return of one it does', async () => {
     register = open();
     const unknown = await register.returnReceipt(
