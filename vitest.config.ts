@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { coverage } from './vitest.coverage.js';
 import { SYSTEM_TEST_GLOBS } from './test/suites.js';
 
 export default defineConfig({
@@ -12,5 +13,7 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,
+    // `npm test` passes --coverage: the money path's floors (vitest.coverage.ts) over the whole suite.
+    coverage,
   },
 });

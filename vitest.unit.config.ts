@@ -1,29 +1,13 @@
 import { defineConfig } from 'vitest/config';
+import { coverage } from './vitest.coverage.js';
 import { REAL_TIME_TEST_FILES, SYSTEM_TEST_GLOBS, serviceTestFiles } from './test/suites.js';
 
 // `npm run test:unit`: everything that starts no child process and no browser (test/suites.ts
 // decides from the imports), less the few that wait on real socket timeouts by design.
 // Needs no build (nothing here runs dist/), so no globalSetup.
 //
-// `npm run test:coverage` is this run with v8 coverage of src/ (the unit suite imports src/ itself;
-// the service tests run dist/ in child processes, which v8 coverage here does not follow). The
-// thresholds are the money path's floor: set from the figures measured when they were introduced
-// (money 98 %, orders 95 %, ledger 91 %, vend 88 %, channels 89 % of lines), a point or two below so
-// that a timing-dependent branch does not fail CI. Raise them as tests are added; never lower them
-// to let a change in. One exception, said here: money/ is a small file, and its storage-fault
-// branches (a worker pass or the expiry pass the card refused, added with the storage faults) are
-// exercised by the black-box tests on real mounts (test/storage/, in the e2e suite), which this
-// in-process measure does not see: money/ was measured at 90.5 % of lines and 90 % of branches with
-// them, so its floor is 89 / 88 until an in-process test reaches them. After the merges of this
-// release the branch figures of vend/ (69.8–72.3 %), orders/ (81.4 %) and channels/ (~79 %) move
-// between runs by more than a point (timing-dependent branches): their branch floors are 68, 79, 76.
-// Raised 2026-12-03 after test/vend/refunds.test.ts and settlement.test.ts (one run, this machine,
-// load ~10): vend/ measured 91.6 % of lines and 77.5 % of branches, so its floor is 90 / 75 (the
-// branch floor keeps the 2.5-point timing spread seen above); channels/ measured 88.9 / 78.5, which
-// leaves its 87 / 76 where they are. The CI run of the same day measured ledger/ at 96.4 % of lines
-// and 87.4 % of branches (the orphan sweep's rules and tests): its floor is 94 / 84.
-const floor = (lines: number, branches: number) => ({ lines, branches });
-
+// `npm run test:coverage` is this run with v8 coverage of src/ and the money path's floors
+// (vitest.coverage.ts); `npm test` measures the same over the whole suite.
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
@@ -40,18 +24,6 @@ export default defineConfig({
     // and nothing in this part needs a process of its own. The full suite stays on forks.
     pool: 'threads',
     maxWorkers: 2,
-    coverage: {
-      provider: 'v8',
-      include: ['src/**/*.ts'],
-      reporter: ['text-summary', 'json-summary'],
-      reportsDirectory: 'coverage',
-      thresholds: {
-        'src/money/**': floor(89, 88),
-        'src/orders/**': floor(93, 79),
-        'src/ledger/**': floor(94, 84),
-        'src/vend/**': floor(90, 75),
-        'src/channels/**': floor(87, 76),
-      },
-    },
+    coverage,
   },
 });

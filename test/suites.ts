@@ -62,3 +62,23 @@ export function serviceTestFiles(root: string): string[] {
     .filter((file) => reaches(file, new Set()))
     .map((file) => relative(root, file));
 }
+
+/**
+ * What can change with the Node version, run again on each supported LTS line by CI
+ * (`npm run test:node-line`, scripts/ci/node-lts.sh) after the whole suite passed on the checkout's
+ * Node: the native modules (better-sqlite3 under the store, serialport under the hardware), the
+ * bundle and the built service (start, sd_notify, SIGTERM, a SIGKILL at each step of the payment
+ * path), and node:crypto and node:http under the webhook signatures. The rest is plain TypeScript
+ * over those, which does not change with the Node line.
+ */
+export const NODE_LINE_GLOBS = [
+  'test/store/**/*.test.ts',
+  'test/app/**/*.test.ts',
+  'test/hardware/**/*.test.ts',
+  'test/techniques/crash/**/*.test.ts',
+  'test/repo/systemd/**/*.test.ts',
+  'test/cli/version-help.test.ts',
+  'test/cli/start-logs.test.ts',
+  'test/payments/**/*.test.ts',
+  'test/channels/webhook-verify-first.test.ts',
+];

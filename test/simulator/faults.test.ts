@@ -121,12 +121,17 @@ describe('request faults', () => {
 
   it('timeout never answers: the client gives up and nothing is created', async () => {
     const sim = await startSimulator({ provider: 'qutpay', faults: { timeout: 1 } });
+    const client = new AbortController();
     const attempt = fetch(`${sim.url}/api/v1/invoices`, {
       method: 'POST',
-      signal: AbortSignal.timeout(150),
+      signal: client.signal,
       headers: { 'x-api-key': 'qp_test_simulator', 'content-type': 'application/json', 'idempotency-key': 'f-3' },
       body: JSON.stringify(invoiceBody()),
     });
+    // The client gives up only once the simulator holds the request (a fixed client timeout lost
+    // the race on a loaded machine: the request was aborted before it reached the simulator).
+    await waitFor(() => sim.records().requests.some((r) => r.path === '/api/v1/invoices'), 'the held create');
+    client.abort();
     await expect(attempt).rejects.toThrow();
     expect(sim.records().invoices).toHaveLength(0);
     expect(sim.records().requests.at(-1)).toMatchObject({ method: 'POST', path: '/api/v1/invoices', status: 'timeout' });
