@@ -46,6 +46,7 @@ export const ErrorCodes = {
   SOLD_OUT: 'VG_ERR_SOLD_OUT',
   SLOT_JAMMED: 'VG_ERR_SLOT_JAMMED',
   CATALOG_INVALID: 'VG_ERR_CATALOG_INVALID',
+  BROKER_UNAVAILABLE: 'VG_ERR_BROKER_UNAVAILABLE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
