@@ -106,6 +106,7 @@ export const ERROR_HTTP_STATUS = {
   VG_ERR_SOLD_OUT: 409,
   VG_ERR_SLOT_JAMMED: 409,
   VG_ERR_CATALOG_INVALID: 400,
+  VG_ERR_BROKER_UNAVAILABLE: 503,
 } as const satisfies { readonly [C in ErrorCode]: ErrorHttpStatus };
 
 /** The one status of a code (see ERROR_HTTP_STATUS). */
