@@ -73,9 +73,11 @@ export function parseFills(text: string | undefined): Record<string, number> {
   const fills: Record<string, number> = {};
   for (const part of text.split(',')) {
     const match = /^\s*([^=\s]+)\s*=\s*(\d+)\s*$/.exec(part);
-    if (!match) throw new UsageError(`--fill takes SLOT=COUNT pairs separated by commas, e.g. A1=12,B2=8 (got "${part}")`);
-    if (match[1]! in fills) throw new UsageError(`--fill names ${match[1]} twice`);
-    fills[match[1]!] = Number(match[2]);
+    const [, slot, count] = match ?? [];
+    if (slot === undefined || count === undefined)
+      throw new UsageError(`--fill takes SLOT=COUNT pairs separated by commas, e.g. A1=12,B2=8 (got "${part}")`);
+    if (slot in fills) throw new UsageError(`--fill names ${slot} twice`);
+    fills[slot] = Number(count);
   }
   return fills;
 }

@@ -49,7 +49,7 @@ function failingRunner() {
         async start() {},
         async stop() {},
         health: () => ({ ok: true, detail: 'jammed' }),
-        fire: async () => ({ result: 'failed', detail: 'motor jammed' }),
+        fire: async () => ({ result: 'failed', reason: 'motor jammed' }),
       },
     },
     { mode: 'vending', vendTimeoutMs: 2_000, notPassedPolicy: 'refund' },

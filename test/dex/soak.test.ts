@@ -52,7 +52,7 @@ describe('the audit under a seeded mix of sales', () => {
           async start() {},
           async stop() {},
           health: () => ({ ok: true, detail: '' }),
-          fire: async () => ({ result: 'failed', detail: 'jam' }),
+          fire: async () => ({ result: 'failed', reason: 'jam' }),
         },
       },
       { mode: 'vending', vendTimeoutMs: 2_000, notPassedPolicy: 'refund' },
