@@ -66,6 +66,7 @@ import {
   type StateChanges,
 } from './device/index.js';
 import { createCatalog, type Catalog } from './catalog/index.js';
+import { dexAuditFor, startDexSchedule } from './dex/index.js';
 import { createFiscal, createRegister, type Fiscal } from './fiscal/index.js';
 
 export interface AppDeps {
@@ -717,6 +718,7 @@ interface Running {
   /** The storage alarms published straight to MQTT and to the outbox when it can take them. */
   storageAlarms: { stop(): void };
   retention?: Retention;
+  dexSchedule?: { stop(): void };
 }
 
 /** Builds the service from settings. Nothing happens until start(); stop() is safe to call twice. */
@@ -764,6 +766,11 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // Old finished orders and webhook bodies go in small batches, well after start-up.
     running.retention = createRetention({ db: store.db, clock, logger }, { retentionDays: settings.storage.retentionDays });
     running.retention.start();
+    // Scheduled audit reads for the operator's VMS (dex.readEverySec, dex.dailyAt), if any.
+    if (settings.dex.readEverySec > 0 || settings.dex.dailyAt !== '') {
+      const audit = dexAuditFor(settings, { db: store.db, clock, outbox: store.outbox, items: () => shared.catalog.current().items });
+      running.dexSchedule = startDexSchedule({ audit, clock, logger }, settings.dex);
+    }
 
     log.info(
       {
@@ -789,6 +796,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const { served, channels, hardware, money, device, payments, store } = running;
     log.info('stopping: no new orders');
     // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
+    running.dexSchedule?.stop();
     await running.retention?.stop();
     await served.kiosk?.stop();
     await served.sandboxLan?.stop();

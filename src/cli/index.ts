@@ -56,6 +56,11 @@ const OPTIONS = {
   'register-id': { type: 'string' },
   'register-date': { type: 'string' },
   return: { type: 'boolean' },
+  reset: { type: 'boolean' },
+  'after-restore': { type: 'boolean' },
+  read: { type: 'string' },
+  by: { type: 'string' },
+  fill: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'V' },
 } as const;
@@ -147,6 +152,15 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
         );
       case 'export':
         return await (await import('./export.js')).exportCommand({ config: values.config, from: values.from, to: values.to }, io);
+      case 'dex':
+        return (await import('./dex.js')).dexCommand(
+          { config: values.config, reset: values.reset, out: values.out, read: values.read, afterRestore: values['after-restore'] },
+          io,
+        );
+      case 'visit':
+        return (await import('./dex.js')).visitCommand({ config: values.config, by: values.by, fill: values.fill, out: values.out }, io);
+      case 'picklist':
+        return (await import('./dex.js')).picklistCommand({ config: values.config, json: values.json }, io);
       case 'stock':
         return (await import('./catalog.js')).stockCommand({ config: values.config, json: values.json }, io);
       case 'refill':

@@ -113,6 +113,32 @@ export const COMMANDS: Record<string, CommandHelp> = {
       ['--to ISO', 'first instant excluded (default: now)'],
     ],
   },
+  dex: {
+    usage: 'dex [--reset] [--out FILE] [--read N] [--after-restore]',
+    about: 'the EVA-DTS audit (DEX) of this machine from the ledger, for\nthe VMS; --reset: a service read that starts a new interval',
+    options: [
+      CONFIG,
+      ['--reset', 'a service read: the "since reset" counters start again, in the same commit as this read'],
+      ['--out FILE', 'write the file there (default: standard output)'],
+      ['--read N', 'the file of read N again, as it was sent (the last dex.keepReads are kept)'],
+      ['--after-restore', 'take a read although the database holds less than the last read (a restore): starts the chain again, flagged'],
+    ],
+  },
+  visit: {
+    usage: 'visit --by NAME [--fill SLOT=COUNT,...] [--out FILE]',
+    about: 'record a service visit: who came, what each filled slot now\nholds (sets its stock), and the reset read',
+    options: [
+      CONFIG,
+      ['--by NAME', 'who came'],
+      ['--fill SLOT=COUNT,...', 'the items each filled slot now holds, e.g. A1=12,B2=8'],
+      ['--out FILE', "write the reset read's DEX file there (default: standard output)"],
+    ],
+  },
+  picklist: {
+    usage: 'picklist [--json]',
+    about: 'per slot, how many items to bring at the next visit',
+    options: [CONFIG, JSON_OUT],
+  },
   stock: { usage: 'stock [--json]', about: 'every slot: price, counted stock, sold out, jammed', options: [CONFIG, JSON_OUT] },
   refill: { usage: 'refill SLOT COUNT', about: 'set the items now in a slot (after filling it)', options: [CONFIG] },
   'clear-jam': { usage: 'clear-jam SLOT', about: 'put a jammed slot back in sale (after fixing it)', options: [CONFIG] },

@@ -39,7 +39,9 @@ export type EventType =
   | 'receipt.issued'
   | 'receipt.resolved'
   | 'receipt.unknown'
-  | 'receipt.rejected';
+  | 'receipt.rejected'
+  | 'dex.read'
+  | 'service.visit';
 
 export interface OutboxRow {
   seq: number;
@@ -64,8 +66,11 @@ export interface AlarmRow {
  * exists if and only if the state change that caused it was committed. `mqtt/` publishes and deletes.
  */
 export interface Outbox {
-  /** Records an event; returns its id. `seq` is assigned by the table (monotonic per device). */
-  event(type: EventType, data: Record<string, unknown>): string;
+  /**
+   * Records an event; returns its id. `seq` is assigned by the table (monotonic per device). `topic`
+   * (relative, default `events`): an audit read goes to `dex`.
+   */
+  event(type: EventType, data: Record<string, unknown>, topic?: string): string;
   /** Opens (or refreshes) a retained alarm `alarms/<name>`. */
   raiseAlarm(name: string, severity: AlarmRow['severity'], message: string, detail?: Record<string, unknown>): void;
   /** Clears a retained alarm (publishes an empty retained message). No-op when it is not open. */
@@ -101,10 +106,10 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
   );
 
   return {
-    event(type, data) {
+    event(type, data, topic = 'events') {
       const id = randomUUID();
       const at = new Date(clock.now()).toISOString();
-      insert.run(id, 'event', 'events', JSON.stringify({ id, type, at, deviceId, ...data }), 0, clock.now());
+      insert.run(id, 'event', topic, JSON.stringify({ id, type, at, deviceId, ...data }), 0, clock.now());
       return id;
     },
     raiseAlarm(name, severity, message, detail = {}) {

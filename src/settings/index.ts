@@ -22,4 +22,5 @@ export {
   type RelaySettings,
 } from './relay.js';
 export { fiscalSchema, redactUrl, type FiscalSettings } from './sections/fiscal.js';
+export { type DexSettings } from './sections/dex.js';
 export { priceProblems, priceBoundsFor, type PricingSettings, type PriceProblem } from './sections/commands.js';

@@ -7,6 +7,7 @@ import { mqttSchema } from './sections/mqtt.js';
 import { fleetSchema } from './sections/fleet.js';
 import { commandsSchema, pricingSchema, priceProblems } from './sections/commands.js';
 import { fiscalSchema } from './sections/fiscal.js';
+import { dexSchema } from './sections/dex.js';
 
 /** The one settings schema. Defaults live here and nowhere else. */
 export const settingsSchema = z
@@ -27,6 +28,7 @@ export const settingsSchema = z
     commands: commandsSchema.prefault({}),
     pricing: pricingSchema.prefault({}),
     fiscal: fiscalSchema.prefault({}),
+    dex: dexSchema.prefault({}),
   })
   .strict()
   .superRefine((settings, ctx) => {

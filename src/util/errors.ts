@@ -46,6 +46,7 @@ export const ErrorCodes = {
   SOLD_OUT: 'VG_ERR_SOLD_OUT',
   SLOT_JAMMED: 'VG_ERR_SLOT_JAMMED',
   CATALOG_INVALID: 'VG_ERR_CATALOG_INVALID',
+  DEX_BEHIND: 'VG_ERR_DEX_BEHIND',
   BROKER_UNAVAILABLE: 'VG_ERR_BROKER_UNAVAILABLE',
 } as const;
 
@@ -107,6 +108,7 @@ export const ERROR_HTTP_STATUS = {
   VG_ERR_SLOT_JAMMED: 409,
   VG_ERR_CATALOG_INVALID: 400,
   VG_ERR_BROKER_UNAVAILABLE: 503,
+  VG_ERR_DEX_BEHIND: 409,
 } as const satisfies { readonly [C in ErrorCode]: ErrorHttpStatus };
 
 /** The one status of a code (see ERROR_HTTP_STATUS). */
