@@ -16,6 +16,7 @@ import {
   keepDiscardedWal,
   freeBytesAt,
   ballastPathFor,
+  recordRunningService,
   type StorageHealth,
   type Checkpointer,
   type Db,
@@ -639,6 +640,15 @@ async function serve(
   return urls;
 }
 
+/** Where this process listens, for a selftest run beside it (it may have been started with --local-port). */
+function noteListeners({ clock, log }: Base, { db }: Store, urls: { local: string; webhook: string }): void {
+  try {
+    recordRunningService(db, { pid: process.pid, at: new Date(clock.now()).toISOString(), ...urls });
+  } catch (err) {
+    log.warn({ err }, 'could not note the listeners for the selftest');
+  }
+}
+
 /** MQTT connects (in the background), then the broker subscription, polling and the money path's timers. */
 async function goLive(
   { log }: Base,
@@ -760,6 +770,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
 
     await recover(base, store, shared, hardware, money, channels, fiscal);
     const urls = await serve(base, claimed, payments, channels, device, served);
+    noteListeners(base, store, urls);
     await goLive(base, store, money, channels, device, fiscal);
     // Old finished orders and webhook bodies go in small batches, well after start-up.
     running.retention = createRetention({ db: store.db, clock, logger }, { retentionDays: settings.storage.retentionDays });

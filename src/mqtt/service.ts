@@ -5,7 +5,7 @@ import { createOutboxPublisher } from './publisher.js';
 import { createCommandHandler, CommandErrorCodes, type CommandResult } from './commands.js';
 import { createCommandRecord } from './command-record.js';
 import { clientOptions, backoffDelay, redactUrl, withTimeout } from './connection.js';
-import { startEmbeddedBroker, recordEmbeddedRefusal, type EmbeddedBroker } from './embedded-broker.js';
+import { startEmbeddedBroker, recordEmbeddedRefusal, recordEmbeddedInstance, type EmbeddedBroker } from './embedded-broker.js';
 import { randomBytes } from 'node:crypto';
 import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
 import { discoveryMessages } from './home-assistant.js';
@@ -272,11 +272,13 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
         settings.username !== undefined && settings.password !== undefined
           ? { username: settings.username, password: settings.password }
           : { username: `vendgate-${randomBytes(4).toString('hex')}`, password: randomBytes(24).toString('base64url') };
+      const instance = randomBytes(8).toString('hex');
       try {
         broker = await startEmbeddedBroker({
           host: '127.0.0.1',
           port: settings.embeddedPort,
           access: { login: own, anonymousMayPublish: (topic) => topic === topics.selftest || topic.startsWith(`${topics.selftest}/`) },
+          identity: { topic: topics.broker, payload: instance },
         });
         login = { ...settings, ...own };
         url = broker.url;
@@ -299,7 +301,12 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
         );
         return;
       }
-      recordEmbeddedRefusal(deps.db, null);
+      try {
+        recordEmbeddedRefusal(deps.db, null);
+        recordEmbeddedInstance(deps.db, { at: new Date(clock.now()).toISOString(), port: broker.port, instance });
+      } catch (dbErr) {
+        log.warn({ err: dbErr }, 'could not note the embedded broker for the selftest');
+      }
     }
     try {
       options = clientOptions(login, deviceId, topics);
