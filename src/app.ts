@@ -287,6 +287,8 @@ function buildShared({ settings, clock, logger }: Base, { db, outbox }: Store): 
   const availability = createAvailability();
   const changes = createStateChanges();
   availability.subscribe(changes.notify);
+  // The screen goes offline and back with the provider: its followers hear it.
+  health.onChange(changes.notify);
   return { catalog, health, metrics, availability, changes };
 }
 

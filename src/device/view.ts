@@ -51,16 +51,38 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
   let since = clock.now();
   let lastPhase = '';
 
+  let lookAgain: { at: number; timer: NodeJS.Timeout } | null = null;
+
+  /**
+   * A finished order leaves the screen by the clock alone, with no change to any row: at that
+   * moment the followers (MQTT's retained `state`, the kiosk's stream) are told, so they read idle
+   * when the screen does, not at the next sale.
+   */
+  function lookAgainAt(at: number, now: number): void {
+    if (!deps.notify || lookAgain?.at === at) return;
+    if (lookAgain) clearTimeout(lookAgain.timer);
+    const timer = setTimeout(
+      () => {
+        lookAgain = null;
+        deps.notify?.();
+      },
+      Math.max(0, at - now) + 1,
+    );
+    timer.unref();
+    lookAgain = { at, timer };
+  }
+
   function state(): DeviceState {
     const now = clock.now();
     const reason = availability.reason();
-    const { phase, order } = screenPhase({
+    const { phase, order, until } = screenPhase({
       latest: orders.latest(),
       now,
       resultScreenMs: settings.kiosk.resultScreenSec * 1000,
       outOfService: reason,
       providerReachable: health.reachable,
     });
+    if (until !== undefined) lookAgainAt(until, now);
     const key = `${phase}:${order?.id ?? ''}`;
     if (key !== lastPhase) {
       lastPhase = key;

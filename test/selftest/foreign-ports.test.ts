@@ -123,15 +123,10 @@ describe('selftest beside a service started on other ports', () => {
     const world = await besideForeignPrograms();
     const client = connect(`mqtt://127.0.0.1:${world.brokerPort}`, { protocolVersion: 4, reconnectPeriod: 0 });
     onCleanup(() => client.end(true));
-    const id = await waitFor(
-      () =>
-        new Promise<string>((resolve) => {
-          client.on('message', (_t, payload) => resolve(payload.toString()));
-          client.subscribe(`vendgate/${world.deviceId}/broker`);
-        }),
-      30_000,
-      'the broker id',
-    );
+    let id = '';
+    client.on('message', (_t, payload) => (id = payload.toString()));
+    client.subscribe(`vendgate/${world.deviceId}/broker`);
+    await waitFor(() => id !== '', 30_000, 'the broker id');
     expect(id).toMatch(/^[0-9a-f]{16}$/);
   });
 });
