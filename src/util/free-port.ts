@@ -19,3 +19,21 @@ function canListen(host: string, port: number): Promise<boolean> {
     server.listen(port, host, () => server.close(() => resolve(true)));
   });
 }
+
+/** The command-line option that moves the port a setting names (`vendgate start` and `selftest` take it). */
+export const PORT_FLAGS: Readonly<Record<string, string>> = {
+  'http.local.port': '--local-port',
+  'http.webhook.port': '--webhook-port',
+  'mqtt.embeddedPort': '--broker-port',
+};
+
+/**
+ * One line that says which option to use beside the program holding `port`:
+ * "start with --local-port 8081 (npm start -- --local-port 8081; a device: http.local.port: 8081)".
+ */
+export function movePortAdvice(setting: string, port: number, free: number | null): string {
+  const flag = PORT_FLAGS[setting];
+  const next = free ?? port + 1;
+  if (!flag) return `set ${setting} to a free port (${next})`;
+  return `start with ${flag} ${next} (npm start -- ${flag} ${next}; a device: ${setting}: ${next})`;
+}

@@ -1,7 +1,7 @@
 import type { Settings } from '../../settings/index.js';
 import { checkMqttRoundTrip, embeddedBrokerIdentity, embeddedInstance, embeddedRefusal, type MqttCheckResult } from '../../mqtt/index.js';
 import type { Db } from '../../store/index.js';
-import { firstFreePort } from '../../util/free-port.js';
+import { firstFreePort, movePortAdvice } from '../../util/free-port.js';
 import type { CheckResult } from '../types.js';
 import { fail, pass, warn } from '../helpers.js';
 import type { ServiceState } from './listeners.js';
@@ -79,8 +79,8 @@ export async function checkMqtt(
 
 /** One line: how to start beside a broker that holds the port (the demo's flag, the device's setting). */
 export async function brokerPortHint(port: number): Promise<string> {
-  const free = (await firstFreePort('127.0.0.1', port + 1)) ?? port + 1;
-  return `another program holds port ${port}: start with npm start -- --broker-port ${free} (a device: mqtt.embeddedPort: ${free}), or set mqtt.url to that broker's URL with its own login to use it on purpose`;
+  const free = await firstFreePort('127.0.0.1', port + 1);
+  return `another program holds port ${port}: ${movePortAdvice('mqtt.embeddedPort', port, free)}, or set mqtt.url to that broker's URL with its own login to use it on purpose`;
 }
 
 /**
