@@ -33,6 +33,7 @@ import { createMoneyPath, type MoneyPath } from './money/index.js';
 import {
   createOrderRepository,
   createProviderHealth,
+  salesFigures,
   type OrderRepository,
   type OrderService,
   type ProviderHealth,
@@ -556,6 +557,7 @@ function buildDevice(
     notify,
     metrics,
     storage,
+    sales: () => salesFigures(db, settings.device.currency, clock.now()),
     ...(fiscal ? { fiscal } : {}),
   });
   const control = createDeviceControl({

@@ -1,3 +1,4 @@
+import type { SalesFigures } from '../orders/index.js';
 import type { Settings } from '../settings/index.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Db, StorageHealth } from '../store/index.js';
@@ -47,6 +48,8 @@ export interface DeviceTelemetry {
    * the register's reachability, eBarimt's lottery numbers left, whether sales are stopped for it.
    */
   fiscal?: FiscalSnapshot;
+  /** Paid, vended and refunded sales today and in total: counts and sums (device.currency). */
+  sales?: SalesFigures;
 }
 
 /** The device as MQTT sees it. Implemented by the app; every method may be called from a command. */
