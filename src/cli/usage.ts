@@ -97,7 +97,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
     options: [CONFIG, ['--since ISO', 'invoices created since this time (ISO 8601; default: 24 hours ago)'], JSON_OUT],
   },
   selftest: {
-    usage: 'selftest [--json] [--actuate [--yes]] [--expect-service] [--record] [--local-port N] [--webhook-port N] [--broker-port N]',
+    usage: 'selftest [--json] [--actuate [--yes]] [--expect-service] [--record] [--local-port N …]',
     about: 'check everything on site; exit 0 only when nothing FAILs\n(--actuate: one test vend after you type yes; --yes for scripts)',
     options: [
       CONFIG,
