@@ -24,7 +24,8 @@ export async function askBroker(ask: Ask, current: (path: string[]) => string | 
   const url = await ask(
     "The operator's MQTT broker: mqtts://host:8883, embedded (this device only), or none",
     now === undefined || now === '' ? 'none' : now,
-    (v) => (v === 'none' || v === 'embedded' || BROKER_URL.test(v) ? null : `"${v}" is not a broker URL such as mqtts://broker.example.com:8883`),
+    (v) =>
+      v === 'none' || v === 'embedded' || BROKER_URL.test(v) ? null : `"${v}" is not a broker URL such as mqtts://broker.example.com:8883`,
   );
   if (url === 'none' || url === 'embedded') return { url: url === 'none' ? '' : 'embedded' };
   const answers: BrokerAnswers = { url };
@@ -77,10 +78,10 @@ export function operatorProfile(deviceId: string, prefix: string | undefined, br
   if (broker.username) mqtt.username = broker.username;
   if (broker.caPath) mqtt.caPath = broker.caPath;
   return [
-    '# The operator\'s side of signed commands, written by vendgate setup:',
+    "# The operator's side of signed commands, written by vendgate setup:",
     '#   VENDGATE_MQTT_PASSWORD=… vendgate command send NAME --config ops.yaml --key ops.key --key-id ID --body JSON',
-    '# Copy it to the machine the commands are sent from. Give it the operator\'s own broker login',
-    '# (username below, password in VENDGATE_MQTT_PASSWORD) when the broker has one: this is the device\'s.',
+    "# Copy it to the machine the commands are sent from. Give it the operator's own broker login",
+    "# (username below, password in VENDGATE_MQTT_PASSWORD) when the broker has one: this is the device's.",
     '# device.id is the default --device; --device ID sends to another device on the same broker.',
     stringify({ device: { id: deviceId }, mqtt }).trimEnd(),
     '',

@@ -15,7 +15,8 @@ const KINDS = ['paid', 'vended', 'refunded'] as const;
  */
 export function salesFamilies(family: Family, sales: SalesSnapshot): void {
   const { currency } = sales;
-  const count = (figures: typeof sales.total) => KINDS.map((state): [Record<string, string>, number] => [{ state }, figures[state]?.count ?? 0]);
+  const count = (figures: typeof sales.total) =>
+    KINDS.map((state): [Record<string, string>, number] => [{ state }, figures[state]?.count ?? 0]);
   const amount = (figures: typeof sales.total) =>
     KINDS.map((state): [Record<string, string>, number] => [{ state, currency }, figures[state]?.amount ?? 0]);
   const note = 'paid: payment seen; vended: goods delivered; refunded: money returned';
@@ -27,5 +28,10 @@ export function salesFamilies(family: Family, sales: SalesSnapshot): void {
     amount(sales.total),
   );
   family('vendgate_sales_today', `Sales by state since local midnight (${note}).`, 'gauge', count(sales.today));
-  family('vendgate_sales_today_amount', "Sum of today's sales in the currency's units (refunded: the amount returned).", 'gauge', amount(sales.today));
+  family(
+    'vendgate_sales_today_amount',
+    "Sum of today's sales in the currency's units (refunded: the amount returned).",
+    'gauge',
+    amount(sales.today),
+  );
 }

@@ -140,8 +140,9 @@ export async function startEmbeddedBroker(
   const identity = options.identity;
   if (identity) {
     await new Promise<void>((resolve) =>
-      broker.publish({ cmd: 'publish', topic: identity.topic, payload: Buffer.from(identity.payload), qos: 0, retain: true, dup: false }, () =>
-        resolve(),
+      broker.publish(
+        { cmd: 'publish', topic: identity.topic, payload: Buffer.from(identity.payload), qos: 0, retain: true, dup: false },
+        () => resolve(),
       ),
     );
   }

@@ -1,4 +1,3 @@
-import type { SalesFigures } from '../orders/index.js';
 import type { Settings } from '../settings/index.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Db, StorageHealth } from '../store/index.js';
@@ -49,7 +48,12 @@ export interface DeviceTelemetry {
    */
   fiscal?: FiscalSnapshot;
   /** Paid, vended and refunded sales today and in total: counts and sums (device.currency). */
-  sales?: SalesFigures;
+  sales?: {
+    currency: string;
+    todaySince: string;
+    today: Record<string, { count: number; amount: number }>;
+    total: Record<string, { count: number; amount: number }>;
+  };
 }
 
 /** The device as MQTT sees it. Implemented by the app; every method may be called from a command. */

@@ -35,4 +35,3 @@ export function serviceRecordIn(db: Db): ServiceRecord | null {
     return null;
   }
 }
-

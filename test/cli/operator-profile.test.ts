@@ -43,7 +43,20 @@ async function deviceOn(brokerUrl: string) {
 }
 
 const refill = (profile: string, key: string, extra: string[] = []) =>
-  run(['command', 'send', 'refill', '--config', profile, '--key', key, '--key-id', OPERATOR.keyId, '--body', '{"slot":"A1","count":7}', ...extra]);
+  run([
+    'command',
+    'send',
+    'refill',
+    '--config',
+    profile,
+    '--key',
+    key,
+    '--key-id',
+    OPERATOR.keyId,
+    '--body',
+    '{"slot":"A1","count":7}',
+    ...extra,
+  ]);
 
 describe("the operator's command profile", () => {
   it('setup asks for the broker and writes ops.yaml (no secret in it); that profile alone sends a signed command', async () => {

@@ -10,7 +10,11 @@ afterEach(async () => {
 
 async function sale(svc: Service, slot: string): Promise<number> {
   const created = (await (
-    await fetch(`${svc.localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot }) })
+    await fetch(`${svc.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot }),
+    })
   ).json()) as { orderId: number; payUrl: string };
   expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
   return created.orderId;
@@ -71,11 +75,7 @@ describe('sales figures for the operator', () => {
       expect(s.get(`vendgate_sales_today_amount{state="${state}",currency="MNT"}`), state).toBe(amount);
     }
 
-    const last = await waitFor(
-      () => telemetry.findLast((t) => t.sales?.total?.refunded?.count === 1),
-      30_000,
-      'telemetry with the refund',
-    );
+    const last = await waitFor(() => telemetry.findLast((t) => t.sales?.total?.refunded?.count === 1), 30_000, 'telemetry with the refund');
     expect(last.sales).toMatchObject({
       currency: 'MNT',
       today: { paid: { count: 3, amount: 5500 }, vended: { count: 2, amount: 3000 }, refunded: { count: 1, amount: 2500 } },

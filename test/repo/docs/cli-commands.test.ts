@@ -8,7 +8,12 @@ import { COMMANDS, optionNamesOf } from '../../../src/cli/usage.js';
  * the README and docs/ show in code exists in the command line: a technician copies these.
  */
 const REPO = new URL('../../../', import.meta.url).pathname;
-const FILES = ['README.md', ...readdirSync(join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const FILES = [
+  'README.md',
+  ...readdirSync(join(REPO, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** The code of a markdown text: fenced blocks line by line, and inline code spans. */
 function codeLines(text: string): string[] {
@@ -68,7 +73,8 @@ describe('the commands the docs show exist', () => {
       }
       const allowed = optionNamesOf(use.command) ?? ['help'];
       for (const option of use.options) {
-        if (!allowed.includes(option) && option !== 'version') problems.push(`${use.file}: vendgate ${use.command} has no --${option} (${use.line})`);
+        if (!allowed.includes(option) && option !== 'version')
+          problems.push(`${use.file}: vendgate ${use.command} has no --${option} (${use.line})`);
       }
     }
     expect(problems).toEqual([]);
