@@ -16,6 +16,7 @@ import {
   keepDiscardedWal,
   freeBytesAt,
   ballastPathFor,
+  recordRunningService,
   type StorageHealth,
   type Checkpointer,
   type Db,
@@ -32,6 +33,7 @@ import { createMoneyPath, type MoneyPath } from './money/index.js';
 import {
   createOrderRepository,
   createProviderHealth,
+  salesFigures,
   type OrderRepository,
   type OrderService,
   type ProviderHealth,
@@ -287,6 +289,8 @@ function buildShared({ settings, clock, logger }: Base, { db, outbox }: Store): 
   const availability = createAvailability();
   const changes = createStateChanges();
   availability.subscribe(changes.notify);
+  // The screen goes offline and back with the provider: its followers hear it.
+  health.onChange(changes.notify);
   return { catalog, health, metrics, availability, changes };
 }
 
@@ -554,6 +558,7 @@ function buildDevice(
     notify,
     metrics,
     storage,
+    sales: () => salesFigures(db, settings.device.currency, clock.now()),
     ...(fiscal ? { fiscal } : {}),
   });
   const control = createDeviceControl({
@@ -638,6 +643,15 @@ async function serve(
   const urls = { local: listening.url, webhook: webhookListening.url };
   served.urls = urls;
   return urls;
+}
+
+/** Where this process listens, for a selftest run beside it (it may have been started with --local-port). */
+function noteListeners({ clock, log }: Base, { db }: Store, urls: { local: string; webhook: string }): void {
+  try {
+    recordRunningService(db, { pid: process.pid, at: new Date(clock.now()).toISOString(), ...urls });
+  } catch (err) {
+    log.warn({ err }, 'could not note the listeners for the selftest');
+  }
 }
 
 /** MQTT connects (in the background), then the broker subscription, polling and the money path's timers. */
@@ -762,6 +776,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
 
     await recover(base, store, shared, hardware, money, channels, fiscal);
     const urls = await serve(base, claimed, payments, channels, device, served);
+    noteListeners(base, store, urls);
     await goLive(base, store, money, channels, device, fiscal);
     // Old finished orders and webhook bodies go in small batches, well after start-up.
     running.retention = createRetention({ db: store.db, clock, logger }, { retentionDays: settings.storage.retentionDays });

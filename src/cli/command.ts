@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { loadSettings } from '../settings/index.js';
+import { loadOperatorProfile } from '../settings/index.js';
 import {
   COMMAND_NAMES,
   generateOperatorKey,
@@ -116,13 +116,14 @@ function signed(options: CommandOptions, deviceId: string): { envelope: CommandE
 }
 
 async function send(options: CommandOptions, io: CliIo): Promise<number> {
-  const { settings } = loadSettings({ path: options.config, env: io.env });
-  if (settings.mqtt.url === '') throw new UsageError('mqtt.url is empty in the configuration: there is no broker to send to');
-  const deviceId = options.device ?? settings.device.id;
+  const profile = loadOperatorProfile({ path: options.config, env: io.env });
+  if (profile.mqtt.url === '') throw new UsageError(`mqtt.url is empty in ${profile.source}: there is no broker to send to`);
+  const deviceId = options.device ?? profile.deviceId;
+  if (!deviceId) throw new UsageError(`--device ID: ${profile.source} names no device.id`);
   const { envelope, requestId, name } = signed(options, deviceId);
   const timeoutMs = options.timeoutMs === undefined ? 15_000 : Number(options.timeoutMs);
   if (!Number.isInteger(timeoutMs) || timeoutMs < 100) throw new UsageError('--timeout-ms: a whole number of milliseconds, at least 100');
-  const outcome = await sendCommand({ settings: settings.mqtt, deviceId, command: name, envelope, requestId, timeoutMs });
+  const outcome = await sendCommand({ settings: profile.mqtt, deviceId, command: name, envelope, requestId, timeoutMs });
   if (!outcome.answered) {
     print(io.stderr, `vendgate: ${outcome.detail}`);
     return EXIT.FAILURE;

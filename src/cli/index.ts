@@ -147,6 +147,7 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
             yes: values.yes,
             expectService: values['expect-service'],
             record: values.record,
+            ports: { local: values['local-port'], webhook: values['webhook-port'], broker: values['broker-port'] },
           },
           io,
         );

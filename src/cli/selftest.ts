@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { loadSettings, SettingsError, type LoadedSettings } from '../settings/index.js';
+import { loadSettings, SettingsError, type LoadedSettings, type PortOverrides } from '../settings/index.js';
 import {
   runSelftest,
   settingsFailureReport,
@@ -22,13 +22,15 @@ export interface SelftestCommandOptions {
   expectService?: boolean;
   /** Store and publish the result even when the service is not running. */
   record?: boolean;
+  /** The same port options as `start`; without any, the running service's own ports are checked. */
+  ports?: PortOverrides;
 }
 
 /** The terminal the confirmation is read from; process.stdin unless a test gives another. */
 export type ConfirmInput = NodeJS.ReadableStream & { isTTY?: boolean };
 
 /**
- * `vendgate selftest [--config FILE] [--json] [--actuate [--yes]] [--expect-service]`. Exit 0 only
+ * `vendgate selftest [--config FILE] [--local-port N …] [--json] [--actuate [--yes]] [--expect-service]`. Exit 0 only
  * when nothing FAILs; 78 when the settings do not load; 64 when --actuate cannot be confirmed.
  */
 export async function selftestCommand(
@@ -39,7 +41,7 @@ export async function selftestCommand(
   const t0 = Date.now();
   let loaded: LoadedSettings;
   try {
-    loaded = loadSettings({ path: options.config, env: io.env });
+    loaded = loadSettings({ path: options.config, env: io.env, ports: options.ports });
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     const report = settingsFailureReport(err, t0, Date.now() - t0);
@@ -78,6 +80,7 @@ export async function selftestCommand(
       actuate,
       expectService: options.expectService ?? false,
       record: options.record ?? false,
+      followService: !Object.values(options.ports ?? {}).some((port) => port !== undefined),
     },
     deps,
   );

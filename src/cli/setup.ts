@@ -8,6 +8,7 @@ import { isMap, parseDocument } from 'yaml';
 import { DEMO_CONFIG_PATH, loadSettings, resolveConfigPath, SECRET_ENV, SettingsError } from '../settings/index.js';
 import { parseSecretsText } from '../settings/credentials.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
+import { askBroker, composeBroker, setAnswer, writeOperatorProfile, type BrokerAnswers } from './setup-broker.js';
 
 export interface SetupOptions {
   config?: string;
@@ -29,6 +30,7 @@ interface Answers {
   clientId?: string;
   secrets: Partial<Record<keyof typeof SECRET_ENV, string>>;
   tunnel: string | null;
+  broker: BrokerAnswers;
 }
 
 /**
@@ -90,6 +92,8 @@ export async function setupCommand(options: SetupOptions, io: CliIo): Promise<nu
   replaceKeepingOwner(candidate, configPath, 0o640);
   writeSecrets(secretsPath, nextSecrets);
   print(io.stdout, summary(answers, configPath, secretsPath));
+  const ops = writeOperatorProfile(configPath, doc, answers.deviceId, answers.broker);
+  if (ops) print(io.stdout, `  the operator's command profile: ${ops} (vendgate command send --config ${ops} …; docs/security.md)`);
 
   const steps = nextSteps(answers);
   if (options.noApply || !canApply()) {
@@ -189,7 +193,7 @@ async function ask(prompt: Prompt, doc: ReturnType<typeof parseDocument>, secret
         ? null
         : `"${v}" is not a device id: lower-case letters, digits and -, starting with a letter or digit`,
   );
-  const answers: Answers = { provider, deviceId, livemode: false, secrets: {}, tunnel: null };
+  const answers: Answers = { provider, deviceId, livemode: false, secrets: {}, tunnel: null, broker: { url: '' } };
   if (provider !== 'sandbox') {
     const live = await askChecked(
       prompt,
@@ -238,6 +242,12 @@ async function ask(prompt: Prompt, doc: ReturnType<typeof parseDocument>, secret
     (v) => (v === 'none' || HOSTNAME.test(v) ? null : `"${v}" is not a host name such as pay-vm-001.example.com`),
   );
   answers.tunnel = tunnel === 'none' ? null : tunnel.toLowerCase();
+  answers.broker = await askBroker(
+    (question, fallback, check, secret) => askChecked(prompt, question, fallback, check, secret),
+    current,
+    secrets.has(SECRET_ENV.mqttPassword),
+  );
+  if (answers.broker.password !== undefined) answers.secrets.mqttPassword = answers.broker.password;
   return answers;
 }
 
@@ -247,13 +257,14 @@ function compose(
   secretsText: string,
   answers: Answers,
 ): { nextConfig: string; nextSecrets: string } {
-  doc.setIn(['device', 'id'], answers.deviceId);
-  doc.setIn(['device', 'livemode'], answers.livemode);
-  doc.setIn(['provider', 'name'], answers.provider);
-  if (answers.baseUrl) doc.setIn(['provider', 'baseUrl'], answers.baseUrl);
-  if (answers.clientId) doc.setIn(['provider', 'clientId'], answers.clientId);
-  if (answers.tunnel) doc.setIn(['http', 'webhook', 'publicUrl'], `https://${answers.tunnel}`);
+  setAnswer(doc, ['device', 'id'], answers.deviceId);
+  setAnswer(doc, ['device', 'livemode'], answers.livemode);
+  setAnswer(doc, ['provider', 'name'], answers.provider);
+  if (answers.baseUrl) setAnswer(doc, ['provider', 'baseUrl'], answers.baseUrl);
+  if (answers.clientId) setAnswer(doc, ['provider', 'clientId'], answers.clientId);
+  if (answers.tunnel) setAnswer(doc, ['http', 'webhook', 'publicUrl'], `https://${answers.tunnel}`);
   else if (doc.hasIn(['http', 'webhook', 'publicUrl'])) doc.deleteIn(['http', 'webhook', 'publicUrl']);
+  composeBroker(doc, answers.broker);
 
   let lines = secretsText === '' ? [] : secretsText.replace(/\n$/, '').split('\n');
   for (const [key, value] of Object.entries(answers.secrets) as [keyof typeof SECRET_ENV, string][]) {
@@ -291,6 +302,7 @@ function summary(answers: Answers, configPath: string, secretsPath: string): str
     `  device ${answers.deviceId}, provider ${answers.provider}${answers.provider === 'sandbox' ? '' : `, ${answers.livemode ? 'LIVE money' : 'test money'}`}`,
     `  secrets changed: ${secrets.length ? secrets.join(', ') : 'none'} (values are never shown)`,
     `  webhooks: ${answers.tunnel ? `https://${answers.tunnel}/webhooks/${answers.provider}` : 'no tunnel: payments are found by polling alone'}`,
+    `  MQTT: ${answers.broker.url === '' ? 'none (no fleet monitoring, no signed commands)' : answers.broker.url}`,
   ].join('\n');
 }
 

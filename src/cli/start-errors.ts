@@ -2,6 +2,7 @@ import type { Settings } from '../settings/index.js';
 import { InstanceLockedError } from '../store/index.js';
 import { PortInUseError } from '../util/http-listener.js';
 import { HardwareStartError } from '../hardware/index.js';
+import { movePortAdvice } from '../util/free-port.js';
 
 /** A start-up failure a person can act on: what happened, in plain words, and what to do. */
 export interface StartProblem {
@@ -76,6 +77,6 @@ function portInUse(code: string, port: number | string, setting: string | null, 
     port,
     setting,
     message: `port ${port}${setting ? ` (${setting} in ${configSource})` : ''} is already in use by another program`,
-    hint: `find it with: sudo ss -ltnp 'sport = :${port}' — stop that program (another vendgate? sudo systemctl stop vendgate) or choose another port${setting ? ` in ${setting}` : ''}`,
+    hint: `${setting && typeof port === 'number' ? `${movePortAdvice(setting, port, null)}, or ` : ''}find it with: sudo ss -ltnp 'sport = :${port}' — stop that program (another vendgate? sudo systemctl stop vendgate) or choose another port${setting ? ` in ${setting}` : ''}`,
   };
 }

@@ -15,6 +15,12 @@ export interface CommandHelp {
 
 const CONFIG: OptionHelp = ['--config FILE', 'the settings file (default: $VENDGATE_CONFIG, /etc/vendgate/config.yaml, the demo)'];
 const JSON_OUT: OptionHelp = ['--json', 'machine-readable output'];
+/** `start` and `selftest` take the same ports (the selftest checks the instance started with them). */
+const PORTS: readonly OptionHelp[] = [
+  ['--local-port N', 'the kiosk page and local API (http.local.port; also $VENDGATE_LOCAL_PORT)'],
+  ['--webhook-port N', 'the webhook listener (http.webhook.port; also $VENDGATE_WEBHOOK_PORT)'],
+  ['--broker-port N', 'the embedded MQTT broker (mqtt.embeddedPort, with mqtt.url: embedded; also $VENDGATE_BROKER_PORT)'],
+];
 
 /** The command line's help: one entry per subcommand, so `vendgate help <command>` shows only its own. */
 export const COMMANDS: Record<string, CommandHelp> = {
@@ -24,9 +30,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
     options: [
       CONFIG,
       ['--lan', "the sandbox demo's pay page on this machine's LAN address, so a phone can pay (port provider.sandboxLanPort, 8090)"],
-      ['--local-port N', 'the kiosk page and local API (http.local.port; also $VENDGATE_LOCAL_PORT)'],
-      ['--webhook-port N', 'the webhook listener (http.webhook.port; also $VENDGATE_WEBHOOK_PORT)'],
-      ['--broker-port N', 'the embedded MQTT broker (mqtt.embeddedPort, with mqtt.url: embedded; also $VENDGATE_BROKER_PORT)'],
+      ...PORTS,
     ],
   },
   relay: {
@@ -93,7 +97,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
     options: [CONFIG, ['--since ISO', 'invoices created since this time (ISO 8601; default: 24 hours ago)'], JSON_OUT],
   },
   selftest: {
-    usage: 'selftest [--json] [--actuate [--yes]] [--expect-service] [--record]',
+    usage: 'selftest [--json] [--actuate [--yes]] [--expect-service] [--record] [--local-port N …]',
     about: 'check everything on site; exit 0 only when nothing FAILs\n(--actuate: one test vend after you type yes; --yes for scripts)',
     options: [
       CONFIG,
@@ -102,6 +106,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
       ['--yes', 'confirms --actuate without asking (scripts)'],
       ['--expect-service', 'a stopped service is a FAIL, not a WARN (the install and update scripts)'],
       ['--record', 'store and publish the result even when the service is not running'],
+      ...PORTS,
     ],
   },
   export: {

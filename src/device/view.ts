@@ -1,7 +1,15 @@
 import type { Settings } from '../settings/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Outbox } from '../outbox/index.js';
-import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth, type ScreenPhase } from '../orders/index.js';
+import {
+  orderView,
+  screenPhase,
+  ORDER_STATES,
+  type OrderService,
+  type ProviderHealth,
+  type SalesFigures,
+  type ScreenPhase,
+} from '../orders/index.js';
 import type { DeviceState, KioskDeps, Phase, SandboxPayments } from '../kiosk/index.js';
 import type { Metrics } from '../metrics/index.js';
 import type { DeviceTelemetry } from '../mqtt/index.js';
@@ -32,6 +40,8 @@ export interface DeviceViewDeps {
   storage?: { fault(): unknown; describe(): string };
   /** Fiscal receipts (src/fiscal/): the result screen's QR, telemetry and /metrics. Absent: no register. */
   fiscal?: { screen(orderId: number): ScreenReceipt | null; snapshot(): FiscalSnapshot };
+  /** Sales figures from the orders (telemetry and /metrics). */
+  sales?: () => SalesFigures;
 }
 
 /** What the screen, /metrics and MQTT telemetry read: derived from the database on every call. */
@@ -51,16 +61,38 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
   let since = clock.now();
   let lastPhase = '';
 
+  let lookAgain: { at: number; timer: NodeJS.Timeout } | null = null;
+
+  /**
+   * A finished order leaves the screen by the clock alone, with no change to any row: at that
+   * moment the followers (MQTT's retained `state`, the kiosk's stream) are told, so they read idle
+   * when the screen does, not at the next sale.
+   */
+  function lookAgainAt(at: number, now: number): void {
+    if (!deps.notify || lookAgain?.at === at) return;
+    if (lookAgain) clearTimeout(lookAgain.timer);
+    const timer = setTimeout(
+      () => {
+        lookAgain = null;
+        deps.notify?.();
+      },
+      Math.max(0, at - now) + 1,
+    );
+    timer.unref();
+    lookAgain = { at, timer };
+  }
+
   function state(): DeviceState {
     const now = clock.now();
     const reason = availability.reason();
-    const { phase, order } = screenPhase({
+    const { phase, order, until } = screenPhase({
       latest: orders.latest(),
       now,
       resultScreenMs: settings.kiosk.resultScreenSec * 1000,
       outOfService: reason,
       providerReachable: health.reachable,
     });
+    if (until !== undefined) lookAgainAt(until, now);
     const key = `${phase}:${order?.id ?? ''}`;
     if (key !== lastPhase) {
       lastPhase = key;
@@ -115,6 +147,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
         .filter((c) => c.unavailable === 'jammed')
         .map((c) => c.slot),
       ...(deps.fiscal ? { fiscal: deps.fiscal.snapshot() } : {}),
+      ...(deps.sales ? { sales: deps.sales() } : {}),
     };
   }
 
@@ -128,6 +161,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
       providerReachable: t.providerReachable,
       stock: t.stock,
       ...(t.fiscal ? { receipts: { pending: t.fiscal.pending, oldestAgeSec: t.fiscal.oldestAgeSec, reachable: t.fiscal.reachable } } : {}),
+      ...(t.sales ? { sales: t.sales } : {}),
     });
   }
 

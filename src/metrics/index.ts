@@ -4,6 +4,7 @@
  * running all the time on a Zero 2 W) and two dependencies for the same text.
  */
 import { buildInfo } from '../version.js';
+import { salesFamilies, type SalesSnapshot } from './sales.js';
 import { createHistogram, labelText, type Histogram } from './histogram.js';
 import { processMetricLines } from './process.js';
 
@@ -48,6 +49,8 @@ export interface MetricsSnapshot {
   stock: Record<string, number | null>;
   /** Fiscal receipts owed (absent with no register). */
   receipts?: { pending: number; oldestAgeSec: number; reachable: boolean };
+  /** Sales figures from the orders (counts and sums, today and in total). */
+  sales?: SalesSnapshot;
 }
 
 export interface Metrics {
@@ -125,6 +128,7 @@ export function createMetrics(options: { provider: string }): Metrics {
         ]);
         family('vendgate_fiscal_register_up', '1 when the fiscal register answers.', 'gauge', [[{}, snapshot.receipts.reachable ? 1 : 0]]);
       }
+      if (snapshot.sales) salesFamilies(family, snapshot.sales);
       lines.push(...paidToActuation.render(), ...providerRequests.render(), ...processMetricLines());
       return `${lines.join('\n')}\n`;
     },

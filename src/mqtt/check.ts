@@ -213,3 +213,44 @@ export async function publishSelftestResult(
     await settled(client);
   }
 }
+
+/** How long after the SUBACK a retained message may still be on its way. */
+const RETAINED_GRACE_MS = 500;
+
+/**
+ * Whether the broker at the embedded broker's port is the service's own: it holds the id the
+ * service wrote (`embeddedInstance`) retained on `<prefix>/<deviceId>/broker`. Another program on
+ * that port (a Mosquitto, a stale demo) does not: `foreign`. `unreachable` when it cannot be asked.
+ */
+export async function embeddedBrokerIdentity(
+  settings: MqttSettings,
+  options: { deviceId: string; timeoutMs: number; expected: string },
+): Promise<'ours' | 'foreign' | 'unreachable'> {
+  let client: MqttClient;
+  try {
+    client = await connectOnce(brokerUrl(settings), sideOptions(settings, options.deviceId, options.timeoutMs), options.timeoutMs);
+  } catch {
+    return 'unreachable';
+  }
+  const topic = createTopics(settings.prefix, options.deviceId).broker;
+  try {
+    return await new Promise<'ours' | 'foreign'>((resolve) => {
+      let grace: NodeJS.Timeout | null = null;
+      const timer = setTimeout(() => resolve('foreign'), options.timeoutMs);
+      const done = (answer: 'ours' | 'foreign') => {
+        clearTimeout(timer);
+        if (grace) clearTimeout(grace);
+        resolve(answer);
+      };
+      client.on('message', (received, payload) => {
+        if (received === topic) done(payload.toString() === options.expected ? 'ours' : 'foreign');
+      });
+      client.subscribe(topic, { qos: 0 }, (err) => {
+        if (err) return done('foreign');
+        grace = setTimeout(() => done('foreign'), RETAINED_GRACE_MS);
+      });
+    });
+  } finally {
+    await settled(client);
+  }
+}

@@ -35,7 +35,11 @@ export async function sendCommand(input: {
   try {
     return await new Promise((resolve) => {
       const timer = setTimeout(
-        () => resolve({ answered: false, detail: `no answer on ${resultTopic} within ${input.timeoutMs} ms (is the device online?)` }),
+        () =>
+          resolve({
+            answered: false,
+            detail: `no answer on ${resultTopic} at ${redactUrl(url)} within ${input.timeoutMs} ms: is device ${deviceId} online, and connected to this broker (its mqtt.url)?`,
+          }),
         input.timeoutMs,
       );
       const done = (value: Awaited<ReturnType<typeof sendCommand>>) => {
@@ -56,9 +60,9 @@ export async function sendCommand(input: {
       });
       c.once('connect', () => {
         c.subscribe(resultTopic, { qos: 1 }, (err) => {
-          if (err) return done({ answered: false, detail: `could not subscribe to ${resultTopic}: ${err.message}` });
+          if (err) return done({ answered: false, detail: `${redactUrl(url)}: could not subscribe to ${resultTopic}: ${err.message}` });
           c.publish(commandTopic, JSON.stringify(input.envelope), { qos: 1, retain: false }, (publishErr) => {
-            if (publishErr) done({ answered: false, detail: `the broker refused the command: ${publishErr.message}` });
+            if (publishErr) done({ answered: false, detail: `${redactUrl(url)} refused the command: ${publishErr.message}` });
           });
         });
       });

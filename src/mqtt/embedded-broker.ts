@@ -21,6 +21,40 @@ export function recordEmbeddedRefusal(db: Db, refusal: EmbeddedRefusal | null): 
     );
 }
 
+/** `meta` key: the embedded broker the running service started (its port and the id it shows). */
+const INSTANCE_KEY = 'mqtt_embedded_instance';
+
+/**
+ * What the service's embedded broker shows about itself: its port, and a random id it holds
+ * retained on `<prefix>/<deviceId>/broker`. A broker on that port without that id is another
+ * program's, whatever it answers: the selftest never calls it "embedded" nor publishes to it.
+ */
+export interface EmbeddedInstance {
+  at: string;
+  port: number;
+  instance: string;
+}
+
+/** Written at start once the embedded broker listens. */
+export function recordEmbeddedInstance(db: Db, instance: EmbeddedInstance): void {
+  prepared(db, 'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+    INSTANCE_KEY,
+    JSON.stringify(instance),
+  );
+}
+
+/** The embedded broker of the service's last start, if it started one. */
+export function embeddedInstance(db: Db): EmbeddedInstance | null {
+  const row = prepared(db, 'SELECT value FROM meta WHERE key = ?').get(INSTANCE_KEY) as { value: string } | undefined;
+  if (!row) return null;
+  try {
+    const parsed = JSON.parse(row.value) as EmbeddedInstance;
+    return typeof parsed.port === 'number' && typeof parsed.instance === 'string' ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Why the embedded broker did not start at the service's last start, if it did not. */
 export function embeddedRefusal(db: Db): EmbeddedRefusal | null {
   const row = prepared(db, 'SELECT value FROM meta WHERE key = ?').get(REFUSAL_KEY) as { value: string } | undefined;
@@ -56,7 +90,7 @@ export interface EmbeddedBroker {
  * listen error (EADDRINUSE when another broker already holds the port).
  */
 export async function startEmbeddedBroker(
-  options: { host?: string; port?: number; access?: EmbeddedBrokerAccess } = {},
+  options: { host?: string; port?: number; access?: EmbeddedBrokerAccess; identity?: { topic: string; payload: string } } = {},
 ): Promise<EmbeddedBroker> {
   const host = options.host ?? '127.0.0.1';
   // Loaded only when a broker is wanted: a device that talks to the operator's broker never pays for it.
@@ -102,6 +136,15 @@ export async function startEmbeddedBroker(
   } catch (err) {
     await new Promise<void>((resolve) => broker.close(() => resolve()));
     throw err;
+  }
+  const identity = options.identity;
+  if (identity) {
+    await new Promise<void>((resolve) =>
+      broker.publish(
+        { cmd: 'publish', topic: identity.topic, payload: Buffer.from(identity.payload), qos: 0, retain: true, dup: false },
+        () => resolve(),
+      ),
+    );
   }
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : (options.port ?? 0);

@@ -1,5 +1,12 @@
 export { createMqtt } from './service.js';
-export { startEmbeddedBroker, embeddedRefusal, type EmbeddedBroker, type EmbeddedRefusal } from './embedded-broker.js';
+export {
+  startEmbeddedBroker,
+  embeddedRefusal,
+  embeddedInstance,
+  type EmbeddedBroker,
+  type EmbeddedRefusal,
+  type EmbeddedInstance,
+} from './embedded-broker.js';
 export { CommandErrorCodes, COMMAND_NAMES, type CommandResult } from './commands.js';
 export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
@@ -13,7 +20,14 @@ export type {
   MqttDeps,
   MqttSettings,
 } from './types.js';
-export { checkMqttRoundTrip, publishSelftestResult, brokerUrl, type MqttCheckResult, type MqttCheckFailure } from './check.js';
+export {
+  checkMqttRoundTrip,
+  publishSelftestResult,
+  brokerUrl,
+  embeddedBrokerIdentity,
+  type MqttCheckResult,
+  type MqttCheckFailure,
+} from './check.js';
 export {
   createBrokerWebhookSubscription,
   webhookClientId,

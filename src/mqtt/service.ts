@@ -5,8 +5,9 @@ import { createOutboxPublisher } from './publisher.js';
 import { createCommandHandler, CommandErrorCodes, type CommandResult } from './commands.js';
 import { createCommandRecord } from './command-record.js';
 import { clientOptions, backoffDelay, redactUrl, withTimeout } from './connection.js';
-import { startEmbeddedBroker, recordEmbeddedRefusal, type EmbeddedBroker } from './embedded-broker.js';
+import { startEmbeddedBroker, recordEmbeddedRefusal, recordEmbeddedInstance, type EmbeddedBroker } from './embedded-broker.js';
 import { randomBytes } from 'node:crypto';
+import { firstFreePort, movePortAdvice } from '../util/free-port.js';
 import { readSystem, telemetryPayload, checkDiskAlarm } from './telemetry.js';
 import { discoveryMessages } from './home-assistant.js';
 import { buildInfo } from '../version.js';
@@ -272,11 +273,13 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
         settings.username !== undefined && settings.password !== undefined
           ? { username: settings.username, password: settings.password }
           : { username: `vendgate-${randomBytes(4).toString('hex')}`, password: randomBytes(24).toString('base64url') };
+      const instance = randomBytes(8).toString('hex');
       try {
         broker = await startEmbeddedBroker({
           host: '127.0.0.1',
           port: settings.embeddedPort,
           access: { login: own, anonymousMayPublish: (topic) => topic === topics.selftest || topic.startsWith(`${topics.selftest}/`) },
+          identity: { topic: topics.broker, payload: instance },
         });
         login = { ...settings, ...own };
         url = broker.url;
@@ -293,13 +296,19 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
         } catch (dbErr) {
           log.warn({ err: dbErr }, 'could not note the embedded broker refusal for the selftest');
         }
+        const free = taken ? await firstFreePort('127.0.0.1', settings.embeddedPort + 1).catch(() => null) : null;
         log.error(
           { port: settings.embeddedPort, ...(taken ? {} : { err }) },
-          `MQTT off: ${reason}; the embedded broker did not start and vendgate logs in to no broker it did not start. To use that broker, set mqtt.url to its URL (mqtt://127.0.0.1:${settings.embeddedPort}) with its own login; else free the port or set mqtt.embeddedPort`,
+          `MQTT off: ${reason}: ${movePortAdvice('mqtt.embeddedPort', settings.embeddedPort, free)}, or set mqtt.url to that broker's URL (mqtt://127.0.0.1:${settings.embeddedPort}) with its own login to use it; vendgate logs in to no broker it did not start`,
         );
         return;
       }
-      recordEmbeddedRefusal(deps.db, null);
+      try {
+        recordEmbeddedRefusal(deps.db, null);
+        recordEmbeddedInstance(deps.db, { at: new Date(clock.now()).toISOString(), port: broker.port, instance });
+      } catch (dbErr) {
+        log.warn({ err: dbErr }, 'could not note the embedded broker for the selftest');
+      }
     }
     try {
       options = clientOptions(login, deviceId, topics);

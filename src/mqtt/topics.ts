@@ -6,6 +6,8 @@ export interface Topics {
   events: string;
   telemetry: string;
   selftest: string;
+  /** Retained by the embedded broker itself: the id that tells it from another program's broker. */
+  broker: string;
   /** Subscription filter for every command. */
   commands: string;
   /** Resolves an outbox row's relative topic (`events`, `alarms/<name>`). */
@@ -25,6 +27,7 @@ export function createTopics(prefix: string, deviceId: string): Topics {
     events: `${base}/events`,
     telemetry: `${base}/telemetry`,
     selftest: `${base}/selftest`,
+    broker: `${base}/broker`,
     commands: `${base}/cmd/+`,
     relative: (topic) => `${base}/${topic}`,
     commandName(topic) {

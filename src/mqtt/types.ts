@@ -47,6 +47,13 @@ export interface DeviceTelemetry {
    * the register's reachability, eBarimt's lottery numbers left, whether sales are stopped for it.
    */
   fiscal?: FiscalSnapshot;
+  /** Paid, vended and refunded sales today and in total: counts and sums (device.currency). */
+  sales?: {
+    currency: string;
+    todaySince: string;
+    today: Record<string, { count: number; amount: number }>;
+    total: Record<string, { count: number; amount: number }>;
+  };
 }
 
 /** The device as MQTT sees it. Implemented by the app; every method may be called from a command. */

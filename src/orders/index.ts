@@ -24,3 +24,4 @@ export {
 } from './service.js';
 export { orderView, screenPhase, type ScreenPhase } from './view.js';
 export { parseReference, isReferenceOf, isDatabaseId, type ParsedReference } from './reference.js';
+export { salesFigures, type SalesFigures, type SalesFigure, type SaleKind } from './sales.js';

@@ -36,10 +36,13 @@ export interface ProviderHealth {
   failed(err: unknown): void;
   /** Called once each time the provider answers again after an outage (reads failed meanwhile). */
   onRecovered(listener: () => void): void;
+  /** Called each time `reachable` flips, either way (the screen's `offline`, MQTT's retained state). */
+  onChange(listener: () => void): void;
 }
 
 export function createProviderHealth(clock: Clock): ProviderHealth {
   const listeners: (() => void)[] = [];
+  const changed: (() => void)[] = [];
   return {
     reachable: true,
     lastError: null,
@@ -49,7 +52,10 @@ export function createProviderHealth(clock: Clock): ProviderHealth {
       this.reachable = true;
       this.lastError = null;
       this.lastOkAt = clock.now();
-      if (recovered) for (const listener of listeners) listener();
+      if (recovered) for (const listener of [...listeners, ...changed]) listener();
+    },
+    onChange(listener) {
+      changed.push(listener);
     },
     onRecovered(listener) {
       listeners.push(listener);
@@ -58,8 +64,10 @@ export function createProviderHealth(clock: Clock): ProviderHealth {
       if (err instanceof ProviderError && !err.transient) return;
       // The card refused a write (full, read-only): the provider is not to blame.
       if (isStorageError(err)) return;
+      const lost = this.reachable;
       this.reachable = false;
       this.lastError = errorMessage(err);
+      if (lost) for (const listener of changed) listener();
     },
   };
 }

@@ -37,7 +37,7 @@ const UNCERTAIN_SCREEN_MS = 60_000;
 
 /**
  * What the customer's screen shows: the latest order while it is open or in progress, or for a few
- * seconds after it ended; otherwise idle, out of service or offline.
+ * seconds after it ended (until `until`); otherwise idle, out of service or offline.
  */
 export function screenPhase(input: {
   latest: OrderRow | undefined;
@@ -45,14 +45,15 @@ export function screenPhase(input: {
   resultScreenMs: number;
   outOfService: string | null;
   providerReachable: boolean;
-}): { phase: ScreenPhase; order: OrderRow | null } {
+}): { phase: ScreenPhase; order: OrderRow | null; until?: number } {
   const { latest, now } = input;
   if (latest) {
     const active = ['creating', 'awaiting_payment', 'paid', 'authorized', 'vending', 'vend_failed', 'refunding'].includes(latest.state);
     const shownFor = latest.state === 'vend_uncertain' ? UNCERTAIN_SCREEN_MS : input.resultScreenMs;
     if (active || now - latest.updated_at < shownFor) {
       const phase: ScreenPhase = latest.state === 'authorized' ? 'paid' : latest.state;
-      return { phase, order: latest };
+      // A finished order leaves the screen by the clock alone: `until` says when, so followers can look again.
+      return active ? { phase, order: latest } : { phase, order: latest, until: latest.updated_at + shownFor };
     }
   }
   if (input.outOfService) return { phase: 'out_of_service', order: null };

@@ -1,5 +1,5 @@
 import { publishSelftestResult } from '../mqtt/index.js';
-import type { SettingsError } from '../settings/index.js';
+import type { Settings, SettingsError } from '../settings/index.js';
 import { systemClock } from '../util/clock.js';
 import { silentLogger } from '../util/logger.js';
 import type { CheckResult, SelftestDeps, SelftestOptions, SelftestReport } from './types.js';
@@ -16,6 +16,7 @@ import { checkHardwareLines } from './checks/hardware.js';
 import { checkFiscal } from './checks/fiscal.js';
 import { createRegister } from '../fiscal/index.js';
 import { storeSelftestResult } from './result-store.js';
+import { runningServiceOf } from './service-record.js';
 
 export const SELFTEST_REPORT_VERSION = 1;
 const DEFAULT_CHECK_TIMEOUT_MS = 5_000;
@@ -41,11 +42,11 @@ export async function runSelftest(
   const logger = deps.logger ?? silentLogger();
   const fetchFn = deps.fetch ?? globalThis.fetch;
   const exec = deps.exec ?? defaultExec;
-  const { settings } = options;
+  const notes: string[] = [];
+  const { settings, urls } = followTheService(options, deps, notes);
   const timeoutMs = options.checkTimeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS;
   const startedAt = clock.now();
   const t0 = Date.now();
-  const notes: string[] = [];
 
   const env = options.environment.length ? options.environment.join(', ') : 'none';
   const settingsLine = pass(
@@ -57,7 +58,7 @@ export async function runSelftest(
     settings,
     { fetch: fetchFn, exec },
     {
-      urls: options.urls,
+      urls,
       inProcess: deps.live !== undefined,
       expectService: options.expectService ?? false,
       probeTimeoutMs: options.probeTimeoutMs,
@@ -174,6 +175,31 @@ export async function runSelftest(
   } finally {
     database.close();
   }
+}
+
+/**
+ * Beside a running service (the CLI without port options), its own listeners and embedded broker,
+ * which it noted in its database at start: it may run with --local-port or --broker-port, and
+ * whatever answers on the file's ports may be another program.
+ */
+function followTheService(
+  options: SelftestOptions,
+  deps: SelftestDeps,
+  notes: string[],
+): { settings: Readonly<Settings>; urls: SelftestOptions['urls'] } {
+  const { settings } = options;
+  if (!options.followService || deps.live || options.urls) return { settings, urls: options.urls };
+  const running = runningServiceOf(settings.storage.path);
+  if (!running) return { settings, urls: undefined };
+  const brokerPort = settings.mqtt.url === 'embedded' ? running.brokerPort : null;
+  notes.push(
+    `checked the running service (pid ${running.pid}) where it listens: ${running.local}, ${running.webhook}${brokerPort !== null ? `, broker port ${brokerPort}` : ''}`,
+  );
+  const followed =
+    brokerPort !== null && brokerPort !== settings.mqtt.embeddedPort
+      ? Object.freeze({ ...settings, mqtt: Object.freeze({ ...settings.mqtt, embeddedPort: brokerPort }) })
+      : settings;
+  return { settings: followed, urls: { local: running.local, webhook: running.webhook } };
 }
 
 /** The report for settings that do not load: one FAIL line listing every problem. */

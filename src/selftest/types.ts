@@ -82,6 +82,11 @@ export interface SelftestOptions {
    * itself with port 0, tests). Base URLs without a trailing slash.
    */
   urls?: { local?: string; webhook?: string };
+  /**
+   * Check the service that runs on this database where it really listens (its note in the
+   * database), not where the settings say. The CLI sets it when no port option was given.
+   */
+  followService?: boolean;
   /** Upper bound of one network check. Default 5000 ms. */
   checkTimeoutMs?: number;
   /**

@@ -24,3 +24,4 @@ export {
 export { fiscalSchema, redactUrl, type FiscalSettings } from './sections/fiscal.js';
 export { type DexSettings } from './sections/dex.js';
 export { priceProblems, priceBoundsFor, type PricingSettings, type PriceProblem } from './sections/commands.js';
+export { loadOperatorProfile, type OperatorProfile } from './operator-profile.js';

@@ -41,3 +41,4 @@ export {
 } from './storage-health.js';
 export { inspectWal, keepDiscardedWal, walPathFor, type WalFinding } from './wal.js';
 export { cardInfo, databaseDir, type CardInfo } from './card.js';
+export { recordRunningService, serviceRecordIn, type ServiceRecord } from './service-record.js';

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { ErrorCodes, VendgateError } from './errors.js';
+import { firstFreePort, movePortAdvice } from './free-port.js';
 
 /**
  * The limits every listener applies to its clients, so that nobody can hold one open: a client that
@@ -32,11 +33,11 @@ export class PortInUseError extends VendgateError {
   readonly port: number;
   readonly setting: string;
 
-  constructor(address: ListenerAddress, cause: unknown) {
+  constructor(address: ListenerAddress, cause: unknown, free: number | null = null) {
     super(
       ErrorCodes.PORT_IN_USE,
-      `${address.portSetting}: port ${address.port} on ${address.host} is already in use by another program. ` +
-        `See which one with: sudo ss -ltnp 'sport = :${address.port}' — stop it or choose another ${address.portSetting}. ` +
+      `${address.portSetting}: port ${address.port} on ${address.host} is already in use by another program: ` +
+        `${movePortAdvice(address.portSetting, address.port, free)}, or stop it (sudo ss -ltnp 'sport = :${address.port}' shows which). ` +
         'Nothing was started and the database was not touched.',
       { cause, details: { port: address.port, host: address.host, setting: address.portSetting } },
     );
@@ -86,7 +87,12 @@ export async function bindListener(address: ListenerAddress, limits: ListenerLim
   await new Promise<void>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
       server.off('listening', onListening);
-      reject(err.code === 'EADDRINUSE' ? new PortInUseError(address, err) : err);
+      if (err.code !== 'EADDRINUSE') return reject(err);
+      // The message names a port free right now, so the one line says exactly what to type.
+      void firstFreePort(address.host, address.port + 1).then(
+        (free) => reject(new PortInUseError(address, err, free)),
+        () => reject(new PortInUseError(address, err)),
+      );
     };
     const onListening = () => {
       server.off('error', onError);

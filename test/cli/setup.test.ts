@@ -46,6 +46,8 @@ describe('vendgate setup', () => {
     'cs_secret_value_1',
     'whsec_value_1',
     'pay-vm-014.example.com',
+    // The operator's broker: none yet.
+    'none',
   ];
 
   it('from the starter configuration to Gerege: asks, checks, writes both files (comments and other lines kept, secrets 0640), never shows a secret, and names the tunnel, restart and selftest', () => {
@@ -86,7 +88,7 @@ describe('vendgate setup', () => {
     const d = device();
     expect(d.setup(GEREGE).status).toBe(0);
     const first = d.files();
-    const again = d.setup(['', '', '', '', '', '', '', '']);
+    const again = d.setup(['', '', '', '', '', '', '', '', '']);
     expect(again.stderr).toBe('');
     expect(again.status).toBe(0);
     expect(parse(d.files().config)).toEqual(parse(first.config));
@@ -108,7 +110,8 @@ describe('vendgate setup', () => {
     const starter = readFileSync(STARTER, 'utf8').replace("url: ''", "url: 'mqtt://broker.lan:1883'");
     const d = device(starter);
     const before = d.files();
-    const live = [...GEREGE];
+    // The broker of the file kept (Enter), with no login.
+    const live = [...GEREGE.slice(0, -1), '', 'none'];
     live[2] = 'yes';
     const result = d.setup(live);
     expect(result.status).toBe(78);

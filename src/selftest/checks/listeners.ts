@@ -1,6 +1,7 @@
 import type { Settings } from '../../settings/index.js';
 import type { CheckResult, Exec } from '../types.js';
 import { fail, listenerUrl, pass, probe, warn, type Probe } from '../helpers.js';
+import { movePortAdvice } from '../../util/free-port.js';
 
 /** What the selftest found out about the service before the other checks run. */
 export interface ServiceState {
@@ -125,7 +126,7 @@ function notOurs(l: Listener, url: string, port: string, status: number): CheckR
   return fail(
     l.name,
     `${url}${l.path} answered HTTP ${status}: not vendgate's ${l.what}`,
-    `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it or change ${l.setting}`,
+    `another program holds port ${port} (sudo ss -ltnp 'sport = :${port}'): stop it, or ${movePortAdvice(l.setting, Number(port), null)} and run the selftest with the same option`,
   );
 }
 

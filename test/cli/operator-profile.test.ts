@@ -1,0 +1,122 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { startService, waitFor } from '../helpers/service.js';
+import { testBroker } from '../helpers/broker.js';
+import { tempDir } from '../helpers/temp.js';
+import { OPERATOR } from '../helpers/operator.js';
+import { startEmbeddedBroker } from '../../src/mqtt/index.js';
+import { run } from './cli-io.js';
+
+/**
+ * The operator's side of signed commands: `vendgate setup` asks for the broker and writes ops.yaml;
+ * that profile (broker and device, nothing else) is enough for `vendgate command send`, and a send
+ * to a broker the device is not on says which broker it tried.
+ */
+const REPO = new URL('../../', import.meta.url).pathname;
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+function workDir(): string {
+  const dir = tempDir();
+  cleanups.push(() => dir.cleanup());
+  return dir.path;
+}
+
+function keyFile(dir: string): string {
+  const path = join(dir, 'ops.key');
+  writeFileSync(path, OPERATOR.privateKeyPem, { mode: 0o600 });
+  return path;
+}
+
+async function deviceOn(brokerUrl: string) {
+  const deviceId = `ops-${randomBytes(4).toString('hex')}`;
+  const svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: brokerUrl } } });
+  cleanups.push(() => svc.stop());
+  await waitFor(() => svc.logs().some((l) => l.msg === 'MQTT connected'), 30_000, 'the device on the broker');
+  return { deviceId, svc };
+}
+
+const refill = (profile: string, key: string, extra: string[] = []) =>
+  run([
+    'command',
+    'send',
+    'refill',
+    '--config',
+    profile,
+    '--key',
+    key,
+    '--key-id',
+    OPERATOR.keyId,
+    '--body',
+    '{"slot":"A1","count":7}',
+    ...extra,
+  ]);
+
+describe("the operator's command profile", () => {
+  it('setup asks for the broker and writes ops.yaml (no secret in it); that profile alone sends a signed command', async () => {
+    const broker = await testBroker();
+    cleanups.push(() => broker.close());
+    const { deviceId, svc } = await deviceOn(broker.url);
+    const dir = workDir();
+    const config = join(dir, 'config.yaml');
+    writeFileSync(config, readFileSync(join(REPO, 'config/examples/sandbox.yaml'), 'utf8'), { mode: 0o640 });
+    writeFileSync(join(dir, 'secrets.env'), '', { mode: 0o640 });
+    const setup = spawnSync(process.execPath, [join(REPO, 'dist/main.js'), 'setup', '--config', config, '--no-apply'], {
+      input: ['sandbox', deviceId, 'none', broker.url, 'operator-1', 'broker-password-1', ''].join('\n'),
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
+    expect(setup.stderr).toBe('');
+    expect(setup.status).toBe(0);
+    const written = readFileSync(config, 'utf8');
+    expect(parse(written).mqtt).toMatchObject({ url: broker.url, username: 'operator-1' });
+    // The starter's comment described the old value: it goes with it.
+    expect(written).not.toContain('no fleet monitoring yet');
+    expect(readFileSync(join(dir, 'secrets.env'), 'utf8')).toContain('VENDGATE_MQTT_PASSWORD=broker-password-1');
+    expect(setup.stdout).not.toContain('broker-password-1');
+
+    const ops = join(dir, 'ops.yaml');
+    const profile = readFileSync(ops, 'utf8');
+    expect(parse(profile)).toEqual({ device: { id: deviceId }, mqtt: { url: broker.url, username: 'operator-1' } });
+    expect(profile).not.toContain('broker-password-1');
+    expect(statSync(ops).mode & 0o777).toBe(0o644);
+
+    // The test broker takes any login: the profile is what is under test.
+    const sent = await refill(ops, keyFile(dir));
+    expect(sent.stderr).toBe('');
+    expect(sent.code).toBe(0);
+    expect(JSON.parse(sent.stdout)).toMatchObject({ ok: true });
+    const stock = await run(['stock', '--json', '--config', svc.configPath]);
+    expect(JSON.parse(stock.stdout).slots).toEqual(expect.arrayContaining([expect.objectContaining({ slot: 'A1', stock: 7 })]));
+  });
+
+  it('a minimal profile (mqtt.url and device.id) is enough: no catalog, provider or hardware', async () => {
+    const broker = await testBroker();
+    cleanups.push(() => broker.close());
+    const { deviceId } = await deviceOn(broker.url);
+    const dir = workDir();
+    const ops = join(dir, 'ops.yaml');
+    writeFileSync(ops, stringify({ device: { id: deviceId }, mqtt: { url: broker.url } }));
+    const sent = await refill(ops, keyFile(dir));
+    expect(sent.stderr).toBe('');
+    expect(JSON.parse(sent.stdout)).toMatchObject({ ok: true });
+  });
+
+  it('against a broker the device is not on, the message names the broker and the device it tried', async () => {
+    const elsewhere = await startEmbeddedBroker({ port: 0 });
+    cleanups.push(() => elsewhere.close());
+    const dir = workDir();
+    const ops = join(dir, 'ops.yaml');
+    writeFileSync(ops, stringify({ device: { id: 'vm-nowhere' }, mqtt: { url: elsewhere.url } }));
+    const sent = await refill(ops, keyFile(dir), ['--timeout-ms', '1500']);
+    expect(sent.code).toBe(1);
+    expect(sent.stderr).toContain(elsewhere.url);
+    expect(sent.stderr).toContain('vm-nowhere');
+  });
+});
