@@ -417,7 +417,6 @@ function buildMoneyPath(
       catalog,
       outOfService: shared.availability.reason,
       storage: store.storage,
-      clockOffsetMs: () => store.clockSkew.offsetMs(),
       events: {
         changed: changes.notify,
         vendSettled: (order, result) => {

@@ -195,9 +195,11 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings): 
         failures += 1;
         const wait = Math.min(retryMaxMs, retryBaseMs * 2 ** (failures - 1));
         log.warn({ err, reason, failures, retryInMs: wait }, 'backfill failed; will retry');
+        // The retry's own failure schedules the next one (this handler, again): it must never reject
+        // unheard, or a provider outage at start-up would end the process.
         if (!stopped)
           later(wait, () => {
-            void run(`retry: ${reason}`);
+            void run(`retry: ${reason}`).catch(() => {});
           });
         throw err;
       })
