@@ -471,6 +471,7 @@ function buildChannels(
       listener: claimed.webhook,
       storage: store.storage,
       clockSkew: store.clockSkew,
+      health,
     },
     { ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec },
   );
