@@ -761,6 +761,12 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await recover(base, store, shared, hardware, money, channels, fiscal);
     const urls = await serve(base, claimed, payments, channels, device, served);
     await goLive(base, store, money, channels, device, fiscal);
+    // One read at once, whatever is open: the provider's reachability (/healthz, the screen) and its
+    // clock (the clock_skew alarm, from the answer's Date header) are known from the start.
+    void payments.provider.checkCredentials().then(
+      () => shared.health.ok(),
+      (err: unknown) => shared.health.failed(err),
+    );
     // Old finished orders and webhook bodies go in small batches, well after start-up.
     running.retention = createRetention({ db: store.db, clock, logger }, { retentionDays: settings.storage.retentionDays });
     running.retention.start();

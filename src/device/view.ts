@@ -1,5 +1,5 @@
 import type { Settings } from '../settings/index.js';
-import type { Clock } from '../util/clock.js';
+import { toIso, type Clock } from '../util/clock.js';
 import type { Outbox } from '../outbox/index.js';
 import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth, type ScreenPhase } from '../orders/index.js';
 import type { DeviceState, KioskDeps, Phase, SandboxPayments } from '../kiosk/index.js';
@@ -17,7 +17,7 @@ export const SAME_PHASES: [Phase] extends [ScreenPhase] ? ([ScreenPhase] extends
 export interface DeviceViewDeps {
   settings: Pick<Readonly<Settings>, 'device' | 'kiosk' | 'provider'>;
   clock: Clock;
-  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel' | 'latest' | 'countByState'>;
+  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel' | 'latest' | 'countByState' | 'windowEndsAt'>;
   health: Pick<ProviderHealth, 'reachable' | 'lastError'>;
   availability: Pick<Availability, 'reason' | 'isAvailable'>;
   outbox: Pick<Outbox, 'counters' | 'depth' | 'openAlarms'>;
@@ -50,6 +50,11 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
   const { settings, clock, orders, health, availability, outbox } = deps;
   let since = clock.now();
   let lastPhase = '';
+
+  /** An order as the screen shows it: its countdown ends with the customer's window on this device's clock. */
+  function screenOrder(order: NonNullable<ReturnType<typeof orders.get>>) {
+    return { ...orderView(order, orders.history(order.id)), expiresAt: toIso(orders.windowEndsAt(order)) };
+  }
 
   function state(): DeviceState {
     const now = clock.now();
@@ -88,7 +93,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
       fare: settings.device.fare ?? null,
       autoStart: settings.kiosk.autoStart,
       resultScreenSec: settings.kiosk.resultScreenSec,
-      order: order ? orderView(order, orders.history(order.id)) : null,
+      order: order ? screenOrder(order) : null,
       receipt: order && order.state === 'vended' ? (deps.fiscal?.screen(order.id) ?? null) : null,
       since: new Date(since).toISOString(),
       now: new Date(now).toISOString(),
@@ -146,16 +151,16 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
               state: order.state,
               invoiceId: order.invoice_id,
               payUrl: order.pay_url,
-              expiresAt: order.expires_at ? new Date(order.expires_at).toISOString() : null,
+              expiresAt: toIso(orders.windowEndsAt(order)),
             };
           },
           get(orderId) {
             const order = orders.get(orderId);
-            return order ? orderView(order, orders.history(orderId)) : null;
+            return order ? screenOrder(order) : null;
           },
           async cancel(orderId) {
             const order = await orders.cancel(orderId, 'customer');
-            return orderView(order, orders.history(orderId));
+            return screenOrder(order);
           },
         },
         state,

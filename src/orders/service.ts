@@ -147,6 +147,11 @@ export interface OrderService {
   countByState(): { state: string; n: number }[];
   /** A history line that moves nothing (the audit of an operator's command); false: no such order. Caller owns the tx. */
   note(id: number, reason: string): boolean;
+  /**
+   * When the customer's window ends on this device's clock (orders/window.ts), for the screen's
+   * countdown: a clock hours off from the provider's does not show a QR as expired before it was shown.
+   */
+  windowEndsAt(order: OrderRow): number | null;
 }
 
 export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
@@ -583,5 +588,9 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     inStates: repo.inStates,
     countByState: repo.countByState,
     note: repo.note,
+    windowEndsAt(order) {
+      const left = windows.leftMs(order);
+      return left === null ? null : clock.now() + left;
+    },
   };
 }

@@ -14,7 +14,8 @@ import { startProviderStack, type ProviderStack } from '../techniques/chaos/stac
 const backfillFailures = (svc: Service) => svc.logs().filter((line) => line.msg === 'backfill failed; will retry');
 
 /** Waits for `what`, but fails at once, with its stderr, if the service exits meanwhile. */
-async function aliveUntil<T>(svc: Service, predicate: () => T | null | false, what: string, timeoutMs = 45_000): Promise<T> {
+type Maybe<T> = T | null | false | undefined;
+async function aliveUntil<T>(svc: Service, predicate: () => Maybe<T> | Promise<Maybe<T>>, what: string, timeoutMs = 45_000): Promise<T> {
   const exited = svc.exited().then((exit) => {
     throw new Error(`the service exited (${JSON.stringify(exit)}) while waiting for ${what}:\n${svc.stderr()}`);
   });
