@@ -53,7 +53,9 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
   const view = (orderId: number) => orderView(orders.get(orderId)!, orders.history(orderId));
   /** The refund is sent now rather than at the next tick; a pass that fails is tried again at that tick. */
   const runRefunds = () => {
-    refunds.run().catch((err: unknown) => deps.logger.child({ module: 'control' }).warn({ err }, 'refund pass failed; tried again at the next tick'));
+    refunds
+      .run()
+      .catch((err: unknown) => deps.logger.child({ module: 'control' }).warn({ err }, 'refund pass failed; tried again at the next tick'));
   };
   const changed = <T>(result: T): T => {
     notify();

@@ -8,7 +8,14 @@ import type { Settings } from '../settings/index.js';
 import type { Actuator } from '../hardware/index.js';
 import { staticCatalog } from '../catalog/index.js';
 import { createLedger, createOrphanSweep, createReconciler, type Ledger, type OrphanCandidate, type Reconciler } from '../ledger/index.js';
-import { createOrderService, createPaymentWindows, type CatalogPort, type OrderRow, type OrderService, type OrderServiceDeps } from '../orders/index.js';
+import {
+  createOrderService,
+  createPaymentWindows,
+  type CatalogPort,
+  type OrderRow,
+  type OrderService,
+  type OrderServiceDeps,
+} from '../orders/index.js';
 import { createRefundWorker, createVendRunner, type ReceiptPort, type RefundWorker, type VendRunner } from '../vend/index.js';
 
 /**

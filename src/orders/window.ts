@@ -56,9 +56,10 @@ export function createPaymentWindows(deps: { db: Db; clock: Clock }, settings: {
       if (invoiceId === null) return null;
       let at = closesAt.get(invoiceId);
       if (at === undefined) {
-        const row = prepared(deps.db, 'SELECT coalesce(window_opened_at, created_at) AS opened_at FROM order_invoices WHERE invoice_id = ?').get(
-          invoiceId,
-        ) as { opened_at: number } | undefined;
+        const row = prepared(
+          deps.db,
+          'SELECT coalesce(window_opened_at, created_at) AS opened_at FROM order_invoices WHERE invoice_id = ?',
+        ).get(invoiceId) as { opened_at: number } | undefined;
         const openedAt = row?.opened_at ?? order.updated_at;
         const ttlMs = ttlMsOf(order);
         // Never more than the whole lifetime: a wall clock set back since cannot stretch it.

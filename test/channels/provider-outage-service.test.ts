@@ -50,7 +50,9 @@ describe('the provider unreachable', () => {
 
     // The start-up catch-up fails, and so do its retries (5 s, then 10 s later): each one is caught.
     await aliveUntil(svc, () => backfillFailures(svc).length >= 3, 'three failed catch-ups');
-    expect(backfillFailures(svc).map((line) => line.reason)).toEqual(expect.arrayContaining(['start-up', 'retry: start-up', 'retry: retry: start-up']));
+    expect(backfillFailures(svc).map((line) => line.reason)).toEqual(
+      expect.arrayContaining(['start-up', 'retry: start-up', 'retry: retry: start-up']),
+    );
     expect(svc.stderr()).not.toContain('unhandled rejection');
 
     const health = await fetch(`${svc.localUrl}/healthz`);
@@ -92,7 +94,11 @@ describe('the provider unreachable', () => {
   it('mid-run, once a catch-up is due (a payment polled without its webhook): the catch-up and its retries fail, the service stays up, refuses orders, and sells again after', async () => {
     const proxy: HttpProxy = await startHttpProxy();
     cleanup.push(() => proxy.stop());
-    const stack: ProviderStack = await startProviderStack({ provider: 'gerege', httpProxy: proxy, config: { device: { id: 'outage-midrun' } } });
+    const stack: ProviderStack = await startProviderStack({
+      provider: 'gerege',
+      httpProxy: proxy,
+      config: { device: { id: 'outage-midrun' } },
+    });
     cleanup.push(() => stack.stop());
     const svc = stack.svc;
 
@@ -122,7 +128,11 @@ describe('the provider unreachable', () => {
     expect(refused.json.error.code).toBe('VG_ERR_PROVIDER_UNAVAILABLE');
 
     proxy.refuse(null);
-    await aliveUntil(svc, () => svc.logs().some((line) => line.msg === 'backfill done' && String(line.reason).startsWith('retry')), 'a catch-up after the outage');
+    await aliveUntil(
+      svc,
+      () => svc.logs().some((line) => line.msg === 'backfill done' && String(line.reason).startsWith('retry')),
+      'a catch-up after the outage',
+    );
     const next = await aliveUntil(
       svc,
       async () => {

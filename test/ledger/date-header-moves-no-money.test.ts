@@ -25,7 +25,12 @@ describe('a lying Date header beside a truthful one', () => {
     }
   });
 
-  async function side(provider: 'gerege' | 'qutpay', dateOffsetMs: number, id: string, config: Record<string, unknown> = {}): Promise<Side> {
+  async function side(
+    provider: 'gerege' | 'qutpay',
+    dateOffsetMs: number,
+    id: string,
+    config: Record<string, unknown> = {},
+  ): Promise<Side> {
     const proxy = await startHttpProxy({ dateOffsetMs });
     try {
       const stack = await startProviderStack({ provider, httpProxy: proxy, config: { device: { id }, ...config } });
@@ -54,7 +59,10 @@ describe('a lying Date header beside a truthful one', () => {
 
   for (const provider of ['gerege', 'qutpay'] as const) {
     it(`${provider}: a header 2 h ahead makes no second invoice and refunds no payment made at once; clock_skew says so`, async () => {
-      const [control, lying] = await Promise.all([side(provider, 0, `date-ok-${provider}`), side(provider, 2 * HOUR, `date-ahead-${provider}`)]);
+      const [control, lying] = await Promise.all([
+        side(provider, 0, `date-ok-${provider}`),
+        side(provider, 2 * HOUR, `date-ahead-${provider}`),
+      ]);
       for (const { stack } of [control, lying]) {
         for (const slot of ['A1', 'A2', 'A1', 'A2']) {
           const created = await stack.call('POST', '/api/orders', { slot });
