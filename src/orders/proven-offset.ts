@@ -1,5 +1,4 @@
 import { scheduleClock, type Clock } from '../util/clock.js';
-import type { Invoice } from '../payments/types.js';
 
 /**
  * This device's clock minus the provider's, as the provider's own data proves it — never from an
@@ -16,9 +15,12 @@ import type { Invoice } from '../payments/types.js';
  * A proof is carried forward on the monotonic clock: a wall clock that NTP moves afterwards moves
  * the offset by exactly as much.
  */
+/** What a create answer tells: whether it is a replay, and the provider's creation time (ms) when it says. */
+type CreateAnswer = { replayed?: boolean; createdAt?: number };
+
 export interface ProvenOffset {
   /** A create answer: `sentAt` is this device's clock when the call was sent. */
-  heard(invoice: Invoice, sentAt: number): void;
+  heard(invoice: CreateAnswer, sentAt: number): void;
   /** The offset in ms (this device minus the provider), or null while nothing proved one. */
   ms(): number | null;
 }

@@ -381,7 +381,8 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       'invoice_attach',
     );
     // Its window starts now, on the monotonic clock (a wall clock that jumps later moves nothing).
-    windows.leftMs(repo.get(order.id)!);
+    const attached = repo.get(order.id);
+    if (attached) windows.leftMs(attached);
     // A replayed invoice may already be closed (a long restart): the ledger decides.
     ledger.observe(observationOf(invoice, 'create'));
     changed();

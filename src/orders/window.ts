@@ -65,7 +65,8 @@ export function createPaymentWindows(deps: { db: Db; clock: Clock }, settings: {
         // Never more than the whole lifetime: a wall clock set back since cannot stretch it.
         at = mono() + Math.min(openedAt + ttlMs - deps.clock.now(), ttlMs);
         closesAt.set(invoiceId, at);
-        if (closesAt.size > MAX_REMEMBERED) closesAt.delete(closesAt.keys().next().value!);
+        const oldest = closesAt.keys().next();
+        if (closesAt.size > MAX_REMEMBERED && !oldest.done) closesAt.delete(oldest.value);
       }
       return at - mono();
     },
