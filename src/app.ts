@@ -422,7 +422,6 @@ function buildMoneyPath(
       catalog,
       outOfService: shared.availability.reason,
       storage: store.storage,
-      clockOffsetMs: () => store.clockSkew.offsetMs(),
       events: {
         changed: changes.notify,
         vendSettled: (order, result) => {
@@ -477,6 +476,7 @@ function buildChannels(
       listener: claimed.webhook,
       storage: store.storage,
       clockSkew: store.clockSkew,
+      health,
     },
     { ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec },
   );
@@ -778,6 +778,12 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     const urls = await serve(base, claimed, payments, channels, device, served);
     noteListeners(base, store, urls);
     await goLive(base, store, money, channels, device, fiscal);
+    // One read at once, whatever is open: the provider's reachability (/healthz, the screen) and its
+    // clock (the clock_skew alarm, from the answer's Date header) are known from the start.
+    void payments.provider.checkCredentials().then(
+      () => shared.health.ok(),
+      (err: unknown) => shared.health.failed(err),
+    );
     // Old finished orders and webhook bodies go in small batches, well after start-up.
     running.retention = createRetention({ db: store.db, clock, logger }, { retentionDays: settings.storage.retentionDays });
     running.retention.start();

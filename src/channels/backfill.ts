@@ -24,6 +24,11 @@ export interface BackfillDeps {
   inbox: BackfillInbox;
   /** New rows went into the inbox (the worker's notify). */
   onInserted?: () => void;
+  /**
+   * The provider's reachability (orders/ ProviderHealth): every pass tells it whether the Events API
+   * answered, so a provider down at start-up shows on /healthz and the screen before any order.
+   */
+  health?: { ok(): void; failed(err: unknown): void };
 }
 
 export interface BackfillSettings {
@@ -137,7 +142,9 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings): 
       let page;
       try {
         page = await listEvents(query);
+        deps.health?.ok();
       } catch (err) {
+        deps.health?.failed(err);
         // The provider forgot the cursor's event (retention): read by time instead; the inbox dedupes the overlap.
         if (err instanceof ProviderError && err.kind === 'rejected' && query.startingAfter !== undefined && result.pages === 0) {
           log.warn({ startingAfter: query.startingAfter }, 'the provider no longer knows the backfill cursor; reading by time');
@@ -195,9 +202,11 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings): 
         failures += 1;
         const wait = Math.min(retryMaxMs, retryBaseMs * 2 ** (failures - 1));
         log.warn({ err, reason, failures, retryInMs: wait }, 'backfill failed; will retry');
+        // The retry's own failure schedules the next one (this handler, again): it must never reject
+        // unheard, or a provider outage at start-up would end the process.
         if (!stopped)
           later(wait, () => {
-            void run(`retry: ${reason}`);
+            void run(`retry: ${reason}`).catch(() => {});
           });
         throw err;
       })

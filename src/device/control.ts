@@ -51,6 +51,12 @@ export interface DeviceControlDeps {
 export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
   const { orders, vend, refunds, catalog, notify } = deps;
   const view = (orderId: number) => orderView(orders.get(orderId)!, orders.history(orderId));
+  /** The refund is sent now rather than at the next tick; a pass that fails is tried again at that tick. */
+  const runRefunds = () => {
+    refunds
+      .run()
+      .catch((err: unknown) => deps.logger.child({ module: 'control' }).warn({ err }, 'refund pass failed; tried again at the next tick'));
+  };
   const changed = <T>(result: T): T => {
     notify();
     return result;
@@ -76,12 +82,12 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
     },
     async resolve(orderId, vended, by) {
       vend.resolve(orderId, vended, by);
-      void refunds.run();
+      runRefunds();
       return view(orderId);
     },
     async refund(orderId, by) {
       vend.refund(orderId, by);
-      void refunds.run();
+      runRefunds();
       return view(orderId);
     },
     async testVend(slot, by) {

@@ -1,5 +1,5 @@
 import type { Settings } from '../settings/index.js';
-import type { Clock } from '../util/clock.js';
+import { toIso, type Clock } from '../util/clock.js';
 import type { Outbox } from '../outbox/index.js';
 import {
   orderView,
@@ -25,7 +25,7 @@ export const SAME_PHASES: [Phase] extends [ScreenPhase] ? ([ScreenPhase] extends
 export interface DeviceViewDeps {
   settings: Pick<Readonly<Settings>, 'device' | 'kiosk' | 'provider'>;
   clock: Clock;
-  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel' | 'latest' | 'countByState'>;
+  orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel' | 'latest' | 'countByState' | 'windowEndsAt'>;
   health: Pick<ProviderHealth, 'reachable' | 'lastError'>;
   availability: Pick<Availability, 'reason' | 'isAvailable'>;
   outbox: Pick<Outbox, 'counters' | 'depth' | 'openAlarms'>;
@@ -82,6 +82,11 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
     lookAgain = { at, timer };
   }
 
+  /** An order as the screen shows it: its countdown ends with the customer's window on this device's clock. */
+  function screenOrder(order: NonNullable<ReturnType<typeof orders.get>>) {
+    return { ...orderView(order, orders.history(order.id)), expiresAt: toIso(orders.windowEndsAt(order)) };
+  }
+
   function state(): DeviceState {
     const now = clock.now();
     const reason = availability.reason();
@@ -120,7 +125,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
       fare: settings.device.fare ?? null,
       autoStart: settings.kiosk.autoStart,
       resultScreenSec: settings.kiosk.resultScreenSec,
-      order: order ? orderView(order, orders.history(order.id)) : null,
+      order: order ? screenOrder(order) : null,
       receipt: order && order.state === 'vended' ? (deps.fiscal?.screen(order.id) ?? null) : null,
       since: new Date(since).toISOString(),
       now: new Date(now).toISOString(),
@@ -180,16 +185,16 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
               state: order.state,
               invoiceId: order.invoice_id,
               payUrl: order.pay_url,
-              expiresAt: order.expires_at ? new Date(order.expires_at).toISOString() : null,
+              expiresAt: toIso(orders.windowEndsAt(order)),
             };
           },
           get(orderId) {
             const order = orders.get(orderId);
-            return order ? orderView(order, orders.history(orderId)) : null;
+            return order ? screenOrder(order) : null;
           },
           async cancel(orderId) {
             const order = await orders.cancel(orderId, 'customer');
-            return orderView(order, orders.history(orderId));
+            return screenOrder(order);
           },
         },
         state,

@@ -17,6 +17,8 @@ import {
   type ObserveResult,
   type OrderRepository,
   type OrderState,
+  createPaymentWindows,
+  type PaymentWindows,
 } from '../orders/index.js';
 import { queueRefundFor, queueVendFor, refundExists } from '../vend/queue.js';
 
@@ -60,14 +62,15 @@ const OBSERVATION_ALARMS = {
 } as const satisfies Record<string, { name: string; severity: 'critical' | 'warning'; message: string; log: string }>;
 
 export function createLedger(
-  /** clockOffsetMs: this device's clock minus the provider's (its Date headers), so "too late" is judged on the provider's time. */
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; orderRepository: OrderRepository; clockOffsetMs?: () => number },
+  /** windows: the customer's payment window on this device's own clocks (orders/window.ts), for "too late". */
+  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; orderRepository: OrderRepository; windows?: PaymentWindows },
   settings: LedgerSettings = { lateVendMs: 120_000 },
 ): Ledger {
   const { db, clock, outbox } = deps;
   const log = deps.logger.child({ module: 'ledger' });
   const orders = deps.orderRepository;
   const transitions = createTransitions(orders);
+  const windows = deps.windows ?? createPaymentWindows({ db, clock }, { defaultTtlSec: 120 });
   const isRestoredOrder = (orderId: number) => {
     const boundary = restoredBoundary(db, 'orders');
     return boundary !== null && orderId <= boundary;
@@ -143,8 +146,9 @@ export function createLedger(
       amountMatches: o.amount === order.amount && o.currency === order.currency,
       paidAmount: o.amount,
       refundedAmount: o.refundedAmount,
-      // expires_at is the provider's time: a device clock hours ahead must not make every payment late.
-      tooLateToServe: order.expires_at !== null && now - (deps.clockOffsetMs?.() ?? 0) > order.expires_at + settings.lateVendMs,
+      // On this device's own clocks from the moment the QR could be shown: neither a provider's Date
+      // header nor a device clock hours off moves the moment the customer is taken to have gone.
+      tooLateToServe: (windows.leftMs(order) ?? 0) < -settings.lateVendMs,
       restoredOrder: isRestoredOrder(order.id),
     };
     const answer = question ? answerRuleFor(order.state, facts, question) : null;

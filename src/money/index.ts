@@ -8,7 +8,14 @@ import type { Settings } from '../settings/index.js';
 import type { Actuator } from '../hardware/index.js';
 import { staticCatalog } from '../catalog/index.js';
 import { createLedger, createOrphanSweep, createReconciler, type Ledger, type OrphanCandidate, type Reconciler } from '../ledger/index.js';
-import { createOrderService, type CatalogPort, type OrderRow, type OrderService, type OrderServiceDeps } from '../orders/index.js';
+import {
+  createOrderService,
+  createPaymentWindows,
+  type CatalogPort,
+  type OrderRow,
+  type OrderService,
+  type OrderServiceDeps,
+} from '../orders/index.js';
 import { createRefundWorker, createVendRunner, type ReceiptPort, type RefundWorker, type VendRunner } from '../vend/index.js';
 
 /**
@@ -36,8 +43,6 @@ export interface MoneyPathDeps extends Pick<
    * here, and while it holds a fault new orders are refused with VG_ERR_STORAGE.
    */
   storage?: { report(err: unknown): StorageFault | null; fault(): StorageFault | null; describe(): string };
-  /** This device's clock minus the provider's (ms), from the provider's Date headers. */
-  clockOffsetMs?: () => number;
   /** Invoices seen under a reference prefix since a time (the webhook inbox): the orphan sweep's candidates. */
   orphanCandidates?: (prefix: string, sinceMs: number) => OrphanCandidate[];
 }
@@ -108,8 +113,10 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       }
     });
   };
+  // One set of payment windows for the ledger ("too late") and the order service (expiry).
+  const windows = createPaymentWindows({ db, clock }, { defaultTtlSec: settings.provider.invoiceTtlSec });
   const baseLedger = createLedger(
-    { db, clock, logger, outbox, orderRepository, ...(deps.clockOffsetMs ? { clockOffsetMs: deps.clockOffsetMs } : {}) },
+    { db, clock, logger, outbox, orderRepository, windows },
     { lateVendMs: settings.poll.lateGraceSec * 1000 },
   );
   let housekeeping: NodeJS.Timeout | null = null;
@@ -190,7 +197,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       onClosedUnpaid: events.closedUnpaid,
       catalog: deps.catalog ?? staticCatalog(settings.device.catalog),
       ...(deps.storage ? { storage: deps.storage } : {}),
-      ...(deps.clockOffsetMs ? { clockOffsetMs: deps.clockOffsetMs } : {}),
+      windows,
     },
     settings,
   );

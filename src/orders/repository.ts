@@ -122,7 +122,8 @@ export interface OrderRepository {
   /** The order an invoice belongs to (any attempt), with the attempt the invoice was made for. */
   getByInvoice(invoiceId: string): (OrderRow & { invoice_attempt: number }) | undefined;
   /** Records the invoice the provider returned for the order's current attempt. */
-  attachInvoice(id: number, invoice: { id: string; payUrl: string; expiresAt: number }): void;
+  /** `windowOpenedAt`: when the customer's window opened on this device's clock (orders/window.ts); default now. */
+  attachInvoice(id: number, invoice: { id: string; payUrl: string; expiresAt: number }, windowOpenedAt?: number): void;
   /**
    * A new attempt for an order still in `creating` (its invoice answer was not one it made): a
    * new key, derived like the first, and the request fixed again. Caller: durably.
@@ -212,14 +213,12 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }): OrderRepo
     },
 
     /** Records the invoice the provider returned for the order's current attempt. */
-    attachInvoice(id: number, invoice: { id: string; payUrl: string; expiresAt: number }): void {
+    attachInvoice(id: number, invoice: { id: string; payUrl: string; expiresAt: number }, windowOpenedAt?: number): void {
       const order = byId.get(id) as OrderRow;
-      prepared(db, 'INSERT INTO order_invoices (invoice_id, order_id, attempt, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING').run(
-        invoice.id,
-        id,
-        order.attempt,
-        clock.now(),
-      );
+      prepared(
+        db,
+        'INSERT INTO order_invoices (invoice_id, order_id, attempt, created_at, window_opened_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+      ).run(invoice.id, id, order.attempt, clock.now(), windowOpenedAt ?? clock.now());
       prepared(db, 'UPDATE orders SET invoice_id = ?, pay_url = ?, expires_at = ?, updated_at = ? WHERE id = ?').run(
         invoice.id,
         invoice.payUrl,

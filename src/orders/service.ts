@@ -1,6 +1,6 @@
 import type { Db } from '../store/index.js';
 import { durably, inTransaction, isStorageError, type StorageFault } from '../store/index.js';
-import { scheduleClock, type Clock } from '../util/clock.js';
+import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
@@ -12,6 +12,8 @@ import type { OrderState } from './state.js';
 import { IN_PROGRESS_STATES, decideCreateAnswer } from './decide.js';
 import { createTransitions } from './transitions.js';
 import type { ObservePort } from './observe-port.js';
+import { createPaymentWindows, type PaymentWindows } from './window.js';
+import { createProvenOffset } from './proven-offset.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
 const CLOCK_SLACK_MS = 5 * 60_000;
@@ -93,12 +95,8 @@ export interface OrderServiceDeps {
   onClosedUnpaid?: (order: OrderRow, reason: string) => void;
   /** The catalog orders are priced from: the live one (src/catalog/), or the settings' (catalog/ staticCatalog). */
   catalog: CatalogPort;
-  /**
-   * This device's clock minus the provider's, as measured from the provider's Date headers (ms):
-   * the create-answer check reads the provider's times on this device's clock, so a Pi hours off
-   * does not take every new invoice for a key used before.
-   */
-  clockOffsetMs?: () => number;
+  /** The customer's payment window on this device's own clocks (shared with the ledger); absent: its own. */
+  windows?: PaymentWindows;
   /** The card beneath the database: no new order while it refuses writes (VG_ERR_STORAGE). */
   storage?: { report(err: unknown): StorageFault | null; fault(): StorageFault | null; describe(): string };
 }
@@ -157,6 +155,11 @@ export interface OrderService {
   countByState(): { state: string; n: number }[];
   /** A history line that moves nothing (the audit of an operator's command); false: no such order. Caller owns the tx. */
   note(id: number, reason: string): boolean;
+  /**
+   * When the customer's window ends on this device's clock (orders/window.ts), for the screen's
+   * countdown: a clock hours off from the provider's does not show a QR as expired before it was shown.
+   */
+  windowEndsAt(order: OrderRow): number | null;
 }
 
 export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
@@ -168,24 +171,16 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   const changed = () => deps.onChange?.();
   /** A create is cancelling the waiting order it replaces (an await before its insert). */
   let replacing = false;
-  const mono = scheduleClock(clock);
   /**
-   * When each waiting order runs out, on the monotonic clock, fixed the first time this process sees
-   * it: the time left by the wall clock then, never more than the TTL asked for, never less than 0.
-   * A wall clock that jumps months either way afterwards neither expires a fresh order nor keeps a
-   * stale one open; the provider's word still decides (the read and the cancel of expireDue).
+   * When each waiting order runs out: its window on this device's own clocks (orders/window.ts),
+   * kept on the monotonic clock from the first time this process sees it. A wall clock that jumps
+   * months either way afterwards neither expires a fresh order nor keeps a stale one open, and a
+   * provider's clock (or Date header) hours off changes nothing; the provider's word still decides
+   * (the read and the cancel of expireDue).
    */
-  const runsOutAt = new Map<number, number>();
-  function runsOut(order: OrderRow): number {
-    let at = runsOutAt.get(order.id);
-    if (at === undefined) {
-      const ttlMs = requestFor(order).expiresInSec * 1000;
-      const left = Math.min(Math.max((order.expires_at ?? 0) - clock.now(), 0), ttlMs);
-      at = mono() + left;
-      runsOutAt.set(order.id, at);
-    }
-    return at;
-  }
+  const windows = deps.windows ?? createPaymentWindows({ db, clock }, { defaultTtlSec: settings.provider.invoiceTtlSec });
+  /** This device's clock minus the provider's, proven by the provider's own creation times (never its Date header). */
+  const provenOffset = createProvenOffset(clock);
 
   function describeItem(input: OrderInput): { slot: string | null; itemName: string; amount: number } {
     if (input.source === 'mdb') {
@@ -238,13 +233,28 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     if (invoice.livemode !== (order.livemode === 1)) return `livemode ${invoice.livemode} ≠ ${order.livemode === 1}`;
     if (invoice.description !== undefined && invoice.description !== request.description)
       return `description ${JSON.stringify(invoice.description)} ≠ ${JSON.stringify(request.description)}`;
-    // The provider's times on this device's clock: a measured skew is allowed for, not blamed on the database.
-    const offset = deps.clockOffsetMs?.() ?? 0;
+    // An invoice the provider made for this very call (Gerege 201, QutPay without idempotentReplay)
+    // was by the provider's own word not made before: no clock is asked.
+    if (invoice.replayed !== true) return null;
+    // A replayed key: its invoice's times are the provider's. They are read on this device's clock
+    // through an offset only the provider's own creation times proved (proven-offset.ts), never
+    // through a Date header; unproven (QutPay, or no fresh Gerege answer yet), this device's clock as it is.
+    const offset = provenOffset.ms() ?? 0;
     if (invoice.createdAt !== undefined && invoice.createdAt + offset < order.created_at - CLOCK_SLACK_MS)
       return `created ${new Date(invoice.createdAt).toISOString()}, before the order${offset ? ` (clock offset ${Math.round(offset / 1000)} s allowed for)` : ''}`;
     if (invoice.expiresAt + offset < order.created_at - CLOCK_SLACK_MS)
       return `expired ${new Date(invoice.expiresAt).toISOString()}, before the order${offset ? ` (clock offset ${Math.round(offset / 1000)} s allowed for)` : ''}`;
     return null;
+  }
+
+  /** When the attempt's key was fixed (its first create call followed): the order's insert, or its new attempt. */
+  function attemptFixedAt(order: OrderRow): number {
+    if (order.attempt === 1) return order.created_at;
+    const fixed = repo
+      .history(order.id)
+      .filter((entry) => entry.to === 'creating')
+      .at(-1);
+    return fixed ? Date.parse(fixed.at) : order.updated_at;
   }
 
   /** An invoice under this attempt's own key, already paid when its create answer came: say so. */
@@ -279,9 +289,11 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     let order = first;
     for (;;) {
       let invoice: Invoice;
+      const sentAt = clock.now();
       try {
         invoice = await provider.createInvoice(requestFor(order));
         health.ok();
+        provenOffset.heard(invoice, sentAt);
       } catch (err) {
         health.failed(err);
         if (err instanceof ProviderError && err.kind === 'conflict') {
@@ -314,7 +326,8 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       }
       crash('after_invoice_create');
       const answer = decideCreateAnswer({ identityMismatch: notMadeByThisAttempt(order, invoice), status: invoice.status });
-      if (answer.kind !== 'foreign') return attach(order, invoice, answer.kind === 'attach_seen_already');
+      if (answer.kind !== 'foreign')
+        return attach(order, invoice, invoice.replayed === true ? attemptFixedAt(order) : sentAt, answer.kind === 'attach_seen_already');
       const foreign = answer.reason;
       // A key used before. Never vended; the alarm names it; the next attempt gets a new key.
       log.error(
@@ -356,11 +369,11 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
    * Records the create answer at FULL before the caller (kiosk, API, MQTT) can show its pay URL:
    * a QR on the screen is an invoice the database will still know after a power cut.
    */
-  function attach(order: OrderRow, invoice: Invoice, seenAlready = false): OrderRow {
+  function attach(order: OrderRow, invoice: Invoice, windowOpenedAt: number, seenAlready = false): OrderRow {
     durably(
       db,
       () => {
-        repo.attachInvoice(order.id, invoice);
+        repo.attachInvoice(order.id, invoice, windowOpenedAt);
         if (transitions.invoiceAttached(order, invoice.replayed === true)) {
           outbox.event('invoice.created', {
             orderId: order.id,
@@ -375,6 +388,9 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
       },
       'invoice_attach',
     );
+    // Its window starts now, on the monotonic clock (a wall clock that jumps later moves nothing).
+    const attached = repo.get(order.id);
+    if (attached) windows.leftMs(attached);
     // A replayed invoice may already be closed (a long restart): the ledger decides.
     ledger.observe(observationOf(invoice, 'create'));
     changed();
@@ -535,11 +551,10 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
      * whose last read failed.
      */
     async expireDue(): Promise<void> {
-      const now = mono();
       const waiting = repo.inStates(['awaiting_payment']);
-      for (const id of runsOutAt.keys()) if (!waiting.some((order) => order.id === id)) runsOutAt.delete(id);
       for (const order of waiting) {
-        if (order.expires_at === null || runsOut(order) > now) continue;
+        const left = windows.leftMs(order);
+        if (left === null || left > 0) continue;
         if (!(await readWaiting(order, 'expiry'))) continue;
         const current = repo.get(order.id)!;
         if (current.state !== 'awaiting_payment') continue;
@@ -560,7 +575,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
         log.warn({ orderId: order.id, reference: order.reference }, 'resuming an order interrupted while its invoice was created');
         try {
           const resumed = await obtainInvoice(order);
-          const ttlOver = resumed.expires_at !== null && resumed.expires_at <= clock.now();
+          const ttlOver = (windows.leftMs(resumed) ?? 1) <= 0;
           // The customer has long walked away from a QR that was never shown: close it.
           if (resumed.state === 'awaiting_payment' && (ttlOver || order.created_at + requestFor(order).expiresInSec * 1000 < clock.now())) {
             await closeAtProvider(resumed, 'expired', 'interrupted by a restart');
@@ -569,7 +584,11 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
           log.error({ err, orderId: order.id }, 'could not resume the order');
         }
       }
-      for (const order of repo.inStates(['awaiting_payment'])) await readWaiting(order, 'recovery');
+      for (const order of repo.inStates(['awaiting_payment'])) {
+        // Its window is fixed on the monotonic clock now, before anything can move the wall clock.
+        windows.leftMs(order);
+        await readWaiting(order, 'recovery');
+      }
     },
 
     list: repo.list,
@@ -578,5 +597,9 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     inStates: repo.inStates,
     countByState: repo.countByState,
     note: repo.note,
+    windowEndsAt(order) {
+      const left = windows.leftMs(order);
+      return left === null ? null : clock.now() + left;
+    },
   };
 }

@@ -23,6 +23,8 @@ export interface StackOptions {
   simClock?: Clock;
   /** Put a TCP proxy between the service and the simulator, so a test can cut the provider off. */
   outage?: boolean;
+  /** Or this HTTP proxy (test/helpers/http-proxy.ts: a lying Date header, refused paths), pointed at the simulator here. */
+  httpProxy?: { url: string; target(url: string): void };
   /** Use this directory (a database restored from a backup copy); not removed by stop(). */
   dir?: string;
   /** Extra environment of the service (e.g. libfaketime's). */
@@ -56,6 +58,7 @@ export async function startProviderStack(options: StackOptions = {}) {
   });
   const { port: simPort } = await sim.start();
   const proxy: OutageProxy | null = options.outage ? await startOutageProxy({ port: simPort }) : null;
+  options.httpProxy?.target(sim.url);
   const info = sim.info();
   const credentials: { config: Record<string, unknown>; env: Record<string, string> } =
     providerName === 'gerege'
@@ -73,7 +76,7 @@ export async function startProviderStack(options: StackOptions = {}) {
           device: { id: 'chaos-001' },
           provider: {
             name: providerName,
-            baseUrl: proxy?.url ?? sim.url,
+            baseUrl: proxy?.url ?? options.httpProxy?.url ?? sim.url,
             ...credentials.config,
             invoiceTtlSec: 60,
             requestTimeoutMs: 1_000,
