@@ -46,6 +46,7 @@ import {
   createWebhookChannel,
   referencedInvoicesIn,
   refundsSeenIn,
+  refundClaimPendingIn,
   withRefundEvidence,
   type ClockSkew,
   type WebhookChannel,
@@ -346,6 +347,7 @@ async function buildPayments(
         settings,
       ),
     refundsSeenIn(db),
+    refundClaimPendingIn(db),
   );
   const webhookSecrets =
     settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];

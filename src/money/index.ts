@@ -109,7 +109,15 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
     });
   };
   const baseLedger = createLedger(
-    { db, clock, logger, outbox, orderRepository, ...(deps.clockOffsetMs ? { clockOffsetMs: deps.clockOffsetMs } : {}) },
+    {
+      db,
+      clock,
+      logger,
+      outbox,
+      orderRepository,
+      ...(deps.clockOffsetMs ? { clockOffsetMs: deps.clockOffsetMs } : {}),
+      ...(deps.receipts ? { receipts: deps.receipts } : {}),
+    },
     { lateVendMs: settings.poll.lateGraceSec * 1000 },
   );
   let housekeeping: NodeJS.Timeout | null = null;
