@@ -68,6 +68,7 @@ import {
 } from './device/index.js';
 import { createCatalog, type Catalog } from './catalog/index.js';
 import { createFiscal, createRegister, type Fiscal } from './fiscal/index.js';
+import { createCaseSettlement } from './ledger/index.js';
 
 export interface AppDeps {
   clock?: Clock;
@@ -531,7 +532,7 @@ interface Device {
 function buildDevice(
   { settings, deps, clock, logger }: Base,
   startedAt: number,
-  { db, outbox, storage }: Store,
+  { db, outbox, storage, orderRepository }: Store,
   { catalog, health, metrics, availability, changes }: Shared,
   { provider }: Payments,
   { actuator, inputs }: Hardware,
@@ -566,6 +567,7 @@ function buildDevice(
     orders,
     vend,
     refunds,
+    cases: createCaseSettlement({ db, clock, logger, outbox, provider, orders: orderRepository }),
     catalog,
     view,
     changes,

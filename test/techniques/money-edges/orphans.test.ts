@@ -50,7 +50,7 @@ function expectParked(s: GeregeStack, invoiceId: string, reference: string, amou
 
 describe("gerege: a paid invoice under this device's reference that no order knows", () => {
   it('is parked for a person with a critical alarm, never refunded; an unpaid one and another device’s are left alone', { timeout: 120_000 }, async () => {
-    const s = (stack = await startGeregeStack({ config: { device: { id: `orph-${process.pid}` } } }));
+    const s = (stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: `orph-${process.pid}` } } }));
     const prefix = `orph-${process.pid}-lostdb-7`;
     const paid = await intentAtProvider(s, `${prefix}-a1b2c3d4`);
     const open = await intentAtProvider(s, `${prefix}-e5f6a7b8`);
@@ -79,7 +79,7 @@ describe("gerege: a paid invoice under this device's reference that no order kno
   });
 
   it('found only by the Events API at start (its webhook never came): parked once that read is in, never refunded', { timeout: 120_000 }, async () => {
-    const s = (stack = await startGeregeStack({ config: { device: { id: `orph8-${process.pid}` } } }));
+    const s = (stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: `orph8-${process.pid}` } } }));
     const reference = `orph8-${process.pid}-lostdb-3-0c0ffee0`;
     await s.svc.kill('SIGTERM');
     // While the device is off: the orphan is paid and its webhooks are lost.
@@ -111,7 +111,7 @@ describe("gerege: a paid invoice under this device's reference that no order kno
     'an empty database after 3 delivered sales (the files moved aside, as a damaged card is handled): 3 parked orphans, no refund',
     { timeout: 180_000 },
     async () => {
-      const s = (stack = await startGeregeStack({ config: { device: { id: `empty-${process.pid}` }, poll: { intervalMs: 200 } } }));
+      const s = (stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: `empty-${process.pid}` }, poll: { intervalMs: 200 } } }));
       const sales: OrderAnswer[] = [];
       for (let i = 0; i < 3; i += 1) {
         const answer = await s.call('POST', '/api/orders', { slot: 'A1' });
@@ -148,7 +148,7 @@ describe("gerege: a paid invoice under this device's reference that no order kno
     { timeout: 120_000 },
     async () => {
       const deviceA = `deva-${process.pid}`;
-      const s = (stack = await startGeregeStack({ config: { device: { id: deviceA } } }));
+      const s = (stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: deviceA } } }));
       // Device B's delivered sale, at the same merchant.
       const theirs = await intentAtProvider(s, `devb-${process.pid}-x1y2-4-0badf00d`);
       await s.sim.pay(theirs);
