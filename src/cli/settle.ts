@@ -14,7 +14,10 @@ import { providerForCli } from './replay.js';
  * a time, and a refund is claimed on disk before it is sent. A second run answers the same, and
  * sends nothing again.
  */
-export async function settleCommand(options: { config?: string; case?: string; outcome?: string; json?: boolean }, io: CliIo): Promise<number> {
+export async function settleCommand(
+  options: { config?: string; case?: string; outcome?: string; json?: boolean },
+  io: CliIo,
+): Promise<number> {
   if (!options.case || !options.outcome)
     throw new UsageError(
       `usage: vendgate settle CASE OUTCOME (CASE: the alarm's name, e.g. orphan_invoice/pi_…; OUTCOME: one of ${CASE_OUTCOMES.join(', ')})`,

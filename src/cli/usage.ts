@@ -57,7 +57,8 @@ export const COMMANDS: Record<string, CommandHelp> = {
   },
   settle: {
     usage: 'settle CASE OUTCOME [--json]',
-    about: "settle a parked case named by its alarm: orphan_invoice/…\n(refund, goods-went-out, not-ours); invoice_recovered/…,\npayment_mismatch/…, refunded_after_vend/…, forged_event/… (checked)",
+    about:
+      'settle a parked case named by its alarm: orphan_invoice/…\n(refund, goods-went-out, not-ours); invoice_recovered/…,\npayment_mismatch/…, refunded_after_vend/…, forged_event/… (checked)',
     options: [CONFIG, JSON_OUT],
   },
   receipt: {

@@ -147,12 +147,23 @@ export function createCaseSettlement(deps: {
         refuse(ErrorCodes.PROVIDER_REJECTED, `the provider refused the refund (${result.detail ?? 'no detail'}): the case stays open`);
       }
       write(name, 'refund', 'unknown', by, `the refund's outcome is unknown: ${result.detail ?? ''}`);
-      return { case: name, outcome: 'refund' as const, state: 'unknown' as const, detail: 'outcome unknown: check it at the provider', again: false };
+      return {
+        case: name,
+        outcome: 'refund' as const,
+        state: 'unknown' as const,
+        detail: 'outcome unknown: check it at the provider',
+        again: false,
+      };
     });
   }
 
   function setOrphan(invoiceId: string, state: string, detail: string): void {
-    prepared(db, 'UPDATE orphan_invoices SET state = ?, detail = ?, updated_at = ? WHERE invoice_id = ?').run(state, detail, clock.now(), invoiceId);
+    prepared(db, 'UPDATE orphan_invoices SET state = ?, detail = ?, updated_at = ? WHERE invoice_id = ?').run(
+      state,
+      detail,
+      clock.now(),
+      invoiceId,
+    );
   }
 
   /** A refund claim a cut (or an unknown answer) left: read, and only a provider that returns the same refund for the same key is asked again. */
@@ -171,7 +182,8 @@ export function createCaseSettlement(deps: {
   return {
     async settle(name, outcomeWord, by) {
       const [kind = '', id = ''] = [name.slice(0, name.indexOf('/')), name.slice(name.indexOf('/') + 1)];
-      if (!name.includes('/') || id === '') refuse(ErrorCodes.BAD_REQUEST, `"${name}" is not a case: give an alarm's name, e.g. orphan_invoice/pi_…`);
+      if (!name.includes('/') || id === '')
+        refuse(ErrorCodes.BAD_REQUEST, `"${name}" is not a case: give an alarm's name, e.g. orphan_invoice/pi_…`);
       if (!(CASE_OUTCOMES as readonly string[]).includes(outcomeWord))
         refuse(ErrorCodes.BAD_REQUEST, `unknown outcome "${outcomeWord}"; one of: ${CASE_OUTCOMES.join(', ')}`);
       const outcome = outcomeWord as CaseOutcome;
@@ -201,7 +213,10 @@ export function createCaseSettlement(deps: {
         });
       }
       if (kind !== 'forged_event' && !ORDER_CASES.includes(kind))
-        refuse(ErrorCodes.BAD_REQUEST, `vendgate settle takes orphan_invoice/…, forged_event/… or ${ORDER_CASES.map((k) => `${k}/…`).join(', ')}`);
+        refuse(
+          ErrorCodes.BAD_REQUEST,
+          `vendgate settle takes orphan_invoice/…, forged_event/… or ${ORDER_CASES.map((k) => `${k}/…`).join(', ')}`,
+        );
       if (outcome !== 'checked') refuse(ErrorCodes.BAD_REQUEST, `${name}: the service already acted on it; settle it as checked`);
       if (before) return { case: name, outcome, state: 'done', detail: before.detail ?? '', again: true };
       if (!alarmOpen(name)) refuse(ErrorCodes.NOT_FOUND, `no open alarm ${name}`);

@@ -169,7 +169,10 @@ describe('the orphan sweep', () => {
     expect(w.row(theirs.invoiceId)?.state).toBe('forged');
     const [alarm] = w.alarms();
     expect(alarm).toMatchObject({ name: `forged_event/${theirs.invoiceId}`, severity: 'critical' });
-    expect(JSON.parse(alarm!.detail)).toMatchObject({ claimed: { reference: 'vm-1-lostdb-3-00000011' }, provider: { reference: 'vm-2-db-3-00000011' } });
+    expect(JSON.parse(alarm!.detail)).toMatchObject({
+      claimed: { reference: 'vm-1-lostdb-3-00000011' },
+      provider: { reference: 'vm-2-db-3-00000011' },
+    });
   });
 
   it('this database’s own proof that no goods went out (its order under that reference, closed unpaid, never queued for a vend): refunded once under the orphan key', async () => {
@@ -178,7 +181,9 @@ describe('the orphan sweep', () => {
     const c = await w.invoice(reference);
     w.fake.set(c.invoiceId, 'paid');
     expect(await w.sweep.sweep()).toBe(1);
-    expect(w.fake.callsOf('refund').map((call) => call.arg)).toEqual([{ invoiceId: c.invoiceId, amount: 1500, idempotencyKey: `${reference}-orphan-refund` }]);
+    expect(w.fake.callsOf('refund').map((call) => call.arg)).toEqual([
+      { invoiceId: c.invoiceId, amount: 1500, idempotencyKey: `${reference}-orphan-refund` },
+    ]);
     expect(w.row(c.invoiceId)?.state).toBe('refunded');
     expect(await w.sweep.sweep()).toBe(0);
     expect(w.fake.callsOf('refund')).toHaveLength(1);

@@ -25,16 +25,19 @@ describe('orphan table', () => {
     }
   });
 
-  it.each(STATUSES)('%s: money held or taken moves only on the database\'s own proof that no goods went out; otherwise a person', (status) => {
-    for (const provenNotDelivered of [false, true]) {
-      expect(orphanRuleFor({ status, rest: 700, provenNotDelivered, olderThanRetention: true }).then).toBe(
-        status === 'pending' ? 'read_again' : 'too_old',
-      );
-      const action = orphanRuleFor({ status, rest: 700, provenNotDelivered, olderThanRetention: false }).then;
-      if (status === 'pending') expect(action).toBe('read_again');
-      else if (status === 'authorized') expect(action).toBe(provenNotDelivered ? 'void' : 'person');
-      else if (status === 'paid' || status === 'partially_refunded') expect(action).toBe(provenNotDelivered ? 'refund' : 'person');
-      else expect(action).toBe('nothing_owed');
-    }
-  });
+  it.each(STATUSES)(
+    "%s: money held or taken moves only on the database's own proof that no goods went out; otherwise a person",
+    (status) => {
+      for (const provenNotDelivered of [false, true]) {
+        expect(orphanRuleFor({ status, rest: 700, provenNotDelivered, olderThanRetention: true }).then).toBe(
+          status === 'pending' ? 'read_again' : 'too_old',
+        );
+        const action = orphanRuleFor({ status, rest: 700, provenNotDelivered, olderThanRetention: false }).then;
+        if (status === 'pending') expect(action).toBe('read_again');
+        else if (status === 'authorized') expect(action).toBe(provenNotDelivered ? 'void' : 'person');
+        else if (status === 'paid' || status === 'partially_refunded') expect(action).toBe(provenNotDelivered ? 'refund' : 'person');
+        else expect(action).toBe('nothing_owed');
+      }
+    },
+  );
 });

@@ -163,7 +163,12 @@ describe('deciding on an observed status', () => {
       expect(decideObservation(state, facts('refunded')), state).toEqual({ to: null, queueVend: false, refund: null, alarm: null });
     }
     // Goods out: the confirmed refund is the order's end, with an alarm for a person (and its fiscal return).
-    expect(decideObservation('vended', facts('refunded'))).toEqual({ to: 'refunded', queueVend: false, refund: null, alarm: 'refunded_after_vend' });
+    expect(decideObservation('vended', facts('refunded'))).toEqual({
+      to: 'refunded',
+      queueVend: false,
+      refund: null,
+      alarm: 'refunded_after_vend',
+    });
   });
 
   it('an order a restored database brought back is never vended or refunded by itself: it is queued for the runner to park', () => {

@@ -50,7 +50,12 @@ export async function checkRefundClaim(provider: Pick<PaymentProvider, 'listEven
         ? { kind: 'confirmed' }
         : {
             kind: 'contradicted',
-            provider: { type: event.type, invoiceId: event.objectId, refundId: event.refund?.id ?? null, amount: event.refund?.amount ?? null },
+            provider: {
+              type: event.type,
+              invoiceId: event.objectId,
+              refundId: event.refund?.id ?? null,
+              amount: event.refund?.amount ?? null,
+            },
           };
     }
     const last = answer.events[answer.events.length - 1];

@@ -43,75 +43,94 @@ function expectParked(s: GeregeStack, invoiceId: string, reference: string, amou
   expect(alarm, `the orphan alarm of ${invoiceId}`).toBeDefined();
   expect(alarm!.severity).toBe('critical');
   const detail = JSON.parse(alarm!.detail);
-  expect(detail).toMatchObject({ invoiceId, reference, amount, refunded: 0, currency: 'MNT', status: 'succeeded', settle: expect.any(String) });
+  expect(detail).toMatchObject({
+    invoiceId,
+    reference,
+    amount,
+    refunded: 0,
+    currency: 'MNT',
+    status: 'succeeded',
+    settle: expect.any(String),
+  });
   expect(detail.settle).toContain(`vendgate settle orphan_invoice/${invoiceId}`);
   expect(s.query('SELECT state FROM orphan_invoices WHERE invoice_id = ?', invoiceId)).toEqual([{ state: 'person' }]);
 }
 
 describe("gerege: a paid invoice under this device's reference that no order knows", () => {
-  it('is parked for a person with a critical alarm, never refunded; an unpaid one and another device’s are left alone', { timeout: 120_000 }, async () => {
-    const s = (stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: `orph-${process.pid}` } } }));
-    const prefix = `orph-${process.pid}-lostdb-7`;
-    const paid = await intentAtProvider(s, `${prefix}-a1b2c3d4`);
-    const open = await intentAtProvider(s, `${prefix}-e5f6a7b8`);
-    const foreign = await intentAtProvider(s, `someone-else-1-9-00000000`);
-    await s.sim.pay(paid);
-    await s.sim.pay(foreign);
-    await waitFor(
-      () =>
-        s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', paid).length > 0 &&
-        s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', foreign).length > 0,
-      30_000,
-      'the payment webhooks in the inbox',
-    );
+  it(
+    'is parked for a person with a critical alarm, never refunded; an unpaid one and another device’s are left alone',
+    { timeout: 120_000 },
+    async () => {
+      const s = (stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: `orph-${process.pid}` } } }));
+      const prefix = `orph-${process.pid}-lostdb-7`;
+      const paid = await intentAtProvider(s, `${prefix}-a1b2c3d4`);
+      const open = await intentAtProvider(s, `${prefix}-e5f6a7b8`);
+      const foreign = await intentAtProvider(s, `someone-else-1-9-00000000`);
+      await s.sim.pay(paid);
+      await s.sim.pay(foreign);
+      await waitFor(
+        () =>
+          s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', paid).length > 0 &&
+          s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', foreign).length > 0,
+        30_000,
+        'the payment webhooks in the inbox',
+      );
 
-    // The next start's sweep (and every reconcile pass after it).
-    await s.svc.kill('SIGTERM');
-    await s.svc.restart();
+      // The next start's sweep (and every reconcile pass after it).
+      await s.svc.kill('SIGTERM');
+      await s.svc.restart();
 
-    await waitFor(() => alarmsLike(s, `orphan_invoice/${paid}`).length === 1, 60_000, 'the orphan alarm');
-    expect(refundsOf(s, [paid, open, foreign])).toEqual([]);
-    expectParked(s, paid, `${prefix}-a1b2c3d4`, 1500);
-    expect(s.svc.readSimLog()).toHaveLength(0);
-    // Another device's payment and a still-payable intent are not ours to settle.
-    expect(alarmsLike(s, `orphan_invoice/${open}`)).toEqual([]);
-    expect(alarmsLike(s, `orphan_invoice/${foreign}`)).toEqual([]);
-  });
+      await waitFor(() => alarmsLike(s, `orphan_invoice/${paid}`).length === 1, 60_000, 'the orphan alarm');
+      expect(refundsOf(s, [paid, open, foreign])).toEqual([]);
+      expectParked(s, paid, `${prefix}-a1b2c3d4`, 1500);
+      expect(s.svc.readSimLog()).toHaveLength(0);
+      // Another device's payment and a still-payable intent are not ours to settle.
+      expect(alarmsLike(s, `orphan_invoice/${open}`)).toEqual([]);
+      expect(alarmsLike(s, `orphan_invoice/${foreign}`)).toEqual([]);
+    },
+  );
 
-  it('found only by the Events API at start (its webhook never came): parked once that read is in, never refunded', { timeout: 120_000 }, async () => {
-    const s = (stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: `orph8-${process.pid}` } } }));
-    const reference = `orph8-${process.pid}-lostdb-3-0c0ffee0`;
-    await s.svc.kill('SIGTERM');
-    // While the device is off: the orphan is paid and its webhooks are lost.
-    s.sim.setFaults({ dropWebhook: 1 });
-    const paid = await intentAtProvider(s, reference);
-    await s.sim.pay(paid);
-    // The start-up Events API read fails at first, so the sweep at start cannot see the orphan;
-    // the reconcile pass (and its sweep) is an hour away (poll.reconcileEveryMin 60).
-    s.sim.setFaults({ dropWebhook: 1, serverError: 1 });
-    const before = s.svc.logs().length;
-    await s.svc.restart();
-    await waitFor(
-      () => {
-        const run = s.svc.logs().slice(before);
-        return run.some((l) => l.msg === 'vendgate ready') && run.some((l) => l.msg === 'backfill failed; will retry');
-      },
-      30_000,
-      'the service up, its start-up Events API read failed',
-    );
-    expect(s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', paid)).toEqual([]);
-    s.sim.setFaults({ ...NO_FAULTS });
+  it(
+    'found only by the Events API at start (its webhook never came): parked once that read is in, never refunded',
+    { timeout: 120_000 },
+    async () => {
+      const s = (stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: `orph8-${process.pid}` } } }));
+      const reference = `orph8-${process.pid}-lostdb-3-0c0ffee0`;
+      await s.svc.kill('SIGTERM');
+      // While the device is off: the orphan is paid and its webhooks are lost.
+      s.sim.setFaults({ dropWebhook: 1 });
+      const paid = await intentAtProvider(s, reference);
+      await s.sim.pay(paid);
+      // The start-up Events API read fails at first, so the sweep at start cannot see the orphan;
+      // the reconcile pass (and its sweep) is an hour away (poll.reconcileEveryMin 60).
+      s.sim.setFaults({ dropWebhook: 1, serverError: 1 });
+      const before = s.svc.logs().length;
+      await s.svc.restart();
+      await waitFor(
+        () => {
+          const run = s.svc.logs().slice(before);
+          return run.some((l) => l.msg === 'vendgate ready') && run.some((l) => l.msg === 'backfill failed; will retry');
+        },
+        30_000,
+        'the service up, its start-up Events API read failed',
+      );
+      expect(s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', paid)).toEqual([]);
+      s.sim.setFaults({ ...NO_FAULTS });
 
-    await waitFor(() => alarmsLike(s, `orphan_invoice/${paid}`).length === 1, 30_000, 'the orphan parked after the read');
-    expect(refundsOf(s, [paid])).toEqual([]);
-    expectParked(s, paid, reference, 1500);
-  });
+      await waitFor(() => alarmsLike(s, `orphan_invoice/${paid}`).length === 1, 30_000, 'the orphan parked after the read');
+      expect(refundsOf(s, [paid])).toEqual([]);
+      expectParked(s, paid, reference, 1500);
+    },
+  );
 
   it(
     'an empty database after 3 delivered sales (the files moved aside, as a damaged card is handled): 3 parked orphans, no refund',
     { timeout: 180_000 },
     async () => {
-      const s = (stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: `empty-${process.pid}` }, poll: { intervalMs: 200 } } }));
+      const s = (stack = await startGeregeStack({
+        readyTimeoutMs: 60_000,
+        config: { device: { id: `empty-${process.pid}` }, poll: { intervalMs: 200 } },
+      }));
       const sales: OrderAnswer[] = [];
       for (let i = 0; i < 3; i += 1) {
         const answer = await s.call('POST', '/api/orders', { slot: 'A1' });
@@ -126,7 +145,8 @@ describe("gerege: a paid invoice under this device's reference that no order kno
       await s.svc.kill('SIGTERM');
       const aside = join(s.svc.dir, 'aside');
       mkdirSync(aside);
-      for (const name of readdirSync(s.svc.dir).filter((n) => n.startsWith('vendgate.db'))) renameSync(join(s.svc.dir, name), join(aside, name));
+      for (const name of readdirSync(s.svc.dir).filter((n) => n.startsWith('vendgate.db')))
+        renameSync(join(s.svc.dir, name), join(aside, name));
       expect(existsSync(s.svc.dbPath)).toBe(false);
       await s.svc.restart();
 
@@ -192,7 +212,11 @@ describe("gerege: a paid invoice under this device's reference that no order kno
       await waitFor(() => alarmsLike(s, `forged_event/%`).length === 1, 60_000, 'the forged_event alarm');
       const [alarm] = alarmsLike(s, 'forged_event/%');
       expect(alarm!.severity).toBe('critical');
-      expect(JSON.parse(alarm!.detail)).toMatchObject({ invoiceId: intent, claimed: { reference: claimed }, provider: { reference: `devb-${process.pid}-x1y2-4-0badf00d` } });
+      expect(JSON.parse(alarm!.detail)).toMatchObject({
+        invoiceId: intent,
+        claimed: { reference: claimed },
+        provider: { reference: `devb-${process.pid}-x1y2-4-0badf00d` },
+      });
       expect(refundsOf(s, [intent])).toEqual([]);
       expect(alarmsLike(s, `orphan_invoice/${intent}`)).toEqual([]);
     },

@@ -76,7 +76,11 @@ describe('gerege: a refund claim counts only when the provider confirms it', () 
       expect(s.sim.records().refunds.filter((r) => r.invoiceId === placed.invoiceId)).toEqual([]);
       const [alarm] = alarmsLike(s, 'forged_event/%');
       expect(alarm?.severity).toBe('critical');
-      expect(JSON.parse(alarm!.detail)).toMatchObject({ eventId, invoiceId: placed.invoiceId, claimed: { refundId: `re_forgeda${process.pid}`, amount: 1500 } });
+      expect(JSON.parse(alarm!.detail)).toMatchObject({
+        eventId,
+        invoiceId: placed.invoiceId,
+        claimed: { refundId: `re_forgeda${process.pid}`, amount: 1500 },
+      });
     },
   );
 
