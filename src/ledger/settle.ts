@@ -135,18 +135,20 @@ export function createCaseSettlement(deps: {
   }
 
   function finishRefund(name: string, invoiceId: string, amount: number, result: RefundResult, by: string): SettleAnswer {
+    if (result.status === 'failed') {
+      // Refused for sure: nothing moved, the case stays open for another decision (written, then said).
+      inTransaction(db, () => {
+        prepared(db, 'DELETE FROM settled_cases WHERE name = ?').run(name);
+        setOrphan(invoiceId, 'person', `refund refused: ${result.detail ?? ''}`);
+      });
+      refuse(ErrorCodes.PROVIDER_REJECTED, `the provider refused the refund (${result.detail ?? 'no detail'}): the case stays open`);
+    }
     return inTransaction(db, () => {
       if (result.status === 'succeeded' || result.status === 'pending') {
         setOrphan(invoiceId, 'settled_refund', `refund ${result.refundId ?? ''} ${result.status}`);
         return close(name, 'refund', by, `${amount} refunded (${result.status}${result.refundId ? `, ${result.refundId}` : ''})`, null);
       }
-      if (result.status === 'failed') {
-        // Refused for sure: nothing moved, the case stays open for another decision.
-        prepared(db, 'DELETE FROM settled_cases WHERE name = ?').run(name);
-        setOrphan(invoiceId, 'person', `refund refused: ${result.detail ?? ''}`);
-        refuse(ErrorCodes.PROVIDER_REJECTED, `the provider refused the refund (${result.detail ?? 'no detail'}): the case stays open`);
-      }
-      write(name, 'refund', 'unknown', by, `the refund's outcome is unknown: ${result.detail ?? ''}`);
+      write(name, 'refund', 'unknown', by, `refund of ${amount}: its outcome is unknown: ${result.detail ?? ''}`);
       return {
         case: name,
         outcome: 'refund' as const,
