@@ -10,9 +10,13 @@
  * `CONFIRM_ATTEMPTS` reads, raises `forged_event` and stops nothing: the order goes on as the
  * provider's own answers say.
  */
-import { prepared, type Db } from '../../store/index.js';
+import { inTransaction, prepared, type Db } from '../../store/index.js';
+import type { Clock } from '../../util/clock.js';
+import type { Logger } from '../../util/logger.js';
+import type { Outbox } from '../../outbox/index.js';
 import type { PaymentProvider } from '../../payments/index.js';
-import type { InboxRow } from './inbox.js';
+import { raiseForgedEvent } from '../../ledger/index.js';
+import type { InboxRow, WebhookInbox } from './inbox.js';
 
 /** Reads of the Events API before an unlisted claim is called unconfirmed (the worker's backoff apart). */
 export const CONFIRM_ATTEMPTS = 5;
@@ -78,4 +82,52 @@ export function refundClaimPendingIn(db: Db): (invoiceId: string) => boolean {
         WHERE object_id = ? AND refund_id IS NOT NULL AND source = 'webhook' AND refund_confirmed_at IS NULL AND processed_at IS NULL
         LIMIT 1`,
     ).get(invoiceId) !== undefined;
+}
+
+/**
+ * The worker's step for an unconfirmed claim: `confirmed` (the row goes on to its GET), `retry` (not
+ * listed yet, or the Events API could not be read: the worker backs off), or `forged` — contradicted,
+ * or never listed after `CONFIRM_ATTEMPTS` reads: `forged_event`, the row processed, nothing counted.
+ */
+export async function settleRefundClaim(
+  deps: {
+    db: Db;
+    clock: Clock;
+    outbox: Outbox;
+    provider: Pick<PaymentProvider, 'listEvents'>;
+    inbox: Pick<WebhookInbox, 'markProcessed'>;
+    log: Logger;
+  },
+  row: InboxRow,
+): Promise<{ kind: 'confirmed' } | { kind: 'retry'; error: unknown } | { kind: 'forged' }> {
+  const { db, clock, log } = deps;
+  let verdict: ClaimVerdict;
+  try {
+    verdict = await checkRefundClaim(deps.provider, row);
+  } catch (error) {
+    return { kind: 'retry', error };
+  }
+  if (verdict.kind === 'confirmed') {
+    markClaimConfirmed(db, row.event_id, clock.now());
+    log.info({ eventId: row.event_id, invoiceId: row.object_id, refundId: row.refund_id }, 'refund claim confirmed by the Events API');
+    return { kind: 'confirmed' };
+  }
+  if (verdict.kind === 'not_listed' && row.attempts + 1 < CONFIRM_ATTEMPTS)
+    return { kind: 'retry', error: new Error('the refund this event reports is not in the Events API (yet): read again') };
+  const what =
+    verdict.kind === 'contradicted'
+      ? 'the provider lists this event with other facts than the body'
+      : `the provider never listed the refund this event reports (${CONFIRM_ATTEMPTS} reads of its Events API)`;
+  inTransaction(db, () => {
+    deps.inbox.markProcessed(row.event_id, clock.now(), `refund claim not confirmed: ${what}`);
+    raiseForgedEvent(deps.outbox, `forged_event/${row.event_id}`, {
+      what: `a refund.succeeded body: ${what}`,
+      eventId: row.event_id,
+      invoiceId: row.object_id,
+      claimed: { refundId: row.refund_id, amount: row.refund_amount },
+      ...(verdict.kind === 'contradicted' ? { provider: verdict.provider } : {}),
+    });
+  });
+  log.error({ eventId: row.event_id, invoiceId: row.object_id, what }, 'forged event: refund claim not confirmed; nothing moved');
+  return { kind: 'forged' };
 }

@@ -5,9 +5,9 @@ import type { Logger } from '../../util/logger.js';
 import { errorMessage } from '../../util/errors.js';
 import type { Outbox } from '../../outbox/index.js';
 import { ProviderError, type PaymentProvider } from '../../payments/types.js';
-import { observationOf, raiseForgedEvent, type Ledger, type ObserveResult } from '../../ledger/index.js';
+import { observationOf, type Ledger, type ObserveResult } from '../../ledger/index.js';
 import { isHandledEvent, NOT_THIS_DEVICE, type InboxRow, type WebhookInbox } from './inbox.js';
-import { checkRefundClaim, CONFIRM_ATTEMPTS, isUnconfirmedClaim, markClaimConfirmed } from './refund-claims.js';
+import { isUnconfirmedClaim, settleRefundClaim } from './refund-claims.js';
 
 export interface WebhookWorkerDeps {
   db: Db;
@@ -122,43 +122,6 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     return null;
   }
 
-  /**
-   * Asks the Events API about a refund claim: null when confirmed (the row goes on to its GET), else
-   * the row's outcome — retried while not listed, a `forged_event` alarm when contradicted or never
-   * listed. Either way a claim the provider does not confirm moves nothing.
-   */
-  async function confirmClaim(row: InboxRow): Promise<RowOutcome | null> {
-    let verdict: Awaited<ReturnType<typeof checkRefundClaim>>;
-    try {
-      verdict = await checkRefundClaim(provider, row);
-    } catch (err) {
-      return fail(row, err);
-    }
-    if (verdict.kind === 'confirmed') {
-      markClaimConfirmed(db, row.event_id, clock.now());
-      log.info({ eventId: row.event_id, invoiceId: row.object_id, refundId: row.refund_id }, 'refund claim confirmed by the Events API');
-      return null;
-    }
-    if (verdict.kind === 'not_listed' && row.attempts + 1 < CONFIRM_ATTEMPTS)
-      return fail(row, new Error('the refund this event reports is not in the Events API (yet): read again'));
-    const what =
-      verdict.kind === 'contradicted'
-        ? 'the provider lists this event with other facts than the body'
-        : `the provider never listed the refund this event reports (${CONFIRM_ATTEMPTS} reads of its Events API)`;
-    inTransaction(db, () => {
-      inbox.markProcessed(row.event_id, clock.now(), `refund claim not confirmed: ${what}`);
-      raiseForgedEvent(outbox, `forged_event/${row.event_id}`, {
-        what: `a refund.succeeded body: ${what}`,
-        eventId: row.event_id,
-        invoiceId: row.object_id,
-        claimed: { refundId: row.refund_id, amount: row.refund_amount },
-        ...(verdict.kind === 'contradicted' ? { provider: verdict.provider } : {}),
-      });
-    });
-    log.error({ eventId: row.event_id, invoiceId: row.object_id, what }, 'forged event: refund claim not confirmed; nothing moved');
-    return 'rejected';
-  }
-
   /** The worker path: also what `vendgate replay` runs, with channel 'replay'. */
   async function processRow(row: InboxRow, channel: 'webhook' | 'backfill' | 'replay'): Promise<RowOutcome> {
     const reason = ignoreReason(row);
@@ -170,8 +133,9 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
     const invoiceId = row.object_id!;
     // A refund the body reports counts only once the provider lists the same event (refund-claims.ts).
     if (isUnconfirmedClaim(row)) {
-      const unconfirmed = await confirmClaim(row);
-      if (unconfirmed) return unconfirmed;
+      const claim = await settleRefundClaim({ db, clock, outbox, provider, inbox, log }, row);
+      if (claim.kind === 'forged') return 'rejected';
+      if (claim.kind === 'retry') return fail(row, claim.error);
     }
     let result: ObserveResult;
     try {
