@@ -48,6 +48,7 @@ import {
   createWebhookChannel,
   referencedInvoicesIn,
   refundsSeenIn,
+  refundClaimPendingIn,
   withRefundEvidence,
   type ClockSkew,
   type WebhookChannel,
@@ -70,6 +71,7 @@ import {
 import { createCatalog, type Catalog } from './catalog/index.js';
 import { dexAuditFor, startDexSchedule } from './dex/index.js';
 import { createFiscal, createRegister, type Fiscal } from './fiscal/index.js';
+import { createCaseSettlement } from './ledger/index.js';
 
 export interface AppDeps {
   clock?: Clock;
@@ -351,6 +353,7 @@ async function buildPayments(
         settings,
       ),
     refundsSeenIn(db),
+    refundClaimPendingIn(db),
   );
   const webhookSecrets =
     settings.provider.webhookSecrets.length > 0 || !sandbox ? settings.provider.webhookSecrets : ['sandbox-webhook-secret'];
@@ -534,7 +537,7 @@ interface Device {
 function buildDevice(
   { settings, deps, clock, logger }: Base,
   startedAt: number,
-  { db, outbox, storage }: Store,
+  { db, outbox, storage, orderRepository }: Store,
   { catalog, health, metrics, availability, changes }: Shared,
   { provider }: Payments,
   { actuator, inputs }: Hardware,
@@ -570,6 +573,7 @@ function buildDevice(
     orders,
     vend,
     refunds,
+    cases: createCaseSettlement({ db, clock, logger, outbox, provider, orders: orderRepository }),
     catalog,
     view,
     changes,

@@ -117,6 +117,10 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
           { config: values.config, order: rest[0], vended: values.vended, notVended: values['not-vended'] },
           io,
         );
+      case 'settle':
+        return await (
+          await import('./settle.js')
+        ).settleCommand({ config: values.config, case: rest[0], outcome: rest[1], json: values.json }, io);
       case 'receipt':
         return (await import('./orders.js')).receiptCommand(
           {

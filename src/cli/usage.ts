@@ -59,6 +59,12 @@ export const COMMANDS: Record<string, CommandHelp> = {
       ['--not-vended', 'the customer got nothing: the refund is queued'],
     ],
   },
+  settle: {
+    usage: 'settle CASE OUTCOME [--json]',
+    about:
+      'settle a parked case named by its alarm: orphan_invoice/…\n(refund, goods-went-out, not-ours); invoice_recovered/…,\npayment_mismatch/…, refunded_after_vend/…, forged_event/… (checked)',
+    options: [CONFIG, JSON_OUT],
+  },
   receipt: {
     usage: 'receipt ORDER --issued --register-id ID --register-date DATE | --not-issued [--return]',
     about: 'settle a fiscal receipt whose outcome is unknown or that the\nregister refused, after looking in the register',

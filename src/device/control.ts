@@ -6,6 +6,7 @@ import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { OrderService } from '../orders/index.js';
 import type { VendRunner, RefundWorker } from '../vend/index.js';
+import type { CaseSettlement } from '../ledger/index.js';
 import { itemForSlot, type Catalog } from '../catalog/index.js';
 import type { LiveComponents } from '../selftest/index.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
@@ -26,6 +27,8 @@ export interface DeviceControlDeps {
   /** Settlement by a person, and the test actuation (vend/ owns every touch of the machine). */
   vend: Pick<VendRunner, 'resolve' | 'refund' | 'testFire'>;
   refunds: Pick<RefundWorker, 'run'>;
+  /** A person's settlement of a parked case (ledger/settle.ts), the same as `vendgate settle`. */
+  cases: Pick<CaseSettlement, 'settle'>;
   catalog: Pick<Catalog, 'current' | 'apply' | 'rollback'> & { slots: Pick<Catalog['slots'], 'refill' | 'clearJam'> };
   view: Pick<DeviceView, 'state' | 'telemetry'>;
   changes: Pick<StateChanges, 'subscribe'>;
@@ -89,6 +92,9 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
       vend.refund(orderId, by);
       runRefunds();
       return view(orderId);
+    },
+    async settle(caseName, outcome, by) {
+      return deps.cases.settle(caseName, outcome, by);
     },
     async testVend(slot, by) {
       const { device } = deps;

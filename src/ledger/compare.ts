@@ -68,7 +68,8 @@ export function compareWithProvider(row: LocalInvoice, status: CanonicalStatus, 
   if (vended && !isMoneyStatus(status) && status !== 'refunded') {
     return { ...base, kind: 'vended_not_paid', detail: `vended here; the provider says ${providerStatus}` };
   }
-  if (vended && status === 'refunded' && !refundedHere) {
+  // A refund the order itself records as its end (refunded-after-vend-goes-to-a-person) has its own alarm.
+  if (vended && status === 'refunded' && !refundedHere && row.state !== 'refunded') {
     return {
       ...base,
       kind: 'refunded_not_here',

@@ -21,6 +21,7 @@ import {
   type PaymentWindows,
 } from '../orders/index.js';
 import { queueRefundFor, queueVendFor, refundExists } from '../vend/queue.js';
+import type { ReceiptPort } from '../vend/index.js';
 
 export { observationOf, type Channel, type Observation } from '../payments/types.js';
 export type { ObserveResult } from '../orders/index.js';
@@ -53,6 +54,13 @@ const OBSERVATION_ALARMS = {
       'restored database: this order was closed in the backup but is paid, and may have been vended after the backup was taken; check the machine, then run vendgate resolve',
     log: 'restored database: a payment on an order it holds closed; parked for a person',
   },
+  refunded_after_vend: {
+    name: 'refunded_after_vend',
+    severity: 'warning',
+    message:
+      'the provider confirms a refund of a sale whose goods went out (made elsewhere, e.g. the dashboard): the order is refunded and a receipted sale gets its return; check why, then close it with vendgate settle',
+    log: 'refunded at the provider after the vend',
+  },
   refunded_elsewhere: {
     name: 'refunded_elsewhere',
     severity: 'warning',
@@ -63,7 +71,16 @@ const OBSERVATION_ALARMS = {
 
 export function createLedger(
   /** windows: the customer's payment window on this device's own clocks (orders/window.ts), for "too late". */
-  deps: { db: Db; clock: Clock; logger: Logger; outbox: Outbox; orderRepository: OrderRepository; windows?: PaymentWindows },
+  deps: {
+    db: Db;
+    clock: Clock;
+    logger: Logger;
+    outbox: Outbox;
+    orderRepository: OrderRepository;
+    windows?: PaymentWindows;
+    /** Fiscal receipts: a refund confirmed after a receipted vend owes its return (written in the same transaction). */
+    receipts?: Pick<ReceiptPort, 'refunded'>;
+  },
   settings: LedgerSettings = { lateVendMs: 120_000 },
 ): Ledger {
   const { db, clock, outbox } = deps;
@@ -166,6 +183,8 @@ export function createLedger(
           ...(question?.kind === 'close' && answer ? { reason: question.reason } : { by: 'provider' }),
         });
       if (to === 'paid' || to === 'authorized') outbox.count('orders_paid');
+      // Like the device's own refunds: the return of the sale receipt, once (the book keeps one per order).
+      if (to === 'refunded' && order.state === 'vended') deps.receipts?.refunded(order.id);
     }
     const vendQueued = decision.queueVend && to !== null && queueVendFor({ db, outbox }, order, now);
     const refundQueued =
@@ -184,12 +203,13 @@ export function createLedger(
           now,
         },
       );
-    if (decision.alarm && to !== null) raiseAlarm(decision.alarm, order, o);
+    // An alarm of a row that moves the order is raised when it moved; one of a row that moves nothing, when the reading is new.
+    if (decision.alarm && (to !== null || decision.to === null)) raiseAlarm(decision.alarm, order, o);
     return { outcome: 'recorded', orderId: order.id, from: order.state, to, vendQueued, refundQueued, refundEvidence };
   }
 
   function raiseAlarm(
-    alarm: 'payment_mismatch' | 'refunded_elsewhere' | 'restored_closed_paid',
+    alarm: keyof typeof OBSERVATION_ALARMS,
     order: { id: number; reference: string; amount: number; currency: string },
     o: Observation,
   ): void {

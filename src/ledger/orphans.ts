@@ -1,18 +1,17 @@
 /**
- * The orphan sweep (docs/money-path.md, the edges of a payment's life): an invoice the provider holds under this device's reference (its
- * parse names exactly this device: orders/reference.ts) that no order of the database knows is
- * still a customer's money — its record was lost (a power cut before the create answer was stored,
- * a restored database, a card turned read-only). Each one
- * is followed to a final answer by `ORPHAN_RULES` (orders/decide.ts): paid → refunded (the goods
- * were never handed out for it, as far as this database knows), except on a restored database,
- * where it may have been vended before the restore → parked for a person; held (manual capture) →
- * voided; pending → read again at the next pass; closed unpaid → nothing owed. An alarm says what
- * was found and done, either way.
+ * The orphan sweep (docs/money-path.md, "Money the device has no record of"): an invoice the provider
+ * holds under this device's reference that no order of the database knows. The create answer is on
+ * disk before a QR is shown, so money on such an invoice means the database lost history (a new or
+ * replaced card, a restored backup, a lost WAL): goods may have gone out for it. `ORPHAN_RULES`
+ * (orders/decide.ts) decide: paid or held → parked for a person with a critical alarm (settled with
+ * `vendgate settle`), unless this database itself proves no goods went out (`proofOfNoDelivery`);
+ * pending → read again at the next pass; closed unpaid → nothing owed.
  *
- * Where candidates come from is the caller's port: invoices the webhook inbox has events about
- * (webhooks, and Gerege's Events API, which the backfill reads from its cursor — after a restore,
- * from the restored cursor). A QutPay invoice whose webhook never reached us cannot be seen: QutPay
- * has no list or events endpoint.
+ * Candidates come from the webhook inbox (webhooks, and Gerege's Events API, which the backfill
+ * reads), with the reference the event body claims. That claim only picks what to read: the
+ * reference and amount acted on are the provider's own answer to the device's authenticated read,
+ * and a body the provider contradicts raises `forged_event` and changes nothing. A QutPay invoice
+ * whose webhook never reached us cannot be seen: QutPay has no list or events endpoint.
  */
 import { durably, inTransaction, prepared, wasRestored, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
@@ -20,6 +19,7 @@ import type { Logger } from '../util/logger.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/index.js';
 import { isReferenceOf, orphanRuleFor, type OrderRepository } from '../orders/index.js';
+import { raiseForgedEvent } from './forged.js';
 
 export interface OrphanCandidate {
   invoiceId: string;
@@ -53,7 +53,16 @@ export interface OrphanSweepDeps {
   retentionMs: number;
 }
 
-type OrphanState = 'refunding' | 'refunded' | 'closed' | 'person';
+/**
+ * `refunding`: the sweep's refund claim is on disk, its POST follows. `refunded` | `closed`: settled by
+ * the sweep. `person`: parked for a person. `forged`: the body's claim was contradicted by the
+ * provider, nothing done. `settling`, `settled_*`: a person's settlement (ledger/settle.ts).
+ */
+type OrphanState = 'refunding' | 'refunded' | 'closed' | 'person' | 'forged' | 'settling' | string;
+
+/** The command that settles a parked orphan, as its alarm tells the person. */
+export const settleCommandFor = (invoiceId: string) =>
+  `vendgate settle orphan_invoice/${invoiceId} refund|goods-went-out|not-ours (or the signed MQTT command settle)`;
 
 export interface OrphanSweep {
   /** One pass; resolves with the orphans settled or parked in it. */
@@ -79,7 +88,20 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
   }
 
   function alarm(c: OrphanCandidate, invoice: Invoice, what: string, severity: 'critical' | 'warning'): void {
-    const detail = { invoiceId: c.invoiceId, reference: c.reference, status: invoice.providerStatus, amount: invoice.amount, what };
+    // Everything a person needs to decide, from the provider's own read.
+    const detail = {
+      invoiceId: c.invoiceId,
+      reference: invoice.reference,
+      status: invoice.providerStatus,
+      amount: invoice.amount,
+      refunded: invoice.refundedAmount ?? 0,
+      currency: invoice.currency,
+      livemode: invoice.livemode,
+      createdAt: invoice.createdAt === undefined ? null : new Date(invoice.createdAt).toISOString(),
+      provider: provider.name,
+      what,
+      ...(severity === 'critical' ? { settle: settleCommandFor(c.invoiceId) } : {}),
+    };
     outbox.raiseAlarm(
       `orphan_invoice/${c.invoiceId}`,
       severity,
@@ -89,13 +111,44 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
     log.error(detail, 'orphan invoice');
   }
 
+  /**
+   * This database's own proof that no goods went out for `reference`, or null: an order under
+   * exactly that reference, closed unpaid (nothing automatic leaves those states but a reading of its
+   * own invoice), that never had a vend job, on a database never restored (a restore can take a later
+   * vend claim away). Read inside the transaction that acts on it.
+   */
+  function proofOfNoDelivery(reference: string): string | null {
+    if (wasRestored(db)) return null;
+    const order = prepared(
+      db,
+      `SELECT o.id, o.state FROM orders o
+        WHERE o.reference = ? AND o.state IN ('failed', 'canceled', 'expired')
+          AND NOT EXISTS (SELECT 1 FROM vend_jobs j WHERE j.order_id = o.id)`,
+    ).get(reference) as { id: number; state: string } | undefined;
+    return order ? `order ${order.id} under this reference is ${order.state} and never had a vend job` : null;
+  }
+
   async function settle(c: OrphanCandidate): Promise<boolean> {
     const invoice = await provider.getInvoice(c.invoiceId);
+    // The body's reference was a claim; the provider's answer is the fact.
+    if (invoice.reference !== c.reference || !isReferenceOf(deps.deviceId, invoice.reference)) {
+      inTransaction(db, () => {
+        record(c, 'forged', invoice.amount, `the provider's reference is ${invoice.reference}`);
+        raiseForgedEvent(outbox, `forged_event/${c.invoiceId}`, {
+          invoiceId: c.invoiceId,
+          what: "an event body put this device's reference on an invoice the provider holds under another",
+          claimed: { reference: c.reference },
+          provider: { reference: invoice.reference, status: invoice.providerStatus, amount: invoice.amount },
+        });
+      });
+      log.error({ invoiceId: c.invoiceId, claimed: c.reference, actual: invoice.reference }, 'forged event: reference contradicted');
+      return true;
+    }
     const rest = invoice.amount - (invoice.refundedAmount ?? 0);
     const rule = orphanRuleFor({
       status: invoice.status,
       rest,
-      restoredDatabase: wasRestored(db),
+      provenNotDelivered: proofOfNoDelivery(invoice.reference) !== null,
       olderThanRetention: invoice.expiresAt < clock.now() - deps.retentionMs,
     });
     if (rule.then === 'read_again') return false;
@@ -135,13 +188,14 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
     }
     if (rule.then === 'person') {
       inTransaction(db, () => {
-        record(c, 'person', rest, `${rule.name}: paid on a restored database, not refunded`);
+        record(c, 'person', rest, `${rule.name}: ${invoice.status}, not ${invoice.status === 'authorized' ? 'voided' : 'refunded'}`);
         alarm(
           c,
           invoice,
-          `it was paid (${rest} not refunded) and this database was restored from a backup: its order may have been made after the backup ` +
-            `and vended before the restore, so it was NOT refunded automatically. Check whether the goods went out for reference ${c.reference} ` +
-            '(the machine, MQTT history, the operator); if they did not, refund it at the provider; if they did, nothing is owed',
+          `it is ${invoice.status === 'authorized' ? 'held' : 'paid'} (${rest} ${invoice.currency}) and this database has no order for it: ` +
+            'the database lost history (a new or replaced card, a restored backup), so the goods may have gone out for it. Nothing was ' +
+            `refunded or voided. Check whether the goods went out for reference ${invoice.reference} (the machine's counters, MQTT ` +
+            'history, the operator), then settle it',
           'critical',
         );
       });
@@ -149,7 +203,17 @@ export function createOrphanSweep(deps: OrphanSweepDeps): OrphanSweep {
     }
     // Money taken and nothing vended for it here: it goes back. The claim is on disk before the POST.
     const key = `${c.reference}-orphan-refund`;
-    durably(db, () => record(c, 'refunding', rest, 'refund claimed', key), 'refund_claim');
+    // The proof is read again with the claim: an order may have taken the invoice during the read.
+    const claimed = durably(
+      db,
+      () => {
+        const proof = orders.getByInvoice(c.invoiceId) ? null : proofOfNoDelivery(invoice.reference);
+        if (proof) record(c, 'refunding', rest, `refund claimed: ${proof}`, key);
+        return proof !== null;
+      },
+      'refund_claim',
+    );
+    if (!claimed) return false;
     const request = { invoiceId: c.invoiceId, amount: rest, idempotencyKey: key };
     let result = await provider.refund(request);
     // Same key, same body: the provider returns the same refund, never a second (Gerege).

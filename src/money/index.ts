@@ -116,7 +116,15 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
   // One set of payment windows for the ledger ("too late") and the order service (expiry).
   const windows = createPaymentWindows({ db, clock }, { defaultTtlSec: settings.provider.invoiceTtlSec });
   const baseLedger = createLedger(
-    { db, clock, logger, outbox, orderRepository, windows },
+    {
+      db,
+      clock,
+      logger,
+      outbox,
+      orderRepository,
+      windows,
+      ...(deps.receipts ? { receipts: deps.receipts } : {}),
+    },
     { lateVendMs: settings.poll.lateGraceSec * 1000 },
   );
   let housekeeping: NodeJS.Timeout | null = null;

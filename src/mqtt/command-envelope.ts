@@ -19,6 +19,7 @@ export const ENVELOPE_VERSION = 1;
 export const SIGNED_COMMANDS: ReadonlySet<string> = new Set([
   'refund',
   'resolve',
+  'settle',
   'catalog',
   'catalog_rollback',
   'test_vend',

@@ -37,6 +37,8 @@ const schemas = {
   selftest: z.object({ requestId }).strict(),
   resolve: z.object({ requestId, orderId: z.number().int().positive(), vended: z.boolean() }).strict(),
   refund: z.object({ requestId, orderId: z.number().int().positive() }).strict(),
+  // The case is an alarm's name (orphan_invoice/pi_…); ledger/settle.ts checks it and the outcome.
+  settle: z.object({ requestId, case: z.string().min(3).max(200), outcome: z.string().min(1).max(32) }).strict(),
   test_vend: z.object({ requestId, slot: z.string().min(1).max(16).nullable().default(null) }).strict(),
   // The document itself is checked by the catalog's own schema, so its errors name its own paths.
   catalog: z
@@ -111,6 +113,11 @@ export function createCommandHandler(deps: {
       }
       case 'refund':
         return control.refund(schemas.refund.parse(body).orderId, actor);
+      case 'settle': {
+        const parsed = schemas.settle.parse(body);
+        if (!control.settle) throw new CommandError(CommandErrorCodes.UNKNOWN_COMMAND, 'this device cannot settle cases');
+        return control.settle(parsed.case, parsed.outcome, actor);
+      }
       case 'test_vend': {
         const { slot } = schemas.test_vend.parse(body);
         if (!deps.allowRemoteVend) {

@@ -66,6 +66,11 @@ export interface DeviceControl {
   resolve(orderId: number, vended: boolean, by: string): Promise<unknown>;
   /** `cmd/refund`: refunds a paid order. Throws VendgateError. */
   refund(orderId: number, by: string): Promise<unknown>;
+  /**
+   * `cmd/settle`: a person settles a parked case named by its alarm (an orphan invoice, a forged
+   * event, an order a person had to check), as `vendgate settle` does. Throws VendgateError.
+   */
+  settle?(caseName: string, outcome: string, by: string): Promise<unknown>;
   /** `cmd/test_vend`: one test actuation, no money. Only when `mqtt.allowRemoteVend` is true. */
   testVend(slot: string | null, by: string): Promise<unknown>;
   runSelftest(): Promise<{ ok: boolean; report: unknown }>;

@@ -237,7 +237,7 @@ export interface ObservationDecision {
   /** `refund` gives paid money back; `void` cancels a held authorization (manual capture). */
   refund: { kind: RefundKind; amount: number; reason: string } | null;
   /** Something a person should know about, with the order. */
-  alarm: 'payment_mismatch' | 'refunded_elsewhere' | 'restored_closed_paid' | null;
+  alarm: 'payment_mismatch' | 'refunded_elsewhere' | 'restored_closed_paid' | 'refunded_after_vend' | null;
 }
 
 /** One row of the observation table: the first row whose states, statuses and condition match decides. */
@@ -375,6 +375,20 @@ export const OBSERVATION_RULES: readonly ObservationRule[] = [
     states: [...WAITING, ...CLOSED_UNPAID, ...BEFORE_VEND],
     statuses: ['refunded'],
     then: () => ({ ...NOTHING, to: 'refunded', alarm: 'refunded_elsewhere' }),
+  },
+  {
+    name: 'refunded-after-vend-goes-to-a-person',
+    why: 'the provider confirms the money of a delivered sale went back (the merchant’s dashboard, a refund seen after the vend): the goods are gone and the money is with the customer, so the order records it as refunded, a receipted sale owes its return, and a person is told',
+    states: ['vended'],
+    statuses: ['refunded'],
+    then: () => ({ ...NOTHING, to: 'refunded', alarm: 'refunded_after_vend' }),
+  },
+  {
+    name: 'partly-refunded-after-vend-goes-to-a-person',
+    why: 'part of a delivered sale’s money went back at the provider: the order stays vended (a return is for the whole sale) and a person is told',
+    states: ['vended'],
+    statuses: ['partially_refunded'],
+    then: () => ({ ...NOTHING, alarm: 'refunded_after_vend' }),
   },
   // Everything else decides nothing: `pending`; a reading that does not move the order forward;
   // refund evidence for an order in `refunding` (the refund worker, which owns refunds, completes it).
@@ -560,14 +574,15 @@ export function decideCreateAnswer(facts: CreateAnswerFacts): CreateAnswerDecisi
 
 export interface OrphanFacts {
   status: CanonicalStatus;
-  /** What is left of the money after its refunds (minor units). */
+  /** What is left of the money after its refunds (minor units), as the provider's own read says. */
   rest: number;
   /**
-   * The store's lineage says this database came back from a backup or lost its WAL (store/lineage.ts
-   * `wasRestored`, kept for good): an orphan may be an order made after the backup and
-   * vended before the restore, whose record the restore took away.
+   * This database itself proves that no goods went out for the invoice (ledger/orphans.ts
+   * `proofOfNoDelivery`): an order of this database under exactly the invoice's provider-side
+   * reference, closed unpaid (failed, canceled or expired) with no vend job ever queued, on a
+   * database never restored. Nothing else counts: an absence of records is not a proof.
    */
-  restoredDatabase: boolean;
+  provenNotDelivered: boolean;
   /**
    * The invoice expired before `storage.retentionDays` ago: retention may have deleted the order
    * that had it (its events can still arrive later), so the database cannot say it is an orphan.
@@ -579,7 +594,7 @@ export interface OrphanFacts {
  * `read_again`: still payable, the next pass reads it. `too_old`: left alone, with a warning (it
  * may be a pruned order's). `void`: held money is released.
  * `nothing_owed`: closed without money. `refund`: the rest goes back. `person`: a person decides
- * (critical alarm), nothing is moved.
+ * (critical alarm, `vendgate settle`), nothing is moved.
  */
 export type OrphanAction = 'read_again' | 'too_old' | 'void' | 'nothing_owed' | 'refund' | 'person';
 
@@ -590,7 +605,12 @@ export interface OrphanRule {
   then: OrphanAction;
 }
 
-/** First match decides, top to bottom. */
+/**
+ * First match decides, top to bottom. The create answer is on disk before a QR is shown (invariant
+ * 4), so money on an invoice no order knows means the database lost history: goods may have gone
+ * out for it. Money leaves only on the database's own proof that they did not; otherwise a person
+ * decides.
+ */
 export const ORPHAN_RULES: readonly OrphanRule[] = [
   {
     name: 'orphan-pending-is-read-again',
@@ -605,10 +625,16 @@ export const ORPHAN_RULES: readonly OrphanRule[] = [
     then: 'too_old',
   },
   {
-    name: 'orphan-held-is-voided',
-    why: 'money held (manual capture) for an order nobody knows: released',
-    when: (f) => f.status === 'authorized',
+    name: 'orphan-held-proven-undelivered-is-voided',
+    why: 'money held (manual capture) under the reference of an order this database holds closed unpaid, never queued for a vend: no goods went out for it, so the hold is released',
+    when: (f) => f.status === 'authorized' && f.provenNotDelivered,
     then: 'void',
+  },
+  {
+    name: 'orphan-held-goes-to-a-person',
+    why: 'money held for an order this database does not know (a new, replaced or restored database): the goods may have gone out before the record was lost, and a void would give them away; a person decides',
+    when: (f) => f.status === 'authorized',
+    then: 'person',
   },
   {
     name: 'orphan-without-money-owes-nothing',
@@ -617,16 +643,16 @@ export const ORPHAN_RULES: readonly OrphanRule[] = [
     then: 'nothing_owed',
   },
   {
-    name: 'restored-orphan-paid-goes-to-a-person',
-    why: 'on a restored database a paid orphan may be an order made after the backup and vended before the restore (the Events API is read again from the restored cursor): refunding it would give the goods away, keeping it could keep money for goods never handed out — a person decides, as for a restored closed order (restored-closed-order-paid-goes-to-a-person)',
-    when: (f) => f.restoredDatabase,
-    then: 'person',
+    name: 'orphan-paid-proven-undelivered-is-refunded',
+    why: 'money taken under the reference of an order this database holds closed unpaid, never queued for a vend, on a database never restored: nothing was handed out for it, so the money goes back',
+    when: (f) => f.provenNotDelivered,
+    then: 'refund',
   },
   {
-    name: 'orphan-paid-is-refunded',
-    why: 'money taken for an order no database of this device knows, on a database never restored: its record was lost before anything was vended for it (a power cut before the create answer was stored), so the money goes back',
+    name: 'orphan-paid-goes-to-a-person',
+    why: 'money taken for an order this database does not know: the database lost history (a new or replaced card, a restore), and the goods may have gone out for it; refunding would give them away, keeping it could keep money for goods never handed out — a person decides (vendgate settle)',
     when: () => true,
-    then: 'refund',
+    then: 'person',
   },
 ];
 

@@ -45,8 +45,9 @@ const TRANSITIONS: Record<OrderState, readonly OrderState[]> = {
   vend_failed: ['refunding'],
   // refunded: recovery found the invoice already refunded (or voided) at the provider.
   vend_uncertain: ['vended', 'refunding', 'refunded'],
-  // An operator may refund a vended order (complaint); nothing else leaves `vended`.
-  vended: ['refunding'],
+  // An operator may refund a vended order (complaint); refunded: the provider confirms a refund made
+  // elsewhere after the vend (the merchant's dashboard).
+  vended: ['refunding', 'refunded'],
   refunding: ['refunded'],
   // A late payment on a closed order is refunded, never lost. vend_uncertain: the order came back
   // with a restored database, whose close a power cut may have taken away after the backup, so the

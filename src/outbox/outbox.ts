@@ -14,6 +14,7 @@ export type EventType =
   | 'vend.failed'
   | 'vend.uncertain'
   | 'vend.resolved'
+  | 'case.settled'
   | 'refund.requested'
   | 'refund.succeeded'
   | 'refund.unknown'

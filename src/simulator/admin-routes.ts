@@ -73,6 +73,15 @@ export function registerAdminRoutes(app: FastifyInstance, deps: { ctx: SimContex
     return { id: idOf(request), status: current(idOf(request)).status };
   });
 
+  // The merchant refunds in the provider's dashboard: the refund and its event, as the provider makes them.
+  app.post('/__sim/refund/:id', async (request) => {
+    const body = checkObjectBody(request.body ?? {}, ['amount']);
+    const amount = body.amount === undefined ? current(idOf(request)).amount : Number(body.amount);
+    if (!Number.isInteger(amount) || amount <= 0) throw new SimHttpError(400, 'invalid_request', 'amount: a positive integer is required');
+    backend.refundOutside(idOf(request), amount);
+    return { id: idOf(request), refunded: amount, status: current(idOf(request)).status };
+  });
+
   app.post('/__sim/revoke-tokens', async () => {
     backend.revokeTokens();
     return { revoked: true };

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOrphanSweep, type OrphanCandidate } from '../../src/ledger/orphans.js';
-import { markRestored, openDatabase, type Db } from '../../src/store/index.js';
+import { databaseId, markRestored, openDatabase, type Db } from '../../src/store/index.js';
+import { createOrderRepository } from '../../src/orders/index.js';
 import { createOutbox } from '../../src/outbox/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
@@ -11,8 +12,10 @@ import { tempDir } from '../helpers/temp.js';
 
 /**
  * The orphan sweep on its own, on a real SQLite file: an invoice under this device's reference that
- * no order knows is followed to a final answer, once, with an alarm; the black-box case (the real
- * service against the Gerege simulator) is test/techniques/money-edges/orphans.test.ts.
+ * no order knows. Money on it is parked for a person (the database lost history: goods may have gone
+ * out), unless this database proves no goods went out; a body the provider contradicts is a forged
+ * event. The black-box cases (the real service against the Gerege simulator) are in
+ * test/techniques/money-edges/orphans.test.ts.
  */
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -66,43 +69,62 @@ function world(known: string[] = []) {
   const row = (id: string) =>
     db.prepare('SELECT state, amount, refund_key FROM orphan_invoices WHERE invoice_id = ?').get(id) as
       { state: string; amount: number; refund_key: string | null } | undefined;
-  return { db, clock, fake, sweep, invoice, alarms, row, candidates };
+  /** An order of this database, closed the way `state` says, whose reference an orphan may carry. */
+  function closedOrder(state: 'failed' | 'expired'): string {
+    const repo = createOrderRepository({ db, clock });
+    const order = repo.insert(
+      {
+        request: { description: 'Water', expiresInSec: 120, captureMode: 'automatic' },
+        source: 'kiosk',
+        slot: 'A1',
+        itemName: 'Water',
+        amount: 1500,
+        currency: 'MNT',
+        livemode: false,
+        provider: 'sandbox',
+        captureMode: 'automatic',
+      },
+      'vm-1',
+      databaseId(db),
+    );
+    repo.transition(order.id, 'creating', state, 'test');
+    return order.reference;
+  }
+  return { db, clock, fake, sweep, invoice, alarms, row, candidates, closedOrder };
 }
 
 describe('the orphan sweep', () => {
-  it('a paid orphan is refunded once, claimed before the POST under a key of its own, with a critical alarm', async () => {
+  it('a paid orphan is parked for a person with a critical alarm that says everything needed; nothing is refunded, then or later', async () => {
     const w = world();
     const c = await w.invoice('vm-1-lostdb-7-a1b2c3d4');
     w.fake.set(c.invoiceId, 'paid');
     expect(await w.sweep.sweep()).toBe(1);
-    expect(w.fake.callsOf('refund').map((call) => call.arg)).toEqual([
-      { invoiceId: c.invoiceId, amount: 1500, idempotencyKey: 'vm-1-lostdb-7-a1b2c3d4-orphan-refund' },
-    ]);
-    expect(w.row(c.invoiceId)).toMatchObject({ state: 'refunded', amount: 1500 });
-    expect(w.alarms()).toEqual([expect.objectContaining({ name: `orphan_invoice/${c.invoiceId}`, severity: 'critical' })]);
-    // A second pass does nothing more: one refund per orphan.
+    expect(w.fake.callsOf('refund')).toEqual([]);
+    expect(w.row(c.invoiceId)).toMatchObject({ state: 'person', amount: 1500, refund_key: null });
+    const [alarm] = w.alarms();
+    expect(alarm).toMatchObject({ name: `orphan_invoice/${c.invoiceId}`, severity: 'critical' });
+    expect(JSON.parse(alarm!.detail)).toMatchObject({
+      invoiceId: c.invoiceId,
+      reference: 'vm-1-lostdb-7-a1b2c3d4',
+      amount: 1500,
+      refunded: 0,
+      currency: 'MNT',
+      settle: expect.stringContaining(`vendgate settle orphan_invoice/${c.invoiceId}`),
+    });
     expect(await w.sweep.sweep()).toBe(0);
-    expect(w.fake.callsOf('refund')).toHaveLength(1);
+    expect(w.fake.callsOf('refund')).toEqual([]);
   });
 
-  it('a partly refunded orphan has only the rest refunded', async () => {
-    const w = world();
-    const c = await w.invoice('vm-1-lostdb-8-00000001');
-    w.fake.set(c.invoiceId, 'partially_refunded', { refundedAmount: 500 });
-    await w.sweep.sweep();
-    expect(w.fake.callsOf('refund').map((call) => (call.arg as { amount: number }).amount)).toEqual([1000]);
-  });
-
-  it('a held orphan (manual capture) is voided; a closed unpaid one owes nothing and says so', async () => {
+  it('a held orphan (manual capture) is parked, not voided; a closed unpaid one owes nothing and says so', async () => {
     const w = world();
     const held = await w.invoice('vm-1-db-9-00000002');
     const expired = await w.invoice('vm-1-db-10-00000003');
     w.fake.set(held.invoiceId, 'authorized');
     w.fake.set(expired.invoiceId, 'expired');
     expect(await w.sweep.sweep()).toBe(2);
-    expect(w.fake.callsOf('cancelInvoice').map((call) => call.arg)).toEqual([held.invoiceId]);
+    expect(w.fake.callsOf('cancelInvoice')).toEqual([]);
     expect(w.fake.callsOf('refund')).toEqual([]);
-    expect(w.row(held.invoiceId)?.state).toBe('closed');
+    expect(w.row(held.invoiceId)?.state).toBe('person');
     expect(w.row(expired.invoiceId)?.state).toBe('closed');
     expect(
       w
@@ -122,73 +144,81 @@ describe('the orphan sweep', () => {
     expect(known.invoiceId).toBe('fk_2');
     expect(await w.sweep.sweep()).toBe(0);
     expect(w.row(pending.invoiceId)).toBeUndefined();
-    expect(w.fake.callsOf('refund')).toEqual([]);
     expect(w.alarms()).toEqual([]);
   });
 
-  it('a device whose id starts with ours is another device: vm-1 never settles vm-1-annex’s sale, nested either way', async () => {
+  it('a device whose id starts with ours is another device: vm-1 never takes up vm-1-annex’s sale, nested either way', async () => {
     const w = world();
-    // The inbox holds the whole account's events (the Events API, the merchant's webhooks).
     const annex = await w.invoice('vm-1-annex-x9y8z7-12-cafebabe');
     const annexOld = await w.invoice('vm-1-annex-x9y8z7-13'); // before the nonce
     const annexNested = await w.invoice('vm-1-b-cccc-7-0badf00d'); // device vm-1-b, database cccc
     const own = await w.invoice('vm-1-x9y8z7-12-cafebabe');
     for (const c of [annex, annexOld, annexNested, own]) w.fake.set(c.invoiceId, 'paid');
     expect(await w.sweep.sweep()).toBe(1);
-    expect(w.fake.callsOf('refund').map((call) => (call.arg as { invoiceId: string }).invoiceId)).toEqual([own.invoiceId]);
     for (const c of [annex, annexOld, annexNested]) expect(w.row(c.invoiceId), c.reference).toBeUndefined();
     expect(w.alarms().map((a) => a.name)).toEqual([`orphan_invoice/${own.invoiceId}`]);
   });
 
-  it('on a restored database a paid orphan is parked for a person, not refunded: it may have been vended before the restore', async () => {
+  it('the reference is the provider’s, not the body’s: a body that puts our reference on another device’s invoice is a forged event, nothing moved', async () => {
     const w = world();
-    // What checkLineage records when the database is below its lineage mark (store/lineage.ts).
-    markRestored(w.db);
-    const paid = await w.invoice('vm-1-lostdb-21-0000000a');
-    const expired = await w.invoice('vm-1-lostdb-22-0000000b');
-    w.fake.set(paid.invoiceId, 'paid');
-    w.fake.set(expired.invoiceId, 'expired');
-    expect(await w.sweep.sweep()).toBe(2);
-    expect(w.fake.callsOf('refund')).toEqual([]);
-    expect(w.row(paid.invoiceId)).toMatchObject({ state: 'person', amount: 1500, refund_key: null });
-    expect(w.row(expired.invoiceId)?.state).toBe('closed'); // nothing owed is still nothing owed
-    const alarm = w.alarms().find((a) => a.name === `orphan_invoice/${paid.invoiceId}`);
-    expect(alarm?.severity).toBe('critical');
-    expect(alarm?.detail).toMatch(/restored from a backup.*NOT refunded.*vm-1-lostdb-21-0000000a.*refund it at the provider/);
-    // Parked for good: a later pass neither refunds it nor raises it again.
-    expect(await w.sweep.sweep()).toBe(0);
-    expect(w.fake.callsOf('refund')).toEqual([]);
-  });
-
-  it('on a database never restored the same paid orphan is refunded', async () => {
-    const w = world();
-    const paid = await w.invoice('vm-1-lostdb-21-0000000a');
-    w.fake.set(paid.invoiceId, 'paid');
+    const theirs = await w.invoice('vm-2-db-3-00000011');
+    w.candidates.splice(0, w.candidates.length, { invoiceId: theirs.invoiceId, reference: 'vm-1-lostdb-3-00000011' });
+    w.fake.set(theirs.invoiceId, 'paid');
     expect(await w.sweep.sweep()).toBe(1);
-    expect(w.fake.callsOf('refund')).toHaveLength(1);
-    expect(w.row(paid.invoiceId)?.state).toBe('refunded');
+    expect(w.fake.callsOf('refund')).toEqual([]);
+    expect(w.row(theirs.invoiceId)?.state).toBe('forged');
+    const [alarm] = w.alarms();
+    expect(alarm).toMatchObject({ name: `forged_event/${theirs.invoiceId}`, severity: 'critical' });
+    expect(JSON.parse(alarm!.detail)).toMatchObject({
+      claimed: { reference: 'vm-1-lostdb-3-00000011' },
+      provider: { reference: 'vm-2-db-3-00000011' },
+    });
   });
 
-  it('an invoice that expired before the retention may be a pruned order’s: left alone with a warning, never refunded', async () => {
+  it('this database’s own proof that no goods went out (its order under that reference, closed unpaid, never queued for a vend): refunded once under the orphan key', async () => {
     const w = world();
-    // A vended sale of four days ago (retention: 3 days): its order was deleted, and an event about
-    // its invoice reached the inbox after (a late webhook, the Events API read again).
+    const reference = w.closedOrder('failed');
+    const c = await w.invoice(reference);
+    w.fake.set(c.invoiceId, 'paid');
+    expect(await w.sweep.sweep()).toBe(1);
+    expect(w.fake.callsOf('refund').map((call) => call.arg)).toEqual([
+      { invoiceId: c.invoiceId, amount: 1500, idempotencyKey: `${reference}-orphan-refund` },
+    ]);
+    expect(w.row(c.invoiceId)?.state).toBe('refunded');
+    expect(await w.sweep.sweep()).toBe(0);
+    expect(w.fake.callsOf('refund')).toHaveLength(1);
+  });
+
+  it('the same order on a restored database proves nothing (a restore can take a later vend away): parked', async () => {
+    const w = world();
+    const reference = w.closedOrder('expired');
+    markRestored(w.db);
+    const c = await w.invoice(reference);
+    w.fake.set(c.invoiceId, 'paid');
+    expect(await w.sweep.sweep()).toBe(1);
+    expect(w.fake.callsOf('refund')).toEqual([]);
+    expect(w.row(c.invoiceId)?.state).toBe('person');
+  });
+
+  it('an invoice that expired before the retention may be a pruned order’s: left alone with a warning', async () => {
+    const w = world();
     const old = await w.invoice('vm-1-db-30-0000000c');
     w.fake.set(old.invoiceId, 'paid');
     w.clock.advance(4 * 86_400_000);
     const fresh = await w.invoice('vm-1-db-31-0000000d');
     w.fake.set(fresh.invoiceId, 'paid');
     expect(await w.sweep.sweep()).toBe(2);
-    expect(w.fake.callsOf('refund').map((call) => (call.arg as { invoiceId: string }).invoiceId)).toEqual([fresh.invoiceId]);
+    expect(w.fake.callsOf('refund')).toEqual([]);
     expect(w.row(old.invoiceId)?.state).toBe('closed');
+    expect(w.row(fresh.invoiceId)?.state).toBe('person');
     const alarm = w.alarms().find((a) => a.name === `orphan_invoice/${old.invoiceId}`);
     expect(alarm?.severity).toBe('warning');
     expect(alarm?.detail).toMatch(/retentionDays.*neither refunded nor voided/);
   });
 
-  it('a refund that does not go through, or a claim a stop interrupted, is parked for a person with an alarm', async () => {
+  it('a proven refund that does not go through, or a claim a stop interrupted, is parked for a person with an alarm', async () => {
     const w = world();
-    const refused = await w.invoice('vm-1-db-13-00000007');
+    const refused = await w.invoice(w.closedOrder('failed'));
     w.fake.set(refused.invoiceId, 'paid');
     w.fake.hooks.refund = () => ({ status: 'failed', detail: 'declined' });
     await w.sweep.sweep();
@@ -215,6 +245,6 @@ describe('the orphan sweep', () => {
     expect(w.row(c.invoiceId)).toBeUndefined();
     w.fake.hooks.getError = undefined;
     expect(await w.sweep.sweep()).toBe(1);
-    expect(w.row(c.invoiceId)?.state).toBe('refunded');
+    expect(w.row(c.invoiceId)?.state).toBe('person');
   });
 });

@@ -57,14 +57,14 @@ describe('the reconciliation loop', () => {
     expect(await reconciler.run()).toBe(0);
     expect(reads()).toBe(before);
 
-    // Later the merchant refunds the first order from the dashboard.
-    c.fake.set(first.invoice_id!, 'refunded');
+    // Later the provider says the first sale was never paid (canceled there).
+    c.fake.set(first.invoice_id!, 'canceled');
     c.clock.advance(10 * 60_000);
     expect(await reconciler.run()).toBe(1);
     expect(reads()).toBe(before + 1); // the budget: one read this hour
     const alarm = c.outbox.openAlarms().find((a) => a.name === `reconcile/${first.id}`);
     expect(alarm).toBeDefined();
-    expect(JSON.parse(alarm!.detail)).toMatchObject({ orderId: first.id, kind: 'refunded_not_here' });
+    expect(JSON.parse(alarm!.detail)).toMatchObject({ orderId: first.id, kind: 'vended_not_paid' });
 
     // An hour on, the second is compared and agrees; the first is still reported.
     c.clock.advance(3_600_000);
@@ -77,6 +77,17 @@ describe('the reconciliation loop', () => {
     c.clock.advance(30 * 60_000);
     await reconciler.run();
     expect(reads()).toBe(settled);
+  });
+
+  it('a refund the merchant made after the vend, read by the reconciler: the order ends refunded with one alarm for a person', async () => {
+    const c = (core = buildCore());
+    const sold = await vendedOrder(c, 'A1');
+    const reconciler = createReconciler({ ...c, provider: c.fake.provider }, { everyMs: 3_600_000, days: 7, readsPerHour: 10 });
+    c.fake.set(sold.invoice_id!, 'refunded');
+    c.clock.advance(10 * 60_000);
+    expect(await reconciler.run()).toBe(0);
+    expect(c.orders.get(sold.id)!.state).toBe('refunded');
+    expect(c.outbox.openAlarms().map((a) => a.name)).toEqual([`refunded_after_vend/${sold.id}`]);
   });
 
   it('a wall clock set back: the read budget runs on the monotonic clock, and orders updated before the jump are compared, once', async () => {
@@ -105,7 +116,7 @@ describe('the reconciliation loop', () => {
     // NTP sets the clock back 30 days; an hour passes. Both orders were last updated "in the future".
     c.clock.set(c.clock.now() - 30 * 86_400_000);
     later(3_600_000);
-    c.fake.set(second.invoice_id!, 'refunded');
+    c.fake.set(second.invoice_id!, 'canceled');
     expect(await reconciler.run()).toBe(1);
     expect(reads()).toEqual([first.invoice_id, second.invoice_id]);
     expect(c.outbox.openAlarms().map((a) => a.name)).toEqual([`reconcile/${second.id}`]);

@@ -87,6 +87,8 @@ function decidedBefore(state: OrderState, facts: ObservationFacts): ObservationD
       return NOTHING;
     case 'partially_refunded':
       if (waiting && facts.restoredOrder) return { ...NOTHING, to: 'paid', queueVend: true };
+      // Since the refund-evidence rule: money of a delivered sale going back is told to a person.
+      if (state === 'vended') return { ...NOTHING, alarm: 'refunded_after_vend' };
       if ((waiting || closedUnpaid || beforeVend) && rest > 0) {
         return {
           to: 'refunding',
@@ -98,6 +100,7 @@ function decidedBefore(state: OrderState, facts: ObservationFacts): ObservationD
       return NOTHING;
     case 'refunded':
       if (waiting || closedUnpaid || beforeVend) return { ...NOTHING, to: 'refunded', alarm: 'refunded_elsewhere' };
+      if (state === 'vended') return { ...NOTHING, to: 'refunded', alarm: 'refunded_after_vend' };
       return NOTHING;
   }
 }
@@ -163,6 +166,16 @@ const ROW_EXAMPLES: Record<string, [OrderState, ObservationFacts, Partial<Observ
     { to: 'refunding', alarm: 'refunded_elsewhere' },
   ],
   'refunded-elsewhere-never-vends': ['paid', facts('refunded', { refundedAmount: PAID }), { to: 'refunded', alarm: 'refunded_elsewhere' }],
+  'refunded-after-vend-goes-to-a-person': [
+    'vended',
+    facts('refunded', { refundedAmount: PAID }),
+    { to: 'refunded', alarm: 'refunded_after_vend' },
+  ],
+  'partly-refunded-after-vend-goes-to-a-person': [
+    'vended',
+    facts('partially_refunded', { refundedAmount: 500 }),
+    { to: null, alarm: 'refunded_after_vend' },
+  ],
 };
 
 describe('the observation table', () => {

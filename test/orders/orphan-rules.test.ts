@@ -7,12 +7,13 @@ import type { CanonicalStatus } from '../../src/payments/types.js';
 const STATUSES: CanonicalStatus[] = ['pending', 'authorized', 'paid', 'partially_refunded', 'refunded', 'canceled', 'expired'];
 
 const EXAMPLES: Record<string, OrphanFacts> = {
-  'orphan-pending-is-read-again': { status: 'pending', rest: 1500, restoredDatabase: true, olderThanRetention: false },
-  'orphan-older-than-retention-is-left-alone': { status: 'paid', rest: 1500, restoredDatabase: false, olderThanRetention: true },
-  'orphan-held-is-voided': { status: 'authorized', rest: 1500, restoredDatabase: false, olderThanRetention: false },
-  'orphan-without-money-owes-nothing': { status: 'partially_refunded', rest: 0, restoredDatabase: true, olderThanRetention: false },
-  'restored-orphan-paid-goes-to-a-person': { status: 'paid', rest: 1500, restoredDatabase: true, olderThanRetention: false },
-  'orphan-paid-is-refunded': { status: 'paid', rest: 1500, restoredDatabase: false, olderThanRetention: false },
+  'orphan-pending-is-read-again': { status: 'pending', rest: 1500, provenNotDelivered: false, olderThanRetention: false },
+  'orphan-older-than-retention-is-left-alone': { status: 'paid', rest: 1500, provenNotDelivered: false, olderThanRetention: true },
+  'orphan-held-proven-undelivered-is-voided': { status: 'authorized', rest: 1500, provenNotDelivered: true, olderThanRetention: false },
+  'orphan-held-goes-to-a-person': { status: 'authorized', rest: 1500, provenNotDelivered: false, olderThanRetention: false },
+  'orphan-without-money-owes-nothing': { status: 'partially_refunded', rest: 0, provenNotDelivered: false, olderThanRetention: false },
+  'orphan-paid-proven-undelivered-is-refunded': { status: 'paid', rest: 1500, provenNotDelivered: true, olderThanRetention: false },
+  'orphan-paid-goes-to-a-person': { status: 'paid', rest: 1500, provenNotDelivered: false, olderThanRetention: false },
 };
 
 describe('orphan table', () => {
@@ -24,16 +25,19 @@ describe('orphan table', () => {
     }
   });
 
-  it.each(STATUSES)('%s: money still taken is refunded only on a database never restored; restored → a person', (status) => {
-    for (const restoredDatabase of [false, true]) {
-      expect(orphanRuleFor({ status, rest: 700, restoredDatabase, olderThanRetention: true }).then).toBe(
-        status === 'pending' ? 'read_again' : 'too_old',
-      );
-      const action = orphanRuleFor({ status, rest: 700, restoredDatabase, olderThanRetention: false }).then;
-      if (status === 'pending') expect(action).toBe('read_again');
-      else if (status === 'authorized') expect(action).toBe('void');
-      else if (status === 'paid' || status === 'partially_refunded') expect(action).toBe(restoredDatabase ? 'person' : 'refund');
-      else expect(action).toBe('nothing_owed');
-    }
-  });
+  it.each(STATUSES)(
+    "%s: money held or taken moves only on the database's own proof that no goods went out; otherwise a person",
+    (status) => {
+      for (const provenNotDelivered of [false, true]) {
+        expect(orphanRuleFor({ status, rest: 700, provenNotDelivered, olderThanRetention: true }).then).toBe(
+          status === 'pending' ? 'read_again' : 'too_old',
+        );
+        const action = orphanRuleFor({ status, rest: 700, provenNotDelivered, olderThanRetention: false }).then;
+        if (status === 'pending') expect(action).toBe('read_again');
+        else if (status === 'authorized') expect(action).toBe(provenNotDelivered ? 'void' : 'person');
+        else if (status === 'paid' || status === 'partially_refunded') expect(action).toBe(provenNotDelivered ? 'refund' : 'person');
+        else expect(action).toBe('nothing_owed');
+      }
+    },
+  );
 });

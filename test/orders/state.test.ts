@@ -50,6 +50,8 @@ const ALLOWED: [OrderState, OrderState][] = [
   // Recovery found the invoice refunded at the provider: an interrupted vend is not parked.
   ['vending', 'refunded'],
   ['vend_uncertain', 'refunded'],
+  // The provider confirms a refund made elsewhere after the vend (the merchant's dashboard).
+  ['vended', 'refunded'],
 ];
 
 describe('order state table', () => {
@@ -156,10 +158,17 @@ describe('deciding on an observed status', () => {
         alarm: 'refunded_elsewhere',
       });
     }
-    // Goods already on their way or out: recorded only (reconciliation tells a person).
-    for (const state of ['vending', 'vended', 'vend_uncertain', 'refunding'] as const) {
+    // Goods on their way, or a refund of ours in flight: recorded only (reconciliation tells a person).
+    for (const state of ['vending', 'vend_uncertain', 'refunding'] as const) {
       expect(decideObservation(state, facts('refunded')), state).toEqual({ to: null, queueVend: false, refund: null, alarm: null });
     }
+    // Goods out: the confirmed refund is the order's end, with an alarm for a person (and its fiscal return).
+    expect(decideObservation('vended', facts('refunded'))).toEqual({
+      to: 'refunded',
+      queueVend: false,
+      refund: null,
+      alarm: 'refunded_after_vend',
+    });
   });
 
   it('an order a restored database brought back is never vended or refunded by itself: it is queued for the runner to park', () => {

@@ -18,10 +18,17 @@ export interface InboxRow {
   attempts: number;
   next_attempt_at: number | null;
   last_error: string | null;
+  /** A succeeded refund the body reports (a claim until confirmed: refund-claims.ts). */
+  refund_id: string | null;
+  refund_amount: number | null;
+  refund_confirmed_at: number | null;
+  /** The body's own creation time (ms), when it says. */
+  event_created_at: number | null;
 }
 
 const ROW_COLUMNS =
-  'event_id, provider, type, object_id, livemode, source, received_at, processed_at, attempts, next_attempt_at, last_error';
+  'event_id, provider, type, object_id, livemode, source, received_at, processed_at, attempts, next_attempt_at, last_error, ' +
+  'refund_id, refund_amount, refund_confirmed_at, event_created_at';
 
 /**
  * Event types whose object we re-read. Anything else (a type added in a provider's minor version,
@@ -90,8 +97,8 @@ export interface WebhookInboxOptions {
 export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): WebhookInbox {
   const insert = db.prepare(
     `INSERT INTO webhook_events (event_id, provider, type, object_id, livemode, raw_body, source, received_at, processed_at, last_error,
-                                 refund_id, refund_amount, reference)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
+                                 refund_id, refund_amount, reference, event_created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
   );
   // rowid order is arrival order (received_at is set at insert), and it lets SQLite walk the partial
   // index of unprocessed rows without sorting a backlog. The raw body stays on disk: the worker re-reads by GET.
@@ -138,6 +145,7 @@ export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): W
       event.refund?.id ?? null,
       event.refund?.amount ?? null,
       event.reference ?? null,
+      event.createdAt,
     );
     return { inserted: result.changes === 1, handled };
   }

@@ -25,3 +25,4 @@ export {
 export { createBrokerIngest, type BrokerIngest, type BrokerIngestDeps, type BrokerDelivery } from './broker-ingest.js';
 export { createClockSkewAlarm, CLOCK_SKEW_ALARM, type ClockSkew } from './clock-skew.js';
 export { refundsSeenIn, withRefundEvidence, referencedInvoicesIn } from './refund-evidence.js';
+export { refundClaimPendingIn } from './refund-claims.js';

@@ -7,6 +7,7 @@ import type { Outbox } from '../../outbox/index.js';
 import { ProviderError, type PaymentProvider } from '../../payments/types.js';
 import { observationOf, type Ledger, type ObserveResult } from '../../ledger/index.js';
 import { isHandledEvent, NOT_THIS_DEVICE, type InboxRow, type WebhookInbox } from './inbox.js';
+import { isUnconfirmedClaim, settleRefundClaim } from './refund-claims.js';
 
 export interface WebhookWorkerDeps {
   db: Db;
@@ -130,6 +131,12 @@ export function createWebhookWorker(deps: WebhookWorkerDeps, settings: WebhookWo
       return 'ignored';
     }
     const invoiceId = row.object_id!;
+    // A refund the body reports counts only once the provider lists the same event (refund-claims.ts).
+    if (isUnconfirmedClaim(row)) {
+      const claim = await settleRefundClaim({ db, clock, outbox, provider, inbox, log }, row);
+      if (claim.kind === 'forged') return 'rejected';
+      if (claim.kind === 'retry') return fail(row, claim.error);
+    }
     let result: ObserveResult;
     try {
       const invoice = await provider.getInvoice(invoiceId);
