@@ -12,6 +12,7 @@ import type { OrderState } from './state.js';
 import { IN_PROGRESS_STATES, decideCreateAnswer } from './decide.js';
 import { createTransitions } from './transitions.js';
 import type { ObservePort } from './observe-port.js';
+import { priceMdbRequest } from './mdb-price.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
 const CLOCK_SLACK_MS = 5 * 60_000;
@@ -151,7 +152,10 @@ export interface OrderService {
   note(id: number, reason: string): boolean;
 }
 
-export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
+export function createOrderService(
+  deps: OrderServiceDeps,
+  settings: Pick<Readonly<Settings>, 'device' | 'provider'> & Partial<Pick<Readonly<Settings>, 'actuator' | 'pricing'>>,
+): OrderService {
   const { db, clock, outbox, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'orders' });
   const repo = deps.orderRepository;
@@ -179,14 +183,30 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     return at;
   }
 
+  /** The catalog's price for a machine's vend request; a mismatch raises mdb_price_mismatch/<item> and is denied. */
+  function priceMachineRequest(item: string, machinePrice: number): { slot: string; itemName: string; amount: number } {
+    const policy = { prices: settings.actuator?.serial.mdb.prices ?? 'catalog', pricing: settings.pricing } as const;
+    const alarm = `mdb_price_mismatch/${item}`;
+    try {
+      const priced = priceMdbRequest(deps.catalog, item, machinePrice, policy);
+      if (priced.mismatch) log.warn({ item, ...priced.mismatch }, "machine's own price charged (actuator.serial.mdb.prices: machine)");
+      else inTransaction(db, () => outbox.clearAlarm(alarm));
+      return priced;
+    } catch (err) {
+      if (err instanceof VendgateError && err.code === ErrorCodes.PRICE_MISMATCH) {
+        log.warn({ item, ...err.details }, 'machine vend request at another price than the catalog: denied');
+        inTransaction(db, () => outbox.raiseAlarm(alarm, 'warning', err.message, err.details));
+      }
+      throw err;
+    }
+  }
+
   function describeItem(input: OrderInput): { slot: string | null; itemName: string; amount: number } {
     if (input.source === 'mdb') {
       if (!input.item || !Number.isInteger(input.amount) || (input.amount ?? 0) <= 0) {
         throw new VendgateError(ErrorCodes.BAD_REQUEST, 'a machine vend request needs an item and a positive amount');
       }
-      deps.catalog.assertSellable(input.item);
-      const listed = deps.catalog.item(input.item);
-      return { slot: input.item, itemName: listed?.name ?? `item ${input.item}`, amount: input.amount! };
+      return priceMachineRequest(input.item, input.amount!);
     }
     if (settings.device.mode === 'turnstile') {
       return { slot: null, itemName: 'pass', amount: settings.device.fare! };

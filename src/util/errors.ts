@@ -46,6 +46,7 @@ export const ErrorCodes = {
   SOLD_OUT: 'VG_ERR_SOLD_OUT',
   SLOT_JAMMED: 'VG_ERR_SLOT_JAMMED',
   CATALOG_INVALID: 'VG_ERR_CATALOG_INVALID',
+  PRICE_MISMATCH: 'VG_ERR_PRICE_MISMATCH',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -105,6 +106,7 @@ export const ERROR_HTTP_STATUS = {
   VG_ERR_SOLD_OUT: 409,
   VG_ERR_SLOT_JAMMED: 409,
   VG_ERR_CATALOG_INVALID: 400,
+  VG_ERR_PRICE_MISMATCH: 409,
 } as const satisfies { readonly [C in ErrorCode]: ErrorHttpStatus };
 
 /** The one status of a code (see ERROR_HTTP_STATUS). */

@@ -15,6 +15,8 @@ export interface MdbSerialDeps {
   connection: SerialConnection;
   /** Items the machine may ask for (catalog slots); anything else is denied. */
   knownItems: { has(item: string): boolean };
+  /** Smallest currency units per 1.00 of the machine's decimal amount (from device.currency unless set). */
+  scale: number;
 }
 
 interface Session {
@@ -36,7 +38,7 @@ export function parseMdbAmount(text: string, scale: number): number | string {
   if (!/^\d{1,9}(\.\d{1,6})?$/.test(text)) return `amount "${preview(text, 20)}" is not a positive decimal`;
   const units = Number(text) * scale;
   const rounded = Math.round(units);
-  if (Math.abs(units - rounded) > 1e-6) return `amount ${text} is finer than actuator.serial.mdb.scale ${scale}`;
+  if (Math.abs(units - rounded) > 1e-6) return `amount ${text} is finer than the currency's smallest unit (scale ${scale})`;
   if (rounded <= 0) return `amount ${text} is not positive`;
   return rounded;
 }
@@ -109,7 +111,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       log.warn({ line: preview(line) }, 'mdb vend request while a vend is being approved: ignored');
       return;
     }
-    const amount = parseMdbAmount(amountText, mdb.scale);
+    const amount = parseMdbAmount(amountText, deps.scale);
     if (typeof amount === 'string') return deny(amount, line);
     if (!deps.knownItems.has(item)) return deny(`item "${preview(item, 20)}" is not in device.catalog`, line);
     if (session) log.warn({ previous: session.item }, 'new mdb vend request replaces an unanswered one');

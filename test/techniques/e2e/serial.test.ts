@@ -81,6 +81,7 @@ describe('serial vend over a socat pty pair', () => {
     const settings = parseSettings({
       device: {
         id: 'e2e-1',
+        currency: 'EUR',
         catalog: [
           { slot: 'A1', name: 'Water', price: 150 },
           { slot: 'A2', name: 'Juice', price: 250 },
