@@ -26,6 +26,8 @@ export interface OrderInput {
   /** MDB: the machine names the item and the amount itself. */
   item?: string;
   amount?: number;
+  /** MDB always idle: the machine waits this long for the approval; the invoice runs out no later. */
+  expiresInSec?: number;
 }
 
 /** Tracks whether the provider answers; the screen shows `offline` and no orders are taken while not. */
@@ -216,8 +218,9 @@ export function createOrderService(
   }
 
   /** The fields of a new attempt's request, from the settings of the moment its key is made. */
-  function requestFields(itemName: string): CreateRequestFields {
-    return { description: itemName, expiresInSec: settings.provider.invoiceTtlSec, captureMode: settings.provider.captureMode };
+  function requestFields(itemName: string, expiresInSec?: number): CreateRequestFields {
+    const ttl = Math.min(settings.provider.invoiceTtlSec, expiresInSec ?? Infinity);
+    return { description: itemName, expiresInSec: ttl, captureMode: settings.provider.captureMode };
   }
 
   /** The attempt's request exactly as it was fixed with its key (invariant 4: byte-identical retries). */
@@ -475,7 +478,7 @@ export function createOrderService(
     const order = inTransaction(db, () => {
       const row = repo.insert(
         {
-          request: requestFields(item.itemName),
+          request: requestFields(item.itemName, input.expiresInSec),
           source: input.source,
           slot: item.slot,
           itemName: item.itemName,

@@ -81,6 +81,20 @@ const mdbSchema = z
      * inside the local `pricing` bounds.
      */
     prices: z.enum(['catalog', 'machine']).default('catalog'),
+    /**
+     * How a sale starts. `always-idle` (default): the customer selects on the machine, the machine
+     * names item and price, the customer pays inside the machine's time limit. `authorization-first`:
+     * the customer picks and pays on the kiosk, then vendgate starts a session with that credit and
+     * approves the machine's request for exactly that item and price.
+     */
+    session: z.enum(['always-idle', 'authorization-first']).default('always-idle'),
+    /**
+     * The machine's limit, in seconds, on waiting for our approval of a vend request (its vend or
+     * approving timeout; the reader's application maximum response time). No approval is sent after
+     * it: an unpaid request is denied that long after it came. The board's report of the setup, when
+     * it gives one, takes the smaller of the two. Absent: sessionTimeoutSec.
+     */
+    responseTimeSec: z.number().int().min(1).max(600).optional(),
   })
   .strict();
 
