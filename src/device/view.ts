@@ -1,4 +1,4 @@
-import type { Settings } from '../settings/index.js';
+import { selectionOn, type Settings } from '../settings/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Outbox } from '../outbox/index.js';
 import { orderView, screenPhase, ORDER_STATES, type OrderService, type ProviderHealth, type ScreenPhase } from '../orders/index.js';
@@ -15,7 +15,7 @@ export const SAME_PHASES: [Phase] extends [ScreenPhase] ? ([ScreenPhase] extends
 
 /** Exactly what the screen's view reads and the kiosk's ports call. */
 export interface DeviceViewDeps {
-  settings: Pick<Readonly<Settings>, 'device' | 'kiosk' | 'provider'>;
+  settings: Pick<Readonly<Settings>, 'device' | 'kiosk' | 'provider'> & Partial<Pick<Readonly<Settings>, 'actuator'>>;
   clock: Clock;
   orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel' | 'latest' | 'countByState'>;
   health: Pick<ProviderHealth, 'reachable' | 'lastError'>;
@@ -87,6 +87,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
       catalogVersion: deps.catalog.current().version,
       fare: settings.device.fare ?? null,
       autoStart: settings.kiosk.autoStart,
+      selection: settings.actuator ? selectionOn(settings.actuator) : 'kiosk',
       resultScreenSec: settings.kiosk.resultScreenSec,
       order: order ? orderView(order, orders.history(order.id)) : null,
       receipt: order && order.state === 'vended' ? (deps.fiscal?.screen(order.id) ?? null) : null,

@@ -6,7 +6,7 @@ import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/types.js';
 import { observationOf, ProviderError } from '../payments/types.js';
-import type { Settings } from '../settings/index.js';
+import { selectionOn, type Settings } from '../settings/index.js';
 import type { CreateRequestFields, OrderHistoryEntry, OrderListFilter, OrderRepository, OrderRow } from './repository.js';
 import type { OrderState } from './state.js';
 import { IN_PROGRESS_STATES, decideCreateAnswer } from './decide.js';
@@ -200,6 +200,18 @@ export function createOrderService(
         inTransaction(db, () => outbox.raiseAlarm(alarm, 'warning', err.message, err.details));
       }
       throw err;
+    }
+  }
+
+  /** Money the machine can be told about, or no order: see selectionOn. */
+  function assertMachineCanHear(input: OrderInput): void {
+    if (!settings.actuator || settings.actuator.kind !== 'serial' || settings.actuator.serial.profile !== 'mdb') return;
+    const machineChooses = selectionOn(settings.actuator) === 'machine';
+    if (machineChooses && input.source !== 'mdb') {
+      throw new VendgateError(ErrorCodes.CHOOSE_ON_MACHINE, 'on this machine the customer chooses on the machine, then pays the QR shown here');
+    }
+    if (!machineChooses && input.source === 'mdb') {
+      throw new VendgateError(ErrorCodes.CHOOSE_ON_MACHINE, 'authorization first: the customer pays on the kiosk before choosing on the machine');
     }
   }
 
@@ -442,6 +454,7 @@ export function createOrderService(
     if (!health.reachable)
       throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly');
     // Validated before anything is touched; priced again at the insert (a catalog may change meanwhile).
+    assertMachineCanHear(input);
     describeItem(input);
     if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
     if (repo.inStates(IN_PROGRESS_STATES).length > 0) {

@@ -23,3 +23,4 @@ export {
 } from './relay.js';
 export { fiscalSchema, redactUrl, type FiscalSettings } from './sections/fiscal.js';
 export { priceProblems, priceBoundsFor, type PricingSettings, type PriceProblem } from './sections/commands.js';
+export { selectionOn, unitsPerWhole } from './sections/actuator.js';

@@ -47,6 +47,7 @@ export const ErrorCodes = {
   SLOT_JAMMED: 'VG_ERR_SLOT_JAMMED',
   CATALOG_INVALID: 'VG_ERR_CATALOG_INVALID',
   PRICE_MISMATCH: 'VG_ERR_PRICE_MISMATCH',
+  CHOOSE_ON_MACHINE: 'VG_ERR_CHOOSE_ON_MACHINE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -107,6 +108,7 @@ export const ERROR_HTTP_STATUS = {
   VG_ERR_SLOT_JAMMED: 409,
   VG_ERR_CATALOG_INVALID: 400,
   VG_ERR_PRICE_MISMATCH: 409,
+  VG_ERR_CHOOSE_ON_MACHINE: 409,
 } as const satisfies { readonly [C in ErrorCode]: ErrorHttpStatus };
 
 /** The one status of a code (see ERROR_HTTP_STATUS). */

@@ -42,6 +42,8 @@ const MARGIN_SEC = 2;
 export const BOOT_STALL_MS = 30_000;
 /** A second VEND SUCCESS this soon after an approved vend's is the same vend reported twice. */
 const DUPLICATE_WINDOW_MS = 10_000;
+/** Authorization first: how long a paid order waits for the reader to be enabled before it is refunded. */
+const ENABLE_WAIT_MS = 10_000;
 
 /**
  * MDB cashless device through a Pi MDB board's text protocol. Always idle: the machine selects
@@ -74,6 +76,19 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
   let lastDeniedAt = -Infinity;
   let lastVendedAt = -Infinity;
   const offs: (() => void)[] = [];
+
+  const enabledWaiters = new Set<() => void>();
+  function untilEnabled(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        enabledWaiters.delete(done);
+        resolve(enabled);
+      };
+      const timer = setTimeout(done, ms);
+      enabledWaiters.add(done);
+    });
+  }
 
   const alarm = (name: string, message: string) => deps.bus.emit({ type: 'machine_alarm', name, message, active: true });
 
@@ -205,6 +220,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     }
     if (line === ENABLED) {
       enabled = true;
+      for (const wake of [...enabledWaiters]) wake();
       booting = false;
       if (bootTimer) clearTimeout(bootTimer);
       bootTimer = null;
@@ -289,7 +305,10 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       try {
         let outcome: VendOutcome;
         if (mdb.session === 'authorization-first') {
-          if (!enabled) return { result: 'failed', reason: 'the machine has not enabled the reader: no session was started' };
+          // A payment right after a reset or the board's boot: the reader may be a few polls from enabled.
+          if (!enabled && !(await untilEnabled(Math.min(budgetSec() * 1_000, ENABLE_WAIT_MS)))) {
+            return { result: 'failed', reason: 'the machine has not enabled the reader: no session was started' };
+          }
           endSession();
           const selectionTimeoutMs = budgetSec() * 1_000;
           outcome = await authorizeFirst({ logger: log, connection: conn, send, scale: deps.scale, selectionTimeoutMs, resultTimeoutMs: settings.timeoutMs, alarm }, request);

@@ -292,3 +292,13 @@ export function unitsPerWhole(currency: string): number {
 export function mdbScale(actuator: Pick<ActuatorSettings, 'serial'>, currency: string): number {
   return actuator.serial.mdb.scale ?? unitsPerWhole(currency);
 }
+
+/**
+ * Where the customer chooses: on the machine (an MDB machine in always-idle: the machine names item
+ * and price, and only such a request can be approved), or on the kiosk (everything else, and MDB
+ * authorization first: the paid credit starts the machine's session).
+ */
+export function selectionOn(actuator: Pick<ActuatorSettings, 'kind' | 'serial'>): 'machine' | 'kiosk' {
+  const mdb = actuator.kind === 'serial' && actuator.serial.profile === 'mdb';
+  return mdb && actuator.serial.mdb.session === 'always-idle' ? 'machine' : 'kiosk';
+}

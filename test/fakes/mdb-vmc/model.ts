@@ -44,6 +44,8 @@ export interface VmcOptions {
   sessionTimeoutMs: number;
   /** Between two lines the board reports (one POLL). */
   pollMs: number;
+  /** From the approval to the item in the chute. */
+  vendMs: number;
   quirks: Partial<Quirks>;
 }
 
@@ -62,6 +64,7 @@ const DEFAULTS: VmcOptions = {
   vendTimeoutMs: 30_000,
   sessionTimeoutMs: 60_000,
   pollMs: 20,
+  vendMs: 200,
   quirks: {},
 };
 
@@ -237,7 +240,8 @@ export class VmcModel {
     this.clearTimer();
     this.approvals.push(`${item}@${price}`);
     this.request = null;
-    this.vend(item, `${item}@${price}`);
+    // The motor turns; a power cycle meanwhile (reset clears the timer) leaves the item inside.
+    this.arm(this.options.vendMs, () => this.vend(item, `${item}@${price}`));
   }
 
   private vend(item: string, approved: string | null): void {

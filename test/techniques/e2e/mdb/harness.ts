@@ -71,7 +71,11 @@ export async function mdbStack(
       const res = await fetch(`${svc.localUrl}/sandbox/pay/${order.invoice_id}`, { method: 'POST' });
       if (res.status !== 204) throw new Error(`pay ${order.invoice_id}: ${res.status} ${await res.text()}`);
     },
-    waitFor: (predicate, what, ms = 30_000) => svc.waitFor(predicate as () => never, ms, what),
+    waitFor: (predicate, what, ms = 30_000) =>
+      svc.waitFor(predicate as () => never, ms, what).catch((err: Error) => {
+        // What the board heard and said, to read a failure without a rerun.
+        throw new Error(`${err.message}\nboard heard: ${pty.vmc.received.join(' | ')}\nboard said: ${pty.vmc.said.join(' | ')}`);
+      }),
     async stop() {
       await svc.stop();
       await pty.stop();
