@@ -68,6 +68,49 @@ describe('MDB always idle against a VMC model', () => {
     await s.waitFor(() => ['canceled', 'expired'].includes(s.orders()[0]!.state), 'the order closed unpaid');
     expect(s.pty.vmc.dispensed).toEqual([]);
   });
+
+  it('the kiosk takes no order the machine cannot be told about, and its screen says to choose on the machine', async () => {
+    const s = (stack = await mdbStack());
+    await enabled(s);
+    const res = await fetch(`${s.svc.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot: '12' }),
+    });
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({ error: { code: 'VG_ERR_CHOOSE_ON_MACHINE' } });
+    expect(s.orders()).toEqual([]);
+    const state = (await (await fetch(`${s.svc.localUrl}/api/state`)).json()) as { selection: string };
+    expect(state.selection).toBe('machine');
+  });
+
+  it('READER ENABLE again mid-session: the machine is told (C,STOP), the unpaid order closes, nothing is charged', async () => {
+    const s = (stack = await mdbStack({ vmc: { quirks: { reenableMidSession: true } } }));
+    await enabled(s);
+    s.pty.vmc.select('12', '2800');
+    await s.waitFor(() => s.pty.vmc.denies.length === 1, 'C,STOP to the machine still in its vend');
+    expect(s.pty.vmc.gaveUp).toEqual([]);
+    await s.waitFor(() => s.orders().length === 1 && ['canceled', 'expired'].includes(s.orders()[0]!.state), 'the order closed unpaid');
+    expect(s.refunds()).toEqual([]);
+    expect(s.pty.vmc.dispensed).toEqual([]);
+  });
+
+  it('VEND SUCCESS after a deny (goods out unpaid) raises an alarm; a duplicate VEND SUCCESS of a paid vend does not', async () => {
+    const s = (stack = await mdbStack({ vmc: { quirks: { vendAfterDeny: true, duplicateSuccess: true } } }));
+    await enabled(s);
+    s.pty.vmc.select('12', '2800');
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    await s.pay(order);
+    await s.waitFor(() => s.orders()[0]?.state === 'vended', 'the vend');
+    await s.waitFor(() => s.pty.vmc.said.filter((l) => l.startsWith('c,VEND,SUCCESS')).length === 2, 'both success lines');
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the machine back to enabled');
+    expect(s.alarms().filter((a) => a.name === 'mdb_goods_out_unpaid')).toEqual([]);
+    s.pty.vmc.select('12', '200');
+    await s.waitFor(() => s.pty.vmc.dispensed.length === 2, 'the machine vending anyway after the deny');
+    const alarm = await s.waitFor(() => s.alarms().find((a) => a.name === 'mdb_goods_out_unpaid'), 'the goods-out-unpaid alarm');
+    expect(alarm.message).toMatch(/without an approval after a deny/);
+    expect(s.orders()).toHaveLength(1);
+  });
 });
 
 describe('MDB amount scale', () => {
