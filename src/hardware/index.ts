@@ -127,7 +127,9 @@ export async function createActuator(deps: HardwareDeps, settings: Readonly<Sett
       if (serial.profile === 'mdb') {
         const knownItems = deps.knownItems ?? new Set(settings.device.catalog.map((item) => item.slot));
         const scale = mdbScale(actuator, settings.device.currency);
-        return withDelivery(createMdbSerialActuator({ logger, bus, connection, knownItems, scale, currency: settings.device.currency }, serial));
+        return withDelivery(
+          createMdbSerialActuator({ logger, bus, connection, knownItems, scale, currency: settings.device.currency }, serial),
+        );
       }
       return withDelivery(createLineSerialActuator({ clock: deps.clock, logger, bus, connection }, serial));
     }

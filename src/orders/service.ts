@@ -208,10 +208,16 @@ export function createOrderService(
     if (!settings.actuator || settings.actuator.kind !== 'serial' || settings.actuator.serial.profile !== 'mdb') return;
     const machineChooses = selectionOn(settings.actuator) === 'machine';
     if (machineChooses && input.source !== 'mdb') {
-      throw new VendgateError(ErrorCodes.CHOOSE_ON_MACHINE, 'on this machine the customer chooses on the machine, then pays the QR shown here');
+      throw new VendgateError(
+        ErrorCodes.CHOOSE_ON_MACHINE,
+        'on this machine the customer chooses on the machine, then pays the QR shown here',
+      );
     }
     if (!machineChooses && input.source === 'mdb') {
-      throw new VendgateError(ErrorCodes.CHOOSE_ON_MACHINE, 'authorization first: the customer pays on the kiosk before choosing on the machine');
+      throw new VendgateError(
+        ErrorCodes.CHOOSE_ON_MACHINE,
+        'authorization first: the customer pays on the kiosk before choosing on the machine',
+      );
     }
   }
 

@@ -20,7 +20,11 @@ export interface ApproveDeps {
  * (`C,VEND,<amount>`), then the vend result is awaited. Before the approval leaves, a failure is
  * `failed` (nothing went out); after it, a missing result is `unknown` (a person decides).
  */
-export async function approveRequest(deps: ApproveDeps, request: VendRequest, current: { item: string; amount: number; amountText: string }): Promise<VendOutcome> {
+export async function approveRequest(
+  deps: ApproveDeps,
+  request: VendRequest,
+  current: { item: string; amount: number; amountText: string },
+): Promise<VendOutcome> {
   const { logger: log, connection: conn } = deps;
   if (!conn.up && !(await conn.waitUntilUp(deps.resultTimeoutMs))) {
     return { result: 'failed', reason: `serial line down: the approval was not sent (${conn.detail})` };
@@ -36,7 +40,8 @@ export async function approveRequest(deps: ApproveDeps, request: VendRequest, cu
       return null;
     },
     (line) => {
-      if (!SESSION_IDLE.test(line) && !line.startsWith('r,')) log.warn({ line: preview(line) }, 'unrecognised line during mdb vend ignored');
+      if (!SESSION_IDLE.test(line) && !line.startsWith('r,'))
+        log.warn({ line: preview(line) }, 'unrecognised line during mdb vend ignored');
     },
   );
   try {
@@ -49,8 +54,10 @@ export async function approveRequest(deps: ApproveDeps, request: VendRequest, cu
   log.info({ orderId: request.orderId, item: current.item, amount: current.amount }, 'mdb vend approved');
   const answer = await waiter.arm(deps.resultTimeoutMs);
   if (answer.kind === 'match' && answer.value === 'success') return { result: 'vended', detail: preview(answer.line) };
-  if (answer.kind === 'match' && answer.value === 'error') return { result: 'failed', reason: `machine reported "${preview(answer.line)}"`, slotFault: true };
-  if (answer.kind === 'match') return { result: 'unknown', detail: `the session ended ("${preview(answer.line)}") after the approval without a vend result` };
+  if (answer.kind === 'match' && answer.value === 'error')
+    return { result: 'failed', reason: `machine reported "${preview(answer.line)}"`, slotFault: true };
+  if (answer.kind === 'match')
+    return { result: 'unknown', detail: `the session ended ("${preview(answer.line)}") after the approval without a vend result` };
   if (answer.kind === 'down') return { result: 'unknown', detail: 'the serial line went down after the approval was sent' };
   return { result: 'unknown', detail: `no vend result within ${deps.resultTimeoutMs} ms after the approval` };
 }

@@ -3,7 +3,18 @@ import { errorMessage } from '../../util/errors.js';
 import type { VendOutcome, VendRequest } from '../types.js';
 import { SerialLineDownError, type SerialConnection } from './connection.js';
 import { waitForLine } from './line-waiter.js';
-import { CANCEL, DISABLED, ENABLED, INACTIVE, OFFLINE, SESSION_IDLE, VEND_REQUEST, VEND_SUCCESS, parseMdbAmount, formatMdbAmount } from './mdb-lines.js';
+import {
+  CANCEL,
+  DISABLED,
+  ENABLED,
+  INACTIVE,
+  OFFLINE,
+  SESSION_IDLE,
+  VEND_REQUEST,
+  VEND_SUCCESS,
+  parseMdbAmount,
+  formatMdbAmount,
+} from './mdb-lines.js';
 import { preview } from './templates.js';
 
 /** Between two BEGIN SESSION attempts while the machine has not taken the session (some VMCs need it repeated). */
@@ -153,7 +164,8 @@ async function approve(deps: AuthorizeDeps, request: VendRequest, amountText: st
   }
   if (answer.kind === 'match' && answer.value.kind === 'error')
     return { result: 'failed', reason: `machine reported "${preview(answer.line)}"`, slotFault: true };
-  if (answer.kind === 'match') return { result: 'unknown', detail: `the session ended ("${preview(answer.line)}") after the approval without a vend result` };
+  if (answer.kind === 'match')
+    return { result: 'unknown', detail: `the session ended ("${preview(answer.line)}") after the approval without a vend result` };
   if (answer.kind === 'down') return { result: 'unknown', detail: 'the serial line went down after the approval was sent' };
   return { result: 'unknown', detail: `no vend result within ${deps.resultTimeoutMs} ms after the approval` };
 }

@@ -6,8 +6,23 @@ import type { Actuator, VendOutcome, VendRequest } from '../types.js';
 import type { SerialConnection } from './connection.js';
 import { approveRequest } from './mdb-approve.js';
 import { authorizeFirst, otherItemOut } from './mdb-authorize.js';
-import { checkSetup } from './mdb-setup.js';
-import { CANCEL, DISABLED, ENABLED, EOL, INACTIVE, OFFLINE, REVALUE, SESSION_IDLE, SETUP, VEND_REQUEST, VEND_SUCCESS, parseMdbAmount } from './mdb-lines.js';
+import { approvalBudgetSec, checkSetup } from './mdb-setup.js';
+import { createReaderEnable } from './mdb-enable.js';
+import { createGoodsOutWatch } from './mdb-goods-out.js';
+import {
+  CANCEL,
+  DISABLED,
+  ENABLED,
+  EOL,
+  INACTIVE,
+  OFFLINE,
+  REVALUE,
+  SESSION_IDLE,
+  SETUP,
+  VEND_REQUEST,
+  VEND_SUCCESS,
+  parseMdbAmount,
+} from './mdb-lines.js';
 import { preview } from './templates.js';
 
 export { parseMdbAmount } from './mdb-lines.js';
@@ -36,12 +51,6 @@ export interface Session {
   deadline: number;
 }
 
-/** Margin kept before the machine's own limit: an approval must reach it while it still waits. */
-const MARGIN_SEC = 2;
-/** A board that has not reported ENABLED this long after C,1 (a VMC stuck in setup) is enabled again. */
-export const BOOT_STALL_MS = 30_000;
-/** A second VEND SUCCESS this soon after an approved vend's is the same vend reported twice. */
-const DUPLICATE_WINDOW_MS = 10_000;
 /** Authorization first: how long a paid order waits for the reader to be enabled before it is refunded. */
 const ENABLE_WAIT_MS = 10_000;
 
@@ -62,9 +71,6 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
   let started = false;
   let busy = false;
   let enabled = false;
-  /** C,1 sent, ENABLED not yet seen: INACTIVE and DISABLED are the board bringing the reader up. */
-  let booting = false;
-  let bootTimer: ReturnType<typeof setTimeout> | null = null;
   let session: Session | null = null;
   /** While a vend is being approved, lines belong to its waiter. */
   let approving = false;
@@ -73,24 +79,10 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
   let learnedResponseSec: number | null = null;
   /** Why the machine's setup cannot be sold with (the reader is kept off), or null. */
   let setupRefused: string | null = null;
-  let lastDeniedAt = -Infinity;
-  let lastVendedAt = -Infinity;
   const offs: (() => void)[] = [];
 
-  const enabledWaiters = new Set<() => void>();
-  function untilEnabled(ms: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        enabledWaiters.delete(done);
-        resolve(enabled);
-      };
-      const timer = setTimeout(done, ms);
-      enabledWaiters.add(done);
-    });
-  }
-
   const alarm = (name: string, message: string) => deps.bus.emit({ type: 'machine_alarm', name, message, active: true });
+  const goodsOut = createGoodsOutWatch({ logger: log, alarm });
 
   async function send(command: string): Promise<void> {
     log.debug({ command }, 'mdb command');
@@ -99,34 +91,10 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
   const sendQuietly = (command: string) =>
     send(command).catch((err: unknown) => log.warn({ err: errorMessage(err), command }, 'mdb command could not be sent'));
 
-  /** Seconds a vend request may wait for our approval: ours, the machine's, the board's report — the smallest, less a margin. */
-  function budgetSec(): number {
-    const limits = [mdb.sessionTimeoutSec, mdb.responseTimeSec, learnedResponseSec ?? undefined].filter((v): v is number => v !== undefined);
-    return Math.max(1, Math.min(...limits) - (limits.length > 1 || mdb.responseTimeSec !== undefined ? MARGIN_SEC : 0));
-  }
+  const budgetSec = () => approvalBudgetSec(mdb, learnedResponseSec);
 
-  /** Disable, settings (volatile on the board), enable: after every open and every real reset. */
-  async function enable(reason: string): Promise<void> {
-    if (setupRefused) return;
-    booting = true;
-    if (bootTimer) clearTimeout(bootTimer);
-    bootTimer = setTimeout(() => {
-      bootTimer = null;
-      if (!booting || !started) return;
-      log.warn({ waitedMs: BOOT_STALL_MS }, 'the machine has not enabled the reader since C,1: enabling again');
-      void enable('no ENABLED after C,1');
-    }, BOOT_STALL_MS);
-    try {
-      if (mdb.setconf.length > 0) {
-        await send('C,0');
-        for (const line of mdb.setconf) await send(line);
-      }
-      await send('C,1');
-      log.info({ reason, settings: mdb.setconf.length }, 'mdb reader enable sent');
-    } catch (err) {
-      log.warn({ err: errorMessage(err), reason }, 'mdb enable could not be sent');
-    }
-  }
+  const reader = createReaderEnable({ logger: log, send, setconf: mdb.setconf, allowed: () => started && !setupRefused });
+  const enable = (reason: string) => reader.enable(reason);
 
   function reenableIfNeeded(): void {
     if (!reenableAfterVend || approving || busy) return;
@@ -146,7 +114,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     if (!ended) return;
     log.info({ item: ended.item, amount: ended.amount, why }, 'mdb session canceled');
     if (tellMachine) {
-      lastDeniedAt = now();
+      goodsOut.denied();
       void sendQuietly('C,STOP');
     }
     deps.bus.emit({ type: 'session_cancel' });
@@ -154,7 +122,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
 
   function deny(why: string, line: string): void {
     log.warn({ line: preview(line), why }, 'mdb vend request denied');
-    lastDeniedAt = now();
+    goodsOut.denied();
     void sendQuietly('C,STOP');
   }
 
@@ -182,18 +150,6 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     deps.bus.emit({ type: 'vend_request', item, amount, budgetSec: budget });
   }
 
-  function onSuccessOutsideApproval(line: string): void {
-    const sinceVend = now() - lastVendedAt;
-    if (sinceVend < DUPLICATE_WINDOW_MS && lastVendedAt >= lastDeniedAt) {
-      log.info({ line: preview(line) }, 'mdb vend success reported again for the vend just done: ignored');
-      return;
-    }
-    const afterDeny = now() - lastDeniedAt < 120_000;
-    const message = `the machine reported goods out ("${preview(line)}") without an approval${afterDeny ? ' after a deny' : ''}: unpaid — check the machine`;
-    log.error({ line: preview(line) }, 'mdb goods out unpaid');
-    alarm('mdb_goods_out_unpaid', message);
-  }
-
   function onLine(line: string): void {
     const request = VEND_REQUEST.exec(line);
     if (request) return onVendRequest(line, request[1]!, request[2]!);
@@ -210,7 +166,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     }
     if (line === INACTIVE || OFFLINE.test(line)) {
       enabled = false;
-      if (booting) return log.debug({ line }, 'mdb reader coming up');
+      if (reader.booting) return log.debug({ line }, 'mdb reader coming up');
       // INACTIVE after the reader was up: the VMC reset it and the board forgot its settings.
       if (line === INACTIVE) reenableAfterVend = true;
       if (approving) return; // the approval's waiter reports it; re-enable once it is over
@@ -220,10 +176,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     }
     if (line === ENABLED) {
       enabled = true;
-      for (const wake of [...enabledWaiters]) wake();
-      booting = false;
-      if (bootTimer) clearTimeout(bootTimer);
-      bootTimer = null;
+      reader.enabledSeen();
       // Enabled again while a request waits: the machine ended it, or re-sent READER ENABLE. Either
       // way the request is over for us, and C,STOP makes sure the machine does not wait for it.
       if (!approving && !busy) cancelSession('the machine reported ENABLED during the session', true);
@@ -231,7 +184,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     }
     if (line === DISABLED) {
       enabled = false;
-      if (booting) return log.debug({ line }, 'mdb reader coming up');
+      if (reader.booting) return log.debug({ line }, 'mdb reader coming up');
       if (!approving && !busy) cancelSession('machine disabled the reader', false);
       return;
     }
@@ -244,7 +197,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       return;
     }
     if (approving || busy) return; // fire()'s waiter classifies these
-    if (VEND_SUCCESS.test(line)) return onSuccessOutsideApproval(line);
+    if (VEND_SUCCESS.test(line)) return goodsOut.successOutsideApproval(line);
     if (SESSION_IDLE.test(line) || line.startsWith('c,SET') || line === 'c,1' || line === 'c,0' || line.startsWith('r,')) {
       log.debug({ line }, 'mdb status');
       return;
@@ -306,17 +259,20 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
         let outcome: VendOutcome;
         if (mdb.session === 'authorization-first') {
           // A payment right after a reset or the board's boot: the reader may be a few polls from enabled.
-          if (!enabled && !(await untilEnabled(Math.min(budgetSec() * 1_000, ENABLE_WAIT_MS)))) {
+          if (!enabled && !(await reader.nextEnabled(Math.min(budgetSec() * 1_000, ENABLE_WAIT_MS)))) {
             return { result: 'failed', reason: 'the machine has not enabled the reader: no session was started' };
           }
           endSession();
           const selectionTimeoutMs = budgetSec() * 1_000;
-          outcome = await authorizeFirst({ logger: log, connection: conn, send, scale: deps.scale, selectionTimeoutMs, resultTimeoutMs: settings.timeoutMs, alarm }, request);
-          if (outcome.result === 'failed') lastDeniedAt = now();
+          outcome = await authorizeFirst(
+            { logger: log, connection: conn, send, scale: deps.scale, selectionTimeoutMs, resultTimeoutMs: settings.timeoutMs, alarm },
+            request,
+          );
+          if (outcome.result === 'failed') goodsOut.denied();
         } else {
           outcome = await fireAlwaysIdle(request);
         }
-        if (outcome.result === 'vended') lastVendedAt = now();
+        if (outcome.result === 'vended') goodsOut.vended();
         return outcome;
       } finally {
         busy = false;
@@ -331,7 +287,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       }
       const ended = endSession();
       log.info({ item: ended?.item, reason }, 'mdb session denied');
-      lastDeniedAt = now();
+      goodsOut.denied();
       await sendQuietly('C,STOP');
     },
     health() {
@@ -347,8 +303,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       if (!started) return;
       started = false;
       for (const off of offs.splice(0)) off();
-      if (bootTimer) clearTimeout(bootTimer);
-      bootTimer = null;
+      reader.stop();
       endSession();
       enabled = false;
       await conn.stop();

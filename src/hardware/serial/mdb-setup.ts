@@ -18,7 +18,10 @@ export function checkSetup(line: string, ours: { currency: string; decimals: num
   const responseTimeSec = setup.responseTimeSec > 0 ? setup.responseTimeSec : null;
   const expected = currencyNumber(ours.currency);
   if (expected !== undefined && setup.currency !== expected) {
-    return { responseTimeSec, refused: `MDB setup refused: the machine's currency code is ${setup.currency}, device.currency ${ours.currency} is ${expected}` };
+    return {
+      responseTimeSec,
+      refused: `MDB setup refused: the machine's currency code is ${setup.currency}, device.currency ${ours.currency} is ${expected}`,
+    };
   }
   if (ours.decimals !== undefined && setup.decimals !== ours.decimals) {
     return {
@@ -34,4 +37,20 @@ export function checkSetup(line: string, ours: { currency: string; decimals: num
     };
   }
   return { responseTimeSec, refused: null };
+}
+
+/** Margin kept before the machine's own limit: an approval must reach it while it still waits. */
+const MARGIN_SEC = 2;
+
+/**
+ * Seconds a vend request may wait for our approval: the smallest of our own limit, the machine's
+ * configured one and the board's report, less a margin where a machine's limit is known.
+ */
+export function approvalBudgetSec(
+  mdb: { sessionTimeoutSec: number; responseTimeSec?: number | undefined },
+  learned: number | null,
+): number {
+  const machine = [mdb.responseTimeSec, learned ?? undefined].filter((v): v is number => v !== undefined);
+  if (machine.length === 0) return mdb.sessionTimeoutSec;
+  return Math.max(1, Math.min(mdb.sessionTimeoutSec, Math.min(...machine) - MARGIN_SEC));
 }

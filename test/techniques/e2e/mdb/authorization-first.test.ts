@@ -37,7 +37,8 @@ describe('MDB authorization first against a VMC model', () => {
     return order;
   }
 
-  const settled = (s: MdbStack, state: string) => s.waitFor(() => s.orders()[0]?.state === state && s.orders()[0], `the order ${state}`, 45_000);
+  const settled = (s: MdbStack, state: string) =>
+    s.waitFor(() => s.orders()[0]?.state === state && s.orders()[0], `the order ${state}`, 45_000);
 
   it('the paid credit starts the session; the matching request is approved and the vend settles', async () => {
     const s = await start();

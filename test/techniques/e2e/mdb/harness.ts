@@ -34,7 +34,12 @@ export interface MdbStack {
 
 /** The real service (dist/main.js) with the MDB profile on one end of a pty pair and the VMC model on the other. */
 export async function mdbStack(
-  opts: { vmc?: Partial<VmcOptions>; mdb?: Record<string, unknown>; config?: Record<string, unknown>; serial?: Record<string, unknown> } = {},
+  opts: {
+    vmc?: Partial<VmcOptions>;
+    mdb?: Record<string, unknown>;
+    config?: Record<string, unknown>;
+    serial?: Record<string, unknown>;
+  } = {},
 ): Promise<MdbStack> {
   const pty = await startVmcOnPty(opts.vmc);
   let svc: Service;
@@ -44,7 +49,15 @@ export async function mdbStack(
         device: { currency: 'MNT', catalog: CATALOG },
         actuator: {
           kind: 'serial',
-          serial: { path: pty.gatewayPath, baudRate: 115_200, profile: 'mdb', timeoutMs: 5_000, reconnectMaxMs: 300, mdb: opts.mdb ?? {}, ...opts.serial },
+          serial: {
+            path: pty.gatewayPath,
+            baudRate: 115_200,
+            profile: 'mdb',
+            timeoutMs: 5_000,
+            reconnectMaxMs: 300,
+            mdb: opts.mdb ?? {},
+            ...opts.serial,
+          },
         },
         ...opts.config,
       },
@@ -66,7 +79,8 @@ export async function mdbStack(
     pty,
     orders: () => read<OrderRow>('SELECT id, source, slot, amount, state, invoice_id, expires_at, created_at FROM orders ORDER BY id'),
     alarms: () => read<{ name: string; message: string }>('SELECT name, message FROM alarms ORDER BY name'),
-    refunds: () => read<{ order_id: number; amount: number; state: string }>('SELECT order_id, amount, state FROM refunds ORDER BY order_id'),
+    refunds: () =>
+      read<{ order_id: number; amount: number; state: string }>('SELECT order_id, amount, state FROM refunds ORDER BY order_id'),
     async pay(order) {
       const res = await fetch(`${svc.localUrl}/sandbox/pay/${order.invoice_id}`, { method: 'POST' });
       if (res.status !== 204) throw new Error(`pay ${order.invoice_id}: ${res.status} ${await res.text()}`);
