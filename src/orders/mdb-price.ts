@@ -1,6 +1,5 @@
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { priceBoundsFor, type PricingSettings } from '../settings/index.js';
-import type { CatalogPort } from './service.js';
 
 /** Whose price an MDB vend request is charged at (`actuator.serial.mdb.prices`), and the local bounds. */
 export interface MdbPricePolicy {
@@ -22,7 +21,12 @@ export interface MdbPriced {
  * the machine and not in the catalog) is refused with VG_ERR_PRICE_MISMATCH unless the operator
  * chose the machine's prices, and then only inside the local `pricing` bounds.
  */
-export function priceMdbRequest(catalog: CatalogPort, item: string, machinePrice: number, policy: MdbPricePolicy): MdbPriced {
+/** What pricing needs of the catalog (the order service's CatalogPort). */
+export interface PriceSource {
+  forSale(slot: string | undefined): { slot: string; name: string; price: number };
+}
+
+export function priceMdbRequest(catalog: PriceSource, item: string, machinePrice: number, policy: MdbPricePolicy): MdbPriced {
   const listed = catalog.forSale(item);
   const base = { slot: listed.slot, itemName: listed.name };
   if (listed.price === machinePrice) return { ...base, amount: listed.price, mismatch: null };

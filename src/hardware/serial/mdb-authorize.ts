@@ -100,12 +100,12 @@ export async function authorizeFirst(deps: AuthorizeDeps, request: VendRequest):
           await deps.send(`C,START,${credit}`);
         } catch (err) {
           if (err instanceof SerialLineDownError) return { result: 'failed', reason: 'serial line down: no session was started' };
-          return stop(`writing C,START failed (${errorMessage(err)})`, false);
+          return await stop(`writing C,START failed (${errorMessage(err)})`, false);
         }
         log.info({ orderId: request.orderId, credit, attempt: attempts }, 'mdb session started with the paid credit');
       }
       const left = deadline - Date.now();
-      if (left <= 0) return stop(`no selection within ${Math.round(deps.selectionTimeoutMs / 1000)} s`, false);
+      if (left <= 0) return await stop(`no selection within ${Math.round(deps.selectionTimeoutMs / 1000)} s`, false);
       const got = await next(started ? left : Math.min(left, START_REPEAT_MS));
       if (!got) continue;
       const { seen, line } = got;
@@ -117,7 +117,7 @@ export async function authorizeFirst(deps: AuthorizeDeps, request: VendRequest):
         if (line === INACTIVE || OFFLINE.test(line)) {
           return { result: 'failed', reason: `the machine or board reset before a selection ("${preview(line)}"): nothing went out` };
         }
-        return stop(`the machine left the session before a selection ("${preview(line)}")`, false);
+        return await stop(`the machine left the session before a selection ("${preview(line)}")`, false);
       }
       if (seen.kind === 'success' || seen.kind === 'error') {
         log.warn({ line: preview(line) }, 'mdb vend result before any approval: ignored for this session');
@@ -126,7 +126,7 @@ export async function authorizeFirst(deps: AuthorizeDeps, request: VendRequest):
       // A vend request: exactly the item and price paid for, or nothing.
       const asked = parseMdbAmount(seen.amountText, deps.scale);
       if (seen.item !== request.slot || asked !== request.amount) {
-        return stop(
+        return await stop(
           `the machine asked for item ${preview(seen.item, 20)} at ${seen.amountText}, the customer paid for ${request.slot} at ${credit}`,
           true,
         );
