@@ -45,6 +45,8 @@ export async function mdbStack(
   let svc: Service;
   try {
     svc = await startService({
+      // Several services start and stop per file: a loaded machine may take longer than the default.
+      readyTimeoutMs: 60_000,
       config: {
         device: { currency: 'MNT', catalog: CATALOG },
         actuator: {
