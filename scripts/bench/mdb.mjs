@@ -68,6 +68,7 @@ async function startMdbStack({ main, nodeArgs, env }) {
   const service = createServiceProcess({
     main,
     nodeArgs,
+    readyTimeoutMs: 60_000,
     configPath: join(dir, 'config.yaml'),
     config: () => ({
       device: { id: 'bench-mdb', mode: 'vending', currency: 'MNT', catalog: [{ slot: '12', name: 'Chips', price: 1500 }] },
@@ -130,8 +131,17 @@ async function startMdbStack({ main, nodeArgs, env }) {
 export async function mdbBench({ log, quick, orders: ordersOption }) {
   const orders = ordersOption ?? (quick ? 10 : 150);
   const unit = unitStart();
-  const relay = await startStack({ label: 'relay path', main: unit.main, nodeArgs: unit.nodeArgs, env: unit.env, level: 'warn' });
+  const relay = await startStack({
+    label: 'relay path',
+    main: unit.main,
+    nodeArgs: unit.nodeArgs,
+    env: unit.env,
+    level: 'warn',
+    readyTimeoutMs: 60_000,
+  });
+  log('mdb: relay-path service up');
   const mdb = await startMdbStack(unit);
+  log('mdb: MDB service up');
   const relaySamples = [];
   try {
     for (let i = 0; i < 3; i += 1) {
