@@ -32,7 +32,7 @@ const WEBHOOK_SECRET = 'whsec_simulator';
 export const TARGET_QUIET_P99_MS = 12;
 export const TARGET_HOG_P99_MS = 40;
 
-export async function startStack({ label, main, nodeArgs, env, onLine, level = 'info' }) {
+export async function startStack({ label, main, nodeArgs, env, onLine, level = 'info', readyTimeoutMs }) {
   const dir = mkdtempSync(join(tmpdir(), 'vendgate-bench-actuation-'));
   const [localPort, webhookPort, mqttPort] = [await freePort(), await freePort(), await freePort()];
   const simLogPath = join(dir, 'actuations.jsonl');
@@ -41,6 +41,7 @@ export async function startStack({ label, main, nodeArgs, env, onLine, level = '
   const service = createServiceProcess({
     main,
     nodeArgs,
+    ...(readyTimeoutMs ? { readyTimeoutMs } : {}),
     configPath: join(dir, 'config.yaml'),
     config: () => ({
       device: { id: 'bench-act', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },

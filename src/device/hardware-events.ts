@@ -48,10 +48,16 @@ export function createHardwareEventHandler(deps: HardwareEventDeps): (event: Har
         else availability.set('serial_line');
         return;
       case 'vend_request':
-        orders.create({ source: 'mdb', item: event.item, amount: event.amount }).catch((err) => {
+        orders.create({ source: 'mdb', item: event.item, amount: event.amount, expiresInSec: event.budgetSec }).catch((err) => {
           log.warn({ err: errorMessage(err), item: event.item }, 'machine vend request refused');
           void deps.actuator.denySession?.(errorMessage(err));
         });
+        return;
+      case 'machine_alarm':
+        log.warn({ alarm: event.name }, event.message);
+        inTransaction(deps.db, () =>
+          event.active ? deps.outbox.raiseAlarm(event.name, 'critical', event.message) : deps.outbox.clearAlarm(event.name),
+        );
         return;
       case 'session_cancel': {
         const open = orders.inStates(['awaiting_payment']).filter((o) => o.source === 'mdb');

@@ -1,4 +1,4 @@
-import type { Settings } from '../settings/index.js';
+import { selectionOn, type Settings } from '../settings/index.js';
 import { toIso, type Clock } from '../util/clock.js';
 import type { Outbox } from '../outbox/index.js';
 import {
@@ -23,7 +23,7 @@ export const SAME_PHASES: [Phase] extends [ScreenPhase] ? ([ScreenPhase] extends
 
 /** Exactly what the screen's view reads and the kiosk's ports call. */
 export interface DeviceViewDeps {
-  settings: Pick<Readonly<Settings>, 'device' | 'kiosk' | 'provider'>;
+  settings: Pick<Readonly<Settings>, 'device' | 'kiosk' | 'provider'> & Partial<Pick<Readonly<Settings>, 'actuator'>>;
   clock: Clock;
   orders: Pick<OrderService, 'get' | 'history' | 'create' | 'cancel' | 'latest' | 'countByState' | 'windowEndsAt'>;
   health: Pick<ProviderHealth, 'reachable' | 'lastError'>;
@@ -124,6 +124,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
       catalogVersion: deps.catalog.current().version,
       fare: settings.device.fare ?? null,
       autoStart: settings.kiosk.autoStart,
+      selection: settings.actuator ? selectionOn(settings.actuator) : 'kiosk',
       resultScreenSec: settings.kiosk.resultScreenSec,
       order: order ? screenOrder(order) : null,
       receipt: order && order.state === 'vended' ? (deps.fiscal?.screen(order.id) ?? null) : null,

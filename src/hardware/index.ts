@@ -2,7 +2,7 @@ import type { Settings } from '../settings/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
-import { INPUT_NAMES } from '../settings/sections/actuator.js';
+import { INPUT_NAMES, mdbScale } from '../settings/sections/actuator.js';
 import type { Actuator, HardwareInputs } from './types.js';
 import type { MachineSimulator, MachineSimulatorOptions } from './machine-simulator.js';
 import { withDeliveryConfirmation } from './delivery.js';
@@ -126,7 +126,10 @@ export async function createActuator(deps: HardwareDeps, settings: Readonly<Sett
       });
       if (serial.profile === 'mdb') {
         const knownItems = deps.knownItems ?? new Set(settings.device.catalog.map((item) => item.slot));
-        return withDelivery(createMdbSerialActuator({ logger, bus, connection, knownItems }, serial));
+        const scale = mdbScale(actuator, settings.device.currency);
+        return withDelivery(
+          createMdbSerialActuator({ logger, bus, connection, knownItems, scale, currency: settings.device.currency }, serial),
+        );
       }
       return withDelivery(createLineSerialActuator({ clock: deps.clock, logger, bus, connection }, serial));
     }

@@ -70,7 +70,9 @@ export type HardwareEvent =
   | { type: 'fire_alarm'; active: boolean }
   | { type: 'line'; up: boolean; detail: string }
   /** MDB: the vending machine asks to sell `item` for `amount` (smallest unit). */
-  | { type: 'vend_request'; item: string; amount: number }
+  | { type: 'vend_request'; item: string; amount: number; budgetSec?: number }
+  /** MDB: something the machine did that a person must see (goods out without our approval, a setup we cannot sell with). */
+  | { type: 'machine_alarm'; name: string; message: string; active: boolean }
   /** MDB: the customer or machine canceled the session. */
   | { type: 'session_cancel' };
 

@@ -72,6 +72,8 @@ export interface DeviceState {
   catalogVersion: string;
   fare: number | null;
   autoStart: boolean;
+  /** `machine`: an MDB machine in always idle — the customer chooses on the machine and pays the QR shown here; the kiosk takes no order. */
+  selection: 'kiosk' | 'machine';
   resultScreenSec: number;
   /** The order on screen: open, or closed less than resultScreenSec ago. */
   order: OrderView | null;

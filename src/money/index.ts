@@ -71,7 +71,7 @@ export interface MoneyPathHooks {
 
 export type MoneyPathSettings = Pick<Readonly<Settings>, 'device' | 'provider' | 'poll' | 'actuator' | 'policy'> &
   /** `storage.retentionDays` bounds the orphan sweep (an older invoice may be a pruned order's); absent: the schema's 90. */
-  Partial<Pick<Readonly<Settings>, 'storage'>>;
+  Partial<Pick<Readonly<Settings>, 'storage' | 'pricing'>>;
 
 export interface MoneyPath {
   /** The ledger every channel observes through. */

@@ -6,7 +6,7 @@ import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Invoice, PaymentProvider } from '../payments/types.js';
 import { observationOf, ProviderError } from '../payments/types.js';
-import type { Settings } from '../settings/index.js';
+import { selectionOn, type Settings } from '../settings/index.js';
 import type { CreateRequestFields, OrderHistoryEntry, OrderListFilter, OrderRepository, OrderRow } from './repository.js';
 import type { OrderState } from './state.js';
 import { IN_PROGRESS_STATES, decideCreateAnswer } from './decide.js';
@@ -14,6 +14,7 @@ import { createTransitions } from './transitions.js';
 import type { ObservePort } from './observe-port.js';
 import { createPaymentWindows, type PaymentWindows } from './window.js';
 import { createProvenOffset } from './proven-offset.js';
+import { priceMdbRequest } from './mdb-price.js';
 
 /** A provider's clock may run this far from ours before a created time says "not made by us". */
 const CLOCK_SLACK_MS = 5 * 60_000;
@@ -27,6 +28,8 @@ export interface OrderInput {
   /** MDB: the machine names the item and the amount itself. */
   item?: string;
   amount?: number;
+  /** MDB always idle: the machine waits this long for the approval; the invoice runs out no later. */
+  expiresInSec?: number;
 }
 
 /** Tracks whether the provider answers; the screen shows `offline` and no orders are taken while not. */
@@ -162,7 +165,10 @@ export interface OrderService {
   windowEndsAt(order: OrderRow): number | null;
 }
 
-export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readonly<Settings>, 'device' | 'provider'>): OrderService {
+export function createOrderService(
+  deps: OrderServiceDeps,
+  settings: Pick<Readonly<Settings>, 'device' | 'provider'> & Partial<Pick<Readonly<Settings>, 'actuator' | 'pricing'>>,
+): OrderService {
   const { db, clock, outbox, provider, ledger, health } = deps;
   const log = deps.logger.child({ module: 'orders' });
   const repo = deps.orderRepository;
@@ -182,14 +188,48 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   /** This device's clock minus the provider's, proven by the provider's own creation times (never its Date header). */
   const provenOffset = createProvenOffset(clock);
 
+  /** The catalog's price for a machine's vend request; a mismatch raises mdb_price_mismatch/<item> and is denied. */
+  function priceMachineRequest(item: string, machinePrice: number): { slot: string; itemName: string; amount: number } {
+    const policy = { prices: settings.actuator?.serial.mdb.prices ?? 'catalog', pricing: settings.pricing } as const;
+    const alarm = `mdb_price_mismatch/${item}`;
+    try {
+      const priced = priceMdbRequest(deps.catalog, item, machinePrice, policy);
+      if (priced.mismatch) log.warn({ item, ...priced.mismatch }, "machine's own price charged (actuator.serial.mdb.prices: machine)");
+      else inTransaction(db, () => outbox.clearAlarm(alarm));
+      return priced;
+    } catch (err) {
+      if (err instanceof VendgateError && err.code === ErrorCodes.PRICE_MISMATCH) {
+        log.warn({ item, ...err.details }, 'machine vend request at another price than the catalog: denied');
+        inTransaction(db, () => outbox.raiseAlarm(alarm, 'warning', err.message, err.details));
+      }
+      throw err;
+    }
+  }
+
+  /** Money the machine can be told about, or no order: see selectionOn. */
+  function assertMachineCanHear(input: OrderInput): void {
+    if (!settings.actuator || settings.actuator.kind !== 'serial' || settings.actuator.serial.profile !== 'mdb') return;
+    const machineChooses = selectionOn(settings.actuator) === 'machine';
+    if (machineChooses && input.source !== 'mdb') {
+      throw new VendgateError(
+        ErrorCodes.CHOOSE_ON_MACHINE,
+        'on this machine the customer chooses on the machine, then pays the QR shown here',
+      );
+    }
+    if (!machineChooses && input.source === 'mdb') {
+      throw new VendgateError(
+        ErrorCodes.CHOOSE_ON_MACHINE,
+        'authorization first: the customer pays on the kiosk before choosing on the machine',
+      );
+    }
+  }
+
   function describeItem(input: OrderInput): { slot: string | null; itemName: string; amount: number } {
     if (input.source === 'mdb') {
       if (!input.item || !Number.isInteger(input.amount) || (input.amount ?? 0) <= 0) {
         throw new VendgateError(ErrorCodes.BAD_REQUEST, 'a machine vend request needs an item and a positive amount');
       }
-      deps.catalog.assertSellable(input.item);
-      const listed = deps.catalog.item(input.item);
-      return { slot: input.item, itemName: listed?.name ?? `item ${input.item}`, amount: input.amount! };
+      return priceMachineRequest(input.item, input.amount!);
     }
     if (settings.device.mode === 'turnstile') {
       return { slot: null, itemName: 'pass', amount: settings.device.fare! };
@@ -199,8 +239,9 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
   }
 
   /** The fields of a new attempt's request, from the settings of the moment its key is made. */
-  function requestFields(itemName: string): CreateRequestFields {
-    return { description: itemName, expiresInSec: settings.provider.invoiceTtlSec, captureMode: settings.provider.captureMode };
+  function requestFields(itemName: string, expiresInSec?: number): CreateRequestFields {
+    const ttl = Math.min(settings.provider.invoiceTtlSec, expiresInSec ?? Infinity);
+    return { description: itemName, expiresInSec: ttl, captureMode: settings.provider.captureMode };
   }
 
   /** The attempt's request exactly as it was fixed with its key (invariant 4: byte-identical retries). */
@@ -443,6 +484,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     if (!health.reachable)
       throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly');
     // Validated before anything is touched; priced again at the insert (a catalog may change meanwhile).
+    assertMachineCanHear(input);
     describeItem(input);
     if (replacing) throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'an order is being created; please wait');
     if (repo.inStates(IN_PROGRESS_STATES).length > 0) {
@@ -479,7 +521,7 @@ export function createOrderService(deps: OrderServiceDeps, settings: Pick<Readon
     const order = inTransaction(db, () => {
       const row = repo.insert(
         {
-          request: requestFields(item.itemName),
+          request: requestFields(item.itemName, input.expiresInSec),
           source: input.source,
           slot: item.slot,
           itemName: item.itemName,

@@ -25,3 +25,4 @@ export { fiscalSchema, redactUrl, type FiscalSettings } from './sections/fiscal.
 export { type DexSettings } from './sections/dex.js';
 export { priceProblems, priceBoundsFor, type PricingSettings, type PriceProblem } from './sections/commands.js';
 export { loadOperatorProfile, type OperatorProfile } from './operator-profile.js';
+export { selectionOn, unitsPerWhole } from './sections/actuator.js';

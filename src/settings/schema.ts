@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { deviceSchema, slotsSchema } from './sections/device.js';
 import { providerSchema } from './sections/provider.js';
 import { pollSchema, httpSchema, storageSchema, logSchema, policySchema, kioskSchema } from './sections/service.js';
-import { actuatorSchema, inputsSchema } from './sections/actuator.js';
+import { actuatorSchema, inputsSchema, unitsPerWhole } from './sections/actuator.js';
 import { mqttSchema } from './sections/mqtt.js';
 import { fleetSchema } from './sections/fleet.js';
 import { commandsSchema, pricingSchema, priceProblems } from './sections/commands.js';
@@ -35,6 +35,15 @@ export const settingsSchema = z
     // The settings' own catalog is held to the same bounds as a remote one.
     for (const problem of priceProblems(settings.pricing, settings.device.catalog)) {
       ctx.addIssue({ code: 'custom', path: ['device', 'catalog', ...problem.path], message: problem.message });
+    }
+    const mdbScale = settings.actuator.serial.mdb.scale;
+    if (settings.actuator.serial.profile === 'mdb' && mdbScale !== undefined && mdbScale !== unitsPerWhole(settings.device.currency)) {
+      const per = unitsPerWhole(settings.device.currency);
+      ctx.addIssue({
+        code: 'custom',
+        path: ['actuator', 'serial', 'mdb', 'scale'],
+        message: `${mdbScale} disagrees with ${settings.device.currency} (${per} smallest unit${per === 1 ? '' : 's'} per 1.00): the machine's 2800 would be charged ${2800 * mdbScale}; remove the key (the currency decides)`,
+      });
     }
     const plaintext = settings.mqtt.url.startsWith('mqtt://') || settings.mqtt.url.startsWith('ws://');
     if (settings.device.livemode && plaintext && !settings.mqtt.allowPlaintext) {

@@ -48,6 +48,8 @@ export const ErrorCodes = {
   CATALOG_INVALID: 'VG_ERR_CATALOG_INVALID',
   DEX_BEHIND: 'VG_ERR_DEX_BEHIND',
   BROKER_UNAVAILABLE: 'VG_ERR_BROKER_UNAVAILABLE',
+  PRICE_MISMATCH: 'VG_ERR_PRICE_MISMATCH',
+  CHOOSE_ON_MACHINE: 'VG_ERR_CHOOSE_ON_MACHINE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -109,6 +111,8 @@ export const ERROR_HTTP_STATUS = {
   VG_ERR_CATALOG_INVALID: 400,
   VG_ERR_BROKER_UNAVAILABLE: 503,
   VG_ERR_DEX_BEHIND: 409,
+  VG_ERR_PRICE_MISMATCH: 409,
+  VG_ERR_CHOOSE_ON_MACHINE: 409,
 } as const satisfies { readonly [C in ErrorCode]: ErrorHttpStatus };
 
 /** The one status of a code (see ERROR_HTTP_STATUS). */

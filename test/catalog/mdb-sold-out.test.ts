@@ -44,12 +44,12 @@ describe('an MDB machine asking for a sold-out item', () => {
     });
     expect(refill.status).toBe(200);
     const mark = mock.written().length;
-    mock.emit('c,STATUS,VEND,25.00,A2\r\n');
+    mock.emit('c,STATUS,VEND,2500,A2\r\n');
     await waitFor(() => mock.written().slice(mark).includes('C,STOP\n'), { what: 'C,STOP for the sold-out item' });
     expect(ctx.orders.latest()).toBeUndefined();
 
     const next = mock.written().length;
-    mock.emit('c,STATUS,VEND,15.00,A1\r\n');
+    mock.emit('c,STATUS,VEND,1500,A1\r\n');
     const created = await waitFor(() => ctx.orders.latest()?.state === 'awaiting_payment' && ctx.orders.latest(), {
       what: 'an order for A1',
     });
@@ -63,7 +63,7 @@ describe('an MDB machine asking for a sold-out item', () => {
     ctx.catalog.slots.failed('A1', 'test jam');
     ctx.catalog.slots.failed('A1', 'test jam');
     const mark = mock.written().length;
-    mock.emit('c,STATUS,VEND,15.00,A1\r\n');
+    mock.emit('c,STATUS,VEND,1500,A1\r\n');
     await waitFor(() => mock.written().slice(mark).includes('C,STOP\n'), { what: 'C,STOP for the jammed item' });
     expect(ctx.orders.latest()).toBeUndefined();
   });

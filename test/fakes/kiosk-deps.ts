@@ -72,6 +72,7 @@ export function createFakeKioskDeps(
       catalogVersion: 'settings',
       fare: mode === 'turnstile' ? 1500 : null,
       autoStart: false,
+      selection: 'kiosk',
       resultScreenSec: 6,
       order: null,
       receipt: null,

@@ -76,7 +76,7 @@ describe('serial MDB profile (Qibixx-style board)', () => {
     const b = await board();
     await b.requestVend('1.50', '12');
     await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
-    expect(b.events).toContainEqual({ type: 'vend_request', item: '12', amount: 150 });
+    expect(b.events).toContainEqual({ type: 'vend_request', item: '12', amount: 150, budgetSec: 120 });
   });
 
   it("approving after payment sends C,VEND with the machine's amount, and c,VEND,SUCCESS is vended", async () => {

@@ -18,7 +18,8 @@ describe('hardware settings', () => {
     expect(actuator.kind).toBe('sim');
     expect(actuator.relay).toMatchObject({ driver: 'sysfs', activeLow: true, pulseMs: 300, pulses: 1 });
     expect(actuator.serial).toMatchObject({ profile: 'line', vendCommand: 'VEND {slot}\r\n', timeoutMs: 5_000 });
-    expect(actuator.serial.mdb).toMatchObject({ scale: 100, setconf: [] });
+    expect(actuator.serial.mdb).toMatchObject({ prices: 'catalog', setconf: [] });
+    expect(actuator.serial.mdb.scale).toBeUndefined();
     expect(actuator.vendTimeoutMs).toBe(30_000);
     expect(inputs).toEqual({});
   });

@@ -3,9 +3,29 @@ import { errorMessage } from '../../util/errors.js';
 import type { ActuatorSettings } from '../../settings/sections/actuator.js';
 import type { HardwareBus } from '../bus.js';
 import type { Actuator, VendOutcome, VendRequest } from '../types.js';
-import { SerialLineDownError, type SerialConnection } from './connection.js';
-import { waitForLine } from './line-waiter.js';
+import type { SerialConnection } from './connection.js';
+import { approveRequest } from './mdb-approve.js';
+import { authorizeFirst, otherItemOut } from './mdb-authorize.js';
+import { approvalBudgetSec, checkSetup } from './mdb-setup.js';
+import { createReaderEnable } from './mdb-enable.js';
+import { createGoodsOutWatch } from './mdb-goods-out.js';
+import {
+  CANCEL,
+  DISABLED,
+  ENABLED,
+  EOL,
+  INACTIVE,
+  OFFLINE,
+  REVALUE,
+  SESSION_IDLE,
+  SETUP,
+  VEND_REQUEST,
+  VEND_SUCCESS,
+  parseMdbAmount,
+} from './mdb-lines.js';
 import { preview } from './templates.js';
+
+export { parseMdbAmount } from './mdb-lines.js';
 
 type SerialSettings = ActuatorSettings['serial'];
 
@@ -15,74 +35,71 @@ export interface MdbSerialDeps {
   connection: SerialConnection;
   /** Items the machine may ask for (catalog slots); anything else is denied. */
   knownItems: { has(item: string): boolean };
+  /** Smallest currency units per 1.00 of the machine's decimal amount (from device.currency unless set). */
+  scale: number;
+  /** device.currency: compared with the machine's setup where the board reports it. */
+  currency: string;
 }
 
-interface Session {
+export interface Session {
   item: string;
   amount: number;
   /** The machine's own decimal text, echoed back in C,VEND so the approval matches to the cent. */
   amountText: string;
   timer: ReturnType<typeof setTimeout>;
+  /** Monotonic ms after which the machine has given up: no approval is sent after it. */
+  deadline: number;
 }
 
-/** Commands end with LF (Qibixx-style boards accept LF; CR LF is also read back fine). */
-const EOL = '\n';
-const VEND_REQUEST = /^c,STATUS,VEND,([^,]*),([^,]*)$/;
-const RESET = /^c,STATUS,(INACTIVE|OFFLINE)\b/;
-const CANCEL = /^c,(STATUS,)?(VEND,)?CANCEL/;
-
-/** Converts the machine's decimal amount into smallest units, or explains why it cannot. */
-export function parseMdbAmount(text: string, scale: number): number | string {
-  if (!/^\d{1,9}(\.\d{1,6})?$/.test(text)) return `amount "${preview(text, 20)}" is not a positive decimal`;
-  const units = Number(text) * scale;
-  const rounded = Math.round(units);
-  if (Math.abs(units - rounded) > 1e-6) return `amount ${text} is finer than actuator.serial.mdb.scale ${scale}`;
-  if (rounded <= 0) return `amount ${text} is not positive`;
-  return rounded;
-}
+/** Authorization first: how long a paid order waits for the reader to be enabled before it is refunded. */
+const ENABLE_WAIT_MS = 10_000;
 
 /**
- * MDB cashless device through a Pi MDB board's text protocol. The machine selects first
- * (`c,STATUS,VEND,<amount>,<item>` → a `vend_request` event); after payment fire() approves with
- * `C,VEND,<amount>`; `denySession()` or our own session timeout sends `C,STOP`.
+ * MDB cashless device through a Pi MDB board's text protocol. Always idle: the machine selects
+ * first (`c,STATUS,VEND,<amount>,<item>` → a `vend_request` event with the time the customer has);
+ * after payment fire() approves with `C,VEND,<amount>`; denySession() or the machine's time running
+ * out sends `C,STOP`. Authorization first: fire() starts the session with the paid credit
+ * (mdb-authorize.ts). After `C,1` the board reports the reader coming up (INACTIVE, DISABLED,
+ * ENABLED): that is the boot, not a reset. INACTIVE after the reader was enabled is a reset: the
+ * board forgot its settings, which are sent again.
  */
 export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSettings): Actuator {
   const log = deps.logger;
   const conn = deps.connection;
   const mdb = settings.mdb;
+  const now = () => performance.now();
   let started = false;
   let busy = false;
   let enabled = false;
   let session: Session | null = null;
-  /** While fire() waits for the result, lines belong to it. */
+  /** While a vend is being approved, lines belong to its waiter. */
   let approving = false;
-  /** A reset seen (possibly mid-approval): enable and settings must be sent again. */
   let reenableAfterVend = false;
+  /** The machine's time limit learned from the board's setup report (seconds), if any. */
+  let learnedResponseSec: number | null = null;
+  /** Why the machine's setup cannot be sold with (the reader is kept off), or null. */
+  let setupRefused: string | null = null;
   const offs: (() => void)[] = [];
 
-  function reenableIfNeeded(): void {
-    if (!reenableAfterVend || approving) return;
-    reenableAfterVend = false;
-    void enable('reset');
-  }
+  const alarm = (name: string, message: string) => deps.bus.emit({ type: 'machine_alarm', name, message, active: true });
+  const goodsOut = createGoodsOutWatch({ logger: log, alarm });
 
   async function send(command: string): Promise<void> {
     log.debug({ command }, 'mdb command');
     await conn.write(command + EOL);
   }
+  const sendQuietly = (command: string) =>
+    send(command).catch((err: unknown) => log.warn({ err: errorMessage(err), command }, 'mdb command could not be sent'));
 
-  /** Disable, settings (volatile on the board), enable: after every open and every reset. */
-  async function enable(reason: string): Promise<void> {
-    try {
-      if (mdb.setconf.length > 0) {
-        await send('C,0');
-        for (const line of mdb.setconf) await send(line);
-      }
-      await send('C,1');
-      log.info({ reason, settings: mdb.setconf.length }, 'mdb reader enable sent');
-    } catch (err) {
-      log.warn({ err: errorMessage(err), reason }, 'mdb enable could not be sent');
-    }
+  const budgetSec = () => approvalBudgetSec(mdb, learnedResponseSec);
+
+  const reader = createReaderEnable({ logger: log, send, setconf: mdb.setconf, allowed: () => started && !setupRefused });
+  const enable = (reason: string) => reader.enable(reason);
+
+  function reenableIfNeeded(): void {
+    if (!reenableAfterVend || approving || busy) return;
+    reenableAfterVend = false;
+    void enable('reset');
   }
 
   function endSession(): Session | null {
@@ -92,116 +109,129 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     return ended;
   }
 
-  function cancelSession(why: string): void {
+  function cancelSession(why: string, tellMachine: boolean): void {
     const ended = endSession();
     if (!ended) return;
     log.info({ item: ended.item, amount: ended.amount, why }, 'mdb session canceled');
+    if (tellMachine) {
+      goodsOut.denied();
+      void sendQuietly('C,STOP');
+    }
     deps.bus.emit({ type: 'session_cancel' });
   }
 
   function deny(why: string, line: string): void {
     log.warn({ line: preview(line), why }, 'mdb vend request denied');
-    send('C,STOP').catch((err: unknown) => log.warn({ err: errorMessage(err) }, 'C,STOP could not be sent'));
+    goodsOut.denied();
+    void sendQuietly('C,STOP');
   }
 
   function onVendRequest(line: string, amountText: string, item: string): void {
-    if (approving) {
+    if (approving || busy) {
+      if (!approving) return; // authorization first: fire()'s session reads it
       log.warn({ line: preview(line) }, 'mdb vend request while a vend is being approved: ignored');
       return;
     }
-    const amount = parseMdbAmount(amountText, mdb.scale);
+    if (setupRefused) return deny(setupRefused, line);
+    if (mdb.session === 'authorization-first') return deny('authorization first: no session was started for this request', line);
+    const amount = parseMdbAmount(amountText, deps.scale);
     if (typeof amount === 'string') return deny(amount, line);
     if (!deps.knownItems.has(item)) return deny(`item "${preview(item, 20)}" is not in device.catalog`, line);
     if (session) log.warn({ previous: session.item }, 'new mdb vend request replaces an unanswered one');
     endSession();
+    const budget = budgetSec();
     const timer = setTimeout(() => {
       if (session?.timer !== timer) return;
-      log.warn({ item, sessionTimeoutSec: mdb.sessionTimeoutSec }, 'mdb session not paid in time: denied');
-      send('C,STOP').catch((err: unknown) => log.warn({ err: errorMessage(err) }, 'C,STOP could not be sent'));
-      cancelSession('session timeout');
-    }, mdb.sessionTimeoutSec * 1_000);
-    session = { item, amount, amountText, timer };
-    log.info({ item, amount }, 'mdb vend request');
-    deps.bus.emit({ type: 'vend_request', item, amount });
+      log.warn({ item, budgetSec: budget }, "mdb vend request not paid within the machine's time: denied");
+      cancelSession('not paid in time', true);
+    }, budget * 1_000);
+    session = { item, amount, amountText, timer, deadline: now() + budget * 1_000 };
+    log.info({ item, amount, budgetSec: budget }, 'mdb vend request');
+    deps.bus.emit({ type: 'vend_request', item, amount, budgetSec: budget });
   }
 
   function onLine(line: string): void {
     const request = VEND_REQUEST.exec(line);
     if (request) return onVendRequest(line, request[1]!, request[2]!);
-    if (RESET.test(line)) {
+    if (SETUP.test(line)) {
+      const checked = checkSetup(line, { currency: deps.currency, decimals: mdb.decimals, scale: deps.scale });
+      if (checked.responseTimeSec) learnedResponseSec = checked.responseTimeSec;
+      if (checked.refused && !setupRefused) {
+        setupRefused = checked.refused;
+        log.error({ line: preview(line) }, checked.refused);
+        alarm('mdb_setup_mismatch', checked.refused);
+        void sendQuietly('C,0');
+      }
+      return;
+    }
+    if (line === INACTIVE || OFFLINE.test(line)) {
       enabled = false;
-      // INACTIVE is the state after the VMC resets us: the board forgot its settings too.
-      if (line.startsWith('c,STATUS,INACTIVE')) reenableAfterVend = true;
+      if (reader.booting) return log.debug({ line }, 'mdb reader coming up');
+      // INACTIVE after the reader was up: the VMC reset it and the board forgot its settings.
+      if (line === INACTIVE) reenableAfterVend = true;
       if (approving) return; // the approval's waiter reports it; re-enable once it is over
-      cancelSession('machine or board reset');
+      cancelSession('machine or board reset', false);
       reenableIfNeeded();
       return;
     }
-    if (line === 'c,STATUS,ENABLED') {
+    if (line === ENABLED) {
       enabled = true;
-      // Back to Enabled without our approval: the VMC ended the session (customer or its timeout).
-      if (!approving) cancelSession('machine ended the session');
+      reader.enabledSeen();
+      // Enabled again while a request waits: the machine ended it, or re-sent READER ENABLE. Either
+      // way the request is over for us, and C,STOP makes sure the machine does not wait for it.
+      if (!approving && !busy) cancelSession('the machine reported ENABLED during the session', true);
       return;
     }
-    if (line === 'c,STATUS,DISABLED') {
+    if (line === DISABLED) {
       enabled = false;
-      if (!approving) cancelSession('machine disabled the reader');
+      if (reader.booting) return log.debug({ line }, 'mdb reader coming up');
+      if (!approving && !busy) cancelSession('machine disabled the reader', false);
       return;
     }
     if (CANCEL.test(line)) {
-      if (!approving) cancelSession('machine canceled');
+      if (!approving && !busy) cancelSession('machine canceled', false);
       return;
     }
-    if (approving) return; // fire()'s waiter classifies these
-    if (line === 'c,STATUS,IDLE' || line.startsWith('c,SET') || line.startsWith('c,VEND,SUCCESS')) {
+    if (REVALUE.test(line)) {
+      log.warn({ line: preview(line) }, 'mdb revalue request denied: vendgate holds no credit to put back on a card');
+      return;
+    }
+    if (approving || busy) return; // fire()'s waiter classifies these
+    if (VEND_SUCCESS.test(line)) return goodsOut.successOutsideApproval(line);
+    if (SESSION_IDLE.test(line) || line.startsWith('c,SET') || line === 'c,1' || line === 'c,0' || line.startsWith('r,')) {
       log.debug({ line }, 'mdb status');
       return;
     }
     log.warn({ line: preview(line) }, 'unrecognised line from the MDB board ignored');
   }
 
-  async function approve(request: VendRequest, current: Session): Promise<VendOutcome> {
-    if (!conn.up && !(await conn.waitUntilUp(settings.timeoutMs))) {
-      return { result: 'failed', reason: `serial line down: the approval was not sent (${conn.detail})` };
+  async function fireAlwaysIdle(request: VendRequest): Promise<VendOutcome> {
+    const current = session;
+    if (!current) return { result: 'failed', reason: 'no vend session open (the machine canceled it or it timed out): nothing was sent' };
+    if (current.item !== request.slot || current.amount !== request.amount) {
+      return {
+        result: 'failed',
+        reason: `the machine asked for item ${current.item} at ${current.amount}, not ${request.slot} at ${request.amount}: nothing was sent`,
+      };
     }
-    if (session !== current)
-      return { result: 'failed', reason: 'the machine ended the vend session before the approval: nothing was sent' };
-    type Answer = 'success' | 'error' | 'ended';
-    const waiter = waitForLine<Answer>(
-      conn,
-      (line) => {
-        if (line.startsWith('c,VEND,SUCCESS')) return 'success';
-        if (line.startsWith('c,ERR')) return 'error';
-        if (RESET.test(line) || line === 'c,STATUS,ENABLED' || line === 'c,STATUS,DISABLED' || CANCEL.test(line)) return 'ended';
-        return null;
-      },
-      (line) => {
-        if (line !== 'c,STATUS,IDLE') log.warn({ line: preview(line) }, 'unrecognised line during mdb vend ignored');
-      },
-    );
+    if (now() >= current.deadline) {
+      cancelSession("paid after the machine's time ran out", true);
+      return { result: 'failed', reason: "paid after the machine's time for the request ran out: no approval sent" };
+    }
     approving = true;
     clearTimeout(current.timer);
     try {
-      try {
-        await send(`C,VEND,${current.amountText}`);
-      } catch (err) {
-        waiter.cancel();
-        if (err instanceof SerialLineDownError) return { result: 'failed', reason: 'serial line down: the approval was not sent' };
-        return { result: 'unknown', detail: `writing C,VEND failed (${errorMessage(err)}): the board may have approved the vend` };
-      }
-      log.info({ orderId: request.orderId, item: current.item, amount: current.amount }, 'mdb vend approved');
-      const answer = await waiter.arm(settings.timeoutMs);
-      if (answer.kind === 'match' && answer.value === 'success') return { result: 'vended', detail: preview(answer.line) };
-      if (answer.kind === 'match' && answer.value === 'error')
-        return { result: 'failed', reason: `machine reported "${preview(answer.line)}"`, slotFault: true };
-      if (answer.kind === 'match')
-        return { result: 'unknown', detail: `the session ended ("${preview(answer.line)}") after the approval without a vend result` };
-      if (answer.kind === 'down') return { result: 'unknown', detail: 'the serial line went down after the approval was sent' };
-      return { result: 'unknown', detail: `no vend result within ${settings.timeoutMs} ms after the approval` };
+      const outcome = await approveRequest(
+        { logger: log, connection: conn, send, resultTimeoutMs: settings.timeoutMs, isCurrent: () => session === current },
+        request,
+        current,
+      );
+      const out = outcome.result === 'vended' ? VEND_SUCCESS.exec(outcome.detail ?? '')?.[1] : undefined;
+      if (out !== undefined && out !== current.item) otherItemOut({ logger: log, alarm }, request, out);
+      return outcome;
     } finally {
       approving = false;
       endSession();
-      reenableIfNeeded();
     }
   }
 
@@ -215,7 +245,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
         conn.onState((up, detail) => {
           deps.bus.emit({ type: 'line', up, detail });
           if (up) void enable('line up');
-          else if (!approving) cancelSession('serial line down');
+          else if (!approving && !busy) cancelSession('serial line down', false);
         }),
       );
       await conn.start();
@@ -223,34 +253,47 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     async fire(request) {
       if (!started) return { result: 'failed', reason: 'serial actuator not started' };
       if (busy) return { result: 'failed', reason: 'another vend is being approved: nothing was sent' };
-      const current = session;
-      if (!current) return { result: 'failed', reason: 'no vend session open (the machine canceled it or it timed out): nothing was sent' };
-      if (current.item !== request.slot || current.amount !== request.amount) {
-        return {
-          result: 'failed',
-          reason: `the machine asked for item ${current.item} at ${current.amount}, not ${request.slot} at ${request.amount}: nothing was sent`,
-        };
-      }
+      if (setupRefused) return { result: 'failed', reason: `${setupRefused}: nothing was sent` };
       busy = true;
       try {
-        return await approve(request, current);
+        let outcome: VendOutcome;
+        if (mdb.session === 'authorization-first') {
+          // A payment right after a reset or the board's boot: the reader may be a few polls from enabled.
+          if (!enabled && !(await reader.nextEnabled(Math.min(budgetSec() * 1_000, ENABLE_WAIT_MS)))) {
+            return { result: 'failed', reason: 'the machine has not enabled the reader: no session was started' };
+          }
+          endSession();
+          const selectionTimeoutMs = budgetSec() * 1_000;
+          outcome = await authorizeFirst(
+            { logger: log, connection: conn, send, scale: deps.scale, selectionTimeoutMs, resultTimeoutMs: settings.timeoutMs, alarm },
+            request,
+          );
+          if (outcome.result === 'failed') goodsOut.denied();
+        } else {
+          outcome = await fireAlwaysIdle(request);
+        }
+        if (outcome.result === 'vended') goodsOut.vended();
+        return outcome;
       } finally {
         busy = false;
+        reenableIfNeeded();
       }
     },
     async denySession(reason) {
-      if (approving || !session) {
+      if (approving || busy || !session) {
         // C,STOP outside a session is out of sequence and makes the VMC reset the reader.
         log.debug({ reason }, 'deny without an open mdb session: nothing sent');
         return;
       }
       const ended = endSession();
       log.info({ item: ended?.item, reason }, 'mdb session denied');
-      await send('C,STOP').catch((err: unknown) => log.warn({ err: errorMessage(err) }, 'C,STOP could not be sent'));
+      goodsOut.denied();
+      await sendQuietly('C,STOP');
     },
     health() {
       if (!started) return { ok: false, detail: 'serial actuator not started' };
       if (!conn.up) return { ok: false, detail: conn.detail };
+      if (setupRefused) return { ok: false, detail: setupRefused };
       return {
         ok: enabled,
         detail: enabled ? `MDB reader enabled on ${conn.detail}` : `MDB reader not enabled by the machine yet (${conn.detail})`,
@@ -260,6 +303,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       if (!started) return;
       started = false;
       for (const off of offs.splice(0)) off();
+      reader.stop();
       endSession();
       enabled = false;
       await conn.stop();

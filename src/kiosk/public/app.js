@@ -294,7 +294,7 @@ function render() {
 }
 
 function drawCatalog(state) {
-  const key = JSON.stringify([language(), hasDictionary(language()), state.currency, state.catalog]);
+  const key = JSON.stringify([language(), hasDictionary(language()), state.currency, state.catalog, state.selection]);
   if (key === view.catalogKey) return;
   view.catalogKey = key;
   const list = $('catalog');
@@ -306,6 +306,8 @@ function drawCatalog(state) {
       button.type = 'button';
       button.className = 'product';
       button.dataset.slot = item.slot;
+      // An MDB machine in always idle names the item itself: the list shows prices, the machine takes the choice.
+      if (state.selection === 'machine') button.disabled = true;
       const name = document.createElement('span');
       name.className = 'name';
       name.textContent = productName(item);
@@ -322,6 +324,7 @@ function drawCatalog(state) {
     }),
   );
   $('catalog-empty').hidden = offered.length > 0;
+  $('choose-on-machine').hidden = state.selection !== 'machine';
 }
 
 function drawPay(state) {

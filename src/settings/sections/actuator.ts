@@ -67,8 +67,34 @@ const mdbSchema = z
     setconf: z
       .array(z.string().regex(/^[A-Z],[\x20-\x7e]*$/, 'a full board command line such as "C,SETCONF,mdb-always-idle=1"'))
       .default([]),
-    /** Smallest currency units per 1.00 of the machine's decimal amount: 100 when prices have cents, 1 for whole-unit currencies. */
-    scale: z.number().int().positive().default(100),
+    /**
+     * Smallest currency units per 1.00 of the machine's decimal amount. Default: from device.currency
+     * (1 for MNT and KZT, which are charged in whole units; 100 for EUR). A value that disagrees with
+     * the currency is refused at start: it would multiply or divide every price.
+     */
+    scale: z.number().int().positive().optional(),
+    /** The decimal places the machine's prices carry (its setup); when the board reports another figure the reader stays off. */
+    decimals: z.number().int().min(0).max(4).optional(),
+    /**
+     * Whose price is charged. `catalog` (default): the catalog in force; a machine asking another
+     * price is denied with an mdb_price_mismatch alarm. `machine`: the machine's own price, if it is
+     * inside the local `pricing` bounds.
+     */
+    prices: z.enum(['catalog', 'machine']).default('catalog'),
+    /**
+     * How a sale starts. `always-idle` (default): the customer selects on the machine, the machine
+     * names item and price, the customer pays inside the machine's time limit. `authorization-first`:
+     * the customer picks and pays on the kiosk, then vendgate starts a session with that credit and
+     * approves the machine's request for exactly that item and price.
+     */
+    session: z.enum(['always-idle', 'authorization-first']).default('always-idle'),
+    /**
+     * The machine's limit, in seconds, on waiting for our approval of a vend request (its vend or
+     * approving timeout; the reader's application maximum response time). No approval is sent after
+     * it: an unpaid request is denied that long after it came. The board's report of the setup, when
+     * it gives one, takes the smaller of the two. Absent: sessionTimeoutSec.
+     */
+    responseTimeSec: z.number().int().min(1).max(600).optional(),
   })
   .strict();
 
@@ -247,3 +273,32 @@ export type ActuatorSettings = z.infer<typeof actuatorSchema>;
 export type InputsSettings = z.infer<typeof inputsSchema>;
 export type InputName = (typeof INPUT_NAMES)[number];
 export { INPUT_NAMES };
+
+/** Tugrik and tenge are charged in whole units although ISO 4217 gives them two decimals. */
+const WHOLE_UNIT_CURRENCIES = new Set(['MNT', 'KZT']);
+
+/** Smallest units in 1.00 of `currency`: 1 for MNT and KZT, 10^(ISO minor digits) otherwise (100 when unknown). */
+export function unitsPerWhole(currency: string): number {
+  if (WHOLE_UNIT_CURRENCIES.has(currency)) return 1;
+  try {
+    const digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+    return 10 ** digits;
+  } catch {
+    return 100;
+  }
+}
+
+/** The MDB amount scale in force: the setting when given (checked against the currency at start), else the currency's. */
+export function mdbScale(actuator: Pick<ActuatorSettings, 'serial'>, currency: string): number {
+  return actuator.serial.mdb.scale ?? unitsPerWhole(currency);
+}
+
+/**
+ * Where the customer chooses: on the machine (an MDB machine in always-idle: the machine names item
+ * and price, and only such a request can be approved), or on the kiosk (everything else, and MDB
+ * authorization first: the paid credit starts the machine's session).
+ */
+export function selectionOn(actuator: Pick<ActuatorSettings, 'kind' | 'serial'>): 'machine' | 'kiosk' {
+  const mdb = actuator.kind === 'serial' && actuator.serial.profile === 'mdb';
+  return mdb && actuator.serial.mdb.session === 'always-idle' ? 'machine' : 'kiosk';
+}

@@ -81,6 +81,7 @@ describe('serial vend over a socat pty pair', () => {
     const settings = parseSettings({
       device: {
         id: 'e2e-1',
+        currency: 'EUR',
         catalog: [
           { slot: 'A1', name: 'Water', price: 150 },
           { slot: 'A2', name: 'Juice', price: 250 },
@@ -155,7 +156,7 @@ describe('serial vend over a socat pty pair', () => {
     expect(s.machine.setconf).toEqual(['C,SETCONF,mdb-always-idle=1']);
     s.machine.select('12', '1.50');
     await waitFor(() => s.events.some((e) => e.type === 'vend_request'), { what: 'vend request' });
-    expect(s.events).toContainEqual({ type: 'vend_request', item: '12', amount: 150 });
+    expect(s.events).toContainEqual({ type: 'vend_request', item: '12', amount: 150, budgetSec: 120 });
     await expect(s.actuator.fire(vend('12'))).resolves.toEqual({ result: 'vended', detail: 'c,VEND,SUCCESS' });
     expect(s.machine.vends).toEqual([{ slot: '12', ok: true, answered: true }]);
   });
