@@ -143,10 +143,10 @@ export const COMMANDS: Record<string, CommandHelp> = {
     ],
   },
   simulate: {
-    usage: 'simulate --provider gerege|qutpay [--port N] [--webhook-url URL] [--faults JSON]',
+    usage: 'simulate --provider gerege|qutpay|qpay [--port N] [--webhook-url URL] [--faults JSON]',
     about: 'run the payment provider simulator alone',
     options: [
-      ['--provider NAME', 'gerege or qutpay'],
+      ['--provider NAME', 'gerege, qutpay or qpay'],
       ['--port N', 'where it listens (default 9090)'],
       ['--host H', 'the address it listens on (default 127.0.0.1)'],
       ['--webhook-url URL', "where it delivers webhooks (the gateway's /webhooks/<provider>)"],
