@@ -165,7 +165,13 @@ export function createQpayState(ctx: SimContext, options: { currency: string }) 
       if (payment.payment_status !== 'PAID')
         throw new SimHttpError(400, 'PAYMENT_NOT_PAID', `payment ${payment.payment_id} is ${payment.payment_status}`);
       payment.payment_status = 'REFUNDED';
-      ctx.records.refunds.push({ id: payment.payment_id, invoiceId: invoice.id, amount: payment.payment_amount, status: 'REFUNDED', at: ctx.clock.now() });
+      ctx.records.refunds.push({
+        id: payment.payment_id,
+        invoiceId: invoice.id,
+        amount: payment.payment_amount,
+        status: 'REFUNDED',
+        at: ctx.clock.now(),
+      });
       note(invoice, 'REFUNDED', false);
     },
 
@@ -173,8 +179,10 @@ export function createQpayState(ctx: SimContext, options: { currency: string }) 
 
     pay(id: string, amount?: number) {
       const invoice = find(id);
-      if (invoice.status !== 'OPEN') throw new SimHttpError(409, 'INVOICE_NOT_OPEN', `invoice ${id} is ${invoice.status} and cannot be paid`);
-      if (amount !== undefined && !isPositiveInteger(amount)) throw new SimHttpError(400, 'INVALID_REQUEST', 'amount must be a positive integer');
+      if (invoice.status !== 'OPEN')
+        throw new SimHttpError(409, 'INVOICE_NOT_OPEN', `invoice ${id} is ${invoice.status} and cannot be paid`);
+      if (amount !== undefined && !isPositiveInteger(amount))
+        throw new SimHttpError(400, 'INVALID_REQUEST', 'amount must be a positive integer');
       const payment: QpayPayment = { payment_id: digits(ctx, 12), payment_status: 'PAID', payment_amount: amount ?? invoice.amount };
       invoice.payments.push(payment);
       payments.set(payment.payment_id, { invoice, payment });

@@ -87,7 +87,25 @@ export function createQpayProvider(deps: HttpClientDeps, config: QpayConfig): Pa
       json: { object_type: 'INVOICE', object_id: invoiceId },
       retry: 'read',
     });
-    return parseWire(qpayPaymentCheckSchema, response.body, 'qpay payment check');
+    const check = parseWire(qpayPaymentCheckSchema, response.body, 'qpay payment check');
+    memory.rowsRead(invoiceId, check);
+    return check;
+  }
+
+  /**
+   * The payment rows a refund is planned from: read now; when QPay cannot be read this moment, the
+   * rows this process read last (the core refunds only what a read showed paid, and QPay refuses to
+   * return a payment twice). Never a guess: with neither, the refund is not sent.
+   */
+  async function rowsForRefund(invoiceId: string): Promise<QpayPaymentCheck> {
+    try {
+      return await paymentCheck(invoiceId);
+    } catch (err) {
+      const last = memory.lastRows(invoiceId);
+      if (!(err instanceof ProviderError && err.transient) || !last) throw err;
+      log.warn({ invoiceId, kind: err.kind }, 'QPay payment check failed before a refund: planning from the last read');
+      return last;
+    }
   }
 
   function toInvoice(invoice: QpayInvoice, check: QpayPaymentCheck): Invoice {
@@ -199,15 +217,24 @@ export function createQpayProvider(deps: HttpClientDeps, config: QpayConfig): Pa
     if (!(err instanceof ProviderError)) return err;
     if (err.transient || err.kind === 'malformed') {
       memory.numberInDoubt(request.idempotencyKey);
-      log.warn({ reference: request.reference, senderInvoiceNo: number, kind: err.kind }, 'QPay create outcome unknown: this number is not sent again');
-      return new ProviderError(err.kind, `${err.message} (the outcome is unknown: the number ${number} is not sent again; a new order gets a new one)`, {
-        httpStatus: err.httpStatus,
-        providerCode: err.providerCode,
-        cause: err,
-      });
+      log.warn(
+        { reference: request.reference, senderInvoiceNo: number, kind: err.kind },
+        'QPay create outcome unknown: this number is not sent again',
+      );
+      return new ProviderError(
+        err.kind,
+        `${err.message} (the outcome is unknown: the number ${number} is not sent again; a new order gets a new one)`,
+        {
+          httpStatus: err.httpStatus,
+          providerCode: err.providerCode,
+          cause: err,
+        },
+      );
     }
     // A refusal (a duplicate number, a bad invoice_code) is not an idempotency conflict of ours.
-    return err.kind === 'conflict' ? new ProviderError('rejected', err.message, { httpStatus: err.httpStatus, providerCode: err.providerCode, cause: err }) : err;
+    return err.kind === 'conflict'
+      ? new ProviderError('rejected', err.message, { httpStatus: err.httpStatus, providerCode: err.providerCode, cause: err })
+      : err;
   }
 
   return {
@@ -229,7 +256,13 @@ export function createQpayProvider(deps: HttpClientDeps, config: QpayConfig): Pa
         // The same attempt asked again (a double press, a retry): the invoice made once, read now.
         const first = await earlier;
         const now = await read(first.id);
-        return { ...now, payUrl: first.payUrl, expiresAt: first.expiresAt, ...(first.appLinks ? { appLinks: first.appLinks } : {}), replayed: true };
+        return {
+          ...now,
+          payUrl: first.payUrl,
+          expiresAt: first.expiresAt,
+          ...(first.appLinks ? { appLinks: first.appLinks } : {}),
+          replayed: true,
+        };
       }
       const pending = create(request);
       memory.creating(request.idempotencyKey, pending);
@@ -254,7 +287,7 @@ export function createQpayProvider(deps: HttpClientDeps, config: QpayConfig): Pa
     },
 
     async refund(request: RefundRequest): Promise<RefundResult> {
-      const plan = decideQpayRefund(request, await paymentCheck(request.invoiceId));
+      const plan = decideQpayRefund(request, await rowsForRefund(request.invoiceId));
       if (plan.kind === 'done') return plan.result;
       return sendQpayRefund(log, request, plan.paymentId, { authed, paymentCheck });
     },

@@ -5,6 +5,7 @@
  * A restart forgets all of it; the core then follows every open invoice by polling.
  */
 import type { Invoice } from '../types.js';
+import type { QpayPaymentCheck } from './wire.js';
 
 const MAX_ENTRIES = 1_000;
 
@@ -26,6 +27,7 @@ export function createQpayMemory() {
   const inDoubt = new Map<string, true>();
   const invoices = new Map<string, KnownInvoice>();
   const byReference = new Map<string, string>();
+  const rows = new Map<string, QpayPaymentCheck>();
 
   return {
     creating(key: string, pending: Promise<Invoice>): void {
@@ -46,5 +48,9 @@ export function createQpayMemory() {
     },
     invoice: (invoiceId: string) => invoices.get(invoiceId),
     invoiceOf: (reference: string) => byReference.get(reference) ?? null,
+    rowsRead(invoiceId: string, check: QpayPaymentCheck): void {
+      bounded(rows, invoiceId, check);
+    },
+    lastRows: (invoiceId: string) => rows.get(invoiceId),
   };
 }

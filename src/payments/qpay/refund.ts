@@ -21,7 +21,10 @@ export function decideQpayRefund(request: RefundRequest, check: QpayPaymentCheck
   if (exact) return { kind: 'send', paymentId: exact.payment_id };
   const already = refunded.find((row) => row.payment_amount === request.amount);
   if (already) {
-    return { kind: 'done', result: { status: 'succeeded', refundId: already.payment_id, detail: 'QPay shows this payment refunded already' } };
+    return {
+      kind: 'done',
+      result: { status: 'succeeded', refundId: already.payment_id, detail: 'QPay shows this payment refunded already' },
+    };
   }
   const detail =
     paid.length === 0
