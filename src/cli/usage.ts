@@ -19,11 +19,12 @@ const JSON_OUT: OptionHelp = ['--json', 'machine-readable output'];
 /** The command line's help: one entry per subcommand, so `vendgate help <command>` shows only its own. */
 export const COMMANDS: Record<string, CommandHelp> = {
   start: {
-    usage: 'start [--config FILE] [--lan] [--local-port N] [--webhook-port N] [--broker-port N]',
+    usage: 'start [--config FILE] [--lan] [--provider qpay] [--local-port N] [--webhook-port N] [--broker-port N]',
     about: "run the gateway (npm start); --lan: demo pay page and QR\non this machine's LAN address (provider.sandboxLanPort, 8090)",
     options: [
       CONFIG,
       ['--lan', "the sandbox demo's pay page on this machine's LAN address, so a phone can pay (port provider.sandboxLanPort, 8090)"],
+      ['--provider qpay', "the demo with the QPay adapter against its simulator, run in this process (test money)"],
       ['--local-port N', 'the kiosk page and local API (http.local.port; also $VENDGATE_LOCAL_PORT)'],
       ['--webhook-port N', 'the webhook listener (http.webhook.port; also $VENDGATE_WEBHOOK_PORT)'],
       ['--broker-port N', 'the embedded MQTT broker (mqtt.embeddedPort, with mqtt.url: embedded; also $VENDGATE_BROKER_PORT)'],

@@ -19,7 +19,10 @@ export function describeSimulator(sim: Simulator): string {
   ];
   if (info.provider !== 'qutpay') lines.push(`  clientId: ${info.clientId}`);
   if (info.provider === 'qpay')
-    lines.push(`  invoiceCode: ${info.invoiceCode}`, '  callbackUrl: https://<your tunnel or relay>/webhooks/qpay   # QPay calls it; unsigned');
+    lines.push(
+      `  invoiceCode: ${info.invoiceCode}`,
+      '  callbackUrl: https://<your tunnel or relay>/webhooks/qpay   # QPay calls it; unsigned',
+    );
   lines.push('', '# secrets environment (e.g. /etc/vendgate/secrets.env)');
   if (info.provider !== 'qutpay') lines.push(`VENDGATE_PROVIDER_CLIENT_SECRET=${info.clientSecret}`);
   else lines.push(`VENDGATE_PROVIDER_API_KEY=${info.apiKey}`);

@@ -119,12 +119,12 @@ export function createSimulator(options: SimulatorOptions): Simulator {
             maxAttempts,
           })
         : createQutpayBackend(ctx, {
-          apiKey,
-          webhookSecret,
-          maxAttempts,
-          invoiceTtlSec: options.invoiceTtlSec ?? d.invoiceTtlSec,
-          currency: options.currency ?? d.currency,
-        });
+            apiKey,
+            webhookSecret,
+            maxAttempts,
+            invoiceTtlSec: options.invoiceTtlSec ?? d.invoiceTtlSec,
+            currency: options.currency ?? d.currency,
+          });
 
   // The fiscal registers: served on the same socket beside the provider (their paths do not meet),
   // with faults and fault draws of their own, so that a provider fault never touches receipts.
@@ -204,7 +204,11 @@ export function createSimulator(options: SimulatorOptions): Simulator {
         livemode,
         webhookUrl: options.webhookUrl ?? null,
         webhookSecret,
-        ...(provider === 'gerege' ? { clientId, clientSecret } : provider === 'qpay' ? { clientId, clientSecret, invoiceCode: options.qpayInvoiceCode ?? d.qpayInvoiceCode } : { apiKey }),
+        ...(provider === 'gerege'
+          ? { clientId, clientSecret }
+          : provider === 'qpay'
+            ? { clientId, clientSecret, invoiceCode: options.qpayInvoiceCode ?? d.qpayInvoiceCode }
+            : { apiKey }),
       };
     },
   };

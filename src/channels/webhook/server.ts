@@ -89,7 +89,11 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     const now = clock.now();
     let verified;
     try {
-      verified = verifyWithIndex(provider, rawBody, withCallbackQuery(request), { secrets: deps.secrets, toleranceSec: deps.toleranceSec, now });
+      verified = verifyWithIndex(provider, rawBody, withCallbackQuery(request), {
+        secrets: deps.secrets,
+        toleranceSec: deps.toleranceSec,
+        now,
+      });
     } catch (err) {
       if (err instanceof WebhookVerificationError) {
         const code = err.reason === 'malformed_body' ? ErrorCodes.WEBHOOK_MALFORMED : ErrorCodes.WEBHOOK_SIGNATURE;
@@ -145,7 +149,9 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
       scope.post(path, { bodyLimit: settings.bodyLimitBytes }, receive);
       if (provider.name === 'qpay') {
         // QPay's callback is an unsigned hint whose method and body are not documented: any body, or a GET.
-        scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) => done(null, body));
+        scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>
+          done(null, body),
+        );
         scope.get(path, receive);
       }
     });

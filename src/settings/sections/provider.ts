@@ -52,7 +52,11 @@ export const providerSchema = z
       // QPay callbacks are unsigned hints: no webhook secret; the callback URL and the merchant's codes instead.
       if (!provider.clientId) ctx.addIssue({ code: 'custom', path: ['clientId'], message: 'required for provider qpay (QPay client id)' });
       if (!provider.clientSecret)
-        ctx.addIssue({ code: 'custom', path: ['clientSecret'], message: 'required for provider qpay: set VENDGATE_PROVIDER_CLIENT_SECRET' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['clientSecret'],
+          message: 'required for provider qpay: set VENDGATE_PROVIDER_CLIENT_SECRET',
+        });
       if (!provider.invoiceCode)
         ctx.addIssue({ code: 'custom', path: ['invoiceCode'], message: 'required for provider qpay: the invoice_code QPay assigned' });
       if (!provider.callbackUrl)
