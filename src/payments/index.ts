@@ -61,7 +61,7 @@ export {
   createQpayProvider,
   mapQpayStatus,
   senderInvoiceNo,
-  QPAY_SELFTEST_PREFIX,
+  qpaySelftestReference,
   HINT_WINDOW_MS,
   verifyQpayCallback,
   qpayCallbackTarget,

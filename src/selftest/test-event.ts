@@ -3,7 +3,7 @@ import {
   GEREGE_EVENT_ID_HEADER,
   GEREGE_SIGNATURE_HEADER,
   QUTPAY_SIGNATURE_HEADER,
-  QPAY_SELFTEST_PREFIX,
+  qpaySelftestReference,
   signGeregeTestPayload,
   signQutpayTestPayload,
   type ProviderName,
@@ -61,8 +61,9 @@ export function signedTestEvent(
       };
     }
     case 'qpay': {
-      // QPay callbacks are unsigned hints naming the order in the URL: the round trip proves the path.
-      const reference = `${QPAY_SELFTEST_PREFIX}${nonce}`;
+      // QPay callbacks are unsigned hints naming the order in the URL: the round trip proves the path,
+      // and the reference carries a MAC under the client secret (`secret` here) so that nobody else can store one.
+      const reference = qpaySelftestReference(nonce, options.secret);
       return {
         eventId: `qpay-selftest:${reference}`,
         path: `${path}?ref=${reference}`,

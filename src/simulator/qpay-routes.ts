@@ -31,9 +31,9 @@ export function createQpayBackend(ctx: SimContext, options: QpayOptions): Provid
   const { recordCreate, created, readRoute, answerReadsWith } = createBackendRecords(ctx);
 
   function bearer(request: FastifyRequest): string {
-    const match = /^Bearer (\S+)$/.exec(headerValue(request, 'authorization') ?? '');
-    if (!match) throw new SimHttpError(401, 'NO_CREDENDIALS', 'Authorization: Bearer <access_token> is required');
-    return match[1]!;
+    const [, token] = /^Bearer (\S+)$/.exec(headerValue(request, 'authorization') ?? '') ?? [];
+    if (token === undefined) throw new SimHttpError(401, 'NO_CREDENDIALS', 'Authorization: Bearer <access_token> is required');
+    return token;
   }
 
   function requireToken(request: FastifyRequest): void {
@@ -64,8 +64,8 @@ export function createQpayBackend(ctx: SimContext, options: QpayOptions): Provid
   }
 
   function token(request: FastifyRequest): ApiResult {
-    const match = /^Basic (\S+)$/.exec(headerValue(request, 'authorization') ?? '');
-    const decoded = match ? Buffer.from(match[1]!, 'base64').toString('utf8') : '';
+    const [, basic] = /^Basic (\S+)$/.exec(headerValue(request, 'authorization') ?? '') ?? [];
+    const decoded = basic === undefined ? '' : Buffer.from(basic, 'base64').toString('utf8');
     if (decoded !== `${options.clientId}:${options.clientSecret}`)
       throw new SimHttpError(401, 'CLIENT_NOTFOUND', 'HTTP Basic client_id:client_secret not accepted');
     return issue();

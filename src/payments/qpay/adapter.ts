@@ -24,7 +24,7 @@ import { createProviderHttpClient, parseWire, type HttpClientDeps, type HttpRequ
 import { validateCreateRequest, withRefunds } from '../invoice-checks.js';
 import { createQpayTokenSource } from './token.js';
 import { senderInvoiceNo } from './number.js';
-import { callbackUrlFor, qpayHintEvent, readCallbackReference } from './callback.js';
+import { callbackUrlFor, deviceHint, readCallbackReference } from './callback.js';
 import { mapQpayInvoiceStatus, mapQpayPaymentStatus } from './status.js';
 import { qpayCreatedSchema, qpayInvoiceSchema, qpayPaymentCheckSchema, type QpayInvoice, type QpayPaymentCheck } from './wire.js';
 import { createQpayMemory } from './memory.js';
@@ -294,7 +294,7 @@ export function createQpayProvider(deps: HttpClientDeps, config: QpayConfig): Pa
 
     verifyWebhook(_rawBody, headers, context) {
       const reference = readCallbackReference(headers);
-      return qpayHintEvent(reference, memory.invoiceOf(reference), context.now);
+      return deviceHint(reference, memory.invoiceOf(reference), context.now, config.clientSecret);
     },
 
     async checkCredentials() {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRecord } from '../../../src/payments/http.js';
 import { mapQpayStatus } from '../../../src/payments/index.js';
+import { signedTestEvent } from '../../../src/selftest/test-event.js';
 import { overSimulator, providerContract } from './provider-contract.js';
 import { orderRequest, startHarness, type Harness, type HarnessOptions } from './provider-harness.js';
 
@@ -90,25 +91,17 @@ describe('QPay adapter against the simulator', () => {
       expect(invoice.appLinks?.map((l) => l.name)).toEqual(['Sim Bank', 'Sim Wallet']);
     });
 
-    it('a callback for an order this process never made names no invoice: stored, never worked', async () => {
+    it('a callback for an order this process never made is refused and stored nowhere; the selftest callback needs the client secret', async () => {
       const h = await start();
-      const event = h.provider.verifyWebhook(
-        Buffer.alloc(0),
-        { 'x-vendgate-callback-query': 'ref=someone-else-1' },
-        {
-          secrets: [],
-          toleranceSec: 300,
-          now: h.clock.now(),
-        },
-      );
-      expect(event).toMatchObject({ objectId: null, reference: 'someone-else-1' });
-      expect(() =>
-        h.provider.verifyWebhook(
-          Buffer.alloc(0),
-          { 'x-vendgate-callback-query': 'ref=a&ref=b' },
-          { secrets: [], toleranceSec: 300, now: 0 },
-        ),
-      ).toThrow(/once/);
+      const context = { secrets: [], toleranceSec: 300, now: h.clock.now() };
+      const hint = (query: string) => () => h.provider.verifyWebhook(Buffer.alloc(0), { 'x-vendgate-callback-query': query }, context);
+      expect(hint('ref=someone-else-1')).toThrow(/made no invoice/);
+      expect(hint('ref=a&ref=b')).toThrow(/once/);
+      const good = signedTestEvent('qpay', { secret: 'contract-secret', livemode: false, nowMs: h.clock.now() });
+      const query = good.path.split('?')[1]!;
+      expect(hint(query)()).toMatchObject({ eventId: good.eventId, type: 'vendgate.selftest', objectId: null });
+      const forged = signedTestEvent('qpay', { secret: 'not-the-secret', livemode: false, nowMs: h.clock.now() });
+      expect(hint(forged.path.split('?')[1]!)).toThrow(/MAC/);
     });
 
     it('capture is refused: QPay has no manual capture', async () => {

@@ -63,9 +63,10 @@ describe('qpay: callbacks are hints', () => {
     expect(s.actuationsByOrder().get(placed.orderId)).toBe(1);
   });
 
-  it('a callback for a reference of no order here is refused nothing and moves nothing', { timeout: 120_000 }, async () => {
+  it('a callback for a reference of no order here is refused, stored nowhere, and moves nothing', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider: 'qpay' }));
-    expect((await callback(s, 'not-an-order-1')).status).toBe(200);
+    for (let i = 0; i < 10; i += 1) expect((await callback(s, `made-up-${i}`)).status).toBe(400);
+    expect(s.query('SELECT event_id FROM webhook_events')).toHaveLength(0);
     expect((await callback(s, 'bad ref with spaces')).status).toBe(400);
     expect((await fetch(`${s.svc.webhookUrl}/webhooks/qpay`, { method: 'POST' })).status).toBe(400);
     expect(s.svc.readSimLog()).toHaveLength(0);
