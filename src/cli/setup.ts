@@ -211,7 +211,12 @@ async function ask(prompt: Prompt, doc: ReturnType<typeof parseDocument>, secret
       const secret = await askChecked(prompt, `${label} client secret`, keep(SECRET_ENV.clientSecret), required('the client secret'), true);
       if (secret !== '(set)') answers.secrets.clientSecret = secret;
       if (provider === 'qpay')
-        answers.invoiceCode = await askChecked(prompt, 'QPay invoice code', current(['provider', 'invoiceCode']), required('the invoice code'));
+        answers.invoiceCode = await askChecked(
+          prompt,
+          'QPay invoice code',
+          current(['provider', 'invoiceCode']),
+          required('the invoice code'),
+        );
     } else {
       const key = await askChecked(
         prompt,

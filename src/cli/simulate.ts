@@ -8,7 +8,8 @@ export async function simulateCommand(
   io: CliIo,
 ): Promise<number> {
   const provider = options.provider ?? 'gerege';
-  if (provider !== 'gerege' && provider !== 'qutpay' && provider !== 'qpay') throw new UsageError('--provider must be gerege, qutpay or qpay');
+  if (provider !== 'gerege' && provider !== 'qutpay' && provider !== 'qpay')
+    throw new UsageError('--provider must be gerege, qutpay or qpay');
   const port = options.port ? Number(options.port) : 9090;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError('--port must be a TCP port number');
   let faults: Record<string, unknown> | undefined;

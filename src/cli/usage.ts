@@ -24,7 +24,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
     options: [
       CONFIG,
       ['--lan', "the sandbox demo's pay page on this machine's LAN address, so a phone can pay (port provider.sandboxLanPort, 8090)"],
-      ['--provider qpay', "the demo with the QPay adapter against its simulator, run in this process (test money)"],
+      ['--provider qpay', 'the demo with the QPay adapter against its simulator, run in this process (test money)'],
       ['--local-port N', 'the kiosk page and local API (http.local.port; also $VENDGATE_LOCAL_PORT)'],
       ['--webhook-port N', 'the webhook listener (http.webhook.port; also $VENDGATE_WEBHOOK_PORT)'],
       ['--broker-port N', 'the embedded MQTT broker (mqtt.embeddedPort, with mqtt.url: embedded; also $VENDGATE_BROKER_PORT)'],
