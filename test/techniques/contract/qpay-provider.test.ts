@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRecord } from '../../../src/payments/http.js';
-import { mapQpayStatus } from '../../../src/payments/index.js';
+import { Writable } from 'node:stream';
+import { createProvider, mapQpayStatus } from '../../../src/payments/index.js';
+import { parseSettings } from '../../../src/settings/index.js';
+import { createLogger } from '../../../src/util/logger.js';
 import { signedTestEvent } from '../../../src/selftest/test-event.js';
 import { overSimulator, providerContract } from './provider-contract.js';
 import { orderRequest, startHarness, type Harness, type HarnessOptions } from './provider-harness.js';
@@ -102,6 +105,37 @@ describe('QPay adapter against the simulator', () => {
       expect(hint(query)()).toMatchObject({ eventId: good.eventId, type: 'vendgate.selftest', objectId: null });
       const forged = signedTestEvent('qpay', { secret: 'not-the-secret', livemode: false, nowMs: h.clock.now() });
       expect(hint(forged.path.split('?')[1]!)).toThrow(/MAC/);
+    });
+
+    it('tokens never reach the log, whatever happens to them', async () => {
+      const h = await start({ tokenTtlSec: 120 });
+      const lines: string[] = [];
+      const destination = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      });
+      const settings = parseSettings({
+        device: { id: 'vm-001', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Cola', price: 1500 }] },
+        provider: {
+          name: 'qpay',
+          baseUrl: h.sim.url,
+          clientId: 'contract-client',
+          clientSecret: 'contract-secret',
+          invoiceCode: 'SIM_INVOICE_CODE',
+          callbackUrl: 'http://127.0.0.1:9/webhooks/qpay',
+        },
+      });
+      const provider = createProvider({ clock: h.clock, logger: createLogger({ level: 'debug', destination }) }, settings);
+      const invoice = await provider.createInvoice(orderRequest({ currency: 'MNT' }));
+      h.clock.advance(90_000);
+      await provider.getInvoice(invoice.id);
+      h.sim.revokeTokens();
+      await provider.getInvoice(invoice.id);
+      expect(lines.length).toBeGreaterThan(0);
+      const text = lines.join('');
+      expect(text).not.toMatch(/qat_|qrt_|contract-secret|Y29udHJhY3QtY2xpZW50/);
     });
 
     it('capture is refused: QPay has no manual capture', async () => {
