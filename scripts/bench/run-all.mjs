@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * npm run bench [-- --quick] [-- --only latency,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli,receipt-qr]
+ * npm run bench [-- --quick] [-- --only latency,rails,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli,receipt-qr]
  *
  * Every figure of issues #9 and #18 with its target beside it, measured on this machine, printed as one table
  * and written as JSON to bench-results/bench-<date>.json (and bench-latest.json). Nothing here is a
@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { formatTable } from '../soak/table.mjs';
 import { machine } from './lib.mjs';
 import { latencyBench } from './latency.mjs';
+import { railsBench } from './rails.mjs';
 import { actuationBench } from './actuation.mjs';
 import { providerCallsBench } from './provider-calls.mjs';
 import { ingestBench } from './ingest.mjs';
@@ -25,6 +26,7 @@ import { receiptQrBench } from './receipt-qr.mjs';
 
 const BENCHES = {
   latency: latencyBench,
+  rails: railsBench,
   actuation: actuationBench,
   'provider-calls': providerCallsBench,
   ingest: ingestBench,

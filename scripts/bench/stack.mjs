@@ -10,23 +10,43 @@ import { createServiceProcess, freePort } from '../soak/service.mjs';
  * the poller is the only channel. `withSim(sim)` adds settings and environment that need the running
  * simulator (its URL: the fiscal registers it serves).
  */
-export async function startGeregeStack({ webhooks, intervalMs, invoiceTtlSec = 120, seed = 1, extra = {}, withSim = null }) {
+export async function startGeregeStack({
+  webhooks,
+  intervalMs,
+  invoiceTtlSec = 120,
+  seed = 1,
+  extra = {},
+  withSim = null,
+  provider = 'gerege',
+}) {
   const dir = mkdtempSync(join(tmpdir(), 'vendgate-bench-'));
   const localPort = await freePort();
   const webhookPort = await freePort();
   const simLogPath = join(dir, 'actuations.jsonl');
   const sim = createSimulator({
-    provider: 'gerege',
+    provider,
     seed,
-    ...(webhooks ? { webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege` } : {}),
+    ...(webhooks && provider === 'gerege' ? { webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege` } : {}),
   });
   await sim.start();
+  // QPay calls each invoice's callback_url (unsigned): the listener, or a closed port for "poll only".
+  const providerSettings =
+    provider === 'qpay'
+      ? {
+          name: 'qpay',
+          baseUrl: sim.url,
+          clientId: 'sim-client',
+          invoiceCode: sim.info().invoiceCode,
+          callbackUrl: `http://127.0.0.1:${webhooks ? webhookPort : 1}/webhooks/qpay`,
+          invoiceTtlSec,
+        }
+      : { name: 'gerege', baseUrl: sim.url, clientId: 'sim-client', invoiceTtlSec };
   const more = withSim ? withSim(sim) : { extra: {}, env: {} };
   const service = createServiceProcess({
     configPath: join(dir, 'config.yaml'),
     config: () => ({
       device: { id: 'bench-001', mode: 'vending', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] },
-      provider: { name: 'gerege', baseUrl: sim.url, clientId: 'sim-client', invoiceTtlSec },
+      provider: providerSettings,
       poll: { intervalMs },
       http: {
         local: { host: '127.0.0.1', port: localPort, ordersPerMinute: 1_000_000 },

@@ -100,6 +100,7 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
           {
             config: values.config,
             lan: values.lan,
+            provider: values.provider,
             ports: { local: values['local-port'], webhook: values['webhook-port'], broker: values['broker-port'] },
           },
           io,

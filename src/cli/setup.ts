@@ -17,8 +17,8 @@ export interface SetupOptions {
   noApply?: boolean;
 }
 
-type ProviderName = 'sandbox' | 'gerege' | 'qutpay';
-const PROVIDERS: readonly ProviderName[] = ['gerege', 'qutpay', 'sandbox'];
+type ProviderName = 'sandbox' | 'gerege' | 'qutpay' | 'qpay';
+const PROVIDERS: readonly ProviderName[] = ['gerege', 'qutpay', 'qpay', 'sandbox'];
 const HOSTNAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
 
 /** The answers of one run; a secret left empty keeps the one in the file. */
@@ -28,6 +28,9 @@ interface Answers {
   livemode: boolean;
   baseUrl?: string;
   clientId?: string;
+  /** QPay: the merchant's invoice_code and the callback URL QPay calls. */
+  invoiceCode?: string;
+  callbackUrl?: string;
   secrets: Partial<Record<keyof typeof SECRET_ENV, string>>;
   tunnel: string | null;
   broker: BrokerAnswers;
@@ -206,10 +209,18 @@ async function ask(prompt: Prompt, doc: ReturnType<typeof parseDocument>, secret
       /^https?:\/\/[^\s/]+/.test(v) ? null : 'an http(s) URL such as https://api.example.com',
     );
     const keep = (name: string) => (secrets.has(name) ? '(set)' : undefined);
-    if (provider === 'gerege') {
-      answers.clientId = await askChecked(prompt, 'Gerege client id', current(['provider', 'clientId']), required('the client id'));
-      const secret = await askChecked(prompt, 'Gerege client secret', keep(SECRET_ENV.clientSecret), required('the client secret'), true);
+    if (provider === 'gerege' || provider === 'qpay') {
+      const label = provider === 'gerege' ? 'Gerege' : 'QPay';
+      answers.clientId = await askChecked(prompt, `${label} client id`, current(['provider', 'clientId']), required('the client id'));
+      const secret = await askChecked(prompt, `${label} client secret`, keep(SECRET_ENV.clientSecret), required('the client secret'), true);
       if (secret !== '(set)') answers.secrets.clientSecret = secret;
+      if (provider === 'qpay')
+        answers.invoiceCode = await askChecked(
+          prompt,
+          'QPay invoice code',
+          current(['provider', 'invoiceCode']),
+          required('the invoice code'),
+        );
     } else {
       const key = await askChecked(
         prompt,
@@ -225,14 +236,17 @@ async function ask(prompt: Prompt, doc: ReturnType<typeof parseDocument>, secret
         );
       }
     }
-    const webhook = await askChecked(
-      prompt,
-      'Webhook signing secret (comma-separated while rotating)',
-      keep(SECRET_ENV.webhookSecrets),
-      required('the webhook secret'),
-      true,
-    );
-    if (webhook !== '(set)') answers.secrets.webhookSecrets = webhook;
+    // QPay's callbacks are unsigned hints: there is no secret to ask for.
+    if (provider !== 'qpay') {
+      const webhook = await askChecked(
+        prompt,
+        'Webhook signing secret (comma-separated while rotating)',
+        keep(SECRET_ENV.webhookSecrets),
+        required('the webhook secret'),
+        true,
+      );
+      if (webhook !== '(set)') answers.secrets.webhookSecrets = webhook;
+    }
   }
   const publicUrl = current(['http', 'webhook', 'publicUrl']);
   const tunnel = await askChecked(
@@ -242,6 +256,14 @@ async function ask(prompt: Prompt, doc: ReturnType<typeof parseDocument>, secret
     (v) => (v === 'none' || HOSTNAME.test(v) ? null : `"${v}" is not a host name such as pay-vm-001.example.com`),
   );
   answers.tunnel = tunnel === 'none' ? null : tunnel.toLowerCase();
+  if (provider === 'qpay') {
+    answers.callbackUrl = await askChecked(
+      prompt,
+      "QPay callback URL (this device's tunnel, or the fleet relay, ending /webhooks/qpay)",
+      current(['provider', 'callbackUrl']) ?? (answers.tunnel ? `https://${answers.tunnel}/webhooks/qpay` : undefined),
+      (v) => (/^https?:\/\/[^\s/]+\/\S*webhooks\/qpay$/.test(v) ? null : 'an http(s) URL ending /webhooks/qpay'),
+    );
+  }
   answers.broker = await askBroker(
     (question, fallback, check, secret) => askChecked(prompt, question, fallback, check, secret),
     current,
@@ -262,6 +284,8 @@ function compose(
   setAnswer(doc, ['provider', 'name'], answers.provider);
   if (answers.baseUrl) setAnswer(doc, ['provider', 'baseUrl'], answers.baseUrl);
   if (answers.clientId) setAnswer(doc, ['provider', 'clientId'], answers.clientId);
+  if (answers.invoiceCode) setAnswer(doc, ['provider', 'invoiceCode'], answers.invoiceCode);
+  if (answers.callbackUrl) setAnswer(doc, ['provider', 'callbackUrl'], answers.callbackUrl);
   if (answers.tunnel) setAnswer(doc, ['http', 'webhook', 'publicUrl'], `https://${answers.tunnel}`);
   else if (doc.hasIn(['http', 'webhook', 'publicUrl'])) doc.deleteIn(['http', 'webhook', 'publicUrl']);
   composeBroker(doc, answers.broker);

@@ -25,12 +25,17 @@ import { HardwareStartError } from '../hardware/index.js';
 
 /** `vendgate start [--config FILE]`: runs the service until SIGTERM/SIGINT. */
 export async function startCommand(
-  options: { config?: string; lan?: boolean; ports?: PortOverrides },
+  options: { config?: string; lan?: boolean; ports?: PortOverrides; provider?: string },
   io: CliIo,
   extra: { crashPoint?: (name: string) => void } = {},
 ): Promise<number> {
   const loaded = loadSettings({ path: options.config, env: io.env, ports: options.ports });
-  const settings = options.lan ? withLanPayPage(loaded.settings) : loaded.settings;
+  let settings = options.lan ? withLanPayPage(loaded.settings) : loaded.settings;
+  // The demo with a real adapter against its simulator, in this process (start-simulated.ts).
+  const simulated = options.provider
+    ? await (await import('./start-simulated.js')).withSimulatedProvider(settings, options.provider)
+    : null;
+  if (simulated) settings = simulated.settings;
   const logger = await createServiceLogger({ level: settings.log.level, destination: io.stdout, format: pickLogFormat(io.env, io.stdout) });
   logger.info({ config: loaded.source, environment: loaded.environment, ...buildInfo() }, 'settings loaded');
   const node = nodeSupport(process.version, Date.now());
@@ -48,11 +53,17 @@ export async function startCommand(
     configSource: loaded.source,
     configEnvironment: loaded.environment,
   });
+  if (simulated)
+    logger.info({ provider: settings.provider.name, simulator: simulated.url }, 'demo: provider simulator started in this process');
+  const stopAll = async () => {
+    await app.stop();
+    await simulated?.stop();
+  };
   let ready: { localUrl: string };
   try {
     ready = await app.start();
   } catch (err) {
-    await app.stop().catch(() => {});
+    await stopAll().catch(() => {});
     // The card or the file beneath the database: one fatal line (file, cause, next step), exit 74.
     const storage = err instanceof InstanceLockedError ? null : describeStorageStartError(err, settings.storage.path);
     if (storage) {
@@ -94,5 +105,5 @@ export async function startCommand(
           .catch(() => {});
       });
   }
-  return serveUntilStopped(io, logger, () => app.stop());
+  return serveUntilStopped(io, logger, stopAll);
 }

@@ -54,7 +54,8 @@ export interface HttpClientOptions {
 }
 
 export interface HttpRequest {
-  method: 'GET' | 'POST';
+  /** DELETE: QPay cancels and refunds with it. */
+  method: 'GET' | 'POST' | 'DELETE';
   /** Joined to the base URL; ids inside it must already be encoded. */
   path: string;
   query?: Record<string, string | number | undefined>;

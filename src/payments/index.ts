@@ -7,6 +7,7 @@ import type { PaymentProvider } from './types.js';
 import type { HttpClientDeps } from './http.js';
 import { createGeregeProvider } from './gerege/index.js';
 import { createQutpayProvider } from './qutpay/index.js';
+import { createQpayProvider } from './qpay/index.js';
 
 export * from './types.js';
 export {
@@ -56,6 +57,19 @@ export {
   QUTPAY_SIGNATURE_HEADER,
   type QutpayConfig,
 } from './qutpay/index.js';
+export {
+  createQpayProvider,
+  mapQpayStatus,
+  senderInvoiceNo,
+  qpaySelftestReference,
+  HINT_WINDOW_MS,
+  verifyQpayCallback,
+  qpayCallbackTarget,
+  type QpayConfig,
+} from './qpay/index.js';
+
+/** QPay's production host: every other base URL (its sandbox, the simulator) is test money. */
+const QPAY_LIVE_HOST = 'merchant.qpay.mn';
 
 /** What an adapter is built with: its HTTP client's clock, logger and hooks. */
 export type PaymentsDeps = HttpClientDeps;
@@ -82,6 +96,22 @@ export function createProvider(deps: PaymentsDeps, settings: Readonly<Settings>)
         requestTimeoutMs: provider.requestTimeoutMs,
         createDeadlineMs: provider.createDeadlineMs,
       });
+    case 'qpay': {
+      const baseUrl = required(provider.baseUrl, 'provider.baseUrl');
+      return createQpayProvider(deps, {
+        baseUrl,
+        clientId: required(provider.clientId, 'provider.clientId'),
+        clientSecret: required(provider.clientSecret, 'provider.clientSecret'),
+        invoiceCode: required(provider.invoiceCode, 'provider.invoiceCode'),
+        invoiceReceiverCode: provider.invoiceReceiverCode,
+        ...(provider.senderBranchCode ? { senderBranchCode: provider.senderBranchCode } : {}),
+        callbackUrl: required(provider.callbackUrl, 'provider.callbackUrl'),
+        currency: settings.device.currency,
+        livemode: new URL(baseUrl).hostname === QPAY_LIVE_HOST,
+        requestTimeoutMs: provider.requestTimeoutMs,
+        createDeadlineMs: provider.createDeadlineMs,
+      });
+    }
   }
 }
 

@@ -16,7 +16,7 @@ export const CANONICAL_STATUSES: readonly CanonicalStatus[] = [
   'refunded',
 ];
 
-export type ProviderName = 'sandbox' | 'gerege' | 'qutpay';
+export type ProviderName = 'sandbox' | 'gerege' | 'qutpay' | 'qpay';
 
 export interface CreateInvoiceRequest {
   /** Derived from the order, identical on every retry of this attempt. */
@@ -53,6 +53,8 @@ export interface Invoice {
   description?: string;
   /** True when the provider answered a replayed idempotency key with an earlier object. */
   replayed?: boolean;
+  /** Bank-app links for a customer whose phone is the payer (QPay `urls[]`): offered beside the QR. */
+  appLinks?: { name: string; link: string }[];
 }
 
 export interface RefundRequest {
@@ -87,6 +89,13 @@ export interface WebhookEvent {
   /** Our order reference on the invoice the event is about, when the body carries it (the orphan sweep). */
   reference?: string;
 }
+
+/**
+ * The query string of the webhook request, as the listener served it (device or relay), handed to a
+ * provider's verify under this header name; set by the listener, overwriting any header of that name
+ * the caller sent. QPay names the order only in its callback URL.
+ */
+export const CALLBACK_QUERY_HEADER = 'x-vendgate-callback-query';
 
 export interface VerifyContext {
   secrets: readonly string[];

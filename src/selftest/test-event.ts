@@ -3,6 +3,7 @@ import {
   GEREGE_EVENT_ID_HEADER,
   GEREGE_SIGNATURE_HEADER,
   QUTPAY_SIGNATURE_HEADER,
+  qpaySelftestReference,
   signGeregeTestPayload,
   signQutpayTestPayload,
   type ProviderName,
@@ -57,6 +58,17 @@ export function signedTestEvent(
         path,
         body,
         headers: { 'content-type': 'application/json', [QUTPAY_SIGNATURE_HEADER]: signQutpayTestPayload(body, options.secret) },
+      };
+    }
+    case 'qpay': {
+      // QPay callbacks are unsigned hints naming the order in the URL: the round trip proves the path,
+      // and the reference carries a MAC under the client secret (`secret` here) so that nobody else can store one.
+      const reference = qpaySelftestReference(nonce, options.secret);
+      return {
+        eventId: `qpay-selftest:${reference}`,
+        path: `${path}?ref=${reference}`,
+        body: Buffer.from('{}'),
+        headers: { 'content-type': 'application/json' },
       };
     }
     case 'sandbox':

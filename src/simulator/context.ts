@@ -30,7 +30,7 @@ export interface ApiResult {
 }
 
 export interface ApiRoute {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   url: string;
   /** false: faults never apply (the token route). Default true. */
   faults?: boolean;

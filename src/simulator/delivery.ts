@@ -10,6 +10,8 @@ export interface OutgoingEvent {
   objectId: string;
   /** The exact bytes POSTed, and what the signature covers. */
   body: string;
+  /** Where this event goes, when the provider takes the URL per object (QPay's `callback_url`); default the simulator's webhook URL. */
+  url?: string;
 }
 
 export interface DeliveryDeps {
@@ -101,7 +103,7 @@ export function createWebhookDelivery(deps: DeliveryDeps): WebhookDelivery {
     controllers.add(controller);
     const timer = setTimeout(() => controller.abort(), deps.timeoutMs);
     try {
-      const response = await fetch(deps.url!, {
+      const response = await fetch(job.event.url ?? deps.url!, {
         method: 'POST',
         headers: deps.headersFor(job.event, at),
         body: job.event.body,
@@ -176,7 +178,7 @@ export function createWebhookDelivery(deps: DeliveryDeps): WebhookDelivery {
     enqueue(event) {
       const earlier = history.get(event.objectId) ?? [];
       history.set(event.objectId, [...earlier, event]);
-      if (!deps.url || stopped) return;
+      if (!(event.url ?? deps.url) || stopped) return;
       const faults = deps.faults();
       const { random } = deps;
       // Drawn in a fixed order, every time, so one seed gives one sequence of decisions.

@@ -17,11 +17,16 @@ export function describeSimulator(sim: Simulator): string {
     `  name: ${info.provider}`,
     `  baseUrl: ${info.url}`,
   ];
-  if (info.provider === 'gerege') lines.push(`  clientId: ${info.clientId}`);
+  if (info.provider !== 'qutpay') lines.push(`  clientId: ${info.clientId}`);
+  if (info.provider === 'qpay')
+    lines.push(
+      `  invoiceCode: ${info.invoiceCode}`,
+      '  callbackUrl: https://<your tunnel or relay>/webhooks/qpay   # QPay calls it; unsigned',
+    );
   lines.push('', '# secrets environment (e.g. /etc/vendgate/secrets.env)');
-  if (info.provider === 'gerege') lines.push(`VENDGATE_PROVIDER_CLIENT_SECRET=${info.clientSecret}`);
+  if (info.provider !== 'qutpay') lines.push(`VENDGATE_PROVIDER_CLIENT_SECRET=${info.clientSecret}`);
   else lines.push(`VENDGATE_PROVIDER_API_KEY=${info.apiKey}`);
-  lines.push(`VENDGATE_WEBHOOK_SECRETS=${info.webhookSecret}`);
+  if (info.provider !== 'qpay') lines.push(`VENDGATE_WEBHOOK_SECRETS=${info.webhookSecret}`);
   lines.push('', ...describeRegisters(sim));
   return lines.join('\n');
 }

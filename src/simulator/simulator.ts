@@ -8,6 +8,8 @@ import { createRandom } from './random.js';
 import { createWebhookDelivery } from './delivery.js';
 import { createGeregeBackend } from './gerege-routes.js';
 import { createQutpayBackend } from './qutpay-routes.js';
+import { createQpayBackend } from './qpay-routes.js';
+import { SIMULATED_PROVIDERS } from './types.js';
 import { buildServer } from './server.js';
 import { createEbarimtSimulator } from './ebarimt-routes.js';
 import { createWebkassaSimulator } from './webkassa-routes.js';
@@ -23,7 +25,9 @@ export const SIMULATOR_DEFAULTS = Object.freeze({
   tokenTtlSec: 3600,
   webhookRetryDelaysMs: [100, 200, 400, 800, 1600, 3200, 6400] as readonly number[],
   /** docs/providers.md: Gerege makes up to 8 attempts, QutPay retries 11 times. */
-  webhookMaxAttempts: { gerege: 8, qutpay: 11 },
+  /** QPay publishes no retry schedule for its callbacks: a few, as a hint needs no more. */
+  webhookMaxAttempts: { gerege: 8, qutpay: 11, qpay: 3 },
+  qpayInvoiceCode: 'SIM_INVOICE_CODE',
   webhookTimeoutMs: 5000,
   invoiceTtlSec: 900,
   currency: 'KZT',
@@ -36,8 +40,8 @@ export const SIMULATOR_DEFAULTS = Object.freeze({
  * two fiscal registers (eBarimt PosAPI, a Webkassa-like cloud register). See types.ts.
  */
 export function createSimulator(options: SimulatorOptions): Simulator {
-  if (options.provider !== 'gerege' && options.provider !== 'qutpay') {
-    throw new Error(`simulator provider must be "gerege" or "qutpay", got ${JSON.stringify(options.provider)}`);
+  if (!SIMULATED_PROVIDERS.includes(options.provider)) {
+    throw new Error(`simulator provider must be one of ${SIMULATED_PROVIDERS.join(', ')}, got ${JSON.stringify(options.provider)}`);
   }
   const d = SIMULATOR_DEFAULTS;
   const provider = options.provider;
@@ -104,13 +108,23 @@ export function createSimulator(options: SimulatorOptions): Simulator {
   const backend: ProviderBackend =
     provider === 'gerege'
       ? createGeregeBackend(ctx, { clientId, clientSecret, webhookSecret, tokenTtlSec: options.tokenTtlSec ?? d.tokenTtlSec, maxAttempts })
-      : createQutpayBackend(ctx, {
-          apiKey,
-          webhookSecret,
-          maxAttempts,
-          invoiceTtlSec: options.invoiceTtlSec ?? d.invoiceTtlSec,
-          currency: options.currency ?? d.currency,
-        });
+      : provider === 'qpay'
+        ? createQpayBackend(ctx, {
+            clientId,
+            clientSecret,
+            tokenTtlSec: options.tokenTtlSec ?? d.tokenTtlSec,
+            invoiceCode: options.qpayInvoiceCode ?? d.qpayInvoiceCode,
+            duplicateNumbers: options.qpayDuplicateNumbers ?? 'refuse',
+            currency: options.currency ?? 'MNT',
+            maxAttempts,
+          })
+        : createQutpayBackend(ctx, {
+            apiKey,
+            webhookSecret,
+            maxAttempts,
+            invoiceTtlSec: options.invoiceTtlSec ?? d.invoiceTtlSec,
+            currency: options.currency ?? d.currency,
+          });
 
   // The fiscal registers: served on the same socket beside the provider (their paths do not meet),
   // with faults and fault draws of their own, so that a provider fault never touches receipts.
@@ -190,7 +204,11 @@ export function createSimulator(options: SimulatorOptions): Simulator {
         livemode,
         webhookUrl: options.webhookUrl ?? null,
         webhookSecret,
-        ...(provider === 'gerege' ? { clientId, clientSecret } : { apiKey }),
+        ...(provider === 'gerege'
+          ? { clientId, clientSecret }
+          : provider === 'qpay'
+            ? { clientId, clientSecret, invoiceCode: options.qpayInvoiceCode ?? d.qpayInvoiceCode }
+            : { apiKey }),
       };
     },
   };

@@ -5,7 +5,8 @@ import type { RegisterFaults } from './register-faults.js';
 import type { WebkassaSimulator } from './webkassa-routes.js';
 import type { WebkassaSimOptions } from './webkassa-state.js';
 
-export type SimulatedProvider = 'gerege' | 'qutpay';
+export const SIMULATED_PROVIDERS = ['gerege', 'qutpay', 'qpay'] as const;
+export type SimulatedProvider = (typeof SIMULATED_PROVIDERS)[number];
 
 /**
  * Fault injection. Probabilities are 0..1 and are drawn from the seeded random source, so a run with
@@ -72,6 +73,10 @@ export interface SimulatorOptions {
   webhookMaxAttempts?: number;
   /** Per-attempt timeout of a webhook POST, default 5000. */
   webhookTimeoutMs?: number;
+  /** QPay: the invoice_code the merchant was assigned, default 'SIM_INVOICE_CODE'. */
+  qpayInvoiceCode?: string;
+  /** QPay: what a repeated sender_invoice_no gets (undocumented at QPay), default 'refuse'. */
+  qpayDuplicateNumbers?: 'refuse' | 'first' | 'create';
   /** QutPay invoice lifetime (QutPay sets it, the request has no field for it), default 900. */
   invoiceTtlSec?: number;
   /** QutPay currency recorded for invoices (the wire format has none), default 'KZT'. */
@@ -173,6 +178,8 @@ export interface SimulatorInfo {
   clientId?: string;
   clientSecret?: string;
   apiKey?: string;
+  /** QPay: the invoice_code to configure. */
+  invoiceCode?: string;
 }
 
 export interface Simulator {

@@ -84,6 +84,34 @@ describe('vendgate setup', () => {
     );
   });
 
+  it('QPay: client id and secret, invoice code, no webhook secret (its callbacks are unsigned), the callback URL from the tunnel', () => {
+    const d = device();
+    const result = d.setup([
+      'qpay',
+      'vm-015',
+      'no',
+      'https://merchant-sandbox.qpay.mn',
+      'VM_015',
+      'qpay_secret_value_1',
+      'VM_015_INVOICE',
+      'pay-vm-015.example.com',
+      '',
+    ]);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    const { config, secrets } = d.files();
+    expect(parse(config).provider).toMatchObject({
+      name: 'qpay',
+      clientId: 'VM_015',
+      invoiceCode: 'VM_015_INVOICE',
+      callbackUrl: 'https://pay-vm-015.example.com/webhooks/qpay',
+    });
+    expect(Object.fromEntries(parseSecretsText(secrets))).toEqual({ VENDGATE_PROVIDER_CLIENT_SECRET: 'qpay_secret_value_1' });
+    const loaded = loadSettings({ path: d.config, env: Object.fromEntries(parseSecretsText(secrets)) }).settings;
+    expect(loaded.provider).toMatchObject({ name: 'qpay', clientSecret: 'qpay_secret_value_1', webhookSecrets: [] });
+    expect(result.stdout).not.toContain('qpay_secret_value_1');
+  });
+
   it('run again, Enter keeps every answer, the secrets included', () => {
     const d = device();
     expect(d.setup(GEREGE).status).toBe(0);

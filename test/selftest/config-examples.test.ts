@@ -11,7 +11,7 @@ const FILES = readdirSync(DIR)
 /** The secrets an example needs come from the environment, exactly as on a device. */
 function envFor(raw: { provider?: { name?: string }; mqtt?: { username?: string } }): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  if (raw.provider?.name === 'gerege') env.VENDGATE_PROVIDER_CLIENT_SECRET = 'example-secret';
+  if (raw.provider?.name === 'gerege' || raw.provider?.name === 'qpay') env.VENDGATE_PROVIDER_CLIENT_SECRET = 'example-secret';
   if (raw.provider?.name === 'qutpay') env.VENDGATE_PROVIDER_API_KEY = 'qp_live_example';
   if (raw.provider?.name && raw.provider.name !== 'sandbox') env.VENDGATE_WEBHOOK_SECRETS = 'whsec_example';
   if (raw.mqtt?.username) env.VENDGATE_MQTT_PASSWORD = 'example-password';

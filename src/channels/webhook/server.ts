@@ -2,7 +2,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import { ErrorCodes } from '../../util/errors.js';
-import { WebhookVerificationError, type PaymentProvider } from '../../payments/types.js';
+import { CALLBACK_QUERY_HEADER, WebhookVerificationError, type PaymentProvider } from '../../payments/types.js';
 import type { WebhookInbox } from './inbox.js';
 import { dateSkewSec, verifyWithIndex } from './verify.js';
 import { bindListener, WEBHOOK_LISTENER_DEFAULTS, type BoundListener, type ListenerLimits } from '../../util/http-listener.js';
@@ -89,7 +89,11 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     const now = clock.now();
     let verified;
     try {
-      verified = verifyWithIndex(provider, rawBody, request.headers, { secrets: deps.secrets, toleranceSec: deps.toleranceSec, now });
+      verified = verifyWithIndex(provider, rawBody, withCallbackQuery(request), {
+        secrets: deps.secrets,
+        toleranceSec: deps.toleranceSec,
+        now,
+      });
     } catch (err) {
       if (err instanceof WebhookVerificationError) {
         const code = err.reason === 'malformed_body' ? ErrorCodes.WEBHOOK_MALFORMED : ErrorCodes.WEBHOOK_SIGNATURE;
@@ -143,6 +147,13 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
         done(null, body),
       );
       scope.post(path, { bodyLimit: settings.bodyLimitBytes }, receive);
+      if (provider.name === 'qpay') {
+        // QPay's callback is an unsigned hint whose method and body are not documented: any body, or a GET.
+        scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>
+          done(null, body),
+        );
+        scope.get(path, receive);
+      }
     });
     server.get('/webhooks/health', async (_request, reply) => {
       reply.header('cache-control', 'no-store');
@@ -190,4 +201,13 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     inject: ((...args: Parameters<FastifyInstance['inject']>) =>
       (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
   };
+}
+
+/**
+ * The headers a provider's verify sees, plus the query string the listener served (QPay names the
+ * order only in its callback URL), overwriting any header of that name the caller sent.
+ */
+function withCallbackQuery(request: FastifyRequest): Record<string, string | string[] | undefined> {
+  const index = request.url.indexOf('?');
+  return { ...request.headers, [CALLBACK_QUERY_HEADER]: index < 0 ? '' : request.url.slice(index + 1) };
 }

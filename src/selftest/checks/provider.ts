@@ -17,6 +17,7 @@ const CREDENTIALS_HINT: Record<string, string> = {
     'check provider.clientId and VENDGATE_PROVIDER_CLIENT_SECRET in /etc/vendgate/secrets.env (test and live credentials are separate), then sudo systemctl restart vendgate',
   qutpay:
     'check VENDGATE_PROVIDER_API_KEY in /etc/vendgate/secrets.env (qp_test_… for tests, qp_live_… for real money), then sudo systemctl restart vendgate',
+  qpay: 'check provider.clientId, provider.invoiceCode and VENDGATE_PROVIDER_CLIENT_SECRET in /etc/vendgate/secrets.env (QPay gives sandbox and production credentials separately), then sudo systemctl restart vendgate',
   sandbox: 'the sandbox needs no credentials',
 };
 

@@ -33,7 +33,11 @@ export async function checkTunnel(
     );
   }
   const base = publicUrl.replace(/\/+$/, '');
-  const secret = settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret';
+  // QPay signs nothing: its selftest callback is marked with the client secret instead.
+  const secret =
+    settings.provider.name === 'qpay'
+      ? (settings.provider.clientSecret ?? '')
+      : (settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret');
   const event = signedTestEvent(settings.provider.name, { secret, livemode: settings.device.livemode, nowMs: deps.now() });
   const url = `${base}${event.path}`;
   const started = Date.now();

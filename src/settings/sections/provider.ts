@@ -3,7 +3,7 @@ import { intIn } from './number.js';
 
 export const providerSchema = z
   .object({
-    name: z.enum(['sandbox', 'gerege', 'qutpay']).default('sandbox'),
+    name: z.enum(['sandbox', 'gerege', 'qutpay', 'qpay']).default('sandbox'),
     /** Base URL of the provider's API (gerege, qutpay). Ignored by the sandbox. */
     baseUrl: z.url({ protocol: /^https?$/, message: 'an http(s) URL such as https://api.example.com' }).optional(),
     /** Gerege OAuth2 client id. The secret comes from VENDGATE_PROVIDER_CLIENT_SECRET. */
@@ -11,6 +11,14 @@ export const providerSchema = z
     clientSecret: z.string().min(1).optional(),
     /** QutPay API key (qp_test_… / qp_live_…), from VENDGATE_PROVIDER_API_KEY. */
     apiKey: z.string().min(1).optional(),
+    /** QPay: the invoice_code QPay assigned to the merchant. */
+    invoiceCode: z.string().min(1).max(64).optional(),
+    /** QPay: invoice_receiver_code (QPay's examples use `terminal` for a point of sale). */
+    invoiceReceiverCode: z.string().min(1).max(64).default('terminal'),
+    /** QPay: sender_branch_code, when the merchant has branches registered. */
+    senderBranchCode: z.string().min(1).max(64).optional(),
+    /** QPay: the public https URL QPay calls after a payment (the tunnel's or the fleet relay's /webhooks/qpay). */
+    callbackUrl: z.url({ protocol: /^https?$/, message: 'an http(s) URL such as https://vm-001.example.com/webhooks/qpay' }).optional(),
     /** Webhook signing secrets, all accepted (rotation), from VENDGATE_WEBHOOK_SECRETS. */
     webhookSecrets: z.array(z.string().min(1)).default([]),
     invoiceTtlSec: intIn(30, 3600, 120),
@@ -40,6 +48,23 @@ export const providerSchema = z
         message: `only the sandbox has a pay page here; ${provider.name} shows its own`,
       });
     if (!provider.baseUrl) ctx.addIssue({ code: 'custom', path: ['baseUrl'], message: `required for provider ${provider.name}` });
+    if (provider.name === 'qpay') {
+      // QPay callbacks are unsigned hints: no webhook secret; the callback URL and the merchant's codes instead.
+      if (!provider.clientId) ctx.addIssue({ code: 'custom', path: ['clientId'], message: 'required for provider qpay (QPay client id)' });
+      if (!provider.clientSecret)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['clientSecret'],
+          message: 'required for provider qpay: set VENDGATE_PROVIDER_CLIENT_SECRET',
+        });
+      if (!provider.invoiceCode)
+        ctx.addIssue({ code: 'custom', path: ['invoiceCode'], message: 'required for provider qpay: the invoice_code QPay assigned' });
+      if (!provider.callbackUrl)
+        ctx.addIssue({ code: 'custom', path: ['callbackUrl'], message: 'required for provider qpay: the public URL of /webhooks/qpay' });
+      if (provider.captureMode === 'manual')
+        ctx.addIssue({ code: 'custom', path: ['captureMode'], message: 'qpay has no manual capture: use automatic' });
+      return;
+    }
     if (provider.name === 'gerege') {
       if (!provider.clientId) ctx.addIssue({ code: 'custom', path: ['clientId'], message: 'required for provider gerege' });
       if (!provider.clientSecret)

@@ -15,7 +15,7 @@ export interface OrderAnswer {
 }
 
 export interface StackOptions {
-  provider?: 'gerege' | 'qutpay';
+  provider?: 'gerege' | 'qutpay' | 'qpay';
   config?: Record<string, unknown>;
   faults?: Partial<FaultConfig>;
   seed?: number;
@@ -63,7 +63,17 @@ export async function startProviderStack(options: StackOptions = {}) {
   const credentials: { config: Record<string, unknown>; env: Record<string, string> } =
     providerName === 'gerege'
       ? { config: { clientId: info.clientId }, env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret! } }
-      : { config: {}, env: { VENDGATE_PROVIDER_API_KEY: info.apiKey! } };
+      : providerName === 'qpay'
+        ? {
+            // QPay calls each invoice's callback_url (unsigned): the device's own listener, as through a tunnel.
+            config: {
+              clientId: info.clientId,
+              invoiceCode: info.invoiceCode,
+              callbackUrl: `http://127.0.0.1:${webhookPort}/webhooks/qpay`,
+            },
+            env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret! },
+          }
+        : { config: {}, env: { VENDGATE_PROVIDER_API_KEY: info.apiKey! } };
   const serviceEnv = { ...credentials.env, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret, ...options.env };
   let started: Service | undefined;
   try {

@@ -6,10 +6,10 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createManualClock, silentLogger, type Clock } from '../../../src/util/index.js';
 import { parseSettings } from '../../../src/settings/index.js';
-import { createProvider, type CreateInvoiceRequest, type PaymentProvider } from '../../../src/payments/index.js';
+import { CALLBACK_QUERY_HEADER, createProvider, type CreateInvoiceRequest, type PaymentProvider } from '../../../src/payments/index.js';
 import { createSimulator, NO_FAULTS, type FaultConfig, type Simulator, type SimulatorRecords } from '../../../src/simulator/index.js';
 
-export type ProviderUnderTest = 'gerege' | 'qutpay';
+export type ProviderUnderTest = 'gerege' | 'qutpay' | 'qpay';
 
 export const WEBHOOK_SECRET = 'whsec_contract';
 export const CURRENCY = 'KZT';
@@ -28,10 +28,13 @@ export interface HarnessOptions {
   seed?: number;
   /** Per-attempt timeout; short only where a test injects timeouts (a loaded CI machine is slow). Default 5000. */
   requestTimeoutMs?: number;
+  /** QPay: what the simulator does with a repeated sender_invoice_no. */
+  qpayDuplicateNumbers?: 'refuse' | 'first' | 'create';
 }
 
 export interface CapturedWebhook {
   rawBody: Buffer;
+  /** With the query string under CALLBACK_QUERY_HEADER, as the device's listener hands it to verify. */
   headers: IncomingHttpHeaders;
 }
 
@@ -71,6 +74,8 @@ export interface Harness extends ContractHarness {
   records(): SimulatorRecords;
   /** Simulator-recorded API requests whose path matches. */
   requestsTo(path: RegExp): SimulatorRecords['requests'];
+  /** A second adapter on the same settings and simulator: the process after a restart (memory empty). */
+  restartedProvider(): PaymentProvider;
 }
 
 let sequence = 0;
@@ -114,13 +119,14 @@ export async function startHarness(providerName: ProviderUnderTest, options: Har
     ...(options.tokenTtlSec !== undefined ? { tokenTtlSec: options.tokenTtlSec } : {}),
     ...(receiver ? { webhookUrl: `${receiver.url}/webhooks/${providerName}` } : {}),
     ...(options.faults ? { faults: options.faults } : {}),
+    ...(options.qpayDuplicateNumbers ? { qpayDuplicateNumbers: options.qpayDuplicateNumbers } : {}),
   });
   const { url } = await sim.start();
 
   const delays: number[] = [];
   let faultCallsLeft = 0;
   const countingFetch: typeof fetch = async (input, init) => {
-    const isApiCall = !String(input instanceof Request ? input.url : input).includes('/oauth2/token');
+    const isApiCall = !/\/oauth2\/token|\/v2\/auth\//.test(String(input instanceof Request ? input.url : input));
     try {
       return await fetch(input, init);
     } finally {
@@ -138,24 +144,29 @@ export async function startHarness(providerName: ProviderUnderTest, options: Har
       webhookSecrets: [WEBHOOK_SECRET],
       requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
       createDeadlineMs: 60_000,
-      ...(providerName === 'gerege'
-        ? { clientId: credentials.clientId, clientSecret: credentials.clientSecret }
-        : { apiKey: credentials.apiKey }),
+      ...(providerName === 'qutpay'
+        ? { apiKey: credentials.apiKey }
+        : { clientId: credentials.clientId, clientSecret: credentials.clientSecret }),
+      ...(providerName === 'qpay'
+        ? { invoiceCode: 'SIM_INVOICE_CODE', callbackUrl: `${receiver?.url ?? 'http://127.0.0.1:9'}/webhooks/qpay` }
+        : {}),
     },
   });
-  const provider = createProvider(
-    {
-      clock,
-      logger: silentLogger(),
-      fetch: countingFetch,
-      random: () => 0.5,
-      sleep: async (ms) => {
-        delays.push(ms);
-        clock.advance(ms);
+  const build = () =>
+    createProvider(
+      {
+        clock,
+        logger: silentLogger(),
+        fetch: countingFetch,
+        random: () => 0.5,
+        sleep: async (ms) => {
+          delays.push(ms);
+          clock.advance(ms);
+        },
       },
-    },
-    settings,
-  );
+      settings,
+    );
+  const provider = build();
 
   return {
     provider,
@@ -175,6 +186,7 @@ export async function startHarness(providerName: ProviderUnderTest, options: Har
     expire: (invoiceId) => sim.expire(invoiceId),
     deliveriesIdle: () => sim.waitForDeliveriesIdle(),
     requestsTo: (path) => sim.records().requests.filter((r) => path.test(r.path)),
+    restartedProvider: build,
     async stop() {
       await sim.stop();
       await receiver?.stop();
@@ -188,7 +200,8 @@ async function startReceiver(into: CapturedWebhook[]) {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      into.push({ rawBody: Buffer.concat(chunks), headers: req.headers });
+      const query = (req.url ?? '').split('?')[1] ?? '';
+      into.push({ rawBody: Buffer.concat(chunks), headers: { ...req.headers, [CALLBACK_QUERY_HEADER]: query } });
       res.writeHead(200).end();
     });
   });

@@ -40,7 +40,7 @@ async function settled(s: ProviderStack, orderId: number, states = MONEY_SETTLED
 const refundsAtProvider = (s: ProviderStack, invoiceId: string) => s.sim.records().refunds.filter((r) => r.invoiceId === invoiceId);
 const alarms = (s: ProviderStack, prefix: string) => s.query<{ name: string }>('SELECT name FROM alarms WHERE name LIKE ?', `${prefix}%`);
 
-describe.each(['gerege', 'qutpay'] as const)('%s: a database restored from a backup', (provider) => {
+describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a database restored from a backup', (provider) => {
   it('never vends an old paid invoice again, and says the database was restored', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider }));
     const first = await order(s);
@@ -175,7 +175,7 @@ describe('a new order never throws away a paid one', () => {
   });
 });
 
-describe.each(['gerege', 'qutpay'] as const)('%s: a payment that does not match its order', (provider) => {
+describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a payment that does not match its order', (provider) => {
   it('is refunded automatically, with an alarm, and never vended', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider }));
     const placed = await order(s);

@@ -27,7 +27,7 @@ const request = (n: number) => ({
   captureMode: 'automatic' as const,
 });
 
-describe.each(['gerege', 'qutpay'] as const)('%s: a read that answers with another invoice', (provider) => {
+describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a read that answers with another invoice', (provider) => {
   it('is a malformed answer, never a reading of the other invoice', { timeout: 120_000 }, async () => {
     const h = (harness = await startHarness(provider));
     const x = await h.provider.createInvoice(request(1));
