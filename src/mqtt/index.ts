@@ -27,12 +27,16 @@ export {
   decodeWebhookMessage,
   pickForwardedHeaders,
   parseRouteAnnouncement,
+  readRouteAnnouncement,
+  ROUTE_MAX_BYTES,
+  ROUTE_MAX_PREFIXES,
   FleetWireError,
   FORWARDED_HEADERS,
   ROUTE_VERSION,
   type FleetTopics,
   type ForwardedHeaders,
   type RouteAnnouncement,
+  type RouteDropReason,
 } from './fleet-wire.js';
 export {
   createRelayConnection,
