@@ -1,6 +1,7 @@
 export { createMqtt } from './service.js';
 export { startEmbeddedBroker, embeddedRefusal, type EmbeddedBroker, type EmbeddedRefusal } from './embedded-broker.js';
-export { CommandErrorCodes, COMMAND_NAMES, type CommandResult } from './commands.js';
+export { CommandErrorCodes, COMMAND_NAMES, SELFTEST_REUSE_MS, type CommandResult } from './commands.js';
+export type { UnverifiedSummary } from './command-tally.js';
 export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
 export type {

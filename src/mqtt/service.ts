@@ -16,6 +16,8 @@ import type { DeviceTelemetry, Mqtt, MqttDeps, MqttSettings } from './types.js';
 const POLL_INTERVAL_MS = 1_000;
 /** How long stop() waits for `offline` and the last PUBACKs before dropping the connection. */
 const STOP_GRACE_MS = 2_000;
+/** The summary of unverified commands is written at most this often. */
+const UNVERIFIED_SUMMARY_MS = 60_000;
 
 /**
  * Operator monitoring over MQTT: publishes the outbox, presence, state and telemetry, and answers
@@ -323,7 +325,8 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       publisher.pump();
     }, POLL_INTERVAL_MS);
     const telemetry = setInterval(() => void telemetryTick(), settings.telemetryIntervalSec * 1000);
-    for (const timer of [poll, telemetry]) {
+    const unverified = setInterval(writeUnverifiedSummary, UNVERIFIED_SUMMARY_MS);
+    for (const timer of [poll, telemetry, unverified]) {
       timer.unref();
       timers.push(timer);
     }
@@ -334,9 +337,24 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     setImmediate(connect);
   }
 
+  /** At most one durable record a minute for every message on cmd/… that no key vouched for. */
+  function writeUnverifiedSummary(): void {
+    const summary = commands.takeUnverifiedSummary();
+    if (!summary) return;
+    log.info({ ...summary }, 'unverified commands in the last minute (unsigned, unreadable or refused): counted, not run');
+    try {
+      control.auditUnverified?.(summary);
+      // Directly, not kick(): at stop the summary still goes out before the connection ends.
+      publisher.pump();
+    } catch (err) {
+      log.error({ err }, 'could not write the summary of unverified commands');
+    }
+  }
+
   async function stopOnce(): Promise<void> {
     stopped = true;
     for (const timer of timers.splice(0)) clearInterval(timer);
+    writeUnverifiedSummary();
     if (reconnectTimer) clearTimeout(reconnectTimer);
     const c = client;
     if (c && connectedSince !== null) {

@@ -35,6 +35,7 @@ export type EventType =
   | 'stock.refilled'
   | 'stock.sold_out'
   | 'command.handled'
+  | 'command.unverified_summary'
   | 'receipt.queued'
   | 'receipt.issued'
   | 'receipt.resolved'
