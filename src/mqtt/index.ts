@@ -60,3 +60,4 @@ export {
   type OperatorKey,
 } from './command-envelope.js';
 export { sendCommand } from './command-client.js';
+export { answerKeyPath, readAnswerPublicKey, verifyAnswer, loadOrCreateAnswerKey, ANSWER_KEY_FILE, type AnswerKey } from './answer-key.js';

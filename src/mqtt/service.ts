@@ -4,6 +4,7 @@ import { createTopics } from './topics.js';
 import { createOutboxPublisher } from './publisher.js';
 import { createCommandHandler, CommandErrorCodes, type CommandResult } from './commands.js';
 import { createCommandRecord } from './command-record.js';
+import { answerKeyPath, loadOrCreateAnswerKey, type AnswerKey } from './answer-key.js';
 import { clientOptions, backoffDelay, redactUrl, withTimeout } from './connection.js';
 import { startEmbeddedBroker, recordEmbeddedRefusal, type EmbeddedBroker } from './embedded-broker.js';
 import { randomBytes } from 'node:crypto';
@@ -50,6 +51,18 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
   const timers: NodeJS.Timeout[] = [];
   let reconnectTimer: NodeJS.Timeout | null = null;
 
+  /** Signs every answer on cmd/<name>/result (null: in-memory database, or the key could not be made). */
+  let answerKey: AnswerKey | null = null;
+  function loadAnswerKey(): void {
+    if (dbPath === null || answerKey) return;
+    try {
+      answerKey = loadOrCreateAnswerKey(answerKeyPath(dbPath));
+      log.info({ publicKey: answerKey.publicKey }, "answers to commands are signed with this device's key (vendgate command device-key)");
+    } catch (err) {
+      log.error({ err }, 'the device answer key could not be read or made: answers go out unsigned and vendgate command send refuses them');
+    }
+  }
+
   const commands = createCommandHandler({
     control,
     clock,
@@ -71,7 +84,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
           error: { code: CommandErrorCodes.COMMAND_FAILED, message: 'the result could not be serialised' },
         });
       }
-      send(topics.result(name), payload, false);
+      send(topics.result(name), answerKey ? answerKey.signAnswer(deviceId, name, JSON.parse(payload) as object) : payload, false);
     },
     onSelftest: (report) => publishSelftest(report),
   });
@@ -309,6 +322,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       log.error({ err }, 'MQTT not started: fix the TLS settings');
       return;
     }
+    loadAnswerKey();
     control.onStateChange(publishState);
     deps.storage?.onChange((fault, previous) => publishStorageAlarm(fault, previous));
     try {
