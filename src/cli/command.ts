@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { loadOperatorProfile } from '../settings/index.js';
+import { loadOperatorProfile, loadSettings } from '../settings/index.js';
 import {
+  answerKeyPath,
+  readAnswerPublicKey,
   COMMAND_NAMES,
   generateOperatorKey,
   publicKeyOf,
@@ -19,6 +21,7 @@ export interface CommandOptions {
   key?: string;
   keyId?: string;
   device?: string;
+  deviceKey?: string;
   body?: string;
   ttl?: string;
   requestId?: string;
@@ -44,8 +47,12 @@ export async function commandCommand(options: CommandOptions, io: CliIo): Promis
     }
     case 'send':
       return send(options, io);
+    case 'device-key':
+      return deviceKey(options, io);
     default:
-      throw new UsageError('usage: vendgate command keygen --out FILE --key-id ID | sign NAME … | send NAME … (vendgate command --help)');
+      throw new UsageError(
+        'usage: vendgate command keygen --out FILE --key-id ID | sign NAME … | send NAME … | device-key (vendgate command --help)',
+      );
   }
 }
 
@@ -123,13 +130,62 @@ async function send(options: CommandOptions, io: CliIo): Promise<number> {
   const { envelope, requestId, name } = signed(options, deviceId);
   const timeoutMs = options.timeoutMs === undefined ? 15_000 : Number(options.timeoutMs);
   if (!Number.isInteger(timeoutMs) || timeoutMs < 100) throw new UsageError('--timeout-ms: a whole number of milliseconds, at least 100');
-  const outcome = await sendCommand({ settings: profile.mqtt, deviceId, command: name, envelope, requestId, timeoutMs });
+  // Whose word counts: the key given, the operator's list, or on the device itself its own key file.
+  const devicePublicKey =
+    options.deviceKey ?? profile.deviceKeys[deviceId] ?? ownAnswerKey(profile.storagePath, deviceId, profile.deviceId);
+  if (!devicePublicKey)
+    throw new UsageError(
+      `no answer key known for device ${deviceId}: an answer cannot be told from a forgery. Run vendgate command device-key on the device and pass it with --device-key, or list it under commands.deviceKeys.${deviceId}`,
+    );
+  const outcome = await sendCommand({ settings: profile.mqtt, deviceId, command: name, envelope, requestId, timeoutMs, devicePublicKey });
+  if (outcome.forged > 0)
+    print(io.stderr, `vendgate: ${outcome.forged} answer(s) with this request id were not signed by ${deviceId} and were refused`);
   if (!outcome.answered) {
     print(io.stderr, `vendgate: ${outcome.detail}`);
     return EXIT.FAILURE;
   }
   print(io.stdout, JSON.stringify(outcome.result, null, 2));
   return outcome.result.ok === true ? EXIT.OK : EXIT.FAILURE;
+}
+
+/** On the device itself (its own settings), its answer key beside the database; else null. */
+function ownAnswerKey(storagePath: string, deviceId: string, configuredId: string | null): string | null {
+  if (deviceId !== configuredId) return null;
+  try {
+    return readAnswerPublicKey(answerKeyPath(storagePath));
+  } catch {
+    return null;
+  }
+}
+
+/** `vendgate command device-key`: the public half of this device's answer key, for the operator's settings. */
+function deviceKey(options: CommandOptions, io: CliIo): number {
+  const { settings } = loadSettings({ path: options.config, env: io.env });
+  const path = answerKeyPath(settings.storage.path);
+  let publicKey: string | null;
+  try {
+    publicKey = readAnswerPublicKey(path);
+  } catch (err) {
+    print(io.stderr, `vendgate: ${path}: not a readable key (${(err as Error).message})`);
+    return EXIT.FAILURE;
+  }
+  if (!publicKey) {
+    print(
+      io.stderr,
+      `vendgate: no answer key yet at ${path}: the service makes it at its first start (start it once, then run this again)`,
+    );
+    return EXIT.FAILURE;
+  }
+  print(
+    io.stdout,
+    [
+      "# add to the operator's settings (the configuration vendgate command send reads):",
+      'commands:',
+      '  deviceKeys:',
+      `    ${settings.device.id}: ${publicKey}`,
+    ].join('\n'),
+  );
+  return EXIT.OK;
 }
 
 function requireValue(value: string | undefined, what: string): string {

@@ -165,9 +165,10 @@ export const COMMANDS: Record<string, CommandHelp> = {
     ],
   },
   command: {
-    usage: 'command keygen|sign|send [NAME] --key-id ID [--key FILE] [--out FILE] [--device ID] [--body JSON] [--ttl SEC]',
+    usage:
+      'command keygen|sign|send|device-key [NAME] --key-id ID [--key FILE] [--out FILE] [--device ID] [--device-key KEY] [--body JSON] [--ttl SEC]',
     about:
-      "signed operator commands (refund, resolve, catalog, test_vend, …):\nkeygen makes a key pair, sign prints an envelope, send signs,\npublishes over the configured broker and prints the device's\nanswer (exit 1: refused); docs/security.md",
+      "signed operator commands (refund, resolve, catalog, test_vend, …):\nkeygen makes a key pair, sign prints an envelope, send signs,\npublishes over the configured broker and prints the device's\nanswer, checked against the device's own key (exit 1: refused);\ndevice-key prints this device's public answer key; docs/security.md",
     options: [
       CONFIG,
       ['--key-id ID', "the operator key's id, as the devices list it in commands.keys"],
@@ -178,6 +179,10 @@ export const COMMANDS: Record<string, CommandHelp> = {
       ['--ttl SEC', 'how long the command stays valid [300]'],
       ['--request-id R', 'instead of a fresh UUID (a request id runs once, for ever)'],
       ['--timeout-ms N', "send: how long to wait for the device's answer [15000]"],
+      [
+        '--device-key KEY',
+        "send: the device's public answer key (vendgate command device-key on it), instead of commands.deviceKeys.<device id>",
+      ],
     ],
   },
   simulate: {

@@ -115,15 +115,19 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
     async runSelftest() {
       const { settings, clock, live, urls, source, environment } = deps.selftest;
       // Loaded when a selftest is asked for (the MQTT command), not with every start: the checks are ~37 KB of bundle.
-      const { runSelftest } = await import('../selftest/index.js');
+      const { runSelftest, sharedReport } = await import('../selftest/index.js');
       const run = await runSelftest({ settings, source, environment, urls: urls(), store: true }, { clock, logger: deps.logger, live });
-      return { ok: run.report.ok, report: run.report };
+      // The answer goes onto shared topics: without the device's paths, ports and URLs (stored in full).
+      return { ok: run.report.ok, report: sharedReport(run.report) };
     },
     telemetry() {
       return deps.view.telemetry();
     },
     onStateChange(listener) {
       deps.changes.subscribe(listener);
+    },
+    auditUnverified(summary) {
+      inTransaction(deps.db, () => deps.outbox.event('command.unverified_summary', { ...summary }));
     },
     audit(entry) {
       inTransaction(deps.db, () => {

@@ -4,11 +4,14 @@ import { clientOptions, redactUrl } from './connection.js';
 import { createTopics } from './topics.js';
 import type { CommandEnvelope } from './command-envelope.js';
 import type { MqttSettings } from './types.js';
+import { verifyAnswer } from './answer-key.js';
 
 /**
  * `vendgate command send`: publishes one signed command to a device and waits for its answer on
  * `cmd/<name>/result`. A throw-away client with the configured login and TLS, never the device's
- * own client id (that would kick the device off the broker).
+ * own client id (that would kick the device off the broker). Only an answer signed by the device's
+ * own key counts: anyone who may publish on the result topic could otherwise answer in its name.
+ * Forged ones are counted and skipped while the device's own answer is awaited.
  */
 export async function sendCommand(input: {
   settings: MqttSettings;
@@ -17,7 +20,9 @@ export async function sendCommand(input: {
   envelope: CommandEnvelope;
   requestId: string;
   timeoutMs: number;
-}): Promise<{ answered: true; result: Record<string, unknown> } | { answered: false; detail: string }> {
+  /** The device's public answer key (base64 SPKI). */
+  devicePublicKey: string;
+}): Promise<{ answered: true; result: Record<string, unknown>; forged: number } | { answered: false; detail: string; forged: number }> {
   const { settings, deviceId, command } = input;
   const topics = createTopics(settings.prefix, deviceId);
   const url = settings.url === 'embedded' ? `mqtt://127.0.0.1:${settings.embeddedPort}` : settings.url;
@@ -32,13 +37,19 @@ export async function sendCommand(input: {
   const resultTopic = topics.result(command);
   const commandTopic = resultTopic.slice(0, -'/result'.length);
   let client: MqttClient | null = null;
+  let forged = 0;
+  let lastReason = '';
   try {
     return await new Promise((resolve) => {
       const timer = setTimeout(
         () =>
           resolve({
             answered: false,
-            detail: `no answer on ${resultTopic} at ${redactUrl(url)} within ${input.timeoutMs} ms: is device ${deviceId} online, and connected to this broker (its mqtt.url)?`,
+            forged,
+            detail:
+              forged > 0
+                ? `no answer signed by the device on ${resultTopic} at ${redactUrl(url)} within ${input.timeoutMs} ms; ${forged} answer(s) with this request id were refused (${lastReason}): someone else is answering in the device's name, or the device key given is not this device's`
+                : `no answer on ${resultTopic} at ${redactUrl(url)} within ${input.timeoutMs} ms: is device ${deviceId} online, and connected to this broker (its mqtt.url)?`,
           }),
         input.timeoutMs,
       );
@@ -48,21 +59,27 @@ export async function sendCommand(input: {
       };
       const c = connect(url, options);
       client = c;
-      c.on('error', (err) => done({ answered: false, detail: `${redactUrl(url)}: ${err.message}` }));
+      c.on('error', (err) => done({ answered: false, forged, detail: `${redactUrl(url)}: ${err.message}` }));
       c.on('message', (topic, payload) => {
         if (topic !== resultTopic) return;
+        let claimed: unknown;
         try {
-          const result = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
-          if (result.requestId === input.requestId) done({ answered: true, result });
+          claimed = (JSON.parse(payload.toString('utf8')) as Record<string, unknown>).requestId;
         } catch {
-          // Someone else's garbage on the result topic: keep waiting for ours.
+          return; // Someone else's garbage on the result topic: keep waiting for ours.
         }
+        if (claimed !== input.requestId) return;
+        const checked = verifyAnswer(input.devicePublicKey, deviceId, command, payload.toString('utf8'));
+        if (checked.ok) return done({ answered: true, forged, result: checked.result });
+        forged += 1;
+        lastReason = checked.reason;
       });
       c.once('connect', () => {
         c.subscribe(resultTopic, { qos: 1 }, (err) => {
-          if (err) return done({ answered: false, detail: `${redactUrl(url)}: could not subscribe to ${resultTopic}: ${err.message}` });
+          if (err)
+            return done({ answered: false, forged, detail: `${redactUrl(url)}: could not subscribe to ${resultTopic}: ${err.message}` });
           c.publish(commandTopic, JSON.stringify(input.envelope), { qos: 1, retain: false }, (publishErr) => {
-            if (publishErr) done({ answered: false, detail: `${redactUrl(url)} refused the command: ${publishErr.message}` });
+            if (publishErr) done({ answered: false, forged, detail: `${redactUrl(url)} refused the command: ${publishErr.message}` });
           });
         });
       });

@@ -5,6 +5,7 @@ import type { Logger } from '../util/logger.js';
 import type { CommandAudit, DeviceControl } from './types.js';
 import { EnvelopeErrorCodes, SIGNED_COMMANDS, isEnvelope, verifyCommand, type CommandAuthSettings } from './command-envelope.js';
 import type { CommandRecord } from './command-record.js';
+import { createCommandTally, type UnverifiedSummary } from './command-tally.js';
 
 /**
  * Codes of command results that are not errors of the money path. Stable: operators' scripts match
@@ -69,7 +70,15 @@ const REMEMBERED_REQUESTS = 200;
 export interface CommandHandler {
   /** Handles one message on `cmd/<name>`; never throws. Resolves once the result was handed on. */
   handle(name: string, payload: Buffer, retained: boolean): Promise<void>;
+  /** The messages no key vouched for since the last call (counted, never written each), or null. */
+  takeUnverifiedSummary(): UnverifiedSummary | null;
 }
+
+/**
+ * A selftest finished this recently answers a new request (unsigned, so anyone's) with its report:
+ * the checks call the provider and write the stored result, which a flood must not multiply.
+ */
+export const SELFTEST_REUSE_MS = 10_000;
 
 export function createCommandHandler(deps: {
   control: DeviceControl;
@@ -91,6 +100,26 @@ export function createCommandHandler(deps: {
   const recent = new Map<string, Promise<Handled>>();
   /** Verified commands still running, by request id: a redelivery meanwhile waits for the same answer. */
   const running = new Map<string, { digest: string; result: Promise<CommandResult> }>();
+  const unverified = createCommandTally(COMMAND_NAMES);
+  /** One selftest at a time: requests meanwhile (and just after) share its answer. */
+  let selftest: { promise: Promise<unknown>; finishedAt: number | null } | null = null;
+
+  function selftestOnce(): Promise<unknown> {
+    if (selftest && (selftest.finishedAt === null || clock.now() - selftest.finishedAt < SELFTEST_REUSE_MS))
+      return selftest.promise.then((outcome) => ({ ...(outcome as object), shared: true }));
+    const current: { promise: Promise<unknown>; finishedAt: number | null } = { promise: Promise.resolve(null), finishedAt: null };
+    current.promise = (async () => {
+      try {
+        const outcome = await control.runSelftest();
+        deps.onSelftest?.(outcome.report);
+        return outcome;
+      } finally {
+        current.finishedAt = clock.now();
+      }
+    })();
+    selftest = current;
+    return current.promise;
+  }
   /** `by`: who gave the command, as the order history and the catalog's source record it. */
   async function run(name: CommandName, body: Record<string, unknown>, by: string): Promise<unknown> {
     const actor = by;
@@ -102,11 +131,8 @@ export function createCommandHandler(deps: {
         control.setOutOfService(on, reason ?? 'set over MQTT', actor);
         return control.state();
       }
-      case 'selftest': {
-        const outcome = await control.runSelftest();
-        deps.onSelftest?.(outcome.report);
-        return outcome;
-      }
+      case 'selftest':
+        return selftestOnce();
       case 'resolve': {
         const { orderId, vended } = schemas.resolve.parse(body);
         return control.resolve(orderId, vended, actor);
@@ -320,15 +346,18 @@ export function createCommandHandler(deps: {
     if (key && !first.result.ok && first.result.error.code === ErrorCodes.STORAGE) recent.delete(key);
     // An exact repeat shares the first execution: it says so, it never ran twice.
     const result: CommandResult = repeat ? { ...first.result, replay: true } : first.result;
-    // One audit record per message, whatever became of it (refused, invalid, unknown, read-only, replayed).
     const replayed = result.replay === true;
-    audit({
-      command: name,
-      ...first.origin,
-      ok: result.ok && !replayed,
-      code: result.ok ? (replayed ? CommandErrorCodes.REPLAYED : null) : result.error.code,
-      ...(replayed ? { replay: true } : {}),
-    });
+    const code = result.ok ? (replayed ? CommandErrorCodes.REPLAYED : null) : result.error.code;
+    if (!first.origin.verified) {
+      // No key vouches for it (unsigned, unreadable, refused): counted in memory, summarised by the
+      // caller at most once a minute. One durable record each would let anyone wear out the card.
+      unverified.add(name, code, clock.now());
+      logger.debug({ command: name, requestId: result.requestId, ok: result.ok, code }, 'unverified command handled');
+      reply(name, result);
+      return;
+    }
+    // One audit record per verified message, whatever became of it (done, refused, invalid, replayed).
+    audit({ command: name, ...first.origin, ok: result.ok && !replayed, code, ...(replayed ? { replay: true } : {}) });
     logger.info(
       {
         command: name,
@@ -357,6 +386,7 @@ export function createCommandHandler(deps: {
         logger.error({ err, command: name }, 'a command could not be handled');
       }
     },
+    takeUnverifiedSummary: () => unverified.take(),
   };
 }
 

@@ -97,10 +97,23 @@ export async function startEmbeddedBroker(
   const { Aedes } = await import('aedes');
   const access = options.access;
   const trusted = new WeakSet<object>();
+  // MQTT 3.1.1 §3.1.3.1: a zero-length client id with CleanSession=0 must be answered CONNACK 0x02
+  // (identifier rejected). aedes gives such a client a random id and keeps a session nobody can
+  // ever resume, so the CONNECT is marked here and refused in authenticate (which can send 0x02).
+  const anonymousPersistent = new WeakSet<object>();
+  const identifierRejected = () => Object.assign(new Error('identifier rejected'), { returnCode: 2 });
+  const clientIds = {
+    preConnect(client: object, packet: { clientId: string; clean?: boolean }, done: (err: Error | null, ok: boolean) => void) {
+      if (packet.clientId === '' && packet.clean === false) anonymousPersistent.add(client);
+      done(null, true);
+    },
+  };
   const broker = await Aedes.createBroker(
     access
       ? {
+          ...clientIds,
           authenticate(client, username, password, done) {
+            if (anonymousPersistent.has(client)) return done(identifierRejected(), false);
             if (username === undefined) return done(null, true);
             if (username === access.login.username && sameSecret(password, access.login.password)) {
               trusted.add(client);
@@ -114,7 +127,13 @@ export async function startEmbeddedBroker(
             done(new Error(`anonymous clients may not publish to ${packet.topic}`));
           },
         }
-      : {},
+      : {
+          ...clientIds,
+          authenticate(client, _username, _password, done) {
+            if (anonymousPersistent.has(client)) return done(identifierRejected(), false);
+            done(null, true);
+          },
+        },
   );
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {

@@ -91,6 +91,31 @@ export function decodeWebhookMessage(payload: Buffer): { headers: ForwardedHeade
   return { headers, rawBody: Buffer.from(payload.subarray(newline + 1)) };
 }
 
+/**
+ * A device announces one prefix per live database (one, in practice): these bounds leave room for
+ * any real announcement and keep a hostile one from costing the relay more than a few microseconds.
+ * A route is read by every relay replica at every reconnect, so its cost is paid again and again.
+ */
+export const ROUTE_MAX_BYTES = 4_096;
+export const ROUTE_MAX_PREFIXES = 16;
+
+export type RouteDropReason = 'too_large' | 'too_many_prefixes';
+
+/**
+ * A route announcement as the relay reads it: `dropped` when it is over the bounds above (the relay
+ * counts it and forgets the device's route, as for any announcement it cannot use); otherwise the
+ * route, or null for anything that is not one.
+ */
+export function readRouteAnnouncement(
+  topicDeviceId: string,
+  payload: Buffer,
+): { route: RouteAnnouncement | null; dropped: RouteDropReason | null } {
+  if (payload.length > ROUTE_MAX_BYTES) return { route: null, dropped: 'too_large' };
+  const route = parseRouteAnnouncement(topicDeviceId, payload);
+  if (route && route.referencePrefixes.length > ROUTE_MAX_PREFIXES) return { route: null, dropped: 'too_many_prefixes' };
+  return { route, dropped: null };
+}
+
 /** Parses a route announcement; null for anything that is not one (an empty retained message clears it). */
 export function parseRouteAnnouncement(topicDeviceId: string, payload: Buffer): RouteAnnouncement | null {
   if (payload.length === 0) return null;

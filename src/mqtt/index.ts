@@ -7,7 +7,8 @@ export {
   type EmbeddedRefusal,
   type EmbeddedInstance,
 } from './embedded-broker.js';
-export { CommandErrorCodes, COMMAND_NAMES, type CommandResult } from './commands.js';
+export { CommandErrorCodes, COMMAND_NAMES, SELFTEST_REUSE_MS, type CommandResult } from './commands.js';
+export type { UnverifiedSummary } from './command-tally.js';
 export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
 export type {
@@ -41,12 +42,16 @@ export {
   decodeWebhookMessage,
   pickForwardedHeaders,
   parseRouteAnnouncement,
+  readRouteAnnouncement,
+  ROUTE_MAX_BYTES,
+  ROUTE_MAX_PREFIXES,
   FleetWireError,
   FORWARDED_HEADERS,
   ROUTE_VERSION,
   type FleetTopics,
   type ForwardedHeaders,
   type RouteAnnouncement,
+  type RouteDropReason,
 } from './fleet-wire.js';
 export {
   createRelayConnection,
@@ -69,3 +74,4 @@ export {
   type OperatorKey,
 } from './command-envelope.js';
 export { sendCommand } from './command-client.js';
+export { answerKeyPath, readAnswerPublicKey, verifyAnswer, loadOrCreateAnswerKey, ANSWER_KEY_FILE, type AnswerKey } from './answer-key.js';

@@ -3,7 +3,14 @@ import { connect as mqttConnect, type MqttClient } from 'mqtt';
 import type { Logger } from '../util/logger.js';
 import { clientOptions, redactUrl, withTimeout } from './connection.js';
 import { createTopics } from './topics.js';
-import { createFleetTopics, parseRouteAnnouncement, type RouteAnnouncement } from './fleet-wire.js';
+import {
+  createFleetTopics,
+  readRouteAnnouncement,
+  ROUTE_MAX_BYTES,
+  ROUTE_MAX_PREFIXES,
+  type RouteAnnouncement,
+  type RouteDropReason,
+} from './fleet-wire.js';
 import type { MqttSettings } from './types.js';
 
 export class PublishNotAcknowledged extends Error {
@@ -19,6 +26,8 @@ export interface RelayConnectionDeps {
   replicaId: string;
   /** A device announced its route, or withdrew it (null: an empty retained message). */
   onRoute(deviceId: string, route: RouteAnnouncement | null): void;
+  /** An announcement over the size or prefix bound was dropped (then onRoute(deviceId, null) follows). */
+  onRouteDropped?(deviceId: string, reason: RouteDropReason, bytes: number): void;
   /** ms since epoch (injected clock). */
   now(): number;
   /** The event loop is given back after this long of route handling (default 10 ms). */
@@ -82,6 +91,19 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
   let firstLearnedAt: number | null = null;
   let stopping: Promise<void> | null = null;
   let sliceStart = 0;
+
+  // One device re-announcing an oversized route in a loop must not fill the journal either.
+  const lastDropWarned = new Map<string, number>();
+  function dropWarning(deviceId: string, reason: RouteDropReason, bytes: number): void {
+    const now = deps.now();
+    if (now - (lastDropWarned.get(deviceId) ?? -Infinity) < 60_000) return;
+    if (lastDropWarned.size >= 1_000) lastDropWarned.clear();
+    lastDropWarned.set(deviceId, now);
+    log.warn(
+      { deviceId, reason, bytes, maxBytes: ROUTE_MAX_BYTES, maxPrefixes: ROUTE_MAX_PREFIXES },
+      'route announcement dropped: over the size or prefix bound; the device gets no webhooks through the relay until it announces a valid route',
+    );
+  }
 
   function clearMarkerTimer(): void {
     if (markerTimer) clearInterval(markerTimer);
@@ -165,8 +187,11 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
         }
         const deviceId = fleet.routeDevice(topic);
         if (deviceId === null) return;
-        const route = parseRouteAnnouncement(deviceId, payload);
-        if (route === null && payload.length > 0)
+        const { route, dropped } = readRouteAnnouncement(deviceId, payload);
+        if (dropped) {
+          dropWarning(deviceId, dropped, payload.length);
+          deps.onRouteDropped?.(deviceId, dropped, payload.length);
+        } else if (route === null && payload.length > 0)
           log.warn({ topic }, 'route announcement ignored: not valid, or it claims references of another device');
         deps.onRoute(deviceId, route);
       });

@@ -4,6 +4,7 @@ import { createTopics } from './topics.js';
 import { createOutboxPublisher } from './publisher.js';
 import { createCommandHandler, CommandErrorCodes, type CommandResult } from './commands.js';
 import { createCommandRecord } from './command-record.js';
+import { answerKeyPath, loadOrCreateAnswerKey, type AnswerKey } from './answer-key.js';
 import { clientOptions, backoffDelay, redactUrl, withTimeout } from './connection.js';
 import { startEmbeddedBroker, recordEmbeddedRefusal, recordEmbeddedInstance, type EmbeddedBroker } from './embedded-broker.js';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +18,8 @@ import type { DeviceTelemetry, Mqtt, MqttDeps, MqttSettings } from './types.js';
 const POLL_INTERVAL_MS = 1_000;
 /** How long stop() waits for `offline` and the last PUBACKs before dropping the connection. */
 const STOP_GRACE_MS = 2_000;
+/** The summary of unverified commands is written at most this often. */
+const UNVERIFIED_SUMMARY_MS = 60_000;
 
 /**
  * Operator monitoring over MQTT: publishes the outbox, presence, state and telemetry, and answers
@@ -49,6 +52,18 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
   const timers: NodeJS.Timeout[] = [];
   let reconnectTimer: NodeJS.Timeout | null = null;
 
+  /** Signs every answer on cmd/<name>/result (null: in-memory database, or the key could not be made). */
+  let answerKey: AnswerKey | null = null;
+  function loadAnswerKey(): void {
+    if (dbPath === null || answerKey) return;
+    try {
+      answerKey = loadOrCreateAnswerKey(answerKeyPath(dbPath));
+      log.info({ publicKey: answerKey.publicKey }, "answers to commands are signed with this device's key (vendgate command device-key)");
+    } catch (err) {
+      log.error({ err }, 'the device answer key could not be read or made: answers go out unsigned and vendgate command send refuses them');
+    }
+  }
+
   const commands = createCommandHandler({
     control,
     clock,
@@ -70,7 +85,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
           error: { code: CommandErrorCodes.COMMAND_FAILED, message: 'the result could not be serialised' },
         });
       }
-      send(topics.result(name), payload, false);
+      send(topics.result(name), answerKey ? answerKey.signAnswer(deviceId, name, JSON.parse(payload) as object) : payload, false);
     },
     onSelftest: (report) => publishSelftest(report),
   });
@@ -316,6 +331,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       log.error({ err }, 'MQTT not started: fix the TLS settings');
       return;
     }
+    loadAnswerKey();
     control.onStateChange(publishState);
     deps.storage?.onChange((fault, previous) => publishStorageAlarm(fault, previous));
     try {
@@ -332,7 +348,8 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
       publisher.pump();
     }, POLL_INTERVAL_MS);
     const telemetry = setInterval(() => void telemetryTick(), settings.telemetryIntervalSec * 1000);
-    for (const timer of [poll, telemetry]) {
+    const unverified = setInterval(writeUnverifiedSummary, UNVERIFIED_SUMMARY_MS);
+    for (const timer of [poll, telemetry, unverified]) {
       timer.unref();
       timers.push(timer);
     }
@@ -343,9 +360,24 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     setImmediate(connect);
   }
 
+  /** At most one durable record a minute for every message on cmd/… that no key vouched for. */
+  function writeUnverifiedSummary(): void {
+    const summary = commands.takeUnverifiedSummary();
+    if (!summary) return;
+    log.info({ ...summary }, 'unverified commands in the last minute (unsigned, unreadable or refused): counted, not run');
+    try {
+      control.auditUnverified?.(summary);
+      // Directly, not kick(): at stop the summary still goes out before the connection ends.
+      publisher.pump();
+    } catch (err) {
+      log.error({ err }, 'could not write the summary of unverified commands');
+    }
+  }
+
   async function stopOnce(): Promise<void> {
     stopped = true;
     for (const timer of timers.splice(0)) clearInterval(timer);
+    writeUnverifiedSummary();
     if (reconnectTimer) clearTimeout(reconnectTimer);
     const c = client;
     if (c && connectedSince !== null) {

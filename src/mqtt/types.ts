@@ -4,6 +4,7 @@ import type { Db, StorageHealth } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { CommandAuthSettings } from './command-envelope.js';
+import type { UnverifiedSummary } from './command-tally.js';
 import type { FiscalSnapshot } from '../fiscal/monitor.js';
 
 export type MqttSettings = Readonly<Settings>['mqtt'];
@@ -79,10 +80,15 @@ export interface DeviceControl {
   /** Called on every change that may alter state(); MQTT publishes only when it really changed. */
   onStateChange(listener: () => void): void;
   /**
-   * The audit record of a command that moves money, goods or prices (refused ones too): an event on
-   * MQTT, and for a verified command that names an order, a line in that order's history.
+   * The audit record of a verified command (done or refused): an event on MQTT, and when it names
+   * an order, a line in that order's history.
    */
   audit(entry: CommandAudit): void;
+  /**
+   * The summary of the messages on `cmd/…` no key vouched for (unsigned, unreadable, refused),
+   * written at most once a minute instead of one record each: an event on the outbox.
+   */
+  auditUnverified?(summary: UnverifiedSummary): void;
   /** Catalog, stock and jams (src/catalog/). Absent: the catalog commands answer that this device has none. */
   catalog?: CatalogControl;
 }

@@ -36,6 +36,7 @@ export type EventType =
   | 'stock.refilled'
   | 'stock.sold_out'
   | 'command.handled'
+  | 'command.unverified_summary'
   | 'receipt.queued'
   | 'receipt.issued'
   | 'receipt.resolved'

@@ -11,8 +11,10 @@ export interface RelayCounters {
   notAcknowledged: number;
   /** The refund lookup failed: 503, the provider retries. */
   retryLater: number;
+  /** Route announcements dropped for being over the size or prefix bound (the device's route is forgotten). */
+  routesDropped: number;
 }
 
 export function createCounters(): RelayCounters {
-  return { received: 0, refused: 0, published: 0, unrouted: 0, notAcknowledged: 0, retryLater: 0 };
+  return { received: 0, refused: 0, published: 0, unrouted: 0, notAcknowledged: 0, retryLater: 0, routesDropped: 0 };
 }

@@ -54,6 +54,9 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
           log.warn({ deviceId, prefixes: route.referencePrefixes }, 'route announcement ignored: it names no database of its own device');
         else log.debug({ deviceId, prefixes: route?.referencePrefixes ?? [] }, route ? 'device route announced' : 'device route withdrawn');
       },
+      onRouteDropped: () => {
+        counters.routesDropped += 1;
+      },
     },
     settings.mqtt,
   );

@@ -16,33 +16,34 @@ import { isDatabaseId, parseReference } from '../orders/reference.js';
  * The database ids an announcement of `deviceId` names: each prefix must be exactly
  * `<deviceId>-<db>-` with a database id (no `-`). Anything else is not this device's to claim.
  */
-export function announcedDatabases(deviceId: string, prefixes: readonly string[]): string[] {
+export function announcedDatabases(deviceId: string, prefixes: readonly string[]): ReadonlySet<string> {
   const own = `${deviceId}-`;
-  const out: string[] = [];
+  // A Set: linear in the prefixes announced, whatever a device repeats (an array's includes was quadratic).
+  const out = new Set<string>();
   for (const prefix of prefixes) {
     if (!prefix.startsWith(own) || !prefix.endsWith('-')) continue;
     const db = prefix.slice(own.length, -1);
-    if (isDatabaseId(db) && !out.includes(db)) out.push(db);
+    if (isDatabaseId(db)) out.add(db);
   }
   return out;
 }
 
 export function createRouteTable() {
-  const byDevice = new Map<string, readonly string[]>();
+  const byDevice = new Map<string, ReadonlySet<string>>();
 
   return {
     /** A device announced (or, with null, withdrew) its route. Returns whether it now has one. */
     update(deviceId: string, route: RouteAnnouncement | null): boolean {
-      const dbs = route && route.deviceId === deviceId ? announcedDatabases(deviceId, route.referencePrefixes) : [];
-      if (dbs.length > 0) byDevice.set(deviceId, dbs);
+      const dbs = route && route.deviceId === deviceId ? announcedDatabases(deviceId, route.referencePrefixes) : null;
+      if (dbs && dbs.size > 0) byDevice.set(deviceId, dbs);
       else byDevice.delete(deviceId);
-      return dbs.length > 0;
+      return dbs !== null && dbs.size > 0;
     },
     find(reference: string): string | null {
       const parsed = parseReference(reference);
       if (!parsed) return null;
       const dbs = byDevice.get(parsed.deviceId);
-      return dbs?.includes(parsed.dbId) ? parsed.deviceId : null;
+      return dbs?.has(parsed.dbId) ? parsed.deviceId : null;
     },
     devices: () => byDevice.size,
   };

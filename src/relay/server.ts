@@ -1,5 +1,4 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { AddressInfo } from 'node:net';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes } from '../util/errors.js';
@@ -8,6 +7,7 @@ import { encodeWebhookMessage, pickForwardedHeaders, type FleetTopics, type Rela
 import type { Locator } from './locate.js';
 import type { RelayCounters } from './counters.js';
 import { NO_JSON_SCHEMAS } from '../util/fastify-schemas.js';
+import { bindListener, listenerLimits, type BoundListener, type ListenerLimits } from '../util/http-listener.js';
 
 export interface RelayServerDeps {
   clock: Clock;
@@ -19,7 +19,7 @@ export interface RelayServerDeps {
   secrets: Readonly<Record<string, readonly string[]>>;
 }
 
-export interface RelayServerSettings {
+export interface RelayServerSettings extends ListenerLimits {
   host: string;
   port: number;
   bodyLimitBytes: number;
@@ -42,6 +42,7 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
   const { counters, broker, locator, topics, clock } = deps;
   const log = deps.logger.child({ module: 'relay' });
   let app: FastifyInstance | null = null;
+  let listener: BoundListener | null = null;
   // A wrong secret refuses every webhook: say so in the journal, but at most once per reason per 10 s.
   const lastWarned = new Map<string, number>();
   function warnThrottled(reason: string, fields: Record<string, unknown>, message: string): void {
@@ -122,12 +123,7 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
 
   function build(): FastifyInstance {
     if (app) return app;
-    const server = Fastify({
-      logger: false,
-      bodyLimit: settings.bodyLimitBytes,
-      forceCloseConnections: 'idle',
-      schemaController: NO_JSON_SCHEMAS,
-    });
+    const server = Fastify({ logger: false, bodyLimit: settings.bodyLimitBytes, schemaController: NO_JSON_SCHEMAS });
     server.register(async (scope) => {
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>
@@ -159,13 +155,18 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
   return {
     async start(): Promise<{ url: string; port: number }> {
       const server = build();
-      await server.listen({ host: settings.host, port: settings.port });
-      const { port } = server.server.address() as AddressInfo;
-      const host = settings.host === '0.0.0.0' || settings.host === '::' ? '127.0.0.1' : settings.host;
-      return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, port };
+      // The device's webhook listener's binder: header, body and idle timeouts and the connection
+      // cap, so a crowd of slow or idle clients cannot hold the fleet's one endpoint.
+      listener ??= await bindListener({ host: settings.host, port: settings.port, portSetting: 'relay.port' }, listenerLimits(settings));
+      await server.ready();
+      listener.serve(server.routing);
+      return { url: listener.url, port: listener.port };
     },
     async stop(): Promise<void> {
+      // Stop accepting first, then let fastify finish what is in flight.
+      const closed = listener?.close();
       if (app) await app.close();
+      await closed;
     },
     inject: ((...args: Parameters<FastifyInstance['inject']>) =>
       (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],

@@ -5,6 +5,7 @@
  */
 export { runSelftest, settingsFailureReport, SELFTEST_REPORT_VERSION, type SelftestRun } from './run.js';
 export { formatReport, formatReportJson } from './report.js';
+export { sharedReport, redactShared } from './shared-report.js';
 export { storeSelftestResult, lastSelftestResult, LAST_RESULT_KEY } from './result-store.js';
 export { describeActuation, actuatorCheckName } from './checks/hardware.js';
 export { signedTestEvent, SELFTEST_EVENT_TYPE, type SignedTestEvent } from './test-event.js';

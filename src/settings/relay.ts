@@ -6,6 +6,7 @@ import { mqttSchema } from './sections/mqtt.js';
 import { logSchema } from './sections/service.js';
 import { deepFreeze, readSettingsFile, SettingsError, SECRET_ENV } from './load.js';
 import { findUnknownKeys, withoutKeys } from './unknown-keys.js';
+import { WEBHOOK_LISTENER_DEFAULTS } from '../util/http-listener.js';
 
 /** `vendgate relay` reads this file when --config and VENDGATE_RELAY_CONFIG name none. */
 export const RELAY_CONFIG_PATH = '/etc/vendgate/relay.yaml';
@@ -35,6 +36,14 @@ export const relaySectionSchema = z
     host: z.string().min(1).default('0.0.0.0'),
     port: intIn(0, 65_535, 8788),
     bodyLimitBytes: intIn(1_024, 1_048_576, 65_536),
+    /** The internet-facing listener's limits: those of a device's webhook listener (http.webhook). */
+    headersTimeoutMs: intIn(500, 120_000, WEBHOOK_LISTENER_DEFAULTS.headersTimeoutMs),
+    requestTimeoutMs: intIn(1_000, 300_000, WEBHOOK_LISTENER_DEFAULTS.requestTimeoutMs),
+    idleTimeoutMs: intIn(1_000, 600_000, WEBHOOK_LISTENER_DEFAULTS.idleTimeoutMs),
+    keepAliveTimeoutMs: intIn(100, 120_000, WEBHOOK_LISTENER_DEFAULTS.keepAliveTimeoutMs),
+    maxRequestsPerSocket: intIn(0, 1_000_000, WEBHOOK_LISTENER_DEFAULTS.maxRequestsPerSocket),
+    /** Open connections at most; beyond it the most suspicious one (a slow sender first) is pushed out. */
+    maxConnections: intIn(1, 100_000, WEBHOOK_LISTENER_DEFAULTS.maxConnections),
     /** One route `POST /webhooks/<provider>` each. */
     providers: z.array(z.enum(RELAY_PROVIDERS)).min(1).default(['gerege']),
     /** Gerege signature timestamp tolerance (the device checks it again with its own). */

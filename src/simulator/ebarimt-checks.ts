@@ -11,7 +11,11 @@ import { SimHttpError } from './request-checks.js';
 
 const RECEIPT_TYPES = ['B2C_RECEIPT', 'B2B_RECEIPT', 'B2C_INVOICE', 'B2B_INVOICE'];
 const TAX_TYPES = ['VAT_ABLE', 'VAT_FREE', 'VAT_ZERO', 'NO_VAT', 'NOT_VAT'];
-const PAYMENT_CODES = ['CASH', 'PAYMENT_CARD', 'BANK_TRANSFER'];
+/**
+ * The manual lists CASH and PAYMENT_CARD; deployed clients also send BANK_TRANSFER and
+ * wallet-specific codes (BANK_TRANSFER_QPAY, …), which the daemon takes: an upper-case code.
+ */
+const PAYMENT_CODE = /^[A-Z][A-Z0-9_]{1,39}$/;
 const PAYMENT_STATUSES = ['PAID', 'PAY'];
 
 type Obj = Record<string, unknown>;
@@ -44,10 +48,16 @@ export function checkReceiptBody(body: unknown, merchantOf: (tin: string) => Eba
   const merchantTin = text(body, 'merchantTin', '', /^\d{11,14}$/, 'must be 11 to 14 digits');
   const merchant = merchantTin ? merchantOf(merchantTin) : undefined;
   if (merchantTin && !merchant) problems.push(`merchantTin: ${merchantTin} is not registered in this PosAPI`);
-  text(body, 'branchNo', '', /^\d{3}$/, 'must be 3 digits');
+  // The manual writes the branch with 3 digits ("001"); the daemon takes "1" as well, as clients send it.
+  text(body, 'branchNo', '', /^\d{1,3}$/, 'must be 1 to 3 digits');
   text(body, 'posNo', '');
   text(body, 'districtCode', '', /^\d{4}$/, 'must be 4 digits');
-  const billIdSuffix = text(body, 'billIdSuffix', '');
+  // Optional: clients omit it (or send it empty) and the daemon numbers the receipt itself; one
+  // that is sent must be unique within the day (ebarimt-state.ts).
+  const suffixRaw = get(body, 'billIdSuffix');
+  const billIdSuffix = suffixRaw === undefined || suffixRaw === null || suffixRaw === '' ? null : suffixRaw;
+  if (billIdSuffix !== null && (typeof billIdSuffix !== 'string' || billIdSuffix.trim() === ''))
+    problems.push('billIdSuffix: must be a string when given');
   const type = text(body, 'type', '');
   if (type && !RECEIPT_TYPES.includes(type)) problems.push(`type: must be one of ${RECEIPT_TYPES.join(', ')}`);
   const customerTin = get(body, 'customerTin');
@@ -126,7 +136,8 @@ export function checkReceiptBody(body: unknown, merchantOf: (tin: string) => Eba
       const where = `payments[${i}].`;
       if (!isObj(p)) return problems.push(`payments[${i}]: must be an object`);
       const code = text(p, 'code', where);
-      if (code && !PAYMENT_CODES.includes(code)) problems.push(`${where}code: must be one of ${PAYMENT_CODES.join(', ')}`);
+      if (code && !PAYMENT_CODE.test(code))
+        problems.push(`${where}code: must be an upper-case payment code (CASH, PAYMENT_CARD, BANK_TRANSFER, BANK_TRANSFER_QPAY, …)`);
       const status = text(p, 'status', where);
       if (status && !PAYMENT_STATUSES.includes(status)) problems.push(`${where}status: must be one of ${PAYMENT_STATUSES.join(', ')}`);
       paid += cents(p, 'paidAmount', where, true);
@@ -135,7 +146,15 @@ export function checkReceiptBody(body: unknown, merchantOf: (tin: string) => Eba
   }
 
   if (problems.length > 0) throw new SimHttpError(400, 'ERROR', problems.join('; '));
-  return { merchantTin, billIdSuffix, type, inactiveId, totalCents: total, vatCents: totalVat, cityTaxCents: totalCity };
+  return {
+    merchantTin,
+    billIdSuffix: typeof billIdSuffix === 'string' ? billIdSuffix : null,
+    type,
+    inactiveId,
+    totalCents: total,
+    vatCents: totalVat,
+    cityTaxCents: totalCity,
+  };
 }
 
 /** VAT 10 % and city tax 2 % of the net amount, each rounded to 0.01, must match within 0.01; no tax the merchant is not registered for. */

@@ -41,7 +41,7 @@ export const EBARIMT_SIM_DEFAULTS = Object.freeze({
 export interface HeldReceipt {
   id: string;
   merchantTin: string;
-  billIdSuffix: string;
+  billIdSuffix: string | null;
   day: string;
   date: string;
   type: string;
@@ -107,8 +107,9 @@ export function createEbarimtState(clock: { now(): number }, options: EbarimtSim
       const now = clock.now();
       const date = localDate(now);
       const day = date.slice(0, 10);
-      const suffixKey = `${checked.merchantTin}|${day}|${checked.billIdSuffix}`;
-      const prior = suffixes.get(suffixKey);
+      // Without a suffix the daemon numbers the receipt itself: nothing to be unique.
+      const suffixKey = checked.billIdSuffix === null ? null : `${checked.merchantTin}|${day}|${checked.billIdSuffix}`;
+      const prior = suffixKey === null ? undefined : suffixes.get(suffixKey);
       if (prior !== undefined) {
         throw new SimHttpError(
           400,
@@ -146,7 +147,7 @@ export function createEbarimtState(clock: { now(): number }, options: EbarimtSim
       if (replaced) replaced.status = 'corrected';
       receipts.push(receipt);
       byId.set(id, receipt);
-      suffixes.set(suffixKey, id);
+      if (suffixKey !== null) suffixes.set(suffixKey, id);
       if (taxSystemReachable) sendQueue();
       return receipt;
     },
@@ -220,7 +221,7 @@ export type EbarimtState = ReturnType<typeof createEbarimtState>;
 /** What receipt-checks accepted, in hundredths. */
 export interface CheckedReceipt {
   merchantTin: string;
-  billIdSuffix: string;
+  billIdSuffix: string | null;
   type: string;
   inactiveId: string | null;
   totalCents: number;

@@ -1,4 +1,4 @@
-import type { CommandAudit, DeviceControl, DeviceStateSummary, DeviceTelemetry } from '../../src/mqtt/index.js';
+import type { CommandAudit, DeviceControl, DeviceStateSummary, DeviceTelemetry, UnverifiedSummary } from '../../src/mqtt/index.js';
 import { ErrorCodes, VendgateError } from '../../src/util/index.js';
 
 /**
@@ -13,6 +13,8 @@ export interface FakeDeviceControl extends DeviceControl {
     testVend: (string | null)[];
     selftest: number;
     audit: CommandAudit[];
+    /** Summaries of the messages no key vouched for (counted, not audited one by one). */
+    unverified: UnverifiedSummary[];
   };
   vendUncertain: Set<number>;
   paid: Set<number>;
@@ -36,7 +38,7 @@ export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {
   };
   const listeners: (() => void)[] = [];
   const fake: FakeDeviceControl = {
-    calls: { outOfService: [], resolve: [], refund: [], testVend: [], selftest: 0, audit: [] },
+    calls: { outOfService: [], resolve: [], refund: [], testVend: [], selftest: 0, audit: [], unverified: [] },
     vendUncertain: new Set(),
     paid: new Set(),
     telemetryValues: { uptimeSec: 42, counters: { orders_created: 3 }, lastPollAt: null },
@@ -70,6 +72,9 @@ export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {
     telemetry: () => ({ ...fake.telemetryValues }) as DeviceTelemetry,
     audit(entry) {
       fake.calls.audit.push(entry);
+    },
+    auditUnverified(summary) {
+      fake.calls.unverified.push(summary);
     },
     onStateChange(listener) {
       listeners.push(listener);

@@ -92,7 +92,13 @@ describe('simulated eBarimt PosAPI', () => {
     ['a 3-digit district', receipt({ districtCode: '251' }), 'districtCode: must be 4 digits'],
     ['a 6-digit classification code', receipt({}, { classificationCode: '244110' }), 'classificationCode: must be 7 digits'],
     ['an unknown merchant', receipt({ merchantTin: '99999999999' }), 'not registered in this PosAPI'],
-    ['no billIdSuffix', receipt({ billIdSuffix: '' }), 'billIdSuffix: required'],
+    ['a billIdSuffix that is not a string', receipt({ billIdSuffix: 42 }), 'billIdSuffix: must be a string when given'],
+    ['a 4-digit branch', receipt({ branchNo: '0001' }), 'branchNo: must be 1 to 3 digits'],
+    [
+      'a payment code that is no code',
+      receipt({ payments: [{ code: 'bank transfer', status: 'PAID', paidAmount: 2800 }] }),
+      'code: must be an upper-case payment code',
+    ],
     ['a B2C receipt with a customer TIN', receipt({ customerTin: '12345678901' }), 'customerTin: only for B2B'],
     [
       'an amount with three decimals',

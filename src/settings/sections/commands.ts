@@ -41,6 +41,16 @@ export const commandsSchema = z.strictObject({
         seen.add(key.id);
       });
     }),
+  /**
+   * The operator's side (`vendgate command send`): each device's public answer key (vendgate command
+   * device-key on the device), by device id. An answer not signed by it is refused.
+   */
+  deviceKeys: z
+    .record(
+      z.string().min(1).max(64),
+      z.string().trim().refine(isEd25519PublicKey, 'an ed25519 public key, base64 of its DER SPKI: see vendgate command device-key'),
+    )
+    .default({}),
   /** A signed command whose expiresAt is further than this after its issuedAt is refused. */
   maxLifetimeSec: z
     .number()

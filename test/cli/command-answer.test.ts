@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { connect, type MqttClient } from 'mqtt';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startService, type Service } from '../helpers/service.js';
+import { tempDir } from '../helpers/temp.js';
+import { watch, type Watcher } from '../mqtt/watch.js';
+import { run } from './cli-io.js';
+
+/**
+ * `vendgate command send` believes only the device: a third client on the broker that reads the
+ * command (the request id is in the envelope) and answers first in the device's name is refused.
+ * The compiled service on a real broker (Mosquitto at 127.0.0.1:1883, or MQTT_TEST_URL).
+ */
+const BROKER = process.env.MQTT_TEST_URL ?? 'mqtt://127.0.0.1:1883';
+
+describe("vendgate command send: only the device's signed answer counts", () => {
+  let svc: Service | null = null;
+  let watcher: Watcher | null = null;
+  let forger: MqttClient | null = null;
+  let dir: ReturnType<typeof tempDir> | null = null;
+  afterEach(async () => {
+    forger?.end(true);
+    forger = null;
+    await svc?.stop();
+    svc = null;
+    await watcher?.clearRetained();
+    await watcher?.close();
+    watcher = null;
+    dir?.cleanup();
+    dir = null;
+  });
+
+  it('a forged "refund done" from a third client is refused; the device key is printed by device-key; the genuine answer is taken', async () => {
+    dir = tempDir();
+    const keyPath = join(dir.path, 'ops.pem');
+    const made = await run(['command', 'keygen', '--out', keyPath, '--key-id', 'ops-fa']);
+    const publicKey = /publicKey: (\S+)/.exec(made.stdout)![1]!;
+    const deviceId = `fa-${randomBytes(4).toString('hex')}`;
+    const prefix = `vgfa${randomBytes(3).toString('hex')}`;
+    const base = `${prefix}/${deviceId}`;
+    watcher = await watch(BROKER, [`${base}/#`]);
+    svc = await startService({
+      config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix }, commands: { keys: [{ id: 'ops-fa', publicKey }] } },
+    });
+    await watcher.next(`${base}/status`, (m) => m.payload === 'online', 30_000);
+
+    const shown = await run(['command', 'device-key', '--config', svc.configPath]);
+    expect(shown.code).toBe(0);
+    const deviceKey = new RegExp(`${deviceId}: (\\S+)`).exec(shown.stdout)![1]!;
+
+    // The forger reads every command and answers at once, "ok", with and without a made-up signature.
+    const f = connect(BROKER, { protocolVersion: 4, reconnectPeriod: 0, clientId: `forger-${randomBytes(4).toString('hex')}` });
+    forger = f;
+    f.on('error', () => {});
+    f.on('message', (topic, payload) => {
+      const { requestId } = JSON.parse((JSON.parse(payload.toString()) as { signed: string }).signed) as { requestId: string };
+      const answer = { requestId, ok: true, result: { orderId: 424242, state: 'refunded' } };
+      f.publish(`${topic}/result`, JSON.stringify(answer), { qos: 1 });
+      f.publish(`${topic}/result`, JSON.stringify({ ...answer, deviceSignature: randomBytes(64).toString('base64') }), { qos: 1 });
+    });
+    await new Promise<void>((resolve, reject) =>
+      f.on('connect', () => f.subscribe(`${base}/cmd/refund`, { qos: 1 }, (err) => (err ? reject(err) : resolve()))),
+    );
+
+    const send = (extra: string[] = []) =>
+      run([
+        'command',
+        'send',
+        'refund',
+        '--key',
+        keyPath,
+        '--key-id',
+        'ops-fa',
+        '--body',
+        '{"orderId":424242}',
+        '--config',
+        svc!.configPath,
+        '--device-key',
+        deviceKey,
+        ...extra,
+      ]);
+
+    // The device is away: only the forger answers. Nothing it says is taken for the device's word.
+    await svc.kill('SIGTERM');
+    const alone = await send(['--timeout-ms', '3000']);
+    expect(alone.code).toBe(1);
+    expect(alone.stdout).toBe('');
+    expect(alone.stderr).toContain('2 answer(s) with this request id were not signed by');
+
+    // The device is back: its own answer (no such order) is the one printed, whatever came first.
+    await svc.restart();
+    await watcher.until(() => watcher!.on(`${base}/status`).some((m) => m.payload === 'online'), 'online again', 30_000);
+    const answered = await send();
+    expect(answered.code).toBe(1);
+    expect(JSON.parse(answered.stdout)).toMatchObject({ ok: false, error: { code: 'VG_ERR_ORDER_NOT_FOUND' } });
+    expect(answered.stdout).not.toContain('deviceSignature');
+  });
+});
