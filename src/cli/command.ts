@@ -4,6 +4,7 @@ import { loadSettings } from '../settings/index.js';
 import {
   COMMAND_NAMES,
   generateOperatorKey,
+  learnDatabase,
   publicKeyOf,
   sendCommand,
   signCommand,
@@ -18,6 +19,7 @@ export interface CommandOptions {
   config?: string;
   key?: string;
   keyId?: string;
+  dbId?: string;
   device?: string;
   body?: string;
   ttl?: string;
@@ -38,7 +40,7 @@ export async function commandCommand(options: CommandOptions, io: CliIo): Promis
     case 'keygen':
       return keygen(options, io);
     case 'sign': {
-      const { envelope } = signed(options, requireValue(options.device, '--device ID (the device the command is for)'));
+      const { envelope } = signed(options, requireValue(options.device, '--device ID (the device the command is for)'), options.dbId ?? null);
       print(io.stdout, JSON.stringify(envelope));
       return EXIT.OK;
     }
@@ -76,7 +78,7 @@ function keygen(options: CommandOptions, io: CliIo): number {
   return EXIT.OK;
 }
 
-function signed(options: CommandOptions, deviceId: string): { envelope: CommandEnvelope; requestId: string; name: string } {
+function signed(options: CommandOptions, deviceId: string, dbId: string | null): { envelope: CommandEnvelope; requestId: string; name: string } {
   const name = requireValue(options.name, `the command NAME (${[...SIGNED_COMMANDS].join(', ')}, …)`);
   if (!(COMMAND_NAMES as string[]).includes(name)) throw new UsageError(`unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
   const keyPath = requireValue(options.key, '--key FILE (the private key from keygen)');
@@ -96,8 +98,13 @@ function signed(options: CommandOptions, deviceId: string): { envelope: CommandE
       throw new UsageError(`--body: not JSON: ${options.body}`);
     }
     if (!body || typeof body !== 'object' || Array.isArray(body))
-      throw new UsageError('--body: a JSON object of the command\'s fields, e.g. {"orderId":7}');
+      throw new UsageError('--body: a JSON object of the command\'s fields, e.g. {"order":"vm-1-a1b2c3-7-0badf00d"}');
+    if ('orderId' in body)
+      throw new UsageError(
+        '--body: orderId is a local number a restored or replaced database gives again; name the order by its reference: {"order":"<device>-<db>-<order>-<nonce>"} (vendgate orders, the alarm or the order history show it)',
+      );
   }
+  if (dbId !== null && !/^[a-z0-9]+$/.test(dbId)) throw new UsageError(`--db-id: a database id is lower-case letters and digits, not "${dbId}"`);
   const ttlSec = options.ttl === undefined ? 300 : Number(options.ttl);
   if (!Number.isInteger(ttlSec) || ttlSec < 1) throw new UsageError('--ttl: seconds the command stays valid, a positive integer');
   const requestId = options.requestId ?? randomUUID();
@@ -106,6 +113,7 @@ function signed(options: CommandOptions, deviceId: string): { envelope: CommandE
     privateKeyPem,
     keyId,
     deviceId,
+    ...(dbId !== null ? { dbId } : {}),
     command: name,
     requestId,
     body,
@@ -119,9 +127,18 @@ async function send(options: CommandOptions, io: CliIo): Promise<number> {
   const { settings } = loadSettings({ path: options.config, env: io.env });
   if (settings.mqtt.url === '') throw new UsageError('mqtt.url is empty in the configuration: there is no broker to send to');
   const deviceId = options.device ?? settings.device.id;
-  const { envelope, requestId, name } = signed(options, deviceId);
   const timeoutMs = options.timeoutMs === undefined ? 15_000 : Number(options.timeoutMs);
   if (!Number.isInteger(timeoutMs) || timeoutMs < 100) throw new UsageError('--timeout-ms: a whole number of milliseconds, at least 100');
+  // Signed for the database the device runs now: a restored or replaced one refuses it.
+  const dbId = options.dbId ?? (await learnDatabase({ settings: settings.mqtt, deviceId, timeoutMs: Math.min(timeoutMs, 5_000) }));
+  if (dbId === null) {
+    print(
+      io.stderr,
+      `vendgate: the broker holds no state of device ${deviceId} that names its database (is it online, and running this release?); pass --db-id ID`,
+    );
+    return EXIT.FAILURE;
+  }
+  const { envelope, requestId, name } = signed(options, deviceId, dbId);
   const outcome = await sendCommand({ settings: settings.mqtt, deviceId, command: name, envelope, requestId, timeoutMs });
   if (!outcome.answered) {
     print(io.stderr, `vendgate: ${outcome.detail}`);

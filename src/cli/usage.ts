@@ -127,7 +127,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
     ],
   },
   command: {
-    usage: 'command keygen|sign|send [NAME] --key-id ID [--key FILE] [--out FILE] [--device ID] [--body JSON] [--ttl SEC]',
+    usage: 'command keygen|sign|send [NAME] --key-id ID [--key FILE] [--out FILE] [--device ID] [--db-id ID] [--body JSON] [--ttl SEC]',
     about:
       "signed operator commands (refund, resolve, catalog, test_vend, …):\nkeygen makes a key pair, sign prints an envelope, send signs,\npublishes over the configured broker and prints the device's\nanswer (exit 1: refused); docs/security.md",
     options: [
@@ -136,7 +136,8 @@ export const COMMANDS: Record<string, CommandHelp> = {
       ['--key FILE', 'sign, send: the private key file keygen wrote'],
       ['--out FILE', 'keygen: where the private key is written (mode 0600, never over an existing file)'],
       ['--device ID', 'sign: the device the command is for; send: instead of device.id of the configuration'],
-      ['--body JSON', 'the command\'s fields, e.g. {"orderId":42} or {"slot":"A1"} [{}]'],
+      ['--db-id ID', "the database the command is for; send: read from the device's retained state when absent"],
+      ['--body JSON', 'the command\'s fields, e.g. {"order":"vm-1-a1b2c3-42-0badf00d"} (the order\'s reference) or {"slot":"A1"} [{}]'],
       ['--ttl SEC', 'how long the command stays valid [300]'],
       ['--request-id R', 'instead of a fresh UUID (a request id runs once, for ever)'],
       ['--timeout-ms N', "send: how long to wait for the device's answer [15000]"],

@@ -45,6 +45,7 @@ export {
 export {
   signCommand,
   verifyCommand,
+  orderReference,
   generateOperatorKey,
   publicKeyOf,
   SIGNED_COMMANDS,
@@ -54,4 +55,4 @@ export {
   type CommandAuthSettings,
   type OperatorKey,
 } from './command-envelope.js';
-export { sendCommand } from './command-client.js';
+export { sendCommand, learnDatabase } from './command-client.js';
