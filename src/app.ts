@@ -303,13 +303,18 @@ async function settleStore({ settings, clock, log }: Base, store: Store, { provi
   log.warn(fields, lineageHeadline(lineage));
   const name = lineage.replaced ? 'database_replaced' : lineage.restored ? 'database_restored' : 'database_cloned';
   inTransaction(db, () => {
-    outbox.raiseAlarm(name, lineage.replaced ? 'critical' : 'warning', `${lineage.detail}; recent invoices are being reconciled with the provider`, {
-      lineage: lineage.kind,
-      source: lineage.source,
-      behind: lineage.behind,
-      previousDbId: lineage.previousDbId,
-      highWater: lineage.highWater,
-    });
+    outbox.raiseAlarm(
+      name,
+      lineage.replaced ? 'critical' : 'warning',
+      `${lineage.detail}; recent invoices are being reconciled with the provider`,
+      {
+        lineage: lineage.kind,
+        source: lineage.source,
+        behind: lineage.behind,
+        previousDbId: lineage.previousDbId,
+        highWater: lineage.highWater,
+      },
+    );
     outbox.event('database.restored', {
       lineage: lineage.kind,
       restored: lineage.restored,

@@ -23,7 +23,9 @@ export async function readProviderLineage(
     const others = new Set<string>();
     let startingAfter: string | undefined;
     for (let page = 0; page < (input.maxPages ?? 50); page += 1) {
-      const answer = await listEvents(startingAfter ? { createdAfterSec: input.sinceSec, startingAfter } : { createdAfterSec: input.sinceSec });
+      const answer = await listEvents(
+        startingAfter ? { createdAfterSec: input.sinceSec, startingAfter } : { createdAfterSec: input.sinceSec },
+      );
       for (const { event } of answer.events) {
         const parsed = event.reference ? parseReference(event.reference) : null;
         if (!parsed || parsed.deviceId !== input.deviceId) continue;

@@ -40,7 +40,11 @@ export async function commandCommand(options: CommandOptions, io: CliIo): Promis
     case 'keygen':
       return keygen(options, io);
     case 'sign': {
-      const { envelope } = signed(options, requireValue(options.device, '--device ID (the device the command is for)'), options.dbId ?? null);
+      const { envelope } = signed(
+        options,
+        requireValue(options.device, '--device ID (the device the command is for)'),
+        options.dbId ?? null,
+      );
       print(io.stdout, JSON.stringify(envelope));
       return EXIT.OK;
     }
@@ -78,7 +82,11 @@ function keygen(options: CommandOptions, io: CliIo): number {
   return EXIT.OK;
 }
 
-function signed(options: CommandOptions, deviceId: string, dbId: string | null): { envelope: CommandEnvelope; requestId: string; name: string } {
+function signed(
+  options: CommandOptions,
+  deviceId: string,
+  dbId: string | null,
+): { envelope: CommandEnvelope; requestId: string; name: string } {
   const name = requireValue(options.name, `the command NAME (${[...SIGNED_COMMANDS].join(', ')}, …)`);
   if (!(COMMAND_NAMES as string[]).includes(name)) throw new UsageError(`unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
   const keyPath = requireValue(options.key, '--key FILE (the private key from keygen)');
@@ -104,7 +112,8 @@ function signed(options: CommandOptions, deviceId: string, dbId: string | null):
         '--body: orderId is a local number a restored or replaced database gives again; name the order by its reference: {"order":"<device>-<db>-<order>-<nonce>"} (vendgate orders, the alarm or the order history show it)',
       );
   }
-  if (dbId !== null && !/^[a-z0-9]+$/.test(dbId)) throw new UsageError(`--db-id: a database id is lower-case letters and digits, not "${dbId}"`);
+  if (dbId !== null && !/^[a-z0-9]+$/.test(dbId))
+    throw new UsageError(`--db-id: a database id is lower-case letters and digits, not "${dbId}"`);
   const ttlSec = options.ttl === undefined ? 300 : Number(options.ttl);
   if (!Number.isInteger(ttlSec) || ttlSec < 1) throw new UsageError('--ttl: seconds the command stays valid, a positive integer');
   const requestId = options.requestId ?? randomUUID();
