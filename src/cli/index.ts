@@ -187,6 +187,11 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
         ).setupCommand({ config: values.config, secrets: values.secrets, noApply: values['no-apply'] }, io);
       case 'doctor':
         return (await import('./doctor.js')).doctorCommand({ config: values.config, json: values.json }, io);
+      case 'db':
+        return (await import('./db.js')).dbCommand(
+          { action: rest[0], file: rest[1], config: values.config, to: values.to, yes: values.yes, json: values.json },
+          io,
+        );
       case 'simulate-machine':
         return await (
           await import('./simulate-machine.js')

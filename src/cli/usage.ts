@@ -87,6 +87,17 @@ export const COMMANDS: Record<string, CommandHelp> = {
     about: 'the database and the SD card: integrity, WAL, free space,\nread-only, ext4 errors and lifetime writes; what to do',
     options: [CONFIG, JSON_OUT],
   },
+  db: {
+    usage: 'db backup [--to FILE] | restore FILE --yes | replace --yes | status [--json]',
+    about:
+      'the database file: a checked, synced backup (the service may run);\nrestore a backup or replace it with an empty one (service stopped;\nthe old one kept, what was done recorded for the next start)',
+    options: [
+      CONFIG,
+      ['--to FILE', 'backup: where the copy goes [backups/vendgate-<time>.db beside the database]'],
+      ['--yes', 'restore, replace: do it (without it, says what it would do)'],
+      JSON_OUT,
+    ],
+  },
   reconcile: {
     usage: 'reconcile [--since ISO] [--json]',
     about: 'paid invoices without a vend or refund here, vends without\na paid invoice there; exit 1 when any (default: last 24 h)',

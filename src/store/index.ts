@@ -61,3 +61,4 @@ export {
 } from './storage-health.js';
 export { inspectWal, keepDiscardedWal, walPathFor, type WalFinding } from './wal.js';
 export { cardInfo, databaseDir, type CardInfo } from './card.js';
+export { backupDatabase, restoreDatabase, replaceDatabase, DbFileError, type BackupOutcome, type PutInPlaceOutcome } from './db-file.js';
