@@ -89,6 +89,9 @@ export function assessLineage(db: Db, dbPath: string, options: { discardedWal?: 
   const restored = (source: LineageSource, ahead: LineageMarks | null, takenAt: number | null): LineageFinding =>
     finish({ ...base, kind: 'restored', source, behind: behindOf(ahead, takenAt) });
 
+  // A WAL SQLite discarded took the newest commits (and, before the first checkpoint, the database's
+  // very id) with it: the same hazard as a backup put back, whatever the side mark says.
+  if (options.discardedWal) return restored('write-ahead log', mark, null);
   if (action?.action === 'replace')
     return finish({ ...base, kind: 'replaced', source: 'vendgate db', previousDbId: action.replaced?.dbId ?? mark?.dbId ?? null });
   if (action?.action === 'restore') return restored('vendgate db', action.replaced ?? mark, backup?.takenAt ?? null);
@@ -99,7 +102,6 @@ export function assessLineage(db: Db, dbPath: string, options: { discardedWal?: 
   if (mark && (marks.orders < mark.orders || marks.events < mark.events || marks.highWater < mark.highWater))
     return restored('side mark', mark, backup?.takenAt ?? null);
   if (backup) return restored('backup mark', mark, backup.takenAt);
-  if (options.discardedWal) return restored('write-ahead log', mark, null);
   const fresh = !startedBefore && marks.orders === 0;
   return finish({ ...base, kind: fresh && !mark ? 'new' : 'continuing', source: mark ? 'side mark' : 'database' });
 }
@@ -133,13 +135,15 @@ function finish(finding: Omit<LineageFinding, 'restored' | 'replaced' | 'detail'
 function describe(finding: Omit<LineageFinding, 'restored' | 'replaced' | 'detail'>): string | null {
   const via = `(from the ${finding.source})`;
   if (finding.kind === 'restored') {
+    if (finding.source === 'write-ahead log')
+      return `the write-ahead log was unreadable and SQLite discarded it: the commits since the last checkpoint are lost ${via}`;
     const parts: string[] = [];
     const behind = finding.behind;
     if (behind?.orders) parts.push(`${behind.orders} order${behind.orders === 1 ? '' : 's'}`);
     if (behind?.events) parts.push(`${behind.events} event${behind.events === 1 ? '' : 's'}`);
     const taken = behind?.backupTakenAt ? `, backup taken ${new Date(behind.backupTakenAt).toISOString()}` : '';
     const how = parts.length ? `${parts.join(' and ')} behind` : 'behind by an unknown amount';
-    return `the database ${finding.marks.dbId} is an older copy of itself restored from a backup or an image, ${how}${taken} ${via}`;
+    return `the database ${finding.marks.dbId} is older than one this device already ran, restored from a backup or an image: ${how}${taken} ${via}`;
   }
   if (finding.kind === 'replaced')
     return `the database ${finding.marks.dbId} replaced ${finding.previousDbId ?? 'another one'} on a device that sold before ${via}`;
