@@ -1,5 +1,5 @@
 import { parseReference } from '../orders/index.js';
-import type { PaymentProvider } from '../payments/types.js';
+import type { PaymentProvider } from '../payments/index.js';
 import type { RemoteLineage } from '../store/index.js';
 
 /**

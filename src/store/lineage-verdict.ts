@@ -121,8 +121,9 @@ export function refineLineage(finding: LineageFinding, remote: RemoteLineage | n
     const behind = { orders, events: finding.behind?.events ?? null, backupTakenAt: finding.behind?.backupTakenAt ?? null };
     return finish({ ...finding, kind: 'restored', source: finding.kind === 'restored' ? finding.source : 'provider records', behind });
   }
-  if (finding.kind === 'new' && remote.otherDbIds.length > 0)
-    return finish({ ...finding, kind: 'replaced', source: 'provider records', previousDbId: remote.otherDbIds[0]! });
+  const previous = remote.otherDbIds[0];
+  if (finding.kind === 'new' && previous !== undefined)
+    return finish({ ...finding, kind: 'replaced', source: 'provider records', previousDbId: previous });
   return finding;
 }
 

@@ -111,14 +111,11 @@ export function readSideMark(dbPath: string): LineageMarks | null {
   const path = lineagePath(dbPath);
   if (!existsSync(path)) return null;
   try {
-    const mark = JSON.parse(readFileSync(path, 'utf8')) as Partial<LineageMarks>;
-    if (typeof mark.dbId !== 'string' || !Number.isInteger(mark.highWater)) return null;
-    return {
-      dbId: mark.dbId,
-      highWater: mark.highWater!,
-      orders: Number.isInteger(mark.orders) ? mark.orders! : 0,
-      events: Number.isInteger(mark.events) ? mark.events! : 0,
-    };
+    const mark = JSON.parse(readFileSync(path, 'utf8')) as Partial<Record<keyof LineageMarks, unknown>>;
+    const count = (value: unknown): number | null => (typeof value === 'number' && Number.isInteger(value) ? value : null);
+    const highWater = count(mark.highWater);
+    if (typeof mark.dbId !== 'string' || highWater === null) return null;
+    return { dbId: mark.dbId, highWater, orders: count(mark.orders) ?? 0, events: count(mark.events) ?? 0 };
   } catch {
     return null;
   }
