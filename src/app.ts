@@ -273,7 +273,7 @@ async function settleStore({ settings, clock, log }: Base, store: Store, { provi
     deviceId: settings.device.id,
     dbId: store.dbId,
     sinceSec: Math.floor(clock.now() / 1000) - settings.http.webhook.backfillLookbackSec,
-    timeoutMs: 10_000,
+    timeoutMs: 5_000,
   });
   const lineage = settleLineage(db, settings.storage.path, refineLineage(store.lineage, remote), {
     now: clock.now(),
