@@ -668,7 +668,8 @@ async function recover(
   // (Gerege), so the Events API goes into the inbox first (the worker processes it once started).
   if (orderRepository.inStates(['creating', 'awaiting_payment']).length > 0) await webhooks.backfill.run('before recovery').catch(() => {});
   // The actuator is started and put in its safe state inside money.recover().
-  const recovered = await money.recover({ restored: lineage.restored });
+  // A replaced database carries the restored boundary too (settleLineage): its queued vends are parked alike.
+  const recovered = await money.recover({ restored: lineage.restored || lineage.replaced });
   // A receipt left mid-call has an unknown outcome: the register is asked about it before any retry.
   fiscal?.recover();
   if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)
