@@ -47,7 +47,16 @@ backup_database() {
     const from = new Database(process.env.VENDGATE_BACKUP_FROM, { readonly: true, fileMustExist: true });
     from.prepare("VACUUM INTO ?").run(process.env.VENDGATE_BACKUP_TO);
     from.close();
-    const copy = new Database(process.env.VENDGATE_BACKUP_TO, { readonly: true });
+    const copy = new Database(process.env.VENDGATE_BACKUP_TO);
+    // The backup mark (src/store/lineage.ts, META_BACKUP): a start on this copy knows it is a backup.
+    const seq = (name) => copy.prepare("SELECT seq FROM sqlite_sequence WHERE name = ?").get(name)?.seq ?? 0;
+    const dbId = copy.prepare("SELECT value FROM meta WHERE key = ?").get("db_id")?.value;
+    if (dbId) {
+      const highWater = copy.prepare("SELECT coalesce(sum(seq), 0) AS n FROM sqlite_sequence").get().n;
+      const mark = { dbId, orders: seq("orders"), events: seq("outbox"), highWater, takenAt: Date.now() };
+      copy.pragma("journal_mode = DELETE");
+      copy.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run("lineage_backup", JSON.stringify(mark));
+    }
     const check = copy.pragma("integrity_check", { simple: true });
     const version = copy.pragma("user_version", { simple: true });
     copy.close();

@@ -4,7 +4,11 @@ import type { Settings } from './settings/index.js';
 import {
   openDatabase,
   databaseId,
-  checkLineage,
+  assessLineage,
+  refineLineage,
+  settleLineage,
+  lineageHeadline,
+  machineIdentity,
   recordLineage,
   createRetention,
   createCheckpointer,
@@ -43,6 +47,7 @@ import { createActuator, createInputs, preflightHardware, type Actuator, type Ha
 import { createProvider, type PaymentProvider } from './payments/index.js';
 import type { SandboxProvider } from './payments/sandbox/index.js';
 import { createPoller, type Poller } from './channels/poller.js';
+import { readProviderLineage } from './channels/lineage-probe.js';
 import {
   createClockSkewAlarm,
   createWebhookChannel,
@@ -180,7 +185,10 @@ async function claimLockAndPorts({ settings }: Base): Promise<Claimed> {
 interface Store {
   db: Db;
   dbId: string;
-  lineage: LineageFinding & { highWater: number };
+  /** What the start made of the database: the local marks' verdict, then the provider's records added (settleStore). */
+  lineage: LineageFinding;
+  /** The side mark follows the checkpoints only once the verdict is recorded: until then it is evidence. */
+  lineageMark: { highWater: number; settled: boolean };
   checkpointer: Checkpointer;
   outbox: Outbox;
   /** The process's only order repository: every part that reads or moves orders gets this one. */
@@ -224,9 +232,10 @@ function openStore({ settings, clock, logger, log }: Base, fullAtStart: boolean)
   );
   if (fullAtStart) storage.report(Object.assign(new Error('no room left on the disk at start'), { code: 'ENOSPC' }));
   else if (onDisk) storage.reserve();
-  const lineage = checkLineage(db, settings.storage.path, undefined, { discardedWal: wal?.discarded });
+  // Read before anything is written: the side mark and the marks inside the database are evidence.
+  const lineage = assessLineage(db, settings.storage.path, { discardedWal: wal?.discarded });
   // WAL checkpoints between customers, not inside a webhook's or a vend claim's commit.
-  const lineageMark = { highWater: lineage.highWater };
+  const lineageMark = { highWater: lineage.highWater, settled: false };
   const checkpointer = createCheckpointer(
     { db, logger },
     {
@@ -236,30 +245,89 @@ function openStore({ settings, clock, logger, log }: Base, fullAtStart: boolean)
       intervalMs: 1_000,
       quietMs: 60_000,
       quietMinChanges: 500,
-      onCheckpoint: () => recordLineage(db, settings.storage.path, lineageMark),
+      onCheckpoint: () => {
+        if (lineageMark.settled) recordLineage(db, settings.storage.path, lineageMark);
+      },
     },
   );
   checkpointer.start();
   const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
   const clockSkew = createClockSkewAlarm({ db, outbox, logger }, { toleranceSec: settings.provider.toleranceSec });
-  if (lineage.detail) {
-    // Order ids restart in a restored database; references do not (a nonce per order), so no old
-    // key is reused. Said loudly, and every recent invoice is compared with the provider at once.
-    log.warn(
-      { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail },
-      'this database is not the one this machine last ran on',
-    );
-    inTransaction(db, () => {
-      outbox.raiseAlarm(
-        lineage.restored ? 'database_restored' : 'database_cloned',
-        'warning',
-        `${lineage.detail}; recent invoices are being reconciled with the provider`,
-        { highWater: lineage.highWater },
-      );
-      outbox.event('database.restored', { restored: lineage.restored, cloned: lineage.cloned, detail: lineage.detail });
-    });
+  return {
+    db,
+    dbId,
+    lineage,
+    lineageMark,
+    checkpointer,
+    outbox,
+    orderRepository: createOrderRepository({ db, clock }),
+    storage,
+    clockSkew,
+  };
+}
+
+/**
+ * The start's verdict on the database, before recovery moves anything: the local marks (side mark,
+ * marks inside the database, a `vendgate db` record), then the provider's records of this device
+ * (src/channels/lineage-probe.ts), recorded in the database and beside it, said in one log line,
+ * and raised as `database_restored` / `database_replaced` (`database_cloned` for another machine).
+ */
+async function settleStore({ settings, clock, log }: Base, store: Store, { provider }: Payments): Promise<void> {
+  const { db, outbox } = store;
+  const remote = await readProviderLineage(provider, {
+    deviceId: settings.device.id,
+    dbId: store.dbId,
+    sinceSec: Math.floor(clock.now() / 1000) - settings.http.webhook.backfillLookbackSec,
+    timeoutMs: 5_000,
+  });
+  const lineage = settleLineage(db, settings.storage.path, refineLineage(store.lineage, remote), {
+    now: clock.now(),
+    machine: machineIdentity(),
+  });
+  store.lineage = lineage;
+  store.lineageMark.highWater = lineage.highWater;
+  store.lineageMark.settled = true;
+  const fields = {
+    lineage: lineage.kind,
+    dbId: store.dbId,
+    source: lineage.source,
+    providerRecords: remote === null ? 'not read' : remote,
+    ...(lineage.behind ? { behind: lineage.behind } : {}),
+    ...(lineage.previousDbId ? { previousDbId: lineage.previousDbId } : {}),
+    ...(lineage.cloned ? { cloned: true } : {}),
+    orders: lineage.marks.orders,
+    events: lineage.marks.events,
+    ...(lineage.detail ? { detail: lineage.detail } : {}),
+  };
+  if (!lineage.detail) {
+    log.info(fields, lineageHeadline(lineage));
+    return;
   }
-  return { db, dbId, lineage, checkpointer, outbox, orderRepository: createOrderRepository({ db, clock }), storage, clockSkew };
+  // Order ids restart in a restored database; references do not (a nonce per order), so no old
+  // key is reused. Said loudly, and every recent invoice is compared with the provider at once.
+  log.warn(fields, lineageHeadline(lineage));
+  const name = lineage.replaced ? 'database_replaced' : lineage.restored ? 'database_restored' : 'database_cloned';
+  inTransaction(db, () => {
+    outbox.raiseAlarm(
+      name,
+      lineage.replaced ? 'critical' : 'warning',
+      `${lineage.detail}; recent invoices are being reconciled with the provider`,
+      {
+        lineage: lineage.kind,
+        source: lineage.source,
+        behind: lineage.behind,
+        previousDbId: lineage.previousDbId,
+        highWater: lineage.highWater,
+      },
+    );
+    outbox.event('database.restored', {
+      lineage: lineage.kind,
+      restored: lineage.restored,
+      replaced: lineage.replaced,
+      cloned: lineage.cloned,
+      detail: lineage.detail,
+    });
+  });
 }
 
 /** Checkpointer, the lineage mark (this run ended cleanly), the database. */
@@ -267,7 +335,7 @@ function closeStore({ settings, log }: Base, store: Store): void {
   store.storage.stop();
   store.checkpointer.stop();
   try {
-    recordLineage(store.db, settings.storage.path, { highWater: -1 });
+    if (store.lineageMark.settled) recordLineage(store.db, settings.storage.path, { highWater: -1 });
   } catch (err) {
     log.warn({ err }, 'could not write the lineage mark beside the database');
   }
@@ -610,7 +678,8 @@ async function recover(
   // (Gerege), so the Events API goes into the inbox first (the worker processes it once started).
   if (orderRepository.inStates(['creating', 'awaiting_payment']).length > 0) await webhooks.backfill.run('before recovery').catch(() => {});
   // The actuator is started and put in its safe state inside money.recover().
-  const recovered = await money.recover({ restored: lineage.restored });
+  // A replaced database carries the restored boundary too (settleLineage): its queued vends are parked alike.
+  const recovered = await money.recover({ restored: lineage.restored || lineage.replaced });
   // A receipt left mid-call has an unknown outcome: the register is asked about it before any retry.
   fiscal?.recover();
   if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)
@@ -778,6 +847,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
     shared.catalog.announce();
 
+    await settleStore(base, store, payments);
     await recover(base, store, shared, hardware, money, channels, fiscal);
     const urls = await serve(base, claimed, payments, channels, device, served);
     noteListeners(base, store, urls);

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { loadOperatorProfile, loadSettings } from '../settings/index.js';
+import { loadOperatorProfile, loadSettings, redactUrl } from '../settings/index.js';
 import {
   answerKeyPath,
   readAnswerPublicKey,
   COMMAND_NAMES,
   generateOperatorKey,
+  learnDatabase,
   publicKeyOf,
   sendCommand,
   signCommand,
@@ -20,6 +21,7 @@ export interface CommandOptions {
   config?: string;
   key?: string;
   keyId?: string;
+  dbId?: string;
   device?: string;
   deviceKey?: string;
   body?: string;
@@ -41,7 +43,11 @@ export async function commandCommand(options: CommandOptions, io: CliIo): Promis
     case 'keygen':
       return keygen(options, io);
     case 'sign': {
-      const { envelope } = signed(options, requireValue(options.device, '--device ID (the device the command is for)'));
+      const { envelope } = signed(
+        options,
+        requireValue(options.device, '--device ID (the device the command is for)'),
+        options.dbId ?? null,
+      );
       print(io.stdout, JSON.stringify(envelope));
       return EXIT.OK;
     }
@@ -83,7 +89,11 @@ function keygen(options: CommandOptions, io: CliIo): number {
   return EXIT.OK;
 }
 
-function signed(options: CommandOptions, deviceId: string): { envelope: CommandEnvelope; requestId: string; name: string } {
+function signed(
+  options: CommandOptions,
+  deviceId: string,
+  dbId: string | null,
+): { envelope: CommandEnvelope; requestId: string; name: string } {
   const name = requireValue(options.name, `the command NAME (${[...SIGNED_COMMANDS].join(', ')}, …)`);
   if (!(COMMAND_NAMES as string[]).includes(name)) throw new UsageError(`unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`);
   const keyPath = requireValue(options.key, '--key FILE (the private key from keygen)');
@@ -103,8 +113,14 @@ function signed(options: CommandOptions, deviceId: string): { envelope: CommandE
       throw new UsageError(`--body: not JSON: ${options.body}`);
     }
     if (!body || typeof body !== 'object' || Array.isArray(body))
-      throw new UsageError('--body: a JSON object of the command\'s fields, e.g. {"orderId":7}');
+      throw new UsageError('--body: a JSON object of the command\'s fields, e.g. {"order":"vm-1-a1b2c3-7-0badf00d"}');
+    if ('orderId' in body)
+      throw new UsageError(
+        '--body: orderId is a local number a restored or replaced database gives again; name the order by its reference: {"order":"<device>-<db>-<order>-<nonce>"} (vendgate orders, the alarm or the order history show it)',
+      );
   }
+  if (dbId !== null && !/^[a-z0-9]+$/.test(dbId))
+    throw new UsageError(`--db-id: a database id is lower-case letters and digits, not "${dbId}"`);
   const ttlSec = options.ttl === undefined ? 300 : Number(options.ttl);
   if (!Number.isInteger(ttlSec) || ttlSec < 1) throw new UsageError('--ttl: seconds the command stays valid, a positive integer');
   const requestId = options.requestId ?? randomUUID();
@@ -113,6 +129,7 @@ function signed(options: CommandOptions, deviceId: string): { envelope: CommandE
     privateKeyPem,
     keyId,
     deviceId,
+    ...(dbId !== null ? { dbId } : {}),
     command: name,
     requestId,
     body,
@@ -127,7 +144,6 @@ async function send(options: CommandOptions, io: CliIo): Promise<number> {
   if (profile.mqtt.url === '') throw new UsageError(`mqtt.url is empty in ${profile.source}: there is no broker to send to`);
   const deviceId = options.device ?? profile.deviceId;
   if (!deviceId) throw new UsageError(`--device ID: ${profile.source} names no device.id`);
-  const { envelope, requestId, name } = signed(options, deviceId);
   const timeoutMs = options.timeoutMs === undefined ? 15_000 : Number(options.timeoutMs);
   if (!Number.isInteger(timeoutMs) || timeoutMs < 100) throw new UsageError('--timeout-ms: a whole number of milliseconds, at least 100');
   // Whose word counts: the key given, the operator's list, or on the device itself its own key file.
@@ -137,6 +153,16 @@ async function send(options: CommandOptions, io: CliIo): Promise<number> {
     throw new UsageError(
       `no answer key known for device ${deviceId}: an answer cannot be told from a forgery. Run vendgate command device-key on the device and pass it with --device-key, or list it under commands.deviceKeys.${deviceId}`,
     );
+  // Signed for the database the device runs now: a restored or replaced one refuses it.
+  const dbId = options.dbId ?? (await learnDatabase({ settings: profile.mqtt, deviceId, timeoutMs: Math.min(timeoutMs, 5_000) }));
+  if (dbId === null) {
+    print(
+      io.stderr,
+      `vendgate: the broker at ${redactUrl(profile.mqtt.url)} holds no state of device ${deviceId} that names its database (is it online, and running this release?); pass --db-id ID`,
+    );
+    return EXIT.FAILURE;
+  }
+  const { envelope, requestId, name } = signed(options, deviceId, dbId);
   const outcome = await sendCommand({ settings: profile.mqtt, deviceId, command: name, envelope, requestId, timeoutMs, devicePublicKey });
   if (outcome.forged > 0)
     print(io.stderr, `vendgate: ${outcome.forged} answer(s) with this request id were not signed by ${deviceId} and were refused`);

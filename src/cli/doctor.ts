@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { loadSettings } from '../settings/index.js';
-import { ballastPathFor, cardInfo, databaseDir, freeBytesAt, inspectWal, probeWrite } from '../store/index.js';
+import { assessLineage, ballastPathFor, cardInfo, databaseDir, freeBytesAt, inspectWal, probeWrite } from '../store/index.js';
 import { type CliIo, EXIT, print } from './io.js';
 
 type Status = 'PASS' | 'WARN' | 'FAIL';
@@ -31,6 +31,7 @@ export function doctorCommand(options: { config?: string; json?: boolean }, io: 
   const findings = [
     ...databaseFindings(path),
     walFinding(path),
+    lineageFinding(path),
     spaceFinding(path, settings.mqtt.diskLowFreeMb * MiB, settings.storage.ballastMb * MiB),
     ...cardFindings(path),
   ];
@@ -57,7 +58,7 @@ function databaseFindings(path: string): Finding[] {
         name: 'database',
         status: 'WARN',
         detail: `no database at ${path}`,
-        hint: 'a new device makes it at its first start; a used one: restore the last backup here',
+        hint: 'a new device makes it at its first start; a used one: vendgate db restore BACKUP --yes (or vendgate db replace --yes), so the next start knows what happened',
       },
     ];
   const bytes = statSync(path).size;
@@ -91,7 +92,30 @@ function databaseFindings(path: string): Finding[] {
 }
 
 function damagedHint(path: string): string {
-  return `stop the service (sudo systemctl stop vendgate), copy ${path}* somewhere safe, then restore the last backup (or move the files aside: the next start makes an empty database, and invoices are reconciled with the provider)`;
+  return `stop the service (sudo systemctl stop vendgate), then vendgate db restore BACKUP --yes (the last backup, e.g. from ${dirname(path)}/backups/) or vendgate db replace --yes (an empty database): each keeps ${path} and its WAL beside it and records what it did, so the next start raises database_restored or database_replaced and parks the provider's sales it lacks for a person. Never move the files aside by hand: the start could not tell`;
+}
+
+/** What the next start will make of the database from its local marks (the provider's records are read at the start itself). */
+function lineageFinding(path: string): Finding {
+  if (!existsSync(path)) return { name: 'lineage', status: 'PASS', detail: 'no database yet' };
+  let db: Database.Database | null = null;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    const finding = assessLineage(db, path, { discardedWal: inspectWal(path).discarded });
+    const marks = `database ${finding.marks.dbId}, ${finding.marks.orders} orders, ${finding.marks.events} events`;
+    if (!finding.detail)
+      return { name: 'lineage', status: 'PASS', detail: `${marks}: the next start finds it ${finding.kind} (${finding.source})` };
+    return {
+      name: 'lineage',
+      status: 'WARN',
+      detail: `${marks}: ${finding.detail}`,
+      hint: `the next start raises database_${finding.kind} and parks for a person what the provider holds that this database lacks (vendgate db status)`,
+    };
+  } catch (err) {
+    return { name: 'lineage', status: 'WARN', detail: `cannot be read: ${err instanceof Error ? err.message : String(err)}` };
+  } finally {
+    db?.close();
+  }
 }
 
 function walFinding(path: string): Finding {

@@ -43,6 +43,7 @@ const OPTIONS = {
   rollback: { type: 'boolean' },
   key: { type: 'string' },
   'key-id': { type: 'string' },
+  'db-id': { type: 'string' },
   device: { type: 'string' },
   'device-key': { type: 'string' },
   body: { type: 'string' },
@@ -191,6 +192,7 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
             config: values.config,
             key: values.key,
             keyId: values['key-id'],
+            dbId: values['db-id'],
             device: values.device,
             deviceKey: values['device-key'],
             body: values.body,
@@ -207,6 +209,11 @@ export async function runCli(argv: string[], io: CliIo, extra: { crashPoint?: (n
         ).setupCommand({ config: values.config, secrets: values.secrets, noApply: values['no-apply'] }, io);
       case 'doctor':
         return (await import('./doctor.js')).doctorCommand({ config: values.config, json: values.json }, io);
+      case 'db':
+        return (await import('./db.js')).dbCommand(
+          { action: rest[0], file: rest[1], config: values.config, to: values.to, yes: values.yes, json: values.json },
+          io,
+        );
       case 'simulate-machine':
         return await (
           await import('./simulate-machine.js')

@@ -126,7 +126,7 @@ function confirm(input: ConfirmInput, output: NodeJS.WritableStream, question: s
  * the owner of the database directory first, with that user's groups (gpio, dialout), which is
  * also who the service runs as.
  */
-function dropToDatabaseOwner(storagePath: string): string | null {
+export function dropToDatabaseOwner(storagePath: string): string | null {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null;
   const path = resolve(storagePath);
   const target = existsSync(path) ? path : existsSync(dirname(path)) ? dirname(path) : null;

@@ -23,7 +23,7 @@ export function describeStorageStartError(err: unknown, databasePath: string): S
       code,
       path,
       message: `the database ${path} is damaged: ${cause}; nothing was written to it`,
-      hint: `run \`vendgate doctor\` for what is damaged; then restore the last backup, or move ${path}* aside to start with an empty database (its orders are reconciled with the provider)`,
+      hint: `run \`vendgate doctor\` for what is damaged; then \`vendgate db restore BACKUP --yes\` (the last backup) or \`vendgate db replace --yes\` (an empty database): each keeps the damaged file and records what it did, and the next start raises database_restored or database_replaced and parks the provider's sales it lacks for a person (never move the files aside by hand)`,
     };
   }
   const dir = dirname(path);

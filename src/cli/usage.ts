@@ -98,6 +98,17 @@ export const COMMANDS: Record<string, CommandHelp> = {
     about: 'the database and the SD card: integrity, WAL, free space,\nread-only, ext4 errors and lifetime writes; what to do',
     options: [CONFIG, JSON_OUT],
   },
+  db: {
+    usage: 'db backup [--to FILE] | restore FILE --yes | replace --yes | status [--json]',
+    about:
+      'the database file: a checked, synced backup (the service may run);\nrestore a backup or replace it with an empty one (service stopped;\nthe old one kept, what was done recorded for the next start)',
+    options: [
+      CONFIG,
+      ['--to FILE', 'backup: where the copy goes [backups/vendgate-<time>.db beside the database]'],
+      ['--yes', 'restore, replace: do it (without it, says what it would do)'],
+      JSON_OUT,
+    ],
+  },
   reconcile: {
     usage: 'reconcile [--since ISO] [--json]',
     about: 'paid invoices without a vend or refund here, vends without\na paid invoice there; exit 1 when any (default: last 24 h)',
@@ -166,7 +177,7 @@ export const COMMANDS: Record<string, CommandHelp> = {
   },
   command: {
     usage:
-      'command keygen|sign|send|device-key [NAME] --key-id ID [--key FILE] [--out FILE] [--device ID] [--device-key KEY] [--body JSON] [--ttl SEC]',
+      'command keygen|sign|send|device-key [NAME] --key-id ID [--key FILE] [--out FILE] [--device ID] [--db-id ID] [--device-key KEY] [--body JSON] [--ttl SEC]',
     about:
       "signed operator commands (refund, resolve, catalog, test_vend, …):\nkeygen makes a key pair, sign prints an envelope, send signs,\npublishes over the configured broker and prints the device's\nanswer, checked against the device's own key (exit 1: refused);\ndevice-key prints this device's public answer key; docs/security.md",
     options: [
@@ -175,7 +186,8 @@ export const COMMANDS: Record<string, CommandHelp> = {
       ['--key FILE', 'sign, send: the private key file keygen wrote'],
       ['--out FILE', 'keygen: where the private key is written (mode 0600, never over an existing file)'],
       ['--device ID', 'sign: the device the command is for; send: instead of device.id of the configuration'],
-      ['--body JSON', 'the command\'s fields, e.g. {"orderId":42} or {"slot":"A1"} [{}]'],
+      ['--db-id ID', "the database the command is for; send: read from the device's retained state when absent"],
+      ['--body JSON', 'the command\'s fields, e.g. {"order":"vm-1-a1b2c3-42-0badf00d"} (the order\'s reference) or {"slot":"A1"} [{}]'],
       ['--ttl SEC', 'how long the command stays valid [300]'],
       ['--request-id R', 'instead of a fresh UUID (a request id runs once, for ever)'],
       ['--timeout-ms N', "send: how long to wait for the device's answer [15000]"],

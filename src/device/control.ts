@@ -10,8 +10,8 @@ import type { CaseSettlement } from '../ledger/index.js';
 import { itemForSlot, type Catalog } from '../catalog/index.js';
 import type { LiveComponents } from '../selftest/index.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
-import { inTransaction } from '../store/index.js';
-import { HOLDS_THE_MACHINE_STATES, orderView } from '../orders/index.js';
+import { databaseId, inTransaction } from '../store/index.js';
+import { HOLDS_THE_MACHINE_STATES, orderView, parseReference } from '../orders/index.js';
 import type { Availability } from './availability.js';
 import type { DeviceView } from './view.js';
 import type { StateChanges } from './state-changes.js';
@@ -82,6 +82,20 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
       // The screen and MQTT follow through availability's subscribers.
       if (on) deps.availability.set('operator', reason || undefined);
       else deps.availability.clear('operator');
+    },
+    orderByReference(reference) {
+      const parsed = parseReference(reference);
+      if (!parsed)
+        return { code: ErrorCodes.BAD_REQUEST, message: `order: "${reference}" is not an order reference (<device>-<db>-<order>-<nonce>)` };
+      const dbId = databaseId(deps.db);
+      if (parsed.dbId !== dbId)
+        return {
+          code: ErrorCodes.COMMAND_OTHER_DATABASE,
+          message: `order ${reference} belongs to database "${parsed.dbId}"; this device runs database "${dbId}" (restored or replaced since)`,
+        };
+      const row = deps.db.prepare('SELECT id FROM orders WHERE reference = ?').get(reference) as { id: number } | undefined;
+      if (!row) return { code: ErrorCodes.ORDER_NOT_FOUND, message: `no order of this database has the reference ${reference}` };
+      return { orderId: row.id };
     },
     async resolve(orderId, vended, by) {
       vend.resolve(orderId, vended, by);

@@ -89,3 +89,45 @@ export async function sendCommand(input: {
     if (c) await new Promise<void>((resolve) => c.end(true, {}, () => resolve()));
   }
 }
+
+/**
+ * The database a device runs, as its retained `state` says (`dbId`): `vendgate command send` signs
+ * for it, so the envelope is refused by any other database (a restored or replaced one). Null when
+ * the broker holds no state of the device that names one within `timeoutMs`.
+ */
+export async function learnDatabase(input: { settings: MqttSettings; deviceId: string; timeoutMs: number }): Promise<string | null> {
+  const { settings, deviceId } = input;
+  const topics = createTopics(settings.prefix, deviceId);
+  const url = settings.url === 'embedded' ? `mqtt://127.0.0.1:${settings.embeddedPort}` : settings.url;
+  const { will: _will, ...base } = clientOptions(settings, deviceId, topics);
+  const options: IClientOptions = {
+    ...base,
+    clientId: `${settings.prefix}-operator-${randomBytes(6).toString('hex')}`,
+    clean: true,
+    reconnectPeriod: 0,
+    connectTimeout: Math.min(settings.connectTimeoutMs, input.timeoutMs),
+  };
+  const c = connect(url, options);
+  try {
+    return await new Promise<string | null>((resolve) => {
+      const timer = setTimeout(() => resolve(null), input.timeoutMs);
+      const done = (value: string | null) => {
+        clearTimeout(timer);
+        resolve(value);
+      };
+      c.on('error', () => done(null));
+      c.on('message', (topic, payload) => {
+        if (topic !== topics.state) return;
+        try {
+          const state = JSON.parse(payload.toString('utf8')) as { dbId?: unknown };
+          if (typeof state.dbId === 'string' && state.dbId !== '') done(state.dbId);
+        } catch {
+          // not the device's state: keep waiting
+        }
+      });
+      c.once('connect', () => c.subscribe(topics.state, { qos: 1 }, (err) => err && done(null)));
+    });
+  } finally {
+    await new Promise<void>((resolve) => c.end(true, {}, () => resolve()));
+  }
+}

@@ -8,7 +8,13 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sig
  *
  * and the signed text is the JSON object
  *
- *   { "v": 1, "requestId", "deviceId", "command", "issuedAt", "expiresAt", "body": { ...the command's fields } }
+ *   { "v": 1, "requestId", "deviceId", "dbId"?, "command", "issuedAt", "expiresAt", "body": { ...the command's fields } }
+ *
+ * `dbId` (optional, and always set by `vendgate command send`) binds the command to the database the
+ * device runs: an envelope for another database is refused, and so is one issued before this
+ * database's current life began (a restore or a replacement: the request ids it used are gone with
+ * the database they were recorded in, so nothing older may run). A command that names an order
+ * names it by its global reference (`orderReference`), never a local order number, which repeats.
  *
  * The signature covers the exact bytes of `signed`, so no canonical JSON is needed: a signer writes
  * any JSON text, signs those bytes, and sends them as a string.
@@ -44,6 +50,8 @@ export interface SignedFields {
   v: number;
   requestId: string;
   deviceId: string;
+  /** The database the command is for (optional: `vendgate command send` always sets it). */
+  dbId?: string;
   command: string;
   issuedAt: string;
   expiresAt: string;
@@ -65,6 +73,8 @@ export const EnvelopeErrorCodes = {
   NOT_YET_VALID: ErrorCodes.COMMAND_NOT_YET_VALID,
   WRONG_DEVICE: ErrorCodes.COMMAND_OTHER_DEVICE,
   WRONG_COMMAND: ErrorCodes.COMMAND_OTHER_TOPIC,
+  WRONG_DATABASE: ErrorCodes.COMMAND_OTHER_DATABASE,
+  BEFORE_DATABASE: ErrorCodes.COMMAND_BEFORE_DATABASE,
   MALFORMED: ErrorCodes.COMMAND_MALFORMED,
 } as const;
 
@@ -116,6 +126,8 @@ export function signCommand(input: {
   privateKeyPem: string;
   keyId: string;
   deviceId: string;
+  /** The database the command is for (the device's retained state says which it runs). */
+  dbId?: string;
   command: string;
   requestId: string;
   body: Record<string, unknown>;
@@ -126,6 +138,7 @@ export function signCommand(input: {
     v: ENVELOPE_VERSION,
     requestId: input.requestId,
     deviceId: input.deviceId,
+    ...(input.dbId !== undefined ? { dbId: input.dbId } : {}),
     command: input.command,
     issuedAt: input.issuedAt.toISOString(),
     expiresAt: input.expiresAt.toISOString(),
@@ -144,7 +157,14 @@ export function signCommand(input: {
  */
 export function verifyCommand(
   envelope: Record<string, unknown>,
-  context: { command: string; deviceId: string; now: number; settings: CommandAuthSettings },
+  context: {
+    command: string;
+    deviceId: string;
+    now: number;
+    settings: CommandAuthSettings;
+    /** The database the device runs and when its current life began (ms; null when unknown). */
+    database?: { id: string; since: number | null };
+  },
 ): VerifiedCommand | RefusedEnvelope {
   const problems: RefusedEnvelope['problems'] = [];
   const add = (code: EnvelopeErrorCode, message: string) => problems.push({ code, message });
@@ -197,6 +217,12 @@ export function verifyCommand(
     if (fields.deviceId !== context.deviceId) {
       add(EnvelopeErrorCodes.WRONG_DEVICE, `signed for device "${String(fields.deviceId)}", this is "${context.deviceId}"`);
     }
+    if (context.database && fields.dbId !== undefined && fields.dbId !== context.database.id) {
+      add(
+        EnvelopeErrorCodes.WRONG_DATABASE,
+        `signed for database "${String(fields.dbId)}", this device runs database "${context.database.id}" (restored or replaced since): sign it again for this one`,
+      );
+    }
     if (fields.command !== context.command) {
       add(EnvelopeErrorCodes.WRONG_COMMAND, `signed as command "${String(fields.command)}" but published on cmd/${context.command}`);
     }
@@ -225,6 +251,13 @@ export function verifyCommand(
           EnvelopeErrorCodes.EXPIRED,
           `expired at ${new Date(expiresAt).toISOString()} (device time ${new Date(context.now).toISOString()})`,
         );
+      const since = context.database?.since ?? null;
+      if (since !== null && issuedAt < since) {
+        add(
+          EnvelopeErrorCodes.BEFORE_DATABASE,
+          `issued at ${new Date(issuedAt).toISOString()}, before this database's life on the device began (${new Date(since).toISOString()}: restored or replaced): whatever it was meant for is gone, sign it again`,
+        );
+      }
       if (issuedAt > context.now + clockSkewSec * 1000) {
         add(
           EnvelopeErrorCodes.NOT_YET_VALID,
@@ -251,6 +284,15 @@ export function verifyCommand(
       .update(envelope.signed as string, 'utf8')
       .digest('hex'),
   };
+}
+
+/**
+ * The global reference of an order, the way a signed command names it: `<device>-<db>-<order>-<nonce>`
+ * (the order's provider reference). The order number alone repeats after a restore or a
+ * replacement; device, database and nonce together never do.
+ */
+export function orderReference(parts: { deviceId: string; dbId: string; orderId: number; nonce: string }): string {
+  return `${parts.deviceId}-${parts.dbId}-${parts.orderId}-${parts.nonce}`;
 }
 
 const publicKeys = new Map<string, KeyObject>();

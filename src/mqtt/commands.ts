@@ -31,13 +31,18 @@ export type CommandResult =
     };
 
 const requestId = z.union([z.string().min(1).max(128), z.number().int()]);
+/**
+ * An order as a signed command names it: its global reference `<device>-<db>-<order>-<nonce>`
+ * (`orderReference`), never the local order number, which a restored or replaced database gives again.
+ */
+const order = z.string().min(3).max(200);
 
 const schemas = {
   ping: z.object({ requestId }).strict(),
   out_of_service: z.object({ requestId, on: z.boolean(), reason: z.string().min(1).max(200).optional() }).strict(),
   selftest: z.object({ requestId }).strict(),
-  resolve: z.object({ requestId, orderId: z.number().int().positive(), vended: z.boolean() }).strict(),
-  refund: z.object({ requestId, orderId: z.number().int().positive() }).strict(),
+  resolve: z.object({ requestId, order, vended: z.boolean() }).strict(),
+  refund: z.object({ requestId, order }).strict(),
   // The case is an alarm's name (orphan_invoice/pi_…); ledger/settle.ts checks it and the outcome.
   settle: z.object({ requestId, case: z.string().min(3).max(200), outcome: z.string().min(1).max(32) }).strict(),
   test_vend: z.object({ requestId, slot: z.string().min(1).max(16).nullable().default(null) }).strict(),
@@ -89,6 +94,11 @@ export function createCommandHandler(deps: {
   deviceId: string;
   /** The operator keys and the limits of an envelope's validity (settings `commands`). */
   auth: CommandAuthSettings;
+  /**
+   * The database the device runs and when its current life began (src/store/lineage.ts): an
+   * envelope for another database, or issued before, is refused.
+   */
+  database?: { id: string; since(): number | null };
   /** Request ids of verified commands, on disk: a replay is answered from it, across restarts. */
   record: CommandRecord;
   /** Publishes a result on `cmd/<name>/result` (not retained). */
@@ -121,7 +131,7 @@ export function createCommandHandler(deps: {
     return current.promise;
   }
   /** `by`: who gave the command, as the order history and the catalog's source record it. */
-  async function run(name: CommandName, body: Record<string, unknown>, by: string): Promise<unknown> {
+  async function run(name: CommandName, body: Record<string, unknown>, by: string, orderId: number | null): Promise<unknown> {
     const actor = by;
     switch (name) {
       case 'ping':
@@ -134,11 +144,12 @@ export function createCommandHandler(deps: {
       case 'selftest':
         return selftestOnce();
       case 'resolve': {
-        const { orderId, vended } = schemas.resolve.parse(body);
-        return control.resolve(orderId, vended, actor);
+        const { vended } = schemas.resolve.parse(body);
+        return control.resolve(named(orderId), vended, actor);
       }
       case 'refund':
-        return control.refund(schemas.refund.parse(body).orderId, actor);
+        schemas.refund.parse(body);
+        return control.refund(named(orderId), actor);
       case 'settle': {
         const parsed = schemas.settle.parse(body);
         if (!control.settle) throw new CommandError(CommandErrorCodes.UNKNOWN_COMMAND, 'this device cannot settle cases');
@@ -167,6 +178,11 @@ export function createCommandHandler(deps: {
     }
   }
 
+  function named(orderId: number | null): number {
+    if (orderId === null) throw new CommandError(CommandErrorCodes.BAD_REQUEST, 'order: the order reference is missing');
+    return orderId;
+  }
+
   function catalogControl() {
     if (!control.catalog)
       throw new CommandError(CommandErrorCodes.UNKNOWN_COMMAND, 'this device keeps no catalog (turnstile or no catalog control)');
@@ -176,7 +192,12 @@ export function createCommandHandler(deps: {
   /** The body's problems as `path: message` lines (every one). */
   function bodyProblems(name: CommandName, body: Record<string, unknown>): string[] {
     const checked = schemas[name].safeParse(body);
-    return checked.success ? [] : checked.error.issues.map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`);
+    const problems = checked.success ? [] : checked.error.issues.map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`);
+    if ('orderId' in body && 'order' in schemas[name].shape)
+      problems.push(
+        'orderId: a local order number is given again by a restored or replaced database; name the order by its reference in "order" (<device>-<db>-<order>-<nonce>, as vendgate orders and the alarms show it)',
+      );
+    return problems;
   }
 
   async function runChecked(
@@ -184,9 +205,10 @@ export function createCommandHandler(deps: {
     body: Record<string, unknown>,
     id: string | number | null,
     by: string,
+    orderId: number | null = null,
   ): Promise<CommandResult> {
     try {
-      const result = await run(name, body, by);
+      const result = await run(name, body, by, orderId);
       return { requestId: id, ok: true, result: result ?? null };
     } catch (err) {
       if (err instanceof VendgateError) return failure(id, err.code, err.message, err.details);
@@ -243,7 +265,13 @@ export function createCommandHandler(deps: {
   }
 
   async function executeSigned(name: string, envelope: Record<string, unknown>): Promise<Handled> {
-    const verified = verifyCommand(envelope, { command: name, deviceId: deps.deviceId, now: clock.now(), settings: deps.auth });
+    const verified = verifyCommand(envelope, {
+      command: name,
+      deviceId: deps.deviceId,
+      now: clock.now(),
+      settings: deps.auth,
+      ...(deps.database ? { database: { id: deps.database.id, since: deps.database.since() } } : {}),
+    });
     const known = isCommand(name);
     if (!verified.ok) {
       const origin: Origin = { requestId: verified.requestId, keyId: verified.keyId, verified: false };
@@ -267,14 +295,21 @@ export function createCommandHandler(deps: {
       return { result, origin };
     }
     const id = verified.requestId;
-    const orderId = orderOf(verified.body);
-    const base: Origin = { requestId: id, keyId: verified.keyId, verified: true, ...(orderId !== null ? { orderId } : {}) };
-    if (!known) return { result: failure(id, CommandErrorCodes.UNKNOWN_COMMAND, unknownCommand(name)), origin: base };
-    const body = { requestId: id, ...verified.body };
+    const unnamed: Origin = { requestId: id, keyId: verified.keyId, verified: true };
+    if (!known) return { result: failure(id, CommandErrorCodes.UNKNOWN_COMMAND, unknownCommand(name)), origin: unnamed };
+    const body: Record<string, unknown> = { requestId: id, ...verified.body };
     const problems = bodyProblems(name, body);
     if (problems.length > 0) {
-      return { result: failure(id, CommandErrorCodes.BAD_REQUEST, `invalid ${name} command: ${problems.join('; ')}`), origin: base };
+      return { result: failure(id, CommandErrorCodes.BAD_REQUEST, `invalid ${name} command: ${problems.join('; ')}`), origin: unnamed };
     }
+    // The order it names: exactly this reference, in the database the device runs now.
+    let orderId: number | null = null;
+    if (typeof body.order === 'string') {
+      const found = control.orderByReference(body.order);
+      if ('code' in found) return { result: failure(id, found.code, `command refused, nothing done: ${found.message}`), origin: unnamed };
+      orderId = found.orderId;
+    }
+    const base: Origin = { ...unnamed, ...(orderId !== null ? { orderId } : {}) };
 
     const inFlight = running.get(id);
     if (inFlight && inFlight.digest === verified.digest) return { result: { ...(await inFlight.result), replay: true }, origin: base };
@@ -312,7 +347,7 @@ export function createCommandHandler(deps: {
       }
       return { result: { ...answer, replay: true }, origin: base };
     }
-    const result = runChecked(name, body, id, `mqtt (key ${verified.keyId}, request ${id})`);
+    const result = runChecked(name, body, id, `mqtt (key ${verified.keyId}, request ${id})`, orderId);
     running.set(id, { digest: verified.digest, result });
     try {
       const answer = await result;
@@ -392,11 +427,6 @@ export function createCommandHandler(deps: {
 
 function unknownCommand(name: string): string {
   return `unknown command "${name}"; known: ${COMMAND_NAMES.join(', ')}`;
-}
-
-/** The order a command concerns, when it names one. */
-function orderOf(body: Record<string, unknown>): number | null {
-  return typeof body.orderId === 'number' && Number.isInteger(body.orderId) ? body.orderId : null;
 }
 
 class CommandError extends Error {

@@ -64,6 +64,7 @@ export {
 export {
   signCommand,
   verifyCommand,
+  orderReference,
   generateOperatorKey,
   publicKeyOf,
   SIGNED_COMMANDS,
@@ -73,5 +74,5 @@ export {
   type CommandAuthSettings,
   type OperatorKey,
 } from './command-envelope.js';
-export { sendCommand } from './command-client.js';
+export { sendCommand, learnDatabase } from './command-client.js';
 export { answerKeyPath, readAnswerPublicKey, verifyAnswer, loadOrCreateAnswerKey, ANSWER_KEY_FILE, type AnswerKey } from './answer-key.js';

@@ -1,5 +1,5 @@
 import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
-import { inTransaction, STORAGE_ALARMS, type StorageFault } from '../store/index.js';
+import { databaseEpoch, databaseId, inTransaction, STORAGE_ALARMS, type StorageFault } from '../store/index.js';
 import { createTopics } from './topics.js';
 import { createOutboxPublisher } from './publisher.js';
 import { createCommandHandler, CommandErrorCodes, type CommandResult } from './commands.js';
@@ -72,6 +72,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     deviceId,
     auth: deps.commands,
     record: createCommandRecord(deps.db),
+    database: { id: databaseId(deps.db), since: () => databaseEpoch(deps.db) },
     reply: (name: string, result: CommandResult) => {
       let payload: string;
       try {
@@ -101,6 +102,7 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
     return true;
   }
 
+  const dbId = databaseId(deps.db);
   function publishState(): void {
     if (connectedSince === null) return;
     let payload: string;
@@ -113,6 +115,8 @@ export function createMqtt(deps: MqttDeps, settings: MqttSettings): Mqtt {
         reference: s.reference,
         since: s.since,
         ...(s.reason ? { reason: s.reason } : {}),
+        // The database it runs: `vendgate command send` signs for it (src/mqtt/command-envelope.ts).
+        dbId,
       });
     } catch (err) {
       log.warn({ err }, 'could not read the device state');

@@ -63,6 +63,11 @@ export interface DeviceControl {
   /** `cmd/out_of_service`: stop (or resume) taking orders. */
   /** `by` (every command that changes something): who gave it, e.g. `mqtt (key ops-1, request r-7)`. */
   setOutOfService(on: boolean, reason: string, by: string): void;
+  /**
+   * The order a signed command names by its global reference (`<device>-<db>-<order>-<nonce>`):
+   * only an order of this device and of the database it runs now, with exactly that reference.
+   */
+  orderByReference(reference: string): { orderId: number } | { code: string; message: string };
   /** `cmd/resolve`: settles a vend_uncertain order. Throws VendgateError (.code, .message). */
   resolve(orderId: number, vended: boolean, by: string): Promise<unknown>;
   /** `cmd/refund`: refunds a paid order. Throws VendgateError. */

@@ -11,6 +11,8 @@
 export interface ParsedReference {
   deviceId: string;
   dbId: string;
+  /** The order's number in that database. */
+  orderId: number;
 }
 
 const NONCE = /^[0-9a-f]{8}$/;
@@ -29,12 +31,12 @@ export function parseReference(reference: string): ParsedReference | null {
   // Current form: <device>-<db>-<order>-<nonce>.
   if (parts.length >= 4 && NONCE.test(last) && ORDER_ID.test(second) && DB_ID.test(third)) {
     const deviceId = parts.slice(0, -3).join('-');
-    if (deviceId !== '') return { deviceId, dbId: third };
+    if (deviceId !== '') return { deviceId, dbId: third, orderId: Number(second) };
   }
   // Orders made before the nonce: <device>-<db>-<order>.
   if (parts.length >= 3 && ORDER_ID.test(last) && DB_ID.test(second)) {
     const deviceId = parts.slice(0, -2).join('-');
-    if (deviceId !== '') return { deviceId, dbId: second };
+    if (deviceId !== '') return { deviceId, dbId: second, orderId: Number(last) };
   }
   return null;
 }

@@ -15,15 +15,35 @@ export {
 export { createRetention, type Retention, type RetentionSettings, type PruneCounts } from './retention.js';
 export { createCheckpointer, type Checkpointer, type CheckpointSettings, type CheckpointResult } from './checkpoint.js';
 export {
-  checkLineage,
   recordLineage,
   markRestored,
   restoredBoundary,
   wasRestored,
   lineagePath,
   machineIdentity,
-  type LineageFinding,
+  marksOf,
+  readSideMark,
+  writeSideMark,
+  readMeta,
+  writeMeta,
+  logLineage,
+  databaseEpoch,
+  META_BACKUP,
+  META_DB_ACTION,
+  type LineageMarks,
 } from './lineage.js';
+export {
+  assessLineage,
+  refineLineage,
+  settleLineage,
+  lineageHeadline,
+  type LineageFinding,
+  type LineageKind,
+  type LineageSource,
+  type RemoteLineage,
+  type BackupMark,
+  type DbAction,
+} from './lineage-verdict.js';
 export { acquireInstanceLock, lockPathFor, InstanceLockedError, type InstanceLock } from './instance-lock.js';
 export {
   createStorageHealth,
@@ -42,3 +62,4 @@ export {
 export { inspectWal, keepDiscardedWal, walPathFor, type WalFinding } from './wal.js';
 export { cardInfo, databaseDir, type CardInfo } from './card.js';
 export { recordRunningService, serviceRecordIn, type ServiceRecord } from './service-record.js';
+export { backupDatabase, restoreDatabase, replaceDatabase, DbFileError, type BackupOutcome, type PutInPlaceOutcome } from './db-file.js';

@@ -42,7 +42,7 @@ describe('money-moving commands on the running service', () => {
       await watcher!.until(() => mine().length > before, `the result of ${requestId}`, 30_000);
       return JSON.parse(mine()[before]!.payload);
     };
-    return { deviceId, base, orderId: created.body.orderId as number, send };
+    return { deviceId, base, orderId: created.body.orderId as number, reference: created.body.reference as string, send };
   }
 
   it('buy, take the item, refund yourself: an unsigned refund is refused and the order stays vended', async () => {
@@ -54,8 +54,8 @@ describe('money-moving commands on the running service', () => {
   });
 
   it('a signed refund runs once, with its key and request id in the order history and an MQTT event; its replay after a restart never runs', async () => {
-    const { deviceId, base, orderId, send } = await vendedOrder();
-    const payload = signedPayload(deviceId, 'refund', { orderId }, { requestId: 'refund-1' });
+    const { deviceId, base, orderId, reference, send } = await vendedOrder();
+    const payload = signedPayload(deviceId, 'refund', { order: reference }, { requestId: 'refund-1' });
     expect(await send(payload, 'refund-1')).toMatchObject({ ok: true });
     await orderReaches(svc!, orderId, 'refunded');
     const event = await watcher!.next(`${base}/events`, (m) => JSON.parse(m.payload).type === 'command.handled', 30_000);

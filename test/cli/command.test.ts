@@ -97,15 +97,40 @@ describe('vendgate command', () => {
       'ops-cli',
       '--device',
       deviceId,
+      '--db-id',
+      'ab12cd',
       '--body',
-      '{"orderId":1}',
+      JSON.stringify({ order: `${deviceId}-ab12cd-1-0badf00d` }),
       '--request-id',
       'r-9',
     ]);
     expect(signed.code).toBe(0);
     const envelope = JSON.parse(signed.stdout) as { signed: string; keyId: string; signature: string };
     expect(envelope.keyId).toBe('ops-cli');
-    expect(JSON.parse(envelope.signed)).toMatchObject({ v: 1, requestId: 'r-9', deviceId, command: 'refund', body: { orderId: 1 } });
+    expect(JSON.parse(envelope.signed)).toMatchObject({
+      v: 1,
+      requestId: 'r-9',
+      deviceId,
+      dbId: 'ab12cd',
+      command: 'refund',
+      body: { order: `${deviceId}-ab12cd-1-0badf00d` },
+    });
+    // A local order number is refused before anything is signed: it repeats after a database swap.
+    const local = await run([
+      'command',
+      'sign',
+      'refund',
+      '--key',
+      keyPath,
+      '--key-id',
+      'ops-cli',
+      '--device',
+      deviceId,
+      '--body',
+      '{"orderId":1}',
+    ]);
+    expect(local.code).toBe(64);
+    expect(local.stderr).toContain('reference');
     expect(svc.readSimLog()).toHaveLength(1);
   });
 });

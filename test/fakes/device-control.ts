@@ -18,6 +18,8 @@ export interface FakeDeviceControl extends DeviceControl {
   };
   vendUncertain: Set<number>;
   paid: Set<number>;
+  /** The database the fake runs: an order reference of another one is refused (`fakeOrderReference`). */
+  dbId: string;
   /** The fields the fake reports; the others are left to the MQTT side's own readings. */
   telemetryValues: Partial<DeviceTelemetry>;
   selftestResult: { ok: boolean; report: unknown };
@@ -25,6 +27,14 @@ export interface FakeDeviceControl extends DeviceControl {
   setState(patch: Partial<DeviceStateSummary>): void;
   /** Notifies listeners without changing anything (the app notifies on every ledger record). */
   notify(): void;
+}
+
+/** The database id the fake runs unless a test sets another. */
+export const FAKE_DB_ID = 'fakedb';
+
+/** A global order reference of the fake's database (what signed refund and resolve commands name). */
+export function fakeOrderReference(orderId: number, dbId = FAKE_DB_ID): string {
+  return `fake-device-${dbId}-${orderId}-0badf00d`;
 }
 
 export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {}): FakeDeviceControl {
@@ -41,6 +51,15 @@ export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {
     calls: { outOfService: [], resolve: [], refund: [], testVend: [], selftest: 0, audit: [], unverified: [] },
     vendUncertain: new Set(),
     paid: new Set(),
+    dbId: FAKE_DB_ID,
+    orderByReference(reference) {
+      const [nonce = '', orderId = '', dbId = ''] = reference.split('-').reverse();
+      if (!/^[0-9a-f]{8}$/.test(nonce) || !/^[0-9]+$/.test(orderId))
+        return { code: ErrorCodes.BAD_REQUEST, message: `order: "${reference}" is not an order reference` };
+      if (dbId !== fake.dbId)
+        return { code: ErrorCodes.COMMAND_OTHER_DATABASE, message: `order ${reference} belongs to database "${dbId}"` };
+      return { orderId: Number(orderId) };
+    },
     telemetryValues: { uptimeSec: 42, counters: { orders_created: 3 }, lastPollAt: null },
     selftestResult: { ok: true, report: { checks: [{ name: 'database', ok: true }] } },
     state: () => ({ ...current }),

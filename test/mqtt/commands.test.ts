@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { broker, createDevice, watching } from './harness.js';
 import type { Watcher } from './watch.js';
 import { commandPayload } from '../helpers/operator.js';
+import { fakeOrderReference } from '../fakes/device-control.js';
 
 async function connectedDevice(overrides: Record<string, unknown> = {}) {
   const { url } = await broker();
@@ -62,13 +63,8 @@ describe('commands over MQTT', () => {
       ['ping', '[1,2]', 'VG_ERR_BAD_REQUEST', null],
       ['ping', '"a string"', 'VG_ERR_BAD_REQUEST', null],
       ['ping', '{}', 'VG_ERR_BAD_REQUEST', null],
-      [
-        'resolve',
-        commandPayload(device.deviceId, 'resolve', { requestId: 'r-1', orderId: '7', vended: 'yes' }),
-        'VG_ERR_BAD_REQUEST',
-        'r-1',
-      ],
-      ['refund', commandPayload(device.deviceId, 'refund', { requestId: 'r-2', orderId: -1 }), 'VG_ERR_BAD_REQUEST', 'r-2'],
+      ['resolve', commandPayload(device.deviceId, 'resolve', { requestId: 'r-1', order: 7, vended: 'yes' }), 'VG_ERR_BAD_REQUEST', 'r-1'],
+      ['refund', commandPayload(device.deviceId, 'refund', { requestId: 'r-2', order: '' }), 'VG_ERR_BAD_REQUEST', 'r-2'],
       ['out_of_service', commandPayload(device.deviceId, 'out_of_service', { requestId: 'r-3', on: 'true' }), 'VG_ERR_BAD_REQUEST', 'r-3'],
       ['ping', JSON.stringify({ requestId: 'r-4', extra: 1 }), 'VG_ERR_BAD_REQUEST', 'r-4'],
       ['reboot', JSON.stringify({ requestId: 'r-5' }), 'VG_ERR_UNKNOWN_COMMAND', 'r-5'],
@@ -89,15 +85,15 @@ describe('commands over MQTT', () => {
   it('resolve and refund reach the app, and its errors come back with their stable code', async () => {
     const { device, command } = await connectedDevice();
     device.control.vendUncertain.add(7);
-    expect(await command('resolve', { requestId: 'a', orderId: 7, vended: true }, 'a')).toMatchObject({
+    expect(await command('resolve', { requestId: 'a', order: fakeOrderReference(7), vended: true }, 'a')).toMatchObject({
       ok: true,
       result: { orderId: 7, state: 'vended' },
     });
-    expect(await command('resolve', { requestId: 'b', orderId: 7, vended: false }, 'b')).toMatchObject({
+    expect(await command('resolve', { requestId: 'b', order: fakeOrderReference(7), vended: false }, 'b')).toMatchObject({
       ok: false,
       error: { code: 'VG_ERR_ORDER_STATE' },
     });
-    expect(await command('refund', { requestId: 'c', orderId: 99 }, 'c')).toMatchObject({
+    expect(await command('refund', { requestId: 'c', order: fakeOrderReference(99) }, 'c')).toMatchObject({
       ok: false,
       error: { code: 'VG_ERR_ORDER_NOT_FOUND', message: 'no paid order 99' },
     });

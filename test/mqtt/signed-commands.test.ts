@@ -4,7 +4,7 @@ import { createMqtt } from '../../src/mqtt/index.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { createOutbox } from '../../src/outbox/index.js';
 import { systemClock } from '../../src/util/index.js';
-import { createFakeDeviceControl } from '../fakes/device-control.js';
+import { createFakeDeviceControl, fakeOrderReference } from '../fakes/device-control.js';
 import { OPERATOR, commandSettings, createOperator, signedPayload } from '../helpers/operator.js';
 import { broker, createDevice, onCleanup, watching } from './harness.js';
 
@@ -51,8 +51,8 @@ describe('signed operator commands', () => {
     device.control.paid.add(3);
     device.control.vendUncertain.add(4);
     const unsigned: [string, Record<string, unknown>][] = [
-      ['refund', { requestId: 'u-1', orderId: 3 }],
-      ['resolve', { requestId: 'u-2', orderId: 4, vended: false }],
+      ['refund', { requestId: 'u-1', order: fakeOrderReference(3) }],
+      ['resolve', { requestId: 'u-2', order: fakeOrderReference(4), vended: false }],
       ['test_vend', { requestId: 'u-3', slot: 'A1' }],
       ['out_of_service', { requestId: 'u-4', on: true }],
       ['catalog', { requestId: 'u-5', catalog: { version: 'cheap', items: [{ slot: 'A1', name: 'Water', price: 1 }] } }],
@@ -74,7 +74,7 @@ describe('signed operator commands', () => {
   it('a signed refund runs once; the audit names its key and request id', async () => {
     const { device, send } = await connectedDevice();
     device.control.paid.add(5);
-    const reply = await send('refund', signedPayload(device.deviceId, 'refund', { orderId: 5 }, { requestId: 'ok-1' }));
+    const reply = await send('refund', signedPayload(device.deviceId, 'refund', { order: fakeOrderReference(5) }, { requestId: 'ok-1' }));
     expect(reply).toMatchObject({ requestId: 'ok-1', ok: true, result: { orderId: 5 } });
     expect(device.control.calls.refund).toEqual([5]);
     expect(device.control.calls.audit).toContainEqual(
@@ -87,34 +87,34 @@ describe('signed operator commands', () => {
     device.control.paid.add(6);
     const stranger = createOperator('stranger');
     const past = new Date(Date.now() - 7_200_000);
-    const valid = signedPayload(device.deviceId, 'refund', { orderId: 6 }, { requestId: 'x-tamper' });
+    const valid = signedPayload(device.deviceId, 'refund', { order: fakeOrderReference(6) }, { requestId: 'x-tamper' });
     const tampered = JSON.stringify({
       ...JSON.parse(valid),
-      signed: (JSON.parse(valid) as { signed: string }).signed.replace('"orderId":6', '"orderId":7'),
+      signed: (JSON.parse(valid) as { signed: string }).signed.replace('-6-0badf00d', '-7-0badf00d'),
     });
     const cases: [name: string, payload: string, code: string, words: string][] = [
       [
         'refund',
-        signedPayload(device.deviceId, 'refund', { orderId: 6 }, { requestId: 'x-old', issuedAt: past, ttlMs: 60_000 }),
+        signedPayload(device.deviceId, 'refund', { order: fakeOrderReference(6) }, { requestId: 'x-old', issuedAt: past, ttlMs: 60_000 }),
         'VG_ERR_COMMAND_EXPIRED',
         'expired',
       ],
       [
         'refund',
-        signedPayload('another-device', 'refund', { orderId: 6 }, { requestId: 'x-dev' }),
+        signedPayload('another-device', 'refund', { order: fakeOrderReference(6) }, { requestId: 'x-dev' }),
         'VG_ERR_COMMAND_OTHER_DEVICE',
         'another-device',
       ],
       [
         'refund',
-        signedPayload(device.deviceId, 'refund', { orderId: 6 }, { requestId: 'x-key', operator: stranger }),
+        signedPayload(device.deviceId, 'refund', { order: fakeOrderReference(6) }, { requestId: 'x-key', operator: stranger }),
         'VG_ERR_COMMAND_UNKNOWN_KEY',
         'stranger',
       ],
       ['refund', tampered, 'VG_ERR_COMMAND_SIGNATURE', 'does not verify'],
       [
         'resolve',
-        signedPayload(device.deviceId, 'refund', { orderId: 6 }, { requestId: 'x-topic' }),
+        signedPayload(device.deviceId, 'refund', { order: fakeOrderReference(6) }, { requestId: 'x-topic' }),
         'VG_ERR_COMMAND_OTHER_TOPIC',
         'cmd/resolve',
       ],
@@ -138,7 +138,12 @@ describe('signed operator commands', () => {
     const past = new Date(Date.now() - 7_200_000);
     const reply = await send(
       'refund',
-      signedPayload('another-device', 'refund', { orderId: 6 }, { requestId: 'many', operator: stranger, issuedAt: past, ttlMs: 60_000 }),
+      signedPayload(
+        'another-device',
+        'refund',
+        { order: fakeOrderReference(6) },
+        { requestId: 'many', operator: stranger, issuedAt: past, ttlMs: 60_000 },
+      ),
     );
     expect(reply.error!.details!.codes).toEqual(
       expect.arrayContaining(['VG_ERR_COMMAND_UNKNOWN_KEY', 'VG_ERR_COMMAND_OTHER_DEVICE', 'VG_ERR_COMMAND_EXPIRED']),
@@ -163,7 +168,7 @@ describe('signed operator commands', () => {
       ],
       [
         'refund',
-        JSON.stringify({ requestId: 'a-uns', orderId: 3 }),
+        JSON.stringify({ requestId: 'a-uns', order: 3 }),
         { requestId: 'a-uns', verified: false, code: 'VG_ERR_COMMAND_UNSIGNED' },
       ],
       [
@@ -173,7 +178,7 @@ describe('signed operator commands', () => {
       ],
       [
         'refund',
-        signedPayload(device.deviceId, 'refund', { orderId: 'x' }, { requestId: 'a-sig-bad' }),
+        signedPayload(device.deviceId, 'refund', { order: 3 }, { requestId: 'a-sig-bad' }),
         { requestId: 'a-sig-bad', keyId: OPERATOR.keyId, verified: true, ok: false, code: 'VG_ERR_BAD_REQUEST' },
       ],
     ];
@@ -201,13 +206,15 @@ describe('signed operator commands', () => {
   it("a refused envelope also lists its body's problems where the signed text can be read, and nothing runs", async () => {
     const { device, send } = await connectedDevice();
     device.control.paid.add(6);
-    const valid = JSON.parse(signedPayload(device.deviceId, 'refund', { orderId: 6 }, { requestId: 'tampered-x' })) as { signed: string };
-    const tampered = JSON.stringify({ ...valid, signed: valid.signed.replace('"orderId":6', '"orderId":"x"') });
+    const valid = JSON.parse(signedPayload(device.deviceId, 'refund', { order: fakeOrderReference(6) }, { requestId: 'tampered-x' })) as {
+      signed: string;
+    };
+    const tampered = JSON.stringify({ ...valid, signed: valid.signed.replace(`"order":"${fakeOrderReference(6)}"`, '"order":6') });
     const reply = await send('refund', tampered);
     expect(reply).toMatchObject({ ok: false, error: { code: 'VG_ERR_COMMAND_SIGNATURE' } });
     expect(reply.error!.details!.codes).toEqual(['VG_ERR_COMMAND_SIGNATURE', 'VG_ERR_BAD_REQUEST']);
     expect(reply.error!.details!.problems).toHaveLength(2);
-    expect(reply.error!.details!.problems![1]).toMatch(/^signed\.body\.orderId: /);
+    expect(reply.error!.details!.problems![1]).toMatch(/^signed\.body\.order: /);
     expect(reply.error!.message).toContain('nothing done');
     nothingRan(device.control);
   });
@@ -217,7 +224,7 @@ describe('signed operator commands', () => {
     device.control.paid.add(9);
     // The real SQLite file refuses the claim, as a failing card would.
     device.db.exec(`CREATE TRIGGER fail_claims BEFORE INSERT ON command_requests BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END`);
-    const payload = signedPayload(device.deviceId, 'refund', { orderId: 9 }, { requestId: 'faulty' });
+    const payload = signedPayload(device.deviceId, 'refund', { order: fakeOrderReference(9) }, { requestId: 'faulty' });
     const refused = await send('refund', payload);
     expect(refused).toMatchObject({ requestId: 'faulty', ok: false, error: { code: 'VG_ERR_STORAGE' } });
     expect(refused.error!.message).toContain('nothing done');
@@ -248,7 +255,7 @@ describe('signed operator commands', () => {
   it('the record survives the service: a replay after a restart on the same database does not run', async () => {
     const { url, device, watcher, send } = await connectedDevice();
     device.control.paid.add(8);
-    const payload = signedPayload(device.deviceId, 'refund', { orderId: 8 }, { requestId: 'across' });
+    const payload = signedPayload(device.deviceId, 'refund', { order: fakeOrderReference(8) }, { requestId: 'across' });
     expect(await send('refund', payload)).toMatchObject({ ok: true });
     await device.mqtt.stop();
     // The next process: a new MQTT service and control on the same SQLite file.

@@ -9,10 +9,10 @@ describe('relay route table', () => {
   it('reads the device and database of a reference from the right, whatever dashes the device id holds', () => {
     for (const device of ['m1', 'm1-2', 'vm-1-b', 'a', 'x-', 'm1-2-3']) {
       const reference = referenceFor(device, 'ab12cd', 42, '0badf00d');
-      expect(parseReference(reference), reference).toEqual({ deviceId: device, dbId: 'ab12cd' });
+      expect(parseReference(reference), reference).toEqual({ deviceId: device, dbId: 'ab12cd', orderId: 42 });
     }
     // Orders made before the nonce: <device>-<db>-<order>.
-    expect(parseReference('vm-1-b-cccc-7')).toEqual({ deviceId: 'vm-1-b', dbId: 'cccc' });
+    expect(parseReference('vm-1-b-cccc-7')).toEqual({ deviceId: 'vm-1-b', dbId: 'cccc', orderId: 7 });
     for (const bad of ['', 'm1', 'm1-', '-ab12cd-1-0badf00d', 'm1-ab12cd-x', 'pi_123']) expect(parseReference(bad), bad).toBeNull();
   });
 

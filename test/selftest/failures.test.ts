@@ -39,10 +39,26 @@ describe('each broken part FAILs on its own line, with a hint, and leaves the ot
 
     expect(failing(report.checks)).toEqual(['database']);
     expect(line.detail).toMatch(/not a database/);
-    expect(line.hint).toMatch(/damaged.*move .* aside/);
+    expect(line.hint).toMatch(/damaged.*vendgate db restore/);
     expect(byName(report.checks).pending).toMatchObject({ status: 'WARN', detail: 'not checked: the database is not available' });
     expect(readFileSync(device.dbPath)).toEqual(before);
     expect(existsSync(`${device.dbPath}-wal`)).toBe(false);
+  });
+
+  it('a write-ahead log SQLite would discard: FAIL database, as the start sees it, and the log is left for the start', async () => {
+    const device = await stoppedDevice();
+    // The card scrambled the log while the service was off: its header no longer holds.
+    const walPath = `${device.dbPath}-wal`;
+    const garbage = Buffer.alloc(32 + 24 + 1024, 0x5a);
+    writeFileSync(walPath, garbage);
+
+    const { report } = await selftestFor(device.path);
+    const line = byName(report.checks).database!;
+    expect(line.status).toBe('FAIL');
+    expect(line.detail).toMatch(/write-ahead log .* unreadable .* SQLite would discard it/);
+    expect(line.hint).toMatch(/start the service/);
+    // Not opened: the log is still there, byte for byte, for the start to notice, keep and act on.
+    expect(readFileSync(walPath)).toEqual(garbage);
   });
 
   it('an unreachable provider: FAIL provider with where it looked and what to check', async () => {

@@ -66,7 +66,7 @@ describe('vendgate doctor', () => {
 
     const { code, report, text } = await doctor(device.path);
     expect(code).toBe(1);
-    expect(check(report, 'database')).toMatchObject({ status: 'FAIL', hint: expect.stringContaining('restore the last backup') });
+    expect(check(report, 'database')).toMatchObject({ status: 'FAIL', hint: expect.stringContaining('vendgate db restore') });
     expect(text).toContain('NOT OK');
     expect(sha(device.dbPath)).toBe(before);
   });

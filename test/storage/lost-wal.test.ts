@@ -35,7 +35,7 @@ describe('commits lost beneath the service take the restored-database path', () 
       return {
         warnings: service
           .logs()
-          .filter((l) => l.msg === 'this database is not the one this machine last ran on' && l.restored === true)
+          .filter((l) => l.msg === 'database: restored from a backup' && l.lineage === 'restored')
           .map((l) => l.detail as string),
         boundary: (db.prepare("SELECT value FROM meta WHERE key = 'lineage_restored_at_seq'").get() as { value: string } | undefined)
           ?.value,
@@ -90,7 +90,8 @@ describe('commits lost beneath the service take the restored-database path', () 
     await svc.restart();
     const state = restoredState(svc);
     expect(state.warnings).toHaveLength(1);
-    expect(state.warnings[0]).toContain('older than one this machine already ran');
+    expect(state.warnings[0]).toContain('older than one this device already ran');
+    expect(state.warnings[0]).toMatch(/: 1 order and \d+ events behind/);
     expect(state.boundary).toBeDefined();
   });
 });

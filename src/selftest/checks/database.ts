@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Settings } from '../../settings/index.js';
-import { openDatabase, inTransaction, listMigrations, probeWrite, type Db, type StorageHealth } from '../../store/index.js';
+import { openDatabase, inTransaction, inspectWal, listMigrations, probeWrite, type Db, type StorageHealth } from '../../store/index.js';
 import type { CheckResult } from '../types.js';
 import { describeError, fail, pass, warn } from '../helpers.js';
 
@@ -32,7 +32,7 @@ function hintFor(err: unknown, path: string): string {
     if (probe === 'EIO') return `the card holding ${resolve(path)} reports I/O errors: ${REPLACE_CARD}`;
   }
   if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
-    return `the file is damaged: stop the service, move ${path} aside (keep it for analysis), restore the latest backup or let the service create a new one, then run the selftest again`;
+    return `the file is damaged: stop the service, then \`vendgate db restore BACKUP\` (the latest backup) or \`vendgate db replace\` (a new empty database; the provider's records of this device are kept for a person to settle); each keeps a copy of the damaged file and records what it did; then run the selftest again`;
   }
   if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM' || code === 'EACCES') {
     return `the service user must own the directory: sudo chown -R vendgate:vendgate ${dirname(path)}; run the selftest as that user (sudo -u vendgate …)`;
@@ -66,6 +66,21 @@ export function checkDatabase(settings: Readonly<Settings>, live: Db | undefined
           name,
           `no database yet at ${resolve(path)}`,
           'the service creates it at its first start: sudo systemctl start vendgate',
+        ),
+      };
+    }
+    // What the start looks at before SQLite opens the file (src/store/wal.ts): a write-ahead log
+    // SQLite would discard. Opening it here would discard it silently and leave the start nothing
+    // to notice, so the selftest does not open it and says what the start will do.
+    const wal = path === ':memory:' ? null : inspectWal(path);
+    if (wal?.discarded) {
+      return {
+        ...none,
+        db: null,
+        result: fail(
+          name,
+          `the write-ahead log ${wal.path} (${wal.bytes} bytes) is unreadable (${wal.discarded}): SQLite would discard it and the commits since the last checkpoint with it; the database was not opened`,
+          'do not open the database by hand; start the service (sudo systemctl start vendgate): it keeps a copy of the log and treats the database as restored, so the vends it held are parked for a person (vendgate doctor shows the same)',
         ),
       };
     }

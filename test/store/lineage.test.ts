@@ -1,0 +1,117 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { copyFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  assessLineage,
+  databaseEpoch,
+  openDatabase,
+  readSideMark,
+  refineLineage,
+  settleLineage,
+  wasRestored,
+  type Db,
+} from '../../src/store/index.js';
+import { tempDir } from '../helpers/temp.js';
+
+/**
+ * The lineage verdict on real SQLite files: the marks inside the database and beside it, and the
+ * provider's records added. The black-box cases (a card swap under the running service) are in
+ * test/techniques/money-edges/lineage.test.ts; these are the rules one by one.
+ */
+let dir: ReturnType<typeof tempDir> | null = null;
+afterEach(() => {
+  dir?.cleanup();
+  dir = null;
+});
+
+const machine = 'test-machine';
+
+/** A start: assess, refine with what the provider says, settle. */
+function start(db: Db, path: string, remote: Parameters<typeof refineLineage>[1] = null, now = Date.now()) {
+  return settleLineage(db, path, refineLineage(assessLineage(db, path), remote), { now, machine });
+}
+
+function addOrders(db: Db, count: number): void {
+  // The counter is what the marks read: a row per order is enough, whatever its content.
+  for (let i = 0; i < count; i += 1) db.prepare("UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'orders'").run();
+  if (db.prepare("SELECT 1 FROM sqlite_sequence WHERE name = 'orders'").get() === undefined)
+    db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('orders', ?)").run(count);
+}
+
+describe('the lineage verdict', () => {
+  it('brand new, then continuing; the side mark follows; the epoch is set once', () => {
+    dir = tempDir();
+    const path = join(dir.path, 'v.db');
+    const db = openDatabase(path);
+    expect(start(db, path, null, 1_000).kind).toBe('new');
+    expect(databaseEpoch(db)).toBe(1_000);
+    addOrders(db, 3);
+    const again = start(db, path, null, 2_000);
+    expect(again.kind).toBe('continuing');
+    expect(databaseEpoch(db)).toBe(1_000);
+    expect(readSideMark(path)).toMatchObject({ orders: 3 });
+    db.close();
+  });
+
+  it('a copy behind its side mark: restored, with how many orders behind, and the boundary kept for good', () => {
+    dir = tempDir();
+    const path = join(dir.path, 'v.db');
+    let db = openDatabase(path);
+    start(db, path);
+    addOrders(db, 2);
+    db.close();
+    copyFileSync(path, join(dir.path, 'old.db'));
+    db = openDatabase(path);
+    addOrders(db, 3);
+    start(db, path);
+    db.close();
+    copyFileSync(join(dir.path, 'old.db'), path);
+    db = openDatabase(path);
+    const found = start(db, path, null, 5_000);
+    expect(found).toMatchObject({ kind: 'restored', source: 'side mark', behind: { orders: 3 } });
+    expect(wasRestored(db)).toBe(true);
+    expect(databaseEpoch(db)).toBe(5_000);
+    db.close();
+  });
+
+  it('the provider knows higher order numbers of this database: restored, even with a side mark from the same moment', () => {
+    dir = tempDir();
+    const path = join(dir.path, 'v.db');
+    const db = openDatabase(path);
+    start(db, path);
+    addOrders(db, 1);
+    start(db, path);
+    const dbId = (db.prepare("SELECT value FROM meta WHERE key = 'db_id'").get() as { value: string }).value;
+    expect(start(db, path, { thisDbMaxOrder: 1, otherDbIds: [] }).kind).toBe('continuing');
+    expect(start(db, path, { thisDbMaxOrder: 3, otherDbIds: [] })).toMatchObject({
+      kind: 'restored',
+      source: 'provider records',
+      behind: { orders: 2 },
+    });
+    expect(dbId).toMatch(/^[a-z0-9]+$/);
+    db.close();
+  });
+
+  it('a new database where the provider holds sales under another: replaced; with no side mark and no records: new', () => {
+    dir = tempDir();
+    const path = join(dir.path, 'v.db');
+    const db = openDatabase(path);
+    expect(refineLineage(assessLineage(db, path), { thisDbMaxOrder: null, otherDbIds: [] }).kind).toBe('new');
+    const found = start(db, path, { thisDbMaxOrder: null, otherDbIds: ['0ld1d'] });
+    expect(found).toMatchObject({ kind: 'replaced', source: 'provider records', previousDbId: '0ld1d' });
+    db.close();
+  });
+
+  it('a side mark of another database: replaced, naming it', () => {
+    dir = tempDir();
+    const path = join(dir.path, 'v.db');
+    let db = openDatabase(path);
+    start(db, path);
+    const oldId = (db.prepare("SELECT value FROM meta WHERE key = 'db_id'").get() as { value: string }).value;
+    db.close();
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
+    db = openDatabase(path);
+    expect(start(db, path)).toMatchObject({ kind: 'replaced', source: 'side mark', previousDbId: oldId });
+    db.close();
+  });
+});
