@@ -160,7 +160,7 @@ describe('eBarimt PosAPI adapter against the simulated PosAPI', () => {
     const badDistrict = await register(sim.url, { districtCode: '25' }).adapter.issue(saleRequest());
     expect(badDistrict.kind === 'rejected' && badDistrict.message).toContain('districtCode: must be 4 digits');
     const badBranch = await register(sim.url, { branchNo: '1234' }).adapter.issue(saleRequest());
-    expect(badBranch.kind === 'rejected' && badBranch.message).toContain('branchNo: must be 3 digits');
+    expect(badBranch.kind === 'rejected' && badBranch.message).toContain('branchNo: must be 1 to 3 digits');
     expect(held(sim)).toHaveLength(0);
   });
 
