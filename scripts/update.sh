@@ -122,7 +122,7 @@ rollback() {
   if systemctl restart vendgate.service && health_check; then
     die "update failed ($why); rolled back to $(basename "$previous"), which runs and passes its selftest. The failed release is $failed; journalctl -u vendgate says what went wrong"
   fi
-  die "update failed ($why) and the rolled-back release $(basename "$previous") does not pass its selftest either. Database backups: $STATE_DIR/backups/. journalctl -u vendgate -n 100"
+  die "update failed ($why) and the rolled-back release $(basename "$previous") does not pass its selftest either. Database backups: $BACKUP_DIR/. journalctl -u vendgate -n 100"
 }
 
 # The steps after the new release is on disk. Used by update_main and by the .deb's postinst.
