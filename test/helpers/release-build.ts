@@ -25,7 +25,8 @@ import { join, relative } from 'node:path';
  * minutes of compiling again. A lock directory makes concurrent callers wait for one build.
  *
  * The cache lives in $VENDGATE_TEST_CACHE, else /var/cache/vendgate-test (root, as the e2e suite
- * runs), else the temp directory. Only the newest few builds are kept.
+ * runs), else the temp directory. Only the newest few builds are kept. To iterate on a test against
+ * a build of another tree: VENDGATE_TEST_RELEASE_DIR=<a cache entry, release-<hash>/>.
  */
 const REPO = new URL('../../', import.meta.url).pathname;
 
@@ -128,7 +129,7 @@ async function build(partial: string, nodeCache: string): Promise<{ code: number
 export async function sharedRelease(): Promise<SharedRelease> {
   const root = testCacheRoot();
   const hash = releaseInputHash();
-  const done = join(root, `release-${hash}`);
+  const done = process.env.VENDGATE_TEST_RELEASE_DIR ?? join(root, `release-${hash}`);
   const lock = join(root, `release-${hash}.lock`);
   const read = (fromCache: boolean): SharedRelease => {
     const info = JSON.parse(readFileSync(join(done, 'build.json'), 'utf8')) as { version: string; output: string; seconds: number };
