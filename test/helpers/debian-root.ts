@@ -136,7 +136,7 @@ export async function bootDebian(name: string): Promise<BootedDebian> {
           '--net',
           '--pid',
           '--root',
-          '--wd=/root',
+          '--wd',
           '/usr/bin/env',
           '-i',
           'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
@@ -145,7 +145,7 @@ export async function bootDebian(name: string): Promise<BootedDebian> {
           'TERM=dumb',
           '/bin/bash',
           '-c',
-          command,
+          `cd /root && ${command}`,
         ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
@@ -161,7 +161,23 @@ export async function bootDebian(name: string): Promise<BootedDebian> {
     });
 
   // Booted: systemd says running (or degraded: a unit this container cannot have, e.g. a device).
-  const booted = await sh('systemctl is-system-running --wait', 120_000);
+  // Until nspawn's child has become systemd and opened its bus, systemctl says "offline": asked again.
+  let booted: Run = { code: null, stdout: '', stderr: '' };
+  const bootDeadline = Date.now() + 180_000;
+  while (Date.now() < bootDeadline) {
+    if (nspawn.exitCode !== null) throw new Error(`systemd-nspawn exited (${nspawn.exitCode}):\n${output.slice(-3000)}`);
+    let comm = '';
+    try {
+      comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    } catch {
+      // not yet
+    }
+    if (comm === 'systemd') {
+      booted = await sh('systemctl is-system-running --wait', 120_000);
+      if (!/^(offline|unknown)?$/.test(booted.stdout.trim())) break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
   if (!/^(running|degraded)/.test(booted.stdout.trim())) {
     const failed = await sh('systemctl --failed --no-pager; journalctl -b --no-pager | tail -n 50');
     throw new Error(`the container did not boot (${booted.stdout.trim()}):\n${failed.stdout}\n${output.slice(-2000)}`);
