@@ -45,7 +45,7 @@ describe('vendgate setup and secrets.env', () => {
 
   for (const [what, value, message] of [
     ['enclosing double quotes', '"cs_quoted"', /enclosed in quotes would lose them/],
-    ["enclosing single quotes", "'cs_quoted'", /enclosed in quotes would lose them/],
+    ['enclosing single quotes', "'cs_quoted'", /enclosed in quotes would lose them/],
   ] as const) {
     it(`refuses a secret with ${what} (the service would read another value), nothing changed`, () => {
       const run = setup(value);

@@ -35,17 +35,19 @@ export interface Run {
 /** The cached debootstrapped root (made on the first call; minutes), keyed by suite, packages and mirror. */
 export function debianRootCache(): { path: string; made: boolean; seconds: number } {
   const source = mirror();
-  const key = createHash('sha256').update(`${SUITE}\0${PACKAGES.join(',')}\0${source}`).digest('hex').slice(0, 16);
+  const key = createHash('sha256')
+    .update(`${SUITE}\0${PACKAGES.join(',')}\0${source}`)
+    .digest('hex')
+    .slice(0, 16);
   const path = join(testCacheRoot(), `debian-${SUITE}-${key}`);
   if (existsSync(join(path, '.vendgate-complete'))) return { path, made: false, seconds: 0 };
   const partial = `${path}.partial-${process.pid}`;
   rmSync(partial, { recursive: true, force: true });
   const started = Date.now();
-  const result = spawnSync(
-    'debootstrap',
-    ['--variant=minbase', `--include=${PACKAGES.join(',')}`, SUITE, partial, source],
-    { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
-  );
+  const result = spawnSync('debootstrap', ['--variant=minbase', `--include=${PACKAGES.join(',')}`, SUITE, partial, source], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   if (result.status !== 0) {
     rmSync(partial, { recursive: true, force: true });
     throw new Error(`debootstrap ${SUITE} failed (${result.status}): ${(result.stderr || result.stdout).slice(-3000)}`);

@@ -121,7 +121,8 @@ async function build(partial: string, nodeCache: string): Promise<{ code: number
     child.on('close', (code) => resolve({ code, output }));
   });
   mkdirSync(nodeCache, { recursive: true });
-  for (const name of readdirSync(join(out, '.work')).filter((n) => n.endsWith('.tgz'))) cpSync(join(out, '.work', name), join(nodeCache, name));
+  for (const name of readdirSync(join(out, '.work')).filter((n) => n.endsWith('.tgz')))
+    cpSync(join(out, '.work', name), join(nodeCache, name));
   return { ...result, seconds: (Date.now() - started) / 1000 };
 }
 

@@ -44,7 +44,15 @@ function signedTarball(p: FakePi, version: string, change?: (release: string) =>
   const dir = join(p.root, '..', `artefacts-${version}-${Math.random().toString(36).slice(2)}`);
   mkdirSync(dir);
   const name = `vendgate-${version}-linux-x64.tar.gz`;
-  run('tar', ['-czf', join(dir, name), '-C', join(src, '..'), '--transform', `s|^${basename(src)}|vendgate-${version}-linux-x64|`, basename(src)]);
+  run('tar', [
+    '-czf',
+    join(dir, name),
+    '-C',
+    join(src, '..'),
+    '--transform',
+    `s|^${basename(src)}|vendgate-${version}-linux-x64|`,
+    basename(src),
+  ]);
   run('bash', [join(REPO, 'scripts/release-sign.sh'), '--key', key(p).secret, dir]);
   return { dir, tarball: join(dir, name) };
 }
@@ -65,7 +73,7 @@ describe('what vendgate-update trusts', () => {
   it('unpacks the copy it verified: an artefact swapped beside it after the check does not get in', { timeout: 180_000 }, async () => {
     pi = await installed('1.0.0');
     const { tarball } = signedTarball(pi, '1.1.0');
-    const evil = signedTarball(pi, '1.1.0', (src) => writeFileSync(join(src, 'EVIL'), 'swapped in after the check\n'));
+    const evil = signedTarball(pi, '1.1.0', (src) => writeFileSync(join(src, 'config', 'EVIL'), 'swapped in after the check\n'));
     // sha256sum as the last read of the check: right after it, the file at the path is swapped.
     const real = run('bash', ['-c', 'command -v sha256sum']).trim();
     writeFileSync(join(pi.bin, 'sha256sum'), `#!/bin/sh\n"${real}" "$@"\ncp "${evil.tarball}" "${tarball}"\n`);
@@ -73,7 +81,7 @@ describe('what vendgate-update trusts', () => {
     const result = await update(pi, [tarball]);
     expect(result.code, result.stdout + result.stderr).toBe(0);
     expect(current(pi)).toMatch(/^1\.1\.0-/);
-    expect(existsSync(join(pi.root, 'opt/vendgate/current/EVIL'))).toBe(false);
+    expect(existsSync(join(pi.root, 'opt/vendgate/current/config/EVIL'))).toBe(false);
   });
 
   it('refuses a legacy (not prehashed) signature and a signed comment for another version or file', { timeout: 180_000 }, async () => {
@@ -144,10 +152,7 @@ describe('what vendgate-update trusts', () => {
   it('reads secrets.env as data: a hostile value is never run by the CLI or by the update', { timeout: 180_000 }, async () => {
     pi = await installed('1.0.0');
     const marker = join(pi.root, '..', 'pwned');
-    writeFileSync(
-      join(pi.root, 'etc/vendgate/secrets.env'),
-      `VENDGATE_WEBHOOK_SECRETS=$(touch ${marker}),\`touch ${marker}\`\n`,
-    );
+    writeFileSync(join(pi.root, 'etc/vendgate/secrets.env'), `VENDGATE_WEBHOOK_SECRETS=$(touch ${marker}),\`touch ${marker}\`\n`);
     const cli = await pi.exec(join(pi.root, 'usr/local/bin/vendgate'), ['--version']);
     expect(cli.code, cli.stderr).toBe(0);
     const { tarball } = signedTarball(pi, '1.1.0');

@@ -99,7 +99,9 @@ describe('the .deb on a booted Debian bookworm with systemd', () => {
     expect(remove.code, remove.stdout + remove.stderr).toBe(0);
     expect(await status()).toMatch(/^deinstall ok config-files /);
     expect(await active()).not.toBe('active');
-    const kept = await debian.sh('ls /var/lib/vendgate/vendgate.db /etc/vendgate/config.yaml /etc/vendgate/secrets.env; ls /opt/vendgate /etc/systemd/system/vendgate.service 2>&1 || true');
+    const kept = await debian.sh(
+      'ls /var/lib/vendgate/vendgate.db /etc/vendgate/config.yaml /etc/vendgate/secrets.env; ls /opt/vendgate /etc/systemd/system/vendgate.service 2>&1 || true',
+    );
     expect(kept.stdout).toContain('/var/lib/vendgate/vendgate.db');
     expect(kept.stdout).toContain('/etc/vendgate/config.yaml');
     expect(kept.stdout).toMatch(/cannot access '\/opt\/vendgate'/);

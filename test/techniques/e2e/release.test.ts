@@ -77,7 +77,9 @@ beforeAll(async () => {
   out = shared.dir;
   key = shared.key;
   VERSION = shared.version;
-  console.log(`npm run release (both architectures): ${shared.fromCache ? 'from the shared cache' : (shared.output.match(/release\.sh: .*/)?.[0] ?? `${shared.seconds.toFixed(0)} s`)}`);
+  console.log(
+    `npm run release (both architectures): ${shared.fromCache ? 'from the shared cache' : (shared.output.match(/release\.sh: .*/)?.[0] ?? `${shared.seconds.toFixed(0)} s`)}`,
+  );
 }, 3_600_000);
 
 afterAll(() => work?.cleanup());
@@ -104,7 +106,12 @@ describe('npm run release', () => {
     );
     const verify = run('minisign', ['-V', '-H', '-p', key.pub, '-m', join(out, 'SHA256SUMS')]);
     expect(verify.stdout + verify.stderr).toContain('Signature and comment signature verified');
-    const files = [`vendgate-${VERSION}-linux-arm64.tar.gz`, `vendgate-${VERSION}-linux-x64.tar.gz`, `vendgate_${VERSION}_amd64.deb`, `vendgate_${VERSION}_arm64.deb`];
+    const files = [
+      `vendgate-${VERSION}-linux-arm64.tar.gz`,
+      `vendgate-${VERSION}-linux-x64.tar.gz`,
+      `vendgate_${VERSION}_amd64.deb`,
+      `vendgate_${VERSION}_arm64.deb`,
+    ];
     expect(verify.stdout).toContain(`Trusted comment: vendgate version=${VERSION} files=${files.join(',')}`);
     expect(verify.code).toBe(0);
     const sums = run('sha256sum', ['-c', 'SHA256SUMS'], { cwd: out });
@@ -155,7 +162,9 @@ describe('npm run release', () => {
       const control = join(work.path, `control-${arch}`);
       expect(run('dpkg-deb', ['-e', deb, control]).code).toBe(0);
       // dpkg's arguments ("configure <old-version>") reach package-postinst.sh whole.
-      expect(readFileSync(join(control, 'postinst'), 'utf8')).toContain('configure) exec bash /usr/lib/vendgate/release/scripts/package-postinst.sh "$@" ;;');
+      expect(readFileSync(join(control, 'postinst'), 'utf8')).toContain(
+        'configure) exec bash /usr/lib/vendgate/release/scripts/package-postinst.sh "$@" ;;',
+      );
       for (const script of ['postinst', 'prerm', 'postrm']) expect(run('sh', ['-n', join(control, script)]).code, script).toBe(0);
       expect(readFileSync(join(control, 'postrm'), 'utf8')).toMatch(/purge\)[\s\S]*rm -rf \/etc\/vendgate \/var\/lib\/vendgate/);
     });
@@ -328,10 +337,7 @@ describe('the release on a (fake) Pi', () => {
       // SHA256SUMS rewritten to match the altered file: the signature no longer fits.
       const sums = readFileSync(join(altered, 'SHA256SUMS'), 'utf8');
       const digest = run('sha256sum', [join(altered, tarball)]).stdout.split(' ')[0]!;
-      writeFileSync(
-        join(altered, 'SHA256SUMS'),
-        sums.replace(new RegExp(`^[0-9a-f]{64}(  ${escapeRe(tarball)})$`, 'm'), `${digest}$1`),
-      );
+      writeFileSync(join(altered, 'SHA256SUMS'), sums.replace(new RegExp(`^[0-9a-f]{64}(  ${escapeRe(tarball)})$`, 'm'), `${digest}$1`));
       const resigned = await pi.run('update.sh', [join(altered, tarball)], updateScript);
       expect(resigned.code).toBe(1);
       expect(resigned.stderr).toMatch(/SHA256SUMS is not signed by the release key .*release-key\.pub .* Nothing was changed/);
