@@ -173,7 +173,6 @@ async function askChecked(
  * what the service uses is exactly what was typed. Nothing in the file is ever run as shell.
  */
 export function secretsFileProblem(value: string): string | null {
-  // eslint-disable-next-line no-control-regex -- control characters are what is refused here
   if (/[\u0000-\u001f\u007f]/.test(value)) return 'a line break or control character cannot go into secrets.env';
   if (value !== value.trim()) return 'leading or trailing spaces would be dropped when the service reads secrets.env';
   if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.at(-1) === value[0])
