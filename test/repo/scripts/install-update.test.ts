@@ -308,7 +308,8 @@ describe('scripts/update.sh', () => {
     const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
 
     expect(update.code, update.stderr).toBe(0);
-    const dir = join(pi.root, 'var/lib/vendgate/backups');
+    // Where only root writes (the service user controls /var/lib/vendgate).
+    const dir = join(pi.root, 'var/backups/vendgate');
     const files = readdirSync(dir);
     expect(files).toHaveLength(1);
     expect(files[0]).toMatch(/^vendgate-\d{8}T\d{6}Z\.db$/);
