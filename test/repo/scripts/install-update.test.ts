@@ -217,7 +217,7 @@ describe('scripts/update.sh', () => {
     expect(update.code).toBe(0);
     expect(current(pi)).toMatch(/^1\.1\.0-/);
     expect(update.stdout).toContain(`Updated: ${before} → ${current(pi)}`);
-    expect(update.stdout).toMatch(/database backed up to .*backups\/vendgate-\d{8}T\d{6}Z\.db/);
+    expect(update.stdout).toMatch(/database backed up to .*backups\/vendgate\/vendgate-\d{8}T\d{6}Z\.db/);
     expect(update.stdout).toMatch(/schema version \d+/);
     expect(update.stdout).toMatch(/OK: nothing failed/);
     expect(pi.exists(`opt/vendgate/releases/${before}`)).toBe(true);

@@ -295,7 +295,7 @@ describe('the release on a (fake) Pi', () => {
       expect(update.stderr).not.toMatch(/error/);
       expect(update.code, update.stdout + update.stderr).toBe(0);
       expect(update.stdout).toContain(`signature and checksum good: vendgate_${nextVersion}_amd64.deb, version ${nextVersion}`);
-      expect(update.stdout).toMatch(/database backed up to .*backups\/vendgate-\d{8}T\d{6}Z\.db \(VACUUM INTO\)/);
+      expect(update.stdout).toMatch(/database backed up to .*backups\/vendgate\/vendgate-\d{8}T\d{6}Z\.db \(VACUUM INTO\)/);
       expect(update.stdout).toMatch(/OK: nothing failed/);
       expect(current(pi)).not.toBe(first);
       expect(update.stdout).toContain(`Updated: ${first} → ${current(pi)}`);
@@ -360,7 +360,7 @@ describe('the release on a (fake) Pi', () => {
       expect(current(pi)).toBe(before);
       expect(releases()).toEqual(installed);
       expect(pi.calls().slice(callsBefore)).toEqual([]);
-      expect(existsSync(join(pi.root, 'var/lib/vendgate/backups'))).toBe(false);
+      expect(existsSync(join(pi.root, 'var/backups/vendgate'))).toBe(false);
 
       // And the genuine one verifies: it is the version installed, so there is nothing to do.
       const update = await pi.run('update.sh', [join(good, tarball)], updateScript);
