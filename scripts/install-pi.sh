@@ -510,6 +510,8 @@ main() {
     RELEASE_ARTEFACT="$VERIFIED_ARTEFACT"
   fi
   check_machine
+  # Before anything changes: the node a checkout would run on (a release tarball brings its own).
+  if [ -z "$RELEASE_ARTEFACT" ]; then use_release_node "$(source_dir)"; fi
   install_packages
   create_users
   install_release
