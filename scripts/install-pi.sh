@@ -89,6 +89,20 @@ check_machine() {
   esac
 }
 
+# The node a release runs on: its own (node/bin/node: every release release.sh builds brings it; then
+# the units and the command run $APP_DIR/current/node/bin/node, so each release runs on the node it
+# was built for), else the system's (a checkout or an older release).
+use_release_node() {
+  local src="$1"
+  if [ -x "$src/node/bin/node" ]; then
+    step "Checking Node.js"
+    NODE_BIN="$APP_DIR/current/node/bin/node"
+    info "node: the release's own, $("$src/node/bin/node" --version) (runs as $NODE_BIN)"
+    return 0
+  fi
+  check_node
+}
+
 check_node() {
   step "Checking Node.js"
   local node version major
@@ -146,29 +160,53 @@ create_users() {
 
 # Checks an artefact before anything is touched: SHA256SUMS (beside it) signed by KEY (minisign),
 # and the artefact's own hash listed there. Dies with what is wrong; changes nothing.
+# The three files are first copied into a fresh directory only root can enter, and everything after
+# (signature, checksum, unpacking, apt) uses those copies: whoever can write beside the artefact can
+# not swap it after it was checked. Sets VERIFIED_ARTEFACT (the copy) and VERIFIED_VERSION (signed).
+# The signature must be prehashed (minisign -H; release-sign.sh makes no other kind) and its signed
+# comment must name this version and this artefact.
 verify_artefact() {
-  local artefact="$1" key="$2" dir name expected actual
+  local artefact="$1" key="$2" dir name expected actual comment version work
   [ -f "$artefact" ] || die "no such artefact: $artefact"
   dir="$(cd "$(dirname "$artefact")" && pwd)"
   name="$(basename "$artefact")"
   case "$name" in
-    *.deb|*.tar.gz) ;;
+    vendgate_*_amd64.deb|vendgate_*_arm64.deb) version="${name#vendgate_}"; version="${version%_*.deb}" ;;
+    vendgate-*-linux-x64.tar.gz|vendgate-*-linux-arm64.tar.gz) version="${name#vendgate-}"; version="${version%-linux-*.tar.gz}" ;;
     *) die "$name is not a vendgate release artefact (vendgate_<version>_<arch>.deb or vendgate-<version>-linux-<arch>.tar.gz)" ;;
   esac
   command -v minisign > /dev/null || die "minisign is needed to check the release signature: sudo apt-get install minisign"
   [ -f "$key" ] || die "no release key at $key: pass --key with the operator's public key (docs/install.md, Verifying a release)"
   [ -f "$dir/SHA256SUMS" ] || die "no SHA256SUMS beside $name: copy SHA256SUMS and SHA256SUMS.minisig from the release with it. Nothing was changed"
   [ -f "$dir/SHA256SUMS.minisig" ] || die "no SHA256SUMS.minisig beside $name: the release is unsigned. Nothing was changed"
-  if ! minisign -V -q -p "$key" -m "$dir/SHA256SUMS" -x "$dir/SHA256SUMS.minisig" > /dev/null 2>&1; then
-    die "SHA256SUMS is not signed by the release key $key (altered, or signed by someone else): refusing $name. Nothing was changed"
+  work="$(umask 077 && mktemp -d "${TMPDIR:-/tmp}/vendgate-verify.XXXXXX")"
+  # shellcheck disable=SC2034 # used by update.sh, which sources this file
+  VERIFY_DIR="$work"
+  cp -- "$artefact" "$work/$name"
+  cp -- "$dir/SHA256SUMS" "$work/SHA256SUMS"
+  cp -- "$dir/SHA256SUMS.minisig" "$work/SHA256SUMS.minisig"
+  chmod 0600 "$work/$name" "$work/SHA256SUMS" "$work/SHA256SUMS.minisig"
+  if ! comment="$(minisign -V -H -p "$key" -m "$work/SHA256SUMS" -x "$work/SHA256SUMS.minisig" 2> /dev/null)"; then
+    die "SHA256SUMS is not signed by the release key $key (altered, signed by someone else, or a legacy signature that is not prehashed): refusing $name. Nothing was changed"
   fi
-  expected="$(awk -v n="$name" '$2 == n || $2 == "*" n { print $1 }' "$dir/SHA256SUMS")"
+  comment="$(printf '%s\n' "$comment" | sed -n 's/^Trusted comment: //p')"
+  case "$comment" in
+    "vendgate version=$version files="*) ;;
+    *) die "the signed comment of SHA256SUMS ('$comment') is not for vendgate $version: refusing $name. Nothing was changed" ;;
+  esac
+  case ",${comment#*files=}," in
+    *",$name,"*) ;;
+    *) die "the signed comment of SHA256SUMS does not name $name: refusing it. Nothing was changed" ;;
+  esac
+  expected="$(awk -v n="$name" '$2 == n || $2 == "*" n { print $1 }' "$work/SHA256SUMS")"
   [ -n "$expected" ] || die "$name is not listed in SHA256SUMS: refusing it. Nothing was changed"
-  actual="$(sha256sum "$artefact" | cut -d ' ' -f 1)"
+  actual="$(sha256sum "$work/$name" | cut -d ' ' -f 1)"
   if [ "$actual" != "$expected" ]; then
     die "$name does not match its signed checksum (SHA256SUMS says $expected, the file is $actual): damaged or altered, refusing it. Nothing was changed"
   fi
-  info "signature and checksum good: $name (key $(basename "$key"))"
+  VERIFIED_ARTEFACT="$work/$name"
+  VERIFIED_VERSION="$version"
+  info "signature and checksum good: $name, version $version (key $(basename "$key"))"
 }
 
 # Unpacks a verified release tarball into a fresh directory under releases/.incoming and prints the
@@ -182,6 +220,9 @@ unpack_tarball() {
   tar -xzf "$tarball" -C "$incoming" --no-same-owner
   top="$(find "$incoming" -mindepth 1 -maxdepth 1 -type d | head -n 1)"
   if [ -z "$top" ] || [ ! -f "$top/RELEASE" ]; then die "$(basename "$tarball") holds no release directory (no RELEASE file)"; fi
+  if [ -n "${VERIFIED_VERSION:-}" ] && [ "$(sed -n 's/^version=//p' "$top/RELEASE")" != "$VERIFIED_VERSION" ]; then
+    die "$(basename "$tarball") holds release $(sed -n 's/^version=//p' "$top/RELEASE"), not the signed $VERIFIED_VERSION: refusing it"
+  fi
   printf '%s\n' "$top"
 }
 
@@ -190,6 +231,7 @@ unpack_tarball() {
 check_release_node() {
   local src="$1" wanted have
   [ -f "$src/RELEASE" ] || return 0
+  [ ! -x "$src/node/bin/node" ] || return 0
   wanted="$(sed -n 's/^node_module_version=//p' "$src/RELEASE")"
   [ -n "$wanted" ] || return 0
   have="$("$NODE_BIN" -p process.versions.modules)"
@@ -203,7 +245,8 @@ check_release_node() {
 # not leave `current` pointing at half a release.
 build_release() {
   local src="$1" version stamp dest n=1 tmp
-  version="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$src/package.json" | head -n 1)"
+  version="$(sed -n 's/^version=//p' "$src/RELEASE" 2> /dev/null || true)"
+  [ -n "$version" ] || version="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$src/package.json" | head -n 1)"
   stamp="$(date -u +%Y%m%dT%H%M%SZ)"
   dest="$APP_DIR/releases/${version:-0}-$stamp"
   while [ -e "$dest" ]; do n=$((n + 1)); dest="$APP_DIR/releases/${version:-0}-$stamp-$n"; done
@@ -225,8 +268,9 @@ build_release() {
     (cd "$tmp" && npm ci --no-audit --no-fund && VENDGATE_BUILD_COMMIT="$commit" npm run build && npm prune --omit=dev --no-audit --no-fund) >&2
     rm -rf "$tmp/src" "$tmp/tsconfig.json"
   elif [ -f "$src/dist/vendgate.js" ] && [ -f "$src/RELEASE" ] && [ -d "$src/node_modules" ]; then
-    # A built release (npm run release): everything is in it, native modules included.
+    # A built release (npm run release): everything is in it, native modules and its node included.
     cp -R "$src/dist" "$src/node_modules" "$tmp/"
+    if [ -d "$src/node" ]; then cp -R "$src/node" "$tmp/"; fi
   elif [ -f "$src/dist/main.js" ]; then
     # An unpacked tree with dist/ but no dependencies.
     cp -R "$src/dist" "$tmp/"
@@ -255,9 +299,10 @@ install_release() {
   local release src
   src="$(source_dir)"
   if [ -n "${RELEASE_ARTEFACT:-}" ]; then src="$(unpack_tarball "$RELEASE_ARTEFACT")"; fi
+  use_release_node "$src"
   check_release_node "$src"
   release="$(build_release "$src")"
-  if [ -n "${RELEASE_ARTEFACT:-}" ]; then rm -rf "$(dirname "$src")"; fi
+  if [ -n "${RELEASE_ARTEFACT:-}" ]; then rm -rf "$(dirname "$src")" "$(dirname "$RELEASE_ARTEFACT")"; fi
   switch_current "$release"
   info "current → $release"
 }
@@ -296,9 +341,10 @@ cli_script() {
   cat <<EOF
 #!/bin/sh
 # vendgate on this device: the service's node, code, configuration and secrets (written by install-pi.sh).
+# The secrets are read by vendgate itself from $etc/secrets.env, as the service reads its copy
+# (systemd's LoadCredential): as KEY=VALUE data, never run as shell.
 set -eu
-# shellcheck source=/dev/null
-if [ -r "$etc/secrets.env" ]; then set -a; . "$etc/secrets.env"; set +a; fi
+if [ -z "\${CREDENTIALS_DIRECTORY:-}" ] && [ -r "$etc/secrets.env" ]; then export CREDENTIALS_DIRECTORY="$etc"; fi
 export VENDGATE_CONFIG="\${VENDGATE_CONFIG:-$etc/config.yaml}"
 exec "$node" "$app/current/dist/vendgate.js" "\$@"
 EOF
@@ -318,7 +364,7 @@ install_units() {
   for unit in vendgate.service vendgate-tunnel.service vendgate-kiosk.service vendgate-metrics-textfile.service vendgate-metrics-textfile.timer; do
     install -m 0644 "$APP_DIR/current/systemd/$unit" "$UNIT_DIR/$unit"
   done
-  # The units expect /usr/bin/node (NodeSource, apt); any other node gets a drop-in.
+  # The units expect /usr/bin/node; the release's own node (or any other) gets a drop-in.
   if [ "$NODE_BIN" != /usr/bin/node ]; then
     install -d -m 0755 "$UNIT_DIR/vendgate.service.d"
     # shellcheck disable=SC2016 # $VENDGATE_NODE_FLAGS is for systemd to expand from the unit's Environment=, not the shell
@@ -406,9 +452,10 @@ setup_tunnel() {
   info "now set http.webhook.publicUrl: https://$TUNNEL_HOSTNAME in $ETC_DIR/config.yaml and register https://$TUNNEL_HOSTNAME/webhooks/<provider> with the provider"
 }
 
+# As the service user: root runs nothing that reads or writes where the service user can.
 run_selftest() {
   step "Selftest"
-  if "$BIN_DIR/vendgate" selftest --expect-service; then
+  if runuser -u "$SERVICE_USER" -- "$BIN_DIR/vendgate" selftest --expect-service; then
     return 0
   fi
   return 1
@@ -459,9 +506,12 @@ main() {
   if [ -n "$RELEASE_ARTEFACT" ]; then
     step "Verifying $(basename "$RELEASE_ARTEFACT")"
     verify_artefact "$RELEASE_ARTEFACT" "$RELEASE_KEY"
+    # From here on only the verified copy is used.
+    RELEASE_ARTEFACT="$VERIFIED_ARTEFACT"
   fi
   check_machine
-  check_node
+  # Before anything changes: the node a checkout would run on (a release tarball brings its own).
+  if [ -z "$RELEASE_ARTEFACT" ]; then use_release_node "$(source_dir)"; fi
   install_packages
   create_users
   install_release

@@ -11,6 +11,8 @@
 #            built by test/techniques/power-cut/build.sh; needs /dev/fuse and root)
 #   minisign, dpkg-dev's dpkg-deb, g++/make, g++-aarch64-linux-gnu, qemu-user — npm run release and its
 #            artefacts tested natively and under arm64 emulation (test/techniques/e2e/release.test.ts)
+#   debootstrap, systemd-container — a Debian bookworm root (cached) booted with systemd-nspawn --boot, where
+#            the .deb is installed, updated, removed and purged for real (test/techniques/e2e/debian-package.test.ts)
 #   e2fsprogs, util-linux, mount — ext4 on a loop device turned read-only by the kernel, and a small
 #              tmpfs filled up (test/storage/*.test.ts; they mount, so they run as root, as CI does)
 #   faketime — libfaketime under the spawned service, its wall clock moved at run time (test/storage/wall-clock.test.ts)
@@ -19,7 +21,7 @@
 set -eu
 case "${1:-}" in
   -h | --help)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   '') ;;
@@ -44,6 +46,8 @@ command -v g++ >/dev/null 2>&1 || missing="$missing g++"
 command -v make >/dev/null 2>&1 || missing="$missing make"
 command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || missing="$missing g++-aarch64-linux-gnu"
 command -v qemu-aarch64 >/dev/null 2>&1 || missing="$missing qemu-user"
+{ command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ]; } || missing="$missing debootstrap"
+command -v systemd-nspawn >/dev/null 2>&1 || missing="$missing systemd-container"
 { command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } || missing="$missing e2fsprogs"
 { command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ]; } || missing="$missing util-linux"
 { command -v mount >/dev/null 2>&1 || [ -x /usr/bin/mount ] || [ -x /bin/mount ]; } || missing="$missing mount"
@@ -77,6 +81,8 @@ for tool in $missing; do
     pkg-config) command -v pkg-config >/dev/null 2>&1 || { echo "install-test-deps: pkg-config still missing" >&2; exit 1; } ;;
     dpkg) command -v dpkg-deb >/dev/null 2>&1 || { echo "install-test-deps: dpkg-deb still missing" >&2; exit 1; } ;;
     g++-aarch64-linux-gnu) command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || { echo "install-test-deps: aarch64-linux-gnu-g++ still missing" >&2; exit 1; } ;;
+    debootstrap) { command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ]; } || { echo "install-test-deps: debootstrap still missing" >&2; exit 1; } ;;
+    systemd-container) command -v systemd-nspawn >/dev/null 2>&1 || { echo "install-test-deps: systemd-nspawn still missing" >&2; exit 1; } ;;
     qemu-user) command -v qemu-aarch64 >/dev/null 2>&1 || { echo "install-test-deps: qemu-aarch64 still missing" >&2; exit 1; } ;;
     mosquitto) { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || { echo "install-test-deps: mosquitto still missing" >&2; exit 1; } ;;
     e2fsprogs) { command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } || { echo "install-test-deps: mkfs.ext4 still missing" >&2; exit 1; } ;;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The .deb's postinst (configure): dpkg has unpacked the release to /usr/lib/vendgate/release, a
+# The .deb's postinst (configure [old-version], as dpkg passes them): dpkg has unpacked the release to /usr/lib/vendgate/release, a
 # staging copy the service never runs from. From there:
 #   first install: the service user and directories, the release copied to /opt/vendgate/releases/,
 #                  /etc/vendgate/config.yaml from the sandbox example (when there is none), the
@@ -22,7 +22,7 @@ PACKAGED="$ROOT/usr/lib/vendgate/release"
 
 package_main() {
   trap 'on_error "$LINENO" "$BASH_COMMAND"' ERR
-  check_node
+  use_release_node "$PACKAGED"
   check_release_node "$PACKAGED"
   create_users
   if [ -L "$APP_DIR/current" ]; then

@@ -167,11 +167,24 @@ async function askChecked(
     const shown = fallback === undefined || fallback === '' ? '' : secret ? ' [keep the one set]' : ` [${fallback}]`;
     const raw = await prompt.line(`${question}${shown}: `, secret);
     const value = raw === '' ? (fallback ?? '') : raw;
-    const problem = check(value);
+    const problem = check(value) ?? (secret ? secretsFileProblem(value) : null);
     if (problem === null) return value;
     if (attempt >= 3 || !prompt.interactive) throw new UsageError(`${question}: ${problem}; nothing was changed`);
     prompt.say(`  ${problem}`);
   }
+}
+
+/**
+ * A secret goes into secrets.env as `NAME=value`, which the service reads as data (line trimmed,
+ * one pair of enclosing quotes dropped): a value that would read back differently is refused, so
+ * what the service uses is exactly what was typed. Nothing in the file is ever run as shell.
+ */
+export function secretsFileProblem(value: string): string | null {
+  if (/[\u0000-\u001f\u007f]/.test(value)) return 'a line break or control character cannot go into secrets.env';
+  if (value !== value.trim()) return 'leading or trailing spaces would be dropped when the service reads secrets.env';
+  if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.at(-1) === value[0])
+    return 'a value enclosed in quotes would lose them when the service reads secrets.env';
+  return null;
 }
 
 const required = (what: string) => (value: string) => (value === '' ? `${what} is needed` : null);

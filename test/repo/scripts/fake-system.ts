@@ -15,8 +15,8 @@ const REPO = new URL('../../../', import.meta.url).pathname;
  */
 const FAKES: Record<string, string> = {
   // Installing cloudflared puts the stand-in (cloudflared.pkg) on PATH, as the Debian package would.
-  // A .deb is unpacked into the root and its postinst run as dpkg would; its /usr/bin/vendgate is
-  // pointed at the node on PATH (what Depends: nodejs makes /usr/bin/node on a Pi) and at the root.
+  // A .deb is unpacked into the root and its postinst run as dpkg would (with "configure"); its
+  // /usr/bin/vendgate is pointed at the root. The real dpkg and apt: test/techniques/e2e/debian-package.test.ts.
   'apt-get': `echo "apt-get $*" >> "$FAKE_LOG"
 case "$*" in *install*cloudflared*) cp "$FAKE_BIN/cloudflared.pkg" "$FAKE_BIN/cloudflared"; chmod +x "$FAKE_BIN/cloudflared" ;; esac
 for deb in "$@"; do case "$deb" in
@@ -62,10 +62,10 @@ stop() {
 }
 start() {
   : > "$log"
-  (
-    if [ -r "$VENDGATE_ROOT/etc/vendgate/secrets.env" ]; then set -a; . "$VENDGATE_ROOT/etc/vendgate/secrets.env"; set +a; fi
-    exec node "$VENDGATE_ROOT/opt/vendgate/current/dist/vendgate.js" start --config "$VENDGATE_ROOT/etc/vendgate/config.yaml"
-  ) >> "$log" 2>&1 &
+  # As the unit: secrets.env handed over as a credential (read by vendgate as data), the release's own node when it has one.
+  node=node
+  if [ -x "$VENDGATE_ROOT/opt/vendgate/current/node/bin/node" ]; then node="$VENDGATE_ROOT/opt/vendgate/current/node/bin/node"; fi
+  CREDENTIALS_DIRECTORY="$VENDGATE_ROOT/etc/vendgate" "$node" "$VENDGATE_ROOT/opt/vendgate/current/dist/vendgate.js" start --config "$VENDGATE_ROOT/etc/vendgate/config.yaml" >> "$log" 2>&1 &
   echo $! > "$pidfile"
   # Type=notify: return when the service is ready (at most 120 s, as a loaded machine may need); fail when it died first.
   for _ in $(seq 1 2400); do

@@ -217,7 +217,7 @@ describe('scripts/update.sh', () => {
     expect(update.code).toBe(0);
     expect(current(pi)).toMatch(/^1\.1\.0-/);
     expect(update.stdout).toContain(`Updated: ${before} → ${current(pi)}`);
-    expect(update.stdout).toMatch(/database backed up to .*backups\/vendgate-\d{8}T\d{6}Z\.db/);
+    expect(update.stdout).toMatch(/database backed up to .*backups\/vendgate\/vendgate-\d{8}T\d{6}Z\.db/);
     expect(update.stdout).toMatch(/schema version \d+/);
     expect(update.stdout).toMatch(/OK: nothing failed/);
     expect(pi.exists(`opt/vendgate/releases/${before}`)).toBe(true);
@@ -308,7 +308,8 @@ describe('scripts/update.sh', () => {
     const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
 
     expect(update.code, update.stderr).toBe(0);
-    const dir = join(pi.root, 'var/lib/vendgate/backups');
+    // Where only root writes (the service user controls /var/lib/vendgate).
+    const dir = join(pi.root, 'var/backups/vendgate');
     const files = readdirSync(dir);
     expect(files).toHaveLength(1);
     expect(files[0]).toMatch(/^vendgate-\d{8}T\d{6}Z\.db$/);

