@@ -104,7 +104,15 @@ export function inTransaction<T>(db: Db, fn: () => T): T {
  * durability test fails when one of them stops doing so.
  */
 export type DurableStep =
-  'invoice_attach' | 'order_attempt' | 'vend_claim' | 'vend_settle' | 'refund_claim' | 'capture_claim' | 'command_claim' | 'receipt_claim' | 'dex_read';
+  | 'invoice_attach'
+  | 'order_attempt'
+  | 'vend_claim'
+  | 'vend_settle'
+  | 'refund_claim'
+  | 'capture_claim'
+  | 'command_claim'
+  | 'receipt_claim'
+  | 'dex_read';
 
 let commitObserver: ((step: DurableStep, synchronous: number) => void) | null = null;
 

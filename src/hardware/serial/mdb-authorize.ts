@@ -43,7 +43,8 @@ type Seen =
 
 function classify(line: string): Seen | null {
   const request = VEND_REQUEST.exec(line);
-  if (request) return { kind: 'request', amountText: request[1]!, item: request[2]! };
+  const [, amountText, item] = request ?? [];
+  if (amountText !== undefined && item !== undefined) return { kind: 'request', amountText, item };
   if (SESSION_IDLE.test(line)) return { kind: 'started' };
   const success = VEND_SUCCESS.exec(line);
   if (success) return { kind: 'success', item: success[1] };
