@@ -23,6 +23,8 @@ export interface ServiceMenuDeps {
 
 const LAST_ORDERS = 10;
 
+const todaysSales = (figures: SalesFigures) => ({ currency: figures.currency, since: figures.todaySince, ...figures.today });
+
 /**
  * The kiosk's service menu, seen from the device: what a technician on site reads (identity,
  * stock, jams, the last orders, open alarms, today's sales, the selftest) and the two things
@@ -63,7 +65,7 @@ export function createServiceMenu(deps: ServiceMenuDeps): KioskService {
           message: alarm.message,
           raisedAt: new Date(alarm.raised_at).toISOString(),
         })),
-        sales: deps.sales ? deps.sales().today : null,
+        sales: deps.sales ? todaysSales(deps.sales()) : null,
       };
     },
     async selftest() {
