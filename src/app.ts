@@ -591,7 +591,14 @@ function buildDevice(
   );
   // Every state change may have written outbox rows: published now, not at the next poll.
   changes.subscribe(() => mqtt.kick());
-  const service = createServiceMenu({ settings, orders, outbox, catalog, control, sales: () => salesFigures(db, settings.device.currency, clock.now()) });
+  const service = createServiceMenu({
+    settings,
+    orders,
+    outbox,
+    catalog,
+    control,
+    sales: () => salesFigures(db, settings.device.currency, clock.now()),
+  });
   return { view, mqtt, service };
 }
 

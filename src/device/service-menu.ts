@@ -2,7 +2,7 @@ import type { Settings } from '../settings/index.js';
 import type { Outbox } from '../outbox/index.js';
 import type { OrderService, SalesFigures } from '../orders/index.js';
 import type { Catalog } from '../catalog/index.js';
-import type { KioskService } from '../kiosk/types.js';
+import type { KioskService } from '../kiosk/index.js';
 import type { DeviceControl } from '../mqtt/index.js';
 import { buildInfo } from '../version.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';

@@ -17,7 +17,8 @@ function parseSlot(raw: string): string {
 /** Exactly the keys named, or a 400 before anything is done. */
 function objectWith(body: unknown, keys: string[], example: string): Record<string, unknown> {
   if (body === undefined && keys.length === 0) return {};
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest(`the body must be a JSON object such as ${example}`);
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw badRequest(`the body must be a JSON object such as ${example}`);
   for (const key of Object.keys(body)) {
     if (!keys.includes(key)) throw badRequest(`unknown field "${key.slice(0, 32)}"; send ${example}`);
   }

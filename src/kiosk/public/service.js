@@ -32,7 +32,10 @@ function touched() {
 async function api(method, path, body) {
   const response = await fetch(path, {
     method,
-    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    headers: {
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const data = await response.json().catch(() => ({}));
@@ -116,8 +119,18 @@ async function refresh() {
   $('identity').textContent =
     `Device ${identity.deviceId} · release ${identity.release} · provider ${identity.provider}${identity.livemode ? ' (live)' : ' (test)'} · database ${identity.database}`;
   renderSlots(view.slots);
-  fillList('alarms', view.alarms, (a) => element('li', `${a.severity.toUpperCase()} ${a.name}: ${a.message} (since ${a.raisedAt})`), 'none');
-  fillList('orders', view.orders, (o) => element('li', `#${o.orderId} ${o.reference} ${o.slot ?? ''} ${o.amount} — ${o.state} (${o.createdAt})`), 'none yet');
+  fillList(
+    'alarms',
+    view.alarms,
+    (a) => element('li', `${a.severity.toUpperCase()} ${a.name}: ${a.message} (since ${a.raisedAt})`),
+    'none',
+  );
+  fillList(
+    'orders',
+    view.orders,
+    (o) => element('li', `#${o.orderId} ${o.reference} ${o.slot ?? ''} ${o.amount} — ${o.state} (${o.createdAt})`),
+    'none yet',
+  );
   const sales = view.sales;
   $('sales').textContent = sales
     ? `paid ${sales.paid.count} (${formatMoney(sales.paid.amount, sales.currency)}), vended ${sales.vended.count}, refunded ${sales.refunded.count}`
@@ -129,7 +142,12 @@ async function runSelftest() {
   list.replaceChildren(element('li', 'running…'));
   try {
     const report = await api('POST', '/api/service/selftest', {});
-    fillList('selftest', report.checks, (c) => element('li', `${c.status} ${c.name}: ${c.detail}${c.hint ? ` — ${c.hint}` : ''}`, `status-${c.status}`), '');
+    fillList(
+      'selftest',
+      report.checks,
+      (c) => element('li', `${c.status} ${c.name}: ${c.detail}${c.hint ? ` — ${c.hint}` : ''}`, `status-${c.status}`),
+      '',
+    );
   } catch (err) {
     list.replaceChildren(element('li', err.message, 'warn-text'));
   }
@@ -144,7 +162,8 @@ async function onMenuClick(event) {
   const slot = row.dataset.slot;
   $('menu-error').textContent = '';
   try {
-    if (action === 'refill') await api('POST', `/api/service/slots/${encodeURIComponent(slot)}/refill`, { count: Number(row.querySelector('input').value) });
+    if (action === 'refill')
+      await api('POST', `/api/service/slots/${encodeURIComponent(slot)}/refill`, { count: Number(row.querySelector('input').value) });
     else await api('POST', `/api/service/slots/${encodeURIComponent(slot)}/clear-jam`, {});
     await refresh();
   } catch (err) {
