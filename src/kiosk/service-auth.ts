@@ -75,8 +75,8 @@ export function createServiceAuth(pin: string, clock: Clock, settings: ServiceAu
       return { token: session.token.toString('base64url'), idleSec: Math.round(settings.idleMs / 1000) };
     },
     check(token) {
-      if (!live(token)) throw unauthorized('no service session, or it expired: enter the service PIN');
-      session!.lastUsed = clock.now();
+      if (!live(token) || !session) throw unauthorized('no service session, or it expired: enter the service PIN');
+      session.lastUsed = clock.now();
     },
     logout(token) {
       if (live(token)) session = null;

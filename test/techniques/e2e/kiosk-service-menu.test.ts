@@ -71,6 +71,9 @@ describe('the service menu on the kiosk screen (real service, Chromium 800×480)
     await page.click('#slots tr[data-slot="A1"] button[data-action="refill"]');
     await page.waitForFunction(() => document.querySelector('#slots tr[data-slot="A1"] .stock')?.textContent === '9 in stock');
 
+    await page.locator('#slots').scrollIntoViewIfNeeded();
+    await screenshot(page, '60b-service-menu-stock');
+
     await page.click('#run-selftest');
     await page.waitForSelector('#selftest li.status-PASS', { timeout: 60_000 });
     expect(await layoutProblems(page)).toEqual([]);
