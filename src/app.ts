@@ -58,7 +58,8 @@ import {
   type ClockSkew,
   type WebhookChannel,
 } from './channels/webhook/index.js';
-import { createKioskServer, type KioskServer } from './kiosk/index.js';
+import { createKioskServer, type KioskServer, type KioskService } from './kiosk/index.js';
+import { createServiceMenu } from './device/service-menu.js';
 import type { SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createMetrics, type Metrics } from './metrics/index.js';
 import { createMqtt, createBrokerWebhookSubscription, type Mqtt, type BrokerWebhookSubscription } from './mqtt/index.js';
@@ -600,6 +601,7 @@ function buildChannels(
 interface Device {
   view: DeviceView;
   mqtt: Mqtt;
+  service: KioskService;
 }
 
 function buildDevice(
@@ -661,7 +663,15 @@ function buildDevice(
   );
   // Every state change may have written outbox rows: published now, not at the next poll.
   changes.subscribe(() => mqtt.kick());
-  return { view, mqtt };
+  const service = createServiceMenu({
+    settings,
+    orders,
+    outbox,
+    catalog,
+    control,
+    sales: () => salesFigures(db, settings.device.currency, clock.now()),
+  });
+  return { view, mqtt, service };
 }
 
 /** Recovery before anything new is accepted (uncertain vends, unknown refunds, half-created orders), then the inputs. */
@@ -702,10 +712,13 @@ async function serve(
   claimed: Claimed,
   { sandbox, lan }: Payments,
   { webhooks }: Channels,
-  { view }: Device,
+  { view, service }: Device,
   served: Served,
 ): Promise<{ local: string; webhook: string }> {
-  served.kiosk = createKioskServer({ ...view.kioskDeps(sandbox?.payments), logger, clock, listener: claimed.local }, settings.http.local);
+  served.kiosk = createKioskServer(
+    { ...view.kioskDeps(sandbox?.payments), service, logger, clock, listener: claimed.local },
+    settings.http.local,
+  );
   const listening = await served.kiosk.start();
   if (lan?.address && sandbox) {
     const { createSandboxLanServer } = await import('./kiosk/sandbox-lan.js');

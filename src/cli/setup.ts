@@ -283,6 +283,14 @@ async function ask(prompt: Prompt, doc: ReturnType<typeof parseDocument>, secret
     secrets.has(SECRET_ENV.mqttPassword),
   );
   if (answers.broker.password !== undefined) answers.secrets.mqttPassword = answers.broker.password;
+  const pin = await askChecked(
+    prompt,
+    'Service menu PIN on the kiosk screen (6 to 12 digits; empty: the menu stays off)',
+    secrets.has(SECRET_ENV.servicePin) ? '(set)' : undefined,
+    (v) => (v === '' || v === '(set)' || /^[0-9]{6,12}$/.test(v) ? null : 'the PIN is 6 to 12 digits'),
+    true,
+  );
+  if (pin !== '' && pin !== '(set)') answers.secrets.servicePin = pin;
   return answers;
 }
 

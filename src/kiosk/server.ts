@@ -6,6 +6,8 @@ import { createQrRenderer } from './qr.js';
 import { installErrorHandling } from './http-errors.js';
 import { registerApiRoutes } from './api-routes.js';
 import { registerSlotRoutes } from './slot-routes.js';
+import { registerServiceRoutes } from './service-routes.js';
+import type { ServiceAuthSettings } from './service-auth.js';
 import { DEFAULT_SSE_PING_MS, registerEventRoutes, type EventStreams } from './events.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
 import { registerStaticFiles } from './static-files.js';
@@ -33,6 +35,8 @@ export interface KioskServerSettings {
   allowedHosts?: readonly string[];
   doublePressWindowMs?: number;
   ordersPerMinute?: number;
+  /** The service menu's lock-out and idle limits (tests); SERVICE_AUTH_DEFAULTS without them. */
+  serviceAuth?: ServiceAuthSettings;
 }
 
 export interface KioskServer {
@@ -90,6 +94,7 @@ export function createKioskServer(
     );
     registerApiRoutes(app, deps, qr, press);
     if (deps.slots) registerSlotRoutes(app, deps.slots);
+    if (deps.service) registerServiceRoutes(app, deps.service, deps.clock, settings.serviceAuth);
     const streams = registerEventRoutes(app, deps, qr, log, settings.ssePingMs ?? DEFAULT_SSE_PING_MS);
     if (deps.sandbox) registerSandboxRoutes(app, deps.sandbox, deps.clock);
     // Hijacked SSE responses and spare browser connections would keep close() waiting.

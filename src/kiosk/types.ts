@@ -128,10 +128,33 @@ export interface KioskDeps {
   sandbox?: SandboxPayments;
   /** Stock per slot and refills (GET /api/slots, POST /api/slots/:slot/refill). */
   slots?: KioskSlots;
+  /** The PIN-protected service menu (GET /api/service/status and the routes behind it). */
+  service?: KioskService;
 }
 
 export interface KioskSlots {
   list(): unknown[];
   /** Throws UNKNOWN_SLOT (400). */
   refill(slot: string, count: number): unknown;
+}
+
+/**
+ * The technician's service menu (/api/service/…, behind the PIN). Every action is the CLI's own
+ * (catalog slots refill / clear-jam) and none moves money: no refund, resolve or test vend here.
+ */
+export interface KioskService {
+  /** The PIN (VENDGATE_SERVICE_PIN); null: the menu is off and says how to turn it on. */
+  pin: string | null;
+  overview(): {
+    identity: { deviceId: string; release: string; provider: string; livemode: boolean; database: string };
+    slots: unknown[];
+    orders: { orderId: number; reference: string; state: string; slot: string | null; amount: number; createdAt: string }[];
+    alarms: { name: string; severity: string; message: string; raisedAt: string }[];
+    sales: unknown;
+  };
+  /** The same in-process selftest as the MQTT `selftest` command. */
+  selftest(): Promise<{ ok: boolean; checks: { name: string; status: string; detail: string; hint: string }[] }>;
+  /** Audited with by: 'service-menu'. Throws UNKNOWN_SLOT / BAD_REQUEST. */
+  refill(slot: string, count: number): unknown;
+  clearJam(slot: string): unknown;
 }

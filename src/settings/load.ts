@@ -39,6 +39,8 @@ export const SECRET_SETTINGS = [
   { path: 'fiscal.webkassa.token', env: 'VENDGATE_FISCAL_WEBKASSA_TOKEN', list: false },
   { path: 'fiscal.webkassa.password', env: 'VENDGATE_FISCAL_WEBKASSA_PASSWORD', list: false },
   { path: 'fiscal.webkassa.apiKey', env: 'VENDGATE_FISCAL_WEBKASSA_API_KEY', list: false },
+  /** The kiosk's service menu PIN: a secret, so nobody who can read the YAML can open the menu. */
+  { path: 'kiosk.servicePin', env: 'VENDGATE_SERVICE_PIN', list: false },
 ] as const;
 
 /** The same list by key, for callers that name one secret. */
@@ -50,6 +52,7 @@ export const SECRET_ENV = {
   webkassaToken: SECRET_SETTINGS[4].env,
   webkassaPassword: SECRET_SETTINGS[5].env,
   webkassaApiKey: SECRET_SETTINGS[6].env,
+  servicePin: SECRET_SETTINGS[7].env,
 } as const;
 
 const SECRETS_FILE = '/etc/vendgate/secrets.env';

@@ -43,6 +43,7 @@ export const ErrorCodes = {
   ALREADY_RUNNING: 'VG_ERR_ALREADY_RUNNING',
   PORT_IN_USE: 'VG_ERR_PORT_IN_USE',
   FORBIDDEN: 'VG_ERR_FORBIDDEN',
+  UNAUTHORIZED: 'VG_ERR_UNAUTHORIZED',
   RATE_LIMITED: 'VG_ERR_RATE_LIMITED',
   STARTING: 'VG_ERR_STARTING',
   SOLD_OUT: 'VG_ERR_SOLD_OUT',
@@ -57,7 +58,7 @@ export const ErrorCodes = {
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
 /** The statuses an error code may answer with over HTTP. */
-export type ErrorHttpStatus = 400 | 403 | 404 | 409 | 429 | 500 | 502 | 503;
+export type ErrorHttpStatus = 400 | 401 | 403 | 404 | 409 | 429 | 500 | 502 | 503;
 
 /**
  * The HTTP status of each code, decided here once: a throw site names the code, never the status.
@@ -108,6 +109,7 @@ export const ERROR_HTTP_STATUS = {
   VG_ERR_ALREADY_RUNNING: 500,
   VG_ERR_PORT_IN_USE: 500,
   VG_ERR_FORBIDDEN: 403,
+  VG_ERR_UNAUTHORIZED: 401,
   VG_ERR_RATE_LIMITED: 429,
   VG_ERR_STARTING: 503,
   VG_ERR_SOLD_OUT: 409,

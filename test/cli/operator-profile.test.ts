@@ -68,7 +68,7 @@ describe("the operator's command profile", () => {
     writeFileSync(config, readFileSync(join(REPO, 'config/examples/sandbox.yaml'), 'utf8'), { mode: 0o640 });
     writeFileSync(join(dir, 'secrets.env'), '', { mode: 0o640 });
     const setup = spawnSync(process.execPath, [join(REPO, 'dist/main.js'), 'setup', '--config', config, '--no-apply'], {
-      input: ['sandbox', deviceId, 'none', broker.url, 'operator-1', 'broker-password-1', ''].join('\n'),
+      input: ['sandbox', deviceId, 'none', broker.url, 'operator-1', 'broker-password-1', '', ''].join('\n'),
       encoding: 'utf8',
       env: { PATH: process.env.PATH },
     });

@@ -48,6 +48,8 @@ describe('vendgate setup', () => {
     'pay-vm-014.example.com',
     // The operator's broker: none yet.
     'none',
+    // The service menu's PIN: none (the menu stays off).
+    '',
   ];
 
   it('from the starter configuration to Gerege: asks, checks, writes both files (comments and other lines kept, secrets 0640), never shows a secret, and names the tunnel, restart and selftest', () => {
@@ -116,7 +118,7 @@ describe('vendgate setup', () => {
     const d = device();
     expect(d.setup(GEREGE).status).toBe(0);
     const first = d.files();
-    const again = d.setup(['', '', '', '', '', '', '', '', '']);
+    const again = d.setup(['', '', '', '', '', '', '', '', '', '']);
     expect(again.stderr).toBe('');
     expect(again.status).toBe(0);
     expect(parse(d.files().config)).toEqual(parse(first.config));
@@ -139,13 +141,32 @@ describe('vendgate setup', () => {
     const d = device(starter);
     const before = d.files();
     // The broker of the file kept (Enter), with no login.
-    const live = [...GEREGE.slice(0, -1), '', 'none'];
+    const live = [...GEREGE.slice(0, -2), '', 'none', ''];
     live[2] = 'yes';
     const result = d.setup(live);
     expect(result.status).toBe(78);
     expect(result.stderr).toMatch(/nothing was changed:\n\s+mqtt\.url: live mode sends the MQTT login/);
     expect(d.files()).toEqual(before);
     expect(existsSync(`${d.config}.before-setup`)).toBe(false);
+  });
+
+  it('the service menu PIN goes to secrets.env only, is kept on Enter, and a PIN too short says why and changes nothing', () => {
+    const d = device();
+    const result = d.setup([...GEREGE.slice(0, -1), '731904']);
+    expect(result.status).toBe(0);
+    expect(result.stdout).not.toContain('731904');
+    expect(Object.fromEntries(parseSecretsText(d.files().secrets))).toMatchObject({ VENDGATE_SERVICE_PIN: '731904' });
+    expect(d.files().config).not.toContain('731904');
+    expect(loadSettings({ path: d.config, env: Object.fromEntries(parseSecretsText(d.files().secrets)) }).settings.kiosk.servicePin).toBe(
+      '731904',
+    );
+    expect(d.setup(['', '', '', '', '', '', '', '', '', '']).status).toBe(0);
+    expect(Object.fromEntries(parseSecretsText(d.files().secrets))).toMatchObject({ VENDGATE_SERVICE_PIN: '731904' });
+    const before = d.files();
+    const short = d.setup([...GEREGE.slice(0, -1), '1234']);
+    expect(short.status).toBe(64);
+    expect(short.stderr).toMatch(/6 to 12 digits.*nothing was changed/);
+    expect(d.files()).toEqual(before);
   });
 
   it('input that ends before the last question changes nothing', () => {

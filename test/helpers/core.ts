@@ -35,6 +35,7 @@ export function testSettings(dir: string, overrides: Partial<Record<keyof Settin
     commands: { keys: commandSettings().keys, ...overrides.commands },
     ...(overrides.pricing ? { pricing: overrides.pricing } : {}),
     ...(overrides.fiscal ? { fiscal: overrides.fiscal } : {}),
+    ...(overrides.kiosk ? { kiosk: overrides.kiosk } : {}),
   });
 }
 

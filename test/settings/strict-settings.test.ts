@@ -64,6 +64,7 @@ describe('strict settings', () => {
       mqtt: { url: '', username: 'u', password: 'd' },
       poll: { intervalMs: 5 },
       fiscal: { webkassa: { token: 'e', password: 'f', apiKey: 'g' } },
+      kiosk: { servicePin: '123456' },
     };
     const problems = problemsOf(config);
     for (const secret of SECRET_SETTINGS) {

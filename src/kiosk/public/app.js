@@ -437,3 +437,15 @@ document.addEventListener(
   },
   { passive: false },
 );
+
+// The technician's service menu: a 3-second press on the machine id in the footer (a customer taps
+// or scrolls; nobody holds a footer line that long). The menu page asks for the PIN itself.
+const SERVICE_HOLD_MS = 3_000;
+let serviceHold = null;
+const helpDevice = $('help-device');
+helpDevice.addEventListener('pointerdown', () => {
+  clearTimeout(serviceHold);
+  serviceHold = setTimeout(() => location.assign('/service.html'), SERVICE_HOLD_MS);
+});
+for (const type of ['pointerup', 'pointerleave', 'pointercancel']) helpDevice.addEventListener(type, () => clearTimeout(serviceHold));
+helpDevice.addEventListener('contextmenu', (event) => event.preventDefault());

@@ -99,4 +99,9 @@ export const kioskSchema = z.strictObject({
   supportContact: z.string().trim().min(1).max(80).optional(),
   /** The apps that can pay this provider's QR, as the customer knows them; absent: the provider's own line. */
   paymentApps: z.array(z.string().trim().min(1).max(40)).min(1).max(8).optional(),
+  /** The service menu's PIN (VENDGATE_SERVICE_PIN in secrets.env only); absent: the menu is off. */
+  servicePin: z
+    .string()
+    .regex(/^[0-9]{6,12}$/, 'the service PIN is 6 to 12 digits (VENDGATE_SERVICE_PIN)')
+    .optional(),
 });
