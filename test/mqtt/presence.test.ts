@@ -16,6 +16,8 @@ describe('presence, state and alarms', () => {
     const retained = await retainedNow(url, `${device.base}/#`);
     expect(retained.get(`${device.base}/status`)).toBe('online');
     expect(JSON.parse(retained.get(`${device.base}/state`)!)).toEqual({
+      // The database the device runs: what an operator's signed command is bound to.
+      dbId: expect.any(String),
       mode: 'vending',
       phase: 'idle',
       orderId: null,
