@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the release artefacts under release/ (issue #27): for linux-x64 and linux-arm64 (Raspberry
+# Makes the release artefacts under release/: for linux-x64 and linux-arm64 (Raspberry
 # Pi OS 64-bit) a Debian package and a tarball with the same contents, SHA256SUMS over them and its
 # minisign signature.
 #

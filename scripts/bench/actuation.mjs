@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Paid → actuation through the webhook, quiet and with a CPU hog on every core (issue #18).
+ * Paid → actuation through the webhook, quiet and with a CPU hog on every core.
  *
  *   node scripts/bench/actuation.mjs [--orders N] [--baseline REF] [--quick]   (after npm run build)
  *
@@ -28,7 +28,7 @@ import { followSimLog, percentiles, postJson, row, sleep, waitFor } from './lib.
 import { unitStart } from './resources.mjs';
 
 const WEBHOOK_SECRET = 'whsec_simulator';
-/** The targets of issue #18: p99 quiet / with a CPU hog on every core. */
+/** The targets: p99 quiet / with a CPU hog on every core. */
 export const TARGET_QUIET_P99_MS = 12;
 export const TARGET_HOG_P99_MS = 40;
 

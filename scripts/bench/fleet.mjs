@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run bench:fleet` (issue #29): the relay at fleet size, each figure beside the relay of
+ * `npm run bench:fleet`: the relay at fleet size, each figure beside the relay of
  * cecb1e4 (built from `git archive` by baseline.mjs) measured in the same run. Per N and per build:
  *
  *   - 2 Mosquitto brokers from the SHIPPED confs and ACL (config/fleet/mosquitto/): devices on A,

@@ -10,7 +10,7 @@ import { unitStart } from './resources.mjs';
 
 /**
  * Webhook ingest, the service's listener against the naive peer (naive-webhook-server.mjs), in the
- * same run and on equal terms (issue #18): both open the database through openDatabase (WAL,
+ * same run and on equal terms: both open the database through openDatabase (WAL,
  * synchronous=NORMAL, same table), both run the same worker step for each event (look the invoice
  * up among the orders, mark the row processed), both start with the unit's V8 flags, and both get
  * the same signed sandbox events — a new event id on every request, for an invoice of another
@@ -176,7 +176,7 @@ export async function ingestBench({ log, quick }) {
       row(
         '  listener req/s vs a bare fastify 204 route (same rounds)',
         `${listener.toFixed(0)} vs ${bare.toFixed(0)} (${((listener / bare) * 100).toFixed(0)} %)`,
-        '≥ 60 % of bare (issue #4)',
+        '≥ 60 % of bare',
         listener / bare >= 0.6,
       ),
     ],

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Fleet-mode figures (issue #16), measured on this machine in one run, on loopback Mosquitto:
+ * Fleet-mode figures, measured on this machine in one run, on loopback Mosquitto:
  *   1. relay throughput — verified Gerege webhooks published QoS 1 and acknowledged, per relay
  *      process and per CPU-second of it — beside a bare fastify route;
  *   2. paid → actuation p50/p99 through relay + broker vs through the tunnel (the device's own listener);

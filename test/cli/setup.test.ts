@@ -8,7 +8,7 @@ import { parseSecretsText } from '../../src/settings/credentials.js';
 import { tempDir } from '../helpers/temp.js';
 
 /**
- * `vendgate setup`, the guided step after `apt install` (issue 27): the compiled command with its
+ * `vendgate setup`, the guided step after `apt install`: the compiled command with its
  * answers on standard input, on a copy of the starter configuration the package writes.
  */
 const REPO = new URL('../../', import.meta.url).pathname;

@@ -1,5 +1,5 @@
 /**
- * Real file systems for the storage tests (issue 24): a small tmpfs, and ext4 on a loop device
+ * Real file systems for the storage tests: a small tmpfs, and ext4 on a loop device
  * mounted `errors=remount-ro`, turned read-only by the kernel's own error path. Needs root (CI runs
  * as root) and e2fsprogs + util-linux (scripts/install-test-deps.sh). Every mount point is unique,
  * under its own temp directory; `release()` unmounts, detaches and removes, and is safe to call twice.

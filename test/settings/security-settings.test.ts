@@ -18,7 +18,7 @@ function problems(fn: () => unknown): string[] {
   return [];
 }
 
-describe('issue 25: the settings that keep commands to the operator', () => {
+describe('the settings that keep commands to the operator', () => {
   it('the webhook listener binds 127.0.0.1 by default: the tunnel reaches it on loopback', () => {
     expect(parseSettings({ device }).http.webhook.host).toBe('127.0.0.1');
   });

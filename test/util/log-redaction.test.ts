@@ -13,7 +13,7 @@ function capture(format?: 'json' | 'journal') {
   return { logger: createLogger({ level: 'info', destination, format }), text: () => lines.join('') };
 }
 
-describe('issue 25: log redaction at any depth and inside URLs', () => {
+describe('log redaction at any depth and inside URLs', () => {
   it('secret-named keys are censored however deep they are nested, in arrays too', () => {
     const { logger, text } = capture();
     logger.info(

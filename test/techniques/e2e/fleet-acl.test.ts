@@ -104,7 +104,7 @@ describe('fleet broker ACL (shipped config, real Mosquitto)', () => {
     expect(check.got.at(-1)!.payload).toContain('dev-a-x-');
   });
 
-  it("issue 25: a device publishes its own applied catalog (retained) and it crosses the bridge; never another device's", async () => {
+  it("a device publishes its own applied catalog (retained) and it crosses the bridge; never another device's", async () => {
     const a = await as('dev-a', 'A');
     await a.client.publishAsync('vendgate/dev-a/catalog', '{"version":"v7"}', { qos: 1, retain: true });
     await a.client.publishAsync('vendgate/dev-b/catalog', '{"version":"forged"}', { qos: 1, retain: true });

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fakePi, type FakePi } from '../../repo/scripts/fake-system.js';
 
 /**
- * A power cut at any step of an update leaves a release that starts (issue #27). update.sh dies by
+ * A power cut at any step of an update leaves a release that starts. update.sh dies by
  * SIGKILL at each of its steps (VENDGATE_TEST_CRASH_AT, its fault-injection points), the service goes
  * down with it as in a real cut, then the device boots: the release `current` points at must start and
  * pass its selftest, and running the update again must finish it.

@@ -61,7 +61,7 @@ async function expectVendedOnce(s: GeregeStack, db: string, orderId: number): Pr
   expect(query(db, 'SELECT count(*) AS n FROM refunds')[0]!.n).toBe(0);
 }
 
-describe('a power cut right after the QR was shown (issue 23)', () => {
+describe('a power cut right after the QR was shown', () => {
   it('the customer pays while the power is off: after the restart the payment is vended, once', async () => {
     const { fs, stack: s, db } = await start();
     const created = await s.call('POST', '/api/orders', { slot: 'A1' });

@@ -305,7 +305,7 @@ class RefundOutside extends Step {
   }
 }
 
-/** The power goes (issue 23): the card keeps only what was synced; every process restarts. */
+/** The power goes: the card keeps only what was synced; every process restarts. */
 class PowerCut extends Step {
   async act(w: World) {
     await w.powerCut();

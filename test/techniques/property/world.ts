@@ -70,7 +70,7 @@ export function createWorld(options: WorldOptions) {
   /** Deliveries made before a restore: the restored database may rightly have no record of their payment. */
   const deliveredBeforeRestore = new Set<string>();
   /**
-   * Power cuts (issue 23), modelled in-process and faithfully: the database as it was at its last
+   * Power cuts, modelled in-process and faithfully: the database as it was at its last
    * sync. In WAL mode the only syncs are a FULL commit (`durably()`, which syncs the whole WAL, so
    * every NORMAL commit before it too) and a checkpoint; automatic checkpoints are off here as on
    * the device (the checkpointer runs them, and it does not run in this world). So the image taken

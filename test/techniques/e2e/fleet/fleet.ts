@@ -201,7 +201,7 @@ export async function startFleet(options: { devices: number; relays: number; jam
               mqtt: { url: brokerUrl, username: id, caPath: CA, reconnectMinMs: 200, reconnectMaxMs: 2_000, telemetryIntervalSec: 3_600 },
               fleet: { webhookSource: 'broker' },
               // The failing machine refunds every sale; its slot must not be taken out of sale by the
-              // jam rule (issue 17) before the rounds are over.
+              // jam rule before the rounds are over.
               ...(jammed ? { slots: { jamAfterFailures: 100 } } : {}),
             },
             env: {
