@@ -97,6 +97,10 @@ describe('vendgate setup', () => {
       'qpay_secret_value_1',
       'VM_015_INVOICE',
       'pay-vm-015.example.com',
+      // The callback URL: Enter takes the one on the tunnel.
+      '',
+      // The operator's broker: none yet; the service menu's PIN: none.
+      'none',
       '',
     ]);
     expect(result.stderr).toBe('');
