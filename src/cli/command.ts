@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { loadOperatorProfile, loadSettings, redactUrl } from '../settings/index.js';
+import { loadOperatorProfile, loadSettings } from '../settings/index.js';
 import {
   answerKeyPath,
   readAnswerPublicKey,
   COMMAND_NAMES,
   generateOperatorKey,
   learnDatabase,
+  withoutLogin,
   publicKeyOf,
   sendCommand,
   signCommand,
@@ -158,7 +159,7 @@ async function send(options: CommandOptions, io: CliIo): Promise<number> {
   if (dbId === null) {
     print(
       io.stderr,
-      `vendgate: the broker at ${redactUrl(profile.mqtt.url)} holds no state of device ${deviceId} that names its database (is it online, and running this release?); pass --db-id ID`,
+      `vendgate: the broker at ${withoutLogin(profile.mqtt.url)} holds no state of device ${deviceId} that names its database (is it online, and running this release?); pass --db-id ID`,
     );
     return EXIT.FAILURE;
   }

@@ -75,4 +75,5 @@ export {
   type OperatorKey,
 } from './command-envelope.js';
 export { sendCommand, learnDatabase } from './command-client.js';
+export { redactUrl as withoutLogin } from './connection.js';
 export { answerKeyPath, readAnswerPublicKey, verifyAnswer, loadOrCreateAnswerKey, ANSWER_KEY_FILE, type AnswerKey } from './answer-key.js';

@@ -42,6 +42,18 @@ async function deviceOn(brokerUrl: string) {
   return { deviceId, svc };
 }
 
+/** The device's answer key, as `vendgate command device-key` prints it for the operator's profile. */
+async function answerKeyOf(configPath: string): Promise<Record<string, unknown>> {
+  const printed = await run(['command', 'device-key', '--config', configPath]);
+  expect(printed.code).toBe(0);
+  return parse(printed.stdout) as Record<string, unknown>;
+}
+
+/** The profile with the device's answer key added, so an answer can be told from a forgery. */
+async function withAnswerKey(ops: string, configPath: string): Promise<void> {
+  writeFileSync(ops, stringify({ ...(parse(readFileSync(ops, 'utf8')) as object), ...(await answerKeyOf(configPath)) }));
+}
+
 const refill = (profile: string, key: string, extra: string[] = []) =>
   run([
     'command',
@@ -88,6 +100,7 @@ describe("the operator's command profile", () => {
     expect(statSync(ops).mode & 0o777).toBe(0o644);
 
     // The test broker takes any login: the profile is what is under test.
+    await withAnswerKey(ops, svc.configPath);
     const sent = await refill(ops, keyFile(dir));
     expect(sent.stderr).toBe('');
     expect(sent.code).toBe(0);
@@ -96,13 +109,14 @@ describe("the operator's command profile", () => {
     expect(JSON.parse(stock.stdout).slots).toEqual(expect.arrayContaining([expect.objectContaining({ slot: 'A1', stock: 7 })]));
   });
 
-  it('a minimal profile (mqtt.url and device.id) is enough: no catalog, provider or hardware', async () => {
+  it("a minimal profile (mqtt.url, device.id and the device's answer key) is enough: no catalog, provider or hardware", async () => {
     const broker = await testBroker();
     cleanups.push(() => broker.close());
-    const { deviceId } = await deviceOn(broker.url);
+    const { deviceId, svc } = await deviceOn(broker.url);
     const dir = workDir();
     const ops = join(dir, 'ops.yaml');
     writeFileSync(ops, stringify({ device: { id: deviceId }, mqtt: { url: broker.url } }));
+    await withAnswerKey(ops, svc.configPath);
     const sent = await refill(ops, keyFile(dir));
     expect(sent.stderr).toBe('');
     expect(JSON.parse(sent.stdout)).toMatchObject({ ok: true });
@@ -114,7 +128,8 @@ describe("the operator's command profile", () => {
     const dir = workDir();
     const ops = join(dir, 'ops.yaml');
     writeFileSync(ops, stringify({ device: { id: 'vm-nowhere' }, mqtt: { url: elsewhere.url } }));
-    const sent = await refill(ops, keyFile(dir), ['--timeout-ms', '1500']);
+    // Any well-formed answer key: nobody will answer.
+    const sent = await refill(ops, keyFile(dir), ['--timeout-ms', '1500', '--device-key', OPERATOR.publicKey]);
     expect(sent.code).toBe(1);
     expect(sent.stderr).toContain(elsewhere.url);
     expect(sent.stderr).toContain('vm-nowhere');
