@@ -48,6 +48,9 @@ describe("vendgate command send: only the device's signed answer counts", () => 
     const shown = await run(['command', 'device-key', '--config', svc.configPath]);
     expect(shown.code).toBe(0);
     const deviceKey = new RegExp(`${deviceId}: (\\S+)`).exec(shown.stdout)![1]!;
+    // The database the device runs, from its retained state: a command names its order by reference.
+    await watcher.until(() => watcher!.on(`${base}/state`).length > 0, 'the retained state', 30_000);
+    const dbId = (JSON.parse(watcher.on(`${base}/state`).at(-1)!.payload) as { dbId: string }).dbId;
 
     // The forger reads every command and answers at once, "ok", with and without a made-up signature.
     const f = connect(BROKER, { protocolVersion: 4, reconnectPeriod: 0, clientId: `forger-${randomBytes(4).toString('hex')}` });
@@ -73,11 +76,13 @@ describe("vendgate command send: only the device's signed answer counts", () => 
         '--key-id',
         'ops-fa',
         '--body',
-        '{"orderId":424242}',
+        JSON.stringify({ order: `${deviceId}-${dbId}-424242-0badf00d` }),
         '--config',
         svc!.configPath,
         '--device-key',
         deviceKey,
+        '--db-id',
+        dbId,
         ...extra,
       ]);
 

@@ -26,7 +26,8 @@ describe('vendgate setup and secrets.env', () => {
     const secrets = join(dir.path, 'secrets.env');
     writeFileSync(config, readFileSync(STARTER, 'utf8'), { mode: 0o640 });
     writeFileSync(secrets, '# secrets of this device\n', { mode: 0o640 });
-    const answers = ['gerege', 'vm-014', 'no', 'https://api.gerege.example', 'vm-014-test', clientSecret, 'whsec_value_1', ''];
+    // …, the tunnel (none), the operator's broker (none), the service menu's PIN (none).
+    const answers = ['gerege', 'vm-014', 'no', 'https://api.gerege.example', 'vm-014-test', clientSecret, 'whsec_value_1', '', 'none', ''];
     const result = spawnSync(process.execPath, [join(REPO, 'dist/main.js'), 'setup', '--config', config, '--no-apply'], {
       input: `${answers.join('\n')}\n`,
       encoding: 'utf8',
