@@ -1,0 +1,169 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { createApp, type App } from '../../../src/app.js';
+import type { Actuator, VendOutcome, VendRequest } from '../../../src/hardware/index.js';
+import { createSandboxProvider, type SandboxProvider } from '../../../src/payments/sandbox/index.js';
+import { ProviderError, type PaymentProvider } from '../../../src/payments/types.js';
+import { systemClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/logger.js';
+import { testSettings } from '../../helpers/core.js';
+import { tempDir, waitFor } from '../../helpers/temp.js';
+
+/**
+ * An outage is a state, not a crash: each background task of the real app (createApp) has its work
+ * fail twice in a row, and the process neither rejects unheard nor throws uncaught, and the task runs
+ * again by itself and does its work. The failures are injected at the provider boundary: the
+ * sandbox provider behind a wrapper that refuses the next N calls of a method as a refused
+ * connection would (nothing sent). The sandbox is ours, not the app's, so no webhook is delivered:
+ * the poller is the only way the app learns of a payment.
+ */
+
+type Faulted = 'getInvoice' | 'listEvents' | 'createInvoice' | 'checkCredentials';
+
+function faultyProvider(inner: PaymentProvider) {
+  const pending: Partial<Record<Faulted, number>> = {};
+  const thrown: Partial<Record<Faulted, number>> = {};
+  const calls: Partial<Record<Faulted, number>> = {};
+  const gate = (method: Faulted) => {
+    calls[method] = (calls[method] ?? 0) + 1;
+    if ((pending[method] ?? 0) > 0) {
+      pending[method]! -= 1;
+      thrown[method] = (thrown[method] ?? 0) + 1;
+      throw new ProviderError('network', `injected: connect ECONNREFUSED (${method})`);
+    }
+  };
+  const provider: PaymentProvider = {
+    ...inner,
+    createInvoice: async (request) => (gate('createInvoice'), inner.createInvoice(request)),
+    getInvoice: async (id) => (gate('getInvoice'), inner.getInvoice(id)),
+    cancelInvoice: (id) => inner.cancelInvoice(id),
+    captureInvoice: (id) => inner.captureInvoice(id),
+    refund: (request) => inner.refund(request),
+    verifyWebhook: (body, headers, context) => inner.verifyWebhook(body, headers, context),
+    listEvents: async (query) => (gate('listEvents'), inner.listEvents!(query)),
+    checkCredentials: async () => (gate('checkCredentials'), inner.checkCredentials()),
+  };
+  return { provider, pending, thrown, calls };
+}
+
+/** An actuator that reports "nothing delivered" while `failing` says so, and delivers otherwise. */
+function scriptedActuator(onFailure: () => void) {
+  const actuator = {
+    kind: 'sim' as const,
+    failNext: 0,
+    fired: [] as VendRequest[],
+    async start() {},
+    async fire(request: VendRequest): Promise<VendOutcome> {
+      actuator.fired.push(request);
+      if (actuator.failNext > 0) {
+        actuator.failNext -= 1;
+        onFailure();
+        return { result: 'failed', detail: 'injected: the machine did not take the vend' };
+      }
+      return { result: 'vended' };
+    },
+    health: () => ({ ok: true, detail: 'scripted' }),
+    async stop() {},
+  } satisfies Actuator & Record<string, unknown>;
+  return actuator;
+}
+
+describe('every background task survives two failures in a row and runs again', () => {
+  let app: App | null = null;
+  let sandbox: SandboxProvider | null = null;
+  let dir: ReturnType<typeof tempDir> | null = null;
+  const crashes: unknown[] = [];
+  const onCrash = (err: unknown) => crashes.push(err);
+
+  beforeEach(() => {
+    crashes.length = 0;
+    process.on('unhandledRejection', onCrash);
+    process.on('uncaughtException', onCrash);
+  });
+  afterEach(async () => {
+    await app?.stop();
+    app = null;
+    sandbox?.close();
+    sandbox = null;
+    dir?.cleanup();
+    dir = null;
+    process.off('unhandledRejection', onCrash);
+    process.off('uncaughtException', onCrash);
+  });
+
+  async function start(setup: (faults: ReturnType<typeof faultyProvider>) => void = () => {}) {
+    dir = tempDir();
+    sandbox = createSandboxProvider(
+      { clock: systemClock, logger: silentLogger() },
+      { dbPath: join(dir.path, 'sandbox.db'), payUrl: (id) => `http://127.0.0.1/sandbox/pay/${id}`, webhookSecret: 'bg-secret' },
+    );
+    const faults = faultyProvider(sandbox.provider);
+    setup(faults);
+    const actuator = scriptedActuator(() => {
+      // The vend failed: the refund worker's first reads of the invoice (before it sends) fail twice.
+      faults.pending.getInvoice = 2;
+    });
+    app = createApp(testSettings(dir.path, { provider: { webhookSecrets: ['bg-secret'] } }), {
+      logger: silentLogger(),
+      provider: faults.provider,
+      actuator,
+    });
+    const { localUrl } = await app.start();
+    const order = async () => {
+      const response = await fetch(`${localUrl}/api/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"slot":"A1"}',
+      });
+      return { status: response.status, body: (await response.json()) as { orderId: number; invoiceId: string } };
+    };
+    return { ctx: app.context(), faults, actuator, order, sandbox };
+  }
+
+  it('the poller: two failed reads of a paid invoice, then it reads again and the order is vended', async () => {
+    const { ctx, faults, actuator, order, sandbox } = await start();
+    const created = await order();
+    expect(created.status).toBe(201);
+    faults.pending.getInvoice = 2;
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'the order vended after two failed reads' });
+    expect(faults.thrown.getInvoice).toBe(2);
+    expect(actuator.fired.map((r) => r.orderId)).toEqual([created.body.orderId]);
+    expect(crashes).toEqual([]);
+  });
+
+  it('the refund worker: a vend that failed, two failed reads before the refund, then the refund is sent', async () => {
+    const { ctx, faults, actuator, order, sandbox } = await start();
+    actuator.failNext = 1;
+    const created = await order();
+    expect(created.status).toBe(201);
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'refunded', {
+      what: 'the order refunded after two failed reads',
+      timeoutMs: 60_000,
+    });
+    expect(faults.thrown.getInvoice).toBe(2);
+    // The money went back at the provider, once, and nothing was vended.
+    expect((await sandbox.provider.getInvoice(created.body.invoiceId)).status).toBe('refunded');
+    const refunds = ctx.db.prepare('SELECT state FROM refunds WHERE invoice_id = ?').all(created.body.invoiceId);
+    expect(refunds).toEqual([{ state: 'succeeded' }]);
+    expect(actuator.fired).toHaveLength(1);
+    expect(crashes).toEqual([]);
+  });
+
+  it('the Events API catch-up: the start-up read fails twice, the app stays up and catches up on its own', async () => {
+    const { ctx, faults, order, sandbox } = await start((f) => {
+      f.pending.listEvents = 2;
+      f.pending.checkCredentials = 2;
+    });
+    await ctx.webhooks.backfill.caughtUp();
+    expect(faults.thrown.listEvents).toBe(2);
+    expect(faults.calls.listEvents).toBeGreaterThanOrEqual(3);
+    // Still selling after the outage.
+    const created = await order();
+    expect(created.status).toBe(201);
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'a sale after the outage' });
+    expect(crashes).toEqual([]);
+  }, 90_000);
+});
