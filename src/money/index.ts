@@ -260,7 +260,13 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       void background(refunds.run(), 'refund');
       housekeeping = setInterval(
         () => {
-          events.tick?.();
+          // A read the card cannot answer must not end the process (a throw in a timer is uncaught):
+          // logged, and the next tick reads again.
+          try {
+            events.tick?.();
+          } catch (err) {
+            if (!deps.storage?.report(err)) log.error({ err }, 'housekeeping tick failed; read again at the next tick');
+          }
           void orders.expireDue().catch((err: unknown) => {
             if (deps.storage?.report(err)) return;
             log.error({ err }, 'expiry pass failed');

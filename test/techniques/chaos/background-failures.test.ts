@@ -166,4 +166,31 @@ describe('every background task survives two failures in a row and runs again', 
     await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'a sale after the outage' });
     expect(crashes).toEqual([]);
   }, 90_000);
+  it('the housekeeping tick: the catalog read fails twice (a table gone), the service stays up, reads again and sells', async () => {
+    const { ctx, order, sandbox } = await start();
+    const read = ctx.catalog.generation;
+    const seen = { calls: 0, threw: 0, afterRestore: 0 };
+    let restored = false;
+    ctx.catalog.generation = () => {
+      seen.calls += 1;
+      if (restored) seen.afterRestore += 1;
+      try {
+        return read();
+      } catch (err) {
+        seen.threw += 1;
+        throw err;
+      }
+    };
+    // A read the card cannot answer: the table the tick reads is not there for two ticks.
+    ctx.db.exec('ALTER TABLE slot_state RENAME TO slot_state_aside');
+    await waitFor(() => seen.threw >= 2, { what: 'two failed catalog reads' });
+    ctx.db.exec('ALTER TABLE slot_state_aside RENAME TO slot_state');
+    restored = true;
+    await waitFor(() => seen.afterRestore >= 2, { what: 'the tick reading again' });
+    const created = await order();
+    expect(created.status).toBe(201);
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'a sale after the failed reads' });
+    expect(crashes).toEqual([]);
+  });
 });
