@@ -6,6 +6,7 @@ import { createSandboxProvider, type SandboxProvider } from '../../../src/paymen
 import { ProviderError, type PaymentProvider } from '../../../src/payments/types.js';
 import { systemClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/logger.js';
+import type { Db } from '../../../src/store/open.js';
 import { testSettings } from '../../helpers/core.js';
 import { tempDir, waitFor } from '../../helpers/temp.js';
 
@@ -66,6 +67,23 @@ function scriptedActuator(onFailure: () => void) {
     async stop() {},
   } satisfies Actuator & Record<string, unknown>;
   return actuator;
+}
+
+/**
+ * The next `times` writes matching `when` on `table` fail as a lock another process holds past the
+ * busy timeout would (SQLITE_BUSY: the CLI writing, a backup reading): a temporary trigger on the
+ * app's own connection calls a function that throws, then lets writes through. Returns how many
+ * failed so far.
+ */
+function failWrites(db: Db, name: string, trigger: string, times: number): { failed: () => number } {
+  let failed = 0;
+  db.function(`${name}_fault`, () => {
+    if (failed >= times) return 0;
+    failed += 1;
+    throw Object.assign(new Error(`database is locked (injected: ${name})`), { code: 'SQLITE_BUSY' });
+  });
+  db.exec(`CREATE TEMP TRIGGER ${name} ${trigger} BEGIN SELECT ${name}_fault(); END`);
+  return { failed: () => failed };
 }
 
 describe('every background task survives two failures in a row and runs again', () => {
@@ -191,6 +209,28 @@ describe('every background task survives two failures in a row and runs again', 
     expect(created.status).toBe(201);
     await sandbox.payments.pay(created.body.invoiceId);
     await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'a sale after the failed reads' });
+    expect(crashes).toEqual([]);
+  });
+  it('the vend runner: its claim is refused twice by a held lock, the process stays up, the next pass vends once', async () => {
+    const { ctx, actuator, order, sandbox } = await start();
+    const busy = failWrites(ctx.db, 'vend_claim', "BEFORE UPDATE ON vend_jobs WHEN NEW.state = 'firing'", 2);
+    const created = await order();
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'vended after two refused claims' });
+    expect(busy.failed()).toBe(2);
+    expect(actuator.fired.map((r) => r.orderId)).toEqual([created.body.orderId]);
+    expect(crashes).toEqual([]);
+  });
+
+  it('the refund worker: its claim is refused twice by a held lock, the process stays up, the refund goes once', async () => {
+    const { ctx, actuator, order, sandbox } = await start();
+    const busy = failWrites(ctx.db, 'refund_claim', "BEFORE UPDATE ON refunds WHEN NEW.state = 'sending'", 2);
+    actuator.failNext = 1;
+    const created = await order();
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'refunded', { what: 'refunded after two refused claims' });
+    expect(busy.failed()).toBe(2);
+    expect(ctx.db.prepare('SELECT state, attempts FROM refunds').all()).toEqual([{ state: 'succeeded', attempts: 1 }]);
     expect(crashes).toEqual([]);
   });
 });
