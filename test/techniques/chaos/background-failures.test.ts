@@ -233,4 +233,20 @@ describe('every background task survives two failures in a row and runs again', 
     expect(ctx.db.prepare('SELECT state, attempts FROM refunds').all()).toEqual([{ state: 'succeeded', attempts: 1 }]);
     expect(crashes).toEqual([]);
   });
+  it('the webhook inbox worker: marking an event done is refused twice, the process stays up, the event ends processed', async () => {
+    const { ctx, actuator, order, sandbox } = await start();
+    sandbox.onDelivery((delivery) => ctx.webhooks.deliverLocally(delivery));
+    const busy = failWrites(ctx.db, 'inbox_done', 'BEFORE UPDATE ON webhook_events WHEN NEW.processed_at IS NOT NULL', 2);
+    const created = await order();
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'vended' });
+    const paidEvent = () =>
+      ctx.db
+        .prepare("SELECT processed_at FROM webhook_events WHERE object_id = ? AND source = 'webhook' AND type LIKE '%paid%'")
+        .get(created.body.invoiceId) as { processed_at: number | null } | undefined;
+    await waitFor(() => busy.failed() >= 2 && paidEvent()?.processed_at, { what: 'the paid event processed after two refusals' });
+    expect(busy.failed()).toBe(2);
+    expect(actuator.fired).toHaveLength(1);
+    expect(crashes).toEqual([]);
+  });
 });
