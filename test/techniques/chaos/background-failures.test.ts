@@ -6,6 +6,7 @@ import { createSandboxProvider, type SandboxProvider } from '../../../src/paymen
 import { ProviderError, type PaymentProvider } from '../../../src/payments/types.js';
 import { systemClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/logger.js';
+import { createCheckpointer, createRetention } from '../../../src/store/index.js';
 import type { Db } from '../../../src/store/open.js';
 import { testSettings } from '../../helpers/core.js';
 import { tempDir, waitFor } from '../../helpers/temp.js';
@@ -109,7 +110,10 @@ describe('every background task survives two failures in a row and runs again', 
     process.off('uncaughtException', onCrash);
   });
 
-  async function start(setup: (faults: ReturnType<typeof faultyProvider>) => void = () => {}) {
+  async function start(
+    setup: (faults: ReturnType<typeof faultyProvider>) => void = () => {},
+    overrides: Parameters<typeof testSettings>[1] = {},
+  ) {
     dir = tempDir();
     sandbox = createSandboxProvider(
       { clock: systemClock, logger: silentLogger() },
@@ -121,7 +125,7 @@ describe('every background task survives two failures in a row and runs again', 
       // The vend failed: the refund worker's first reads of the invoice (before it sends) fail twice.
       faults.pending.getInvoice = 2;
     });
-    app = createApp(testSettings(dir.path, { provider: { webhookSecrets: ['bg-secret'] } }), {
+    app = createApp(testSettings(dir.path, { ...overrides, provider: { webhookSecrets: ['bg-secret'] } }), {
       logger: silentLogger(),
       provider: faults.provider,
       actuator,
@@ -247,6 +251,69 @@ describe('every background task survives two failures in a row and runs again', 
     await waitFor(() => busy.failed() >= 2 && paidEvent()?.processed_at, { what: 'the paid event processed after two refusals' });
     expect(busy.failed()).toBe(2);
     expect(actuator.fired).toHaveLength(1);
+    expect(crashes).toEqual([]);
+  });
+  it('the fiscal worker: the receipt claim is refused twice, the process stays up, the receipt is issued', async () => {
+    const { ctx, order, sandbox } = await start(() => {}, { fiscal: { register: 'sandbox', intervalMs: 50 } });
+    const busy = failWrites(ctx.db, 'receipt_claim', "BEFORE UPDATE ON receipts WHEN NEW.state = 'sending'", 2);
+    const created = await order();
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'vended' });
+    const receipt = () =>
+      ctx.db.prepare('SELECT state FROM receipts WHERE order_id = ?').get(created.body.orderId) as { state: string } | undefined;
+    await waitFor(() => receipt()?.state === 'issued', { what: 'the receipt issued after two refused claims' });
+    expect(busy.failed()).toBe(2);
+    expect(crashes).toEqual([]);
+  });
+
+  it('retention: a pruning pass is refused twice, the next pass prunes the old sale', async () => {
+    const { ctx, order, sandbox } = await start();
+    const created = await order();
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'vended' });
+    const busy = failWrites(ctx.db, 'prune_orders', 'BEFORE DELETE ON orders', 2);
+    // A clock far enough ahead that the sale is past retention; passes every 50 ms.
+    const later = { now: () => Date.now() + 400 * 86_400_000, monotonic: () => performance.now() };
+    const retention = createRetention(
+      { db: ctx.db, clock: later, logger: silentLogger() },
+      { retentionDays: 30, firstDelayMs: 10, intervalMs: 50 },
+    );
+    retention.start();
+    try {
+      await waitFor(() => ctx.db.prepare('SELECT count(*) AS n FROM orders WHERE id = ?').get(created.body.orderId)!.n === 0, {
+        what: 'the old sale pruned after two refused passes',
+      });
+    } finally {
+      await retention.stop();
+    }
+    expect(busy.failed()).toBe(2);
+    expect(crashes).toEqual([]);
+  });
+
+  it('the WAL checkpoint: refused twice, the timer keeps going and the next one checkpoints', async () => {
+    const { ctx, order } = await start();
+    const pragma = ctx.db.pragma.bind(ctx.db);
+    let refused = 0;
+    ctx.db.pragma = ((source: string, options?: { simple?: boolean }) => {
+      if (source.startsWith('wal_checkpoint') && refused < 2) {
+        refused += 1;
+        throw Object.assign(new Error('database is locked (injected: checkpoint)'), { code: 'SQLITE_BUSY' });
+      }
+      return pragma(source, options);
+    }) as typeof ctx.db.pragma;
+    let checkpoints = 0;
+    const checkpointer = createCheckpointer(
+      { db: ctx.db, logger: silentLogger() },
+      { intervalMs: 20, onCheckpoint: () => (checkpoints += 1) },
+    );
+    checkpointer.start();
+    try {
+      expect((await order()).status).toBe(201);
+      await waitFor(() => refused === 2 && checkpoints > 0, { what: 'a checkpoint after two refusals' });
+    } finally {
+      checkpointer.stop();
+      ctx.db.pragma = pragma;
+    }
     expect(crashes).toEqual([]);
   });
 });
