@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { createApp, type App } from '../../../src/app.js';
 import type { Actuator, VendOutcome, VendRequest } from '../../../src/hardware/index.js';
@@ -8,6 +9,7 @@ import { systemClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import { createCheckpointer, createRetention } from '../../../src/store/index.js';
 import type { Db } from '../../../src/store/open.js';
+import { restartableBroker } from '../../helpers/broker.js';
 import { testSettings } from '../../helpers/core.js';
 import { tempDir, waitFor } from '../../helpers/temp.js';
 
@@ -99,8 +101,10 @@ describe('every background task survives two failures in a row and runs again', 
     process.on('unhandledRejection', onCrash);
     process.on('uncaughtException', onCrash);
   });
+  const cleanups: (() => Promise<void>)[] = [];
   afterEach(async () => {
     await app?.stop();
+    for (const cleanup of cleanups.splice(0)) await cleanup();
     app = null;
     sandbox?.close();
     sandbox = null;
@@ -113,6 +117,7 @@ describe('every background task survives two failures in a row and runs again', 
   async function start(
     setup: (faults: ReturnType<typeof faultyProvider>) => void = () => {},
     overrides: Parameters<typeof testSettings>[1] = {},
+    patch: (settings: ReturnType<typeof testSettings>) => ReturnType<typeof testSettings> = (settings) => settings,
   ) {
     dir = tempDir();
     sandbox = createSandboxProvider(
@@ -125,7 +130,7 @@ describe('every background task survives two failures in a row and runs again', 
       // The vend failed: the refund worker's first reads of the invoice (before it sends) fail twice.
       faults.pending.getInvoice = 2;
     });
-    app = createApp(testSettings(dir.path, { ...overrides, provider: { webhookSecrets: ['bg-secret'] } }), {
+    app = createApp(patch(testSettings(dir.path, { ...overrides, provider: { webhookSecrets: ['bg-secret'] } })), {
       logger: silentLogger(),
       provider: faults.provider,
       actuator,
@@ -314,6 +319,47 @@ describe('every background task survives two failures in a row and runs again', 
       checkpointer.stop();
       ctx.db.pragma = pragma;
     }
+    expect(crashes).toEqual([]);
+  });
+  it('the scheduled audit read: refused twice, the schedule keeps going and the next read is taken', async () => {
+    const { ctx } = await start(
+      () => {},
+      {},
+      (settings) => ({ ...settings, dex: { ...settings.dex, readEverySec: 1 } }),
+    );
+    const busy = failWrites(ctx.db, 'dex_read', 'BEFORE INSERT ON dex_reads', 2);
+    await waitFor(() => ctx.db.prepare('SELECT count(*) AS n FROM dex_reads').get()!.n > 0, { what: 'a read after two refusals' });
+    expect(busy.failed()).toBe(2);
+    expect(crashes).toEqual([]);
+  });
+
+  it('the MQTT connection and the outbox pump: the broker drops the device twice, it connects again and publishes the sale', async () => {
+    const broker = await restartableBroker();
+    cleanups.push(() => broker.stop());
+    const { ctx, order, sandbox } = await start(() => {}, { mqtt: { url: broker.url, reconnectMinMs: 100, reconnectMaxMs: 200 } });
+    await waitFor(() => broker.received.some((m) => m.topic.endsWith('/status') && m.payload === 'online'), { what: 'online' });
+    await broker.stop();
+    // Where the broker was: something that takes each connection and closes it at once.
+    const refused: Socket[] = [];
+    const impostor = createServer((socket) => {
+      refused.push(socket);
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => impostor.listen(broker.port, '127.0.0.1', resolve));
+    const created = await order();
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'vended while the broker is away' });
+    await waitFor(() => refused.length >= 2, { what: 'two refused connections' });
+    await new Promise<void>((resolve) => impostor.close(() => resolve()));
+    const before = broker.received.length;
+    await broker.start();
+    await waitFor(
+      () =>
+        broker.received
+          .slice(before)
+          .some((m) => m.payload.includes('vend.succeeded') && m.payload.includes(`"orderId":${created.body.orderId}`)),
+      { what: 'the sale published after the reconnect' },
+    );
     expect(crashes).toEqual([]);
   });
 });
