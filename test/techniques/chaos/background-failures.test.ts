@@ -62,7 +62,7 @@ function scriptedActuator(onFailure: () => void) {
       if (actuator.failNext > 0) {
         actuator.failNext -= 1;
         onFailure();
-        return { result: 'failed', detail: 'injected: the machine did not take the vend' };
+        return { result: 'failed', reason: 'injected: the machine did not take the vend' };
       }
       return { result: 'vended' };
     },
@@ -285,9 +285,12 @@ describe('every background task survives two failures in a row and runs again', 
     );
     retention.start();
     try {
-      await waitFor(() => ctx.db.prepare('SELECT count(*) AS n FROM orders WHERE id = ?').get(created.body.orderId)!.n === 0, {
-        what: 'the old sale pruned after two refused passes',
-      });
+      await waitFor(
+        () => (ctx.db.prepare('SELECT count(*) AS n FROM orders WHERE id = ?').get(created.body.orderId) as { n: number }).n === 0,
+        {
+          what: 'the old sale pruned after two refused passes',
+        },
+      );
     } finally {
       await retention.stop();
     }
@@ -328,7 +331,9 @@ describe('every background task survives two failures in a row and runs again', 
       (settings) => ({ ...settings, dex: { ...settings.dex, readEverySec: 1 } }),
     );
     const busy = failWrites(ctx.db, 'dex_read', 'BEFORE INSERT ON dex_reads', 2);
-    await waitFor(() => ctx.db.prepare('SELECT count(*) AS n FROM dex_reads').get()!.n > 0, { what: 'a read after two refusals' });
+    await waitFor(() => (ctx.db.prepare('SELECT count(*) AS n FROM dex_reads').get() as { n: number }).n > 0, {
+      what: 'a read after two refusals',
+    });
     expect(busy.failed()).toBe(2);
     expect(crashes).toEqual([]);
   });
