@@ -97,6 +97,7 @@ describe('every background task survives two failures in a row and runs again', 
   const onCrash = (err: unknown) => crashes.push(err);
 
   beforeEach(() => {
+    ahead = 0;
     crashes.length = 0;
     process.on('unhandledRejection', onCrash);
     process.on('uncaughtException', onCrash);
@@ -113,6 +114,10 @@ describe('every background task survives two failures in a row and runs again', 
     process.off('unhandledRejection', onCrash);
     process.off('uncaughtException', onCrash);
   });
+
+  // The app's wall clock, which a test may move ahead (the reconciler compares settled sales only).
+  let ahead = 0;
+  const clock = { now: () => Date.now() + ahead, monotonic: () => performance.now() };
 
   async function start(
     setup: (faults: ReturnType<typeof faultyProvider>) => void = () => {},
@@ -134,6 +139,7 @@ describe('every background task survives two failures in a row and runs again', 
       logger: silentLogger(),
       provider: faults.provider,
       actuator,
+      clock,
     });
     const { localUrl } = await app.start();
     const order = async () => {
@@ -365,6 +371,29 @@ describe('every background task survives two failures in a row and runs again', 
           .some((m) => m.payload.includes('vend.succeeded') && m.payload.includes(`"orderId":${created.body.orderId}`)),
       { what: 'the sale published after the reconnect' },
     );
+    expect(crashes).toEqual([]);
+  });
+  it('the reconciler: its pass is refused twice by a held lock, the timer keeps going and the sale is compared', async () => {
+    const { ctx, order, sandbox } = await start(
+      () => {},
+      {},
+      // A pass every 120 ms instead of every hour (the settings allow a minute at the least).
+      (settings) => ({ ...settings, poll: { ...settings.poll, reconcileEveryMin: 0.002 } }),
+    );
+    const created = await order();
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'vended' });
+    const busy = failWrites(ctx.db, 'reconciled', 'BEFORE UPDATE OF reconciled_at ON order_invoices WHEN NEW.reconciled_at IS NOT NULL', 2);
+    // Ten minutes on: the sale has settled and is due for comparison.
+    ahead = 10 * 60_000;
+    const compared = () =>
+      (
+        ctx.db.prepare('SELECT reconciled_at FROM order_invoices WHERE invoice_id = ?').get(created.body.invoiceId) as {
+          reconciled_at: number | null;
+        }
+      ).reconciled_at;
+    await waitFor(() => compared() !== null, { what: 'the sale compared after two refused passes' });
+    expect(busy.failed()).toBe(2);
     expect(crashes).toEqual([]);
   });
 });
