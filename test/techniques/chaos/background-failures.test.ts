@@ -78,14 +78,14 @@ function scriptedActuator(onFailure: () => void) {
  * app's own connection calls a function that throws, then lets writes through. Returns how many
  * failed so far.
  */
-function failWrites(db: Db, name: string, trigger: string, times: number): { failed: () => number } {
+function failWrites(db: Db, name: string, trigger: string | string[], times: number, code = 'SQLITE_BUSY'): { failed: () => number } {
   let failed = 0;
   db.function(`${name}_fault`, () => {
     if (failed >= times) return 0;
     failed += 1;
-    throw Object.assign(new Error(`database is locked (injected: ${name})`), { code: 'SQLITE_BUSY' });
+    throw Object.assign(new Error(`${code} (injected: ${name})`), { code });
   });
-  db.exec(`CREATE TEMP TRIGGER ${name} ${trigger} BEGIN SELECT ${name}_fault(); END`);
+  [trigger].flat().forEach((when, i) => db.exec(`CREATE TEMP TRIGGER ${name}_${i} ${when} BEGIN SELECT ${name}_fault(); END`));
   return { failed: () => failed };
 }
 
@@ -396,4 +396,29 @@ describe('every background task survives two failures in a row and runs again', 
     expect(busy.failed()).toBe(2);
     expect(crashes).toEqual([]);
   });
+  it('the storage recheck: a full card, its write refused twice, then writable again: the sale goes out and orders are taken', async () => {
+    const { ctx, actuator, order, sandbox } = await start();
+    // The vend's claim meets a full card: the fault is reported, new orders stop.
+    const full = failWrites(ctx.db, 'claim_full', "BEFORE UPDATE ON vend_jobs WHEN NEW.state = 'firing'", 1, 'SQLITE_FULL');
+    const probe = failWrites(
+      ctx.db,
+      'probe_full',
+      ["BEFORE INSERT ON meta WHEN NEW.key = 'storage_checked_at'", "BEFORE UPDATE ON meta WHEN NEW.key = 'storage_checked_at'"],
+      2,
+      'SQLITE_FULL',
+    );
+    const created = await order();
+    await sandbox.payments.pay(created.body.invoiceId);
+    await waitFor(() => full.failed() === 1, { what: 'the claim refused by a full card' });
+    expect((await order()).status).toBe(503);
+    await waitFor(() => probe.failed() === 2, { what: 'two refused rechecks', timeoutMs: 60_000 });
+    await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', {
+      what: 'the sale vended once writable',
+      timeoutMs: 60_000,
+    });
+    // Once a second at most: orders are rate-limited per minute.
+    await waitFor(async () => (await order()).status === 201, { what: 'orders taken again', intervalMs: 1_000 });
+    expect(actuator.fired.map((r) => r.orderId)).toEqual([created.body.orderId]);
+    expect(crashes).toEqual([]);
+  }, 90_000);
 });
