@@ -129,14 +129,20 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
   );
   let housekeeping: NodeJS.Timeout | null = null;
   /**
-   * A worker pass the card refused is not a crash: the fault is reported (new orders stop, the
-   * operator is told) and the next tick tries again. Anything else is a bug and stays one.
+   * A worker pass that failed is not a crash: the next tick tries again from what the database
+   * holds (a claim is committed before anything is fired or sent, so a failed pass moved nothing
+   * twice). A pass the card refused also reports the fault (new orders stop, the operator is told);
+   * anything else (a lock another process held past the busy timeout) is logged. Rejecting here
+   * would end the process and, under systemd, restart it in a loop for as long as the cause lasts.
    */
   const background = (pass: Promise<void>, what: string) =>
     pass.catch((err: unknown) => {
-      if (!isStorageError(err)) throw err;
-      deps.storage?.report(err);
-      log.error({ err }, `${what}: the card refused a write; retried at the next tick`);
+      if (isStorageError(err)) {
+        deps.storage?.report(err);
+        log.error({ err }, `${what}: the card refused a write; retried at the next tick`);
+        return;
+      }
+      log.error({ err }, `${what} pass failed; retried at the next tick`);
     });
   /** During recovery nothing is fired from an observation; what recovery queued is looked at first. */
   let recovering = false;
@@ -260,7 +266,13 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       void background(refunds.run(), 'refund');
       housekeeping = setInterval(
         () => {
-          events.tick?.();
+          // A read the card cannot answer must not end the process (a throw in a timer is uncaught):
+          // logged, and the next tick reads again.
+          try {
+            events.tick?.();
+          } catch (err) {
+            if (!deps.storage?.report(err)) log.error({ err }, 'housekeeping tick failed; read again at the next tick');
+          }
           void orders.expireDue().catch((err: unknown) => {
             if (deps.storage?.report(err)) return;
             log.error({ err }, 'expiry pass failed');
