@@ -1,8 +1,7 @@
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, type Core } from '../helpers/core.js';
-import { createVendRunner } from '../../src/vend/index.js';
+import { buildCore, runnerAnswering, type Core } from '../helpers/core.js';
 import { createRetention, openDatabase } from '../../src/store/index.js';
 import { createCatalog } from '../../src/catalog/index.js';
 import { createOutbox } from '../../src/outbox/index.js';
@@ -34,27 +33,7 @@ async function sale(slot: string, outcome: 'vended' | 'failed' = 'vended') {
   return order;
 }
 
-function failingRunner() {
-  return createVendRunner(
-    {
-      db: core.db,
-      clock: core.clock,
-      logger: core.logger,
-      outbox: core.outbox,
-      orderRepository: core.orderRepository,
-      provider: core.fake.provider,
-      ledger: core.ledger,
-      actuator: {
-        kind: 'sim',
-        async start() {},
-        async stop() {},
-        health: () => ({ ok: true, detail: 'jammed' }),
-        fire: async () => ({ result: 'failed', reason: 'motor jammed' }),
-      },
-    },
-    { mode: 'vending', vendTimeoutMs: 2_000, notPassedPolicy: 'refund' },
-  );
-}
+const failingRunner = () => runnerAnswering(core, { result: 'failed', reason: 'motor jammed' });
 
 /** What the ledger itself says: delivered vends per slot (history rows reaching `vended`). */
 function ledgerVends(): Map<string, { count: number; value: number }> {

@@ -1,8 +1,7 @@
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, type Core } from '../helpers/core.js';
-import { createVendRunner } from '../../src/vend/index.js';
+import { buildCore, runnerAnswering, type Core } from '../helpers/core.js';
 import { createRetention, openDatabase } from '../../src/store/index.js';
 import { createCatalog } from '../../src/catalog/index.js';
 import { createOutbox } from '../../src/outbox/index.js';
@@ -38,25 +37,7 @@ describe('the audit under a seeded mix of sales', () => {
     let outbox = core.outbox;
     const catalog = () => createCatalog({ db, clock: core.clock, logger: core.logger, outbox }, core.settings);
     let audit: DexAudit = dexAuditFor(core.settings, { db, clock: core.clock, outbox, items: () => catalog().current().items });
-    const failing = createVendRunner(
-      {
-        db,
-        clock: core.clock,
-        logger: core.logger,
-        outbox,
-        orderRepository: core.orderRepository,
-        provider: core.fake.provider,
-        ledger: core.ledger,
-        actuator: {
-          kind: 'sim',
-          async start() {},
-          async stop() {},
-          health: () => ({ ok: true, detail: '' }),
-          fire: async () => ({ result: 'failed', reason: 'jam' }),
-        },
-      },
-      { mode: 'vending', vendTimeoutMs: 2_000, notPassedPolicy: 'refund' },
-    );
+    const failing = runnerAnswering(core, { result: 'failed', reason: 'jam' });
     let delivered = 0;
     let lastInit = { count: 0, value: 0 };
     // Vends counted in the intervals closed so far (each visit's reset read closes one).

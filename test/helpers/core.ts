@@ -10,7 +10,7 @@ import { createMoneyPath, type MoneyPath } from '../../src/money/index.js';
 import { observationOf } from '../../src/ledger/index.js';
 import type { Actuator, VendRequest } from '../../src/hardware/index.js';
 import type { PaymentProvider } from '../../src/payments/types.js';
-import type { ReceiptPort } from '../../src/vend/index.js';
+import { createVendRunner, type ReceiptPort } from '../../src/vend/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
 import { tempDir } from './temp.js';
 
@@ -151,3 +151,29 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
 }
 
 export type Core = ReturnType<typeof buildCore>;
+
+/**
+ * A vend runner on the core's money path whose machine answers every vend with `outcome` (a jam, a
+ * silence): the physical truth of a test that needs vends that fail or go unanswered.
+ */
+export function runnerAnswering(core: Core, outcome: Awaited<ReturnType<Actuator['fire']>>) {
+  return createVendRunner(
+    {
+      db: core.db,
+      clock: core.clock,
+      logger: core.logger,
+      outbox: core.outbox,
+      orderRepository: core.orderRepository,
+      provider: core.fake.provider,
+      ledger: core.ledger,
+      actuator: {
+        kind: 'sim',
+        async start() {},
+        async stop() {},
+        health: () => ({ ok: true, detail: 'test machine' }),
+        fire: async () => outcome,
+      },
+    },
+    { mode: 'vending', vendTimeoutMs: 2_000, notPassedPolicy: 'refund' },
+  );
+}
