@@ -19,11 +19,12 @@ import type { CoverageOptions } from 'vitest/node';
 // leaves its 87 / 76 where they are. The CI run of the same day measured ledger/ at 96.4 % of lines
 // and 87.4 % of branches (the orphan sweep's rules and tests): its floor is 94 / 84.
 // Lowered 2026-12-04, said here as the one other exception: the fourth release's recovery code is
-// proven black-box (test/techniques/money-edges/orphans, refund-claims, settle, lineage; the built
-// service in a child process, which this measure does not follow), so the whole suite measured
-// ledger/ at 93.5 % of lines and 83.7 % of branches and channels/ at 72.8 % of branches. Floors 93 / 83
-// and 87 / 72 until in-process tests of ledger/settle.ts, channels/webhook/refund-claims.ts and
-// channels/lineage-probe.ts raise them back to 94 / 84 and 87 / 76.
+// proven black-box (test/techniques/money-edges/orphans, refund-claims, settle, lineage: the built
+// service in a child process, which this measure does not follow). The whole suite measured ledger/
+// at 93.5 % of lines and 83.7 % of branches and channels/ at 72.8 % of branches, so their floors are
+// 92 / 82 and 86 / 71 (a point or two below, as for the others) until in-process tests of
+// ledger/settle.ts, channels/webhook/refund-claims.ts and channels/lineage-probe.ts raise them back
+// to 94 / 84 and 87 / 76.
 const floor = (lines: number, branches: number) => ({ lines, branches });
 
 export const coverage: CoverageOptions = {
@@ -34,8 +35,8 @@ export const coverage: CoverageOptions = {
   thresholds: {
     'src/money/**': floor(89, 88),
     'src/orders/**': floor(93, 79),
-    'src/ledger/**': floor(93, 83),
+    'src/ledger/**': floor(92, 82),
     'src/vend/**': floor(90, 75),
-    'src/channels/**': floor(87, 72),
+    'src/channels/**': floor(86, 71),
   },
 };
