@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, type Core } from '../helpers/core.js';
-import { createSettlement, createVendRunner, type ReceiptPort } from '../../src/vend/index.js';
+import { buildCore, runnerAnswering, type Core } from '../helpers/core.js';
+import { createSettlement, type ReceiptPort } from '../../src/vend/index.js';
 import type { OrderRow } from '../../src/orders/index.js';
 
 /**
@@ -30,25 +30,7 @@ async function paidOrder() {
 
 /** A paid order whose actuator could not say whether it delivered: parked for a person. */
 async function uncertainOrder() {
-  const vend = createVendRunner(
-    {
-      db: core.db,
-      clock: core.clock,
-      logger: core.logger,
-      outbox: core.outbox,
-      orderRepository: core.orderRepository,
-      provider: core.fake.provider,
-      ledger: core.ledger,
-      actuator: {
-        kind: 'sim',
-        async start() {},
-        async stop() {},
-        health: () => ({ ok: true, detail: 'no answer' }),
-        fire: async () => ({ result: 'unknown', detail: 'no answer' }),
-      },
-    },
-    { mode: 'vending', vendTimeoutMs: 2_000, notPassedPolicy: 'refund' },
-  );
+  const vend = runnerAnswering(core, { result: 'unknown', detail: 'no answer' });
   const order = await paidOrder();
   await vend.run();
   expect(core.orders.get(order.id)!.state).toBe('vend_uncertain');
