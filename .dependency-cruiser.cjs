@@ -29,7 +29,7 @@ module.exports = {
       from: { path: moneyPath },
       to: {
         path: [
-          '^src/(mqtt|kiosk|channels|relay|simulator|selftest|cli|metrics|device)/',
+          '^src/(mqtt|kiosk|channels|fleet-relay|simulator|selftest|cli|metrics|device)/',
           '^src/app\\.ts$',
           'node_modules/(mqtt|aedes|fastify|@fastify)/',
         ],
@@ -41,7 +41,7 @@ module.exports = {
       comment:
         'device/ (availability, operator controls, the screen, reactions to inputs) declares the narrow ports it uses; app.ts composes it. It never imports app.ts (no service locator), the channels, the relay or the simulator.',
       from: { path: '^src/device/' },
-      to: { path: ['^src/app\\.ts$', '^src/(channels|relay|simulator)/'] },
+      to: { path: ['^src/app\\.ts$', '^src/(channels|fleet-relay|simulator)/'] },
     },
     {
       name: 'hardware-knows-no-money',
@@ -73,7 +73,7 @@ module.exports = {
       from: { path: '^src/fiscal/' },
       to: {
         path: [
-          '^src/(orders|ledger|vend|money|channels|mqtt|kiosk|device|hardware|simulator|relay|selftest|cli)/',
+          '^src/(orders|ledger|vend|money|channels|mqtt|kiosk|device|hardware|simulator|fleet-relay|selftest|cli)/',
           '^src/payments/(gerege|qutpay|sandbox)/',
           '^src/app\\.ts$',
         ],
@@ -120,15 +120,15 @@ module.exports = {
     {
       name: 'mqtt-only-in-mqtt',
       severity: 'error',
-      comment: 'The mqtt library and the embedded broker are imported only inside mqtt/ (relay/ uses mqtt/relay-connection.ts).',
+      comment: 'The mqtt library and the embedded broker are imported only inside mqtt/ (fleet-relay/ uses mqtt/fleet-relay-connection.ts).',
       from: { pathNot: '^src/mqtt/' },
       to: { path: 'node_modules/(mqtt|aedes)/' },
     },
     {
       name: 'fastify-only-in-listeners',
       severity: 'error',
-      comment: 'fastify is imported only by the HTTP listeners: channels/webhook/, kiosk/, simulator/, relay/.',
-      from: { pathNot: '^src/(channels/webhook|kiosk|simulator|relay)/' },
+      comment: 'fastify is imported only by the HTTP listeners: channels/webhook/, kiosk/, simulator/, fleet-relay/.',
+      from: { pathNot: '^src/(channels/webhook|kiosk|simulator|fleet-relay)/' },
       to: { path: 'node_modules/(fastify|@fastify)/' },
     },
     {

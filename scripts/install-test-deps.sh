@@ -1,12 +1,12 @@
 #!/bin/sh
 # System packages of the e2e suite (npm run test:e2e, as root), which also runs the system tests
-# (test/storage, test/techniques/power-cut, test/relay/route-theft):
+# (test/storage, test/techniques/power-cut, test/fleet-relay/route-theft):
 #   socat    — a pseudo-terminal pair that serves as a real serial line (test/techniques/e2e/serial*.test.ts)
 #   chromium — the kiosk page in a real browser (playwright-core, executablePath /usr/bin/chromium)
 #   the shellcheck linter — the install and update scripts (test/techniques/e2e/scripts.test.ts)
 #   systemd  — systemd-analyze verify on the unit files (test/techniques/e2e/systemd-verify.test.ts)
 #   prometheus — for its promtool: /metrics through promtool check metrics (test/techniques/e2e/metrics-promtool.test.ts)
-#   mosquitto — two real bridged brokers with the shipped fleet ACL (test/techniques/e2e/fleet*.test.ts, test/relay/route-theft.test.ts)
+#   mosquitto — two real bridged brokers with the shipped fleet ACL (test/techniques/e2e/fleet*.test.ts, test/fleet-relay/route-theft.test.ts)
 #   fuse3, libfuse3-dev — the power-cut file system of test/techniques/power-cut/ (our own FUSE passthrough,
 #            built by test/techniques/power-cut/build.sh; needs /dev/fuse and root)
 #   minisign, dpkg-dev's dpkg-deb, g++/make, g++-aarch64-linux-gnu, qemu-user — npm run release and its

@@ -7,7 +7,7 @@ export async function relayCommand(options: { config?: string }, io: CliIo): Pro
   const loaded = loadRelaySettings({ path: options.config, env: io.env });
   const logger = createLogger({ level: loaded.settings.log.level, destination: io.stdout });
   logger.info({ config: loaded.source, environment: loaded.environment }, 'relay settings loaded');
-  const { createRelay } = await import('../relay/index.js');
+  const { createRelay } = await import('../fleet-relay/index.js');
   const relay = createRelay(loaded.settings, { logger });
   try {
     await relay.start();

@@ -60,7 +60,7 @@ export {
   PublishNotAcknowledged,
   type RelayConnection,
   type RelayConnectionDeps,
-} from './relay-connection.js';
+} from './fleet-relay-connection.js';
 export {
   signCommand,
   verifyCommand,

@@ -20,7 +20,7 @@ export {
   RELAY_SECRET_ENV,
   RELAY_PROVIDERS,
   type RelaySettings,
-} from './relay.js';
+} from './fleet-relay.js';
 export { fiscalSchema, redactUrl, type FiscalSettings } from './sections/fiscal.js';
 export { type DexSettings } from './sections/dex.js';
 export { priceProblems, priceBoundsFor, type PricingSettings, type PriceProblem } from './sections/commands.js';

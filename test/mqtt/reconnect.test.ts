@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import mqtt from 'mqtt';
 import { backoffDelay, clientOptions } from '../../src/mqtt/connection.js';
 import { createBrokerWebhookSubscription, createTopics, webhookClientId, type BrokerWebhookSubscription } from '../../src/mqtt/index.js';
-import { createRelay } from '../../src/relay/index.js';
+import { createRelay } from '../../src/fleet-relay/index.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { parseRelaySettings } from '../../src/settings/index.js';
 import { systemClock } from '../../src/util/index.js';

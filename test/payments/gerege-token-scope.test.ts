@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { signGeregeTestPayload } from '../../src/payments/index.js';
-import { createRelay } from '../../src/relay/index.js';
+import { createRelay } from '../../src/fleet-relay/index.js';
 import { parseRelaySettings } from '../../src/settings/index.js';
 import { silentLogger } from '../../src/util/logger.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { announcedDatabases, createRouteTable } from '../../src/relay/routes.js';
+import { announcedDatabases, createRouteTable } from '../../src/fleet-relay/routes.js';
 import { parseReference } from '../../src/orders/reference.js';
 import { referenceFor } from '../../src/orders/index.js';
 

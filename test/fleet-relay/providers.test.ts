@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { PROVIDER_WEBHOOKS, signGeregeTestPayload, signQutpayTestPayload } from '../../src/payments/index.js';
 import { RELAY_PROVIDERS, parseRelaySettings } from '../../src/settings/index.js';
-import { createRelay } from '../../src/relay/index.js';
+import { createRelay } from '../../src/fleet-relay/index.js';
 
 /**
  * Each provider owns its webhook knowledge (payments/<provider>): the relay serves exactly the
@@ -80,8 +80,8 @@ describe('the providers the relay serves', () => {
     }
   });
 
-  it('src/relay/ names no provider, imports no adapter and parses no provider body', () => {
-    const dir = join(SRC, 'relay');
+  it('src/fleet-relay/ names no provider, imports no adapter and parses no provider body', () => {
+    const dir = join(SRC, 'fleet-relay');
     const names = new RegExp([...RELAY_PROVIDERS, 'sandbox'].join('|'), 'i');
     for (const file of readdirSync(dir)) {
       const text = readFileSync(join(dir, file), 'utf8');
