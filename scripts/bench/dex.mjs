@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * node scripts/bench/dex.mjs [--rows 1000000] [--runs 3]   (after npm run build)
+ * node scripts/bench/dex.mjs [--rows 1000000] [--runs 3]   (after npm run build; npm run bench -- --only dex)
  *
  * A DEX audit read over a big ledger beside `vendgate export` over the same database, in the same
  * run: wall time and peak resident memory of each command, started as a technician starts it (its
@@ -86,7 +86,7 @@ function once(args, outFile) {
   }
 }
 
-export async function dexBench({ log = () => {}, rows = 1_000_000, runs = 3 } = {}) {
+export async function dexBench({ log = () => {}, quick = false, rows = quick ? 100_000 : 1_000_000, runs = quick ? 1 : 3 } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'vendgate-bench-dex-'));
   try {
     const path = join(dir, 'vendgate.db');

@@ -54,15 +54,16 @@ describe('the audit under a seeded mix of sales', () => {
       fire: async () => (jam ? { result: 'failed', reason: 'jam' } : { result: 'vended' }),
     };
     core.db.close();
-    let node: CoreNode;
-    let audit: DexAudit;
     const catalog = () => createCatalog({ db: node.db, clock, logger, outbox: node.outbox }, settings);
-    const boot = () => {
-      node = composeMoneyPath({ settings, clock, logger, provider: fake.provider, actuator: machine });
-      core.db = node.db;
-      audit = dexAuditFor(settings, { db: node.db, clock, outbox: node.outbox, items: () => catalog().current().items });
+    const boot = (): { node: CoreNode; audit: DexAudit } => {
+      const booted = composeMoneyPath({ settings, clock, logger, provider: fake.provider, actuator: machine });
+      core.db = booted.db;
+      return {
+        node: booted,
+        audit: dexAuditFor(settings, { db: booted.db, clock, outbox: booted.outbox, items: () => catalog().current().items }),
+      };
     };
-    boot();
+    let { node, audit } = boot();
 
     const delivered = { count: 0, value: 0 };
     const refundedAfter = { count: 0, value: 0 };
@@ -109,7 +110,7 @@ describe('the audit under a seeded mix of sales', () => {
       const slot = rand() < 0.5 ? 'A1' : 'A2';
       const order = await node.money.orders.create({ source: 'kiosk', slot });
       fake.set(order.invoice_id!, 'paid');
-      await node.money.ledger.observe(observationOf(await fake.provider.getInvoice(order.invoice_id!), 'poll'));
+      node.money.ledger.observe(observationOf(await fake.provider.getInvoice(order.invoice_id!), 'poll'));
       return order;
     };
 
@@ -119,18 +120,18 @@ describe('the audit under a seeded mix of sales', () => {
     for (let i = 1; i <= SALES; i += 1) {
       if (i === Math.floor((2 * SALES) / 5)) {
         // The power goes while the motor turns: the card keeps the database as at the vend's claim.
-        let image: Buffer | null = null;
+        let image = null as Buffer | null;
         observeDurableCommits((step) => {
           if (step === 'vend_claim') image = node.db.serialize();
         });
         const order = await sell();
         await node.money.vend.run();
         observeDurableCommits(null);
-        expect(image).not.toBeNull();
         node.db.close();
         for (const suffix of ['', '-wal', '-shm']) rmSync(`${settings.storage.path}${suffix}`, { force: true });
-        writeFileSync(settings.storage.path, image!);
-        boot();
+        if (image === null) throw new Error('no durable commit was seen at the vend claim');
+        writeFileSync(settings.storage.path, image);
+        ({ node, audit } = boot());
         cuts += 1;
         await node.money.recover();
         expect(node.money.orders.get(order.id)?.state).toBe('vend_uncertain');
@@ -191,13 +192,13 @@ describe('the audit under a seeded mix of sales', () => {
     // The restore from the backup: the read is refused, never backwards; taken on purpose, it is flagged.
     node.db.close();
     for (const suffix of ['', '-wal', '-shm']) rmSync(`${settings.storage.path}${suffix}`, { force: true });
-    copyFileSync(backup!, settings.storage.path);
-    boot();
+    if (backup === null) throw new Error('no backup was taken');
+    copyFileSync(backup, settings.storage.path);
+    ({ node, audit } = boot());
     expect(() => audit.read('read', 'soak')).toThrow(/less than the last audit read/);
     const flagged = audit.read('read', 'soak', { afterRestore: true });
     expect(flagged.header.afterRestore).toMatchObject({ paidCount: beforeRestore.count, paidValue: beforeRestore.value });
     expect(Number(readDex(flagged.text).one('VA1')[2])).toBeLessThan(beforeRestore.count);
-    // eslint-disable-next-line no-console
     console.log(
       `dex soak: ${SALES} sales, ${delivered.count} delivered (${delivered.value}), ${failed} failed, ${refundedAfter.count} refunded after delivery, ${reads} reads, ${cuts} power cut, 1 restore`,
     );
