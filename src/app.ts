@@ -75,7 +75,7 @@ import {
   type StateChanges,
 } from './device/index.js';
 import { createCatalog, type Catalog } from './catalog/index.js';
-import { dexAuditFor, startDexSchedule } from './dex/index.js';
+import { dexServiceFor, startDexSchedule, type DexAudit } from './dex/index.js';
 import { createFiscal, createRegister, type Fiscal } from './fiscal/index.js';
 import { createCaseSettlement } from './ledger/index.js';
 
@@ -602,6 +602,8 @@ interface Device {
   view: DeviceView;
   mqtt: Mqtt;
   service: KioskService;
+  /** The audit: `cmd/dex`, `cmd/visit` and the scheduled reads share it. */
+  audit: DexAudit;
 }
 
 function buildDevice(
@@ -634,8 +636,10 @@ function buildDevice(
     sales: () => salesFigures(db, settings.device.currency, clock.now()),
     ...(fiscal ? { fiscal } : {}),
   });
+  const dex = dexServiceFor(settings, { db, clock, outbox, catalog });
   const control = createDeviceControl({
     device: settings.device,
+    dex,
     db,
     logger,
     outbox,
@@ -671,7 +675,7 @@ function buildDevice(
     control,
     sales: () => salesFigures(db, settings.device.currency, clock.now()),
   });
-  return { view, mqtt, service };
+  return { view, mqtt, service, audit: dex.audit };
 }
 
 /** Recovery before anything new is accepted (uncertain vends, unknown refunds, half-created orders), then the inputs. */
@@ -876,8 +880,7 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     running.retention.start();
     // Scheduled audit reads for the operator's VMS (dex.readEverySec, dex.dailyAt), if any.
     if (settings.dex.readEverySec > 0 || settings.dex.dailyAt !== '') {
-      const audit = dexAuditFor(settings, { db: store.db, clock, outbox: store.outbox, items: () => shared.catalog.current().items });
-      running.dexSchedule = startDexSchedule({ audit, clock, logger }, settings.dex);
+      running.dexSchedule = startDexSchedule({ audit: device.audit, clock, logger }, settings.dex);
     }
 
     log.info(

@@ -23,6 +23,7 @@ import { dbSizeBench } from './db-size.mjs';
 import { fsyncBench } from './fsync.mjs';
 import { cliBench } from './cli.mjs';
 import { receiptQrBench } from './receipt-qr.mjs';
+import { dexBench } from './dex.mjs';
 
 const BENCHES = {
   latency: latencyBench,
@@ -37,6 +38,7 @@ const BENCHES = {
   fsync: fsyncBench,
   cli: cliBench,
   'receipt-qr': receiptQrBench,
+  dex: dexBench,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });

@@ -3,7 +3,7 @@ import { loadSettings } from '../settings/index.js';
 import { openDatabase } from '../store/index.js';
 import { createOutbox } from '../outbox/index.js';
 import { createCatalog, type Catalog } from '../catalog/index.js';
-import { createVisits, dexAuditFor, type DexAudit, type Visits } from '../dex/index.js';
+import { dexServiceFor, type DexAudit, type Visits } from '../dex/index.js';
 import { systemClock } from '../util/clock.js';
 import { silentLogger } from '../util/logger.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
@@ -19,18 +19,7 @@ function withAudit<T>(config: string | undefined, io: CliIo, run: (audit: DexAud
   try {
     const outbox = createOutbox({ db, clock: systemClock, deviceId: settings.device.id });
     const catalog = createCatalog({ db, clock: systemClock, logger: silentLogger(), outbox }, settings);
-    const audit = dexAuditFor(settings, { db, clock: systemClock, outbox, items: () => catalog.current().items });
-    const visits = createVisits({
-      db,
-      clock: systemClock,
-      outbox,
-      audit,
-      slots: {
-        refill: (slot, count, by) => catalog.slots.refill(slot, count, by),
-        stock: (slot) => catalog.slots.get(slot).stock,
-        known: (slot) => catalog.item(slot) !== undefined,
-      },
-    });
+    const { audit, visits } = dexServiceFor(settings, { db, clock: systemClock, outbox, catalog });
     return run(audit, visits, catalog);
   } finally {
     db.close();

@@ -8,6 +8,7 @@ import type { OrderService } from '../orders/index.js';
 import type { VendRunner, RefundWorker } from '../vend/index.js';
 import type { CaseSettlement } from '../ledger/index.js';
 import { itemForSlot, type Catalog } from '../catalog/index.js';
+import type { DexAudit, Visits } from '../dex/index.js';
 import type { LiveComponents } from '../selftest/index.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { databaseId, inTransaction } from '../store/index.js';
@@ -32,6 +33,8 @@ export interface DeviceControlDeps {
   catalog: Pick<Catalog, 'current' | 'apply' | 'rollback'> & { slots: Pick<Catalog['slots'], 'refill' | 'clearJam'> };
   view: Pick<DeviceView, 'state' | 'telemetry'>;
   changes: Pick<StateChanges, 'subscribe'>;
+  /** The audit and the visits (src/dex/, the same code as `vendgate dex`/`visit`); absent: no `cmd/dex`/`cmd/visit`. */
+  dex?: { audit: DexAudit; visits: Visits };
   /** After a catalog change: the screen and MQTT follow. */
   notify: () => void;
   /** The in-process selftest: the running service's own components, never a second set. */
@@ -169,6 +172,29 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
       refill: (slot, count, by) => changed(catalog.slots.refill(slot, count, by)),
       clearJam: (slot, by) => changed(catalog.slots.clearJam(slot, by)),
       slots: () => catalog.current().items.map((item) => item.slot),
+    },
+    ...(deps.dex ? { dex: dexControl(deps.dex, changed) } : {}),
+  };
+}
+
+/** `cmd/dex`, `cmd/visit`: every read goes out on the `dex` topic through the outbox, published at once. */
+function dexControl({ audit, visits }: { audit: DexAudit; visits: Visits }, changed: <T>(result: T) => T): DeviceControl['dex'] {
+  const brief = (header: ReturnType<DexAudit['read']>['header']) => ({
+    read: header.read,
+    kind: header.kind,
+    at: header.at,
+    by: header.by,
+    paid: header.paid,
+    refundsAfterDelivery: header.refundsAfterDelivery,
+    ...(header.afterRestore ? { afterRestore: header.afterRestore } : {}),
+    topic: 'dex',
+  });
+  return {
+    read: (by) => changed(brief(audit.read('read', by).header)),
+    resend: (read, by) => changed({ ...brief(audit.resend(read, by)), resent: true }),
+    visit: (who, fills, by) => {
+      const visit = visits.record(who, fills, by);
+      return changed({ visit: visit.visit, at: visit.at, by: visit.by, fills: visit.fills, dex: brief(visit.read.header) });
     },
   };
 }

@@ -224,6 +224,22 @@ export function createDexAudit(deps: DexDeps) {
         { header: string; text: string | null } | undefined;
       return row?.text ? { header: JSON.parse(row.header) as DexHeader, text: row.text } : null;
     },
+    /**
+     * Read `seq` again, exactly as it was sent, published on the `dex` topic with `resent` (when and
+     * for whom) beside its own header: a collector that missed it asks again. Counts as no read.
+     */
+    resend(seq: number, by: string): DexHeader {
+      const kept = this.stored(seq);
+      if (!kept) {
+        throw new VendgateError(
+          ErrorCodes.NOT_FOUND,
+          `read ${seq} was never taken, or its file is no longer kept (the last ${deps.keepReads} are, dex.keepReads)`,
+        );
+      }
+      // One row: a cut loses the re-send (the collector asks again), never a read.
+      deps.outbox.event('dex.read', { ...kept.header, resent: { at: new Date(clock.now()).toISOString(), by }, dex: kept.text }, 'dex');
+      return kept.header;
+    },
     /** Sales since the last reset per selection, and the selection list (the picklist's inputs). */
     sinceReset(): { selection: string; name: string; sold: number }[] {
       return selections(counters()).map((s) => ({ selection: s.id, name: s.name, sold: s.reset.count }));

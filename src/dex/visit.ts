@@ -46,7 +46,8 @@ export function createVisits(deps: { db: Db; clock: Clock; outbox: Outbox; audit
   }
 
   return {
-    record(by: string, fills: Record<string, number>): VisitResult {
+    /** `via`: how it was recorded when not on site, e.g. `mqtt (key ops-1, request r-7)`: in the refills' audit and the event. */
+    record(by: string, fills: Record<string, number>, via?: string): VisitResult {
       const who = by.trim();
       if (who.length === 0 || who.length > 100)
         throw new VendgateError(ErrorCodes.BAD_REQUEST, 'a visit names who came (1 to 100 characters)');
@@ -63,7 +64,8 @@ export function createVisits(deps: { db: Db; clock: Clock; outbox: Outbox; audit
         'visit',
         who,
         () => {
-          for (const [slot, count] of Object.entries(fills)) deps.slots.refill(slot, count, `visit:${who}`);
+          for (const [slot, count] of Object.entries(fills))
+            deps.slots.refill(slot, count, via ? `visit:${who} via ${via}` : `visit:${who}`);
         },
         (taken) => {
           visit = Number(
@@ -74,7 +76,14 @@ export function createVisits(deps: { db: Db; clock: Clock; outbox: Outbox; audit
               taken.header.read,
             ).lastInsertRowid,
           );
-          deps.outbox.event('service.visit', { visit, by: who, fills, read: taken.header.read, dex: taken.text });
+          deps.outbox.event('service.visit', {
+            visit,
+            by: who,
+            ...(via ? { via } : {}),
+            fills,
+            read: taken.header.read,
+            dex: taken.text,
+          });
         },
       );
       return { visit, at, by: who, fills, read };

@@ -32,6 +32,8 @@ export const SIGNED_COMMANDS: ReadonlySet<string> = new Set([
   'refill',
   'clear_jam',
   'out_of_service',
+  // Sets the counted stock and starts a new audit interval (src/mqtt/dex-commands.ts).
+  'visit',
 ]);
 
 export interface OperatorKey {

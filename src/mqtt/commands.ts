@@ -6,6 +6,7 @@ import type { CommandAudit, DeviceControl } from './types.js';
 import { EnvelopeErrorCodes, SIGNED_COMMANDS, isEnvelope, verifyCommand, type CommandAuthSettings } from './command-envelope.js';
 import type { CommandRecord } from './command-record.js';
 import { createCommandTally, type UnverifiedSummary } from './command-tally.js';
+import { createDexCommands, dexSchemas } from './dex-commands.js';
 
 /**
  * Codes of command results that are not errors of the money path. Stable: operators' scripts match
@@ -53,6 +54,8 @@ const schemas = {
   catalog_rollback: z.object({ requestId }).strict(),
   refill: z.object({ requestId, slot: z.string().min(1).max(16), count: z.number().int().min(0).max(10_000) }).strict(),
   clear_jam: z.object({ requestId, slot: z.string().min(1).max(16) }).strict(),
+  // cmd/dex (read-only) and cmd/visit (signed): src/mqtt/dex-commands.ts.
+  ...dexSchemas,
 } as const;
 
 type CommandName = keyof typeof schemas;
@@ -111,6 +114,7 @@ export function createCommandHandler(deps: {
   /** Verified commands still running, by request id: a redelivery meanwhile waits for the same answer. */
   const running = new Map<string, { digest: string; result: Promise<CommandResult> }>();
   const unverified = createCommandTally(COMMAND_NAMES);
+  const dexCommands = createDexCommands({ clock });
   /** One selftest at a time: requests meanwhile (and just after) share its answer. */
   let selftest: { promise: Promise<unknown>; finishedAt: number | null } | null = null;
 
@@ -175,6 +179,10 @@ export function createCommandHandler(deps: {
       }
       case 'clear_jam':
         return catalogControl().clearJam(schemas.clear_jam.parse(body).slot, actor);
+      case 'dex':
+      case 'visit':
+        if (!control.dex) throw new CommandError(CommandErrorCodes.UNKNOWN_COMMAND, 'this device keeps no audit (no dex control)');
+        return dexCommands.run(name, body, control.dex, actor);
     }
   }
 

@@ -16,6 +16,7 @@ export type {
   DeviceControl,
   DeviceTelemetry,
   CatalogControl,
+  DexControl,
   DeviceStateSummary,
   Mqtt,
   MqttDeps,

@@ -96,6 +96,21 @@ export interface DeviceControl {
   auditUnverified?(summary: UnverifiedSummary): void;
   /** Catalog, stock and jams (src/catalog/). Absent: the catalog commands answer that this device has none. */
   catalog?: CatalogControl;
+  /** The audit (DEX) and service visits (src/dex/). Absent: `cmd/dex` and `cmd/visit` answer that this device has none. */
+  dex?: DexControl;
+}
+
+/**
+ * `cmd/dex` and `cmd/visit` (src/mqtt/dex-commands.ts): the same code as `vendgate dex` and
+ * `vendgate visit`. Each throws VendgateError; each publishes its read on the `dex` topic (outbox).
+ */
+export interface DexControl {
+  /** A plain read now (never a reset): its header (the file goes out on the `dex` topic). */
+  read(by: string): { read: number; kind: string } & Record<string, unknown>;
+  /** Read `read` again as it was sent, published on the `dex` topic; throws VG_ERR_NOT_FOUND when it is not kept. */
+  resend(read: number, by: string): { read: number; kind: string } & Record<string, unknown>;
+  /** A service visit: who came, what each filled slot now holds (sets the stock), and its reset read. */
+  visit(who: string, fills: Record<string, number>, by: string): unknown;
 }
 
 /** `cmd/catalog`, `cmd/catalog_rollback`, `cmd/refill`, `cmd/clear_jam`. Each throws VendgateError. */
