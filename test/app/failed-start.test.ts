@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createApp, type AppDeps } from '../../src/app.js';
+import { createApp, type App, type AppDeps } from '../../src/app.js';
 import { systemClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';
@@ -40,7 +40,8 @@ function held(): Held {
 /** What `after` holds that `before` did not (and the handles it holds more of). */
 function leftBehind(before: Held, after: Held, dir: string) {
   const handles: Record<string, number> = {};
-  for (const [kind, n] of Object.entries(after.handles)) if (n > (before.handles[kind] ?? 0)) handles[kind] = n - (before.handles[kind] ?? 0);
+  for (const [kind, n] of Object.entries(after.handles))
+    if (n > (before.handles[kind] ?? 0)) handles[kind] = n - (before.handles[kind] ?? 0);
   return {
     files: after.files.filter((f) => f.startsWith(dir) || !before.files.includes(f)),
     sockets: after.sockets.filter((s) => !before.sockets.includes(s)),
@@ -72,10 +73,14 @@ describe('a start that fails part-way gives back everything it opened', () => {
   }
 
   /** Starts and stops one app with `deps`; what the process holds afterwards that it did not before. */
-  async function startAndStop(deps: Partial<AppDeps>): Promise<{ started: boolean; error: unknown; left: ReturnType<typeof leftBehind> }> {
+  async function startAndStop({
+    onApp,
+    ...deps
+  }: Partial<AppDeps> & { onApp?: (app: App) => void }): Promise<{ error: unknown; left: ReturnType<typeof leftBehind> }> {
     const settings = await settingsFor();
     const before = held();
     const app = createApp(settings, { logger: silentLogger(), ...deps });
+    onApp?.(app);
     let error: unknown = null;
     try {
       await app.start();
@@ -89,12 +94,51 @@ describe('a start that fails part-way gives back everything it opened', () => {
       timeoutMs: 5_000,
       what: 'everything given back',
     }).catch(() => {});
-    return { started: error === null, error, left: leftBehind(before, held(), path) };
+    return { error, left: leftBehind(before, held(), path) };
   }
 
   it('a started and stopped app holds no file, socket, timer or child afterwards (the control)', async () => {
     const run = await startAndStop({});
     expect(run.error).toBeNull();
+    expect(run.left).toEqual(NOTHING);
+  });
+
+  it('a fault at every step of the start: the start fails with it, and afterwards nothing is held', async () => {
+    // The steps are the control run's own, in order: a step added to start() is covered here by itself.
+    const steps: string[] = [];
+    const control = await startAndStop({ faultAt: (step) => steps.push(step) });
+    expect(control.error).toBeNull();
+    expect(steps).toEqual(
+      expect.arrayContaining(['claimLockAndPorts', 'openStore', 'buildDevice', 'serve', 'goLive', 'dexSchedule', 'ready']),
+    );
+    const problems: Record<string, unknown> = {};
+    for (const at of steps) {
+      const run = await startAndStop({
+        faultAt: (step) => {
+          if (step === at) throw new Error(`injected at ${step}`);
+        },
+      });
+      if (!(run.error instanceof Error) || run.error.message !== `injected at ${at}`) problems[at] = { startFailedWith: String(run.error) };
+      else if (JSON.stringify(run.left) !== JSON.stringify(NOTHING)) problems[at] = run.left;
+      await broker?.close();
+      broker = null;
+      dir?.cleanup();
+      dir = null;
+    }
+    expect(problems).toEqual({});
+  });
+
+  it('a stop asked for while the start is still going ends the start and leaves nothing held', async () => {
+    let stopWhile: (() => void) | null = null;
+    const run = await startAndStop({
+      faultAt: (step) => {
+        if (step === 'recover') stopWhile?.();
+      },
+      onApp: (app) => {
+        stopWhile = () => void app.stop();
+      },
+    });
+    expect(String(run.error)).toMatch(/stopped while starting/);
     expect(run.left).toEqual(NOTHING);
   });
 
