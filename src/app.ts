@@ -561,7 +561,6 @@ function buildChannels(
     },
     { ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec },
   );
-  owner.own('intake', 'webhooks', () => webhooks.stop());
   const poller = createPoller(
     {
       db,
@@ -580,7 +579,9 @@ function buildChannels(
     },
     settings.poll,
   );
+  // Closers run newest first: the webhooks stop, then the poller.
   owner.own('intake', 'poller', () => poller.stop());
+  owner.own('intake', 'webhooks', () => webhooks.stop());
   // A state change may have opened an invoice (a new order): an idle poller reads it at its next short tick.
   changes.subscribe(() => poller.wake());
   const brokerWebhooks =
