@@ -26,10 +26,10 @@ import {
   type Db,
   type InstanceLock,
   type LineageFinding,
-  type Retention,
 } from './store/index.js';
 import { bindListener, listenerLimits, type BoundListener } from './util/http-listener.js';
 import { systemClock, type Clock } from './util/clock.js';
+import { createLifecycle, type Lifecycle, type Owner } from './util/lifecycle.js';
 import { createLogger, type Logger } from './util/logger.js';
 import { createOutbox, type Outbox } from './outbox/index.js';
 import type { Ledger } from './ledger/index.js';
@@ -58,9 +58,8 @@ import {
   type ClockSkew,
   type WebhookChannel,
 } from './channels/webhook/index.js';
-import { createKioskServer, type KioskServer, type KioskService } from './kiosk/index.js';
+import { createKioskServer, type KioskService } from './kiosk/index.js';
 import { createServiceMenu } from './device/service-menu.js';
-import type { SandboxLanServer } from './kiosk/sandbox-lan.js';
 import { createMetrics, type Metrics } from './metrics/index.js';
 import { createMqtt, createBrokerWebhookSubscription, type Mqtt, type BrokerWebhookSubscription } from './mqtt/index.js';
 import {
@@ -93,6 +92,11 @@ export interface AppDeps {
   configEnvironment?: string[];
   /** Test-only: named points at which the process kills itself (crash tests). */
   crashPoint?: (name: string) => void;
+  /**
+   * Test-only: told the name of each step of start() before it runs; a throw there fails the start
+   * at that step (test/app/failed-start.test.ts injects a fault at every one).
+   */
+  faultAt?: (step: string) => void;
 }
 
 /** Everything start() built, for the CLI, the selftest and tests. */
@@ -145,41 +149,28 @@ interface Claimed {
   lock: InstanceLock;
   local: BoundListener;
   webhook: BoundListener;
-  /** Gives all three back (start() failed before the rest was built). */
-  release(): Promise<void>;
 }
 
 /**
  * A second service on this database stops at the lock, having changed nothing; a port in use stops
- * at its bind, before the database is opened. Whatever was claimed before a failure is given back.
+ * at its bind, before the database is opened. Each is owned as soon as it is claimed, so a failure
+ * after it gives it back.
  */
-async function claimLockAndPorts({ settings }: Base): Promise<Claimed> {
+async function claimLockAndPorts({ settings }: Base, owner: Owner): Promise<Claimed> {
   const lock = acquireInstanceLock(settings.storage.path);
+  owner.own('store', 'instance lock', () => lock.release());
   const { local, webhook } = settings.http;
-  let localPort: BoundListener | null = null;
-  try {
-    localPort = await bindListener({ host: local.host, port: local.port, portSetting: 'http.local.port' }, listenerLimits(local));
-    // Fleet mode without a tunnel: the listener stays for health and local checks, unreachable from outside.
-    const webhookHost = settings.fleet.webhookSource === 'broker' ? '127.0.0.1' : webhook.host;
-    const webhookPort = await bindListener(
-      { host: webhookHost, port: webhook.port, portSetting: 'http.webhook.port' },
-      listenerLimits(webhook),
-    );
-    const claimedLocal = localPort;
-    return {
-      lock,
-      local: claimedLocal,
-      webhook: webhookPort,
-      async release() {
-        await Promise.all([claimedLocal.close(), webhookPort.close()]);
-        lock.release();
-      },
-    };
-  } catch (err) {
-    await localPort?.close();
-    lock.release();
-    throw err;
-  }
+  const localPort = await bindListener({ host: local.host, port: local.port, portSetting: 'http.local.port' }, listenerLimits(local));
+  // The kiosk closes it when it served; this closes it when the start ended before (safe twice).
+  owner.own('intake', 'local port', () => localPort.close());
+  // Fleet mode without a tunnel: the listener stays for health and local checks, unreachable from outside.
+  const webhookHost = settings.fleet.webhookSource === 'broker' ? '127.0.0.1' : webhook.host;
+  const webhookPort = await bindListener(
+    { host: webhookHost, port: webhook.port, portSetting: 'http.webhook.port' },
+    listenerLimits(webhook),
+  );
+  owner.own('intake', 'webhook port', () => webhookPort.close());
+  return { lock, local: localPort, webhook: webhookPort };
 }
 
 /** The database and what lives in it: lineage, WAL checkpoints, the outbox, the one order repository. */
@@ -212,7 +203,7 @@ function startsOnFullDisk(path: string): boolean {
   return true;
 }
 
-function openStore({ settings, clock, logger, log }: Base, fullAtStart: boolean): Store {
+function openStore({ settings, clock, logger, log }: Base, owner: Owner, fullAtStart: boolean): Store {
   const onDisk = settings.storage.path !== ':memory:';
   // Looked at before SQLite opens it: a WAL it would discard silently takes the restored-database path.
   const wal = onDisk ? inspectWal(settings.storage.path) : null;
@@ -222,6 +213,10 @@ function openStore({ settings, clock, logger, log }: Base, fullAtStart: boolean)
       'the write-ahead log is unreadable: SQLite discards it',
     );
   const db = openDatabase(settings.storage.path);
+  // Closed last of the store's parts: the checkpointer and the lineage mark (owned below) write to it first.
+  owner.own('store', 'database', () => {
+    db.close();
+  });
   const dbId = databaseId(db);
   const storage = createStorageHealth(
     {
@@ -252,6 +247,16 @@ function openStore({ settings, clock, logger, log }: Base, fullAtStart: boolean)
     },
   );
   checkpointer.start();
+  owner.own('store', 'checkpointer, storage health and the lineage mark', () => {
+    storage.stop();
+    checkpointer.stop();
+    // This run ended cleanly: the side mark says so (only once the start recorded its verdict).
+    try {
+      if (lineageMark.settled) recordLineage(db, settings.storage.path, { highWater: -1 });
+    } catch (err) {
+      log.warn({ err }, 'could not write the lineage mark beside the database');
+    }
+  });
   const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
   const clockSkew = createClockSkewAlarm({ db, outbox, logger }, { toleranceSec: settings.provider.toleranceSec });
   return {
@@ -331,18 +336,6 @@ async function settleStore({ settings, clock, log }: Base, store: Store, { provi
   });
 }
 
-/** Checkpointer, the lineage mark (this run ended cleanly), the database. */
-function closeStore({ settings, log }: Base, store: Store): void {
-  store.storage.stop();
-  store.checkpointer.stop();
-  try {
-    if (store.lineageMark.settled) recordLineage(store.db, settings.storage.path, { highWater: -1 });
-  } catch (err) {
-    log.warn({ err }, 'could not write the lineage mark beside the database');
-  }
-  store.db.close();
-}
-
 /** What the other parts report to: catalog, provider health, metrics, availability, who follows the state. */
 interface Shared {
   catalog: Catalog;
@@ -379,6 +372,7 @@ async function buildPayments(
   { db, clockSkew }: Store,
   { metrics }: Shared,
   claimed: Claimed,
+  owner: Owner,
 ): Promise<Payments> {
   // The sandbox (the demo's provider) and its LAN pay page are loaded only when configured.
   const demo = !deps.provider && settings.provider.name === 'sandbox';
@@ -405,6 +399,7 @@ async function buildPayments(
         },
       )
     : null;
+  if (sandbox) owner.own('store', 'sandbox provider', () => sandbox.close());
   // Every reading adds the refunds seen as verified events (a Gerege intent does not say it was refunded).
   const provider = withRefundEvidence(
     deps.provider ??
@@ -435,10 +430,13 @@ interface Hardware {
   inputs: HardwareInputs;
 }
 
-async function buildHardware({ settings, deps, clock, logger }: Base, { catalog }: Shared): Promise<Hardware> {
+async function buildHardware({ settings, deps, clock, logger }: Base, { catalog }: Shared, owner: Owner): Promise<Hardware> {
   const actuator =
     deps.actuator ?? (await createActuator({ clock, logger, knownItems: { has: (item) => catalog.item(item) !== undefined } }, settings));
+  // Started (and put in its safe state) by recovery; stopped to its safe state after the money path drained.
+  owner.own('outputs', 'actuator', () => actuator.stop());
   const inputs = deps.inputs ?? (await createInputs({ clock, logger }, settings));
+  owner.own('intake', 'inputs', () => inputs.stop());
   return { actuator, inputs };
 }
 
@@ -451,10 +449,15 @@ async function buildFiscal(
   { settings, deps, clock, logger }: Base,
   { db, outbox }: Store,
   { availability, changes }: Shared,
+  owner: Owner,
 ): Promise<Fiscal | null> {
   const register = await createRegister(settings, { clock, logger });
   if (!register) return null;
-  return createFiscal(
+  let fiscal: Fiscal | null = null;
+  // After the money path: a refund completed while stopping has written its receipt row. The
+  // worker's stop records the register call in flight and closes the register.
+  owner.own('drain', 'fiscal receipts', () => (fiscal ? fiscal.stop() : register.close?.()));
+  fiscal = createFiscal(
     {
       db,
       clock,
@@ -467,6 +470,7 @@ async function buildFiscal(
     },
     settings.fiscal,
   );
+  return fiscal;
 }
 
 /** The money path, composed once (src/money/): ledger, orders, vend jobs, refunds, reconciliation. */
@@ -477,11 +481,12 @@ function buildMoneyPath(
   { provider }: Payments,
   { actuator }: Hardware,
   fiscal: Fiscal | null,
+  owner: Owner,
 ): MoneyPath {
   const { settings, deps, clock, logger } = base;
   const { catalog, metrics, changes } = shared;
   const seen = { catalogGeneration: catalog.generation() };
-  return createMoneyPath(
+  const money = createMoneyPath(
     {
       db: store.db,
       clock,
@@ -516,6 +521,9 @@ function buildMoneyPath(
     },
     settings,
   );
+  // The vend in progress and the refund in flight finish (their answers recorded).
+  owner.own('drain', 'money path', () => money.stop());
+  return money;
 }
 
 /** How payments reach the money path: webhooks (tunnel, or the relay over the broker) and polling. */
@@ -533,6 +541,7 @@ function buildChannels(
   { provider, sandbox, webhookSecrets }: Payments,
   { ledger }: MoneyPath,
   claimed: Claimed,
+  owner: Owner,
 ): Channels {
   const { db, outbox, dbId } = store;
   const webhooks = createWebhookChannel(
@@ -570,6 +579,9 @@ function buildChannels(
     },
     settings.poll,
   );
+  // Closers run newest first: the webhooks stop, then the poller.
+  owner.own('intake', 'poller', () => poller.stop());
+  owner.own('intake', 'webhooks', () => webhooks.stop());
   // A state change may have opened an invoice (a new order): an idle poller reads it at its next short tick.
   changes.subscribe(() => poller.wake());
   const brokerWebhooks =
@@ -586,6 +598,7 @@ function buildChannels(
           },
           settings.mqtt,
         );
+  if (brokerWebhooks) owner.own('intake', "the broker's webhooks", () => brokerWebhooks.stop());
   sandbox?.onDelivery((delivery) => webhooks.deliverLocally(delivery));
   // After an outage of the provider every unsettled invoice is read again and the Events API is
   // read from the last event seen: a payment made meanwhile is found whatever its webhook did.
@@ -617,6 +630,7 @@ function buildDevice(
   { poller }: Channels,
   fiscal: Fiscal | null,
   served: Served,
+  owner: Owner,
 ): Device {
   const notify = changes.notify;
   const view = createDeviceView({
@@ -665,6 +679,8 @@ function buildDevice(
     { db, outbox, clock, logger, deviceId: settings.device.id, control, commands: settings.commands, storage },
     settings.mqtt,
   );
+  // Connected by goLive; its stop publishes offline (the last will's twin) once the hardware is safe.
+  owner.own('telemetry', 'MQTT', () => mqtt.stop());
   // Every state change may have written outbox rows: published now, not at the next poll.
   changes.subscribe(() => mqtt.kick());
   const service = createServiceMenu({
@@ -702,11 +718,8 @@ async function recover(
   await inputs.start();
 }
 
-/** The listeners that serve, filled in as each one starts (stop() stops what started). */
+/** Where the listeners serve, filled in once they do: for the selftest (over MQTT, so only asked once both are set). */
 interface Served {
-  kiosk?: KioskServer;
-  sandboxLan?: SandboxLanServer;
-  /** For the selftest (over MQTT, so only asked once both are set). */
   urls: { local?: string; webhook?: string };
 }
 
@@ -718,17 +731,21 @@ async function serve(
   { webhooks }: Channels,
   { view, service }: Device,
   served: Served,
+  owner: Owner,
 ): Promise<{ local: string; webhook: string }> {
-  served.kiosk = createKioskServer(
+  const sandboxLan =
+    lan?.address && sandbox
+      ? (await import('./kiosk/sandbox-lan.js')).createSandboxLanServer({ sandbox: sandbox.payments, clock, logger }, { port: lan.port })
+      : null;
+  if (sandboxLan) owner.own('intake', 'sandbox LAN pay page', () => sandboxLan.stop());
+  const kiosk = createKioskServer(
     { ...view.kioskDeps(sandbox?.payments), service, logger, clock, listener: claimed.local },
     settings.http.local,
   );
-  const listening = await served.kiosk.start();
-  if (lan?.address && sandbox) {
-    const { createSandboxLanServer } = await import('./kiosk/sandbox-lan.js');
-    served.sandboxLan = createSandboxLanServer({ sandbox: sandbox.payments, clock, logger }, { port: lan.port });
-    await served.sandboxLan.start();
-  }
+  // Owned after the pay page, so stopped before it: the kiosk takes no new order first.
+  owner.own('intake', 'kiosk', () => kiosk.stop());
+  const listening = await kiosk.start();
+  await sandboxLan?.start();
   const webhookListening = await webhooks.start();
   const urls = { local: listening.url, webhook: webhookListening.url };
   served.urls = urls;
@@ -807,68 +824,63 @@ function contextOf(
   };
 }
 
-/** Everything start() built, kept for stop(). */
-interface Running {
-  context: AppContext;
-  claimed: Claimed;
-  store: Store;
-  payments: Payments;
-  hardware: Hardware;
-  money: MoneyPath;
-  fiscal: Fiscal | null;
-  channels: Channels;
-  device: Device;
-  served: Served;
-  /** The storage alarms published straight to MQTT and to the outbox when it can take them. */
-  storageAlarms: { stop(): void };
-  retention?: Retention;
-  dexSchedule?: { stop(): void };
-}
-
 /** Builds the service from settings. Nothing happens until start(); stop() is safe to call twice. */
 export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger({ level: settings.log.level });
   const base: Base = { settings, deps, clock, logger, log: logger.child({ module: 'app' }) };
   const { log } = base;
-  let claimed: Claimed | null = null;
-  let running: Running | null = null;
+  /** What this start built, each part's closer registered as it was built (src/util/lifecycle.ts). */
+  let life: Lifecycle | null = null;
+  let starting: Promise<unknown> | null = null;
+  let started = false;
+  let context: AppContext | null = null;
   let stopping: Promise<void> | null = null;
 
-  async function start(): Promise<{ localUrl: string }> {
+  /**
+   * The table of contents: each step takes the parts built before it, and every part that holds
+   * something (a file, a port, a timer, a connection) registers its closer with `owner` the moment
+   * it holds it. A step that fails closes what was built, phase by phase, and the start fails.
+   */
+  async function build(owner: Lifecycle): Promise<{ localUrl: string }> {
+    const { step } = owner;
     const startedAt = clock.now();
     // Hardware the settings name but this machine lacks stops the start here, before the lock or the database.
-    await preflightHardware({}, settings, { actuator: !deps.actuator, inputs: !deps.inputs });
+    await step('preflightHardware', () => preflightHardware({}, settings, { actuator: !deps.actuator, inputs: !deps.inputs }));
     // A full disk with its ballast still there: the ballast is given back and the start goes on, full.
-    const fullAtStart = settings.storage.path !== ':memory:' && startsOnFullDisk(settings.storage.path);
-    claimed = await claimLockAndPorts(base);
-    const store = openStore(base, fullAtStart);
-    const shared = buildShared(base, store);
-    const storageAlarms = followStorageFaults({
-      db: store.db,
-      outbox: store.outbox,
-      storage: store.storage,
-      logger,
-      availability: shared.availability,
-      notify: shared.changes.notify,
+    const fullAtStart = await step('freeTheBallast', () => settings.storage.path !== ':memory:' && startsOnFullDisk(settings.storage.path));
+    const claimed = await step('claimLockAndPorts', () => claimLockAndPorts(base, owner));
+    const store = await step('openStore', () => openStore(base, owner, fullAtStart));
+    const shared = await step('buildShared', () => buildShared(base, store));
+    await step('followStorageFaults', () => {
+      const storageAlarms = followStorageFaults({
+        db: store.db,
+        outbox: store.outbox,
+        storage: store.storage,
+        logger,
+        availability: shared.availability,
+        notify: shared.changes.notify,
+      });
+      owner.own('telemetry', 'storage alarms', () => storageAlarms.stop());
     });
-    const payments = await buildPayments(base, store, shared, claimed);
-    const hardware = await buildHardware(base, shared);
-    const fiscal = await buildFiscal(base, store, shared);
-    const money = buildMoneyPath(base, store, shared, payments, hardware, fiscal);
-    const channels = buildChannels(base, store, shared, payments, money, claimed);
+    const payments = await step('buildPayments', () => buildPayments(base, store, shared, claimed, owner));
+    const hardware = await step('buildHardware', () => buildHardware(base, shared, owner));
+    const fiscal = await step('buildFiscal', () => buildFiscal(base, store, shared, owner));
+    const money = await step('buildMoneyPath', () => buildMoneyPath(base, store, shared, payments, hardware, fiscal, owner));
+    const channels = await step('buildChannels', () => buildChannels(base, store, shared, payments, money, claimed, owner));
     const served: Served = { urls: {} };
-    const device = buildDevice(base, startedAt, store, shared, payments, hardware, money, channels, fiscal, served);
-    const context = contextOf(base, store, shared, payments, hardware, money, channels, device, fiscal);
-    running = { context, claimed, store, payments, hardware, money, fiscal, channels, device, served, storageAlarms };
+    const device = await step('buildDevice', () =>
+      buildDevice(base, startedAt, store, shared, payments, hardware, money, channels, fiscal, served, owner),
+    );
+    context = contextOf(base, store, shared, payments, hardware, money, channels, device, fiscal);
     // The applied catalog version, retained, on every start: the fleet sees desired vs applied even if the broker lost it.
     shared.catalog.announce();
 
-    await settleStore(base, store, payments);
-    await recover(base, store, shared, hardware, money, channels, fiscal);
-    const urls = await serve(base, claimed, payments, channels, device, served);
-    noteListeners(base, store, urls);
-    await goLive(base, store, money, channels, device, fiscal);
+    await step('settleStore', () => settleStore(base, store, payments));
+    await step('recover', () => recover(base, store, shared, hardware, money, channels, fiscal));
+    const urls = await step('serve', () => serve(base, claimed, payments, channels, device, served, owner));
+    await step('noteListeners', () => noteListeners(base, store, urls));
+    await step('goLive', () => goLive(base, store, money, channels, device, fiscal));
     // One read at once, whatever is open: the provider's reachability (/healthz, the screen) and its
     // clock (the clock_skew alarm, from the answer's Date header) are known from the start.
     void payments.provider.checkCredentials().then(
@@ -876,12 +888,19 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       (err: unknown) => shared.health.failed(err),
     );
     // Old finished orders and webhook bodies go in small batches, well after start-up.
-    running.retention = createRetention({ db: store.db, clock, logger }, { retentionDays: settings.storage.retentionDays });
-    running.retention.start();
+    await step('retention', () => {
+      const retention = createRetention({ db: store.db, clock, logger }, { retentionDays: settings.storage.retentionDays });
+      owner.own('intake', 'retention', () => retention.stop());
+      retention.start();
+    });
     // Scheduled audit reads for the operator's VMS (dex.readEverySec, dex.dailyAt), if any.
     if (settings.dex.readEverySec > 0 || settings.dex.dailyAt !== '') {
-      running.dexSchedule = startDexSchedule({ audit: device.audit, clock, logger }, settings.dex);
+      await step('dexSchedule', () => {
+        const schedule = startDexSchedule({ audit: device.audit, clock, logger }, settings.dex);
+        owner.own('intake', 'scheduled audit reads', () => schedule.stop());
+      });
     }
+    await step('ready', () => {});
 
     log.info(
       {
@@ -898,35 +917,31 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     return { localUrl: urls.local };
   }
 
-  async function stopOnce(): Promise<void> {
-    if (!running) {
-      // start() failed early: give back what it claimed (the process's exit would do the same).
-      await claimed?.release();
-      return;
+  async function start(): Promise<{ localUrl: string }> {
+    const owner = createLifecycle(log, deps.faultAt);
+    life = owner;
+    const building = build(owner);
+    starting = building;
+    try {
+      const ready = await building;
+      started = true;
+      return ready;
+    } catch (err) {
+      // A start that fails part-way gives back what it built, in the stop's order, before it fails.
+      await owner.close().catch(() => {});
+      throw err;
     }
-    const { served, channels, hardware, money, device, payments, store } = running;
-    log.info('stopping: no new orders');
-    // Inputs first (HTTP, poller, hardware inputs), then finish the vend in progress, then outputs safe.
-    running.dexSchedule?.stop();
-    await running.retention?.stop();
-    await served.kiosk?.stop();
-    await served.sandboxLan?.stop();
-    await running.claimed.local.close();
-    await channels.brokerWebhooks?.stop();
-    await channels.webhooks.stop();
-    await channels.poller.stop();
-    await hardware.inputs.stop();
-    // The vend in progress and the refund in flight finish (their answers recorded) first.
-    await money.stop();
-    // After the money path: a refund completed while stopping has written its receipt row.
-    await running.fiscal?.stop();
-    await hardware.actuator.stop();
-    await device.mqtt.stop();
-    payments.sandbox?.close();
-    running.storageAlarms.stop();
-    closeStore(base, store);
-    running.claimed.lock.release();
-    log.info('stopped');
+  }
+
+  async function stopOnce(): Promise<void> {
+    // A start still going ends at its next step and gives back what it built.
+    life?.abort();
+    await starting?.catch(() => {});
+    if (!life) return;
+    if (started) log.info('stopping: no new orders');
+    // Phase by phase (STOP_PHASES in src/util/lifecycle.ts): intake, drain, outputs, telemetry, store.
+    await life.close();
+    if (started) log.info('stopped');
   }
 
   return {
@@ -936,8 +951,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
       return stopping;
     },
     context() {
-      if (!running) throw new Error('the app is not started');
-      return running.context;
+      if (!context) throw new Error('the app is not started');
+      return context;
     },
   };
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { COMMANDS } from '../../src/cli/usage.js';
+import { COMMANDS } from '../../src/cli/commands.js';
 import { ORDER_STATES } from '../../src/orders/index.js';
 import { loadSettings } from '../../src/settings/index.js';
 import { run } from './cli-io.js';

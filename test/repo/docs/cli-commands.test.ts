@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { COMMANDS, optionNamesOf } from '../../../src/cli/usage.js';
+import { COMMANDS } from '../../../src/cli/commands.js';
+import { optionNamesOf } from '../../../src/cli/usage.js';
 
 /**
  * Every `vendgate <command> --option` (and `npm start -- --option`, `npm run selftest -- --option`)

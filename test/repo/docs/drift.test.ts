@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { COMMANDS } from '../../../src/cli/usage.js';
+import { COMMANDS } from '../../../src/cli/commands.js';
 import { settingsSchema } from '../../../src/settings/schema.js';
 import { ErrorCodes } from '../../../src/util/errors.js';
 
