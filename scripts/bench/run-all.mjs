@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * npm run bench [-- --quick] [-- --only latency,rails,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli,receipt-qr]
+ * npm run bench [-- --quick] [-- --only latency,rails,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli,receipt-qr,mdb]
  *
  * Every figure of issues #9 and #18 with its target beside it, measured on this machine, printed as one table
  * and written as JSON to bench-results/bench-<date>.json (and bench-latest.json). Nothing here is a
@@ -23,6 +23,7 @@ import { dbSizeBench } from './db-size.mjs';
 import { fsyncBench } from './fsync.mjs';
 import { cliBench } from './cli.mjs';
 import { receiptQrBench } from './receipt-qr.mjs';
+import { mdbBench } from './mdb.mjs';
 
 const BENCHES = {
   latency: latencyBench,
@@ -37,6 +38,7 @@ const BENCHES = {
   fsync: fsyncBench,
   cli: cliBench,
   'receipt-qr': receiptQrBench,
+  mdb: mdbBench,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
