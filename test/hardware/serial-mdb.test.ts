@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createHardware, type Actuator, type HardwareEvent, type VendRequest } from '../../src/hardware/index.js';
 import { parseMdbAmount } from '../../src/hardware/serial/mdb-profile.js';
+import { parseSetup } from '../../src/hardware/serial/mdb-lines.js';
+import { checkSetup, machineSessions } from '../../src/hardware/serial/mdb-setup.js';
 import { systemClock } from '../../src/util/index.js';
 import { captureLogger } from './fakes/capture-logger.js';
 import { createMockSerial } from './fakes/mock-serial.js';
@@ -248,5 +250,35 @@ describe('MDB amounts', () => {
 
   it('an amount finer than the scale is refused', () => {
     expect(parseMdbAmount('1.505', 100)).toMatch(/finer than/);
+  });
+});
+
+describe("the machine's setup as the board reports it", () => {
+  it.each([
+    ['c,SETUP,3,1496,1,0,30,00000020', true, /level 3, always idle on \(options 0x20\): both session styles/],
+    ['c,SETUP,3,1496,1,0,30,0x21', true, /always idle on \(options 0x21\)/],
+    ['c,SETUP,3,1496,1,0,30,00000001', false, /level 3, always idle off \(options 0x01\): authorization first only/],
+    ['c,SETUP,1,1496,1,0,30', false, /level 1, no always idle/],
+    ['c,SETUP,2,1496,1,0,30,00000020', false, /level 2, no always idle/],
+    ['c,SETUP,3,1496,1,0,30', null, /option bits not reported: always idle unknown/],
+    ['c,SETUP,3,1496,1,0,30,later-fields', null, /option bits not reported/],
+  ])('%s: always idle %s', (line, alwaysIdle, detail) => {
+    const setup = parseSetup(line);
+    expect(setup).not.toBeNull();
+    const sessions = machineSessions(setup!);
+    expect(sessions.alwaysIdle).toBe(alwaysIdle);
+    expect(sessions.detail).toMatch(detail);
+  });
+
+  it('always idle configured against a machine without it is refused in one line; authorization first is never refused for it', () => {
+    const ours = { currency: 'MNT', decimals: undefined, scale: 1 } as const;
+    const refused = checkSetup('c,SETUP,3,1496,1,0,30,00000000', { ...ours, session: 'always-idle' }).refused;
+    expect(refused).toMatch(
+      /^MDB setup refused: actuator\.serial\.mdb\.session is always-idle, the machine reports level 3, always idle off/,
+    );
+    expect(refused).not.toMatch(/\n/);
+    expect(checkSetup('c,SETUP,3,1496,1,0,30,00000000', { ...ours, session: 'authorization-first' }).refused).toBeNull();
+    expect(checkSetup('c,SETUP,1,1496,1,0,30', { ...ours, session: 'authorization-first' }).refused).toBeNull();
+    expect(checkSetup('c,SETUP,3,1496,1,0,30', { ...ours, session: 'always-idle' })).toMatchObject({ refused: null, responseTimeSec: 30 });
   });
 });

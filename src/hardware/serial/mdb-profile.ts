@@ -79,6 +79,8 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
   let learnedResponseSec: number | null = null;
   /** Why the machine's setup cannot be sold with (the reader is kept off), or null. */
   let setupRefused: string | null = null;
+  /** What the machine's setup says about the session styles (for the selftest line), or null. */
+  let sessionsDetail: string | null = null;
   const offs: (() => void)[] = [];
 
   const alarm = (name: string, message: string) => deps.bus.emit({ type: 'machine_alarm', name, message, active: true });
@@ -154,8 +156,15 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     const request = VEND_REQUEST.exec(line);
     if (request) return onVendRequest(line, request[1]!, request[2]!);
     if (SETUP.test(line)) {
-      const checked = checkSetup(line, { currency: deps.currency, decimals: mdb.decimals, scale: deps.scale });
+      const checked = checkSetup(line, { currency: deps.currency, decimals: mdb.decimals, scale: deps.scale, session: mdb.session });
       if (checked.responseTimeSec) learnedResponseSec = checked.responseTimeSec;
+      if (checked.sessions && checked.sessions.detail !== sessionsDetail) {
+        sessionsDetail = checked.sessions.detail;
+        log.info(
+          { sessions: sessionsDetail, responseTimeSec: checked.responseTimeSec, session: mdb.session },
+          'mdb machine setup reported by the board',
+        );
+      }
       if (checked.refused && !setupRefused) {
         setupRefused = checked.refused;
         log.error({ line: preview(line) }, checked.refused);
@@ -294,9 +303,12 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       if (!started) return { ok: false, detail: 'serial actuator not started' };
       if (!conn.up) return { ok: false, detail: conn.detail };
       if (setupRefused) return { ok: false, detail: setupRefused };
+      const machine = sessionsDetail ? `; the machine: ${sessionsDetail}; configured: ${mdb.session}` : '';
       return {
         ok: enabled,
-        detail: enabled ? `MDB reader enabled on ${conn.detail}` : `MDB reader not enabled by the machine yet (${conn.detail})`,
+        detail: enabled
+          ? `MDB reader enabled on ${conn.detail}${machine}`
+          : `MDB reader not enabled by the machine yet (${conn.detail})${machine}`,
       };
     },
     async stop() {

@@ -85,7 +85,9 @@ const mdbSchema = z
      * How a sale starts. `always-idle` (default): the customer selects on the machine, the machine
      * names item and price, the customer pays inside the machine's time limit. `authorization-first`:
      * the customer picks and pays on the kiosk, then vendgate starts a session with that credit and
-     * approves the machine's request for exactly that item and price.
+     * approves the machine's request for exactly that item and price. Where the board reports the
+     * machine's setup, always idle on a machine without it (level 1 or 2, or the level-3 option bit
+     * 0x20 off) is refused in one line and the reader kept off; the selftest says what it supports.
      */
     session: z.enum(['always-idle', 'authorization-first']).default('always-idle'),
     /**
