@@ -229,6 +229,18 @@ describe('serial MDB profile (Qibixx-style board)', () => {
     await expect(b.actuator.fire(chips())).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/nothing was sent/) });
   });
 
+  it('a revalue request (change back onto a card) is denied with a reason: nothing approved, no session touched', async () => {
+    const b = await board();
+    await b.requestVend('1500', '12');
+    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    const mark = b.sent().length;
+    b.mock.emit('c,STATUS,REVALUE,500\r\n');
+    await waitFor(() => b.log.entries().some((e) => /revalue request denied: vendgate holds no credit/.test(String(e.msg))));
+    expect(b.after(mark)).not.toMatch(/C,VEND|C,REVALUE/);
+    expect(b.events.some((e) => e.type === 'session_cancel')).toBe(false);
+    expect(b.actuator.health().ok).toBe(true);
+  });
+
   it('garbage from the board is logged and ignored', async () => {
     const b = await board();
     b.mock.emit('zz,??\r\n');
@@ -280,5 +292,16 @@ describe("the machine's setup as the board reports it", () => {
     expect(checkSetup('c,SETUP,3,1496,1,0,30,00000000', { ...ours, session: 'authorization-first' }).refused).toBeNull();
     expect(checkSetup('c,SETUP,1,1496,1,0,30', { ...ours, session: 'authorization-first' }).refused).toBeNull();
     expect(checkSetup('c,SETUP,3,1496,1,0,30', { ...ours, session: 'always-idle' })).toMatchObject({ refused: null, responseTimeSec: 30 });
+  });
+
+  it('decimal places that disagree with the setting, or amounts finer than MNT is charged in, are refused in one line', () => {
+    const ours = { currency: 'MNT', scale: 1, session: 'always-idle' } as const;
+    expect(checkSetup('c,SETUP,3,1496,1,2,30,00000020', { ...ours, decimals: 0 }).refused).toMatch(
+      /the machine's prices have 2 decimal places, actuator\.serial\.mdb\.decimals says 0/,
+    );
+    expect(checkSetup('c,SETUP,3,1496,1,2,30,00000020', { ...ours, decimals: undefined }).refused).toMatch(
+      /the machine counts in 1\/100 of a unit, MNT is charged in 1\/1/,
+    );
+    expect(checkSetup('c,SETUP,3,1496,1,0,30,00000020', { ...ours, decimals: 0 }).refused).toBeNull();
   });
 });
