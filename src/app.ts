@@ -631,6 +631,7 @@ function buildDevice(
     notify,
     metrics,
     storage,
+    sessionStyle: () => actuator.sessionStyle?.() ?? null,
     sales: () => salesFigures(db, settings.device.currency, clock.now()),
     ...(fiscal ? { fiscal } : {}),
   });

@@ -58,6 +58,11 @@ export interface Actuator {
    * down): deny the session (`C,STOP`). Absent for actuators whose machine does not wait for us.
    */
   denySession?(reason: string): Promise<void>;
+  /**
+   * MDB: the session style in force — the setting, or with `session: auto` what the machine's
+   * setup report says (authorization first until it says always idle is on).
+   */
+  sessionStyle?(): 'always-idle' | 'authorization-first';
   health(): ActuatorHealth;
   /** Safe state, close devices. Safe to call twice. */
   stop(): Promise<void>;

@@ -81,6 +81,11 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
   let setupRefused: string | null = null;
   /** What the machine's setup says about the session styles (for the selftest line), or null. */
   let sessionsDetail: string | null = null;
+  /** Whether the machine reported always idle switched on (session: auto follows it). */
+  let alwaysIdleOn = false;
+  /** The style in force: the setting, or with auto what the machine reported (authorization first until then). */
+  const style = (): 'always-idle' | 'authorization-first' =>
+    mdb.session !== 'auto' ? mdb.session : alwaysIdleOn ? 'always-idle' : 'authorization-first';
   const offs: (() => void)[] = [];
 
   const alarm = (name: string, message: string) => deps.bus.emit({ type: 'machine_alarm', name, message, active: true });
@@ -135,7 +140,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       return;
     }
     if (setupRefused) return deny(setupRefused, line);
-    if (mdb.session === 'authorization-first') return deny('authorization first: no session was started for this request', line);
+    if (style() === 'authorization-first') return deny('authorization first: no session was started for this request', line);
     const amount = parseMdbAmount(amountText, deps.scale);
     if (typeof amount === 'string') return deny(amount, line);
     if (!deps.knownItems.has(item)) return deny(`item "${preview(item, 20)}" is not in device.catalog`, line);
@@ -160,8 +165,9 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       if (checked.responseTimeSec) learnedResponseSec = checked.responseTimeSec;
       if (checked.sessions && checked.sessions.detail !== sessionsDetail) {
         sessionsDetail = checked.sessions.detail;
+        alwaysIdleOn = checked.sessions.alwaysIdle === true;
         log.info(
-          { sessions: sessionsDetail, responseTimeSec: checked.responseTimeSec, session: mdb.session },
+          { sessions: sessionsDetail, responseTimeSec: checked.responseTimeSec, session: mdb.session, inForce: style() },
           'mdb machine setup reported by the board',
         );
       }
@@ -266,7 +272,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       busy = true;
       try {
         let outcome: VendOutcome;
-        if (mdb.session === 'authorization-first') {
+        if (style() === 'authorization-first') {
           // A payment right after a reset or the board's boot: the reader may be a few polls from enabled.
           if (!enabled && !(await reader.nextEnabled(Math.min(budgetSec() * 1_000, ENABLE_WAIT_MS)))) {
             return { result: 'failed', reason: 'the machine has not enabled the reader: no session was started' };
@@ -299,11 +305,13 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       goodsOut.denied();
       await sendQuietly('C,STOP');
     },
+    sessionStyle: style,
     health() {
       if (!started) return { ok: false, detail: 'serial actuator not started' };
       if (!conn.up) return { ok: false, detail: conn.detail };
       if (setupRefused) return { ok: false, detail: setupRefused };
-      const machine = sessionsDetail ? `; the machine: ${sessionsDetail}; configured: ${mdb.session}` : '';
+      const configured = mdb.session === 'auto' ? `auto (${style()} in force)` : mdb.session;
+      const machine = sessionsDetail ? `; the machine: ${sessionsDetail}; configured: ${configured}` : '';
       return {
         ok: enabled,
         detail: enabled

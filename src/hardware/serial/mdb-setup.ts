@@ -45,7 +45,7 @@ export interface SetupCheck {
  */
 export function checkSetup(
   line: string,
-  ours: { currency: string; decimals: number | undefined; scale: number; session: SessionStyle },
+  ours: { currency: string; decimals: number | undefined; scale: number; session: SessionStyle | 'auto' },
 ): SetupCheck {
   const setup = parseSetup(line);
   if (!setup) return { responseTimeSec: null, sessions: null, refused: null };
@@ -55,7 +55,7 @@ export function checkSetup(
     return {
       responseTimeSec,
       sessions,
-      refused: `MDB setup refused: actuator.serial.mdb.session is always-idle, the machine reports ${sessions.detail}: set session: authorization-first, or switch always idle on in the machine`,
+      refused: `MDB setup refused: actuator.serial.mdb.session is always-idle, the machine reports ${sessions.detail}: set session: authorization-first or auto, or switch always idle on in the machine`,
     };
   }
   const expected = currencyNumber(ours.currency);

@@ -77,6 +77,53 @@ describe('the MDB machine setup reported by the board', () => {
   });
 });
 
+describe('session: auto follows what the machine reports', () => {
+  let stack: MdbStack | null = null;
+  afterEach(async () => {
+    await stack?.stop();
+    stack = null;
+  });
+
+  const kioskOrder = (s: MdbStack) =>
+    fetch(`${s.svc.localUrl}/api/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slot: '12' }),
+    });
+  const selection = async (s: MdbStack) => ((await (await fetch(`${s.svc.localUrl}/api/state`)).json()) as { selection: string }).selection;
+
+  it('always idle on: the customer chooses on the machine, the kiosk takes no order of its own', async () => {
+    const s = (stack = await mdbStack({ vmc: { style: 'always-idle' }, mdb: { session: 'auto' } }));
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the reader enabled');
+    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), 'the setup line');
+    expect(setup.inForce).toBe('always-idle');
+    expect(await selection(s)).toBe('machine');
+    const refused = await kioskOrder(s);
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toMatchObject({ error: { code: 'VG_ERR_CHOOSE_ON_MACHINE' } });
+    expect(s.pty.vmc.select('12', '2800')).toBe(true);
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    await s.pay(order);
+    await s.waitFor(() => s.orders()[0]?.state === 'vended', 'the vend', 45_000);
+    expect(s.pty.vmc.dispensed).toEqual([{ item: '12', approved: '12@2800' }]);
+  });
+
+  it('always idle off: the customer pays on the kiosk first and the paid credit starts the session', async () => {
+    const s = (stack = await mdbStack({ vmc: { style: 'authorization-first' }, mdb: { session: 'auto' } }));
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the reader enabled');
+    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), 'the setup line');
+    expect(setup.inForce).toBe('authorization-first');
+    expect(await selection(s)).toBe('kiosk');
+    expect((await kioskOrder(s)).status).toBe(201);
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    await s.pay(order);
+    await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session started with the credit');
+    s.pty.vmc.select('12', '2800');
+    await s.waitFor(() => s.orders()[0]?.state === 'vended', 'the vend', 45_000);
+    expect(s.alarms().filter((a) => a.name === 'mdb_setup_mismatch')).toEqual([]);
+  });
+});
+
 describe('the selftest on an MDB machine', () => {
   let pty: VmcOnPty | null = null;
   afterEach(async () => {
