@@ -79,7 +79,9 @@ export type HardwareEvent =
   /** MDB: something the machine did that a person must see (goods out without our approval, a setup we cannot sell with). */
   | { type: 'machine_alarm'; name: string; message: string; active: boolean }
   /** MDB: the customer or machine canceled the session. */
-  | { type: 'session_cancel' };
+  | { type: 'session_cancel' }
+  /** MDB, session: auto: the machine's report changed the style in force; the screen follows. */
+  | { type: 'session_style'; style: 'always-idle' | 'authorization-first' };
 
 export interface HardwareInputs {
   start(): Promise<void>;

@@ -165,7 +165,9 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       if (checked.responseTimeSec) learnedResponseSec = checked.responseTimeSec;
       if (checked.sessions && checked.sessions.detail !== sessionsDetail) {
         sessionsDetail = checked.sessions.detail;
+        const before = style();
         alwaysIdleOn = checked.sessions.alwaysIdle === true;
+        if (style() !== before) deps.bus.emit({ type: 'session_style', style: style() });
         log.info(
           { sessions: sessionsDetail, responseTimeSec: checked.responseTimeSec, session: mdb.session, inForce: style() },
           'mdb machine setup reported by the board',

@@ -108,6 +108,34 @@ describe('session: auto follows what the machine reports', () => {
     expect(s.pty.vmc.dispensed).toEqual([{ item: '12', approved: '12@2800' }]);
   });
 
+  it("the machine switched to authorization first and restarted: the kiosk's open screen follows at once", async () => {
+    const s = (stack = await mdbStack({ vmc: { style: 'always-idle' }, mdb: { session: 'auto' } }));
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the reader enabled');
+    // The kiosk's screen: the state stream it keeps open.
+    const screen = new AbortController();
+    let heard = '';
+    const events = await fetch(`${s.svc.localUrl}/api/events`, { signal: screen.signal });
+    const reader = events.body!.getReader();
+    void (async () => {
+      for (;;) {
+        const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+        if (done) return;
+        heard += new TextDecoder().decode(value);
+      }
+    })();
+    try {
+      await s.waitFor(() => heard.includes('"selection":"machine"'), 'the screen saying choose on the machine');
+      const mark = heard.length;
+      // The operator turns always idle off in the service menu; the machine restarts and reports it.
+      s.pty.vmc.options.style = 'authorization-first';
+      s.pty.vmc.powerCycleMachine();
+      await s.waitFor(() => heard.slice(mark).includes('"selection":"kiosk"'), 'the screen taking orders itself', 20_000);
+      expect(await selection(s)).toBe('kiosk');
+    } finally {
+      screen.abort();
+    }
+  });
+
   it('always idle off: the customer pays on the kiosk first and the paid credit starts the session', async () => {
     const s = (stack = await mdbStack({ vmc: { style: 'authorization-first' }, mdb: { session: 'auto' } }));
     await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the reader enabled');
