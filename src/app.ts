@@ -647,6 +647,7 @@ function buildDevice(
     notify,
     metrics,
     storage,
+    sessionStyle: () => actuator.sessionStyle?.() ?? null,
     sales: () => salesFigures(db, settings.device.currency, clock.now()),
     ...(fiscal ? { fiscal } : {}),
   });
@@ -698,7 +699,7 @@ function buildDevice(
 async function recover(
   { logger, log }: Base,
   { db, outbox, lineage, orderRepository }: Store,
-  { availability }: Shared,
+  { availability, changes }: Shared,
   { actuator, inputs }: Hardware,
   money: MoneyPath,
   { webhooks }: Channels,
@@ -714,7 +715,7 @@ async function recover(
   fiscal?.recover();
   if (recovered.uncertain.length || recovered.settled.length || recovered.refundsUnknown)
     log.warn(recovered, 'recovered from an interrupted run');
-  inputs.on(createHardwareEventHandler({ db, logger, outbox, orders: money.orders, availability, actuator }));
+  inputs.on(createHardwareEventHandler({ db, logger, outbox, orders: money.orders, availability, actuator, notify: changes.notify }));
   await inputs.start();
 }
 

@@ -10,7 +10,9 @@
  * ENABLED; it names item 12 at 1500, and answers an approval with VEND SUCCESS). Per order the
  * signed `succeeded` webhook is POSTed; the figure runs from just before that POST to the moment
  * `C,VEND` reaches the machine's end of the pty (MDB) or the sim actuator's line (relay). Orders
- * alternate between the two, so a noisy neighbour hits both alike.
+ * alternate between the two, so a noisy neighbour hits both alike. Both services log at info: the
+ * readiness both wait for is the "vendgate ready" info line. BENCH_DEBUG=1 prints the MDB service's
+ * log; a timeout quotes its last warnings.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -65,7 +67,15 @@ async function startMdbStack({ main, nodeArgs, env }) {
   const [localPort, webhookPort] = [await freePort(), await freePort()];
   const sim = createSimulator({ provider: 'gerege', seed: 33 });
   await sim.start();
+  // The service's last warnings, to read a failure without a rerun.
+  const warnings = [];
   const service = createServiceProcess({
+    onLine: (line) => {
+      if (process.env.BENCH_DEBUG) process.stderr.write(line + '\n');
+      if (!/"level":(40|50|60)/.test(line)) return;
+      warnings.push(line);
+      if (warnings.length > 20) warnings.shift();
+    },
     main,
     nodeArgs,
     readyTimeoutMs: 60_000,
@@ -78,7 +88,8 @@ async function startMdbStack({ main, nodeArgs, env }) {
       storage: { path: join(dir, 'vendgate.db') },
       actuator: { kind: 'serial', serial: { path: pty.gateway, baudRate: 115_200, profile: 'mdb', timeoutMs: 5_000 } },
       mqtt: { url: '' },
-      log: { level: 'warn' },
+      // info: readiness is the "vendgate ready" line (an info line) on stdout.
+      log: { level: 'info' },
     }),
     env: { ...env, VENDGATE_PROVIDER_CLIENT_SECRET: 'sim-secret', VENDGATE_WEBHOOK_SECRETS: WEBHOOK_SECRET },
   });
@@ -90,15 +101,17 @@ async function startMdbStack({ main, nodeArgs, env }) {
     samples: [],
     async one() {
       machine.state.approvedAt = null;
-      const before = (await getJson(`${localUrl}/api/state`)).order?.orderId ?? 0;
+      const before = (await getJson(`${localUrl}/api/state`)).body.order?.orderId ?? 0;
       machine.select();
       const order = await waitFor(
         async () => {
-          const o = (await getJson(`${localUrl}/api/state`)).order;
+          const o = (await getJson(`${localUrl}/api/state`)).body.order;
           return o && o.orderId !== before && o.state === 'awaiting_payment' && o;
         },
         { what: 'the MDB order' },
-      );
+      ).catch((err) => {
+        throw new Error(`${err.message}; the service's last warnings:\n${warnings.join('\n')}`);
+      });
       await sim.pay(order.invoiceId);
       const event = sim.records().events.findLast((e) => e.type === 'payment_intent.succeeded' && e.data?.object?.id === order.invoiceId);
       const body = JSON.stringify(event);
@@ -115,7 +128,7 @@ async function startMdbStack({ main, nodeArgs, env }) {
       await response.arrayBuffer();
       await waitFor(() => machine.state.approvedAt !== null, { intervalMs: 1, what: 'C,VEND at the machine' });
       const ms = machine.state.approvedAt - sentAt;
-      await waitFor(async () => (await getJson(`${localUrl}/api/orders/${order.orderId}`)).state === 'vended', { what: 'vended' });
+      await waitFor(async () => (await getJson(`${localUrl}/api/orders/${order.orderId}`)).body.state === 'vended', { what: 'vended' });
       return ms;
     },
     async stop() {
@@ -136,7 +149,8 @@ export async function mdbBench({ log, quick, orders: ordersOption }) {
     main: unit.main,
     nodeArgs: unit.nodeArgs,
     env: unit.env,
-    level: 'warn',
+    // startStack's readiness is the "vendgate ready" info line: at warn it never comes.
+    level: 'info',
     readyTimeoutMs: 60_000,
   });
   log('mdb: relay-path service up');

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * npm run bench [-- --quick] [-- --only latency,rails,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli,receipt-qr]
+ * npm run bench [-- --quick] [-- --only latency,rails,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli,receipt-qr,mdb]
  *
  * Every figure of issues #9 and #18 with its target beside it, measured on this machine, printed as one table
  * and written as JSON to bench-results/bench-<date>.json (and bench-latest.json). Nothing here is a
@@ -24,6 +24,7 @@ import { fsyncBench } from './fsync.mjs';
 import { cliBench } from './cli.mjs';
 import { receiptQrBench } from './receipt-qr.mjs';
 import { dexBench } from './dex.mjs';
+import { mdbBench } from './mdb.mjs';
 
 const BENCHES = {
   latency: latencyBench,
@@ -39,6 +40,7 @@ const BENCHES = {
   cli: cliBench,
   'receipt-qr': receiptQrBench,
   dex: dexBench,
+  mdb: mdbBench,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });

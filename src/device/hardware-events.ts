@@ -15,6 +15,8 @@ export interface HardwareEventDeps {
   orders: Pick<OrderService, 'create' | 'cancel' | 'inStates'>;
   availability: Pick<Availability, 'set' | 'clear'>;
   actuator: Pick<Actuator, 'denySession'>;
+  /** The screen and MQTT read the state again (the kiosk's selection follows the MDB style in force). */
+  notify?: () => void;
 }
 
 /**
@@ -58,6 +60,10 @@ export function createHardwareEventHandler(deps: HardwareEventDeps): (event: Har
         inTransaction(deps.db, () =>
           event.active ? deps.outbox.raiseAlarm(event.name, 'critical', event.message) : deps.outbox.clearAlarm(event.name),
         );
+        return;
+      case 'session_style':
+        log.info({ style: event.style }, 'mdb session style in force changed: the screen follows');
+        deps.notify?.();
         return;
       case 'session_cancel': {
         const open = orders.inStates(['awaiting_payment']).filter((o) => o.source === 'mdb');

@@ -36,6 +36,8 @@ export interface DeviceViewDeps {
   catalog: Pick<Catalog, 'offered' | 'current'> & { slots: Pick<Catalog['slots'], 'get' | 'refill'> };
   /** After a change made here (a refill): the screen and MQTT follow. */
   notify?: () => void;
+  /** MDB: the session style in force (the actuator's; session: auto learns it from the machine). */
+  sessionStyle?: () => 'always-idle' | 'authorization-first' | null;
   /** The card beneath the database: /healthz names it (src/store/storage-health.ts). */
   storage?: { fault(): unknown; describe(): string };
   /** Fiscal receipts (src/fiscal/): the result screen's QR, telemetry and /metrics. Absent: no register. */
@@ -124,7 +126,7 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
       catalogVersion: deps.catalog.current().version,
       fare: settings.device.fare ?? null,
       autoStart: settings.kiosk.autoStart,
-      selection: settings.actuator ? selectionOn(settings.actuator) : 'kiosk',
+      selection: settings.actuator ? selectionOn(settings.actuator, deps.sessionStyle?.()) : 'kiosk',
       resultScreenSec: settings.kiosk.resultScreenSec,
       order: order ? screenOrder(order) : null,
       receipt: order && order.state === 'vended' ? (deps.fiscal?.screen(order.id) ?? null) : null,

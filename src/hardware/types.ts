@@ -58,6 +58,11 @@ export interface Actuator {
    * down): deny the session (`C,STOP`). Absent for actuators whose machine does not wait for us.
    */
   denySession?(reason: string): Promise<void>;
+  /**
+   * MDB: the session style in force — the setting, or with `session: auto` what the machine's
+   * setup report says (authorization first until it says always idle is on).
+   */
+  sessionStyle?(): 'always-idle' | 'authorization-first';
   health(): ActuatorHealth;
   /** Safe state, close devices. Safe to call twice. */
   stop(): Promise<void>;
@@ -74,7 +79,9 @@ export type HardwareEvent =
   /** MDB: something the machine did that a person must see (goods out without our approval, a setup we cannot sell with). */
   | { type: 'machine_alarm'; name: string; message: string; active: boolean }
   /** MDB: the customer or machine canceled the session. */
-  | { type: 'session_cancel' };
+  | { type: 'session_cancel' }
+  /** MDB, session: auto: the machine's report changed the style in force; the screen follows. */
+  | { type: 'session_style'; style: 'always-idle' | 'authorization-first' };
 
 export interface HardwareInputs {
   start(): Promise<void>;

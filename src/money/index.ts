@@ -206,6 +206,7 @@ export function createMoneyPath(deps: MoneyPathDeps, settings: MoneyPathSettings
       deviceId: settings.device.id,
       dbId: databaseId(db),
       outOfService: deps.outOfService,
+      sessionStyle: () => deps.actuator.sessionStyle?.() ?? null,
       crashPoint,
       onChange: changed,
       onClosedUnpaid: events.closedUnpaid,

@@ -102,6 +102,8 @@ export interface OrderServiceDeps {
   windows?: PaymentWindows;
   /** The card beneath the database: no new order while it refuses writes (VG_ERR_STORAGE). */
   storage?: { report(err: unknown): StorageFault | null; fault(): StorageFault | null; describe(): string };
+  /** MDB: the session style in force (the actuator's; session: auto learns it from the machine). */
+  sessionStyle?: () => 'always-idle' | 'authorization-first' | null;
 }
 
 /** What the order service asks the catalog (src/catalog/): price and name of a slot, or why not. */
@@ -209,7 +211,7 @@ export function createOrderService(
   /** Money the machine can be told about, or no order: see selectionOn. */
   function assertMachineCanHear(input: OrderInput): void {
     if (!settings.actuator || settings.actuator.kind !== 'serial' || settings.actuator.serial.profile !== 'mdb') return;
-    const machineChooses = selectionOn(settings.actuator) === 'machine';
+    const machineChooses = selectionOn(settings.actuator, deps.sessionStyle?.()) === 'machine';
     if (machineChooses && input.source !== 'mdb') {
       throw new VendgateError(
         ErrorCodes.CHOOSE_ON_MACHINE,

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createHardware, type Actuator, type HardwareEvent, type VendRequest } from '../../src/hardware/index.js';
 import { parseMdbAmount } from '../../src/hardware/serial/mdb-profile.js';
+import { parseSetup } from '../../src/hardware/serial/mdb-lines.js';
+import { checkSetup, machineSessions } from '../../src/hardware/serial/mdb-setup.js';
 import { systemClock } from '../../src/util/index.js';
 import { captureLogger } from './fakes/capture-logger.js';
 import { createMockSerial } from './fakes/mock-serial.js';
@@ -227,6 +229,18 @@ describe('serial MDB profile (Qibixx-style board)', () => {
     await expect(b.actuator.fire(chips())).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/nothing was sent/) });
   });
 
+  it('a revalue request (change back onto a card) is denied with a reason: nothing approved, no session touched', async () => {
+    const b = await board();
+    await b.requestVend('1500', '12');
+    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    const mark = b.sent().length;
+    b.mock.emit('c,STATUS,REVALUE,500\r\n');
+    await waitFor(() => b.log.entries().some((e) => /revalue request denied: vendgate holds no credit/.test(String(e.msg))));
+    expect(b.after(mark)).not.toMatch(/C,VEND|C,REVALUE/);
+    expect(b.events.some((e) => e.type === 'session_cancel')).toBe(false);
+    expect(b.actuator.health().ok).toBe(true);
+  });
+
   it('garbage from the board is logged and ignored', async () => {
     const b = await board();
     b.mock.emit('zz,??\r\n');
@@ -248,5 +262,46 @@ describe('MDB amounts', () => {
 
   it('an amount finer than the scale is refused', () => {
     expect(parseMdbAmount('1.505', 100)).toMatch(/finer than/);
+  });
+});
+
+describe("the machine's setup as the board reports it", () => {
+  it.each([
+    ['c,SETUP,3,1496,1,0,30,00000020', true, /level 3, always idle on \(options 0x20\): both session styles/],
+    ['c,SETUP,3,1496,1,0,30,0x21', true, /always idle on \(options 0x21\)/],
+    ['c,SETUP,3,1496,1,0,30,00000001', false, /level 3, always idle off \(options 0x01\): authorization first only/],
+    ['c,SETUP,1,1496,1,0,30', false, /level 1, no always idle/],
+    ['c,SETUP,2,1496,1,0,30,00000020', false, /level 2, no always idle/],
+    ['c,SETUP,3,1496,1,0,30', null, /option bits not reported: always idle unknown/],
+    ['c,SETUP,3,1496,1,0,30,later-fields', null, /option bits not reported/],
+  ])('%s: always idle %s', (line, alwaysIdle, detail) => {
+    const setup = parseSetup(line);
+    expect(setup).not.toBeNull();
+    const sessions = machineSessions(setup!);
+    expect(sessions.alwaysIdle).toBe(alwaysIdle);
+    expect(sessions.detail).toMatch(detail);
+  });
+
+  it('always idle configured against a machine without it is refused in one line; authorization first is never refused for it', () => {
+    const ours = { currency: 'MNT', decimals: undefined, scale: 1 } as const;
+    const refused = checkSetup('c,SETUP,3,1496,1,0,30,00000000', { ...ours, session: 'always-idle' }).refused;
+    expect(refused).toMatch(
+      /^MDB setup refused: actuator\.serial\.mdb\.session is always-idle, the machine reports level 3, always idle off/,
+    );
+    expect(refused).not.toMatch(/\n/);
+    expect(checkSetup('c,SETUP,3,1496,1,0,30,00000000', { ...ours, session: 'authorization-first' }).refused).toBeNull();
+    expect(checkSetup('c,SETUP,1,1496,1,0,30', { ...ours, session: 'authorization-first' }).refused).toBeNull();
+    expect(checkSetup('c,SETUP,3,1496,1,0,30', { ...ours, session: 'always-idle' })).toMatchObject({ refused: null, responseTimeSec: 30 });
+  });
+
+  it('decimal places that disagree with the setting, or amounts finer than MNT is charged in, are refused in one line', () => {
+    const ours = { currency: 'MNT', scale: 1, session: 'always-idle' } as const;
+    expect(checkSetup('c,SETUP,3,1496,1,2,30,00000020', { ...ours, decimals: 0 }).refused).toMatch(
+      /the machine's prices have 2 decimal places, actuator\.serial\.mdb\.decimals says 0/,
+    );
+    expect(checkSetup('c,SETUP,3,1496,1,2,30,00000020', { ...ours, decimals: undefined }).refused).toMatch(
+      /the machine counts in 1\/100 of a unit, MNT is charged in 1\/1/,
+    );
+    expect(checkSetup('c,SETUP,3,1496,1,0,30,00000020', { ...ours, decimals: 0 }).refused).toBeNull();
   });
 });

@@ -21,9 +21,14 @@ export const VEND_SUCCESS = /^c,VEND,SUCCESS(?:,([^,]*))?/;
 export const REVALUE = /^c,(STATUS,)?REVALUE\b/;
 /**
  * The reader setup the board reports where its firmware does:
- * `c,SETUP,<level>,<1 + ISO 4217 numeric>,<scale factor>,<decimal places>,<response time s>`.
+ * `c,SETUP,<level>,<1 + ISO 4217 numeric>,<scale factor>,<decimal places>,<response time s>[,<options>]`,
+ * where `<options>` (level 3) are the optional features the VMC switched on, in hex (always idle:
+ * 0x20). Fields after them are ignored.
  */
-export const SETUP = /^c,SETUP,(\d+),(\d+),(\d+),(\d+),(\d+)\b/;
+export const SETUP = /^c,SETUP,(\d+),(\d+),(\d+),(\d+),(\d+)(?:,(?:0x)?([0-9A-Fa-f]{1,8}))?(?=,|\s*$)/;
+
+/** Level-3 option bit: the VMC sends vend requests without a session begun (selection first). */
+export const ALWAYS_IDLE_BIT = 0x20;
 
 export interface MachineSetup {
   level: number;
@@ -32,6 +37,8 @@ export interface MachineSetup {
   scaleFactor: number;
   decimals: number;
   responseTimeSec: number;
+  /** The level-3 options the VMC switched on, or null when the board does not report them. */
+  options: number | null;
 }
 
 export function parseSetup(line: string): MachineSetup | null {
@@ -44,6 +51,7 @@ export function parseSetup(line: string): MachineSetup | null {
     scaleFactor: Number(m[3]),
     decimals: Number(m[4]),
     responseTimeSec: Number(m[5]),
+    options: m[6] === undefined ? null : parseInt(m[6], 16),
   };
 }
 

@@ -79,6 +79,13 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
   let learnedResponseSec: number | null = null;
   /** Why the machine's setup cannot be sold with (the reader is kept off), or null. */
   let setupRefused: string | null = null;
+  /** What the machine's setup says about the session styles (for the selftest line), or null. */
+  let sessionsDetail: string | null = null;
+  /** Whether the machine reported always idle switched on (session: auto follows it). */
+  let alwaysIdleOn = false;
+  /** The style in force: the setting, or with auto what the machine reported (authorization first until then). */
+  const style = (): 'always-idle' | 'authorization-first' =>
+    mdb.session !== 'auto' ? mdb.session : alwaysIdleOn ? 'always-idle' : 'authorization-first';
   const offs: (() => void)[] = [];
 
   const alarm = (name: string, message: string) => deps.bus.emit({ type: 'machine_alarm', name, message, active: true });
@@ -133,7 +140,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       return;
     }
     if (setupRefused) return deny(setupRefused, line);
-    if (mdb.session === 'authorization-first') return deny('authorization first: no session was started for this request', line);
+    if (style() === 'authorization-first') return deny('authorization first: no session was started for this request', line);
     const amount = parseMdbAmount(amountText, deps.scale);
     if (typeof amount === 'string') return deny(amount, line);
     if (!deps.knownItems.has(item)) return deny(`item "${preview(item, 20)}" is not in device.catalog`, line);
@@ -154,8 +161,18 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
     const request = VEND_REQUEST.exec(line);
     if (request) return onVendRequest(line, request[1]!, request[2]!);
     if (SETUP.test(line)) {
-      const checked = checkSetup(line, { currency: deps.currency, decimals: mdb.decimals, scale: deps.scale });
+      const checked = checkSetup(line, { currency: deps.currency, decimals: mdb.decimals, scale: deps.scale, session: mdb.session });
       if (checked.responseTimeSec) learnedResponseSec = checked.responseTimeSec;
+      if (checked.sessions && checked.sessions.detail !== sessionsDetail) {
+        sessionsDetail = checked.sessions.detail;
+        const before = style();
+        alwaysIdleOn = checked.sessions.alwaysIdle === true;
+        if (style() !== before) deps.bus.emit({ type: 'session_style', style: style() });
+        log.info(
+          { sessions: sessionsDetail, responseTimeSec: checked.responseTimeSec, session: mdb.session, inForce: style() },
+          'mdb machine setup reported by the board',
+        );
+      }
       if (checked.refused && !setupRefused) {
         setupRefused = checked.refused;
         log.error({ line: preview(line) }, checked.refused);
@@ -257,7 +274,7 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       busy = true;
       try {
         let outcome: VendOutcome;
-        if (mdb.session === 'authorization-first') {
+        if (style() === 'authorization-first') {
           // A payment right after a reset or the board's boot: the reader may be a few polls from enabled.
           if (!enabled && !(await reader.nextEnabled(Math.min(budgetSec() * 1_000, ENABLE_WAIT_MS)))) {
             return { result: 'failed', reason: 'the machine has not enabled the reader: no session was started' };
@@ -290,13 +307,18 @@ export function createMdbSerialActuator(deps: MdbSerialDeps, settings: SerialSet
       goodsOut.denied();
       await sendQuietly('C,STOP');
     },
+    sessionStyle: style,
     health() {
       if (!started) return { ok: false, detail: 'serial actuator not started' };
       if (!conn.up) return { ok: false, detail: conn.detail };
       if (setupRefused) return { ok: false, detail: setupRefused };
+      const configured = mdb.session === 'auto' ? `auto (${style()} in force)` : mdb.session;
+      const machine = sessionsDetail ? `; the machine: ${sessionsDetail}; configured: ${configured}` : '';
       return {
         ok: enabled,
-        detail: enabled ? `MDB reader enabled on ${conn.detail}` : `MDB reader not enabled by the machine yet (${conn.detail})`,
+        detail: enabled
+          ? `MDB reader enabled on ${conn.detail}${machine}`
+          : `MDB reader not enabled by the machine yet (${conn.detail})${machine}`,
       };
     },
     async stop() {

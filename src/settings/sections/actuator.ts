@@ -85,9 +85,13 @@ const mdbSchema = z
      * How a sale starts. `always-idle` (default): the customer selects on the machine, the machine
      * names item and price, the customer pays inside the machine's time limit. `authorization-first`:
      * the customer picks and pays on the kiosk, then vendgate starts a session with that credit and
-     * approves the machine's request for exactly that item and price.
+     * approves the machine's request for exactly that item and price. Where the board reports the
+     * machine's setup, always idle on a machine without it (level 1 or 2, or the level-3 option bit
+     * 0x20 off) is refused in one line and the reader kept off; the selftest says what it supports.
+     * `auto`: always idle when the board reports the machine has it switched on, authorization first
+     * otherwise (every MDB machine can do that; also until the report comes, or when it never does).
      */
-    session: z.enum(['always-idle', 'authorization-first']).default('always-idle'),
+    session: z.enum(['always-idle', 'authorization-first', 'auto']).default('always-idle'),
     /**
      * The machine's limit, in seconds, on waiting for our approval of a vend request (its vend or
      * approving timeout; the reader's application maximum response time). No approval is sent after
@@ -296,9 +300,16 @@ export function mdbScale(actuator: Pick<ActuatorSettings, 'serial'>, currency: s
 /**
  * Where the customer chooses: on the machine (an MDB machine in always-idle: the machine names item
  * and price, and only such a request can be approved), or on the kiosk (everything else, and MDB
- * authorization first: the paid credit starts the machine's session).
+ * authorization first: the paid credit starts the machine's session). `inForce`: the MDB
+ * actuator's own answer (session: auto learns it from the machine); absent, the setting's.
  */
-export function selectionOn(actuator: Pick<ActuatorSettings, 'kind' | 'serial'>): 'machine' | 'kiosk' {
+export function selectionOn(
+  actuator: Pick<ActuatorSettings, 'kind' | 'serial'>,
+  inForce?: 'always-idle' | 'authorization-first' | null,
+): 'machine' | 'kiosk' {
   const mdb = actuator.kind === 'serial' && actuator.serial.profile === 'mdb';
-  return mdb && actuator.serial.mdb.session === 'always-idle' ? 'machine' : 'kiosk';
+  if (!mdb) return 'kiosk';
+  const session = actuator.serial.mdb.session;
+  const style = inForce ?? (session === 'auto' ? 'authorization-first' : session);
+  return style === 'always-idle' ? 'machine' : 'kiosk';
 }

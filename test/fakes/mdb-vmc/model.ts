@@ -30,10 +30,28 @@ export interface Quirks {
   vendAfterDeny: boolean;
 }
 
+/** Level-3 optional feature bits (MDB 4.x): always idle is 0x20. */
+export const OPTION_BITS = {
+  ftl: 0x01,
+  money32: 0x02,
+  multiCurrency: 0x04,
+  negativeVend: 0x08,
+  dataEntry: 0x10,
+  alwaysIdle: 0x20,
+} as const;
+
 export interface VmcOptions {
+  /** Always idle is a level 3 option the VMC has switched on; authorization first is every level's way. */
   style: 'always-idle' | 'authorization-first';
-  /** Cashless feature level: 3 reports the reader setup (currency, scale, decimals, response time). */
+  /** Cashless feature level: level 3 carries option bits (always idle among them), level 1 none. */
   level: 1 | 3;
+  /**
+   * What the board reports of the setup as the VMC brings the reader up:
+   * `c,SETUP,<level>,<currency>,<scale>,<decimals>,<response s>[,<options hex>]`. `full`: with the
+   * level-3 options the VMC switched on (none at level 1); `without-options`: a firmware that stops
+   * at the response time; `none`: a board that reports no setup.
+   */
+  setupReport: 'full' | 'without-options' | 'none';
   /** ISO 4217 numeric code, scale factor, decimal places the VMC works in. */
   currency: number;
   scaleFactor: number;
@@ -58,6 +76,7 @@ export interface Dispensed {
 const DEFAULTS: VmcOptions = {
   style: 'always-idle',
   level: 3,
+  setupReport: 'full',
   currency: 1496,
   scaleFactor: 1,
   decimals: 0,
@@ -100,6 +119,7 @@ export class VmcModel {
 
   constructor(options: Partial<VmcOptions> = {}) {
     this.options = { ...DEFAULTS, ...options, quirks: { ...options.quirks } };
+    if (this.options.style === 'always-idle' && this.options.level < 3) throw new Error('always idle is a level 3 option');
     this.setupLoopsLeft = this.options.quirks.setupLoops ?? 0;
     this.beginIgnoredLeft = this.options.quirks.beginSessionIgnored ?? 0;
   }
@@ -192,7 +212,11 @@ export class VmcModel {
     this.state = 'disabled';
     this.say('c,STATUS,DISABLED');
     const o = this.options;
-    if (o.level === 3) this.say(`c,SETUP,${o.level},${o.currency},${o.scaleFactor},${o.decimals},${Math.round(o.vendTimeoutMs / 1000)}`);
+    if (o.setupReport !== 'none') {
+      const setup = `c,SETUP,${o.level},${o.currency},${o.scaleFactor},${o.decimals},${Math.round(o.vendTimeoutMs / 1000)}`;
+      const options = o.style === 'always-idle' ? OPTION_BITS.alwaysIdle : 0;
+      this.say(o.setupReport === 'full' && o.level === 3 ? `${setup},${options.toString(16).padStart(8, '0')}` : setup);
+    }
     this.state = 'enabled';
     this.say('c,STATUS,ENABLED');
   }

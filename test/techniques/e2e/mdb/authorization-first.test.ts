@@ -135,6 +135,22 @@ describe('MDB authorization first against a VMC model', () => {
       await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.settings.length === 1, 'the reader back with its settings');
     });
 
+    it('a power cycle of the board mid-vend leaves the order for a person, never a blind refund or a second approval', async () => {
+      const s = await start({}, { setconf: ['C,SETCONF,mdb-always-idle=0'] });
+      await buyOnKiosk(s, '12');
+      await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session');
+      s.pty.vmc.select('12', '2800');
+      await s.waitFor(() => s.pty.vmc.approvals.length === 1, 'the approval');
+      // The board loses power as the motor starts: the result never reaches the Pi.
+      s.pty.vmc.powerCycleBoard();
+      await settled(s, 'vend_uncertain');
+      expect(s.refunds()).toEqual([]);
+      await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.settings.length === 1, 'the reader back with its settings');
+      expect(s.pty.vmc.approvals).toHaveLength(1);
+      expect(s.pty.vmc.received.filter((l) => l.startsWith('C,START'))).toHaveLength(1);
+      expect(s.orders()).toHaveLength(1);
+    });
+
     it("the board's power-on loses its settings: they are sent again and the next sale goes through", async () => {
       const s = await start({}, { setconf: ['C,SETCONF,mdb-always-idle=0'] });
       s.pty.vmc.powerCycleBoard();
