@@ -213,7 +213,7 @@ export const EVENTS = {
     message: z.string(),
   }),
   'dex.read': event(
-    'an EVA-DTS audit read (docs/dex.md), on the `dex` topic',
+    'an EVA-DTS audit read (docs/dex.md)',
     {
       type: z.literal('dex.read'),
       kind: z.enum(['read', 'reset', 'visit']),
