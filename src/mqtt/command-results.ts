@@ -43,7 +43,7 @@ const orderView = z
     ]),
     source: z.string(),
     slot: z.string().nullable(),
-    itemName: z.string().nullable(),
+    itemName: z.string(),
     amount: z.number().int().describe("in the currency's smallest unit"),
     currency: z.string(),
     provider: z.string(),

@@ -52,7 +52,7 @@ function orderAnswer(orderId: number, state: CommandResults['resolve']['state'])
     state,
     source: 'kiosk',
     slot: null,
-    itemName: null,
+    itemName: 'Water',
     amount: 100,
     currency: 'MNT',
     provider: 'sandbox',
