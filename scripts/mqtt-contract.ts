@@ -16,7 +16,8 @@ import { COMMAND_RESULTS, commandAnswer } from '../src/mqtt/command-results.js';
 const REPO = resolve(import.meta.dirname, '..');
 export const REFERENCE_PATH = 'docs/reference.md';
 export const SCHEMA_PATH = 'docs/mqtt-events.schema.json';
-const START = '<!-- mqtt-contract:start (written by scripts/mqtt-contract.ts from src/outbox/events.ts and src/mqtt/command-results.ts; do not edit) -->';
+const START =
+  '<!-- mqtt-contract:start (written by scripts/mqtt-contract.ts from src/outbox/events.ts and src/mqtt/command-results.ts; do not edit) -->';
 const END = '<!-- mqtt-contract:end -->';
 
 type Json = { [key: string]: unknown };
@@ -59,7 +60,8 @@ export function renderSchema(): string {
     events[name] = { 'x-topic': `<prefix>/<deviceId>/${topic}`, ...jsonSchema(full) };
   }
   const answers: Record<string, Json> = {};
-  for (const name of commandNames) answers[name] = { 'x-topic': `<prefix>/<deviceId>/cmd/${name}/result`, ...jsonSchema(commandAnswer(COMMAND_RESULTS[name])) };
+  for (const name of commandNames)
+    answers[name] = { 'x-topic': `<prefix>/<deviceId>/cmd/${name}/result`, ...jsonSchema(commandAnswer(COMMAND_RESULTS[name])) };
   const document = {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     title: 'vendgate MQTT events and command answers',
@@ -120,7 +122,7 @@ export function renderSection(): string {
   }
   lines.push(
     '',
-    'A command answers on `cmd/<name>/result` with `{ requestId, ok: true, result }` or `{ requestId, ok: false, error: { code, message, details? } }` (codes: [errors.md](errors.md)), `replay: true` when it was answered from the record without running again, and the device\'s signature `deviceSignature` ([security.md](security.md#answers-are-signed-by-the-device)). `result` per command:',
+    "A command answers on `cmd/<name>/result` with `{ requestId, ok: true, result }` or `{ requestId, ok: false, error: { code, message, details? } }` (codes: [errors.md](errors.md)), `replay: true` when it was answered from the record without running again, and the device's signature `deviceSignature` ([security.md](security.md#answers-are-signed-by-the-device)). `result` per command:",
     '',
     '| command | `result` |',
     '|---|---|',
@@ -129,7 +131,11 @@ export function renderSection(): string {
     const schema = COMMAND_RESULTS[name];
     const node = jsonSchema(schema);
     const what = schema.description ? `${schema.description}: ` : '';
-    const shape = Array.isArray(node.anyOf) ? (node.anyOf as Json[]).map((branch) => `{ ${fields(branch)} }`).join(' or ') : node.properties ? fields(node) : typeOf(node);
+    const shape = Array.isArray(node.anyOf)
+      ? (node.anyOf as Json[]).map((branch) => `{ ${fields(branch)} }`).join(' or ')
+      : node.properties
+        ? fields(node)
+        : typeOf(node);
     lines.push(`| \`${name}\` | ${what}${shape} |`);
   }
   lines.push(END);

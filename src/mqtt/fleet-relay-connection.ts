@@ -137,7 +137,10 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
     c.subscribe({ [fleet.allRoutes]: { qos: 1 }, [syncTopic]: { qos: 1 } }, (err, granted) => {
       const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
       if (err || refused.length > 0) {
-        log.error({ err, refused }, 'route subscription refused: check the relay account ACL (read <prefix>/+/route, readwrite <prefix>/_relay/#)');
+        log.error(
+          { err, refused },
+          'route subscription refused: check the relay account ACL (read <prefix>/+/route, readwrite <prefix>/_relay/#)',
+        );
         return;
       }
       subscribed = true;

@@ -105,7 +105,10 @@ export function createReconnectingClient(deps: ReconnectingClientDeps): Reconnec
       const closed = new Promise<void>((resolve) => c.once('close', () => resolve()));
       if (farewell) await withTimeout(Promise.race([closed, farewell(c)]), STOP_GRACE_MS);
       // end(false) waits for the messages still in flight, so their PUBACKs still count.
-      const ended = await withTimeout(Promise.race([closed, new Promise<void>((resolve) => c.end(false, {}, () => resolve()))]), STOP_GRACE_MS);
+      const ended = await withTimeout(
+        Promise.race([closed, new Promise<void>((resolve) => c.end(false, {}, () => resolve()))]),
+        STOP_GRACE_MS,
+      );
       // end() again would be a no-op while the first one waits: drop the socket itself.
       if (!ended) c.stream?.destroy();
     } else if (c) {

@@ -106,7 +106,8 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
       return true;
     } catch (err) {
       counts.notAcknowledged += 1;
-      if (link?.isCurrent(c)) log.error({ err, topic: packet.topic }, 'broker webhook not stored: not acknowledged; the broker redelivers it');
+      if (link?.isCurrent(c))
+        log.error({ err, topic: packet.topic }, 'broker webhook not stored: not acknowledged; the broker redelivers it');
       return false;
     }
   }

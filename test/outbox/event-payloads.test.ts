@@ -30,7 +30,10 @@ const envelope = { seq: z.number().int(), id: z.string(), type: z.string(), at: 
 
 /** Every event row in the outbox, each checked against its own schema; returns the names seen. */
 function readEvents(c: Core): EventType[] {
-  const rows = c.db.prepare("SELECT seq, payload FROM outbox WHERE kind = 'event' ORDER BY seq").all() as { seq: number; payload: string }[];
+  const rows = c.db.prepare("SELECT seq, payload FROM outbox WHERE kind = 'event' ORDER BY seq").all() as {
+    seq: number;
+    payload: string;
+  }[];
   return rows.map((row) => {
     const body = { seq: row.seq, ...(JSON.parse(row.payload) as { type: EventType }) };
     expect(Object.keys(EVENTS), `seq ${row.seq}`).toContain(body.type);
