@@ -225,12 +225,17 @@ export const EVENTS = {
       refundsAfterDelivery: z.object({ init: pair, reset: pair }),
       afterRestore: z.object({ lastRead: z.number().int(), paidCount: z.number().int(), paidValue: z.number().int() }).optional(),
       dex: z.string().describe('the DEX file itself'),
+      resent: z
+        .object({ at: z.string(), by })
+        .optional()
+        .describe('a read sent again on request (cmd/dex with `read`): when and for whom; it counts as no read'),
     },
     'dex',
   ),
   'service.visit': event('a service visit was recorded, with the audit read taken with it', {
     visit: z.number().int(),
     by,
+    via: z.string().optional().describe('how it was recorded when not on site, e.g. `mqtt (key ops-1, request r-7)`'),
     fills: z.record(z.string(), z.number().int()).describe('slot → count'),
     read: z.number().int(),
     dex: z.string(),

@@ -92,7 +92,7 @@ describe('the typed answers and payloads are the domain types they come from', (
     expectTypeOf<ReturnType<Catalog['rollback']>>().toEqualTypeOf<CommandResults['catalog_rollback']>();
     expectTypeOf<DeviceStateSummary>().toEqualTypeOf<CommandResults['out_of_service']>();
     expectTypeOf<UnverifiedSummary>().toEqualTypeOf<EventPayloads['command.unverified_summary']>();
-    expectTypeOf<Flat<DexHeader & { dex: string }>>().toEqualTypeOf<EventPayloads['dex.read']>();
+    expectTypeOf<Flat<DexHeader & { dex: string; resent?: { at: string; by: string } }>>().toEqualTypeOf<EventPayloads['dex.read']>();
     expect(Object.keys(COMMAND_RESULTS)).toContain('resolve');
   });
 });
