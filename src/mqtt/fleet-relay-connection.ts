@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { connect as mqttConnect, type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import type { Logger } from '../util/logger.js';
-import { clientOptions, redactUrl, withTimeout } from './connection.js';
+import { clientOptions, redactUrl } from './connection.js';
+import { createReconnectingClient, type ReconnectingClient } from './reconnecting-client.js';
 import { createTopics } from './topics.js';
 import {
   createFleetTopics,
@@ -82,14 +83,13 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
   const fleet = createFleetTopics(settings.prefix);
   const syncTopic = relaySyncTopic(settings.prefix, deps.replicaId);
   const sliceMs = deps.sliceMs ?? 10;
-  let client: MqttClient | null = null;
-  let isConnected = false;
+  let link: ReconnectingClient | null = null;
+  const isConnected = () => (link?.connectedSince() ?? null) !== null;
   let subscribed = false;
   let learned = false;
   let marker: string | null = null;
   let markerTimer: NodeJS.Timeout | null = null;
   let firstLearnedAt: number | null = null;
-  let stopping: Promise<void> | null = null;
   let sliceStart = 0;
 
   // One device re-announcing an oversized route in a loop must not fill the journal either.
@@ -114,12 +114,12 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
     const nonce = randomBytes(8).toString('hex');
     marker = nonce;
     c.publish(syncTopic, nonce, { qos: 1 }, (err) => {
-      if (err && client === c) log.warn({ err }, 'backlog marker not published; it is sent again at the next connect');
+      if (err && link?.isCurrent(c)) log.warn({ err }, 'backlog marker not published; it is sent again at the next connect');
     });
     const sentAt = deps.now();
     clearMarkerTimer();
     markerTimer = setInterval(() => {
-      if (learned || client !== c) return clearMarkerTimer();
+      if (learned || !link?.isCurrent(c)) return clearMarkerTimer();
       log.error(
         { syncTopic, waitedMs: deps.now() - sentAt },
         'route backlog marker not back yet: unknown references get 503 meanwhile. If this persists, check the relay account ACL (readwrite <prefix>/_relay/#) and that the broker queues more messages per client than there are devices (Mosquitto max_queued_messages)',
@@ -128,91 +128,101 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
     markerTimer.unref();
   }
 
+  function onConnect(c: MqttClient, clientId: string): void {
+    subscribed = false;
+    learned = false;
+    marker = null;
+    sliceStart = performance.now();
+    log.info({ url: redactUrl(settings.url), clientId }, 'relay connected to the broker; reading the route backlog');
+    c.subscribe({ [fleet.allRoutes]: { qos: 1 }, [syncTopic]: { qos: 1 } }, (err, granted) => {
+      const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
+      if (err || refused.length > 0) {
+        log.error(
+          { err, refused },
+          'route subscription refused: check the relay account ACL (read <prefix>/+/route, readwrite <prefix>/_relay/#)',
+        );
+        return;
+      }
+      subscribed = true;
+      sendMarker(c);
+    });
+  }
+
+  function onMessage(topic: string, payload: Buffer): void {
+    if (topic === syncTopic) {
+      if (marker !== null && payload.toString('utf8') === marker && !learned) {
+        learned = true;
+        clearMarkerTimer();
+        const first = firstLearnedAt === null;
+        firstLearnedAt ??= deps.now();
+        log.info({ first }, 'route backlog read: every retained route is known');
+      }
+      return;
+    }
+    const deviceId = fleet.routeDevice(topic);
+    if (deviceId === null) return;
+    const { route, dropped } = readRouteAnnouncement(deviceId, payload);
+    if (dropped) {
+      dropWarning(deviceId, dropped, payload.length);
+      deps.onRouteDropped?.(deviceId, dropped, payload.length);
+    } else if (route === null && payload.length > 0)
+      log.warn({ topic }, 'route announcement ignored: not valid, or it claims references of another device');
+    deps.onRoute(deviceId, route);
+  }
+
+  /** The backlog in slices: after `sliceMs` of work the next packet waits for everything else to run. */
+  function inSlices(c: MqttClient): void {
+    c.handleMessage = (_packet, callback) => {
+      const now = performance.now();
+      if (now - sliceStart < sliceMs) return callback();
+      setImmediate(() => {
+        sliceStart = performance.now();
+        callback();
+      });
+    };
+    c.on('message', (topic, payload) => {
+      if (link?.isCurrent(c)) onMessage(topic, payload);
+    });
+  }
+
   return {
     start() {
-      if (client) return;
+      if (link) return;
       const clientId = relayClientId(settings.prefix, deps.replicaId);
       const base = clientOptions(settings, clientId, createTopics(settings.prefix, `_relay/${deps.replicaId}`));
       const { will: _will, ...rest } = base;
-      // mqtt.js reconnects by itself here: the relay has no outbox whose rows a dead client could keep.
-      const c = mqttConnect(settings.url, { ...rest, clientId, clean: true, reconnectPeriod: settings.reconnectMinMs });
-      client = c;
-      c.handleMessage = (_packet, callback) => {
-        const now = performance.now();
-        if (now - sliceStart < sliceMs) return callback();
-        // The slice is used up: let everything else run, then take the next packet.
-        setImmediate(() => {
-          sliceStart = performance.now();
-          callback();
-        });
-      };
-      c.on('connect', () => {
-        isConnected = true;
-        subscribed = false;
-        learned = false;
-        marker = null;
-        sliceStart = performance.now();
-        log.info({ url: redactUrl(settings.url), clientId }, 'relay connected to the broker; reading the route backlog');
-        c.subscribe({ [fleet.allRoutes]: { qos: 1 }, [syncTopic]: { qos: 1 } }, (err, granted) => {
-          const refused = (granted ?? []).filter((g) => g.qos === 128).map((g) => g.topic);
-          if (err || refused.length > 0) {
-            log.error(
-              { err, refused },
-              'route subscription refused: check the relay account ACL (read <prefix>/+/route, readwrite <prefix>/_relay/#)',
-            );
-            return;
-          }
-          subscribed = true;
-          sendMarker(c);
-        });
+      link = createReconnectingClient({
+        logger: log,
+        url: settings.url,
+        // Clean session: the relay has no outbox whose rows a dead client could keep.
+        options: { ...rest, clientId, clean: true },
+        // Never slower than the fixed period it had: drawn below mqtt.reconnectMinMs, so a replica
+        // is back as soon as before while replicas that lost the broker together spread out.
+        backoff: { minMs: settings.reconnectMinMs, maxMs: settings.reconnectMinMs },
+        now: () => deps.now(),
+        say: { lost: 'relay lost the broker; reconnecting', unreachable: 'relay broker unreachable; retrying' },
+        prepare: inSlices,
+        onConnect: (c) => onConnect(c, clientId),
+        onClose: () => {
+          subscribed = false;
+          learned = false;
+          clearMarkerTimer();
+        },
+        onError: (err) => log.warn({ err }, 'relay broker connection error'),
       });
-      c.on('close', () => {
-        if (isConnected) log.warn('relay lost the broker; reconnecting');
-        isConnected = false;
-        subscribed = false;
-        learned = false;
-        clearMarkerTimer();
-      });
-      c.on('error', (err) => log.warn({ err }, 'relay broker connection error'));
-      c.on('message', (topic, payload) => {
-        if (topic === syncTopic) {
-          if (marker !== null && payload.toString('utf8') === marker && !learned) {
-            learned = true;
-            clearMarkerTimer();
-            const first = firstLearnedAt === null;
-            firstLearnedAt ??= deps.now();
-            log.info({ first }, 'route backlog read: every retained route is known');
-          }
-          return;
-        }
-        const deviceId = fleet.routeDevice(topic);
-        if (deviceId === null) return;
-        const { route, dropped } = readRouteAnnouncement(deviceId, payload);
-        if (dropped) {
-          dropWarning(deviceId, dropped, payload.length);
-          deps.onRouteDropped?.(deviceId, dropped, payload.length);
-        } else if (route === null && payload.length > 0)
-          log.warn({ topic }, 'route announcement ignored: not valid, or it claims references of another device');
-        deps.onRoute(deviceId, route);
-      });
+      link.start();
     },
     async stop() {
-      stopping ??= (async () => {
-        const c = client;
-        isConnected = false;
-        clearMarkerTimer();
-        if (!c) return;
-        if (!(await withTimeout(new Promise<void>((resolve) => c.end(false, {}, () => resolve())), 2_000))) c.end(true);
-      })();
-      return stopping;
+      clearMarkerTimer();
+      if (link) await link.stop();
     },
-    connected: () => isConnected,
+    connected: () => isConnected(),
     routesSubscribed: () => subscribed,
-    routesLearned: () => isConnected && subscribed && learned,
+    routesLearned: () => isConnected() && subscribed && learned,
     firstLearnedAt: () => firstLearnedAt,
     publish(topic, payload, timeoutMs) {
-      const c = client;
-      if (!c || !isConnected) return Promise.reject(new PublishNotAcknowledged('not connected to the broker'));
+      const c = link?.current();
+      if (!c || !isConnected()) return Promise.reject(new PublishNotAcknowledged('not connected to the broker'));
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new PublishNotAcknowledged(`no PUBACK within ${timeoutMs} ms`)), timeoutMs);
         c.publish(topic, payload, { qos: 1 }, (err) => {

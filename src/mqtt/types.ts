@@ -6,6 +6,7 @@ import type { Logger } from '../util/logger.js';
 import type { CommandAuthSettings } from './command-envelope.js';
 import type { UnverifiedSummary } from './command-tally.js';
 import type { FiscalSnapshot } from '../fiscal/monitor.js';
+import type { CommandResults } from './command-results.js';
 
 export type MqttSettings = Readonly<Settings>['mqtt'];
 
@@ -57,7 +58,10 @@ export interface DeviceTelemetry {
   };
 }
 
-/** The device as MQTT sees it. Implemented by the app; every method may be called from a command. */
+/**
+ * The device as MQTT sees it. Implemented by the app; every method may be called from a command, and
+ * answers that command's typed result (command-results.ts).
+ */
 export interface DeviceControl {
   state(): DeviceStateSummary;
   /** `cmd/out_of_service`: stop (or resume) taking orders. */
@@ -69,16 +73,16 @@ export interface DeviceControl {
    */
   orderByReference(reference: string): { orderId: number } | { code: string; message: string };
   /** `cmd/resolve`: settles a vend_uncertain order. Throws VendgateError (.code, .message). */
-  resolve(orderId: number, vended: boolean, by: string): Promise<unknown>;
+  resolve(orderId: number, vended: boolean, by: string): Promise<CommandResults['resolve']>;
   /** `cmd/refund`: refunds a paid order. Throws VendgateError. */
-  refund(orderId: number, by: string): Promise<unknown>;
+  refund(orderId: number, by: string): Promise<CommandResults['refund']>;
   /**
    * `cmd/settle`: a person settles a parked case named by its alarm (an orphan invoice, a forged
    * event, an order a person had to check), as `vendgate settle` does. Throws VendgateError.
    */
-  settle?(caseName: string, outcome: string, by: string): Promise<unknown>;
+  settle?(caseName: string, outcome: string, by: string): Promise<CommandResults['settle']>;
   /** `cmd/test_vend`: one test actuation, no money. Only when `mqtt.allowRemoteVend` is true. */
-  testVend(slot: string | null, by: string): Promise<unknown>;
+  testVend(slot: string | null, by: string): Promise<CommandResults['test_vend']>;
   runSelftest(): Promise<{ ok: boolean; report: unknown }>;
   /** Counters, last webhook/poll times, uptime… merged into every telemetry message. */
   telemetry(): DeviceTelemetry;
@@ -116,10 +120,10 @@ export interface DexControl {
 /** `cmd/catalog`, `cmd/catalog_rollback`, `cmd/refill`, `cmd/clear_jam`. Each throws VendgateError. */
 export interface CatalogControl {
   /** Validates the whole document (every problem in the error, nothing applied) and applies it. */
-  apply(document: unknown, by: string): unknown;
-  rollback(by: string): unknown;
-  refill(slot: string, count: number, by: string): unknown;
-  clearJam(slot: string, by: string): unknown;
+  apply(document: unknown, by: string): CommandResults['catalog'];
+  rollback(by: string): CommandResults['catalog_rollback'];
+  refill(slot: string, count: number, by: string): CommandResults['refill'];
+  clearJam(slot: string, by: string): CommandResults['clear_jam'];
   /** Slots of the catalog in use (Home Assistant gets a stock sensor per slot). */
   slots(): string[];
 }

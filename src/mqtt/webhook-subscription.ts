@@ -1,7 +1,8 @@
-import { connect as mqttConnect, type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
+import type { IPublishPacket, MqttClient } from 'mqtt';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
-import { clientOptions, backoffDelay, redactUrl, withTimeout } from './connection.js';
+import { clientOptions, redactUrl } from './connection.js';
+import { createReconnectingClient, type ReconnectingClient } from './reconnecting-client.js';
 import { createTopics } from './topics.js';
 import {
   createFleetTopics,
@@ -41,8 +42,6 @@ export interface BrokerWebhookSubscription {
   stats(): { received: number; stored: number; duplicates: number; refused: number; notAcknowledged: number };
 }
 
-const STOP_GRACE_MS = 2_000;
-
 /** The webhook session's client id beside the monitoring one (`<prefix>-<device>`). */
 export function webhookClientId(monitoringClientId: string): string {
   return `${monitoringClientId}_webhooks`;
@@ -64,13 +63,8 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
   const filter = `${settings.prefix}/${deps.deviceId}/webhooks/+`;
   const url = settings.url === 'embedded' ? `mqtt://127.0.0.1:${settings.embeddedPort}` : settings.url;
   const counts = { received: 0, stored: 0, duplicates: 0, refused: 0, notAcknowledged: 0 };
-  let options: IClientOptions | null = null;
-  let client: MqttClient | null = null;
-  let isConnected = false;
-  let attempt = 0;
+  let link: ReconnectingClient | null = null;
   let stopped = false;
-  let stopping: Promise<void> | null = null;
-  let reconnectTimer: NodeJS.Timeout | null = null;
   let announced = false;
 
   function announcement(): string {
@@ -112,96 +106,73 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
       return true;
     } catch (err) {
       counts.notAcknowledged += 1;
-      if (client === c) log.error({ err, topic: packet.topic }, 'broker webhook not stored: not acknowledged; the broker redelivers it');
+      if (link?.isCurrent(c))
+        log.error({ err, topic: packet.topic }, 'broker webhook not stored: not acknowledged; the broker redelivers it');
       return false;
     }
   }
 
-  function onConnect(c: MqttClient, sessionPresent: boolean): void {
-    if (client !== c || stopped) return;
-    attempt = 0;
-    isConnected = true;
-    log.info({ url: redactUrl(url), clientId: options?.clientId, sessionPresent, filter }, 'fleet webhook subscription connected');
+  function onConnect(c: MqttClient, sessionPresent: boolean, clientId: string | undefined): void {
+    log.info({ url: redactUrl(url), clientId, sessionPresent, filter }, 'fleet webhook subscription connected');
     // A broker that kept the session kept its subscription and (same persistence) the retained
     // route: a fleet coming back after a broker restart sends nothing more than its CONNECTs. A
     // broker that forgot the session gets both again; this process announces once in any case.
     if (sessionPresent && announced) return;
     c.subscribe(filter, { qos: 1 }, (err) => {
-      if (err && client === c) log.warn({ err }, 'could not subscribe to fleet webhooks');
+      if (err && link?.isCurrent(c)) log.warn({ err }, 'could not subscribe to fleet webhooks');
     });
     c.publish(fleet.route(deps.deviceId), announcement(), { qos: 1, retain: true }, (err) => {
-      if (err && client === c) log.warn({ err }, 'route announcement not published');
+      if (err && link?.isCurrent(c)) log.warn({ err }, 'route announcement not published');
       else if (!err) announced = true;
     });
   }
 
-  function onClose(c: MqttClient): void {
-    if (client !== c) return;
-    const was = isConnected;
-    isConnected = false;
-    client = null;
-    c.end(true);
-    if (stopped) return;
-    const delay = backoffDelay(attempt, settings.reconnectMinMs, settings.reconnectMaxMs, deps.random);
-    attempt += 1;
-    if (was) log.warn({ retryInMs: delay }, 'fleet webhook subscription lost; reconnecting');
-    else log.debug({ retryInMs: delay, attempt }, 'fleet webhook broker unreachable; retrying');
-    reconnectTimer = setTimeout(connect, delay);
-    reconnectTimer.unref();
-  }
-
-  function connect(): void {
-    reconnectTimer = null;
-    if (stopped || !options) return;
-    const c = mqttConnect(url, options);
-    client = c;
-    // Called by mqtt.js for each incoming PUBLISH; the PUBACK goes out when `callback` is called.
+  /** Called by mqtt.js for each incoming PUBLISH; the PUBACK goes out when `callback` is called. */
+  function acknowledgeWhenStored(c: MqttClient): void {
     c.handleMessage = (packet, callback) => {
       if (packet.cmd !== 'publish') {
         callback();
         return;
       }
-      // A connection being dropped acknowledges nothing more: the broker keeps the message.
-      if (client !== c) return;
+      // A connection being dropped (or a stop) acknowledges nothing more: the broker keeps the message.
+      if (stopped || !link?.isCurrent(c)) return;
       void handle(c, packet as IPublishPacket).then((acknowledge) => {
         if (acknowledge) callback();
         else c.stream?.destroy();
       });
     };
-    c.on('connect', (connack) => onConnect(c, connack.sessionPresent));
-    c.on('close', () => onClose(c));
-    c.on('error', (err) => {
-      if (client === c && attempt === 0) log.warn({ err, url: redactUrl(url) }, 'fleet webhook subscription error');
-    });
   }
 
   return {
     start() {
-      if (options || stopped) return;
+      if (link || stopped) return;
       const base = clientOptions(settings, deps.deviceId, createTopics(settings.prefix, deps.deviceId));
       // The monitoring connection owns the last will (status=offline); this one only carries webhooks.
       // `_` is in no device id, so this id can never be another device's monitoring id
       // (`<prefix>-m1-webhooks` was both m1's webhook client and device m1-webhooks' monitoring one).
       const { will: _will, ...rest } = base;
-      options = { ...rest, clientId: webhookClientId(base.clientId ?? `${settings.prefix}-${deps.deviceId}`) };
+      const options = { ...rest, clientId: webhookClientId(base.clientId ?? `${settings.prefix}-${deps.deviceId}`) };
       log.info({ url: redactUrl(url), clientId: options.clientId, filter }, 'fleet webhook subscription starting');
-      connect();
+      link = createReconnectingClient({
+        logger: log,
+        url,
+        options,
+        backoff: { minMs: settings.reconnectMinMs, maxMs: settings.reconnectMaxMs, ...(deps.random ? { random: deps.random } : {}) },
+        now: () => deps.clock.now(),
+        say: { lost: 'fleet webhook subscription lost; reconnecting', unreachable: 'fleet webhook broker unreachable; retrying' },
+        prepare: acknowledgeWhenStored,
+        onConnect: (c, sessionPresent) => onConnect(c, sessionPresent, options.clientId),
+        onError: (err, attempt) => {
+          if (attempt === 0) log.warn({ err, url: redactUrl(url) }, 'fleet webhook subscription error');
+        },
+      });
+      link.start();
     },
     stop() {
-      stopping ??= (async () => {
-        stopped = true;
-        if (reconnectTimer) clearTimeout(reconnectTimer);
-        const c = client;
-        client = null;
-        isConnected = false;
-        if (c) {
-          const ended = await withTimeout(new Promise<void>((resolve) => c.end(false, {}, () => resolve())), STOP_GRACE_MS);
-          if (!ended) c.end(true);
-        }
-      })();
-      return stopping;
+      stopped = true;
+      return link ? link.stop() : Promise.resolve();
     },
-    connected: () => isConnected,
+    connected: () => (link?.connectedSince() ?? null) !== null,
     stats: () => ({ ...counts }),
   };
 }

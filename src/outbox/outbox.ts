@@ -1,49 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { prepared, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
+import type { EventPayload, EventTopic, EventType } from './events.js';
 
-/** Order lifecycle events operators see on `<prefix>/<deviceId>/events`. Past tense, dotted. */
-export type EventType =
-  | 'order.created'
-  | 'invoice.created'
-  | 'order.failed'
-  | 'payment.observed'
-  | 'vend.queued'
-  | 'vend.started'
-  | 'vend.succeeded'
-  | 'vend.failed'
-  | 'vend.uncertain'
-  | 'vend.resolved'
-  | 'case.settled'
-  | 'refund.requested'
-  | 'refund.succeeded'
-  | 'refund.unknown'
-  | 'refund.failed'
-  | 'capture.succeeded'
-  | 'capture.failed'
-  | 'vend.settled_by_provider'
-  | 'order.expired'
-  | 'order.canceled'
-  | 'device.out_of_service'
-  | 'reconcile.mismatch'
-  | 'database.restored'
-  | 'storage.recovered'
-  | 'catalog.applied'
-  | 'catalog.rejected'
-  | 'catalog.rolled_back'
-  | 'slot.jammed'
-  | 'slot.cleared'
-  | 'stock.refilled'
-  | 'stock.sold_out'
-  | 'command.handled'
-  | 'command.unverified_summary'
-  | 'receipt.queued'
-  | 'receipt.issued'
-  | 'receipt.resolved'
-  | 'receipt.unknown'
-  | 'receipt.rejected'
-  | 'dex.read'
-  | 'service.visit';
+/** The events operators see and their payloads: one table, src/outbox/events.ts (types only here). */
+export type { EventType, EventPayload, EventPayloads, EventTopic } from './events.js';
 
 export interface OutboxRow {
   seq: number;
@@ -72,7 +33,7 @@ export interface Outbox {
    * Records an event; returns its id. `seq` is assigned by the table (monotonic per device). `topic`
    * (relative, default `events`): an audit read goes to `dex`.
    */
-  event(type: EventType, data: Record<string, unknown>, topic?: string): string;
+  event<T extends EventType>(type: T, data: EventPayload<T>, ...topic: TopicArgument<T>): string;
   /** Opens (or refreshes) a retained alarm `alarms/<name>`. */
   raiseAlarm(name: string, severity: AlarmRow['severity'], message: string, detail?: Record<string, unknown>): void;
   /** Clears a retained alarm (publishes an empty retained message). No-op when it is not open. */
@@ -95,6 +56,9 @@ export interface Outbox {
   prune(maxRows: number): number;
 }
 
+/** `events` may be left out; any other topic (`dex`) must be named, and only for its own events. */
+type TopicArgument<T extends EventType> = EventTopic<T> extends 'events' ? [topic?: 'events'] : [topic: EventTopic<T>];
+
 export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): Outbox {
   const { db, clock, deviceId } = deps;
   const insert = db.prepare('INSERT INTO outbox (id, kind, topic, payload, retain, created_at) VALUES (?, ?, ?, ?, ?, ?)');
@@ -108,7 +72,8 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
   );
 
   return {
-    event(type, data, topic = 'events') {
+    event(type, data, ...rest) {
+      const topic: string = rest[0] ?? 'events';
       const id = randomUUID();
       const at = new Date(clock.now()).toISOString();
       insert.run(id, 'event', topic, JSON.stringify({ id, type, at, deviceId, ...data }), 0, clock.now());

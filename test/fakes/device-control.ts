@@ -1,4 +1,11 @@
-import type { CommandAudit, DeviceControl, DeviceStateSummary, DeviceTelemetry, UnverifiedSummary } from '../../src/mqtt/index.js';
+import type {
+  CommandAudit,
+  CommandResults,
+  DeviceControl,
+  DeviceStateSummary,
+  DeviceTelemetry,
+  UnverifiedSummary,
+} from '../../src/mqtt/index.js';
 import { ErrorCodes, VendgateError } from '../../src/util/index.js';
 
 /**
@@ -37,6 +44,30 @@ export function fakeOrderReference(orderId: number, dbId = FAKE_DB_ID): string {
   return `fake-device-${dbId}-${orderId}-0badf00d`;
 }
 
+/** An order as the real controls answer it (command-results.ts); only its number and state mean anything here. */
+function orderAnswer(orderId: number, state: CommandResults['resolve']['state']): CommandResults['resolve'] {
+  return {
+    orderId,
+    reference: fakeOrderReference(orderId),
+    state,
+    source: 'kiosk',
+    slot: null,
+    itemName: 'Water',
+    amount: 100,
+    currency: 'MNT',
+    provider: 'sandbox',
+    invoiceId: null,
+    payUrl: null,
+    expiresAt: null,
+    createdAt: '2026-11-29T12:00:00.000Z',
+    paidAt: null,
+    vendedAt: null,
+    refundedAt: null,
+    errorCode: null,
+    history: [],
+  };
+}
+
 export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {}): FakeDeviceControl {
   let current: DeviceStateSummary = {
     mode: 'vending',
@@ -73,16 +104,18 @@ export function createFakeDeviceControl(initial: Partial<DeviceStateSummary> = {
         throw new VendgateError(ErrorCodes.ORDER_STATE, `order ${orderId} is not vend_uncertain`);
       }
       fake.vendUncertain.delete(orderId);
-      return { orderId, state: vended ? 'vended' : 'refund_requested' };
+      return orderAnswer(orderId, vended ? 'vended' : 'refunding');
     },
     async refund(orderId) {
       fake.calls.refund.push(orderId);
       if (!fake.paid.has(orderId)) throw new VendgateError(ErrorCodes.ORDER_NOT_FOUND, `no paid order ${orderId}`);
-      return { orderId, state: 'refund_requested' };
+      return orderAnswer(orderId, 'refunding');
     },
     async testVend(slot) {
       fake.calls.testVend.push(slot);
-      return { slot, result: 'vended' };
+      // The real answer is the actuator's outcome; the fake also says which slot it was asked for.
+      const outcome = { result: 'vended' as const, slot };
+      return outcome;
     },
     async runSelftest() {
       fake.calls.selftest += 1;
