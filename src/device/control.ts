@@ -138,7 +138,9 @@ export function createDeviceControl(deps: DeviceControlDeps): DeviceControl {
       return { ok: run.report.ok, report: sharedReport(run.report) };
     },
     telemetry() {
-      return deps.view.telemetry();
+      const telemetry = deps.view.telemetry();
+      // What to bring at the next visit, the same rows as `vendgate picklist`.
+      return deps.dex ? { ...telemetry, picklist: deps.dex.visits.picklist() } : telemetry;
     },
     onStateChange(listener) {
       deps.changes.subscribe(listener);

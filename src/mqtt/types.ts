@@ -49,6 +49,11 @@ export interface DeviceTelemetry {
    * the register's reachability, eBarimt's lottery numbers left, whether sales are stopped for it.
    */
   fiscal?: FiscalSnapshot;
+  /**
+   * Per selection, what to bring at the next service visit (absent without the audit): the same
+   * rows as `vendgate picklist` (src/dex/visit.ts).
+   */
+  picklist?: Array<{ selection: string; name: string; stock: number | null; sold: number; filledTo: number | null; bring: number }>;
   /** Paid, vended and refunded sales today and in total: counts and sums (device.currency). */
   sales?: {
     currency: string;

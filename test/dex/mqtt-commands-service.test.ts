@@ -31,7 +31,7 @@ describe('the audit and the service visit over MQTT', () => {
     const prefix = `vgdex${randomBytes(3).toString('hex')}`;
     const base = `${prefix}/${deviceId}`;
     watcher = await watch(BROKER, [`${base}/#`]);
-    svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix } } });
+    svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix, telemetryIntervalSec: 5 } } });
     await watcher.next(`${base}/status`, (m) => m.payload === 'online', 30_000);
     const created = await order(svc, 'A1');
     await pay(created.body.payUrl);
@@ -120,6 +120,14 @@ describe('the audit and the service visit over MQTT', () => {
     expect(JSON.parse(picklist.stdout).picklist).toEqual(
       expect.arrayContaining([expect.objectContaining({ selection: 'A1', stock: 12, filledTo: 12, sold: 0, bring: 0 })]),
     );
+    // The same rows in telemetry, for an office that plans the round without asking each machine.
+    type Row = { selection: string; filledTo: number | null };
+    const withVisit = await watcher!.next(
+      `${base}/telemetry`,
+      (m) => (JSON.parse(m.payload).picklist as Row[] | undefined)?.some((row) => row.selection === 'A1' && row.filledTo === 12) ?? false,
+      30_000,
+    );
+    expect(JSON.parse(withVisit.payload).picklist).toEqual(JSON.parse(picklist.stdout).picklist);
   });
 
   it('cmd/dex publishes a read on the dex topic without resetting, and sends a kept read again byte for byte; bad bodies are refused', async () => {
