@@ -45,7 +45,7 @@ export const ANY_APP_SCHEME = 'any';
 /** The scheme of `link` (lower case, without `:`), or null when it is no absolute URL. */
 function schemeOf(link: string): string | null {
   const match = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(link);
-  return match ? match[1]!.toLowerCase() : null;
+  return match?.[1] ? match[1].toLowerCase() : null;
 }
 
 /**

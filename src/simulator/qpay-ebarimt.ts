@@ -10,20 +10,9 @@
 import type { FastifyRequest } from 'fastify';
 import type { ApiResult, ApiRoute, SimContext } from './context.js';
 import { SimHttpError, checkObjectBody } from './request-checks.js';
+import type { QpayEbarimtRecord, QpayEbarimtRepeat } from './types.js';
 
-/** create: a second receipt for the payment; refuse: EBARIMT_ALREADY_REGISTERED; first: the first receipt again. */
-export type QpayEbarimtRepeat = 'create' | 'refuse' | 'first';
-
-export interface QpayEbarimtRecord {
-  id: string;
-  paymentId: string;
-  receiptId: string;
-  receiverType: string;
-  districtCode: string;
-  classificationCode: string;
-  at: number;
-  returnedAt: number | null;
-}
+export type { QpayEbarimtRecord, QpayEbarimtRepeat } from './types.js';
 
 export interface QpayEbarimtDeps {
   ctx: SimContext;

@@ -1,4 +1,3 @@
-import type { QpayEbarimtRecord, QpayEbarimtRepeat } from './qpay-ebarimt.js';
 import type { Logger } from '../util/index.js';
 import type { EbarimtSimulator } from './ebarimt-routes.js';
 import type { EbarimtSimOptions } from './ebarimt-state.js';
@@ -218,4 +217,18 @@ export interface Simulator {
   waitForDeliveriesIdle(timeoutMs?: number): Promise<void>;
   /** Base URL and credentials, for describeSimulator and tests. */
   info(): SimulatorInfo;
+}
+
+/** create: a second receipt for the payment; refuse: EBARIMT_ALREADY_REGISTERED; first: the first receipt again. */
+export type QpayEbarimtRepeat = 'create' | 'refuse' | 'first';
+
+export interface QpayEbarimtRecord {
+  id: string;
+  paymentId: string;
+  receiptId: string;
+  receiverType: string;
+  districtCode: string;
+  classificationCode: string;
+  at: number;
+  returnedAt: number | null;
 }

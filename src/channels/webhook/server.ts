@@ -3,7 +3,7 @@ import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import { ErrorCodes } from '../../util/errors.js';
 import { CALLBACK_QUERY_HEADER, WebhookVerificationError, type PaymentProvider } from '../../payments/types.js';
-import { providerWebhooks } from '../../payments/webhooks.js';
+import { providerWebhooks } from '../../payments/index.js';
 import type { WebhookInbox } from './inbox.js';
 import { dateSkewSec, verifyWithIndex } from './verify.js';
 import { bindListener, WEBHOOK_LISTENER_DEFAULTS, type BoundListener, type ListenerLimits } from '../../util/http-listener.js';

@@ -159,7 +159,8 @@ export function createQpayEbarimtRegister(options: QpayEbarimtOptions): FiscalRe
 
   function classification(request: ReceiptRequest): string | null {
     const codes = new Set(request.lines.map((l) => l.classificationCode ?? options.defaultClassificationCode));
-    return codes.size === 1 ? [...codes][0]! : null;
+    const [only] = codes;
+    return codes.size === 1 && only !== undefined ? only : null;
   }
 
   return {

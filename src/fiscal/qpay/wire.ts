@@ -43,7 +43,8 @@ const TAKEN = new Set(['PAID', 'PARTIAL', 'REFUNDED']);
  */
 export function paymentOfSale(check: z.infer<typeof paymentCheckSchema>, total: number): string | null {
   const rows = check.rows.filter((r) => TAKEN.has(r.payment_status) && Number(r.payment_amount) === total);
-  return rows.length === 1 ? String(rows[0]!.payment_id) : null;
+  const [only] = rows;
+  return rows.length === 1 && only !== undefined ? String(only.payment_id) : null;
 }
 
 /** `expires_in` read either way published clients do: seconds from now, or a Unix time. */
