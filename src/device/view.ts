@@ -3,6 +3,8 @@ import { toIso, type Clock } from '../util/clock.js';
 import type { Outbox } from '../outbox/index.js';
 import {
   orderView,
+  safeAppLinks,
+  DEFAULT_APP_LINK_SCHEMES,
   screenPhase,
   ORDER_STATES,
   type OrderService,
@@ -86,7 +88,10 @@ export function createDeviceView(deps: DeviceViewDeps): DeviceView {
 
   /** An order as the screen shows it: its countdown ends with the customer's window on this device's clock. */
   function screenOrder(order: NonNullable<ReturnType<typeof orders.get>>) {
-    return { ...orderView(order, orders.history(order.id)), expiresAt: toIso(orders.windowEndsAt(order)) };
+    const view = orderView(order, orders.history(order.id));
+    // Only https and the app schemes the operator allows reach the page (which checks again).
+    const appLinks = safeAppLinks(view.appLinks, settings.kiosk.appLinkSchemes ?? DEFAULT_APP_LINK_SCHEMES);
+    return { ...view, appLinks, expiresAt: toIso(orders.windowEndsAt(order)) };
   }
 
   function state(): DeviceState {

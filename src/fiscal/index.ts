@@ -28,7 +28,12 @@ export { createFiscalMonitor, FISCAL_ALARMS, type FiscalMonitor, type FiscalSnap
  * never evaluates them.
  */
 export async function createRegister(
-  settings: { fiscal: FiscalSettings; storage: { path: string } },
+  settings: {
+    fiscal: FiscalSettings;
+    storage: { path: string };
+    /** The payment provider's settings: QPay's credentials for `register: qpay`. */
+    provider?: { name: string; baseUrl?: string | undefined; clientId?: string | undefined; clientSecret?: string | undefined };
+  },
   deps: { clock: Clock; logger: Logger },
 ): Promise<FiscalRegister | null> {
   const fiscal = settings.fiscal;
@@ -60,6 +65,22 @@ export async function createRegister(
         districtCode: required(e.districtCode, 'fiscal.ebarimt.districtCode'),
         registration: { vatPayer: e.vatPayer, cityTax: e.cityTax },
         defaultClassificationCode: e.classificationCode,
+        logger: deps.logger,
+        clock: deps.clock,
+      });
+    }
+    case 'qpay': {
+      const q = fiscal.qpay;
+      const p = settings.provider;
+      return (await import('./qpay/index.js')).createQpayEbarimtRegister({
+        baseUrl: required(p?.baseUrl, 'provider.baseUrl'),
+        clientId: required(p?.clientId, 'provider.clientId'),
+        clientSecret: required(p?.clientSecret, 'provider.clientSecret'),
+        receiverType: q.receiverType,
+        ...(q.receiver ? { receiver: q.receiver } : {}),
+        districtCode: required(q.districtCode, 'fiscal.qpay.districtCode'),
+        defaultClassificationCode: q.classificationCode,
+        timeoutMs: q.timeoutMs,
         logger: deps.logger,
         clock: deps.clock,
       });
@@ -97,7 +118,12 @@ export function receiptBookFor(deps: { db: Db; clock: Clock; outbox: Outbox }, s
   return createReceiptBook(deps, {
     register: settings.register,
     timeZone: settings.timeZone,
-    classificationCode: settings.register === 'ebarimt' ? settings.ebarimt.classificationCode : null,
+    classificationCode:
+      settings.register === 'ebarimt'
+        ? settings.ebarimt.classificationCode
+        : settings.register === 'qpay'
+          ? settings.qpay.classificationCode
+          : null,
   });
 }
 
@@ -146,7 +172,12 @@ export function createFiscal(deps: FiscalDeps, settings: FiscalSettings): Fiscal
     {
       register: register.name,
       timeZone: settings.timeZone,
-      classificationCode: settings.register === 'ebarimt' ? settings.ebarimt.classificationCode : null,
+      classificationCode:
+        settings.register === 'ebarimt'
+          ? settings.ebarimt.classificationCode
+          : settings.register === 'qpay'
+            ? settings.qpay.classificationCode
+            : null,
     },
   );
   const worker = createFiscalWorker(

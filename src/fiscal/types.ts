@@ -1,13 +1,13 @@
 /**
- * The contract between the core and every fiscal register (eBarimt PosAPI 3.x, a Kazakh cloud
- * register, the demo's sandbox). Adapters translate register words into these types; they never
+ * The contract between the core and every fiscal register (eBarimt PosAPI 3.x, eBarimt through
+ * QPay, a Kazakh cloud register, the demo's sandbox). Adapters translate register words into these types; they never
  * decide anything about receipts, orders or vends: the fiscal worker does.
  *
  * Money is integer minor units throughout (tögrög and tenge have none in practice, but the unit is
  * the same as the payment's amount).
  */
 
-export type RegisterName = 'sandbox' | 'ebarimt' | 'webkassa';
+export type RegisterName = 'sandbox' | 'ebarimt' | 'webkassa' | 'qpay';
 
 /** One line of a sale: the item the vend delivered. Unit price and amount include every tax. */
 export interface ReceiptLine {

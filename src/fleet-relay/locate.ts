@@ -1,5 +1,5 @@
 import type { Logger } from '../util/logger.js';
-import { ProviderError, providerWebhooks, type PaymentProvider } from '../payments/index.js';
+import { ProviderError, type PaymentProvider, type WebhookTarget } from '../payments/index.js';
 import type { RouteTable } from './routes.js';
 
 /** Where a verified event goes: a device, nowhere known (2xx, counted), or "ask again later" (5xx). */
@@ -19,8 +19,8 @@ export interface LocatorDeps {
 
 /**
  * Finds the device of a verified event from its order reference. Which reference (or invoice) an
- * event concerns is the provider's knowledge (`payments/<provider>`, through `providerWebhooks`);
- * this file knows only references and the route table. An invoice's reference never changes, so
+ * event concerns is the provider's knowledge (`payments/<provider>`, through `providerWebhooks`'s
+ * `route`, which the server calls); this file knows only references and the route table. An invoice's reference never changes, so
  * a looked-up one is kept (bounded, oldest first out).
  */
 export function createLocator(deps: LocatorDeps) {
@@ -58,10 +58,7 @@ export function createLocator(deps: LocatorDeps) {
   }
 
   return {
-    async locate(provider: string, body: unknown): Promise<Location> {
-      const knowledge = providerWebhooks(provider);
-      if (!knowledge) return { kind: 'unknown', reason: `no webhook knowledge for provider ${provider}` };
-      const target = knowledge.target(body);
+    async locate(provider: string, target: WebhookTarget): Promise<Location> {
       if (target.kind === 'none') return { kind: 'unknown', reason: target.reason };
       if (target.kind === 'invoice') return byInvoice(provider, target.invoiceId);
       if (target.invoiceId !== null) remember(target.invoiceId, target.reference);

@@ -2,7 +2,13 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes } from '../util/errors.js';
-import { providerWebhooks, WebhookVerificationError, type ProviderWebhooks } from '../payments/index.js';
+import {
+  CALLBACK_QUERY_HEADER,
+  forwardedWebhookHeaders,
+  providerWebhooks,
+  WebhookVerificationError,
+  type ProviderWebhooks,
+} from '../payments/index.js';
 import { encodeWebhookMessage, pickForwardedHeaders, type FleetTopics, type RelayConnection } from '../mqtt/index.js';
 import type { Locator } from './locate.js';
 import type { RelayCounters } from './counters.js';
@@ -71,8 +77,10 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
   async function receive(provider: string, hooks: ProviderWebhooks, request: FastifyRequest, reply: FastifyReply) {
     counters.received += 1;
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    const headers = withCallbackQuery(request);
+    let target;
     try {
-      hooks.verify(rawBody, request.headers, {
+      target = hooks.route(rawBody, headers, {
         secrets: deps.secrets[provider] ?? [],
         toleranceSec: settings.toleranceSec,
         now: clock.now(),
@@ -88,8 +96,7 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
       );
       return reply.code(400).send({ error: code, reason });
     }
-    // Verified, so JSON (the verify modules parsed it once already).
-    const location = await locator.locate(provider, JSON.parse(rawBody.toString('utf8')));
+    const location = await locator.locate(provider, target);
     if (location.kind === 'retry') {
       counters.retryLater += 1;
       return reply.code(503).send({ error: ErrorCodes.PROVIDER_UNAVAILABLE, reason: location.reason });
@@ -107,7 +114,11 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
     }
     const topic = topics.webhook(location.deviceId, provider);
     try {
-      await broker.publish(topic, encodeWebhookMessage(pickForwardedHeaders(request.headers), rawBody), settings.publishTimeoutMs);
+      await broker.publish(
+        topic,
+        encodeWebhookMessage(pickForwardedHeaders(headers, forwardedWebhookHeaders(provider)), rawBody),
+        settings.publishTimeoutMs,
+      );
     } catch (err) {
       counters.notAcknowledged += 1;
       warnThrottled(
@@ -129,8 +140,23 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
       scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>
         done(null, body),
       );
-      for (const [provider, hooks] of knowledge)
+      for (const [provider, hooks] of knowledge) {
+        if (hooks.orderInQuery) continue;
         scope.post(`/webhooks/${provider}`, (request, reply) => receive(provider, hooks, request, reply));
+      }
+    });
+    // A callback whose order is in its URL and whose method and body are undocumented: any body, or a GET,
+    // in a scope of its own so that the signed providers' routes still take JSON only.
+    server.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>
+        done(null, body),
+      );
+      for (const [provider, hooks] of knowledge) {
+        if (!hooks.orderInQuery) continue;
+        scope.post(`/webhooks/${provider}`, (request, reply) => receive(provider, hooks, request, reply));
+        scope.get(`/webhooks/${provider}`, (request, reply) => receive(provider, hooks, request, reply));
+      }
     });
     server.get('/webhooks/health', async (_request, reply) => {
       reply.header('cache-control', 'no-store');
@@ -171,4 +197,14 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
     inject: ((...args: Parameters<FastifyInstance['inject']>) =>
       (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
   };
+}
+
+/**
+ * The request's headers with its query string under CALLBACK_QUERY_HEADER (a provider that names
+ * the order only in its callback URL reads it there), overwriting any header of that name the caller
+ * sent: as the device's own listener does.
+ */
+function withCallbackQuery(request: FastifyRequest): Record<string, string | string[] | undefined> {
+  const index = request.url.indexOf('?');
+  return { ...request.headers, [CALLBACK_QUERY_HEADER]: index < 0 ? '' : request.url.slice(index + 1) };
 }

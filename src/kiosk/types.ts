@@ -33,6 +33,8 @@ export interface OrderView {
   provider: string;
   invoiceId: string | null;
   payUrl: string | null;
+  /** Bank-app deep links for a customer paying on a phone (QPay): https or an allowed app scheme only. */
+  appLinks?: { name: string; link: string }[];
   /** ISO 8601. */
   expiresAt: string | null;
   createdAt: string;

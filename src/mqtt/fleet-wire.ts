@@ -10,9 +10,6 @@
  * and base64 inside JSON would hide the body from `mosquitto_sub`; this keeps both readable.
  */
 
-/** Headers the relay forwards: what the device's verify modules read, nothing else (no cookies, no IPs). */
-export const FORWARDED_HEADERS = ['content-type', 'gerege-signature', 'gerege-event-id', 'x-qutpay-signature', 'date'] as const;
-
 export const ROUTE_VERSION = 1;
 
 export interface RouteAnnouncement {
@@ -49,10 +46,14 @@ export function createFleetTopics(prefix: string): FleetTopics {
 
 export type ForwardedHeaders = Record<string, string>;
 
-/** Picks the forwarded headers (lower-case names, first value of a repeated header joined like Node does). */
-export function pickForwardedHeaders(headers: Record<string, string | string[] | undefined>): ForwardedHeaders {
+/**
+ * Picks the forwarded headers: the names the provider's verify reads (the relay takes them from the
+ * providers' webhook table, payments/webhooks.ts), nothing else — no cookies, no IPs. Lower-case
+ * names; a repeated header's values joined like Node does.
+ */
+export function pickForwardedHeaders(headers: Record<string, string | string[] | undefined>, names: readonly string[]): ForwardedHeaders {
   const out: ForwardedHeaders = {};
-  for (const name of FORWARDED_HEADERS) {
+  for (const name of names) {
     const value = headers[name];
     if (value === undefined) continue;
     out[name] = Array.isArray(value) ? value.join(', ') : value;

@@ -48,7 +48,6 @@ export {
   ROUTE_MAX_BYTES,
   ROUTE_MAX_PREFIXES,
   FleetWireError,
-  FORWARDED_HEADERS,
   ROUTE_VERSION,
   type FleetTopics,
   type ForwardedHeaders,

@@ -23,6 +23,7 @@ export {
   type CatalogPort,
 } from './service.js';
 export { orderView, screenPhase, type ScreenPhase } from './view.js';
+export { safeAppLinks, DEFAULT_APP_LINK_SCHEMES, type AppLink } from './app-links.js';
 export { createPaymentWindows, type PaymentWindows, type WindowedOrder } from './window.js';
 export { parseReference, isReferenceOf, isDatabaseId, type ParsedReference } from './reference.js';
 export { salesFigures, type SalesFigures, type SalesFigure, type SaleKind } from './sales.js';

@@ -3,6 +3,7 @@ import type { Clock } from '../util/clock.js';
 import { toIso } from '../util/clock.js';
 import { randomBytes } from 'node:crypto';
 import { canTransition, type OrderState } from './state.js';
+import { ANY_APP_SCHEME, safeAppLinks, type AppLink } from './app-links.js';
 
 export interface OrderRow {
   id: number;
@@ -20,6 +21,8 @@ export interface OrderRow {
   state: OrderState;
   invoice_id: string | null;
   pay_url: string | null;
+  /** JSON of the provider's bank-app deep links (orders/app-links.ts), or null. Display only. */
+  app_links: string | null;
   expires_at: number | null;
   error_code: string | null;
   error_message: string | null;
@@ -123,7 +126,11 @@ export interface OrderRepository {
   getByInvoice(invoiceId: string): (OrderRow & { invoice_attempt: number }) | undefined;
   /** Records the invoice the provider returned for the order's current attempt. */
   /** `windowOpenedAt`: when the customer's window opened on this device's clock (orders/window.ts); default now. */
-  attachInvoice(id: number, invoice: { id: string; payUrl: string; expiresAt: number }, windowOpenedAt?: number): void;
+  attachInvoice(
+    id: number,
+    invoice: { id: string; payUrl: string; expiresAt: number; appLinks?: AppLink[] },
+    windowOpenedAt?: number,
+  ): void;
   /**
    * A new attempt for an order still in `creating` (its invoice answer was not one it made): a
    * new key, derived like the first, and the request fixed again. Caller: durably.
@@ -213,16 +220,22 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }): OrderRepo
     },
 
     /** Records the invoice the provider returned for the order's current attempt. */
-    attachInvoice(id: number, invoice: { id: string; payUrl: string; expiresAt: number }, windowOpenedAt?: number): void {
+    attachInvoice(
+      id: number,
+      invoice: { id: string; payUrl: string; expiresAt: number; appLinks?: AppLink[] },
+      windowOpenedAt?: number,
+    ): void {
       const order = byId.get(id) as OrderRow;
       prepared(
         db,
         'INSERT INTO order_invoices (invoice_id, order_id, attempt, created_at, window_opened_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
       ).run(invoice.id, id, order.attempt, clock.now(), windowOpenedAt ?? clock.now());
-      prepared(db, 'UPDATE orders SET invoice_id = ?, pay_url = ?, expires_at = ?, updated_at = ? WHERE id = ?').run(
+      const links = safeAppLinks(invoice.appLinks ?? [], ANY_APP_SCHEME);
+      prepared(db, 'UPDATE orders SET invoice_id = ?, pay_url = ?, expires_at = ?, app_links = ?, updated_at = ? WHERE id = ?').run(
         invoice.id,
         invoice.payUrl,
         invoice.expiresAt,
+        links.length > 0 ? JSON.stringify(links) : null,
         clock.now(),
         id,
       );

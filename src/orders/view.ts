@@ -1,5 +1,6 @@
 import { toIso } from '../util/clock.js';
 import type { OrderRow } from './repository.js';
+import { readAppLinks, ANY_APP_SCHEME } from './app-links.js';
 import type { OrderState } from './state.js';
 
 /** The public shape of an order (local API, CLI, MQTT command results). */
@@ -16,6 +17,8 @@ export function orderView(order: OrderRow, history: { at: string; from: string |
     provider: order.provider,
     invoiceId: order.invoice_id,
     payUrl: order.pay_url,
+    /** The provider's bank-app deep links (QPay), as stored; the kiosk narrows them to its allowed schemes. */
+    appLinks: readAppLinks(order.app_links ?? null, ANY_APP_SCHEME),
     expiresAt: toIso(order.expires_at),
     createdAt: toIso(order.created_at)!,
     paidAt: toIso(order.paid_at),

@@ -25,7 +25,16 @@ export {
   type RequestSample,
 } from './http.js';
 export { validateCreateRequest, findInvoiceMismatch, withRefunds } from './invoice-checks.js';
-export { PROVIDER_WEBHOOKS, providerWebhooks, type ProviderWebhooks, type RouteLookupKey, type WebhookProviderName } from './webhooks.js';
+export {
+  PROVIDER_WEBHOOKS,
+  WEBHOOK_COMMON_HEADERS,
+  providerWebhooks,
+  forwardedWebhookHeaders,
+  secretWebhookHeaders,
+  type ProviderWebhooks,
+  type RouteLookupKey,
+  type WebhookProviderName,
+} from './webhooks.js';
 export {
   createGeregeProvider,
   GEREGE_STATUS_MAP,

@@ -88,6 +88,13 @@ export interface WebhookEvent {
   refund?: { id: string; amount: number };
   /** Our order reference on the invoice the event is about, when the body carries it (the orphan sweep). */
   reference?: string;
+  /**
+   * An unsigned hint (QPay's callback) deduplicated per time window must not be swallowed by an
+   * earlier hint of the same window that was already worked (a forger's, say): when this event's id
+   * is stored and processed, the inbox stores `later` instead, due at `notBefore` (the next window).
+   * So every hint is followed by a read, and a flood still costs at most one read per window.
+   */
+  later?: { event: WebhookEvent; notBefore: number };
 }
 
 /**

@@ -22,8 +22,13 @@ export const RELAY_SECRET_ENV = {
   mqttPassword: SECRET_ENV.mqttPassword,
 } as const;
 
-/** The providers whose webhooks the relay can serve (each has its webhook knowledge in payments/). */
-export const RELAY_PROVIDERS = ['gerege', 'qutpay'] as const;
+/**
+ * The providers whose webhooks the relay can serve: exactly those with a row in payments/webhooks.ts
+ * (`PROVIDER_WEBHOOKS`; a test holds the two equal). A provider without webhooks (polling only) is absent.
+ */
+export const RELAY_PROVIDERS = ['gerege', 'qutpay', 'qpay'] as const;
+/** Those whose callbacks are unsigned hints (`signed: false` in PROVIDER_WEBHOOKS): no webhook secret. */
+export const RELAY_UNSIGNED_PROVIDERS: readonly string[] = ['qpay'];
 
 export const relaySectionSchema = z
   .object({
@@ -77,7 +82,7 @@ export const relaySectionSchema = z
   })
   .superRefine((relay, ctx) => {
     for (const provider of relay.providers) {
-      if (!relay.webhookSecrets[provider]?.length) {
+      if (!RELAY_UNSIGNED_PROVIDERS.includes(provider) && !relay.webhookSecrets[provider]?.length) {
         ctx.addIssue({
           code: 'custom',
           path: ['webhookSecrets', provider],

@@ -19,6 +19,7 @@ export {
   RELAY_CONFIG_PATH,
   RELAY_SECRET_ENV,
   RELAY_PROVIDERS,
+  RELAY_UNSIGNED_PROVIDERS,
   type RelaySettings,
 } from './fleet-relay.js';
 export { fiscalSchema, redactUrl, type FiscalSettings } from './sections/fiscal.js';

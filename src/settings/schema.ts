@@ -54,6 +54,13 @@ export const settingsSchema = z
           'live mode sends the MQTT login and takes commands over this connection: use mqtts:// (TLS), or set mqtt.allowPlaintext: true for a broker reachable only on a trusted LAN',
       });
     }
+    if (settings.fiscal.register === 'qpay' && settings.provider.name !== 'qpay') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['fiscal', 'register'],
+        message: `qpay files the eBarimt receipt of QPay payments with QPay's credentials: set provider.name qpay (it is ${settings.provider.name}), or use register ebarimt (a PosAPI)`,
+      });
+    }
     if (settings.fleet.webhookSource !== 'tunnel' && settings.mqtt.url === '') {
       ctx.addIssue({
         code: 'custom',

@@ -18,6 +18,8 @@ export interface SimContext {
   baseUrl(): string;
   /** Records the event body and hands it to webhook delivery. */
   emit(event: OutgoingEvent, body: unknown): void;
+  /** The faults of QPay's eBarimt route (`setEbarimtFaults`), apart from the provider's. */
+  ebarimtFaults(): FaultConfig;
 }
 
 /** A handler's answer. Handlers are synchronous: the state is in memory and each call is atomic. */
@@ -32,8 +34,12 @@ export interface ApiResult {
 export interface ApiRoute {
   method: 'GET' | 'POST' | 'DELETE';
   url: string;
-  /** false: faults never apply (the token route). Default true. */
-  faults?: boolean;
+  /**
+   * false: faults never apply (the token route). A function: this route's own faults, apart from
+   * the provider's (QPay's eBarimt route: turning on a payment fault never touches receipts).
+   * Default true: the provider's faults.
+   */
+  faults?: boolean | (() => FaultConfig);
   handler(request: FastifyRequest): ApiResult;
   /** Called when a fault answered instead of the handler (nothing was committed). */
   onRejected?(fault: FaultName, request: FastifyRequest): void;

@@ -10,6 +10,7 @@ import { headerValue } from './context.js';
 import { createBackendRecords } from './backend-records.js';
 import { SimHttpError, checkObjectBody } from './request-checks.js';
 import { createQpayState, parseQpayCreateBody } from './qpay-state.js';
+import { qpayEbarimtRoutes, type QpayEbarimtRepeat } from './qpay-ebarimt.js';
 
 /** refuse: a second create with a number is refused; first: answered with the first invoice; create: a second invoice. */
 export type QpayDuplicateNumbers = 'refuse' | 'first' | 'create';
@@ -22,6 +23,8 @@ export interface QpayOptions {
   duplicateNumbers: QpayDuplicateNumbers;
   currency: string;
   maxAttempts: number;
+  /** What a second eBarimt create for a payment that has a receipt does (undocumented): default `create`. */
+  ebarimtRepeat?: QpayEbarimtRepeat;
 }
 
 export function createQpayBackend(ctx: SimContext, options: QpayOptions): ProviderBackend {
@@ -175,6 +178,16 @@ export function createQpayBackend(ctx: SimContext, options: QpayOptions): Provid
     },
     { method: 'DELETE', url: '/v2/payment/refund/:id', handler: paymentDelete },
     { method: 'DELETE', url: '/v2/payment/cancel/:id', handler: paymentDelete },
+    ...qpayEbarimtRoutes({
+      ctx,
+      requireToken,
+      payment: (id) => {
+        const { payment } = state.payment(id);
+        return { amount: payment.payment_amount, status: payment.payment_status };
+      },
+      repeat: options.ebarimtRepeat ?? 'create',
+      records: ctx.records.qpayEbarimts,
+    }),
   ];
 
   return {

@@ -92,7 +92,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       url: route.url,
       handler: async (request, reply) => {
         backend.sweep();
-        const drawn = route.faults === false ? NO_REQUEST_FAULTS : drawRequestFaults(ctx.faults(), ctx.faultRandom);
+        const drawn =
+          route.faults === false
+            ? NO_REQUEST_FAULTS
+            : drawRequestFaults(typeof route.faults === 'function' ? route.faults() : ctx.faults(), ctx.faultRandom);
         if (drawn.reject) {
           const { fault } = drawn.reject;
           route.onRejected?.(fault, request);

@@ -62,6 +62,12 @@ export function createSimulator(options: SimulatorOptions): Simulator {
     faults = { ...faults, ...partial };
   };
   if (options.faults) setFaults(options.faults);
+  let ebarimtFaults: FaultConfig = { ...NO_FAULTS };
+  const setEbarimtFaults = (partial: Partial<FaultConfig>) => {
+    const problems = faultProblems(partial);
+    if (problems.length > 0) throw new Error(`invalid simulator faults: ${problems.join('; ')}`);
+    ebarimtFaults = { ...ebarimtFaults, ...partial };
+  };
 
   const records: SimulatorRecords = {
     invoices: [],
@@ -72,6 +78,7 @@ export function createSimulator(options: SimulatorOptions): Simulator {
     deliveries: [],
     events: [],
     requests: [],
+    qpayEbarimts: [],
   };
   let baseUrl = '';
   let publicUrl = '';
@@ -97,6 +104,7 @@ export function createSimulator(options: SimulatorOptions): Simulator {
     faultRandom,
     faults: () => faults,
     records,
+    ebarimtFaults: () => ebarimtFaults,
     livemode,
     geregeAmountRefunded: options.geregeAmountRefunded ?? false,
     baseUrl: () => publicUrl,
@@ -115,6 +123,7 @@ export function createSimulator(options: SimulatorOptions): Simulator {
             tokenTtlSec: options.tokenTtlSec ?? d.tokenTtlSec,
             invoiceCode: options.qpayInvoiceCode ?? d.qpayInvoiceCode,
             duplicateNumbers: options.qpayDuplicateNumbers ?? 'refuse',
+            ...(options.qpayEbarimtRepeat ? { ebarimtRepeat: options.qpayEbarimtRepeat } : {}),
             currency: options.currency ?? 'MNT',
             maxAttempts,
           })
@@ -186,6 +195,7 @@ export function createSimulator(options: SimulatorOptions): Simulator {
 
     registers,
     setFaults,
+    setEbarimtFaults,
     async pay(id, opts) {
       backend.pay(id, opts?.amount);
     },

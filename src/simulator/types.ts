@@ -75,6 +75,8 @@ export interface SimulatorOptions {
   webhookTimeoutMs?: number;
   /** QPay: the invoice_code the merchant was assigned, default 'SIM_INVOICE_CODE'. */
   qpayInvoiceCode?: string;
+  /** QPay: what a second `ebarimt_v3/create` for a payment with a receipt does (undocumented; default `create`). */
+  qpayEbarimtRepeat?: QpayEbarimtRepeat;
   /** QPay: what a repeated sender_invoice_no gets (undocumented at QPay), default 'refuse'. */
   qpayDuplicateNumbers?: 'refuse' | 'first' | 'create';
   /** QutPay invoice lifetime (QutPay sets it, the request has no field for it), default 900. */
@@ -167,6 +169,8 @@ export interface SimulatorRecords {
   events: unknown[];
   /** Every HTTP request served; `timeout`/`lost` when the fault left it without a response. */
   requests: Array<{ method: string; path: string; at: number; status: number | 'timeout' | 'lost' }>;
+  /** QPay: every eBarimt receipt filed through `ebarimt_v3` (returned ones keep their row, with `returnedAt`). */
+  qpayEbarimts: QpayEbarimtRecord[];
 }
 
 export interface SimulatorInfo {
@@ -193,6 +197,8 @@ export interface Simulator {
   readonly registers: { ebarimt: EbarimtSimulator; webkassa: WebkassaSimulator };
   /** Merges into the current faults; also POST /__sim/faults. Throws on an unknown key or bad value. */
   setFaults(f: Partial<FaultConfig>): void;
+  /** QPay: the faults of the eBarimt route only (timeout before it files, lostResponse after, serverError, rateLimit). */
+  setEbarimtFaults(f: Partial<FaultConfig>): void;
   /** The customer pays (Gerege: succeeded, or requires_capture for manual capture; QutPay: paid). */
   pay(id: string, opts?: { amount?: number }): Promise<void>;
   /** The deadline is now: an open invoice becomes expired (and its event is emitted). */
@@ -211,4 +217,18 @@ export interface Simulator {
   waitForDeliveriesIdle(timeoutMs?: number): Promise<void>;
   /** Base URL and credentials, for describeSimulator and tests. */
   info(): SimulatorInfo;
+}
+
+/** create: a second receipt for the payment; refuse: EBARIMT_ALREADY_REGISTERED; first: the first receipt again. */
+export type QpayEbarimtRepeat = 'create' | 'refuse' | 'first';
+
+export interface QpayEbarimtRecord {
+  id: string;
+  paymentId: string;
+  receiptId: string;
+  receiverType: string;
+  districtCode: string;
+  classificationCode: string;
+  at: number;
+  returnedAt: number | null;
 }

@@ -3,7 +3,11 @@ import { pino, type Logger, type LevelWithSilent, type DestinationStream } from 
 
 export type { Logger };
 
-/** Paths pino removes from every log line: credentials, webhook secrets, signature headers. */
+/**
+ * Paths pino removes from every log line: credentials and webhook secrets. The providers'
+ * signature headers are added by `redactPaths()`: their names live in one place, the providers'
+ * webhook table (payments/webhooks.ts), which registers them here when it is loaded.
+ */
 export const REDACT_PATHS = [
   'secret',
   'secrets',
@@ -25,17 +29,31 @@ export const REDACT_PATHS = [
   '*.Authorization',
   'headers.authorization',
   'headers["x-api-key"]',
-  'headers["gerege-signature"]',
-  'headers["x-qutpay-signature"]',
   'req.headers.authorization',
   'req.headers["x-api-key"]',
-  'req.headers["gerege-signature"]',
-  'req.headers["x-qutpay-signature"]',
   'settings.provider.clientSecret',
   'settings.provider.apiKey',
   'settings.provider.webhookSecrets',
   'settings.mqtt.password',
 ];
+
+/** Header names that carry a signature or a MAC (lower case), registered by the providers' webhook table. */
+const secretHeaders = new Set<string>();
+
+/**
+ * Adds header names whose values never reach a log line, at any depth and under `headers` /
+ * `req.headers`. Called by payments/webhooks.ts (the one home of each provider's header names) when
+ * it is loaded, so loggers made after that redact them by path too; by key they are redacted at once.
+ */
+export function registerSecretHeaders(names: readonly string[]): void {
+  for (const name of names) secretHeaders.add(name.toLowerCase());
+}
+
+/** REDACT_PATHS and the registered signature headers under `headers` and `req.headers`. */
+export function redactPaths(): string[] {
+  const headers = [...secretHeaders].flatMap((name) => [`headers["${name}"]`, `req.headers["${name}"]`]);
+  return [...REDACT_PATHS, ...headers];
+}
 
 /**
  * How log lines are written. `json`: one JSON object per line, level as a name. `journal`: the same
@@ -83,7 +101,11 @@ interface LoggerOptions {
  * catches the same names wherever they are nested: a settings dump, a provider's error body).
  */
 const SECRET_KEY =
-  /^(secrets?|passwords?|passwd|api[-_]?key|client[-_]?secret|webhook[-_]?secrets|(access|refresh|id)?[-_]?token|authorization|proxy-authorization|cookie|set-cookie|private[-_]?key(pem)?|x-api-key|gerege-signature|x-qutpay-signature)$/i;
+  /^(secrets?|passwords?|passwd|api[-_]?key|client[-_]?secret|webhook[-_]?secrets|(access|refresh|id)?[-_]?token|authorization|proxy-authorization|cookie|set-cookie|private[-_]?key(pem)?|x-api-key)$/i;
+
+function isSecretKey(key: string): boolean {
+  return SECRET_KEY.test(key) || secretHeaders.has(key.toLowerCase());
+}
 /** `scheme://user:password@` (or `scheme://token@`) inside any text. */
 const URL_CREDENTIALS = /([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'\\]+@/gi;
 const CENSOR = '[redacted]';
@@ -115,7 +137,7 @@ export function redactDeep(value: unknown, seen: WeakSet<object> = new WeakSet()
   if (proto !== Object.prototype && proto !== null) return value;
   seen.add(value);
   const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) out[key] = SECRET_KEY.test(key) ? CENSOR : redactDeep(item, seen, depth + 1);
+  for (const [key, item] of Object.entries(value)) out[key] = isSecretKey(key) ? CENSOR : redactDeep(item, seen, depth + 1);
   return out;
 }
 
@@ -123,7 +145,7 @@ function baseOptions(level: LevelWithSilent | undefined) {
   return {
     level: level ?? 'info',
     base: { service: 'vendgate' },
-    redact: { paths: REDACT_PATHS, censor: CENSOR },
+    redact: { paths: redactPaths(), censor: CENSOR },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
 }

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterEach } from 'vitest';
 import { openDatabase, type Db } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/clock.js';
-import { REDACT_PATHS, type Logger } from '../../src/util/logger.js';
+import { redactPaths, type Logger } from '../../src/util/logger.js';
 import {
   createGeregeProvider,
   createQutpayProvider,
@@ -39,7 +39,7 @@ export function capturedLogger(level: 'debug' | 'info' = 'debug'): {
       done();
     },
   });
-  const logger = pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink);
+  const logger = pino({ level, redact: { paths: redactPaths(), censor: '[redacted]' } }, sink);
   const text = () => chunks.join('');
   return {
     logger,

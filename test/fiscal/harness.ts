@@ -21,11 +21,16 @@ export interface FiscalHarnessOptions {
   lotteryStock?: number | null;
   /** Another register than the sandbox (an adapter against the simulator); called again at each restart. */
   register?: (clock: Clock) => FiscalRegister;
+  /** Merged over the test provider settings (a register that needs the provider's, e.g. qpay). */
+  provider?: Record<string, unknown>;
 }
 
 export function buildFiscalCore(options: FiscalHarnessOptions = {}) {
   const dir = tempDir();
-  const settings = testSettings(dir.path, { fiscal: { register: 'sandbox', ...options.fiscal } });
+  const settings = testSettings(dir.path, {
+    fiscal: { register: 'sandbox', ...options.fiscal },
+    ...(options.provider ? { provider: options.provider } : {}),
+  });
   const clock = createManualClock();
   const logger = silentLogger();
   const fake = createFakeProvider({ livemode: settings.device.livemode, now: clock.now });

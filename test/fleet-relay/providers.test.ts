@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { PROVIDER_WEBHOOKS, signGeregeTestPayload, signQutpayTestPayload } from '../../src/payments/index.js';
+import { CALLBACK_QUERY_HEADER, PROVIDER_WEBHOOKS, signGeregeTestPayload, signQutpayTestPayload } from '../../src/payments/index.js';
 import { RELAY_PROVIDERS, parseRelaySettings } from '../../src/settings/index.js';
 import { createRelay } from '../../src/fleet-relay/index.js';
 
@@ -13,8 +13,16 @@ import { createRelay } from '../../src/fleet-relay/index.js';
 const SRC = new URL('../../src/', import.meta.url).pathname;
 const SECRET = 'whsec_providers';
 
+interface Sent {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  /** The same request spoiled: a body the signature does not cover, or no order in the URL. */
+  spoiled: { url: string; body: string };
+}
+
 /** One signed event per provider the relay serves, for the order `reference`. */
-const SIGNED: Record<string, (reference: string) => { body: string; headers: Record<string, string> }> = {
+const SIGNED: Record<string, (reference: string) => Sent> = {
   gerege(reference) {
     const body = JSON.stringify({
       id: 'evt_p1',
@@ -24,27 +32,50 @@ const SIGNED: Record<string, (reference: string) => { body: string; headers: Rec
       data: { object: { id: 'pi_p1', object: 'payment_intent', status: 'succeeded', reference } },
     });
     return {
+      url: '/webhooks/gerege',
       body,
       headers: {
         'content-type': 'application/json',
         'gerege-event-id': 'evt_p1',
         'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)),
       },
+      spoiled: { url: '/webhooks/gerege', body: `${body} ` },
     };
   },
   qutpay(reference) {
     const body = JSON.stringify({ event: 'invoice.paid', invoice: { id: 'inv_p1', status: 'paid', externalOrderId: reference } });
-    return { body, headers: { 'content-type': 'application/json', 'x-qutpay-signature': signQutpayTestPayload(body, SECRET) } };
+    return {
+      url: '/webhooks/qutpay',
+      body,
+      headers: { 'content-type': 'application/json', 'x-qutpay-signature': signQutpayTestPayload(body, SECRET) },
+      spoiled: { url: '/webhooks/qutpay', body: `${body} ` },
+    };
+  },
+  // Unsigned: the order is named in the callback URL, which is all a forger cannot get wrong and still be routed.
+  qpay(reference) {
+    return {
+      url: `/webhooks/qpay?ref=${reference}`,
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+      spoiled: { url: '/webhooks/qpay?ref=a&ref=b', body: '{}' },
+    };
   },
 };
+
+/** The headers a listener hands the provider's verify: the request's own, and its query. */
+function asListened(sent: Sent): Record<string, string> {
+  const index = sent.url.indexOf('?');
+  return { ...sent.headers, [CALLBACK_QUERY_HEADER]: index < 0 ? '' : sent.url.slice(index + 1) };
+}
 
 describe('the providers the relay serves', () => {
   it('are exactly those whose webhook knowledge payments/ exports, and each says which order its event concerns', () => {
     expect([...RELAY_PROVIDERS].sort()).toEqual(Object.keys(PROVIDER_WEBHOOKS).sort());
     expect(Object.keys(SIGNED).sort()).toEqual([...RELAY_PROVIDERS].sort());
+    const context = { secrets: [SECRET], toleranceSec: 300, now: Date.now() };
     for (const provider of RELAY_PROVIDERS) {
-      const { body } = SIGNED[provider]!('vm-1-ab12cd-3-0badf00d');
-      expect(PROVIDER_WEBHOOKS[provider].target(JSON.parse(body)), provider).toMatchObject({
+      const sent = SIGNED[provider]!('vm-1-ab12cd-3-0badf00d');
+      expect(PROVIDER_WEBHOOKS[provider].route(Buffer.from(sent.body), asListened(sent), context), provider).toMatchObject({
         kind: 'reference',
         reference: 'vm-1-ab12cd-3-0badf00d',
       });
@@ -68,11 +99,11 @@ describe('the providers the relay serves', () => {
     );
     try {
       for (const provider of RELAY_PROVIDERS) {
-        const { body, headers } = SIGNED[provider]!('vm-1-ab12cd-3-0badf00d');
-        const good = await relay.inject({ method: 'POST', url: `/webhooks/${provider}`, headers, payload: body });
+        const { url, body, headers, spoiled } = SIGNED[provider]!('vm-1-ab12cd-3-0badf00d');
+        const good = await relay.inject({ method: 'POST', url, headers, payload: body });
         // Verified; no broker here, so the relay cannot know the route yet: 503, the provider retries.
         expect(good.statusCode, provider).toBe(503);
-        const bad = await relay.inject({ method: 'POST', url: `/webhooks/${provider}`, headers, payload: `${body} ` });
+        const bad = await relay.inject({ method: 'POST', url: spoiled.url, headers, payload: spoiled.body });
         expect(bad.statusCode, provider).toBe(400);
       }
     } finally {

@@ -56,7 +56,7 @@ describe('fleet settings', () => {
       [
         "mqtt.url: the relay publishes to the fleet's broker: give its URL (mqtt://host:1883 or mqtts://host:8883)",
         'relay.port: Too big: expected number to be <=65535',
-        'relay.providers.1: Invalid option: expected one of "gerege"|"qutpay"',
+        'relay.providers.1: Invalid option: expected one of "gerege"|"qutpay"|"qpay"',
       ].sort(),
     );
     expect(

@@ -119,8 +119,27 @@ export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): W
   );
   const lastWebhook = db.prepare("SELECT max(received_at) AS at FROM webhook_events WHERE source = 'webhook'");
   const unprocessed = db.prepare('SELECT count(*) AS n FROM webhook_events WHERE processed_at IS NULL');
+  const isProcessed = db.prepare('SELECT processed_at IS NOT NULL AS done FROM webhook_events WHERE event_id = ?');
+  const schedule = db.prepare('UPDATE webhook_events SET next_attempt_at = ? WHERE event_id = ? AND processed_at IS NULL');
 
   function add(
+    event: WebhookEvent,
+    rawBody: Buffer,
+    provider: string,
+    source: InboxSource,
+    now: number,
+  ): { inserted: boolean; handled: boolean } {
+    const first = addOne(event, rawBody, provider, source, now);
+    if (first.inserted || !event.later) return first;
+    // A hint whose window's twin was already worked: its successor, due when the next window opens.
+    const done = (isProcessed.get(event.eventId) as { done: number } | undefined)?.done === 1;
+    if (!done) return first;
+    const next = addOne(event.later.event, rawBody, provider, source, now);
+    if (next.inserted && next.handled) schedule.run(event.later.notBefore, event.later.event.eventId);
+    return next;
+  }
+
+  function addOne(
     event: WebhookEvent,
     rawBody: Buffer,
     provider: string,

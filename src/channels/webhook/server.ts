@@ -3,6 +3,7 @@ import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import { ErrorCodes } from '../../util/errors.js';
 import { CALLBACK_QUERY_HEADER, WebhookVerificationError, type PaymentProvider } from '../../payments/types.js';
+import { providerWebhooks } from '../../payments/index.js';
 import type { WebhookInbox } from './inbox.js';
 import { dateSkewSec, verifyWithIndex } from './verify.js';
 import { bindListener, WEBHOOK_LISTENER_DEFAULTS, type BoundListener, type ListenerLimits } from '../../util/http-listener.js';
@@ -147,8 +148,8 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
         done(null, body),
       );
       scope.post(path, { bodyLimit: settings.bodyLimitBytes }, receive);
-      if (provider.name === 'qpay') {
-        // QPay's callback is an unsigned hint whose method and body are not documented: any body, or a GET.
+      if (providerWebhooks(provider.name)?.orderInQuery) {
+        // An unsigned callback naming its order in the URL (QPay), method and body undocumented: any body, or a GET.
         scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes }, (_request, body, done) =>
           done(null, body),
         );

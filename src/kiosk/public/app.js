@@ -341,7 +341,45 @@ function drawPay(state) {
   $('cancel').dataset.orderId = String(pay.orderId);
   $('cancel').hidden = state.mode === 'turnstile' && state.autoStart;
   drawQr(pay.qrSvg);
+  drawAppLinks(state.phase === 'awaiting_payment' ? state.order?.appLinks : null);
   drawCountdown(state, pay);
+}
+
+// ---------- bank-app links (a customer holding a phone) ----------
+
+/** Schemes never followed, whatever the server sent: they run code or read local data in the page. */
+const NEVER_LINK_SCHEMES = ['javascript', 'data', 'vbscript', 'file', 'blob', 'about', 'http', 'ftp', 'ws', 'wss'];
+/** The machine's own screen is no phone: the links are offered only on a phone-sized touch screen. */
+const PHONE = window.matchMedia('(max-width: 600px) and (pointer: coarse), (max-width: 600px) and (hover: none)');
+
+/** https, or an app scheme (the server sends only those the operator allows); no spaces, quotes or angle brackets. */
+function isSafeAppLink(item) {
+  if (!item || typeof item.name !== 'string' || typeof item.link !== 'string' || item.name.trim() === '') return false;
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(item.link);
+  if (!scheme || NEVER_LINK_SCHEMES.includes(scheme[1].toLowerCase())) return false;
+  return !/[\s<>"'`\\]/.test(item.link);
+}
+
+function drawAppLinks(links) {
+  const box = $('app-links');
+  const list = $('app-links-list');
+  const safe = PHONE.matches && Array.isArray(links) ? links.filter(isSafeAppLink).slice(0, 16) : [];
+  const key = JSON.stringify(safe);
+  if (list.dataset.key === key) return;
+  list.dataset.key = key;
+  // Built from nodes with textContent and an href attribute: nothing the provider sent is parsed as HTML.
+  list.replaceChildren(
+    ...safe.map(({ name, link }) => {
+      const a = document.createElement('a');
+      a.href = link;
+      a.rel = 'noopener noreferrer';
+      a.textContent = name;
+      const li = document.createElement('li');
+      li.append(a);
+      return li;
+    }),
+  );
+  box.hidden = safe.length === 0;
 }
 
 function drawCountdown(state, pay) {

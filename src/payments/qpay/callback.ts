@@ -40,14 +40,18 @@ export function readCallbackReference(headers: Record<string, string | string[] 
  * otherwise null and the hint is kept, not worked (the poller follows every open invoice anyway).
  */
 export function qpayHintEvent(reference: string, invoiceId: string, nowMs: number): WebhookEvent {
-  return {
-    eventId: `qpay-hint:${reference}:${Math.floor(nowMs / HINT_WINDOW_MS)}`,
+  const window = Math.floor(nowMs / HINT_WINDOW_MS);
+  const inWindow = (w: number): WebhookEvent => ({
+    eventId: `qpay-hint:${reference}:${w}`,
     type: 'invoice.callback',
     objectId: invoiceId,
     livemode: null,
     createdAt: null,
     reference,
-  };
+  });
+  // This window's hint already worked (perhaps a forged one, before the payment): the next window's,
+  // due when it opens. Nothing makes that one due earlier, so it is never worked within this window.
+  return { ...inWindow(window), later: { event: inWindow(window + 1), notBefore: (window + 1) * HINT_WINDOW_MS } };
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Db } from '../../store/index.js';
 import type { CheckResult } from '../types.js';
 import { describeError, fail, pass, probe, warn } from '../helpers.js';
 import { signedTestEvent } from '../test-event.js';
+import { providerWebhooks } from '../../payments/index.js';
 import type { ServiceState } from './listeners.js';
 
 const TUNNEL_HINT =
@@ -33,9 +34,9 @@ export async function checkTunnel(
     );
   }
   const base = publicUrl.replace(/\/+$/, '');
-  // QPay signs nothing: its selftest callback is marked with the client secret instead.
+  // A provider that signs nothing (QPay): its selftest callback is marked with the client secret instead.
   const secret =
-    settings.provider.name === 'qpay'
+    providerWebhooks(settings.provider.name)?.signed === false
       ? (settings.provider.clientSecret ?? '')
       : (settings.provider.webhookSecrets[0] ?? 'sandbox-webhook-secret');
   const event = signedTestEvent(settings.provider.name, { secret, livemode: settings.device.livemode, nowMs: deps.now() });
@@ -74,11 +75,7 @@ export async function checkTunnel(
     );
   }
   if (status === 400) {
-    return fail(
-      name,
-      `${url} answered 400: the listener refused the test event's signature`,
-      'the running service has other webhook secrets than this configuration: sudo systemctl restart vendgate after editing /etc/vendgate/secrets.env',
-    );
+    return fail(name, `${url} answered 400: the listener refused the test event's signature`, signatureHint(settings.provider.name));
   }
   if (status === 404 || status === 405)
     return fail(name, `${url} answered ${status}: the tunnel does not route ${event.path} to this listener`, INGRESS_HINT);
@@ -96,4 +93,13 @@ async function exposesLocalApi(fetchFn: typeof fetch, base: string, timeoutMs: n
     if (answer.kind === 'answered' && answer.status >= 200 && answer.status < 300) return `${path} answered ${answer.status}`;
   }
   return null;
+}
+
+/** What a refused test event points to: other secrets, or a tunnel that drops the provider's own headers. */
+function signatureHint(provider: string): string {
+  const restart =
+    'the running service has other webhook secrets than this configuration: sudo systemctl restart vendgate after editing /etc/vendgate/secrets.env';
+  const knowledge = providerWebhooks(provider);
+  const headers = knowledge?.signed ? knowledge.headers : [];
+  return headers.length === 0 ? restart : `${restart}; or the tunnel drops the ${headers.join(', ')} header(s) the listener reads`;
 }

@@ -51,6 +51,33 @@ export const ebarimtSchema = z
   .strict();
 
 /**
+ * Mongolia, through QPay: QPay files each payment's eBarimt receipt (`ebarimt_v3`) with the
+ * merchant's QPay credentials (the payment provider's, so `provider.name` must be qpay).
+ */
+export const qpayEbarimtSchema = z
+  .object({
+    /** CITIZEN (a person at a vending machine) or COMPANY (then receiver: the organisation's TIN). */
+    receiverType: z.enum(['CITIZEN', 'COMPANY']).default('CITIZEN'),
+    receiver: z
+      .string()
+      .regex(/^\d{7,14}$/, "the organisation's TIN: 7 to 14 digits")
+      .optional(),
+    /** The district code of the point of sale: 4 digits. */
+    districtCode: z
+      .string()
+      .regex(/^\d{4}$/, 'the district code: 4 digits such as 3505')
+      .optional(),
+    /** The item classification code used where the catalog gives none: 7 digits. */
+    classificationCode: z
+      .string()
+      .regex(/^\d{7}$/, 'a 7-digit classification code')
+      .default('2111000'),
+    /** Bound on one call to QPay (ms). */
+    timeoutMs: z.number().int().min(1_000).max(120_000).default(20_000),
+  })
+  .strict();
+
+/**
  * Kazakhstan: an online cloud register (Webkassa's API). It is reached with the cashier's login and
  * password (the session renewed by the adapter), or with a session token issued beforehand (it lapses:
  * then receipts wait and the register alarm says so). The secrets come from the environment only:
@@ -75,7 +102,7 @@ export const webkassaSchema = z
 export const fiscalSchema = z
   .object({
     /** Which register issues receipts. `none`: no receipts (a market without the duty). */
-    register: z.enum(['none', 'sandbox', 'ebarimt', 'webkassa']).default('none'),
+    register: z.enum(['none', 'sandbox', 'ebarimt', 'webkassa', 'qpay']).default('none'),
     /** The register's calendar (receipt day, sales per day). Absent: this machine's own time zone. */
     timeZone: timeZone.optional(),
     /** How often the fiscal worker looks for receipts due (ms). */
@@ -110,6 +137,7 @@ export const fiscalSchema = z
       .prefault({}),
     ebarimt: ebarimtSchema.prefault({}),
     webkassa: webkassaSchema.prefault({}),
+    qpay: qpayEbarimtSchema.prefault({}),
   })
   .strict()
   .superRefine((fiscal, ctx) => {
@@ -125,6 +153,10 @@ export const fiscalSchema = z
       if (!e.posNo) missing(['ebarimt', 'posNo'], 'required for register ebarimt: the POS number the tax office gave');
       if (!e.districtCode) missing(['ebarimt', 'districtCode'], 'required for register ebarimt: the 4-digit district code');
     }
+    if (fiscal.register === 'qpay' && !fiscal.qpay.districtCode)
+      missing(['qpay', 'districtCode'], 'required for register qpay: the 4-digit district code where the machine stands');
+    if (fiscal.register === 'qpay' && fiscal.qpay.receiverType === 'COMPANY' && !fiscal.qpay.receiver)
+      missing(['qpay', 'receiver'], "required for receiverType COMPANY: the organisation's TIN");
     if (fiscal.register === 'webkassa') {
       const w = fiscal.webkassa;
       if (!w.url) missing(['webkassa', 'url'], 'required for register webkassa: the cloud register API address');

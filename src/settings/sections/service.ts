@@ -97,6 +97,14 @@ export const kioskSchema = z.strictObject({
   resultScreenSec: intIn(1, 120, 6),
   /** Shown on every screen beside the machine id: whom a customer calls (a phone number, a URL). */
   supportContact: z.string().trim().min(1).max(80).optional(),
+  /**
+   * The app schemes whose deep links (QPay's bank-app links) the pay screen offers to a customer on a
+   * phone, beside https links; absent: the Mongolian bank apps QPay links to (orders/app-links.ts).
+   */
+  appLinkSchemes: z
+    .array(z.string().regex(/^[a-z][a-z0-9+.-]{0,31}$/, 'a URL scheme such as khanbank'))
+    .max(64)
+    .optional(),
   /** The apps that can pay this provider's QR, as the customer knows them; absent: the provider's own line. */
   paymentApps: z.array(z.string().trim().min(1).max(40)).min(1).max(8).optional(),
   /** The service menu's PIN (VENDGATE_SERVICE_PIN in secrets.env only); absent: the menu is off. */

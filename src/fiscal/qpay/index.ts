@@ -1,0 +1,1 @@
+export { createQpayEbarimtRegister, type QpayEbarimtOptions } from './adapter.js';
