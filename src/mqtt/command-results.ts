@@ -49,6 +49,7 @@ const orderView = z
     provider: z.string(),
     invoiceId: z.string().nullable(),
     payUrl: z.string().nullable(),
+    appLinks: z.array(z.object({ name: z.string(), link: z.string() })).describe("the provider's bank-app deep links (QPay), as stored"),
     expiresAt: iso.nullable(),
     createdAt: iso,
     paidAt: iso.nullable(),

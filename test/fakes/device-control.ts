@@ -58,6 +58,7 @@ function orderAnswer(orderId: number, state: CommandResults['resolve']['state'])
     provider: 'sandbox',
     invoiceId: null,
     payUrl: null,
+    appLinks: [],
     expiresAt: null,
     createdAt: '2026-11-29T12:00:00.000Z',
     paidAt: null,
