@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';
-import { tempDir, waitFor } from '../helpers/temp.js';
+import { tempDir } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The local API's statuses through the real composition (order service, catalog, request guard,

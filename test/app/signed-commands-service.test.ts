@@ -39,7 +39,7 @@ describe('money-moving commands on the running service', () => {
       const mine = () => watcher!.on(topic).filter((m) => JSON.parse(m.payload).requestId === requestId);
       const before = mine().length;
       await watcher!.publish(`${base}/cmd/refund`, payload);
-      await watcher!.until(() => mine().length > before, `the result of ${requestId}`, 30_000);
+      await watcher!.until(() => mine().length > before, { what: `the result of ${requestId}` });
       return JSON.parse(mine()[before]!.payload);
     };
     return { deviceId, base, orderId: created.body.orderId as number, reference: created.body.reference as string, send };
@@ -77,8 +77,7 @@ describe('money-moving commands on the running service', () => {
           .on(`${base}/status`)
           .slice(online)
           .some((m) => m.payload === 'online'),
-      'online again',
-      30_000,
+      { what: 'online again' },
     );
     const replay = await send(payload, 'refund-1');
     expect(replay).toMatchObject({ ok: true, replay: true });

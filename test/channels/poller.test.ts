@@ -2,8 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildCore, type Core } from '../helpers/core.js';
 import { createPoller, type Poller } from '../../src/channels/poller.js';
 import { ProviderError } from '../../src/payments/types.js';
-import { waitFor } from '../helpers/temp.js';
+
 import { systemClock } from '../../src/util/clock.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('poller', () => {
   let core: Core;

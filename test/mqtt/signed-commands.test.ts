@@ -26,7 +26,7 @@ async function connectedDevice(overrides: Record<string, unknown> = {}) {
     const before = watcher.on(topic).length;
     sent += 1;
     await watcher.publish(`${device.base}/cmd/${name}`, payload);
-    await watcher.until(() => watcher.on(topic).length > before, `result ${sent} on ${topic}`);
+    await watcher.until(() => watcher.on(topic).length > before, { what: `result ${sent} on ${topic}` });
     return JSON.parse(watcher.on(topic)[before]!.payload) as {
       requestId: unknown;
       ok: boolean;
@@ -289,7 +289,7 @@ describe('signed operator commands', () => {
           .on(`${device.base}/status`)
           .slice(online)
           .some((m) => m.payload === 'online'),
-      'online again',
+      { what: 'online again' },
     );
     expect(await send('refund', payload)).toMatchObject({ ok: true, replay: true });
     expect(control.calls.refund).toEqual([]);

@@ -5,8 +5,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../../src/app.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import { testSettings } from '../../helpers/core.js';
-import { tempDir, waitFor } from '../../helpers/temp.js';
+import { tempDir } from '../../helpers/temp.js';
 import { SYSTEM_TEST_GLOBS } from '../../suites.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const README = readFileSync(join(REPO, 'README.md'), 'utf8');

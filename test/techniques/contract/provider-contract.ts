@@ -13,7 +13,6 @@ import {
   orderRequest,
   refundPaidInvoice,
   startHarness,
-  waitFor,
   WEBHOOK_SECRET,
   type ContractHarness,
   type Harness,
@@ -21,6 +20,7 @@ import {
   type ProviderUnderTest,
 } from './provider-harness.js';
 import { byDesignCases, isByDesign, type ByDesign } from './provider-capabilities.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /** Over HTTP against the simulator: the retry matrix, injected faults, unknown refund outcomes. */
 export interface OverHttp {
@@ -330,7 +330,7 @@ export function providerContract(target: ContractTarget): void {
         const h = await start({ webhooks: true });
         const invoice = await h.provider.createInvoice(orderRequest());
         await h.pay(invoice.id);
-        await waitFor(() => h.webhooks.length > 0, 'a webhook');
+        await waitFor(() => h.webhooks.length > 0, { what: 'a webhook' });
         const { rawBody, headers } = h.webhooks[0]!;
         const context = { secrets: [WEBHOOK_SECRET], toleranceSec: 300, now: h.clock.now() };
         const tampered = Buffer.from(rawBody.toString().replace('"livemode":false', '"livemode":true'));

@@ -4,9 +4,10 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MqttClient } from 'mqtt';
-import { waitFor } from '../../helpers/service.js';
+
 import { mqttClient, startBrokers } from './fleet/fleet.js';
 import type { Mosquitto } from './fleet/mosquitto.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * Issue 29: with the shipped queue limits, every device's retained route reaches the relay broker.
@@ -81,8 +82,7 @@ describe('every route reaches the relay broker (shipped queue limits, real Mosqu
         const count = await routesOn(brokers.brokerB);
         return count.routes === ROUTES ? count : null;
       },
-      60_000,
-      `${ROUTES} routes on the relay broker`,
+      { timeoutMs: 60_000, what: `${ROUTES} routes on the relay broker` },
     );
     expect(onB).toEqual({ routes: ROUTES, markerBack: true });
 
@@ -97,8 +97,7 @@ describe('every route reaches the relay broker (shipped queue limits, real Mosqu
         const count = await routesOn(brokers.brokerB);
         return count.routes === ROUTES ? count : null;
       },
-      60_000,
-      `${ROUTES} routes on the relay broker after it lost its disk`,
+      { timeoutMs: 60_000, what: `${ROUTES} routes on the relay broker after it lost its disk` },
     );
     expect(again).toEqual({ routes: ROUTES, markerBack: true });
   }, 300_000);

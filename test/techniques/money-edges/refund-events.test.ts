@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startProviderStack, type ProviderStack, type OrderAnswer } from '../chaos/stack.js';
-import { waitFor } from '../../helpers/service.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * Issue 23: a Gerege refund made before the vend (the merchant's dashboard) is a `re_…` object; the
@@ -32,8 +32,7 @@ async function waitingOrder(s: ProviderStack): Promise<OrderAnswer> {
         "SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.created' AND processed_at IS NOT NULL",
         placed.invoiceId,
       ).length === 1,
-    60_000,
-    'the first poll of the invoice and its created event processed',
+    { timeoutMs: 60_000, what: 'the first poll of the invoice and its created event processed' },
   );
   return placed;
 }
