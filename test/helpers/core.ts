@@ -13,6 +13,7 @@ import type { PaymentProvider } from '../../src/payments/types.js';
 import { createVendRunner, type ReceiptPort } from '../../src/vend/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
 import { tempDir } from './temp.js';
+import { openMigrated } from './database.js';
 
 export const CATALOG = [
   { slot: 'A1', name: 'Water', price: 1500 },
@@ -69,7 +70,7 @@ export interface CoreNode {
  */
 export function composeMoneyPath(deps: CoreDeps): CoreNode {
   const { settings, clock, logger, provider, actuator } = deps;
-  const db = openDatabase(settings.storage.path);
+  const db = openMigrated(settings.storage.path);
   const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
   const health = createProviderHealth(clock);
   const orderRepository = createOrderRepository({ db, clock });
