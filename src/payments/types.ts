@@ -119,6 +119,13 @@ export type WebhookTarget =
   | { kind: 'invoice'; invoiceId: string }
   | { kind: 'none'; reason: string };
 
+/** A verified webhook: the event, and which secret signed it (during a rotation it tells when the old one can go). */
+export interface VerifiedWebhook {
+  event: WebhookEvent;
+  /** Index into `VerifyContext.secrets` of the secret that matched; 0 where the scheme uses none of them. */
+  secretIndex: number;
+}
+
 export interface PaymentProvider {
   readonly name: ProviderName;
   /** Creates the invoice, or returns the one already made with this key. Retries per the matrix. */
@@ -137,8 +144,11 @@ export interface PaymentProvider {
    * Absent where a refund must never be sent again (QutPay): the invoice is read instead.
    */
   confirmRefund?(request: RefundRequest): Promise<RefundResult>;
-  /** Verifies a webhook on its raw bytes and parses it. Throws WebhookVerificationError. */
-  verifyWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>, context: VerifyContext): WebhookEvent;
+  /**
+   * Verifies a webhook on its raw bytes and parses it, saying which of `context.secrets` matched.
+   * Throws WebhookVerificationError.
+   */
+  verifyWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>, context: VerifyContext): VerifiedWebhook;
   /** Events API paging (Gerege). Absent where the provider has none. */
   listEvents?(query: { createdAfterSec?: number; startingAfter?: string }): Promise<EventPage>;
   /** A read that proves the credentials work, without creating anything (selftest). */
