@@ -4,7 +4,7 @@ import { startRogueBroker } from '../helpers/rogue-broker.js';
 import { cli, order, orderReaches, pay, query } from '../catalog/helpers.js';
 
 /**
- * Issue 25: with `mqtt.url: embedded` and the port already held by another program, the gateway
+ * With `mqtt.url: embedded` and the port already held by another program, the gateway
  * used to connect to it with the operator's password and obey it. Now it runs without MQTT, says
  * so in one line and in the selftest, and never logs in there. The rogue here records every CONNECT
  * and pushes a refund at whoever connects.

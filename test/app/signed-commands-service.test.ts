@@ -6,7 +6,7 @@ import { cli, get, order, orderReaches, pay, query } from '../catalog/helpers.js
 import { OPERATOR, signedPayload } from '../helpers/operator.js';
 
 /**
- * Issue 25, end to end: the compiled service as a child process on a real broker (Mosquitto at
+ * End to end: the compiled service as a child process on a real broker (Mosquitto at
  * 127.0.0.1:1883, or MQTT_TEST_URL), a customer who paid and took the item, and someone on the
  * broker who would like the money back.
  */

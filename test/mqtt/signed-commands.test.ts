@@ -9,7 +9,7 @@ import { OPERATOR, commandSettings, createOperator, signedPayload } from '../hel
 import { broker, createDevice, onCleanup, watching } from './harness.js';
 
 /**
- * Issue 25: the commands that move money, goods or prices run only when signed by an operator key
+ * The commands that move money, goods or prices run only when signed by an operator key
  * the device knows, once per request id, for ever. Over a real broker (Mosquitto with
  * MQTT_TEST_URL), with the device's real SQLite record.
  */

@@ -11,7 +11,7 @@ import { mountExt4 } from '../helpers/mounts.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 24, a card the kernel turned read-only: ext4 on a loop device mounted errors=remount-ro,
+ * A card the kernel turned read-only: ext4 on a loop device mounted errors=remount-ro,
  * failed through the kernel's own error path while a vend is firing (a plain remount,ro is refused
  * while the database is open). The service keeps running, keeps the vend's outcome and says so,
  * refuses new orders with VG_ERR_STORAGE, names the card in /healthz and publishes

@@ -11,7 +11,7 @@ import { fillUp, mountTmpfs, type Mounted } from '../helpers/mounts.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 24, a full disk: the database on a small real tmpfs that fills up while a vend is firing.
+ * A full disk: the database on a small real tmpfs that fills up while a vend is firing.
  * The delivered vend is recorded (the ballast is given back), the service keeps running, new
  * orders are refused with VG_ERR_STORAGE naming the path and the free bytes, /healthz names the
  * disk, and `storage_full` reaches the broker retained although the outbox could not take it.
@@ -118,7 +118,7 @@ function startOnce(configPath: string): Promise<{ code: number | null; stderr: s
 }
 
 /**
- * Issue 24, a start on a disk that is already full. With the ballast beside the database the start
+ * A start on a disk that is already full. With the ballast beside the database the start
  * gives it back and runs in the `full` state: the fault found while the store opens (before the
  * device and its alarms exist) must still put the device out of service, reach the broker and land
  * as an alarm row. Without a ballast the start refuses with one line and exit 74.

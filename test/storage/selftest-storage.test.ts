@@ -8,7 +8,7 @@ import { mountExt4 } from '../helpers/mounts.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 24, "the selftest names the disk": the selftest run inside the service (MQTT cmd/selftest)
+ * "the selftest names the disk": the selftest run inside the service (MQTT cmd/selftest)
  * on a card the kernel turned read-only (ext4 errors=remount-ro, failed through trigger_fs_error).
  * Its `storage` line is the fault the service is in, and its `database` line says the card turned
  * read-only instead of suggesting a chown.

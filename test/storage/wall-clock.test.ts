@@ -7,7 +7,7 @@ import { startGeregeStack, startProviderStack, type GeregeStack } from '../techn
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 24, a Pi without a real-time clock: the real service under libfaketime (Debian `faketime`),
+ * A Pi without a real-time clock: the real service under libfaketime (Debian `faketime`),
  * its wall clock moved at run time through FAKETIME_TIMESTAMP_FILE (FAKETIME_NO_CACHE=1), its
  * monotonic clock left alone (FAKETIME_DONT_FAKE_MONOTONIC=1), against the Gerege (one case: QutPay)
  * simulator on the real time in this process.

@@ -109,7 +109,7 @@ describe('scripts/install-pi.sh', () => {
       expect(config).toContain('- service: http_status:404');
       expect(calls).toContain('systemctl enable --now vendgate-tunnel.service');
       expect(result.stdout).toContain('http.webhook.publicUrl: https://pay-pi-test.example.com');
-      // Issue 25: the account certificate (it manages the whole zone) does not stay on the device.
+      // The account certificate (it manages the whole zone) does not stay on the device.
       expect(pi.exists('etc/vendgate/cloudflared-cert.pem')).toBe(false);
       expect(existsSync(join(pi.env.HOME!, '.cloudflared/cert.pem'))).toBe(false);
       expect(result.stdout).toContain('deleted the Cloudflare account certificate');

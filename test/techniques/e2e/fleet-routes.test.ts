@@ -10,7 +10,7 @@ import type { Mosquitto } from './fleet/mosquitto.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /**
- * Issue 29: with the shipped queue limits, every device's retained route reaches the relay broker.
+ * With the shipped queue limits, every device's retained route reaches the relay broker.
  * The bridge is a client of the device broker, and at each bridge connect Mosquitto sends it every
  * retained message of its "out" topics at once; the device broker's `max_queued_messages` (1000
  * before) dropped the overflow without a word, so the relay answered 202 (unknown device) for the

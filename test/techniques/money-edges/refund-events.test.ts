@@ -3,7 +3,7 @@ import { startProviderStack, type ProviderStack, type OrderAnswer } from '../cha
 import { waitFor } from '../../helpers/wait.js';
 
 /**
- * Issue 23: a Gerege refund made before the vend (the merchant's dashboard) is a `re_…` object; the
+ * A Gerege refund made before the vend (the merchant's dashboard) is a `re_…` object; the
  * intent stays `succeeded` and says nothing of it (docs/providers.md). The simulator serves the wire
  * format as written (no `amount_refunded`), so the only evidence is the verified `refund.succeeded`
  * event — by webhook, or from the Events API. Either stops the vend; a partial one returns the rest.

@@ -5,7 +5,7 @@ import { startGeregeStack, type GeregeStack } from '../chaos/stack.js';
 import { mountPowerCutFs, type PowerCutFs } from '../../helpers/power-cut-fs.js';
 
 /**
- * Issue 23: a real power cut right after the QR was shown, on a file system that loses every write
+ * A real power cut right after the QR was shown, on a file system that loses every write
  * not yet synced (test/techniques/power-cut/power-cut-fs.c). The real service against the Gerege simulator;
  * its database on the power-cut mount (its config and the sim actuator's log, the physical truth,
  * are not: a cut does not undo a delivery). The customer's money must end vended, exactly once —
