@@ -70,6 +70,9 @@ export interface RefundResult {
   detail?: string;
 }
 
+/** How one call to the provider ended, as the HTTP client tells it (HttpClientDeps.onCall). */
+export type ProviderCallOutcome = { ok: true } | { ok: false; error: unknown };
+
 /** A verified webhook, before its object is re-read. */
 export interface WebhookEvent {
   /** Dedupe key: Gerege `evt_…`; QutPay `<invoice.id>:<status>`. */

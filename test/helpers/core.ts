@@ -9,7 +9,7 @@ import { createOrderRepository, createProviderHealth, type OrderRepository, type
 import { createMoneyPath, type MoneyPath } from '../../src/money/index.js';
 import { observationOf } from '../../src/ledger/index.js';
 import type { Actuator, VendRequest } from '../../src/hardware/index.js';
-import type { PaymentProvider } from '../../src/payments/types.js';
+import type { PaymentProvider, ProviderCallOutcome } from '../../src/payments/types.js';
 import { createVendRunner, type ReceiptPort } from '../../src/vend/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
 import { tempDir } from './temp.js';
@@ -81,7 +81,7 @@ export function composeMoneyPath(deps: CoreDeps): CoreNode {
       logger,
       outbox,
       orderRepository,
-      provider,
+      provider: reportingCalls(provider, (outcome) => health.heard(outcome)),
       actuator,
       health,
       outOfService: deps.outOfService ?? (() => null),
@@ -91,6 +91,33 @@ export function composeMoneyPath(deps: CoreDeps): CoreNode {
     settings,
   );
   return { db, outbox, orderRepository, health, money };
+}
+
+/**
+ * `provider` as the device sees a provider built on the payments HTTP client: the outcome of each
+ * call is told to `onCall` (HttpClientDeps.onCall, which provider health subscribes to in app.ts).
+ */
+export function reportingCalls(provider: PaymentProvider, onCall: (outcome: ProviderCallOutcome) => void): PaymentProvider {
+  return new Proxy(provider, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function' || key === 'verifyWebhook') return value;
+      return (...args: unknown[]) => {
+        const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (!(result instanceof Promise)) return result;
+        return result.then(
+          (answer: unknown) => {
+            onCall({ ok: true });
+            return answer;
+          },
+          (error: unknown) => {
+            onCall({ ok: false, error });
+            throw error;
+          },
+        );
+      };
+    },
+  });
 }
 
 /** The money path on a real SQLite file with a scriptable provider and a manual clock. */
