@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { commandSettings } from './operator.js';
-import { parseSettings, type Settings, type SettingsInput } from '../../src/settings/index.js';
+import { parseSettings, SettingsError, type Settings, type SettingsInput } from '../../src/settings/index.js';
 import { openDatabase, type Db } from '../../src/store/index.js';
 import { createManualClock, type Clock } from '../../src/util/clock.js';
 import { silentLogger, type Logger } from '../../src/util/logger.js';
@@ -60,6 +60,17 @@ export interface CoreNode {
   orderRepository: OrderRepository;
   health: ProviderHealth;
   money: MoneyPath;
+}
+
+/** The problems a settings parse or load reports (SettingsError.problems); [] when it passes. */
+export function settingsProblems(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof SettingsError) return err.problems;
+    throw err;
+  }
+  return [];
 }
 
 /**
