@@ -16,12 +16,14 @@ const exclude = [
   ...SYSTEM_TEST_GLOBS,
 ];
 
-// Files that replace a module (`vi.mock`) get a module graph of their own; every other file shares
-// its worker's (isolate: false). Importing src/ and its dependencies again for each of ~140 files
-// was most of this run: measured at the same load (00:00 UTC, load ~15, other sessions running),
-// 330 s with isolation (203 s of it importing) against 141 s without (13 s importing). What a file
-// must not leak to the next (fake timers, stubbed globals) each file already undoes in afterEach.
-const MODULE_MOCKS = ['test/hardware/onoff-missing.test.ts'];
+// Files that need a module graph of their own run isolated: one replaces a module (`vi.mock`), one
+// checks a process-wide cache of a library that any earlier MQTT client in the worker would fill.
+// Every other file shares its worker's (isolate: false). Importing src/ and its dependencies again
+// for each of ~140 files was most of this run: measured at the same load (00:00 UTC, load ~15, other
+// sessions running), 330 s with isolation (203 s of it importing) against 141 s without (13 s
+// importing). What a file must not leak to the next (fake timers, stubbed globals) each file
+// already undoes in afterEach.
+const ISOLATED = ['test/hardware/onoff-missing.test.ts', 'test/mqtt/write-cache.test.ts'];
 
 export default defineConfig({
   test: {
@@ -33,8 +35,8 @@ export default defineConfig({
     maxWorkers: 2,
     coverage,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...exclude, ...MODULE_MOCKS], isolate: false } },
-      { extends: true, test: { name: 'unit-module-mocks', include: MODULE_MOCKS, exclude, isolate: true } },
+      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...exclude, ...ISOLATED], isolate: false } },
+      { extends: true, test: { name: 'unit-isolated', include: ISOLATED, exclude, isolate: true } },
     ],
   },
 });
