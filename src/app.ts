@@ -370,7 +370,7 @@ interface Payments {
 async function buildPayments(
   { settings, deps, clock, logger, log }: Base,
   { db, clockSkew }: Store,
-  { metrics }: Shared,
+  { metrics, health }: Shared,
   claimed: Claimed,
   owner: Owner,
 ): Promise<Payments> {
@@ -413,6 +413,8 @@ async function buildPayments(
             if (sample.serverDate !== undefined && sample.receivedAt !== undefined)
               clockSkew.observe(Math.round((sample.receivedAt - sample.serverDate) / 1000));
           },
+          // Provider health hears every call's outcome from the HTTP client, whoever made the call.
+          onCall: (outcome) => health.heard(outcome),
         },
         settings,
       ),
@@ -557,7 +559,6 @@ function buildChannels(
       listener: claimed.webhook,
       storage: store.storage,
       clockSkew: store.clockSkew,
-      health,
     },
     { ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec },
   );
@@ -884,10 +885,8 @@ export function createApp(settings: Readonly<Settings>, deps: AppDeps = {}): App
     await step('goLive', () => goLive(base, store, money, channels, device, fiscal));
     // One read at once, whatever is open: the provider's reachability (/healthz, the screen) and its
     // clock (the clock_skew alarm, from the answer's Date header) are known from the start.
-    void payments.provider.checkCredentials().then(
-      () => shared.health.ok(),
-      (err: unknown) => shared.health.failed(err),
-    );
+    // Provider health hears the answer from the HTTP client (onCall).
+    void payments.provider.checkCredentials().catch(() => {});
     // Old finished orders and webhook bodies go in small batches, well after start-up.
     await step('retention', () => {
       const retention = createRetention({ db: store.db, clock, logger }, { retentionDays: settings.storage.retentionDays });

@@ -32,7 +32,7 @@ import { stringify } from 'yaml';
 import mqtt from 'mqtt';
 import { signGeregeTestPayload } from '../../dist/payments/index.js';
 import { baselineBuild } from './baseline.mjs';
-import { machine, percentiles, rssMb, sleep } from './lib.mjs';
+import { machine, percentiles, rssMb, sleep, waitFor } from './lib.mjs';
 import { cpuSeconds } from './resources.mjs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -91,16 +91,6 @@ function portAnswers(port) {
   });
 }
 
-async function until(predicate, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await predicate();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await sleep(50);
-  }
-}
-
 /** A broker from a shipped conf: paths, port, plain TCP on loopback, the bridge to `bridgeTo`. */
 function broker(template, dir, port, bridgeTo) {
   mkdirSync(join(dir, 'data'), { recursive: true });
@@ -126,7 +116,7 @@ function broker(template, dir, port, bridgeTo) {
     },
     async start() {
       proc = track(spawn(MOSQUITTO, ['-c', conf], { stdio: ['ignore', 'ignore', 'ignore'] }));
-      await until(() => portAnswers(port), 30_000, `mosquitto ${template}`);
+      await waitFor(() => portAnswers(port), { timeoutMs: 30_000, intervalMs: 50, what: `mosquitto ${template}` });
     },
     async stop() {
       if (!proc || proc.exitCode !== null) return;
@@ -384,7 +374,7 @@ async function one(n, build, main) {
       cleanup.push(() => child.kill('SIGTERM'));
     }
     const connected = () => [...connectedBy.values()].reduce((s, v) => s + v, 0);
-    await until(() => connected() >= n, 600_000, `${n} devices connected`);
+    await waitFor(() => connected() >= n, { timeoutMs: 600_000, intervalMs: 50, what: `${n} devices connected` });
     result.devicesUpSec = (Date.now() - t0) / 1000;
     say(`${build} N=${n}: ${n} devices connected in ${result.devicesUpSec} s`);
     // Every route retained on the relay broker (over the bridge): wait until it holds them all (or stops gaining).
@@ -467,10 +457,10 @@ async function one(n, build, main) {
     cleanup.push(() => Promise.all(replicas.map((r) => r.kill())));
     const lb = await balancer(() => replicas.map((r) => r.port));
     cleanup.push(() => lb.close());
-    await until(() => lb.healthy() === 3, 600_000, 'three healthy replicas');
+    await waitFor(() => lb.healthy() === 3, { timeoutMs: 600_000, intervalMs: 50, what: 'three healthy replicas' });
     // Every replica routes the sample before the timed phases (the baseline has no "learned" signal).
     for (const r of replicas)
-      await until(
+      await waitFor(
         async () => {
           const statuses = await Promise.all(
             sample
@@ -480,8 +470,7 @@ async function one(n, build, main) {
           );
           return statuses.every((s) => s.status === 200);
         },
-        Number(args['learn-timeout']) * 1000 * 3,
-        'each replica routing',
+        { timeoutMs: Number(args['learn-timeout']) * 1000 * 3, intervalMs: 50, what: 'each replica routing' },
       ).catch(() => say('a replica never routed the sample'));
     result.rssMbReplicas = replicas.map((r) => (r.proc.exitCode === null ? rssMb(r.proc.pid) : null));
 
@@ -509,7 +498,11 @@ async function one(n, build, main) {
       };
     };
     const drain = async (provider) =>
-      until(() => [...provider.sent].every(([id, r]) => r.final !== 200 || got.has(id)), 30_000, 'every 200 delivered').catch(() => {});
+      waitFor(() => [...provider.sent].every(([id, r]) => r.final !== 200 || got.has(id)), {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+        what: 'every 200 delivered',
+      }).catch(() => {});
 
     // 5 s at the rate first, not counted: JIT, sockets and the bridge warm up.
     await createProvider(n).at(lb.port, Number(args.rate), 5);
@@ -542,13 +535,23 @@ async function one(n, build, main) {
       // The devices report every 200 ms: wait until they said they lost the broker, or "99 % back"
       // would read the count from before the restart (as it did for a build that reconnects fast).
       const onA = result.devicesOnDeviceBroker;
-      await until(() => connected() <= n - 0.99 * onA, 30_000, 'the devices to see the broker go').catch(() => {});
+      await waitFor(() => connected() <= n - 0.99 * onA, {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+        what: 'the devices to see the broker go',
+      }).catch(() => {});
       await brokerA.start();
       let back99 = null;
-      await until(() => connected() >= n - 0.01 * onA && (back99 = Date.now()), 300_000, '99 % back').catch(() => {});
-      await until(() => connected() >= n, 120_000, 'all back').catch(() => {});
+      await waitFor(() => connected() >= n - 0.01 * onA && (back99 = Date.now()), {
+        timeoutMs: 300_000,
+        intervalMs: 50,
+        what: '99 % back',
+      }).catch(() => {});
+      await waitFor(() => connected() >= n, { timeoutMs: 120_000, intervalMs: 50, what: 'all back' }).catch(() => {});
       // Their reconnect delays arrive in the same 200 ms reports.
-      await until(() => reconnects.length >= onA, 10_000, 'every reconnect delay reported').catch(() => {});
+      await waitFor(() => reconnects.length >= onA, { timeoutMs: 10_000, intervalMs: 50, what: 'every reconnect delay reported' }).catch(
+        () => {},
+      );
       const dist = percentiles(reconnects);
       const deciles = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1].map((q) => {
         const s = [...reconnects].sort((x, y) => x - y);
@@ -559,14 +562,13 @@ async function one(n, build, main) {
       const bAt = Date.now();
       await brokerB.stop();
       await brokerB.start();
-      const okAgain = await until(
+      const okAgain = await waitFor(
         async () => {
           const e = event(sample[0]);
           const r = await http(lb.port, 'POST', '/webhooks/gerege', e.body, e.headers);
           return r.status === 200 ? Date.now() : null;
         },
-        300_000,
-        '200s back after the relay broker restart',
+        { timeoutMs: 300_000, intervalMs: 50, what: '200s back after the relay broker restart' },
       ).catch(() => null);
       await sending;
       await drain(during);

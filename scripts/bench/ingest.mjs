@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { stringify } from 'yaml';
 import { freePort } from '../soak/service.mjs';
-import { BENCH_WEBHOOK_SECRET as SECRET, row, signedRequest, sleep } from './lib.mjs';
+import { BENCH_WEBHOOK_SECRET as SECRET, row, signedRequest, waitUntilUp } from './lib.mjs';
 import { unitStart } from './resources.mjs';
 
 /**
@@ -40,19 +40,6 @@ async function cannon(url, path, { connections, duration, rate }) {
     p99Ms: result.latency.p99,
     failed: result.non2xx + result.errors + result.timeouts,
   };
-}
-
-async function waitUntilUp(url, child, what) {
-  for (let i = 0; ; i += 1) {
-    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}`);
-    try {
-      const response = await fetch(url);
-      return await response.json();
-    } catch {
-      if (i > 400) throw new Error(`${what} did not come up at ${url}`);
-      await sleep(50);
-    }
-  }
 }
 
 function stop(child) {
@@ -99,7 +86,7 @@ export async function startIngestTargets({ cpuProf } = {}) {
   const serviceUrl = `http://127.0.0.1:${webhookPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   await waitUntilUp(`${serviceUrl}/webhooks/health`, service, 'the service');
-  const peerHealth = await waitUntilUp(`${peerUrl}/health`, peer, 'the naive peer');
+  const peerHealth = JSON.parse(await waitUntilUp(`${peerUrl}/health`, peer, 'the naive peer'));
   return {
     serviceUrl,
     peerUrl,

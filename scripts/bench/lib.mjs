@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { readFileSync, statSync, openSync, readSync, closeSync, existsSync } from 'node:fs';
 import { createHmac, randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
@@ -80,15 +81,48 @@ export async function getJson(url) {
   return { status: response.status, body: await response.json() };
 }
 
-/** Polls `predicate` every `intervalMs` until truthy; throws after `timeoutMs`. */
+/**
+ * The benches' wait, the same as the test suite's (test/helpers/wait.ts), in plain JS for the scripts:
+ * asks `predicate` until truthy and returns that value; a throw counts as not yet; the timeout names
+ * `what` (a string, or a function asked then) and the last value or error seen.
+ */
 export async function waitFor(predicate, { timeoutMs = 30_000, intervalMs = 5, what = 'a condition' } = {}) {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
+  let last;
   for (;;) {
-    const value = await predicate();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    try {
+      const value = await predicate();
+      if (value) return value;
+      last = { value };
+    } catch (error) {
+      last = { error };
+    }
+    if (performance.now() > deadline) {
+      const named = typeof what === 'function' ? what() : what;
+      const seen =
+        last === undefined
+          ? ''
+          : 'error' in last
+            ? `; last error: ${String(last.error)}`
+            : `; last value: ${inspect(last.value, { depth: 4 })}`;
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${named}${seen}`);
+    }
     await sleep(intervalMs);
   }
+}
+
+/** Waits until `url` answers (any status) and returns its body text; fails at once if `child` exits first. */
+export async function waitUntilUp(url, child, what, timeoutMs = 20_000) {
+  const answer = await waitFor(
+    async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return { exited: child.exitCode ?? child.signalCode };
+      const response = await fetch(url);
+      return { text: await response.text() };
+    },
+    { timeoutMs, intervalMs: 50, what: `${what} to come up at ${url}` },
+  );
+  if ('exited' in answer) throw new Error(`${what} exited with ${answer.exited}`);
+  return answer.text;
 }
 
 /** A result row: the figure, its value, the target beside it, and whether it is met (null: no target). */

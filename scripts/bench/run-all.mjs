@@ -2,7 +2,7 @@
 /**
  * npm run bench [-- --quick] [-- --only latency,rails,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli,receipt-qr,mdb]
  *
- * Every figure of issues #9 and #18 with its target beside it, measured on this machine, printed as one table
+ * Every benchmark figure that has a target, with its target beside it, measured on this machine, printed as one table
  * and written as JSON to bench-results/bench-<date>.json (and bench-latest.json). Nothing here is a
  * pass/fail test: a missed target is reported, not thrown. Ratios compare against a baseline
  * measured in the same run. --quick shrinks every run (a smoke test of the scripts, not figures).

@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { stringify } from 'yaml';
 import { freePort } from '../soak/service.mjs';
-import { BENCH_WEBHOOK_SECRET as SECRET, signedRequest } from './lib.mjs';
+import { BENCH_WEBHOOK_SECRET as SECRET, signedRequest, waitUntilUp } from './lib.mjs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const { values: args } = parseArgs({
@@ -32,21 +32,6 @@ const { values: args } = parseArgs({
 const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const RATE = Number(args.rate);
-
-async function waitUntilUp(url, child, what) {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}`);
-    try {
-      const response = await fetch(url);
-      await response.arrayBuffer();
-      return;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-  throw new Error(`${what} did not come up at ${url}`);
-}
 
 function stop(child) {
   return new Promise((resolve) => {

@@ -24,11 +24,6 @@ export interface BackfillDeps {
   inbox: BackfillInbox;
   /** New rows went into the inbox (the worker's notify). */
   onInserted?: () => void;
-  /**
-   * The provider's reachability (orders/ ProviderHealth): every pass tells it whether the Events API
-   * answered, so a provider down at start-up shows on /healthz and the screen before any order.
-   */
-  health?: { ok(): void; failed(err: unknown): void };
 }
 
 export interface BackfillSettings {
@@ -142,9 +137,7 @@ export function createBackfill(deps: BackfillDeps, settings: BackfillSettings): 
       let page;
       try {
         page = await listEvents(query);
-        deps.health?.ok();
       } catch (err) {
-        deps.health?.failed(err);
         // The provider forgot the cursor's event (retention): read by time instead; the inbox dedupes the overlap.
         if (err instanceof ProviderError && err.kind === 'rejected' && query.startingAfter !== undefined && result.pages === 0) {
           log.warn({ startingAfter: query.startingAfter }, 'the provider no longer knows the backfill cursor; reading by time');

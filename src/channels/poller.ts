@@ -93,13 +93,11 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller
     try {
       const invoice = await provider.getInvoice(invoiceId);
       lastPollAt = clock.now();
-      health.ok();
       const observation = observationOf(invoice, 'poll');
       const result = ledger.observe(observation);
       deps.onObserved?.(observation, result);
       due.set(invoiceId, { at: mono() + (closed ? settings.intervalMs * CLOSED_INTERVAL_FACTOR : openInterval()), failures: 0 });
     } catch (err) {
-      health.failed(err);
       const failures = entry.failures + 1;
       const backoff = Math.min(settings.maxBackoffMs, settings.intervalMs * 2 ** failures);
       const wait =
@@ -129,10 +127,9 @@ export function createPoller(deps: PollerDeps, settings: PollerSettings): Poller
       lastProbe = now;
       try {
         await provider.checkCredentials();
-        health.ok();
         log.info('payment provider reachable again');
-      } catch (err) {
-        health.failed(err);
+      } catch {
+        // Still down: provider health heard it from the HTTP client.
       }
     }
   }

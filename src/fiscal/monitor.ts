@@ -81,10 +81,9 @@ export function createFiscalMonitor(
   let statusAt = -Infinity;
   let stopped: string | null = null;
 
-  const isOpen = (name: string) => prepared(db, 'SELECT 1 FROM alarms WHERE name = ?').get(name) !== undefined;
   /** Raised once (an open alarm is not published again), cleared when the cause is gone. */
   function alarm(name: string, on: boolean, message: string, detail: Record<string, unknown>): void {
-    if (on && !isOpen(name)) outbox.raiseAlarm(name, 'warning', message, detail);
+    if (on && !outbox.isAlarmOpen(name)) outbox.raiseAlarm(name, 'warning', message, detail);
     if (!on) outbox.clearAlarm(name);
   }
 

@@ -70,7 +70,6 @@ export function createCaseSettlement(deps: {
 
   const caseRow = (name: string) =>
     prepared(db, 'SELECT outcome, state, detail FROM settled_cases WHERE name = ?').get(name) as CaseRow | undefined;
-  const alarmOpen = (name: string) => prepared(db, 'SELECT 1 FROM alarms WHERE name = ?').get(name) !== undefined;
   const orphanRow = (invoiceId: string) =>
     prepared(db, 'SELECT reference, state, amount FROM orphan_invoices WHERE invoice_id = ?').get(invoiceId) as OrphanRow | undefined;
 
@@ -221,7 +220,7 @@ export function createCaseSettlement(deps: {
         );
       if (outcome !== 'checked') refuse(ErrorCodes.BAD_REQUEST, `${name}: the service already acted on it; settle it as checked`);
       if (before) return { case: name, outcome, state: 'done', detail: before.detail ?? '', again: true };
-      if (!alarmOpen(name)) refuse(ErrorCodes.NOT_FOUND, `no open alarm ${name}`);
+      if (!outbox.isAlarmOpen(name)) refuse(ErrorCodes.NOT_FOUND, `no open alarm ${name}`);
       const orderId = kind === 'forged_event' ? null : Number(id);
       if (orderId !== null && !(Number.isInteger(orderId) && deps.orders.get(orderId)))
         refuse(ErrorCodes.NOT_FOUND, `no order ${id} for ${name}`);

@@ -4,7 +4,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes, VendgateError, errorMessage } from '../util/errors.js';
 import type { Outbox } from '../outbox/index.js';
-import type { Invoice, PaymentProvider } from '../payments/types.js';
+import type { Invoice, PaymentProvider, ProviderCallOutcome } from '../payments/types.js';
 import { observationOf, ProviderError } from '../payments/types.js';
 import { selectionOn, type Settings } from '../settings/index.js';
 import type { CreateRequestFields, OrderHistoryEntry, OrderListFilter, OrderRepository, OrderRow } from './repository.js';
@@ -39,6 +39,8 @@ export interface ProviderHealth {
   lastOkAt: number | null;
   ok(): void;
   failed(err: unknown): void;
+  /** What the payments HTTP client tells of each call (HttpClientDeps.onCall): ok() or failed(). */
+  heard(outcome: ProviderCallOutcome): void;
   /** Called once each time the provider answers again after an outage (reads failed meanwhile). */
   onRecovered(listener: () => void): void;
   /** Called each time `reachable` flips, either way (the screen's `offline`, MQTT's retained state). */
@@ -58,6 +60,10 @@ export function createProviderHealth(clock: Clock): ProviderHealth {
       this.lastError = null;
       this.lastOkAt = clock.now();
       if (recovered) for (const listener of [...listeners, ...changed]) listener();
+    },
+    heard(outcome) {
+      if (outcome.ok) this.ok();
+      else this.failed(outcome.error);
     },
     onChange(listener) {
       changed.push(listener);
@@ -335,10 +341,8 @@ export function createOrderService(
       const sentAt = clock.now();
       try {
         invoice = await provider.createInvoice(requestFor(order));
-        health.ok();
         provenOffset.heard(invoice, sentAt);
       } catch (err) {
-        health.failed(err);
         if (err instanceof ProviderError && err.kind === 'conflict') {
           inTransaction(db, () =>
             outbox.raiseAlarm(
@@ -448,7 +452,6 @@ export function createOrderService(
    */
   async function closeAtProvider(order: OrderRow, to: 'canceled' | 'expired', reason: string): Promise<OrderRow> {
     const invoice = await provider.cancelInvoice(order.invoice_id!);
-    health.ok();
     // The answer is a reading like any other: the ledger closes the order as asked when it says
     // canceled or expired (decide.ts, our-cancel-closes-the-order), and vends it when it says paid.
     const result = ledger.observe(observationOf(invoice, to === 'expired' ? 'expiry' : 'cancel'), { kind: 'close', as: to, reason });
@@ -461,12 +464,10 @@ export function createOrderService(
   async function readWaiting(order: OrderRow, channel: 'recovery' | 'expiry'): Promise<boolean> {
     try {
       const invoice = await provider.getInvoice(order.invoice_id!);
-      health.ok();
       ledger.observe(observationOf(invoice, channel));
       changed();
       return true;
     } catch (err) {
-      health.failed(err);
       log.warn({ err, orderId: order.id, invoiceId: order.invoice_id }, 'could not read a waiting order');
       return false;
     }
@@ -503,7 +504,6 @@ export function createOrderService(
       for (const open of repo.inStates(['awaiting_payment'])) {
         const after = await closeAtProvider(open, 'canceled', 'replaced by a new order').catch((err: unknown) => {
           if (isStorageError(err)) throw err;
-          health.failed(err);
           throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'the payment service is not reachable; please try again shortly', {
             cause: err,
           });
@@ -579,7 +579,6 @@ export function createOrderService(
       try {
         return await closeAtProvider(order, 'canceled', `canceled by ${by}`);
       } catch (err) {
-        health.failed(err);
         throw new VendgateError(
           ErrorCodes.PROVIDER_UNAVAILABLE,
           'the payment service is not reachable, so the order cannot be canceled yet; it stays open and is still watched',
@@ -603,7 +602,6 @@ export function createOrderService(
         const current = repo.get(order.id)!;
         if (current.state !== 'awaiting_payment') continue;
         await closeAtProvider(current, 'expired', 'not paid in time').catch((err: unknown) => {
-          health.failed(err);
           log.warn({ err, orderId: order.id }, 'expiry: the cancel did not reach the provider; the order stays watched');
         });
       }

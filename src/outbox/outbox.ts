@@ -46,6 +46,8 @@ export interface Outbox {
   /** Adds to a persistent counter (telemetry). */
   count(name: string, by?: number): void;
   openAlarms(): AlarmRow[];
+  /** Whether the alarm `name` is open (raised and not cleared). */
+  isAlarmOpen(name: string): boolean;
   counters(): Record<string, number>;
   /** Rows not yet acknowledged by the broker, oldest first. */
   pending(limit: number): OutboxRow[];
@@ -98,6 +100,9 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
     },
     openAlarms() {
       return prepared(db, 'SELECT * FROM alarms ORDER BY raised_at').all() as AlarmRow[];
+    },
+    isAlarmOpen(name) {
+      return prepared(db, 'SELECT 1 FROM alarms WHERE name = ?').get(name) !== undefined;
     },
     counters() {
       const rows = prepared(db, 'SELECT name, value FROM counters').all() as { name: string; value: number }[];

@@ -14,7 +14,7 @@ import type { Clock } from '../util/clock.js';
 import { sleep as realSleep } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { z } from 'zod';
-import { ProviderError, type ProviderErrorKind } from './types.js';
+import { ProviderError, type ProviderCallOutcome, type ProviderErrorKind } from './types.js';
 
 export type RetryPolicy = 'create' | 'read' | 'none';
 
@@ -30,6 +30,12 @@ export interface HttpClientDeps {
   random?: () => number;
   /** Told the duration of every attempt (metrics) and the provider's Date (clock skew); never affects the call. */
   observeRequest?: (sample: RequestSample) => void;
+  /**
+   * Told the outcome of every call once its attempts are over: answered, or the error the caller
+   * gets. Provider health subscribes here (orders/ ProviderHealth.heard), so every call to the
+   * provider, whoever makes it, says whether the provider answers. Never affects the call.
+   */
+  onCall?: (outcome: ProviderCallOutcome) => void;
 }
 
 /** One attempt, as observeRequest hears it. */
@@ -112,6 +118,25 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
 
   async function request(req: HttpRequest): Promise<HttpResponse> {
+    try {
+      const response = await attempts(req);
+      tell({ ok: true });
+      return response;
+    } catch (err) {
+      tell({ ok: false, error: err });
+      throw err;
+    }
+  }
+
+  function tell(outcome: ProviderCallOutcome): void {
+    try {
+      deps.onCall?.(outcome);
+    } catch (err) {
+      log.warn({ err }, 'observing a provider call failed');
+    }
+  }
+
+  async function attempts(req: HttpRequest): Promise<HttpResponse> {
     const url = buildUrl(baseUrl, req.path, req.query);
     const init = buildInit(req);
     const deadlineAt = req.deadlineAt ?? (req.retry === 'create' ? deps.clock.now() + options.createDeadlineMs : Infinity);

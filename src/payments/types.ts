@@ -70,6 +70,9 @@ export interface RefundResult {
   detail?: string;
 }
 
+/** How one call to the provider ended, as the HTTP client tells it (HttpClientDeps.onCall). */
+export type ProviderCallOutcome = { ok: true } | { ok: false; error: unknown };
+
 /** A verified webhook, before its object is re-read. */
 export interface WebhookEvent {
   /** Dedupe key: Gerege `evt_…`; QutPay `<invoice.id>:<status>`. */
@@ -126,6 +129,13 @@ export type WebhookTarget =
   | { kind: 'invoice'; invoiceId: string }
   | { kind: 'none'; reason: string };
 
+/** A verified webhook: the event, and which secret signed it (during a rotation it tells when the old one can go). */
+export interface VerifiedWebhook {
+  event: WebhookEvent;
+  /** Index into `VerifyContext.secrets` of the secret that matched; 0 where the scheme uses none of them. */
+  secretIndex: number;
+}
+
 export interface PaymentProvider {
   readonly name: ProviderName;
   /** Creates the invoice, or returns the one already made with this key. Retries per the matrix. */
@@ -144,8 +154,11 @@ export interface PaymentProvider {
    * Absent where a refund must never be sent again (QutPay): the invoice is read instead.
    */
   confirmRefund?(request: RefundRequest): Promise<RefundResult>;
-  /** Verifies a webhook on its raw bytes and parses it. Throws WebhookVerificationError. */
-  verifyWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>, context: VerifyContext): WebhookEvent;
+  /**
+   * Verifies a webhook on its raw bytes and parses it, saying which of `context.secrets` matched.
+   * Throws WebhookVerificationError.
+   */
+  verifyWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>, context: VerifyContext): VerifiedWebhook;
   /** Events API paging (Gerege). Absent where the provider has none. */
   listEvents?(query: { createdAfterSec?: number; startingAfter?: string }): Promise<EventPage>;
   /** A read that proves the credentials work, without creating anything (selftest). */

@@ -103,8 +103,7 @@ describe('dist/vendgate.js, the one-file build', () => {
     expect((await fetch(`${svc.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' })).status).toBe(204);
     await svc.waitFor(
       async () => ((await (await fetch(`${svc!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state === 'vended',
-      30_000,
-      'the order to be vended',
+      { what: 'the order to be vended' },
     );
     expect(svc.readSimLog()).toEqual([expect.objectContaining({ orderId: order.orderId, slot: 'A1' })]);
   });

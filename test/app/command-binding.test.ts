@@ -78,8 +78,7 @@ describe('a signed refund replayed on a replaced database', () => {
           .on(`${base}/status`)
           .slice(online)
           .some((m) => m.payload === 'online'),
-      'online again',
-      30_000,
+      { what: 'online again' },
     );
     const second = await sell();
     expect(second.orderId).toBe(first.orderId);
@@ -89,7 +88,7 @@ describe('a signed refund replayed on a replaced database', () => {
       const mine = () => watcher!.on(topic).filter((m) => JSON.parse(m.payload).requestId === requestId);
       const before = mine().length;
       await watcher!.publish(`${base}/cmd/refund`, payload);
-      await watcher!.until(() => mine().length > before, `the result of ${requestId}`, 30_000);
+      await watcher!.until(() => mine().length > before, { what: `the result of ${requestId}` });
       return JSON.parse(mine()[before]!.payload) as { ok: boolean; error?: { code: string; message: string } };
     };
     // The captured envelope, published again: for another database, issued before this one.

@@ -81,7 +81,7 @@ describe('a flood of unverified commands', () => {
     const started = Date.now();
     for (const [name, payload] of messages) await watcher.publish(`${base}/cmd/${name}`, payload);
     const results = () => watcher!.messages.filter((m) => m.topic.startsWith(`${base}/cmd/`) && m.topic.endsWith('/result'));
-    await watcher.until(() => results().length >= messages.length, 'an answer to every message', 240_000);
+    await watcher.until(() => results().length >= messages.length, { timeoutMs: 240_000, what: 'an answer to every message' });
     const elapsedMs = Date.now() - started;
     asking = false;
     await asker;

@@ -4,7 +4,7 @@ import { startRogueBroker } from '../helpers/rogue-broker.js';
 import { cli, order, orderReaches, pay, query } from '../catalog/helpers.js';
 
 /**
- * Issue 25: with `mqtt.url: embedded` and the port already held by another program, the gateway
+ * With `mqtt.url: embedded` and the port already held by another program, the gateway
  * used to connect to it with the operator's password and obey it. Now it runs without MQTT, says
  * so in one line and in the selftest, and never logs in there. The rogue here records every CONNECT
  * and pushes a refund at whoever connects.
@@ -25,11 +25,9 @@ describe('the embedded broker fails closed', () => {
       config: { mqtt: { url: 'embedded', embeddedPort: rogue.port, username: 'operator' } },
       env: { VENDGATE_MQTT_PASSWORD: 'the-operators-password' },
     });
-    const line = await svc.waitFor(
-      () => svc!.logs().find((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('MQTT off:')),
-      30_000,
-      'the MQTT off line',
-    );
+    const line = await svc.waitFor(() => svc!.logs().find((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('MQTT off:')), {
+      what: 'the MQTT off line',
+    });
     expect(line.msg).toContain(`port 127.0.0.1:${rogue.port} is taken by another program`);
     expect(line.msg).toContain('logs in to no broker it did not start');
     expect(svc.logs().filter((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('MQTT off:'))).toHaveLength(1);

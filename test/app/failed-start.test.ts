@@ -6,7 +6,8 @@ import { systemClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
-import { tempDir, waitFor } from '../helpers/temp.js';
+import { tempDir } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * What the process holds, as the kernel and Node see it: every open file descriptor (the database,

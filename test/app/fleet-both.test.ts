@@ -4,9 +4,10 @@ import { connect } from 'mqtt';
 import { createSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createFleetTopics, encodeWebhookMessage } from '../../src/mqtt/index.js';
 import { signGeregeTestPayload } from '../../src/payments/index.js';
-import { freePort, startService, waitFor, type Service } from '../helpers/service.js';
+import { freePort, startService, type Service } from '../helpers/service.js';
 import { testBroker, uniqueId, type TestBroker } from '../helpers/broker.js';
 import { clearRetainedUnder, watch } from '../mqtt/watch.js';
+import { waitFor } from '../helpers/wait.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -75,7 +76,7 @@ describe('fleet.webhookSource on the real service', () => {
     }).then((r) => r.json())) as { orderId: number; invoiceId: string; reference: string };
     expect(order.reference.startsWith(route.referencePrefixes[0])).toBe(true);
     await sim.pay(order.invoiceId);
-    await svc.waitFor(() => svc.readSimLog().length === 1, 30_000, 'the vend');
+    await svc.waitFor(() => svc.readSimLog().length === 1, { what: 'the vend' });
     const stored = await waitFor(
       () =>
         rows(
@@ -83,8 +84,7 @@ describe('fleet.webhookSource on the real service', () => {
           "SELECT event_id, raw_body FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded'",
           order.invoiceId,
         )[0],
-      10_000,
-      'the tunnel webhook',
+      { timeoutMs: 10_000, what: 'the tunnel webhook' },
     );
 
     // The relay brings the same event (same bytes, signed by the provider) over the broker.
@@ -103,8 +103,7 @@ describe('fleet.webhookSource on the real service', () => {
     });
     await svc.waitFor(
       () => svc.logs().some((l) => l.msg === 'duplicate webhook acknowledged' && l.via === 'broker' && l.eventId === stored.event_id),
-      10_000,
-      'the broker copy acknowledged as a duplicate',
+      { timeoutMs: 10_000, what: 'the broker copy acknowledged as a duplicate' },
     );
     expect(rows(svc, 'SELECT count(*) AS n FROM webhook_events WHERE event_id = ?', stored.event_id)[0]!.n).toBe(1);
     expect(svc.readSimLog()).toHaveLength(1);

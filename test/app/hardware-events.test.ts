@@ -3,7 +3,8 @@ import { createApp, type App } from '../../src/app.js';
 import type { Actuator, HardwareEvent, HardwareInputs, VendOutcome } from '../../src/hardware/index.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';
-import { tempDir, waitFor } from '../helpers/temp.js';
+import { tempDir } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** Inputs a test can drive: what the machine would tell us. */
 function scriptedInputs(): HardwareInputs & { emit(event: HardwareEvent): void } {

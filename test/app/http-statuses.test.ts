@@ -1,26 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/app.js';
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';
-import { tempDir, waitFor } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
+import { appsPerTest } from '../helpers/app.js';
 
 /**
  * The local API's statuses through the real composition (order service, catalog, request guard,
  * error handler): each code answers with the one status util/errors.ts gives it.
  */
 describe('the local API answers each error code with its one status', () => {
-  let app: App | null = null;
-  let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await app?.stop();
-    app = null;
-    dir?.cleanup();
-    dir = null;
-  });
+  const newApp = appsPerTest();
 
   async function start() {
-    dir = tempDir();
-    app = createApp(testSettings(dir.path), { logger: silentLogger() });
+    const app = newApp((dir) => createApp(testSettings(dir), { logger: silentLogger() }));
     const { localUrl } = await app.start();
     return { localUrl, ctx: app.context() };
   }

@@ -3,10 +3,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';
-import { tempDir, waitFor } from '../helpers/temp.js';
+import { tempDir } from '../helpers/temp.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { watch, type Watcher } from '../mqtt/watch.js';
 import { commandPayload } from '../helpers/operator.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('the service as operators see it over MQTT', () => {
   let app: App | null = null;
@@ -40,7 +41,9 @@ describe('the service as operators see it over MQTT', () => {
       await fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' })
     ).json()) as { invoiceId: string };
     await ctx.sandbox!.payments.pay(created.invoiceId);
-    await watcher.until(() => watcher.on(`${base}/events`).some((m) => JSON.parse(m.payload).type === 'vend.succeeded'), 'vend.succeeded');
+    await watcher.until(() => watcher.on(`${base}/events`).some((m) => JSON.parse(m.payload).type === 'vend.succeeded'), {
+      what: 'vend.succeeded',
+    });
     const events = watcher.on(`${base}/events`).map((m) => JSON.parse(m.payload) as { type: string; seq: number; id: string });
     const types = [...new Set(events.map((e) => e.type))];
     expect(types).toEqual(

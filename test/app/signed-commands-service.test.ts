@@ -6,7 +6,7 @@ import { cli, get, order, orderReaches, pay, query } from '../catalog/helpers.js
 import { OPERATOR, signedPayload } from '../helpers/operator.js';
 
 /**
- * Issue 25, end to end: the compiled service as a child process on a real broker (Mosquitto at
+ * End to end: the compiled service as a child process on a real broker (Mosquitto at
  * 127.0.0.1:1883, or MQTT_TEST_URL), a customer who paid and took the item, and someone on the
  * broker who would like the money back.
  */
@@ -39,7 +39,7 @@ describe('money-moving commands on the running service', () => {
       const mine = () => watcher!.on(topic).filter((m) => JSON.parse(m.payload).requestId === requestId);
       const before = mine().length;
       await watcher!.publish(`${base}/cmd/refund`, payload);
-      await watcher!.until(() => mine().length > before, `the result of ${requestId}`, 30_000);
+      await watcher!.until(() => mine().length > before, { what: `the result of ${requestId}` });
       return JSON.parse(mine()[before]!.payload);
     };
     return { deviceId, base, orderId: created.body.orderId as number, reference: created.body.reference as string, send };
@@ -77,8 +77,7 @@ describe('money-moving commands on the running service', () => {
           .on(`${base}/status`)
           .slice(online)
           .some((m) => m.payload === 'online'),
-      'online again',
-      30_000,
+      { what: 'online again' },
     );
     const replay = await send(payload, 'refund-1');
     expect(replay).toMatchObject({ ok: true, replay: true });

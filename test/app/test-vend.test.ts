@@ -4,10 +4,11 @@ import { createApp, type App } from '../../src/app.js';
 import type { Actuator, VendOutcome, VendRequest } from '../../src/hardware/index.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';
-import { tempDir, waitFor } from '../helpers/temp.js';
+import { tempDir } from '../helpers/temp.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { watch, type Watcher } from '../mqtt/watch.js';
 import { commandPayload } from '../helpers/operator.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** An actuator whose every actuation waits until the test lets it answer; it counts overlaps. */
 function heldActuator() {

@@ -95,8 +95,7 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
     expect(query(svc, 'SELECT name FROM alarms').map((a) => a.name)).not.toContain('slot_jammed/A2');
     await svc.waitFor(
       async () => (await get(`${svc!.localUrl}/api/state`)).catalog.find((c: { slot: string }) => c.slot === 'A2').available,
-      5_000,
-      'A2 offered again',
+      { timeoutMs: 5_000, what: 'A2 offered again' },
     );
     const again = await order(svc, 'A2');
     expect(again.status).toBe(201);

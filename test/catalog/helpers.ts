@@ -34,8 +34,7 @@ export async function orderReaches(svc: Service, orderId: number, state: string,
       const view = await get(`${svc.localUrl}/api/orders/${orderId}`);
       return view.state === state && view;
     },
-    timeoutMs,
-    `order ${orderId} to be ${state}`,
+    { timeoutMs, what: `order ${orderId} to be ${state}` },
   );
 }
 

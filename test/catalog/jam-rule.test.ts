@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/app.js';
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
 import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';
-import { tempDir, waitFor } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
+import { appsPerTest } from '../helpers/app.js';
 
 /** An actuator whose every vend fails the way the test says. */
 function failingActuator(outcome: VendOutcome): Actuator {
@@ -24,18 +25,10 @@ function failingActuator(outcome: VendOutcome): Actuator {
  * good slot out of sale for a cable.
  */
 describe('what takes a slot out of sale', () => {
-  let app: App | null = null;
-  let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await app?.stop();
-    app = null;
-    dir?.cleanup();
-    dir = null;
-  });
+  const newApp = appsPerTest();
 
   async function failThreeTimes(outcome: VendOutcome) {
-    dir = tempDir();
-    app = createApp(testSettings(dir.path), { logger: silentLogger(), actuator: failingActuator(outcome) });
+    const app = newApp((dir) => createApp(testSettings(dir), { logger: silentLogger(), actuator: failingActuator(outcome) }));
     await app.start();
     const ctx = app.context();
     for (let i = 0; i < 3; i++) {

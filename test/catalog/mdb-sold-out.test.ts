@@ -3,8 +3,9 @@ import { createApp, type App } from '../../src/app.js';
 import { createHardware } from '../../src/hardware/index.js';
 import { silentLogger, systemClock } from '../../src/util/index.js';
 import { testSettings } from '../helpers/core.js';
-import { tempDir, waitFor } from '../helpers/temp.js';
+import { tempDir } from '../helpers/temp.js';
 import { createMockSerial } from '../hardware/fakes/mock-serial.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The whole app with the real MDB profile on serialport's mock line: the machine asks to sell an

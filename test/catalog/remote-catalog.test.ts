@@ -106,8 +106,7 @@ describe('a catalog published over MQTT', () => {
     expect((await stateOf()).catalogVersion).toBe(V2.version);
     await watcher!.until(
       () => watcher!.messages.slice(announced).some((m) => m.topic.endsWith('/catalog') && m.payload.includes(V2.version)),
-      'the catalog announced after the restart',
-      15_000,
+      { timeoutMs: 15_000, what: 'the catalog announced after the restart' },
     );
     const afterRestart = await order(svc!, 'B1');
     expect((await get(`${svc!.localUrl}/api/orders/${afterRestart.body.orderId}`)).amount).toBe(3000);
@@ -194,7 +193,7 @@ describe('a catalog published over MQTT', () => {
     expect(shown.stdout).toMatch(/A1 {2}1800 {2}Water mn: Ус, ru: Вода/);
     const rolled = await cli(svc!, ['catalog', '--rollback']);
     expect(rolled).toMatchObject({ code: 0 });
-    await svc!.waitFor(async () => (await stateOf()).catalogVersion === 'settings', 30_000, 'the screen on the settings catalog');
+    await svc!.waitFor(async () => (await stateOf()).catalogVersion === 'settings', { what: 'the screen on the settings catalog' });
   });
 
   it('no catalog crosses the local price bounds, a version names one document for ever, every problem is listed', async () => {

@@ -42,7 +42,7 @@ describe('stock per slot', () => {
     const refill = await cli(svc, ['refill', 'A1', '5']);
     expect(refill).toMatchObject({ code: 0 });
     expect(refill.stdout).toMatch(/A1 now holds 5/);
-    await svc.waitFor(async () => (await offered('A1')).available, 30_000, 'A1 offered again');
+    await svc.waitFor(async () => (await offered('A1')).available, { what: 'A1 offered again' });
     expect(query(svc, 'SELECT name FROM alarms').map((a) => a.name)).not.toContain('stock_low/A1');
     expect((await order(svc, 'A1')).status).toBe(201);
   });

@@ -75,6 +75,17 @@ describe('Events backfill', () => {
     core.close();
   });
 
+  /** A verified webhook for `objectId`'s payment lands in the inbox now. */
+  function webhookArrives(inbox: ReturnType<typeof createWebhookInbox>, eventId: string, objectId: string): void {
+    inbox.add(
+      { eventId, type: 'invoice.paid', objectId, livemode: false, createdAt: null },
+      Buffer.from('{}'),
+      'sandbox',
+      'webhook',
+      core.clock.now(),
+    );
+  }
+
   function setup(options: { pageSize?: number; withEvents?: boolean } = {}) {
     const api = eventsApi(options.pageSize ?? 2);
     const provider: PaymentProvider =
@@ -235,13 +246,7 @@ describe('Events backfill', () => {
     const runs = api.queries.length;
     backfill.paymentPolled('fk_9');
     core.clock.advance(2_000);
-    inbox.add(
-      { eventId: 'evt_late', type: 'invoice.paid', objectId: 'fk_9', livemode: false, createdAt: null },
-      Buffer.from('{}'),
-      'sandbox',
-      'webhook',
-      core.clock.now(),
-    );
+    webhookArrives(inbox, 'evt_late', 'fk_9');
     core.clock.advance(GRACE_SEC * 1000);
     await vi.advanceTimersByTimeAsync(GRACE_SEC * 1000);
     expect(alarms()).toEqual([]);
@@ -256,13 +261,7 @@ describe('Events backfill', () => {
     const runs = api.queries.length;
     backfill.paymentPolled('fk_dropped');
     core.clock.advance(1_000);
-    inbox.add(
-      { eventId: 'evt_other', type: 'invoice.paid', objectId: 'fk_other', livemode: false, createdAt: null },
-      Buffer.from('{}'),
-      'sandbox',
-      'webhook',
-      core.clock.now(),
-    );
+    webhookArrives(inbox, 'evt_other', 'fk_other');
     core.clock.advance(GRACE_SEC * 1000);
     await vi.advanceTimersByTimeAsync(GRACE_SEC * 1000);
     expect(alarms()).toEqual([]);

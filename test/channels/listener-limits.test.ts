@@ -77,11 +77,9 @@ describe('listener limits (default settings)', () => {
   it('clients dripping a request body one byte at a time are cut within seconds, on both listeners', async () => {
     const webhook = slow({ url: svc.webhookUrl, count: 20, mode: 'body' });
     const local = slow({ url: svc.localUrl, count: 20, mode: 'body', path: '/api/orders' });
-    await svc.waitFor(
-      () => webhook.closedByServer() === 20 && local.closedByServer() === 20,
-      30_000,
-      'the server to close all 40 slow-body connections',
-    );
+    await svc.waitFor(() => webhook.closedByServer() === 20 && local.closedByServer() === 20, {
+      what: 'the server to close all 40 slow-body connections',
+    });
     expect(webhook.open() + local.open()).toBe(0);
   }, 120_000);
 
@@ -89,16 +87,14 @@ describe('listener limits (default settings)', () => {
     const dripping = slow({ url: svc.webhookUrl, count: 10, mode: 'headers', dripEveryMs: 300 });
     const silent = slow({ url: svc.webhookUrl, count: 10, mode: 'silent' });
     const silentLocal = slow({ url: svc.localUrl, count: 10, mode: 'silent' });
-    await svc.waitFor(
-      () => dripping.closedByServer() === 10 && silent.closedByServer() === 10 && silentLocal.closedByServer() === 10,
-      30_000,
-      'the server to close slow-header and silent connections',
-    );
+    await svc.waitFor(() => dripping.closedByServer() === 10 && silent.closedByServer() === 10 && silentLocal.closedByServer() === 10, {
+      what: 'the server to close slow-header and silent connections',
+    });
   }, 120_000);
 
   it('signed webhooks keep flowing while 200 slow clients hang on (and reconnect when cut)', async () => {
     const attack = slow({ url: svc.webhookUrl, count: 200, mode: 'body', reconnect: true, dripEveryMs: 500 });
-    await svc.waitFor(() => attack.open() >= 100, 20_000, 'the slow clients to hold connections');
+    await svc.waitFor(() => attack.open() >= 100, { timeoutMs: 20_000, what: 'the slow clients to hold connections' });
     const ids = Array.from({ length: 20 }, (_, i) => `evt_flow_${i}_${Date.now()}`);
     for (const id of ids) {
       const response = await signedWebhook(svc.webhookUrl, id);
@@ -134,7 +130,10 @@ describe('webhook listener connection cap', () => {
 
   it('beyond http.webhook.maxConnections the oldest connections are closed, and a webhook still gets through', async () => {
     clients = startSlowClients({ url: svc.webhookUrl, count: 30, mode: 'silent' });
-    await svc.waitFor(() => clients!.closedByServer() >= 20 && clients!.open() <= 10, 20_000, 'the cap to close the oldest connections');
+    await svc.waitFor(() => clients!.closedByServer() >= 20 && clients!.open() <= 10, {
+      timeoutMs: 20_000,
+      what: 'the cap to close the oldest connections',
+    });
     const response = await signedWebhook(svc.webhookUrl, `evt_cap_${Date.now()}`);
     expect(response.status).toBe(200);
   }, 120_000);

@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, type Core } from '../helpers/core.js';
+import { buildCore, reportingCalls, type Core } from '../helpers/core.js';
 import { createPoller, type Poller } from '../../src/channels/poller.js';
 import { ProviderError } from '../../src/payments/types.js';
-import { waitFor } from '../helpers/temp.js';
+
 import { systemClock } from '../../src/util/clock.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('poller', () => {
   let core: Core;
@@ -23,7 +24,8 @@ describe('poller', () => {
         db: core.db,
         clock: systemClock,
         logger: core.logger,
-        provider: core.fake.provider,
+        // As app.ts builds it: provider health hears each call's outcome (the HTTP client's onCall).
+        provider: reportingCalls(core.fake.provider, (outcome) => core.health.heard(outcome)),
         ledger: core.ledger,
         health: core.health,
         orderRepository: core.orderRepository,

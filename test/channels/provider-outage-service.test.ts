@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../src/simulator/index.js';
-import { freePort, startService, waitFor, type Service } from '../helpers/service.js';
+import { freePort, startService, type Service } from '../helpers/service.js';
 import { startOutageProxy, type OutageProxy } from '../helpers/outage-proxy.js';
 import { startHttpProxy, type HttpProxy } from '../helpers/http-proxy.js';
 import { startProviderStack, type ProviderStack } from '../techniques/chaos/stack.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * An outage of the payment provider is a state of the real service, not a crash: started with the
@@ -19,7 +20,7 @@ async function aliveUntil<T>(svc: Service, predicate: () => Maybe<T> | Promise<M
   const exited = svc.exited().then((exit) => {
     throw new Error(`the service exited (${JSON.stringify(exit)}) while waiting for ${what}:\n${svc.stderr()}`);
   });
-  return Promise.race([waitFor(predicate, timeoutMs, what), exited]);
+  return Promise.race([waitFor(predicate, { timeoutMs, what }), exited]);
 }
 
 describe('the provider unreachable', () => {

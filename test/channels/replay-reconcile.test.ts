@@ -54,14 +54,12 @@ async function paidAndVended(s: Service): Promise<{ orderId: number; invoiceId: 
   await s.waitFor(
     async () =>
       ((await fetch(`${s.localUrl}/api/orders/${created.json.orderId}`).then((r) => r.json())) as { state: string }).state === 'vended',
-    10_000,
-    'the vend',
+    { timeoutMs: 10_000, what: 'the vend' },
   );
-  await s.waitFor(
-    () => count(s, 'SELECT count(*) AS n FROM webhook_events WHERE processed_at IS NOT NULL') >= 1,
-    10_000,
-    'the webhook to be processed',
-  );
+  await s.waitFor(() => count(s, 'SELECT count(*) AS n FROM webhook_events WHERE processed_at IS NOT NULL') >= 1, {
+    timeoutMs: 10_000,
+    what: 'the webhook to be processed',
+  });
   return { orderId: created.json.orderId, invoiceId: created.json.invoiceId };
 }
 
@@ -137,8 +135,8 @@ describe('vendgate reconcile', () => {
     ]);
 
     await s.restart();
-    await s.waitFor(() => s.readSimLog().length === 1, 30_000, 'the vend after the restart');
-    await s.waitFor(() => count(s, "SELECT count(*) AS n FROM orders WHERE state = 'vended'") === 1, 30_000, 'the order to be vended');
+    await s.waitFor(() => s.readSimLog().length === 1, { what: 'the vend after the restart' });
+    await s.waitFor(() => count(s, "SELECT count(*) AS n FROM orders WHERE state = 'vended'") === 1, { what: 'the order to be vended' });
     expect((await cli(s, 'reconcile')).code).toBe(0);
   });
 

@@ -26,7 +26,7 @@ describe('the embedded demo (sandbox provider)', () => {
       body: '{"slot":"A2"}',
     }).then((r) => r.json())) as { orderId: number; invoiceId: string };
     expect((await fetch(`${s.localUrl}/sandbox/pay/${created.invoiceId}`, { method: 'POST' })).status).toBe(204);
-    await s.waitFor(() => s.readSimLog().length === 1, 30_000, 'the vend');
+    await s.waitFor(() => s.readSimLog().length === 1, { what: 'the vend' });
 
     const events = await s.waitFor(
       () => {
@@ -37,12 +37,11 @@ describe('the embedded demo (sandbox provider)', () => {
         );
         return found.length > 0 ? found : null;
       },
-      10_000,
-      'the processed webhook',
+      { timeoutMs: 10_000, what: 'the processed webhook' },
     );
     expect(events).toEqual([expect.objectContaining({ type: 'invoice.paid', source: 'webhook' })]);
     // The row can be read before the service's log line has come through its stdout pipe: wait for it.
-    const accepted = await s.waitFor(() => s.logs().find((l) => l.msg === 'webhook accepted'), 30_000, 'the "webhook accepted" log line');
+    const accepted = await s.waitFor(() => s.logs().find((l) => l.msg === 'webhook accepted'), { what: 'the "webhook accepted" log line' });
     expect(accepted).toMatchObject({ secretIndex: 0, type: 'invoice.paid' });
     expect(s.logs().find((l) => l.msg === 'vendgate ready')?.webhookUrl).toBe(s.webhookUrl);
     expect((await fetch(`${s.webhookUrl}/webhooks/health`)).status).toBe(200);

@@ -62,6 +62,6 @@ describe('webhook listener: verify first, then anything', () => {
       body,
     });
     expect(response.status).toBe(200);
-    await svc.waitFor(() => skewAlarm(), 30_000, 'the clock_skew alarm');
+    await svc.waitFor(() => skewAlarm(), { what: 'the clock_skew alarm' });
   });
 });

@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { freePort, startService, waitFor } from '../helpers/service.js';
+import { freePort, startService } from '../helpers/service.js';
 import { startEmbeddedBroker } from '../../src/mqtt/index.js';
 import { runCli } from '../../src/cli/index.js';
 import { fakeIo } from './cli-io.js';
+import { waitFor } from '../helpers/wait.js';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 const cleanups: (() => unknown)[] = [];
@@ -63,11 +64,9 @@ describe('the demo beside a busy port says in one line which option to use', () 
     cleanups.push(() => other.close());
     const svc = await startService({ config: { mqtt: { url: 'embedded', embeddedPort: other.port } } });
     cleanups.push(() => svc.stop());
-    const line = await waitFor(
-      () => svc.logs().find((l) => typeof l.msg === 'string' && l.msg.startsWith('MQTT off:')),
-      30_000,
-      'the MQTT off line',
-    );
+    const line = await waitFor(() => svc.logs().find((l) => typeof l.msg === 'string' && l.msg.startsWith('MQTT off:')), {
+      what: 'the MQTT off line',
+    });
     expect(line.msg).toMatch(/start with --broker-port \d+ \(npm start -- --broker-port \d+/);
 
     const { io, stdout } = fakeIo({ env: {} });

@@ -49,7 +49,7 @@ describe("vendgate command send: only the device's signed answer counts", () => 
     expect(shown.code).toBe(0);
     const deviceKey = new RegExp(`${deviceId}: (\\S+)`).exec(shown.stdout)![1]!;
     // The database the device runs, from its retained state: a command names its order by reference.
-    await watcher.until(() => watcher!.on(`${base}/state`).length > 0, 'the retained state', 30_000);
+    await watcher.until(() => watcher!.on(`${base}/state`).length > 0, { what: 'the retained state' });
     const dbId = (JSON.parse(watcher.on(`${base}/state`).at(-1)!.payload) as { dbId: string }).dbId;
 
     // The forger reads every command and answers at once, "ok", with and without a made-up signature.
@@ -95,7 +95,7 @@ describe("vendgate command send: only the device's signed answer counts", () => 
 
     // The device is back: its own answer (no such order) is the one printed, whatever came first.
     await svc.restart();
-    await watcher.until(() => watcher!.on(`${base}/status`).some((m) => m.payload === 'online'), 'online again', 30_000);
+    await watcher.until(() => watcher!.on(`${base}/status`).some((m) => m.payload === 'online'), { what: 'online again' });
     const answered = await send();
     expect(answered.code).toBe(1);
     expect(JSON.parse(answered.stdout)).toMatchObject({ ok: false, error: { code: 'VG_ERR_ORDER_NOT_FOUND' } });

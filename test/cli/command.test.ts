@@ -67,7 +67,7 @@ describe('vendgate command', () => {
     expect(sent.stderr).toBe('');
     expect(sent.code).toBe(0);
     expect(JSON.parse(sent.stdout)).toMatchObject({ ok: true });
-    await svc.waitFor(() => svc!.readSimLog().length === 1, 15_000, 'one test actuation');
+    await svc.waitFor(() => svc!.readSimLog().length === 1, { timeoutMs: 15_000, what: 'one test actuation' });
 
     // The same key under an id the device does not know: refused, exit 1, nothing actuated.
     const unknown = await run([

@@ -67,7 +67,10 @@ describe('vendgate db', () => {
         expect.objectContaining({ msg: 'database: restored from a backup', lineage: 'restored', source: 'vendgate db' }),
       ]);
       expect(lines[0]!.behind.backupTakenAt).toEqual(expect.any(Number));
-      await svc.waitFor(() => query(svc!, "SELECT 1 FROM alarms WHERE name = 'database_restored'").length === 1, 15_000, 'the alarm');
+      await svc.waitFor(() => query(svc!, "SELECT 1 FROM alarms WHERE name = 'database_restored'").length === 1, {
+        timeoutMs: 15_000,
+        what: 'the alarm',
+      });
       expect(query(svc, "SELECT kind FROM lineage_log WHERE kind IN ('db:backup', 'db:restore', 'start:restored') ORDER BY id")).toEqual([
         { kind: 'db:backup' },
         { kind: 'db:restore' },

@@ -4,12 +4,13 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { startService, waitFor } from '../helpers/service.js';
+import { startService } from '../helpers/service.js';
 import { testBroker } from '../helpers/broker.js';
 import { tempDir } from '../helpers/temp.js';
 import { OPERATOR } from '../helpers/operator.js';
 import { startEmbeddedBroker } from '../../src/mqtt/index.js';
 import { run } from './cli-io.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The operator's side of signed commands: `vendgate setup` asks for the broker and writes ops.yaml;
@@ -38,7 +39,7 @@ async function deviceOn(brokerUrl: string) {
   const deviceId = `ops-${randomBytes(4).toString('hex')}`;
   const svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: brokerUrl } } });
   cleanups.push(() => svc.stop());
-  await waitFor(() => svc.logs().some((l) => l.msg === 'MQTT connected'), 30_000, 'the device on the broker');
+  await waitFor(() => svc.logs().some((l) => l.msg === 'MQTT connected'), { what: 'the device on the broker' });
   return { deviceId, svc };
 }
 

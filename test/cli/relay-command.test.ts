@@ -3,9 +3,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, EXIT } from '../../src/cli/index.js';
 import { testBroker } from '../helpers/broker.js';
-import { freePort, waitFor } from '../helpers/service.js';
+import { freePort } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 import { fakeIo } from './cli-io.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('vendgate relay', () => {
   it('exits 78 and lists every problem when its settings are wrong, before listening', async () => {
@@ -42,11 +43,10 @@ describe('vendgate relay', () => {
         }),
         notify: (state) => notified.push(state),
       });
-      await waitFor(
-        async () => (await fetch(`http://127.0.0.1:${port}/webhooks/health`).catch(() => null))?.status === 200,
-        15_000,
-        'the relay healthy',
-      );
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/webhooks/health`).catch(() => null))?.status === 200, {
+        timeoutMs: 15_000,
+        what: 'the relay healthy',
+      });
       expect(notified).toContain('READY=1');
       expect((await fetch(`http://127.0.0.1:${port}/api/state`)).status).toBe(404);
       stop('SIGTERM');

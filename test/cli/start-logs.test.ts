@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { JOURNAL_PRIORITY, journalLine, pickLogFormat } from '../../src/util/logger.js';
 import { nodeSupport, maintainedNodeLines } from '../../src/util/node-support.js';
-import { freePort, waitFor } from '../helpers/service.js';
+import { freePort } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 const cleanups: (() => void)[] = [];
@@ -108,7 +109,7 @@ describe('service logs', () => {
       text += chunk.toString().replace(/\x1b\[[0-9;]*m/g, '');
     });
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    await waitFor(() => /vendgate ready/.test(text), 60_000, 'vendgate ready in the terminal');
+    await waitFor(() => /vendgate ready/.test(text), { timeoutMs: 60_000, what: 'vendgate ready in the terminal' });
     child.kill('SIGTERM');
     await exited;
     expect(text).toMatch(/INFO.*settings loaded/);

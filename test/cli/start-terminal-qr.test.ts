@@ -6,21 +6,12 @@ import { startCommand } from '../../src/cli/start.js';
 import { fakeIo } from './cli-io.js';
 import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
   while (cleanups.length) cleanups.pop()!();
 });
-
-async function until<T>(probe: () => T | undefined | null | false, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe('vendgate start on a terminal', () => {
   it("prints each new order's pay URL and its QR code (qrcode loaded on that first order)", async () => {
@@ -51,7 +42,7 @@ describe('vendgate start on a terminal', () => {
       },
     };
     const exited = startCommand({ config: configPath }, io);
-    await until(() => ready, 'READY=1');
+    await waitFor(() => ready, { what: 'READY=1' });
     const response = await fetch(`http://127.0.0.1:${localPort}/api/orders`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -59,7 +50,9 @@ describe('vendgate start on a terminal', () => {
     });
     expect(response.status).toBe(201);
     const order = (await response.json()) as { reference: string; payUrl: string };
-    const printed = await until(() => fake.stderr().includes(`Order ${order.reference}`) && fake.stderr(), 'the order on the terminal');
+    const printed = await waitFor(() => fake.stderr().includes(`Order ${order.reference}`) && fake.stderr(), {
+      what: 'the order on the terminal',
+    });
     expect(printed).toContain(`pay at ${order.payUrl}`);
     // The small terminal QR is drawn with half blocks.
     expect(printed.split(`pay at ${order.payUrl}`)[1]).toMatch(/[▀▄█]/);

@@ -42,7 +42,7 @@ describe('the audit and the service visit over MQTT', () => {
       const mine = () => watcher!.on(topic).filter((m) => JSON.parse(m.payload).requestId === requestId);
       const before = mine().length;
       await watcher!.publish(`${base}/cmd/${name}`, payload);
-      await watcher!.until(() => mine().length > before, `the result of ${requestId}`, 30_000);
+      await watcher!.until(() => mine().length > before, { timeoutMs: 30_000, what: `the result of ${requestId}` });
       return JSON.parse(mine()[before]!.payload);
     };
     /** The messages on the dex topic, parsed. */
@@ -97,14 +97,17 @@ describe('the audit and the service visit over MQTT', () => {
     expect(readDex(visit.dex).problems).toEqual([]);
     expect(va1(visit.dex)).toEqual([1500, 1, 1500, 1]);
     // The fill set the stock, through the refill code, audited with who and how.
-    await watcher!.until(() => events('stock.refilled').length > 0, 'the refill event', 30_000);
+    await watcher!.until(() => events('stock.refilled').length > 0, { timeoutMs: 30_000, what: 'the refill event' });
     expect(events('stock.refilled')[0]).toMatchObject({
       slot: 'A1',
       stock: 12,
       by: `visit:Bat via mqtt (key ${OPERATOR.keyId}, request v-1)`,
     });
     // The same read on the dex topic (QoS 1, not retained), kind visit.
-    await watcher!.until(() => dexMessages().some((m) => m.kind === 'visit'), 'the visit read on the dex topic', 30_000);
+    await watcher!.until(() => dexMessages().some((m) => m.kind === 'visit'), {
+      timeoutMs: 30_000,
+      what: 'the visit read on the dex topic',
+    });
     const onDex = dexMessages().find((m) => m.kind === 'visit');
     expect(onDex).toMatchObject({ type: 'dex.read', read: 1, retain: false, by: 'Bat' });
     expect(onDex.dex).toBe(visit.dex);
@@ -136,7 +139,7 @@ describe('the audit and the service visit over MQTT', () => {
     // Read-only: no operator key needed (a VMS collector), never a reset.
     const first = await send('dex', JSON.stringify({ requestId: 'd-1' }), 'd-1');
     expect(first).toMatchObject({ ok: true, result: { read: 1, kind: 'read', paid: { init: { count: 1, value: 1500 } } } });
-    await watcher!.until(() => dexMessages().length === 1, 'the read on the dex topic', 30_000);
+    await watcher!.until(() => dexMessages().length === 1, { timeoutMs: 30_000, what: 'the read on the dex topic' });
     const read1 = dexMessages()[0];
     expect(read1).toMatchObject({ type: 'dex.read', kind: 'read', read: 1, retain: false });
     expect(readDex(read1.dex).problems).toEqual([]);
@@ -150,7 +153,7 @@ describe('the audit and the service visit over MQTT', () => {
     // A collector that missed read 1 asks for it: the same bytes, marked as re-sent.
     const again = await send('dex', JSON.stringify({ requestId: 'd-3', read: 1 }), 'd-3');
     expect(again).toMatchObject({ ok: true, result: { read: 1, kind: 'read', resent: true } });
-    await watcher!.until(() => dexMessages().length === 2, 'the re-sent read', 30_000);
+    await watcher!.until(() => dexMessages().length === 2, { timeoutMs: 30_000, what: 'the re-sent read' });
     const resent = dexMessages()[1];
     expect(resent).toMatchObject({ read: 1, kind: 'read', resent: { by: 'mqtt' } });
     expect(resent.dex).toBe(read1.dex);

@@ -33,8 +33,7 @@ describe('fiscal receipts in the running service', () => {
         };
         return body.phase === 'vended' && body.receipt?.status === 'issued' ? body : null;
       },
-      30_000,
-      'the result screen with an issued receipt',
+      { what: 'the result screen with an issued receipt' },
     );
     expect(state.receiptQrSvg).toMatch(/^<svg/);
     const metrics = await (await fetch(`${svc.localUrl}/metrics`)).text();
@@ -92,8 +91,7 @@ describe('fiscal receipts in the running service', () => {
           ? text
           : null;
       },
-      30_000,
-      'register_up 0 and a receipt waiting 2 s',
+      { what: 'register_up 0 and a receipt waiting 2 s' },
     );
     expect(down).toMatch(/^vendgate_receipts_total\{kind="sale"\} 0$/m);
     // Past stopSalesAfterHours: /healthz fails on the fiscal reason and a new order is refused.
@@ -102,8 +100,7 @@ describe('fiscal receipts in the running service', () => {
         const h = await healthz();
         return h.status === 503 && /fiscal/.test(h.body.checks.service?.detail ?? '') ? h : null;
       },
-      30_000,
-      '/healthz naming the fiscal stop',
+      { what: '/healthz naming the fiscal stop' },
     );
     expect(stopped.body.checks.service).toMatchObject({ ok: false, detail: expect.stringContaining('fiscal.stopSalesAfterHours: 0.001') });
     const refused = await post(`${svc.localUrl}/api/orders`, { slot: 'A1' });
@@ -123,8 +120,7 @@ describe('fiscal receipts in the running service', () => {
           ? true
           : null;
       },
-      30_000,
-      'register_up 1, nothing waiting, /healthz 200',
+      { what: 'register_up 1, nothing waiting, /healthz 200' },
     );
     expect(await metrics()).toMatch(/^vendgate_receipts_total\{kind="sale"\} 1$/m);
     expect(back.registers.webkassa.records().cashboxes[0]!.checks).toHaveLength(1);

@@ -2,24 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { loadSettings, parseSettings, SettingsError, DEMO_CONFIG_PATH } from '../../src/settings/index.js';
+import { loadSettings, parseSettings, DEMO_CONFIG_PATH } from '../../src/settings/index.js';
 import { redactUrl } from '../../src/settings/sections/fiscal.js';
 import { createRegister } from '../../src/fiscal/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { tempDir } from '../helpers/temp.js';
+import { settingsProblems } from '../helpers/core.js';
 
 const device = { id: 'vm-001', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] };
-
-function problems(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof SettingsError) return err.problems;
-    throw err;
-  }
-  return [];
-}
 
 describe('fiscal settings', () => {
   it('no register by default: no receipts, no stop of sales', async () => {
@@ -34,7 +25,7 @@ describe('fiscal settings', () => {
   });
 
   it('ebarimt names every missing key, and a district code must be 4 digits', () => {
-    expect(problems(() => parseSettings({ device, fiscal: { register: 'ebarimt', ebarimt: { districtCode: '35' } } }))).toEqual([
+    expect(settingsProblems(() => parseSettings({ device, fiscal: { register: 'ebarimt', ebarimt: { districtCode: '35' } } }))).toEqual([
       'fiscal.ebarimt.districtCode: the district code: 4 digits such as 3505',
       expect.stringMatching(/^fiscal\.ebarimt\.url: required for register ebarimt/),
       expect.stringMatching(/^fiscal\.ebarimt\.merchantTin: required/),
@@ -56,13 +47,13 @@ describe('fiscal settings', () => {
       const path = join(dir.path, 'config.yaml');
       const fiscal = { register: 'webkassa', webkassa: { url: 'https://devkkm.example.kz', cashboxId: 'SWK00001' } };
       writeFileSync(path, stringify({ device, fiscal: { ...fiscal, webkassa: { ...fiscal.webkassa, token: 'in-the-file' } } }));
-      const refused = problems(() => loadSettings({ path, env: { VENDGATE_FISCAL_WEBKASSA_TOKEN: 't0ken' } }));
+      const refused = settingsProblems(() => loadSettings({ path, env: { VENDGATE_FISCAL_WEBKASSA_TOKEN: 't0ken' } }));
       expect(refused).toEqual([
         expect.stringMatching(/^fiscal\.webkassa\.token: secrets are not read from the file; set VENDGATE_FISCAL_WEBKASSA_TOKEN/),
       ]);
       expect(refused.join(' ')).not.toContain('in-the-file');
       writeFileSync(path, stringify({ device, fiscal }));
-      expect(problems(() => loadSettings({ path, env: {} }))).toEqual([
+      expect(settingsProblems(() => loadSettings({ path, env: {} }))).toEqual([
         'fiscal.webkassa.login: required for register webkassa: login (and VENDGATE_FISCAL_WEBKASSA_PASSWORD), or a session token in VENDGATE_FISCAL_WEBKASSA_TOKEN',
       ]);
       const { settings, environment } = loadSettings({ path, env: { VENDGATE_FISCAL_WEBKASSA_TOKEN: 't0ken' } });
@@ -75,7 +66,7 @@ describe('fiscal settings', () => {
 
   it('refuses unknown registers, unknown keys, bad time zones and negative hours, each with its path', () => {
     expect(
-      problems(() =>
+      settingsProblems(() =>
         parseSettings({ device, fiscal: { register: 'paper', timeZone: 'Mars/Olympus', stopSalesAfterHours: -1, lotery: 1 } }),
       ),
     ).toEqual([

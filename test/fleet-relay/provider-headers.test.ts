@@ -18,7 +18,7 @@ import {
 import { createSimulator } from '../../src/simulator/index.js';
 import { systemClock } from '../../src/util/index.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';
-import { waitFor } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 import { tempDatabase } from '../mqtt/harness.js';
 import { clearRetainedUnder } from '../mqtt/watch.js';
 
@@ -266,7 +266,10 @@ describe('provider webhook headers have one home', () => {
         subscription.start();
         cleanups.push(() => subscription.stop());
         const relay = await relayTo(broker.url, prefix, name);
-        await waitFor(() => relay.ready() && relay.stats().devices === 1, 20_000, 'the relay to read the device route');
+        await waitFor(() => relay.ready() && relay.stats().devices === 1, {
+          timeoutMs: 20_000,
+          what: 'the relay to read the device route',
+        });
 
         const delivery = device.delivery(reference);
         // A caller-sent copy of the listener's query header is overwritten, never trusted.
@@ -283,8 +286,7 @@ describe('provider webhook headers have one home', () => {
             const rows = db.prepare('SELECT event_id FROM webhook_events').all() as { event_id: string }[];
             return rows.length > 0 ? rows : null;
           },
-          10_000,
-          'the event in the device inbox',
+          { timeoutMs: 10_000, what: 'the event in the device inbox' },
         );
         expect(refused).toEqual([]);
         expect(stored).toHaveLength(1);

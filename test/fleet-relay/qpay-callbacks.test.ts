@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startProviderStack, type OrderAnswer, type ProviderStack } from '../techniques/chaos/stack.js';
 import { relayProcess, type RelayProcess } from '../techniques/e2e/fleet/relay-process.js';
 import { testBroker, uniqueId, type TestBroker } from '../helpers/broker.js';
-import { waitFor } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 import { watch, clearRetainedUnder, type Watcher } from '../mqtt/watch.js';
 
 /**
@@ -67,11 +67,10 @@ async function setup(): Promise<Setup> {
     },
   });
   cleanups.push(() => stack.stop());
-  await waitFor(
-    () => relay.logs().some((l) => l.msg === 'device route announced' && l.deviceId === deviceId),
-    30_000,
-    'the relay to learn the device route',
-  );
+  await waitFor(() => relay.logs().some((l) => l.msg === 'device route announced' && l.deviceId === deviceId), {
+    timeoutMs: 30_000,
+    what: 'the relay to learn the device route',
+  });
   return { broker, relay, stack, watcher, prefix, deviceId };
 }
 
@@ -95,7 +94,7 @@ describe('qpay callbacks through the fleet relay', () => {
     const { relay, stack: s, watcher, prefix, deviceId } = await setup();
     const placed = await order(s);
     // Let the poller's first read of the new order pass: from here on it waits 60 s.
-    await waitFor(() => readsOf(s, placed.invoiceId!) > 0, 10_000, 'the first poll of the new order');
+    await waitFor(() => readsOf(s, placed.invoiceId!) > 0, { timeoutMs: 10_000, what: 'the first poll of the new order' });
     const paidAt = Date.now();
     await s.sim.pay(placed.invoiceId!);
 
@@ -112,11 +111,10 @@ describe('qpay callbacks through the fleet relay', () => {
     // Replays of the callback (and QPay's own repeats) cause reads at most: still one actuation.
     for (let i = 0; i < 5; i += 1) expect((await relayCallback(relay, `ref=${placed.reference}`)).status).toBe(200);
     await s.sim.waitForDeliveriesIdle();
-    await waitFor(
-      () => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0,
-      15_000,
-      'the replayed hints to be worked',
-    );
+    await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0, {
+      timeoutMs: 15_000,
+      what: 'the replayed hints to be worked',
+    });
     expect(s.actuationsByOrder().get(placed.orderId)).toBe(1);
     expect((await s.order(placed.orderId))?.state).toBe('vended');
   });
@@ -124,7 +122,7 @@ describe('qpay callbacks through the fleet relay', () => {
   it('forged callbacks through the relay cause reads, never a decision; made-up references go nowhere', { timeout: 120_000 }, async () => {
     const { relay, stack: s, watcher, prefix, deviceId } = await setup();
     const placed = await order(s);
-    await waitFor(() => readsOf(s, placed.invoiceId!) > 0, 10_000, 'the first poll of the new order');
+    await waitFor(() => readsOf(s, placed.invoiceId!) > 0, { timeoutMs: 10_000, what: 'the first poll of the new order' });
     const before = readsOf(s, placed.invoiceId!);
 
     // A forger who learned the callback URL, claiming payment in every way a body could.
@@ -138,12 +136,11 @@ describe('qpay callbacks through the fleet relay', () => {
       );
       expect(answer.status).toBe(200);
     }
-    await waitFor(() => readsOf(s, placed.invoiceId!) > before, 15_000, 'a read caused by a forged callback');
-    await waitFor(
-      () => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0,
-      15_000,
-      'the forged hints to be worked',
-    );
+    await waitFor(() => readsOf(s, placed.invoiceId!) > before, { timeoutMs: 15_000, what: 'a read caused by a forged callback' });
+    await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0, {
+      timeoutMs: 15_000,
+      what: 'the forged hints to be worked',
+    });
     expect((await s.order(placed.orderId))?.state).toBe('awaiting_payment');
     expect(s.svc.readSimLog()).toHaveLength(0);
     // A flood is bounded at the device: one stored hint per order per 5 s window.
@@ -159,11 +156,10 @@ describe('qpay callbacks through the fleet relay', () => {
     expect((await relayCallback(relay, 'x=1')).status).toBe(400);
     expect((await relayCallback(relay, `ref=${placed.reference}&ref=${placed.reference}`)).status).toBe(400);
     expect(watcher.messages.length).toBe(published);
-    await waitFor(
-      () => s.svc.logs().some((l) => l.msg === 'broker webhook refused: verification failed'),
-      15_000,
-      'the device to refuse the stranger',
-    );
+    await waitFor(() => s.svc.logs().some((l) => l.msg === 'broker webhook refused: verification failed'), {
+      timeoutMs: 15_000,
+      what: 'the device to refuse the stranger',
+    });
     expect(s.query('SELECT event_id FROM webhook_events WHERE event_id LIKE ?', `%${stranger}%`)).toEqual([]);
 
     // The real payment still sells, once.

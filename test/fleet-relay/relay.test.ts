@@ -8,7 +8,7 @@ import { decodeWebhookMessage, createFleetTopics } from '../../src/mqtt/index.js
 import { signGeregeTestPayload, signQutpayTestPayload, ProviderError, type PaymentProvider } from '../../src/payments/index.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';
 import { watch, clearRetainedUnder, type Watcher } from '../mqtt/watch.js';
-import { waitFor } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'whsec_relay_test';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -83,7 +83,7 @@ describe('vendgate relay', () => {
     await announce(w, prefix, 'vm-1', ['vm-1-aaaa-']);
     await announce(w, prefix, 'vm-1-b', ['vm-1-b-cccc-']);
     const relay = await startRelay(broker.url, prefix);
-    await waitFor(() => relay.ready() && relay.stats().devices === 2, 30_000, 'the relay to read both routes');
+    await waitFor(() => relay.ready() && relay.stats().devices === 2, { what: 'the relay to read both routes' });
 
     const event = geregeEvent('evt_1', { id: 'pi_1', object: 'payment_intent', status: 'succeeded', reference: 'vm-1-b-cccc-7' });
     const answer = await relay.inject({
@@ -108,7 +108,7 @@ describe('vendgate relay', () => {
     const { broker, prefix, w } = await fleet();
     await announce(w, prefix, 'vm-2', ['vm-2-aaaa-']);
     const relay = await startRelay(broker.url, prefix);
-    await waitFor(() => relay.ready() && relay.stats().devices === 1, 30_000, 'the route');
+    await waitFor(() => relay.ready() && relay.stats().devices === 1, { what: 'the route' });
     const bad = geregeEvent('evt_bad', { id: 'pi_2', reference: 'vm-2-aaaa-1' });
     const tampered = bad.body.replace('pi_2', 'pi_3');
     const refused = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: bad.headers, payload: tampered });
@@ -140,7 +140,7 @@ describe('vendgate relay', () => {
     const { broker, prefix, w } = await fleet();
     await announce(w, prefix, 'vm-3', ['vm-4-aaaa-']);
     const relay = await startRelay(broker.url, prefix);
-    await waitFor(() => relay.ready(), 30_000, 'the relay');
+    await waitFor(() => relay.ready(), { what: 'the relay' });
     const event = geregeEvent('evt_other', { id: 'pi_x', reference: 'vm-4-aaaa-1' });
     const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
     expect(answer.statusCode).toBe(202);
@@ -150,7 +150,7 @@ describe('vendgate relay', () => {
   it('right after start-up answers an unknown reference with 503, not 202: its route may still be on the way', async () => {
     const { broker, prefix } = await fleet();
     const relay = await startRelay(broker.url, prefix, null, { routesWarmupSec: 600 });
-    await waitFor(() => relay.ready(), 30_000, 'the relay');
+    await waitFor(() => relay.ready(), { what: 'the relay' });
     const event = geregeEvent('evt_early', { id: 'pi_e', reference: 'vm-9-aaaa-1' });
     const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
     expect(answer.statusCode).toBe(503);
@@ -188,7 +188,7 @@ describe('vendgate relay', () => {
     cleanups.push(() => w.close());
     await announce(w, prefix, 'vm-7', ['vm-7-aaaa-']);
     const relay = await startRelay(url, prefix);
-    await waitFor(() => relay.stats().devices === 1 && release !== null, 30_000, 'the retained route read, the marker held');
+    await waitFor(() => relay.stats().devices === 1 && release !== null, { what: 'the retained route read, the marker held' });
 
     const post = async (id: string, reference: string) => {
       const event = geregeEvent(id, { id: `pi_${id}`, reference });
@@ -205,7 +205,7 @@ describe('vendgate relay', () => {
     expect(relay.stats()).toMatchObject({ unrouted: 0, retryLater: 1, published: 1 });
 
     release!();
-    await waitFor(() => relay.ready(), 30_000, 'the backlog read');
+    await waitFor(() => relay.ready(), { what: 'the backlog read' });
     expect((await relay.inject({ method: 'GET', url: '/webhooks/health' })).statusCode).toBe(200);
     expect((await post('evt_u2', 'vm-8-aaaa-1')).statusCode).toBe(202);
     expect(relay.stats()).toMatchObject({ unrouted: 1 });
@@ -225,7 +225,7 @@ describe('vendgate relay', () => {
       },
     } as unknown as PaymentProvider;
     const relay = await startRelay(broker.url, prefix, lookup);
-    await waitFor(() => relay.ready() && relay.stats().devices === 1, 30_000, 'the route');
+    await waitFor(() => relay.ready() && relay.stats().devices === 1, { what: 'the route' });
     for (const id of ['evt_r1', 'evt_r2']) {
       const refund = geregeEvent(id, { id: `re_${id}`, object: 'refund', payment_intent: 'pi_5', status: 'succeeded' }, 'refund.succeeded');
       const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: refund.headers, payload: refund.body });
@@ -267,18 +267,17 @@ describe('vendgate relay', () => {
     cleanups.push(() => w.close());
     await announce(w, prefix, 'vm-6', ['vm-6-aaaa-']);
     const relay = await startRelay(url, prefix);
-    await waitFor(() => relay.ready() && relay.stats().devices === 1, 30_000, 'the route');
+    await waitFor(() => relay.ready() && relay.stats().devices === 1, { what: 'the route' });
     const event = geregeEvent('evt_6', { id: 'pi_6', reference: 'vm-6-aaaa-1' });
     const answer = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
     expect(answer.statusCode).toBe(503);
     expect(relay.stats().notAcknowledged).toBe(1);
 
     for (const s of sockets) s.destroy();
-    await waitFor(
-      async () => (await relay.inject({ method: 'GET', url: '/webhooks/health' })).statusCode === 503,
-      10_000,
-      'health to say no broker',
-    );
+    await waitFor(async () => (await relay.inject({ method: 'GET', url: '/webhooks/health' })).statusCode === 503, {
+      timeoutMs: 10_000,
+      what: 'health to say no broker',
+    });
     const noBroker = await relay.inject({ method: 'POST', url: '/webhooks/gerege', headers: event.headers, payload: event.body });
     expect([503]).toContain(noBroker.statusCode);
   });

@@ -6,9 +6,7 @@ import { parseRelaySettings } from '../../src/settings/index.js';
 import { signGeregeTestPayload } from '../../src/payments/index.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';
 import { watch, clearRetainedUnder, type Watcher } from '../mqtt/watch.js';
-import { waitFor as poll } from '../helpers/temp.js';
-
-const waitFor = <T>(predicate: () => T, timeoutMs: number, what: string) => poll(predicate, { timeoutMs, what });
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * One device on the broker must not stall the relay: its route topic is the only one its account
@@ -90,7 +88,7 @@ describe('relay: a device flooding route announcements', () => {
   it('keeps serving webhooks, drops the oversized routes with a counter, and keeps the honest route', async () => {
     const { url, prefix, w } = await fleet();
     const { relay, url: relayUrl } = await startRelay(url, prefix);
-    await waitFor(() => relay.ready() && relay.stats().devices === 1, 30_000, 'the honest route');
+    await waitFor(() => relay.ready() && relay.stats().devices === 1, { what: 'the honest route' });
 
     const latencies: number[] = [];
     const statuses: number[] = [];
@@ -119,9 +117,9 @@ describe('relay: a device flooding route announcements', () => {
       await w.publish(topic, tooMany);
       await w.publish(topic, huge, { retain: round === 19 });
     }
-    await waitFor(() => relay.stats().routesDropped >= 40, 60_000, 'every oversized announcement to be dropped');
+    await waitFor(() => relay.stats().routesDropped >= 40, { timeoutMs: 60_000, what: 'every oversized announcement to be dropped' });
     // The last word of vm-bad was the retained 0.67 MB route: it has no route now.
-    await waitFor(() => relay.stats().devices === 1, 30_000, 'vm-bad to be forgotten');
+    await waitFor(() => relay.stats().devices === 1, { what: 'vm-bad to be forgotten' });
     sending = false;
     await sender;
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
@@ -135,7 +133,7 @@ describe('relay: a device flooding route announcements', () => {
 
     // Every reconnect reads the retained 0.67 MB route again: a fresh replica drops it and serves.
     const fresh = await startRelay(url, prefix);
-    await waitFor(() => fresh.relay.ready(), 30_000, 'the fresh replica to read the backlog');
+    await waitFor(() => fresh.relay.ready(), { what: 'the fresh replica to read the backlog' });
     expect(fresh.relay.stats().routesDropped).toBe(1);
     expect(fresh.relay.stats().devices).toBe(1);
     expect((await postWebhook(fresh.url, 9_999)).status).toBe(200);
@@ -162,14 +160,14 @@ describe("relay listener: the device webhook listener's limits", () => {
     slow.on('connect', () => slow.write('POST /webhooks/gerege HTTP/1.1\r\nHost: relay\r\n'));
     let slowClosed = false;
     slow.on('close', () => (slowClosed = true));
-    await waitFor(() => slowClosed, 30_000, 'the header timeout to cut the slow client');
+    await waitFor(() => slowClosed, { what: 'the header timeout to cut the slow client' });
 
     const idle = [open(relayUrl), open(relayUrl), open(relayUrl)];
-    await waitFor(() => idle.every((s) => s.readyState === 'open'), 10_000, 'three connections');
+    await waitFor(() => idle.every((s) => s.readyState === 'open'), { timeoutMs: 10_000, what: 'three connections' });
     const fourth = open(relayUrl);
-    await waitFor(() => fourth.readyState === 'open', 10_000, 'the fourth connection');
+    await waitFor(() => fourth.readyState === 'open', { timeoutMs: 10_000, what: 'the fourth connection' });
     // At the cap, the oldest connection that never sent a request is pushed out.
-    await waitFor(() => closed(idle[0]!), 10_000, 'the oldest idle connection to be pushed out');
+    await waitFor(() => closed(idle[0]!), { timeoutMs: 10_000, what: 'the oldest idle connection to be pushed out' });
     expect((await postWebhook(relayUrl, 1)).status).toBe(200);
   });
 });

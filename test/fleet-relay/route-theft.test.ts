@@ -5,10 +5,11 @@ import { join } from 'node:path';
 import type { MqttClient } from 'mqtt';
 import { signGeregeTestPayload } from '../../src/payments/index.js';
 import { decodeWebhookMessage } from '../../src/mqtt/index.js';
-import { waitFor } from '../helpers/service.js';
+
 import { CA, mqttClient, startBrokers } from '../techniques/e2e/fleet/fleet.js';
 import type { Mosquitto } from '../techniques/e2e/fleet/mosquitto.js';
 import { relayProcess, type RelayProcess } from '../techniques/e2e/fleet/relay-process.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Routes no device can steal, and a relay that never answers 2xx for a route it has not read yet:
@@ -91,7 +92,10 @@ async function retainedOnB(devices: string[]): Promise<void> {
   spy.client.on('message', (topic) => seen.add(topic.split('/')[1]!));
   // The retained routes follow the subscription, and a route bridged later arrives live.
   await spy.client.subscribeAsync('vendgate/+/route', { qos: 1 });
-  await waitFor(() => devices.every((d) => seen.has(d)), 60_000, `the retained routes of ${devices.join(', ')} on the relay broker`);
+  await waitFor(() => devices.every((d) => seen.has(d)), {
+    timeoutMs: 60_000,
+    what: `the retained routes of ${devices.join(', ')} on the relay broker`,
+  });
   await spy.client.endAsync(true);
 }
 
@@ -116,11 +120,10 @@ describe('relay routes (shipped Mosquitto config and ACL, relay process)', () =>
         const a = await webhook(r.port, 'evt_theft_1', `m1-2-${DB}-5-0badf00d`);
         return a.status === 503 ? null : a;
       },
-      30_000,
-      'an answer other than 503',
+      { what: 'an answer other than 503' },
     );
     expect(answer).toEqual({ status: 200, body: { received: true, device: 'm1-2' } });
-    await waitFor(() => m12.got.length > 0, 30_000, "the webhook at m1-2's subscription");
+    await waitFor(() => m12.got.length > 0, { what: "the webhook at m1-2's subscription" });
     expect(m12.got.map((m) => m.topic)).toEqual(['vendgate/m1-2/webhooks/gerege']);
     expect(decodeWebhookMessage(m12.got[0]!.payload).rawBody.toString()).toContain(`m1-2-${DB}-5-0badf00d`);
 
@@ -131,11 +134,10 @@ describe('relay routes (shipped Mosquitto config and ACL, relay process)', () =>
         const a = await webhook(r.port, 'evt_own_1', `m1-${DB}-9-cafebabe`);
         return a.status === 200 ? a : null;
       },
-      30_000,
-      "m1's own order routed",
+      { what: "m1's own order routed" },
     );
     expect(own.body.device).toBe('m1');
-    await waitFor(() => m1.got.length > 0, 30_000, "the webhook at m1's subscription");
+    await waitFor(() => m1.got.length > 0, { what: "the webhook at m1's subscription" });
     expect(m1.got.map((m) => decodeWebhookMessage(m.payload).rawBody.toString()).join()).not.toContain(`m1-2-${DB}`);
     expect(m12.got).toHaveLength(1);
   });
@@ -164,8 +166,7 @@ describe('relay routes (shipped Mosquitto config and ACL, relay process)', () =>
         if (a) answers.push(a.status);
         return a?.status === 200 ? a : null;
       },
-      90_000,
-      `a 200 for ${last}`,
+      { timeoutMs: 90_000, what: `a 200 for ${last}` },
     );
     await starting;
     // Until the route was read: 503 (the provider retries). Never 202 ("no such device"): that is a lost webhook.

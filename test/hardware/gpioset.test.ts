@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createActuator, createHardwareBus, type Actuator } from '../../src/hardware/index.js';
 import { silentLogger, systemClock } from '../../src/util/index.js';
 import { hardwareSettings } from './fakes/settings.js';
-import { waitFor } from './fakes/wait-for.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * A stand-in for libgpiod's gpioset: answers --version, logs each invocation with its pid, holds

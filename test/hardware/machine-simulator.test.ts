@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { runMachineSimulator, type MachineSimulator } from '../../src/hardware/index.js';
 import { silentLogger } from '../../src/util/index.js';
 import { createMockSerial } from './fakes/mock-serial.js';
-import { waitFor } from './fakes/wait-for.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** The test plays the gateway: it writes commands into the simulator's port and reads its answers. */
 describe('machine simulator (vendgate simulate-machine)', () => {

@@ -4,7 +4,7 @@ import { systemClock } from '../../src/util/index.js';
 import { captureLogger } from './fakes/capture-logger.js';
 import { createMockSerial } from './fakes/mock-serial.js';
 import { hardwareSettings } from './fakes/settings.js';
-import { waitFor } from './fakes/wait-for.js';
+import { waitFor } from '../helpers/wait.js';
 
 const request = (overrides: Partial<VendRequest> = {}): VendRequest => ({
   orderId: 3,

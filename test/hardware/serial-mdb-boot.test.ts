@@ -4,7 +4,7 @@ import { systemClock } from '../../src/util/index.js';
 import { captureLogger } from './fakes/capture-logger.js';
 import { createMockSerial } from './fakes/mock-serial.js';
 import { hardwareSettings } from './fakes/settings.js';
-import { waitFor } from './fakes/wait-for.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The board reports the reader coming up after C,1 (the vendor's own example: INACTIVE, DISABLED,

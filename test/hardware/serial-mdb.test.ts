@@ -7,7 +7,7 @@ import { systemClock } from '../../src/util/index.js';
 import { captureLogger } from './fakes/capture-logger.js';
 import { createMockSerial } from './fakes/mock-serial.js';
 import { hardwareSettings } from './fakes/settings.js';
-import { waitFor } from './fakes/wait-for.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SETCONF = ['C,SETCONF,mdb-always-idle=1', 'C,SETCONF,mdb-currency-code=0x1496'];
 const ENABLE = ['C,0', ...SETCONF, 'C,1'].map((l) => `${l}\n`).join('');

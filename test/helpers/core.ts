@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { commandSettings } from './operator.js';
-import { parseSettings, type Settings, type SettingsInput } from '../../src/settings/index.js';
+import { parseSettings, SettingsError, type Settings, type SettingsInput } from '../../src/settings/index.js';
 import { openDatabase, type Db } from '../../src/store/index.js';
 import { createManualClock, type Clock } from '../../src/util/clock.js';
 import { silentLogger, type Logger } from '../../src/util/logger.js';
@@ -9,10 +9,11 @@ import { createOrderRepository, createProviderHealth, type OrderRepository, type
 import { createMoneyPath, type MoneyPath } from '../../src/money/index.js';
 import { observationOf } from '../../src/ledger/index.js';
 import type { Actuator, VendRequest } from '../../src/hardware/index.js';
-import type { PaymentProvider } from '../../src/payments/types.js';
+import type { PaymentProvider, ProviderCallOutcome } from '../../src/payments/types.js';
 import { createVendRunner, type ReceiptPort } from '../../src/vend/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
 import { tempDir } from './temp.js';
+import { openMigrated } from './database.js';
 
 export const CATALOG = [
   { slot: 'A1', name: 'Water', price: 1500 },
@@ -61,6 +62,17 @@ export interface CoreNode {
   money: MoneyPath;
 }
 
+/** The problems a settings parse or load reports (SettingsError.problems); [] when it passes. */
+export function settingsProblems(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof SettingsError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
 /**
  * The one test composition of the money path: the database at `settings.storage.path` opened as the
  * service opens it, its outbox and provider health, and `createMoneyPath` — the product's own wiring
@@ -69,7 +81,7 @@ export interface CoreNode {
  */
 export function composeMoneyPath(deps: CoreDeps): CoreNode {
   const { settings, clock, logger, provider, actuator } = deps;
-  const db = openDatabase(settings.storage.path);
+  const db = openMigrated(settings.storage.path);
   const outbox = createOutbox({ db, clock, deviceId: settings.device.id });
   const health = createProviderHealth(clock);
   const orderRepository = createOrderRepository({ db, clock });
@@ -80,7 +92,7 @@ export function composeMoneyPath(deps: CoreDeps): CoreNode {
       logger,
       outbox,
       orderRepository,
-      provider,
+      provider: reportingCalls(provider, (outcome) => health.heard(outcome)),
       actuator,
       health,
       outOfService: deps.outOfService ?? (() => null),
@@ -90,6 +102,33 @@ export function composeMoneyPath(deps: CoreDeps): CoreNode {
     settings,
   );
   return { db, outbox, orderRepository, health, money };
+}
+
+/**
+ * `provider` as the device sees a provider built on the payments HTTP client: the outcome of each
+ * call is told to `onCall` (HttpClientDeps.onCall, which provider health subscribes to in app.ts).
+ */
+export function reportingCalls(provider: PaymentProvider, onCall: (outcome: ProviderCallOutcome) => void): PaymentProvider {
+  return new Proxy(provider, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function' || key === 'verifyWebhook') return value;
+      return (...args: unknown[]) => {
+        const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (!(result instanceof Promise)) return result;
+        return result.then(
+          (answer: unknown) => {
+            onCall({ ok: true });
+            return answer;
+          },
+          (error: unknown) => {
+            onCall({ ok: false, error });
+            throw error;
+          },
+        );
+      };
+    },
+  });
 }
 
 /** The money path on a real SQLite file with a scriptable provider and a manual clock. */

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from './service.js';
+import { waitFor } from './wait.js';
 
 const SOURCE_DIR = new URL('../techniques/power-cut/', import.meta.url).pathname;
 
@@ -77,8 +77,7 @@ export async function mountPowerCutFs(): Promise<PowerCutFs> {
         if (exited) throw new Error(`power-cut-fs exited before mounting: ${stderr}`);
         return mounted(path);
       },
-      30_000,
-      `power-cut-fs mounted at ${path}`,
+      { what: `power-cut-fs mounted at ${path}` },
     );
   }
 
@@ -91,7 +90,7 @@ export async function mountPowerCutFs(): Promise<PowerCutFs> {
       await gone;
     }
     spawnSync('umount', ['-l', path]);
-    await waitFor(() => !mounted(path), 30_000, `${path} unmounted`);
+    await waitFor(() => !mounted(path), { what: `${path} unmounted` });
   }
 
   await mount();

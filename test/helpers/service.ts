@@ -6,7 +6,7 @@
  *   const svc = await startService({ config: { poll: { intervalMs: 100 } }, env: { VENDGATE_CRASH_AT: 'after_claim_commit' } });
  *   svc.localUrl, svc.webhookUrl          // http://127.0.0.1:<port>; both stay the same across restart()
  *   svc.dir, svc.dbPath, svc.configPath   // the temp directory: database, sandbox.db, actuations.jsonl
- *   await svc.waitFor(() => svc.readSimLog().length === 1, 5_000, 'one actuation');
+ *   await svc.waitFor(() => svc.readSimLog().length === 1, { timeoutMs: 5_000, what: 'one actuation' });
  *   svc.readSimLog()                      // the sim actuator's JSON lines: the physical truth
  *   svc.logs()                            // parsed JSON log lines of every run so far
  *   await svc.kill('SIGKILL'); await svc.restart({ env: {} });
@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { commandSettings } from './operator.js';
+import { waitFor } from './wait.js';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 
@@ -66,8 +67,8 @@ export interface Service {
   stderr(): string;
   /** The sim actuator log, one object per actuation. */
   readSimLog(): { orderId: number; slot?: string | null; at?: string; [key: string]: unknown }[];
-  /** Polls `predicate` (sync or async) until it returns a truthy value; throws after `timeoutMs`. */
-  waitFor<T>(predicate: () => T | Falsy | Promise<T | Falsy>, timeoutMs?: number, what?: string): Promise<T>;
+  /** The suite's one wait (test/helpers/wait.ts), here for convenience. */
+  waitFor: typeof waitFor;
   /** Sends a signal and waits for the process to exit. */
   kill(signal?: NodeJS.Signals): Promise<Exit>;
   /** Resolves when the current run exits by itself (e.g. a crash point). */
@@ -177,24 +178,6 @@ async function reservedPort(): Promise<number> {
   }
 }
 
-type Falsy = null | undefined | false | 0 | '';
-
-export async function waitFor<T>(predicate: () => T | Falsy | Promise<T | Falsy>, timeoutMs = 30_000, what = 'a condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await predicate();
-      if (value) return value as T;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -293,8 +276,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           );
         return lines.slice(firstLine).some((line) => line.includes('"vendgate ready"'));
       },
-      options.readyTimeoutMs ?? 15_000,
-      'the service to log "vendgate ready"',
+      { timeoutMs: options.readyTimeoutMs ?? 15_000, what: 'the service to log "vendgate ready"' },
     ).catch((err: Error) => {
       // Keep the cause readable: the early-exit message, not "timed out … : Error: …".
       throw exited ? new Error(err.message.replace(/^timed out.*?: Error: /s, '')) : err;

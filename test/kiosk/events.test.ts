@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { createFakeKioskDeps } from '../fakes/kiosk-deps.js';
 import { connect } from 'node:net';
 import { STOP_GRACE_MS } from '../../src/kiosk/connections.js';
-import { kioskForInject, openEventStream, startKiosk, waitFor } from './harness.js';
+import { kioskForInject, openEventStream, startKiosk } from './harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('GET /api/events (SSE)', () => {
   it('sends the current state on connect, then every pushed change, in order', async () => {
@@ -12,14 +13,14 @@ describe('GET /api/events (SSE)', () => {
     expect(stream.response.status).toBe(200);
     expect(stream.response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     expect(stream.response.headers.get('content-security-policy')).toContain("default-src 'self'");
-    await waitFor(() => stream.events.length === 1, 'the initial state');
+    await waitFor(() => stream.events.length === 1, { what: 'the initial state' });
     expect(stream.events[0]!.event).toBe('state');
     expect(JSON.parse(stream.events[0]!.data)).toMatchObject({ phase: 'idle', deviceId: 'vm-test-1', qrSvg: null });
 
-    await waitFor(() => deps.listenerCount() === 1, 'the subscription');
+    await waitFor(() => deps.listenerCount() === 1, { what: 'the subscription' });
     deps.setState({ phase: 'vending' });
     deps.setState({ phase: 'vended' });
-    await waitFor(() => stream.events.length === 3, 'two pushed changes');
+    await waitFor(() => stream.events.length === 3, { what: 'two pushed changes' });
     expect(stream.events.map((e) => JSON.parse(e.data).phase)).toEqual(['idle', 'vending', 'vended']);
     await stream.close();
   });
@@ -28,11 +29,11 @@ describe('GET /api/events (SSE)', () => {
     const deps = createFakeKioskDeps();
     const { url } = await startKiosk(deps);
     const stream = await openEventStream(`${url}/api/events`);
-    await waitFor(() => deps.listenerCount() === 1, 'the subscription');
+    await waitFor(() => deps.listenerCount() === 1, { what: 'the subscription' });
     const created = await deps.orders.create({ slot: 'A1', source: 'kiosk' });
     deps.setState({ phase: 'awaiting_payment', order: deps.orderTable.get(created.orderId)! });
     deps.setState({ phase: 'paid' });
-    await waitFor(() => stream.events.length === 3, 'both changes');
+    await waitFor(() => stream.events.length === 3, { what: 'both changes' });
     const [, paying, paid] = stream.events.map((e) => JSON.parse(e.data));
     expect(paying.phase).toBe('awaiting_payment');
     expect(paying.qrSvg).toMatch(/^<svg/);
@@ -43,7 +44,7 @@ describe('GET /api/events (SSE)', () => {
   it('sends a ping comment on the keep-alive interval', async () => {
     const { url } = await startKiosk(createFakeKioskDeps(), { ssePingMs: 20 });
     const stream = await openEventStream(`${url}/api/events`);
-    await waitFor(() => stream.comments.includes(': ping'), 'a ping');
+    await waitFor(() => stream.comments.includes(': ping'), { what: 'a ping' });
     await stream.close();
   });
 
@@ -52,22 +53,22 @@ describe('GET /api/events (SSE)', () => {
     const { url } = await startKiosk(deps);
     const first = await openEventStream(`${url}/api/events`);
     const second = await openEventStream(`${url}/api/events`);
-    await waitFor(() => deps.listenerCount() === 2, 'two subscriptions');
+    await waitFor(() => deps.listenerCount() === 2, { what: 'two subscriptions' });
     await first.close();
-    await waitFor(() => deps.listenerCount() === 1, 'the closed stream to unsubscribe');
+    await waitFor(() => deps.listenerCount() === 1, { what: 'the closed stream to unsubscribe' });
     deps.setState({ phase: 'vending' });
-    await waitFor(() => second.events.length === 2, 'the change on the open stream');
+    await waitFor(() => second.events.length === 2, { what: 'the change on the open stream' });
     await second.close();
-    await waitFor(() => deps.listenerCount() === 0, 'every subscription gone');
+    await waitFor(() => deps.listenerCount() === 0, { what: 'every subscription gone' });
   });
 
   it('ends open streams on stop() so stopping never hangs, and unsubscribes them', async () => {
     const deps = createFakeKioskDeps();
     const { server, url } = await startKiosk(deps);
     const stream = await openEventStream(`${url}/api/events`);
-    await waitFor(() => stream.events.length === 1 && deps.listenerCount() === 1, 'the stream to open');
+    await waitFor(() => stream.events.length === 1 && deps.listenerCount() === 1, { what: 'the stream to open' });
     await server.stop();
-    await waitFor(() => stream.ended(), 'the stream to end');
+    await waitFor(() => stream.ended(), { what: 'the stream to end' });
     expect(deps.listenerCount()).toBe(0);
   });
 });
@@ -84,7 +85,7 @@ describe('stopping the listener', () => {
     const started = Date.now();
     await server.stop();
     expect(Date.now() - started).toBeLessThan(STOP_GRACE_MS);
-    await waitFor(() => closedByServer, 'the spare connection to be closed');
+    await waitFor(() => closedByServer, { what: 'the spare connection to be closed' });
   });
 
   it('lets a request in flight finish before closing its connection', async () => {
@@ -104,7 +105,7 @@ describe('stopping the listener', () => {
       headers: { 'content-type': 'application/json' },
       body: '{"slot":"A1"}',
     });
-    await waitFor(() => deps.calls.create.length === 1, 'the request to reach the order service');
+    await waitFor(() => deps.calls.create.length === 1, { what: 'the request to reach the order service' });
     const stopping = server.stop();
     release();
     expect((await pending).status).toBe(201);

@@ -23,15 +23,6 @@ export function kioskForInject(deps: FakeKioskDeps, settings: Partial<KioskServe
   return server;
 }
 
-/** Polls a condition until it holds or the deadline passes. */
-export async function waitFor(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 export interface SseMessage {
   event: string;
   data: string;

@@ -31,8 +31,7 @@ describe('demo: a phone on the same network can pay', () => {
     expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
     await svc.waitFor(
       async () => ((await (await fetch(`${svc.localUrl}/api/orders/${created.orderId}`)).json()) as { state: string }).state === 'vended',
-      15_000,
-      'the order to be vended',
+      { timeoutMs: 15_000, what: 'the order to be vended' },
     );
 
     // The LAN listener is not the kiosk: no API, no metrics, no kiosk page.

@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';
-import { tempDir } from '../helpers/temp.js';
+import { appsPerTest } from '../helpers/app.js';
 
 const PIN = '482916';
 
@@ -12,18 +12,11 @@ const PIN = '482916';
  * every action audited as the service menu's, and no route that moves money.
  */
 describe('the service menu on the local listener', () => {
+  const newApp = appsPerTest();
   let app: App | null = null;
-  let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await app?.stop();
-    app = null;
-    dir?.cleanup();
-    dir = null;
-  });
 
   async function start(pin: string | null = PIN) {
-    dir = tempDir();
-    app = createApp(testSettings(dir.path, pin ? { kiosk: { servicePin: pin } } : {}), { logger: silentLogger() });
+    app = newApp((dir) => createApp(testSettings(dir, pin ? { kiosk: { servicePin: pin } } : {}), { logger: silentLogger() }));
     const { localUrl } = await app.start();
     const call = async (method: string, path: string, body?: unknown, token?: string) => {
       const response = await fetch(`${localUrl}${path}`, {

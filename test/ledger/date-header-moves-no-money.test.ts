@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../helpers/service.js';
+
 import { startHttpProxy, type HttpProxy } from '../helpers/http-proxy.js';
 import { startProviderStack, type ProviderStack } from '../techniques/chaos/stack.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * A provider front end whose `Date` header lies (2 h ahead, 2 h behind) while this device's clock and
@@ -76,7 +77,10 @@ describe('a lying Date header beside a truthful one', () => {
       expect(outcome(lying.stack).map((o) => [o.state, o.invoices, o.actuations, o.refunds])).toEqual(Array(4).fill(['vended', 1, 1, 0]));
 
       // The header is heard: the alarm names the skew it claims, on the lying side only.
-      const [alarm] = await waitFor(() => (skewAlarm(lying.stack).length ? skewAlarm(lying.stack) : null), 15_000, 'clock_skew');
+      const [alarm] = await waitFor(() => (skewAlarm(lying.stack).length ? skewAlarm(lying.stack) : null), {
+        timeoutMs: 15_000,
+        what: 'clock_skew',
+      });
       expect(Math.abs((JSON.parse(alarm!.detail) as { skewSec: number }).skewSec + 7_200)).toBeLessThan(60);
       expect(skewAlarm(control.stack)).toEqual([]);
     });
@@ -101,13 +105,19 @@ describe('a lying Date header beside a truthful one', () => {
       }),
     );
     const madeAt = Date.now();
-    await waitFor(() => Date.now() - madeAt > (ttlSec + 5) * 1000, (ttlSec + 30) * 1000, 'the window and the grace to pass');
+    await waitFor(() => Date.now() - madeAt > (ttlSec + 5) * 1000, {
+      timeoutMs: (ttlSec + 30) * 1000,
+      what: 'the window and the grace to pass',
+    });
     for (const { proxy } of [control, lying]) proxy.refuse(null);
     const settled = await Promise.all([control, lying].map(({ stack }, i) => stack.waitSettled(orders[i]!, 60_000)));
     expect(settled.map((o) => o.state)).toEqual(['refunded', 'refunded']);
     expect(outcome(lying.stack)).toEqual(outcome(control.stack));
     expect(outcome(lying.stack)).toEqual([{ id: 1, state: 'refunded', invoices: 1, refunds: 1, actuations: 0 }]);
-    const [alarm] = await waitFor(() => (skewAlarm(lying.stack).length ? skewAlarm(lying.stack) : null), 15_000, 'clock_skew');
+    const [alarm] = await waitFor(() => (skewAlarm(lying.stack).length ? skewAlarm(lying.stack) : null), {
+      timeoutMs: 15_000,
+      what: 'clock_skew',
+    });
     expect(Math.abs((JSON.parse(alarm!.detail) as { skewSec: number }).skewSec - 7_200)).toBeLessThan(60);
   });
 });

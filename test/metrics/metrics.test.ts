@@ -97,11 +97,10 @@ describe('/metrics', () => {
       })
     ).json()) as { orderId: number; payUrl: string };
     expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
-    await svc.waitFor(
-      async () => samples(await scrape(svc)).get('vendgate_paid_to_actuation_seconds_count{result="vended"}') === 1,
-      15_000,
-      'the vend in the histogram',
-    );
+    await svc.waitFor(async () => samples(await scrape(svc)).get('vendgate_paid_to_actuation_seconds_count{result="vended"}') === 1, {
+      timeoutMs: 15_000,
+      what: 'the vend in the histogram',
+    });
     const s = samples(await scrape(svc));
     expect(s.get('vendgate_orders_created_total')).toBe(1);
     expect(s.get('vendgate_orders_paid_total')).toBe(1);

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from 'mqtt';
-import { startService, waitFor, type Service } from '../helpers/service.js';
+import { startService, type Service } from '../helpers/service.js';
 import { testBroker } from '../helpers/broker.js';
+import { waitFor } from '../helpers/wait.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -57,10 +58,10 @@ describe('sales figures for the operator', () => {
 
     for (const slot of ['A1', 'A1']) {
       const id = await sale(svc, slot);
-      await waitFor(async () => (await orderState(svc, id)) === 'vended', 30_000, `order ${id} vended`);
+      await waitFor(async () => (await orderState(svc, id)) === 'vended', { what: `order ${id} vended` });
     }
     const jammed = await sale(svc, 'A2');
-    await waitFor(async () => (await orderState(svc, jammed)) === 'refunded', 60_000, 'the jammed sale refunded');
+    await waitFor(async () => (await orderState(svc, jammed)) === 'refunded', { timeoutMs: 60_000, what: 'the jammed sale refunded' });
 
     const text = await (await fetch(`${svc.localUrl}/metrics`)).text();
     const s = samples(text);
@@ -75,7 +76,9 @@ describe('sales figures for the operator', () => {
       expect(s.get(`vendgate_sales_today_amount{state="${state}",currency="MNT"}`), state).toBe(amount);
     }
 
-    const last = await waitFor(() => telemetry.findLast((t) => t.sales?.total?.refunded?.count === 1), 30_000, 'telemetry with the refund');
+    const last = await waitFor(() => telemetry.findLast((t) => t.sales?.total?.refunded?.count === 1), {
+      what: 'telemetry with the refund',
+    });
     expect(last.sales).toMatchObject({
       currency: 'MNT',
       today: { paid: { count: 3, amount: 5500 }, vended: { count: 2, amount: 3000 }, refunded: { count: 1, amount: 2500 } },

@@ -73,7 +73,7 @@ describe('commands over MQTT', () => {
       const topic = `${device.base}/cmd/${name}/result`;
       const before = watcher.on(topic).length;
       await watcher.publish(`${device.base}/cmd/${name}`, body);
-      await watcher.until(() => watcher.on(topic).length > before, `the result of ${body}`);
+      await watcher.until(() => watcher.on(topic).length > before, { what: `the result of ${body}` });
       expect(JSON.parse(watcher.on(topic).at(-1)!.payload), body).toMatchObject({ requestId, ok: false, error: { code } });
     }
     expect(device.control.calls.resolve).toEqual([]);
@@ -146,7 +146,7 @@ describe('commands over MQTT', () => {
     const body = commandPayload(device.deviceId, 'test_vend', { requestId: 'twice', slot: 'B2' });
     await watcher.publish(`${device.base}/cmd/test_vend`, body);
     await watcher.publish(`${device.base}/cmd/test_vend`, body);
-    await watcher.until(() => resultsOn(watcher, device.base, 'test_vend').length === 2, 'two results');
+    await watcher.until(() => resultsOn(watcher, device.base, 'test_vend').length === 2, { what: 'two results' });
     expect(device.control.calls.testVend).toEqual(['B2']);
   });
 });

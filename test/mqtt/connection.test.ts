@@ -9,6 +9,7 @@ import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { captureLogger, createDevice, onCleanup, watching } from './harness.js';
 import { retainedNow } from './watch.js';
 import { freePort, unusedPort } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 
 const TLS = (name: string) => fileURLToPath(new URL(`./fixtures/tls/${name}`, import.meta.url));
 
@@ -27,14 +28,6 @@ async function customBroker(options: AedesOptions, tls?: Parameters<typeof creat
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
   return { port: (server.address() as AddressInfo).port, admitted };
-}
-
-async function until(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 describe('connection', () => {
@@ -57,14 +50,14 @@ describe('connection', () => {
     expect(device.mqtt.connected()).toBe(false);
     const broker = await startEmbeddedBroker({ port });
     onCleanup(() => broker.close());
-    await until(() => device.mqtt.connected(), 'the device to connect once the broker is up');
+    await waitFor(() => device.mqtt.connected(), { what: 'the device to connect once the broker is up' });
   });
 
   it('url embedded starts an in-process broker on embeddedPort and closes it on stop', async () => {
     const port = await freePort();
     const device = createDevice('embedded', { embeddedPort: port });
     await device.mqtt.start();
-    await until(() => device.mqtt.connected(), 'the device to connect to its embedded broker');
+    await waitFor(() => device.mqtt.connected(), { what: 'the device to connect to its embedded broker' });
     const url = `mqtt://127.0.0.1:${port}`;
     expect((await retainedNow(url, `${device.base}/#`)).get(`${device.base}/status`)).toBe('online');
     await device.mqtt.stop();
@@ -80,7 +73,7 @@ describe('connection', () => {
     const device = createDevice('embedded', { embeddedPort: existing.port }, { logger: log.logger });
     const watcher = await watching(existing.url, [`${device.base}/#`]);
     await device.mqtt.start();
-    await until(() => log.text().includes('MQTT off'), 'the one line that says MQTT is off');
+    await waitFor(() => log.text().includes('MQTT off'), { what: 'the one line that says MQTT is off' });
     expect(device.mqtt.connected()).toBe(false);
     // Nothing of the device reached the broker that holds the port: a marker published after it
     // comes back, and it is all the watcher saw.
@@ -101,13 +94,13 @@ describe('connection', () => {
     const good = captureLogger();
     const device = createDevice(url, { username: 'device', password }, { logger: good.logger });
     await device.mqtt.start();
-    await until(() => device.mqtt.connected(), 'the device to log in');
+    await waitFor(() => device.mqtt.connected(), { what: 'the device to log in' });
     expect(broker.admitted).toEqual([`${device.prefix}-${device.deviceId}`]);
 
     const bad = captureLogger();
     const intruder = createDevice(url, { username: 'device', password: `${password}-wrong` }, { logger: bad.logger });
     await intruder.mqtt.start();
-    await until(() => bad.text().includes('refused the credentials'), 'the refusal to be logged');
+    await waitFor(() => bad.text().includes('refused the credentials'), { what: 'the refusal to be logged' });
     expect(intruder.mqtt.connected()).toBe(false);
 
     await device.mqtt.stop();
@@ -128,7 +121,7 @@ describe('connection', () => {
       { logger: log.logger },
     );
     await device.mqtt.start();
-    await until(() => device.mqtt.connected(), 'the device to log in with the URL credentials');
+    await waitFor(() => device.mqtt.connected(), { what: 'the device to log in with the URL credentials' });
     expect(broker.admitted).toEqual([`${device.prefix}-${device.deviceId}`]);
     await device.mqtt.stop();
     expect(log.text()).not.toContain('p%40ss');
@@ -151,7 +144,7 @@ describe('connection', () => {
       keyPath: TLS('client.key'),
     });
     await device.mqtt.start();
-    await until(() => device.mqtt.connected(), 'the TLS connection');
+    await waitFor(() => device.mqtt.connected(), { what: 'the TLS connection' });
     expect(broker.admitted).toHaveLength(1);
   });
 
@@ -160,7 +153,7 @@ describe('connection', () => {
     const log = captureLogger();
     const device = createDevice(`mqtts://localhost:${broker.port}`, {}, { logger: log.logger });
     await device.mqtt.start();
-    await until(() => log.text().includes('MQTT connection error'), 'the TLS failure to be logged');
+    await waitFor(() => log.text().includes('MQTT connection error'), { what: 'the TLS failure to be logged' });
     expect(device.mqtt.connected()).toBe(false);
     expect(broker.admitted).toEqual([]);
   });

@@ -101,7 +101,7 @@ describe('the gateway process dying', () => {
 
     const events = await watching(url, [`${base}/events`]);
     const second = startChild({ dbPath, url, prefix, deviceId });
-    await events.until(() => events.messages.length >= 25, 'the 25 events after the restart', 20_000);
+    await events.until(() => events.messages.length >= 25, { timeoutMs: 20_000, what: 'the 25 events after the restart' });
     expect(parseEvents(events.messages).map((e) => e.id)).toEqual(written);
     await second.kill();
   });
@@ -128,7 +128,7 @@ describe('the gateway process dying', () => {
     const events = await watching(url, [`${base}/events`]);
 
     const first = startChild({ dbPath, url, prefix, deviceId, streamEveryMs: 2 });
-    await events.until(() => events.messages.length >= 100, '100 streamed events', 20_000);
+    await events.until(() => events.messages.length >= 100, { timeoutMs: 20_000, what: '100 streamed events' });
     await first.kill();
 
     // What the dead process committed: everything received plus whatever is still in its outbox.
@@ -138,7 +138,7 @@ describe('the gateway process dying', () => {
     const lastSeq = Math.max(...parseEvents(events.messages).map((e) => e.seq), ...pending.map((r) => r.seq));
 
     const second = startChild({ dbPath, url, prefix, deviceId });
-    await events.until(() => parseEvents(events.messages).some((e) => e.seq === lastSeq), `seq ${lastSeq}`, 20_000);
+    await events.until(() => parseEvents(events.messages).some((e) => e.seq === lastSeq), { timeoutMs: 20_000, what: `seq ${lastSeq}` });
     const firstSeen: number[] = [];
     for (const event of parseEvents(events.messages)) if (!firstSeen.includes(event.seq)) firstSeen.push(event.seq);
     expect(firstSeen).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));

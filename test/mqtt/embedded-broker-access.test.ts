@@ -1,6 +1,7 @@
 import { connect, type MqttClient } from 'mqtt';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startService, waitFor, type Service } from '../helpers/service.js';
+import { freePort, startService, type Service } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The embedded broker of the real service: any local program may read, none may command the
@@ -18,7 +19,7 @@ afterEach(() => {
 });
 
 async function connected(c: MqttClient): Promise<MqttClient> {
-  await waitFor(() => c.connected, 30_000, 'the MQTT client to connect');
+  await waitFor(() => c.connected, { what: 'the MQTT client to connect' });
   return c;
 }
 
@@ -45,13 +46,13 @@ describe('embedded broker: anonymous clients read, never command', () => {
   it('an anonymous client reads the retained status', async () => {
     const reader = await connected(client(port));
     const seen = collect(reader, 'vendgate/svc-test/status');
-    await waitFor(() => seen.includes('vendgate/svc-test/status online'), 30_000, 'the retained status');
+    await waitFor(() => seen.includes('vendgate/svc-test/status online'), { what: 'the retained status' });
   });
 
   it('an anonymous cmd/refund and cmd/ping are refused by the broker and never reach the service', async () => {
     const reader = await connected(client(port));
     const results = collect(reader, 'vendgate/svc-test/cmd/#');
-    await waitFor(() => reader.connected, 30_000, 'the reader');
+    await waitFor(() => reader.connected, { what: 'the reader' });
     const attacker = await connected(client(port));
     let closed = false;
     attacker.on('close', () => {
@@ -59,7 +60,7 @@ describe('embedded broker: anonymous clients read, never command', () => {
     });
     attacker.publish('vendgate/svc-test/cmd/refund', JSON.stringify({ requestId: 'evil-1', orderId: 1 }), { qos: 1 });
     attacker.publish('vendgate/svc-test/cmd/ping', JSON.stringify({ requestId: 'evil-2' }), { qos: 1 });
-    await waitFor(() => closed, 30_000, 'the broker to drop the anonymous publisher');
+    await waitFor(() => closed, { what: 'the broker to drop the anonymous publisher' });
     expect(results.filter((line) => line.includes('evil-'))).toEqual([]);
     expect(svc.logs().some((line) => JSON.stringify(line).includes('evil-'))).toBe(false);
   });
@@ -84,11 +85,11 @@ describe('embedded broker with an operator login (mqtt.username + VENDGATE_MQTT_
     // The service connects to its broker after it is ready (setImmediate): a command published before
     // it subscribed is dropped by the broker, so wait for its retained online first.
     const status = collect(operator, 'vendgate/svc-test/status');
-    await waitFor(() => status.includes('vendgate/svc-test/status online'), 30_000, 'the service online on its broker');
+    await waitFor(() => status.includes('vendgate/svc-test/status online'), { what: 'the service online on its broker' });
     const results = collect(operator, 'vendgate/svc-test/cmd/ping/result');
     await new Promise<void>((resolve) => operator.subscribe('vendgate/svc-test/cmd/ping/result', { qos: 1 }, () => resolve()));
     operator.publish('vendgate/svc-test/cmd/ping', JSON.stringify({ requestId: 'op-1' }), { qos: 1 });
-    await waitFor(() => results.some((line) => line.includes('op-1')), 30_000, 'the ping result');
+    await waitFor(() => results.some((line) => line.includes('op-1')), { what: 'the ping result' });
 
     const intruder = client(port, { username: 'operator', password: 'wrong' });
     let refused = false;
@@ -98,7 +99,7 @@ describe('embedded broker with an operator login (mqtt.username + VENDGATE_MQTT_
     intruder.on('close', () => {
       refused = true;
     });
-    await waitFor(() => refused, 30_000, 'the broker to refuse a wrong password');
+    await waitFor(() => refused, { what: 'the broker to refuse a wrong password' });
     expect(intruder.connected).toBe(false);
   });
 });

@@ -17,7 +17,7 @@ async function discovery(overrides: Record<string, unknown> = {}) {
   await device.mqtt.start();
   // The buttons come last: once the last one is here, every config is.
   const last = `${prefix}/button/${device.deviceId}_selftest/config`;
-  await watcher.until(() => watcher.messages.some((m) => m.topic === last), 'the discovery configs');
+  await watcher.until(() => watcher.messages.some((m) => m.topic === last), { what: 'the discovery configs' });
   const configs = new Map(
     watcher.messages
       .filter((m) => m.topic.startsWith(prefix))
@@ -71,7 +71,7 @@ describe('Home Assistant discovery', () => {
     try {
       for (const n of [0, 1]) {
         await client.publishAsync(selftest.command_topic, press(selftest.command_template, 1_764_000_000 + n));
-        await watcher.until(() => results().length === n + 1, `result ${n + 1}`);
+        await watcher.until(() => results().length === n + 1, { what: `result ${n + 1}` });
       }
     } finally {
       await client.endAsync();

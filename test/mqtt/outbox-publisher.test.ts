@@ -6,15 +6,7 @@ import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { systemClock } from '../../src/util/index.js';
 import { restartableBroker } from '../helpers/broker.js';
 import { broker, createDevice, onCleanup, parseEvents, watching } from './harness.js';
-
-/** Waits on a condition of the device's own state (the outbox table). */
-async function until(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+import { waitFor } from '../helpers/wait.js';
 
 describe('outbox publisher', () => {
   it('publishes events in seq order with their seq and id, and deletes each row once the broker acknowledged it', async () => {
@@ -24,12 +16,12 @@ describe('outbox publisher', () => {
     await device.mqtt.start();
     const ids = [...device.write(3), ...device.write(1, 'invoice.created'), ...device.write(46)];
 
-    await events.until(() => events.messages.length >= 50, '50 events');
+    await events.until(() => events.messages.length >= 50, { what: '50 events' });
     const received = parseEvents(events.messages);
     expect(received.map((e) => e.id)).toEqual(ids);
     expect(received.map((e) => e.seq)).toEqual([...received.map((e) => e.seq)].sort((a, b) => a - b));
     expect(received[3]).toMatchObject({ type: 'invoice.created', deviceId: device.deviceId, orderId: 4 });
-    await until(() => device.outbox.depth() === 0, 'the outbox to drain');
+    await waitFor(() => device.outbox.depth() === 0, { what: 'the outbox to drain' });
   });
 
   it('events written while the broker is down arrive after it comes back: in seq order, none missing, none twice', async () => {
@@ -38,15 +30,15 @@ describe('outbox publisher', () => {
     const device = createDevice(broker.url);
     await device.mqtt.start();
     const before = device.write(5);
-    await until(() => device.outbox.depth() === 0, 'the first events to be acknowledged');
+    await waitFor(() => device.outbox.depth() === 0, { what: 'the first events to be acknowledged' });
 
     await broker.stop();
-    await until(() => !device.mqtt.connected(), 'the device to notice the broker is gone');
+    await waitFor(() => !device.mqtt.connected(), { what: 'the device to notice the broker is gone' });
     const during = [...device.write(20), ...device.write(1, 'vend.succeeded'), ...device.write(79)];
     expect(device.outbox.depth()).toBe(100);
 
     await broker.start();
-    await until(() => device.outbox.depth() === 0, 'the backlog to be acknowledged', 30_000);
+    await waitFor(() => device.outbox.depth() === 0, { what: 'the backlog to be acknowledged' });
     const events = parseEvents(broker.received.filter((p) => p.topic === `${device.base}/events`));
     expect(events.map((e) => e.id)).toEqual([...before, ...during]);
     const seqs = events.map((e) => e.seq);
@@ -58,14 +50,14 @@ describe('outbox publisher', () => {
     onCleanup(() => broker.stop());
     const device = createDevice(broker.url, { maxInflight: 20 });
     await device.mqtt.start();
-    await until(() => device.mqtt.connected(), 'the device to connect');
+    await waitFor(() => device.mqtt.connected(), { what: 'the device to connect' });
     const written = device.write(2_000);
     const topic = `${device.base}/events`;
-    await until(() => broker.received.filter((p) => p.topic === topic).length >= 100, 'the stream to be under way');
+    await waitFor(() => broker.received.filter((p) => p.topic === topic).length >= 100, { what: 'the stream to be under way' });
     await broker.stop();
     written.push(...device.write(50));
     await broker.start();
-    await until(() => device.outbox.depth() === 0, 'the outbox to drain', 20_000);
+    await waitFor(() => device.outbox.depth() === 0, { timeoutMs: 20_000, what: 'the outbox to drain' });
 
     const events = parseEvents(broker.received.filter((p) => p.topic === topic));
     const firstSeen: string[] = [];
@@ -88,11 +80,11 @@ describe('outbox publisher', () => {
     inTransaction(device.db, () => device.outbox.raiseAlarm('vend_uncertain/1', 'critical', 'check the machine'));
     const ids = device.write(150);
 
-    await until(() => device.outbox.depth() === 100, 'the outbox to be pruned to its bound');
+    await waitFor(() => device.outbox.depth() === 100, { what: 'the outbox to be pruned to its bound' });
     expect(device.outbox.counters().outbox_dropped).toBe(51);
 
     await broker.start();
-    await until(() => device.outbox.depth() === 0, 'the outbox to drain');
+    await waitFor(() => device.outbox.depth() === 0, { what: 'the outbox to drain' });
     const published = broker.received.filter(
       (p) => p.topic.startsWith(device.base) && (p.topic.endsWith('/events') || p.topic.includes('/alarms/')),
     );
@@ -124,7 +116,7 @@ describe('outbox publisher', () => {
     onCleanup(() => second.stop());
     await broker.start();
     await second.start();
-    await until(() => first.outbox.depth() === 0, 'the second publisher to drain the outbox');
+    await waitFor(() => first.outbox.depth() === 0, { what: 'the second publisher to drain the outbox' });
     expect(parseEvents(broker.received.filter((p) => p.topic === `${first.base}/events`)).map((e) => e.id)).toEqual(ids);
   });
 });

@@ -99,10 +99,9 @@ describe('presence, state and alarms', () => {
     const watcher = await watching(url, [`${discovery}/#`]);
     await device.mqtt.start();
     // The buttons come last: once the last one is here, every config is (counting them raced new ones).
-    await watcher.until(
-      () => watcher.messages.some((m) => m.topic === `${discovery}/button/${device.deviceId}_selftest/config`),
-      'the discovery configs',
-    );
+    await watcher.until(() => watcher.messages.some((m) => m.topic === `${discovery}/button/${device.deviceId}_selftest/config`), {
+      what: 'the discovery configs',
+    });
     const configs = new Map(watcher.messages.map((m) => [m.topic, JSON.parse(m.payload) as Record<string, unknown>]));
     const state = configs.get(`${discovery}/sensor/${device.deviceId}_state/config`);
     expect(state).toMatchObject({

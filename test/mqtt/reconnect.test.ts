@@ -11,8 +11,9 @@ import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { parseRelaySettings } from '../../src/settings/index.js';
 import { systemClock } from '../../src/util/index.js';
 import { restartableBroker, uniqueId } from '../helpers/broker.js';
-import { waitFor } from '../helpers/service.js';
+
 import { captureLogger, createDevice } from './harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -78,12 +79,12 @@ describe('device reconnects: full-jitter exponential backoff', () => {
     const log = memoryLogger();
     const sub = subscription(broker.url, deviceId, prefix, log.logger, () => 0.5);
     sub.start();
-    await waitFor(() => sub.connected(), 30_000, 'the first connect');
+    await waitFor(() => sub.connected(), { what: 'the first connect' });
     await broker.stop();
     // Waits 100, 200, 400, 500 (0.5 of 200·2^n, capped at 1,000) … while the broker is away.
-    await waitFor(() => log.lines.filter((l) => l.retryInMs !== undefined).length >= 5, 30_000, 'five retries');
+    await waitFor(() => log.lines.filter((l) => l.retryInMs !== undefined).length >= 5, { what: 'five retries' });
     await broker.start();
-    await waitFor(() => sub.connected(), 30_000, 'connected again');
+    await waitFor(() => sub.connected(), { what: 'connected again' });
     const waits = log.lines.filter((l) => l.retryInMs !== undefined).map((l) => l.retryInMs as number);
     expect(waits.slice(0, 5)).toEqual([100, 200, 400, 500, 500]);
     // aedes kept no session across its restart: a webhook reaches the device only if it subscribed again.
@@ -94,8 +95,7 @@ describe('device reconnects: full-jitter exponential backoff', () => {
         await relay.publishAsync(`${prefix}/${deviceId}/webhooks/gerege`, 'not a fleet message', { qos: 1 });
         return sub.stats().received > 0;
       },
-      30_000,
-      'a webhook delivered after the restart',
+      { what: 'a webhook delivered after the restart' },
     );
   });
 });
@@ -114,7 +114,7 @@ describe('device reconnects: the persistent webhook session', () => {
     const routes = () => broker.received.filter((p) => p.clientId === clientId && p.topic === routeTopic);
     const connects = () => log.lines.filter((l) => l.msg === 'fleet webhook subscription connected');
     sub.start();
-    await waitFor(() => subscribes().length === 1 && routes().length === 1, 30_000, 'the first SUBSCRIBE and route announcement');
+    await waitFor(() => subscribes().length === 1 && routes().length === 1, { what: 'the first SUBSCRIBE and route announcement' });
     expect(subscribes()[0]).toEqual({ topic: filter, qos: 1, clientId });
     expect(routes()[0]).toMatchObject({ retain: true });
     expect(JSON.parse(routes()[0]!.payload)).toMatchObject({ deviceId, providers: ['gerege'] });
@@ -127,7 +127,7 @@ describe('device reconnects: the persistent webhook session', () => {
     const device = await deviceOn(broker);
     // The broker keeps running and drops only this client's socket: aedes keeps its clean: false session.
     expect(broker.drop(device.clientId)).toBe(true);
-    await waitFor(() => device.connects().length === 2 && device.sub.connected(), 30_000, 'the webhook session back');
+    await waitFor(() => device.connects().length === 2 && device.sub.connected(), { what: 'the webhook session back' });
     expect(device.connects().map((l) => l.sessionPresent)).toEqual([false, true]);
     // A webhook through the kept subscription. The device PUBACKs it after anything it wrote at
     // connect, and aedes reads a client's next packets only when it has handled the earlier ones:
@@ -136,11 +136,9 @@ describe('device reconnects: the persistent webhook session', () => {
     cleanups.push(() => relay.endAsync(true));
     const webhookTopic = `${device.prefix}/${device.deviceId}/webhooks/gerege`;
     await relay.publishAsync(webhookTopic, 'not a fleet message', { qos: 1 });
-    await waitFor(
-      () => broker.acked.some((a) => a.clientId === device.clientId && a.topic === webhookTopic),
-      30_000,
-      'the webhook acknowledged by the device',
-    );
+    await waitFor(() => broker.acked.some((a) => a.clientId === device.clientId && a.topic === webhookTopic), {
+      what: 'the webhook acknowledged by the device',
+    });
     expect(device.sub.stats().received).toBe(1);
     expect(device.subscribes()).toHaveLength(1);
     expect(device.routes()).toHaveLength(1);
@@ -153,13 +151,11 @@ describe('device reconnects: the persistent webhook session', () => {
     // A restart of restartableBroker is a fresh aedes: no session, no retained route.
     await broker.stop();
     await broker.start();
-    await waitFor(() => device.connects().length === 2 && device.sub.connected(), 30_000, 'the webhook session back');
+    await waitFor(() => device.connects().length === 2 && device.sub.connected(), { what: 'the webhook session back' });
     expect(device.connects().map((l) => l.sessionPresent)).toEqual([false, false]);
-    await waitFor(
-      () => device.subscribes().length === 2 && device.routes().length === 2,
-      30_000,
-      'a second SUBSCRIBE and route announcement',
-    );
+    await waitFor(() => device.subscribes().length === 2 && device.routes().length === 2, {
+      what: 'a second SUBSCRIBE and route announcement',
+    });
     expect(device.subscribes()[1]).toEqual({ topic: device.filter, qos: 1, clientId: device.clientId });
     expect(device.routes()[1]).toMatchObject({ retain: true });
     // The fresh broker holds the route again, retained, for a relay that subscribes later.
@@ -170,7 +166,7 @@ describe('device reconnects: the persistent webhook session', () => {
       if (packet.retain) retained.push(payload.toString());
     });
     await relay.subscribeAsync(`${device.prefix}/${device.deviceId}/route`, { qos: 1 });
-    await waitFor(() => retained.length === 1, 30_000, 'the retained route on the fresh broker');
+    await waitFor(() => retained.length === 1, { what: 'the retained route on the fresh broker' });
     expect(JSON.parse(retained[0]!)).toMatchObject({ deviceId: device.deviceId });
   });
 });
@@ -183,7 +179,7 @@ describe('device reconnects: the monitoring connection', () => {
     // reconnectMinMs 100, reconnectMaxMs 500 (the harness): windows 100, 200, 400, 500, 500, …
     const device = createDevice(broker.url, {}, { logger: log.logger });
     await device.mqtt.start();
-    await waitFor(() => device.mqtt.connected(), 30_000, 'the first connect');
+    await waitFor(() => device.mqtt.connected(), { what: 'the first connect' });
     await broker.stop();
     const waits = () =>
       log
@@ -193,7 +189,7 @@ describe('device reconnects: the monitoring connection', () => {
         .map((line) => JSON.parse(line) as { retryInMs?: number })
         .filter((line) => line.retryInMs !== undefined)
         .map((line) => line.retryInMs!);
-    await waitFor(() => waits().length >= 8, 30_000, 'eight retries while the broker is away');
+    await waitFor(() => waits().length >= 8, { what: 'eight retries while the broker is away' });
     const drawn = waits().slice(0, 8);
     drawn.forEach((ms, attempt) => {
       expect(ms).toBeGreaterThanOrEqual(0);
@@ -202,7 +198,7 @@ describe('device reconnects: the monitoring connection', () => {
     // Drawn, not fixed: eight waits of one value would be a fixed period (a herd after a restart).
     expect(new Set(drawn).size).toBeGreaterThan(1);
     await broker.start();
-    await waitFor(() => device.mqtt.connected(), 30_000, 'connected again after the restart');
+    await waitFor(() => device.mqtt.connected(), { what: 'connected again after the restart' });
   });
 });
 
@@ -237,7 +233,7 @@ describe('client ids', () => {
     );
     await relay.start();
     cleanups.push(() => relay.stop());
-    await waitFor(() => connected.length >= 2, 30_000, 'the webhook session and the relay connected');
+    await waitFor(() => connected.length >= 2, { what: 'the webhook session and the relay connected' });
     const settings = mqttSchema.parse({ url, prefix });
     const monitoring = (deviceId: string) => clientOptions(settings, deviceId, createTopics(prefix, deviceId)).clientId!;
     const ids = [...connected, monitoring('m1'), monitoring('m1-webhooks'), monitoring('relay-r1'), monitoring('r1')];

@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from 'mqtt';
 import { stringify } from 'yaml';
-import { startService, waitFor, type Service } from '../helpers/service.js';
+import { startService, type Service } from '../helpers/service.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { runCli } from '../../src/cli/index.js';
 import { fakeIo } from '../cli/cli-io.js';
+import { waitFor } from '../helpers/wait.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -63,12 +64,10 @@ describe('every retained topic says what the API says, after each transition', (
   let base: string;
 
   async function phaseAgrees(expected: string): Promise<void> {
-    await waitFor(async () => (await apiState(svc)).phase === expected, 30_000, `the screen to show ${expected}`);
-    await waitFor(
-      async () => JSON.parse((await retainedNow(broker.url, `${base}/state`)) ?? '{}').phase === expected,
-      30_000,
-      `retained state ${expected} (the screen shows ${expected})`,
-    );
+    await waitFor(async () => (await apiState(svc)).phase === expected, { what: `the screen to show ${expected}` });
+    await waitFor(async () => JSON.parse((await retainedNow(broker.url, `${base}/state`)) ?? '{}').phase === expected, {
+      what: `retained state ${expected} (the screen shows ${expected})`,
+    });
   }
 
   it('state follows the screen back to idle after a sale; status, catalog and alarms follow too', async () => {
@@ -87,14 +86,12 @@ describe('every retained topic says what the API says, after each transition', (
     cleanups.push(() => svc.stop());
 
     // Start: online, idle, the applied catalog.
-    await waitFor(async () => (await retainedNow(broker.url, `${base}/status`)) === 'online', 30_000, 'online');
+    await waitFor(async () => (await retainedNow(broker.url, `${base}/status`)) === 'online', { what: 'online' });
     await phaseAgrees('idle');
     const version = (await apiState(svc)).catalogVersion;
-    await waitFor(
-      async () => JSON.parse((await retainedNow(broker.url, `${base}/catalog`)) ?? '{}').version === version,
-      30_000,
-      'retained catalog = API catalogVersion',
-    );
+    await waitFor(async () => JSON.parse((await retainedNow(broker.url, `${base}/catalog`)) ?? '{}').version === version, {
+      what: 'retained catalog = API catalogVersion',
+    });
 
     // A sale: waiting for payment, vended, and — with nothing else happening — idle again.
     const created = (await (
@@ -106,28 +103,26 @@ describe('every retained topic says what the API says, after each transition', (
     ).json()) as { orderId: number; payUrl: string };
     await phaseAgrees('awaiting_payment');
     expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
-    await waitFor(() => svc.readSimLog().length === 1, 30_000, 'the vend');
+    await waitFor(() => svc.readSimLog().length === 1, { what: 'the vend' });
     await phaseAgrees('idle');
 
     // A slot counted low opens its retained alarm; a refill clears it.
     await cli(svc, ['refill', 'A1', '1']);
-    await waitFor(async () => (await openAlarmsGauge(svc)) === 1, 30_000, 'the alarm open in /metrics');
-    await waitFor(async () => (await retainedNow(broker.url, `${base}/alarms/stock_low/A1`)) !== null, 30_000, 'retained alarm');
+    await waitFor(async () => (await openAlarmsGauge(svc)) === 1, { what: 'the alarm open in /metrics' });
+    await waitFor(async () => (await retainedNow(broker.url, `${base}/alarms/stock_low/A1`)) !== null, { what: 'retained alarm' });
     await cli(svc, ['refill', 'A1', '20']);
-    await waitFor(async () => (await openAlarmsGauge(svc)) === 0, 30_000, 'the alarm closed in /metrics');
-    await waitFor(async () => (await retainedNow(broker.url, `${base}/alarms/stock_low/A1`)) === null, 30_000, 'retained alarm cleared');
+    await waitFor(async () => (await openAlarmsGauge(svc)) === 0, { what: 'the alarm closed in /metrics' });
+    await waitFor(async () => (await retainedNow(broker.url, `${base}/alarms/stock_low/A1`)) === null, { what: 'retained alarm cleared' });
 
     // A new catalog version from the CLI: the retained catalog names it.
     const document = join(svc.dir, 'catalog.yaml');
     writeFileSync(document, stringify({ version: 'retained-test-2', items: [{ slot: 'A1', name: 'Water', price: 1700 }] }));
     await cli(svc, ['catalog', '--apply', document]);
-    await waitFor(async () => (await apiState(svc)).catalogVersion !== version, 30_000, 'the new version on the API');
+    await waitFor(async () => (await apiState(svc)).catalogVersion !== version, { what: 'the new version on the API' });
     const applied = (await apiState(svc)).catalogVersion;
-    await waitFor(
-      async () => JSON.parse((await retainedNow(broker.url, `${base}/catalog`)) ?? '{}').version === applied,
-      30_000,
-      'retained catalog = the new version',
-    );
+    await waitFor(async () => JSON.parse((await retainedNow(broker.url, `${base}/catalog`)) ?? '{}').version === applied, {
+      what: 'retained catalog = the new version',
+    });
 
     // A clean stop: offline on both retained topics.
     await svc.kill('SIGTERM');

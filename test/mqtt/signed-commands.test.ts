@@ -9,7 +9,7 @@ import { OPERATOR, commandSettings, createOperator, signedPayload } from '../hel
 import { broker, createDevice, onCleanup, watching } from './harness.js';
 
 /**
- * Issue 25: the commands that move money, goods or prices run only when signed by an operator key
+ * The commands that move money, goods or prices run only when signed by an operator key
  * the device knows, once per request id, for ever. Over a real broker (Mosquitto with
  * MQTT_TEST_URL), with the device's real SQLite record.
  */
@@ -26,7 +26,7 @@ async function connectedDevice(overrides: Record<string, unknown> = {}) {
     const before = watcher.on(topic).length;
     sent += 1;
     await watcher.publish(`${device.base}/cmd/${name}`, payload);
-    await watcher.until(() => watcher.on(topic).length > before, `result ${sent} on ${topic}`);
+    await watcher.until(() => watcher.on(topic).length > before, { what: `result ${sent} on ${topic}` });
     return JSON.parse(watcher.on(topic)[before]!.payload) as {
       requestId: unknown;
       ok: boolean;
@@ -289,7 +289,7 @@ describe('signed operator commands', () => {
           .on(`${device.base}/status`)
           .slice(online)
           .some((m) => m.payload === 'online'),
-      'online again',
+      { what: 'online again' },
     );
     expect(await send('refund', payload)).toMatchObject({ ok: true, replay: true });
     expect(control.calls.refund).toEqual([]);

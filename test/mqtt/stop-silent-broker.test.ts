@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { createBrokerWebhookSubscription, createRelayConnection } from '../../src/mqtt/index.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { systemClock } from '../../src/util/index.js';
-import { waitFor } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
 
 const logger = pino({ level: 'silent' });
 /** CONNACK, session not present, accepted: all this broker ever says. */

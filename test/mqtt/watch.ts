@@ -1,5 +1,6 @@
 import { connect, type MqttClient } from 'mqtt';
 import { randomBytes } from 'node:crypto';
+import { waitFor, type WaitOptions } from '../helpers/wait.js';
 
 export interface Received {
   topic: string;
@@ -11,8 +12,8 @@ export interface Watcher {
   messages: Received[];
   /** Messages on exactly this topic, oldest first. */
   on(topic: string): Received[];
-  /** Waits until `predicate` holds over what has arrived (re-checked on every message). */
-  until(predicate: () => boolean, what: string, timeoutMs?: number): Promise<void>;
+  /** Waits until `predicate` holds over what has arrived (test/helpers/wait.ts), naming the messages on failure. */
+  until(predicate: () => boolean, options?: WaitOptions): Promise<true>;
   /** The first message on `topic` (arrived already or to come) that satisfies `match`. */
   next(topic: string, match?: (message: Received) => boolean, timeoutMs?: number): Promise<Received>;
   publish(topic: string, payload: string, options?: { retain?: boolean }): Promise<void>;
@@ -35,27 +36,17 @@ export async function watch(url: string, filters: string[]): Promise<Watcher> {
     client.once('error', reject);
   });
   const messages: Received[] = [];
-  const waiters = new Set<() => void>();
   client.on('message', (topic, payload, packet) => {
     messages.push({ topic, payload: payload.toString('utf8'), retain: packet.retain });
-    for (const waiter of [...waiters]) waiter();
   });
   await client.subscribeAsync(filters, { qos: 1 });
 
-  function until(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        if (!predicate()) return;
-        clearTimeout(timer);
-        waiters.delete(check);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(check);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; got ${messages.length} messages: ${summary(messages)}`));
-      }, timeoutMs);
-      waiters.add(check);
-      check();
+  /** The suite's waitFor, whose failure also lists what has arrived. */
+  function until(predicate: () => boolean, options: WaitOptions = {}): Promise<true> {
+    const what = options.what;
+    return waitFor(predicate, {
+      ...options,
+      what: () => `${typeof what === 'function' ? what() : (what ?? 'a condition')}; got ${messages.length} messages: ${summary(messages)}`,
     });
   }
 
@@ -65,7 +56,10 @@ export async function watch(url: string, filters: string[]): Promise<Watcher> {
     until,
     async next(topic, match = () => true, timeoutMs = 30_000) {
       let found: Received | undefined;
-      await until(() => (found = messages.find((m) => m.topic === topic && match(m))) !== undefined, `a message on ${topic}`, timeoutMs);
+      await until(() => (found = messages.find((m) => m.topic === topic && match(m))) !== undefined, {
+        timeoutMs,
+        what: `a message on ${topic}`,
+      });
       return found!;
     },
     async publish(topic, payload, options = {}) {

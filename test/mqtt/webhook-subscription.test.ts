@@ -7,9 +7,10 @@ import { createGeregeProvider, signGeregeTestPayload } from '../../src/payments/
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { systemClock } from '../../src/util/index.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';
-import { waitFor } from '../helpers/service.js';
+
 import { onCleanup, tempDatabase } from './harness.js';
 import { clearRetainedUnder, watch } from './watch.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'whsec_device_test';
 const logger = pino({ level: 'silent' });
@@ -101,13 +102,13 @@ describe('fleet webhooks, device side', () => {
     const good = signed('evt_a', `${s.deviceId}-db1-1`);
     const tampered = { ...signed('evt_b', `${s.deviceId}-db1-2`) };
     tampered.body = tampered.body.replace('"livemode":false', '"livemode":true');
-    await waitFor(() => sub.connected(), 30_000, 'the subscription');
+    await waitFor(() => sub.connected(), { what: 'the subscription' });
     await s.send(good);
     await s.send(good);
     await s.send(tampered);
     // Not a fleet webhook message at all (no headers line): refused, acknowledged, nothing written.
     await s.sendRaw(Buffer.from(good.body));
-    await waitFor(() => sub.stats().received === 4, 30_000, 'four deliveries');
+    await waitFor(() => sub.stats().received === 4, { what: 'four deliveries' });
     expect(s.rows().map((r) => r.event_id)).toEqual(['evt_a']);
     expect(s.rows()[0]!.raw_body.toString()).toBe(good.body);
     expect(sub.stats()).toMatchObject({ stored: 1, duplicates: 1, refused: 2, notAcknowledged: 0 });
@@ -118,9 +119,9 @@ describe('fleet webhooks, device side', () => {
     const sub = s.make();
     onCleanup(() => sub.stop());
     sub.start();
-    await waitFor(() => sub.connected(), 30_000, 'the subscription');
+    await waitFor(() => sub.connected(), { what: 'the subscription' });
     await s.send(signed('evt_retry', `${s.deviceId}-db1-1`));
-    await waitFor(() => s.rows().length === 1, 30_000, 'the redelivered webhook stored');
+    await waitFor(() => s.rows().length === 1, { what: 'the redelivered webhook stored' });
     expect(s.calls).toEqual(['evt_retry', 'evt_retry']);
     expect(sub.stats().notAcknowledged).toBe(1);
   });
@@ -129,14 +130,14 @@ describe('fleet webhooks, device side', () => {
     const s = await setup();
     const first = s.make();
     first.start();
-    await waitFor(() => first.connected(), 30_000, 'the first session');
+    await waitFor(() => first.connected(), { what: 'the first session' });
     await first.stop();
     await s.send(signed('evt_offline_1', `${s.deviceId}-db1-1`));
     await s.send(signed('evt_offline_2', `${s.deviceId}-db1-2`));
     const second = s.make();
     onCleanup(() => second.stop());
     second.start();
-    await waitFor(() => s.rows().length === 2, 30_000, 'both webhooks from the session');
+    await waitFor(() => s.rows().length === 2, { what: 'both webhooks from the session' });
     expect(s.rows().map((r) => r.event_id)).toEqual(['evt_offline_1', 'evt_offline_2']);
   });
 });

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { testBroker } from '../helpers/broker.js';
 import { createDevice, onCleanup } from './harness.js';
-import { waitFor } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * mqtt-packet's number cache: 65,536 two-byte Buffers, filled at the first packet written unless a
@@ -17,9 +17,9 @@ describe('MQTT packet number cache', () => {
     onCleanup(() => broker.close());
     const device = createDevice(broker.url);
     await device.mqtt.start();
-    await waitFor(() => device.mqtt.connected(), 30_000, 'the device to connect');
+    await waitFor(() => device.mqtt.connected(), { what: 'the device to connect' });
     device.write(5);
-    await waitFor(() => device.outbox.depth() === 0, 30_000, 'the events to be published (QoS 1, message ids written)');
+    await waitFor(() => device.outbox.depth() === 0, { what: 'the events to be published (QoS 1, message ids written)' });
     expect(Object.keys(numbers.cache)).toHaveLength(0);
   });
 });

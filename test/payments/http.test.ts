@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock, silentLogger } from '../../src/util/index.js';
-import { ProviderError } from '../../src/payments/types.js';
+import { ProviderError, type ProviderCallOutcome } from '../../src/payments/types.js';
 import {
   backoff,
   createProviderHttpClient,
@@ -23,8 +23,9 @@ async function setup(handler: Handler, options: { createDeadlineMs?: number; req
   server = await startFakeProviderServer(handler);
   const clock = createManualClock();
   const { sleep, delays } = recordingSleep(clock);
+  const calls: ProviderCallOutcome[] = [];
   const client = createProviderHttpClient(
-    { clock, logger: silentLogger(), sleep, random: options.random ?? (() => 0.5) },
+    { clock, logger: silentLogger(), sleep, random: options.random ?? (() => 0.5), onCall: (outcome) => calls.push(outcome) },
     {
       provider: 'test',
       baseUrl: server.url,
@@ -32,7 +33,7 @@ async function setup(handler: Handler, options: { createDeadlineMs?: number; req
       createDeadlineMs: options.createDeadlineMs ?? 20_000,
     },
   );
-  return { client, clock, delays, requests: server.requests };
+  return { client, clock, delays, requests: server.requests, calls };
 }
 
 /** Replies from a script, one per request; the last entry repeats. */
@@ -252,6 +253,28 @@ describe('malformed answers are typed errors, never crashes', () => {
   it('an empty 2xx body reads as null', async () => {
     const { client } = await setup(script({ status: 200, text: '' }));
     await expect(client.request(create())).resolves.toMatchObject({ body: null });
+  });
+});
+
+describe('each call told once to onCall (provider health subscribes)', () => {
+  it('a call that succeeds after retries is told once, as answered', async () => {
+    const { client, calls, requests } = await setup(script({ status: 503, json: {} }, { status: 503, json: {} }, OK));
+    await client.request(create());
+    expect(requests).toHaveLength(3);
+    expect(calls).toEqual([{ ok: true }]);
+  });
+
+  it('a call that gives up is told once, with the error its caller gets', async () => {
+    const { client, calls } = await setup(script({ status: 503, json: {} }));
+    const err = await failure(client.request({ method: 'GET', path: '/payment-intents/pi_1', retry: 'read' }));
+    expect(calls).toEqual([{ ok: false, error: err }]);
+    expect(err.transient).toBe(true);
+  });
+
+  it('a status the caller asked for (404 on a probe) is an answer', async () => {
+    const { client, calls } = await setup(script({ status: 404, json: {} }));
+    await client.request({ method: 'GET', path: '/probe', retry: 'read', okStatuses: [404] });
+    expect(calls).toEqual([{ ok: true }]);
   });
 });
 

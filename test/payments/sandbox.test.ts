@@ -63,9 +63,9 @@ describe('sandbox provider', () => {
     const delivery = deliveries.at(-1)!;
     const context = { secrets: ['old', 'whsec'], toleranceSec: 300, now: clock.now() };
     expect(sandbox.provider.verifyWebhook(delivery.rawBody, delivery.headers, context)).toMatchObject({
-      type: 'invoice.paid',
-      objectId: invoice.id,
-      livemode: false,
+      event: { type: 'invoice.paid', objectId: invoice.id, livemode: false },
+      // Signed with the second of the two secrets: the verifier says so.
+      secretIndex: 1,
     });
     const tampered = Buffer.from(delivery.rawBody.toString().replace('1500', '1'));
     expect(() => sandbox.provider.verifyWebhook(tampered, delivery.headers, context)).toThrow(/parsed or re-serialised/);

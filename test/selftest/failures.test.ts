@@ -5,6 +5,7 @@ import { createSimulator } from '../../src/simulator/index.js';
 import { openDatabase } from '../../src/store/index.js';
 import { unusedPort } from '../helpers/service.js';
 import { byName, deviceConfig, failing, onCleanup, selftestFor } from './harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** A healthy stopped device with a database: the baseline every failure below differs from by one thing. */
 async function stoppedDevice(config: Record<string, unknown> = {}) {
@@ -128,7 +129,6 @@ describe('each broken part FAILs on its own line, with a hint, and leaves the ot
     expect(failing(report.checks)).toEqual(['mqtt']);
     expect(byName(report.checks).mqtt!.detail).toMatch(/no answer within 1000 ms/);
     // The selftest hung up: it leaves no half-open connection behind on the broker.
-    const { waitFor } = await import('../helpers/temp.js');
     await waitFor(() => sockets.size === 0, { timeoutMs: 2_000, what: 'the selftest to close its connection' });
   });
 

@@ -1,12 +1,13 @@
 import { createServer, type Server } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { connect } from 'mqtt';
-import { startService, freePort, waitFor } from '../helpers/service.js';
+import { startService, freePort } from '../helpers/service.js';
 import { startEmbeddedBroker } from '../../src/mqtt/index.js';
 import { runCli } from '../../src/cli/index.js';
 import { fakeIo } from '../cli/cli-io.js';
 import { byName, onCleanup, uniqueDeviceId } from './harness.js';
 import type { SelftestReport } from '../../src/selftest/index.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The demo started beside other programs: something on the settings' local port that answers like a
@@ -47,12 +48,12 @@ async function besideForeignPrograms() {
   });
   onCleanup(() => svc.stop());
   // The service's broker is up and holds its retained state (it connected to its own broker).
-  await svc.waitFor(() => svc.logs().some((l) => l.msg === 'MQTT connected'), 30_000, 'MQTT connected');
+  await svc.waitFor(() => svc.logs().some((l) => l.msg === 'MQTT connected'), { what: 'MQTT connected' });
   /** Everything published on the other broker before now has reached the watcher: a marker after it came back. */
   const drained = async () => {
     const marker = `marker/${Math.random()}`;
     watcher.publish(marker, 'x', { qos: 1 });
-    await waitFor(() => seen.some((m) => m.topic === marker), 30_000, 'the marker');
+    await waitFor(() => seen.some((m) => m.topic === marker), { what: 'the marker' });
   };
   return { deviceId, svc, localPort, brokerPort, fileBrokerPort, seen, drained, foreignRequests: () => foreignRequests };
 }
@@ -126,7 +127,7 @@ describe('selftest beside a service started on other ports', () => {
     let id = '';
     client.on('message', (_t, payload) => (id = payload.toString()));
     client.subscribe(`vendgate/${world.deviceId}/broker`);
-    await waitFor(() => id !== '', 30_000, 'the broker id');
+    await waitFor(() => id !== '', { what: 'the broker id' });
     expect(id).toMatch(/^[0-9a-f]{16}$/);
   });
 });

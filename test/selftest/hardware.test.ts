@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/index.js';
 import { createFakeGpio } from '../hardware/fakes/fake-gpio.js';
 import { createMockSerial } from '../hardware/fakes/mock-serial.js';
-import { waitFor } from '../helpers/temp.js';
+
 import { byName, deviceConfig, failing, fakeExec, selftestFor } from './harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 const PI4 = new URL('../fixtures/sysfs/pi4', import.meta.url).pathname;
 const NO_PI = new URL('../fixtures/sysfs/no-pi', import.meta.url).pathname;
@@ -119,7 +120,7 @@ describe('GPIO, serial and inputs', () => {
 
     const answering = createMockSerial('/dev/null');
     const machine = (async () => {
-      await waitFor(() => answering.written().includes('STATUS'), { timeoutMs: 30_000, what: 'the status command' });
+      await waitFor(() => answering.written().includes('STATUS'), { what: 'the status command' });
       answering.emit('NONE\r\n');
     })();
     const good = await selftestFor(device.path, {}, { hardware: { serialBinding: answering.binding } });

@@ -1,22 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadRelaySettings, parseRelaySettings, parseSettings, SettingsError } from '../../src/settings/index.js';
+import { loadRelaySettings, parseRelaySettings, parseSettings } from '../../src/settings/index.js';
 import { tempDir } from '../helpers/temp.js';
+import { settingsProblems } from '../helpers/core.js';
 
 const RELAY_EXAMPLE = new URL('../../config/fleet/relay.yaml', import.meta.url).pathname;
 const device = { id: 'vm-001', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] };
 const gerege = { name: 'gerege', baseUrl: 'https://api.example', clientId: 'c', clientSecret: 's', webhookSecrets: ['w'] };
-
-function problems(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof SettingsError) return err.problems;
-    throw err;
-  }
-  return [];
-}
 
 describe('fleet settings', () => {
   it('a device takes its webhooks from the tunnel unless told otherwise, and broker mode needs a broker', () => {
@@ -25,10 +16,10 @@ describe('fleet settings', () => {
       parseSettings({ device, provider: gerege, mqtt: { url: 'mqtt://broker:1883' }, fleet: { webhookSource: 'broker' } }).fleet
         .webhookSource,
     ).toBe('broker');
-    expect(problems(() => parseSettings({ device, provider: gerege, mqtt: { url: '' }, fleet: { webhookSource: 'both' } }))).toEqual([
-      "fleet.webhookSource: both needs a broker: set mqtt.url (the fleet's broker), or use tunnel",
-    ]);
-    expect(problems(() => parseSettings({ device, fleet: { webhookSource: 'relay' } }))[0]).toMatch(/^fleet\.webhookSource: /);
+    expect(
+      settingsProblems(() => parseSettings({ device, provider: gerege, mqtt: { url: '' }, fleet: { webhookSource: 'both' } })),
+    ).toEqual(["fleet.webhookSource: both needs a broker: set mqtt.url (the fleet's broker), or use tunnel"]);
+    expect(settingsProblems(() => parseSettings({ device, fleet: { webhookSource: 'relay' } }))[0]).toMatch(/^fleet\.webhookSource: /);
   });
 
   it('the shipped relay example loads with its secrets from the environment', () => {
@@ -51,7 +42,9 @@ describe('fleet settings', () => {
 
   it('the relay lists every problem at once, and refuses secrets in its file', () => {
     expect(
-      problems(() => parseRelaySettings({ relay: { providers: ['gerege', 'stripe'], port: 70_000 }, mqtt: { url: 'embedded' } })).sort(),
+      settingsProblems(() =>
+        parseRelaySettings({ relay: { providers: ['gerege', 'stripe'], port: 70_000 }, mqtt: { url: 'embedded' } }),
+      ).sort(),
     ).toEqual(
       [
         "mqtt.url: the relay publishes to the fleet's broker: give its URL (mqtt://host:1883 or mqtts://host:8883)",
@@ -60,7 +53,7 @@ describe('fleet settings', () => {
       ].sort(),
     );
     expect(
-      problems(() =>
+      settingsProblems(() =>
         parseRelaySettings({ relay: { publishTimeOutMs: 100, webhookSecrets: { gerege: ['w'] } }, mqtt: { url: 'mqtt://broker:1883' } }),
       ),
     ).toEqual(['relay.publishTimeOutMs: unknown key; did you mean "publishTimeoutMs"?']);
@@ -68,7 +61,7 @@ describe('fleet settings', () => {
     try {
       const path = join(dir.path, 'relay.yaml');
       writeFileSync(path, 'relay:\n  webhookSecrets: { gerege: [whsec_x] }\nmqtt:\n  url: mqtt://broker:1883\n');
-      expect(problems(() => loadRelaySettings({ path, env: {} }))[0]).toMatch(/secrets are not read from the file/);
+      expect(settingsProblems(() => loadRelaySettings({ path, env: {} }))[0]).toMatch(/secrets are not read from the file/);
     } finally {
       dir.cleanup();
     }

@@ -2,21 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { loadRelaySettings, loadSettings, parseSettings, priceBoundsFor, priceProblems, SettingsError } from '../../src/settings/index.js';
+import { loadRelaySettings, loadSettings, parseSettings, priceBoundsFor, priceProblems } from '../../src/settings/index.js';
 import { tempDir } from '../helpers/temp.js';
 import { generateOperatorKey } from '../../src/mqtt/index.js';
+import { settingsProblems } from '../helpers/core.js';
 
 const device = { id: 'vm-001', currency: 'MNT', catalog: [{ slot: 'A1', name: 'Water', price: 1500 }] };
-
-function problems(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof SettingsError) return err.problems;
-    throw err;
-  }
-  return [];
-}
 
 describe('the settings that keep commands to the operator', () => {
   it('the webhook listener binds 127.0.0.1 by default: the tunnel reaches it on loopback', () => {
@@ -25,22 +16,22 @@ describe('the settings that keep commands to the operator', () => {
 
   it('live mode refuses plaintext MQTT unless mqtt.allowPlaintext: true (a LAN-only broker); TLS and embedded are fine', () => {
     const live = { ...device, livemode: true };
-    expect(problems(() => parseSettings({ device: live, mqtt: { url: 'mqtt://10.0.0.5:1883' } }))).toEqual([
+    expect(settingsProblems(() => parseSettings({ device: live, mqtt: { url: 'mqtt://10.0.0.5:1883' } }))).toEqual([
       expect.stringMatching(/^mqtt\.url: live mode .* use mqtts:\/\/ .* mqtt\.allowPlaintext: true/),
     ]);
-    expect(problems(() => parseSettings({ device: live, mqtt: { url: 'ws://10.0.0.5:9001' } }))).toHaveLength(1);
+    expect(settingsProblems(() => parseSettings({ device: live, mqtt: { url: 'ws://10.0.0.5:9001' } }))).toHaveLength(1);
     expect(parseSettings({ device: live, mqtt: { url: 'mqtt://10.0.0.5:1883', allowPlaintext: true } }).mqtt.allowPlaintext).toBe(true);
-    expect(problems(() => parseSettings({ device: live, mqtt: { url: 'mqtts://broker.example:8883' } }))).toEqual([]);
-    expect(problems(() => parseSettings({ device: live, mqtt: { url: 'embedded' } }))).toEqual([]);
+    expect(settingsProblems(() => parseSettings({ device: live, mqtt: { url: 'mqtts://broker.example:8883' } }))).toEqual([]);
+    expect(settingsProblems(() => parseSettings({ device: live, mqtt: { url: 'embedded' } }))).toEqual([]);
     // Test mode (the demo) is not held to it.
-    expect(problems(() => parseSettings({ device, mqtt: { url: 'mqtt://10.0.0.5:1883' } }))).toEqual([]);
+    expect(settingsProblems(() => parseSettings({ device, mqtt: { url: 'mqtt://10.0.0.5:1883' } }))).toEqual([]);
   });
 
   it('operator keys: ed25519 public keys with unique ids; anything else is refused with its path', () => {
     const { publicKey } = generateOperatorKey();
     expect(parseSettings({ device, commands: { keys: [{ id: 'ops-1', publicKey }] } }).commands.keys).toEqual([{ id: 'ops-1', publicKey }]);
     expect(
-      problems(() =>
+      settingsProblems(() =>
         parseSettings({
           device,
           commands: {
@@ -61,28 +52,30 @@ describe('the settings that keep commands to the operator', () => {
     );
     // An RSA or P-256 key is not ed25519.
     expect(
-      problems(() =>
+      settingsProblems(() =>
         parseSettings({ device, commands: { keys: [{ id: 'ec', publicKey: 'MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE' + 'A'.repeat(86) }] } }),
       ),
     ).toHaveLength(1);
   });
 
   it("price bounds: the settings' own catalog is held to them too, and a floor above its ceiling is refused", () => {
-    expect(problems(() => parseSettings({ device, pricing: { floor: 2000 } }))).toEqual([
+    expect(settingsProblems(() => parseSettings({ device, pricing: { floor: 2000 } }))).toEqual([
       'device.catalog.0.price: 1500 for slot A1 is below the floor 2000 (pricing in the local settings)',
     ]);
-    expect(problems(() => parseSettings({ device, pricing: { slots: { A1: { ceiling: 1000 } } } }))).toEqual([
+    expect(settingsProblems(() => parseSettings({ device, pricing: { slots: { A1: { ceiling: 1000 } } } }))).toEqual([
       'device.catalog.0.price: 1500 for slot A1 is above the ceiling 1000 (pricing in the local settings)',
     ]);
     expect(
-      problems(() => parseSettings({ device, pricing: { floor: 100, ceiling: 50, slots: { A1: { floor: 900, ceiling: 800 } } } })),
+      settingsProblems(() => parseSettings({ device, pricing: { floor: 100, ceiling: 50, slots: { A1: { floor: 900, ceiling: 800 } } } })),
     ).toEqual(expect.arrayContaining([expect.stringMatching(/^pricing\.floor: /), expect.stringMatching(/^pricing\.slots\.A1\.floor: /)]));
     expect(parseSettings({ device, pricing: { floor: 1000, ceiling: 5000 } }).pricing).toMatchObject({ floor: 1000, ceiling: 5000 });
   });
 
   it("a slot's price bounds only narrow the global ones: a wider slot bound is refused, and never lets a price past the global floor or ceiling", () => {
     expect(
-      problems(() => parseSettings({ device, pricing: { floor: 1000, ceiling: 5000, slots: { A1: { floor: 10, ceiling: 90_000 } } } })),
+      settingsProblems(() =>
+        parseSettings({ device, pricing: { floor: 1000, ceiling: 5000, slots: { A1: { floor: 10, ceiling: 90_000 } } } }),
+      ),
     ).toEqual([
       "pricing.slots.A1.floor: 10 is below the global floor 1000: a slot's bounds may only narrow the global ones",
       "pricing.slots.A1.ceiling: 90000 is above the global ceiling 5000: a slot's bounds may only narrow the global ones",

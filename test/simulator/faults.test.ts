@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { geregeClient, intentBody, invoiceBody, qutpayClient, startReceiver, startSimulator, waitFor } from './harness.js';
+import { geregeClient, intentBody, invoiceBody, qutpayClient, startReceiver, startSimulator } from './harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('webhook faults', () => {
   it('duplicateWebhook delivers every event twice with the same id and body', async () => {
@@ -70,7 +71,7 @@ describe('webhook faults', () => {
     const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, faults: { delayWebhookMs: 80 } });
     const started = Date.now();
     await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-6');
-    await waitFor(() => receiver.received.length === 1, 'the delayed webhook');
+    await waitFor(() => receiver.received.length === 1, { what: 'the delayed webhook' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(75);
   });
 
@@ -83,7 +84,7 @@ describe('webhook faults', () => {
       faults: { webhookOutage: true },
     });
     await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-7');
-    await waitFor(() => sim.records().deliveries.length >= 2, 'two failed attempts');
+    await waitFor(() => sim.records().deliveries.length >= 2, { what: 'two failed attempts' });
     expect(receiver.received).toHaveLength(0);
     sim.setFaults({ webhookOutage: false });
     await sim.waitForDeliveriesIdle();
@@ -130,7 +131,7 @@ describe('request faults', () => {
     });
     // The client gives up only once the simulator holds the request (a fixed client timeout lost
     // the race on a loaded machine: the request was aborted before it reached the simulator).
-    await waitFor(() => sim.records().requests.some((r) => r.path === '/api/v1/invoices'), 'the held create');
+    await waitFor(() => sim.records().requests.some((r) => r.path === '/api/v1/invoices'), { what: 'the held create' });
     client.abort();
     await expect(attempt).rejects.toThrow();
     expect(sim.records().invoices).toHaveLength(0);
@@ -141,7 +142,7 @@ describe('request faults', () => {
   it('stop() releases requests held by the timeout fault', async () => {
     const sim = await startSimulator({ provider: 'qutpay', faults: { timeout: 1 } });
     const held = fetch(`${sim.url}/api/v1/invoices/inv_x`, { headers: { 'x-api-key': 'qp_test_simulator' } });
-    await waitFor(() => sim.records().requests.length === 1, 'the held request');
+    await waitFor(() => sim.records().requests.length === 1, { what: 'the held request' });
     await sim.stop();
     await expect(held).rejects.toThrow();
   });

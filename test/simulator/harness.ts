@@ -51,15 +51,6 @@ export async function startReceiver(status: (n: number, received: Received) => n
   };
 }
 
-/** Polls a condition until it holds; fails with `what` after the deadline. */
-export async function waitFor(predicate: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 export interface Answer {
   status: number;
   headers: Headers;

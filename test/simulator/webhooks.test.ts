@@ -2,7 +2,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/util/index.js';
 import { signGeregeWebhook, signQutpayWebhook } from '../../src/simulator/index.js';
-import { geregeClient, intentBody, invoiceBody, qutpayClient, startReceiver, startSimulator, waitFor } from './harness.js';
+import { geregeClient, intentBody, invoiceBody, qutpayClient, startReceiver, startSimulator } from './harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 const hmacHex = (secret: string, data: string) => createHmac('sha256', secret).update(data).digest('hex');
 const sameHex = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -136,7 +137,7 @@ describe('webhook retries', () => {
     const receiver = await startReceiver(() => 500);
     const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, webhookRetryDelaysMs: [60_000] });
     await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'r-7');
-    await waitFor(() => receiver.received.length === 1, 'the first attempt');
+    await waitFor(() => receiver.received.length === 1, { what: 'the first attempt' });
     await expect(sim.waitForDeliveriesIdle(20)).rejects.toThrow(/still pending/);
     const idle = sim.waitForDeliveriesIdle(5000);
     await sim.stop();
@@ -152,6 +153,6 @@ describe('webhook retries', () => {
     const api = await geregeClient(sim);
     await api.post('/payment-intents', intentBody({ expires_in: 30 }), 'r-8');
     clock.advance(30_000);
-    await waitFor(() => receiver.bodies().some((b) => b.type === 'payment_intent.expired'), 'the expired webhook');
+    await waitFor(() => receiver.bodies().some((b) => b.type === 'payment_intent.expired'), { what: 'the expired webhook' });
   });
 });

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startService } from '../helpers/service.js';
 
 /**
- * Issue 24, a start on a damaged database: one fatal line naming the file, the cause and the next
+ * A start on a damaged database: one fatal line naming the file, the cause and the next
  * step, exit 74 (systemd/vendgate.service does not restart on it), and the file untouched.
  */
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;

@@ -5,12 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, waitFor, type Service } from '../helpers/service.js';
+import { startService, type Service } from '../helpers/service.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { mountExt4 } from '../helpers/mounts.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 24, a card the kernel turned read-only: ext4 on a loop device mounted errors=remount-ro,
+ * A card the kernel turned read-only: ext4 on a loop device mounted errors=remount-ro,
  * failed through the kernel's own error path while a vend is firing (a plain remount,ro is refused
  * while the database is open). The service keeps running, keeps the vend's outcome and says so,
  * refuses new orders with VG_ERR_STORAGE, names the card in /healthz and publishes
@@ -69,16 +70,14 @@ describe('an SD card that the kernel turns read-only', () => {
     const url = svc.localUrl;
     const created = (await (await post(`${url}/api/orders`, { slot: 'A1' })).json()) as { orderId: number; invoiceId: string };
     expect((await post(`${url}/sandbox/pay/${created.invoiceId}`)).status).toBe(204);
-    await svc.waitFor(() => svc!.logs().some((l) => l.msg === 'vend firing'), 20_000, 'the vend to fire');
+    await svc.waitFor(() => svc!.logs().some((l) => l.msg === 'vend firing'), { timeoutMs: 20_000, what: 'the vend to fire' });
 
     card.failFileSystem();
 
     // The machine delivered; the card will not take the record: kept in memory, retried, and said.
-    const kept = await svc.waitFor(
-      () => svc!.logs().find((l) => l.msg === 'the card refused the vend outcome: kept in memory, retrying'),
-      30_000,
-      'the vend outcome kept in memory',
-    );
+    const kept = await svc.waitFor(() => svc!.logs().find((l) => l.msg === 'the card refused the vend outcome: kept in memory, retrying'), {
+      what: 'the vend outcome kept in memory',
+    });
     expect(kept).toMatchObject({ orderId: created.orderId, outcome: 'vended' });
     expect(svc.readSimLog().filter((l) => l.orderId === created.orderId)).toHaveLength(1);
     expect(svc.pid).not.toBeNull();
@@ -98,11 +97,10 @@ describe('an SD card that the kernel turns read-only', () => {
     expect(checks.storage!.detail).toContain('read-only');
     expect(checks.provider!.ok).toBe(true);
 
-    const alarm = await waitFor(
-      () => retained.get(`${prefix}/${deviceId}/alarms/storage_readonly`),
-      20_000,
-      'storage_readonly on the broker',
-    );
+    const alarm = await waitFor(() => retained.get(`${prefix}/${deviceId}/alarms/storage_readonly`), {
+      timeoutMs: 20_000,
+      what: 'storage_readonly on the broker',
+    });
     expect(JSON.parse(alarm)).toMatchObject({ name: 'storage_readonly', severity: 'critical', path: dbPath, deviceId });
 
     // Stopping with the outcome still unwritten: the journal says what happened to which order.

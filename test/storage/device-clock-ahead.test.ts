@@ -2,8 +2,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../helpers/service.js';
+
 import { startProviderStack, type ProviderStack } from '../techniques/chaos/stack.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * This device's own clock hours ahead of the provider's (a Pi without a real-time clock that came
@@ -48,7 +49,7 @@ describe("this device's clock six hours ahead from the start", () => {
       const readyMs = Date.now() - startedAt;
       expect(readyMs).toBeLessThan(15_000);
 
-      const [alarm] = await waitFor(() => (clockSkew(s).length ? clockSkew(s) : null), 10_000, 'clock_skew');
+      const [alarm] = await waitFor(() => (clockSkew(s).length ? clockSkew(s) : null), { timeoutMs: 10_000, what: 'clock_skew' });
       expect(Math.abs((JSON.parse(alarm!.detail) as { skewSec: number }).skewSec - 6 * 3600)).toBeLessThan(120);
 
       for (const slot of ['A1', 'A2']) {

@@ -5,12 +5,13 @@ import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import mqtt from 'mqtt';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startService, waitFor, type Service } from '../helpers/service.js';
+import { startService, type Service } from '../helpers/service.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { fillUp, mountTmpfs, type Mounted } from '../helpers/mounts.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 24, a full disk: the database on a small real tmpfs that fills up while a vend is firing.
+ * A full disk: the database on a small real tmpfs that fills up while a vend is firing.
  * The delivered vend is recorded (the ballast is given back), the service keeps running, new
  * orders are refused with VG_ERR_STORAGE naming the path and the free bytes, /healthz names the
  * disk, and `storage_full` reaches the broker retained although the outbox could not take it.
@@ -65,14 +66,14 @@ describe('a disk that fills during a vend', () => {
     const url = svc.localUrl;
     const created = (await (await post(`${url}/api/orders`, { slot: 'A1' })).json()) as { orderId: number; invoiceId: string };
     expect((await post(`${url}/sandbox/pay/${created.invoiceId}`)).status).toBe(204);
-    await svc.waitFor(() => svc!.logs().some((l) => l.msg === 'vend firing'), 20_000, 'the vend to fire');
+    await svc.waitFor(() => svc!.logs().some((l) => l.msg === 'vend firing'), { timeoutMs: 20_000, what: 'the vend to fire' });
 
     const filler = join(disk.dir, 'filler');
     expect(fillUp(filler)).toBeGreaterThan(0);
 
     // The vend that fired is settled: vended, one actuation, the process still running.
     const order = async () => (await (await fetch(`${url}/api/orders/${created.orderId}`)).json()) as { state: string };
-    await svc.waitFor(async () => (await order()).state === 'vended', 30_000, 'the delivered vend to be recorded');
+    await svc.waitFor(async () => (await order()).state === 'vended', { what: 'the delivered vend to be recorded' });
     expect(svc.readSimLog().filter((l) => l.orderId === created.orderId)).toHaveLength(1);
     expect(svc.pid).not.toBeNull();
 
@@ -92,15 +93,15 @@ describe('a disk that fills during a vend', () => {
     expect(checks.provider!.ok).toBe(true);
 
     const alarmTopic = `${prefix}/${deviceId}/alarms/storage_full`;
-    const alarm = await waitFor(() => retained.get(alarmTopic), 20_000, 'storage_full on the broker');
+    const alarm = await waitFor(() => retained.get(alarmTopic), { timeoutMs: 20_000, what: 'storage_full on the broker' });
     expect(JSON.parse(alarm)).toMatchObject({ name: 'storage_full', severity: 'critical', path: dbPath, deviceId });
 
     // Space freed: orders are taken again, the alarm is cleared on the broker.
     rmSync(filler);
-    await svc.waitFor(async () => (await fetch(`${url}/healthz`)).status === 200, 30_000, '/healthz to be healthy again');
+    await svc.waitFor(async () => (await fetch(`${url}/healthz`)).status === 200, { what: '/healthz to be healthy again' });
     const again = await post(`${url}/api/orders`, { slot: 'A2' });
     expect(again.status).toBe(201);
-    await waitFor(() => retained.get(alarmTopic) === '', 20_000, 'storage_full cleared on the broker');
+    await waitFor(() => retained.get(alarmTopic) === '', { timeoutMs: 20_000, what: 'storage_full cleared on the broker' });
   });
 });
 
@@ -117,7 +118,7 @@ function startOnce(configPath: string): Promise<{ code: number | null; stderr: s
 }
 
 /**
- * Issue 24, a start on a disk that is already full. With the ballast beside the database the start
+ * A start on a disk that is already full. With the ballast beside the database the start
  * gives it back and runs in the `full` state: the fault found while the store opens (before the
  * device and its alarms exist) must still put the device out of service, reach the broker and land
  * as an alarm row. Without a ballast the start refuses with one line and exit 74.
@@ -192,7 +193,10 @@ describe('a start on a full disk', () => {
     expect(checks.service!.detail).toContain(dbPath);
     expect(checks.provider!.ok).toBe(true);
 
-    const alarm = await waitFor(() => retained.get(`${prefix}/${deviceId}/alarms/storage_full`), 20_000, 'storage_full on the broker');
+    const alarm = await waitFor(() => retained.get(`${prefix}/${deviceId}/alarms/storage_full`), {
+      timeoutMs: 20_000,
+      what: 'storage_full on the broker',
+    });
     expect(JSON.parse(alarm)).toMatchObject({ name: 'storage_full', severity: 'critical', path: dbPath, deviceId });
 
     // The row: the ballast given back left room for it.

@@ -10,7 +10,7 @@ import { run } from '../cli/cli-io.js';
 import { mountExt4, type Mounted } from '../helpers/mounts.js';
 
 /**
- * Issue 24: `vendgate doctor` on real files and a real card (ext4 on a loop device): what is wrong,
+ * `vendgate doctor` on real files and a real card (ext4 on a loop device): what is wrong,
  * and what to do, without ever writing to the database.
  */
 interface Report {

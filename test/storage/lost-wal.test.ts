@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
 
 /**
- * Issue 24: a write-ahead log SQLite discards (garbage on a failing card) and a database behind its
+ * A write-ahead log SQLite discards (garbage on a failing card) and a database behind its
  * lineage mark (an older copy put back) both lose commits the machine acted on, so both take the
  * restored-database path: the `database_restored` alarm, the boundary that parks every order the
  * copy held instead of vending it, and reconciliation with the provider.

@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, waitFor, type Service } from '../helpers/service.js';
+import { startService, type Service } from '../helpers/service.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { mountExt4 } from '../helpers/mounts.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 24, "the selftest names the disk": the selftest run inside the service (MQTT cmd/selftest)
+ * "the selftest names the disk": the selftest run inside the service (MQTT cmd/selftest)
  * on a card the kernel turned read-only (ext4 errors=remount-ro, failed through trigger_fs_error).
  * Its `storage` line is the fault the service is in, and its `database` line says the card turned
  * read-only instead of suggesting a chown.
@@ -68,7 +69,7 @@ describe('the selftest on a card gone read-only', () => {
         mqtt: { url: broker.url, prefix, telemetryIntervalSec: 3600 },
       },
     });
-    await svc.waitFor(() => svc!.logs().some((l) => /mqtt connected/i.test(String(l.msg))), 15_000, 'MQTT connected');
+    await svc.waitFor(() => svc!.logs().some((l) => /mqtt connected/i.test(String(l.msg))), { timeoutMs: 15_000, what: 'MQTT connected' });
 
     card.failFileSystem();
     // The next write the service tries finds the fault: the order is refused because of the card.
@@ -92,8 +93,7 @@ describe('the selftest on a card gone read-only', () => {
         }
         return found;
       },
-      30_000,
-      'the selftest result',
+      { what: 'the selftest result' },
     );
     const byName = new Map(checks.map((c) => [c.name, c]));
 

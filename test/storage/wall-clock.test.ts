@@ -2,11 +2,12 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../helpers/service.js';
+
 import { startGeregeStack, startProviderStack, type GeregeStack } from '../techniques/chaos/stack.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 24, a Pi without a real-time clock: the real service under libfaketime (Debian `faketime`),
+ * A Pi without a real-time clock: the real service under libfaketime (Debian `faketime`),
  * its wall clock moved at run time through FAKETIME_TIMESTAMP_FILE (FAKETIME_NO_CACHE=1), its
  * monotonic clock left alone (FAKETIME_DONT_FAKE_MONOTONIC=1), against the Gerege (one case: QutPay)
  * simulator on the real time in this process.
@@ -49,8 +50,7 @@ describe('a wall clock that is wrong or jumps', () => {
         const skewSec = (JSON.parse(alarm.detail) as { skewSec: number }).skewSec;
         return Math.abs(skewSec - expectedSec) < slackSec ? skewSec : null;
       },
-      15_000,
-      `clock_skew with skewSec near ${expectedSec}`,
+      { timeoutMs: 15_000, what: `clock_skew with skewSec near ${expectedSec}` },
     );
 
   it('three hours ahead of the provider: orders are made (one invoice each), clock_skew says by how much, polling carries the payment, and the alarm clears', async () => {
@@ -61,7 +61,7 @@ describe('a wall clock that is wrong or jumps', () => {
     expect(stack.query('SELECT count(*) AS n FROM order_invoices')).toEqual([{ n: 1 }]);
     expect(stack.query("SELECT name FROM alarms WHERE name LIKE 'invoice_reused/%'")).toEqual([]);
 
-    const [alarm] = await waitFor(() => (clockSkew(stack!).length ? clockSkew(stack!) : null), 15_000, 'clock_skew');
+    const [alarm] = await waitFor(() => (clockSkew(stack!).length ? clockSkew(stack!) : null), { timeoutMs: 15_000, what: 'clock_skew' });
     const skewSec = (JSON.parse(alarm!.detail) as { skewSec: number }).skewSec;
     expect(Math.abs(skewSec - 3 * 3600)).toBeLessThan(120);
 
@@ -72,7 +72,7 @@ describe('a wall clock that is wrong or jumps', () => {
     // NTP puts the clock right: the next provider answer clears the alarm.
     clock.set('+0');
     expect((await stack.call('POST', '/api/orders', { slot: 'A2' })).status).toBe(201);
-    await waitFor(() => clockSkew(stack!).length === 0, 15_000, 'clock_skew cleared');
+    await waitFor(() => clockSkew(stack!).length === 0, { timeoutMs: 15_000, what: 'clock_skew cleared' });
   });
 
   it('set back 30 days while an order waits: the poller keeps reading, and a payment made after the jump is vended', async () => {
@@ -116,7 +116,7 @@ describe('a wall clock that is wrong or jumps', () => {
     const state = (id: number) => s.query<{ state: string }>('SELECT state FROM orders WHERE id = ?', id)[0]?.state;
 
     // A few reads on a clock that agrees with the provider's, then NTP sets the device back 30 days.
-    await waitFor(() => reads().length >= 5, 20_000, 'five reads before the jump');
+    await waitFor(() => reads().length >= 5, { timeoutMs: 20_000, what: 'five reads before the jump' });
     const jumpedAt = Date.now();
     clock.set('-30d');
     expect(await skewNear(s, -30 * 86_400)).toBeLessThan(0);
@@ -125,7 +125,10 @@ describe('a wall clock that is wrong or jumps', () => {
 
     // The order runs out 30 s after it was made on the real clock, though the wall clock says it was
     // made 30 days from now; the device closes it itself (its reason, and a cancel at the provider).
-    const expiredSeenAt = await waitFor(() => (state(orderId) === 'expired' ? Date.now() : null), 60_000, 'the order expired');
+    const expiredSeenAt = await waitFor(() => (state(orderId) === 'expired' ? Date.now() : null), {
+      timeoutMs: 60_000,
+      what: 'the order expired',
+    });
     expect(expiredSeenAt - madeAt).toBeGreaterThanOrEqual(ttlSec * 1000 - 1_000);
     expect(expiredSeenAt - madeAt).toBeLessThan(ttlSec * 1000 + 10_000);
     expect(s.query('SELECT to_state, reason FROM order_history WHERE order_id = ? AND to_state = ?', orderId, 'expired')).toEqual([
@@ -174,7 +177,7 @@ describe('a wall clock that is wrong or jumps', () => {
 
     clock.set('+30d');
     // The next provider answer (the poller's read) shows the jump: 30 days of skew.
-    await waitFor(() => (clockSkew(stack!).length ? true : null), 15_000, 'clock_skew after the jump');
+    await waitFor(() => (clockSkew(stack!).length ? true : null), { timeoutMs: 15_000, what: 'clock_skew after the jump' });
     expect(stack.query<{ state: string }>('SELECT state FROM orders WHERE id = ?', orderId)).toEqual([{ state: 'awaiting_payment' }]);
     await stack.sim.pay(created.json.invoiceId as string);
     expect((await stack.waitSettled(orderId)).state).toBe('vended');

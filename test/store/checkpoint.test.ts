@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCheckpointer, openDatabase, type Db } from '../../src/store/index.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { tempDir, waitFor } from '../helpers/temp.js';
+import { tempDir } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * What the database file itself holds, without its WAL: a copy of the file alone, opened on its

@@ -4,7 +4,7 @@ import { observeDurableCommits, type DurableStep } from '../../src/store/index.j
 import { createFakeProvider } from '../fakes/provider.js';
 import { testSettings } from '../helpers/core.js';
 import { tempDir } from '../helpers/temp.js';
-import { waitFor } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Power cuts, not only crashes: every money step that precedes an irreversible outside action (or
@@ -41,14 +41,14 @@ describe('power-loss durability of the money steps', () => {
     const sold = await ctx.orders.create({ source: 'cli', slot: 'A1' });
     fake.set(sold.invoice_id!, 'authorized');
     ctx.poller.pollNow(sold.invoice_id!);
-    await waitFor(() => ctx.orders.get(sold.id)!.state === 'vended', 30_000, 'the vend');
-    await waitFor(() => fake.calls.some((c) => c.method === 'captureInvoice'), 30_000, 'the capture');
+    await waitFor(() => ctx.orders.get(sold.id)!.state === 'vended', { what: 'the vend' });
+    await waitFor(() => fake.calls.some((c) => c.method === 'captureInvoice'), { what: 'the capture' });
     // Its fiscal receipt: claimed before the register is called.
-    await waitFor(() => seen.has('receipt_claim'), 30_000, 'the receipt claim');
+    await waitFor(() => seen.has('receipt_claim'), { what: 'the receipt claim' });
 
     // An operator's refund of a vended order: the refund claim before the POST.
     ctx.vend.refund(sold.id, 'test');
-    await waitFor(() => fake.calls.some((c) => c.method === 'refund'), 30_000, 'the refund');
+    await waitFor(() => fake.calls.some((c) => c.method === 'refund'), { what: 'the refund' });
 
     for (const step of MONEY_STEPS) {
       expect(seen.get(step), `${step} committed durably`).toBeDefined();

@@ -1,6 +1,6 @@
 import { WebhookVerificationError } from '../../payments/types.js';
 import type { WebhookServerDeps } from './server.js';
-import { verifyWithIndex, type Headers } from './verify.js';
+import type { Headers } from './verify.js';
 
 /** The listener's own dependencies, minus the HTTP-only ones: the two doors share one set of rules. */
 export type BrokerIngestDeps = Pick<
@@ -34,7 +34,7 @@ export function createBrokerIngest(deps: BrokerIngestDeps): BrokerIngest {
     const now = deps.clock.now();
     let verified;
     try {
-      verified = verifyWithIndex(deps.provider, delivery.rawBody, delivery.headers, {
+      verified = deps.provider.verifyWebhook(delivery.rawBody, delivery.headers, {
         secrets: deps.secrets,
         toleranceSec: deps.toleranceSec,
         now,

@@ -1,5 +1,5 @@
 import type { OrderRepository } from '../../orders/index.js';
-import { createBackfill, type Backfill, type BackfillDeps } from '../backfill.js';
+import { createBackfill, type Backfill } from '../backfill.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createWebhookServer, type WebhookServer } from './server.js';
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerDeps } from './worker.js';
@@ -19,8 +19,6 @@ export interface WebhookChannelDeps extends Omit<WebhookWorkerDeps, 'inbox' | 'k
   storage?: { report(err: unknown): unknown };
   /** The device's one clock-skew state, also fed by the provider's API answers (app.ts); absent: its own. */
   clockSkew?: ClockSkew;
-  /** Told whether the Events API answered (the backfill), so an outage shows with nothing open. */
-  health?: BackfillDeps['health'];
 }
 
 export interface WebhookChannelSettings {

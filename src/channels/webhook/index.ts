@@ -14,7 +14,7 @@ export {
   type ReplayReport,
   type RowOutcome,
 } from './worker.js';
-export { verifyWithIndex, dateSkewSec } from './verify.js';
+export { dateSkewSec } from './verify.js';
 export {
   createWebhookChannel,
   type WebhookChannel,

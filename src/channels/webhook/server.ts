@@ -5,7 +5,7 @@ import { ErrorCodes } from '../../util/errors.js';
 import { CALLBACK_QUERY_HEADER, WebhookVerificationError, type PaymentProvider } from '../../payments/types.js';
 import { providerWebhooks } from '../../payments/index.js';
 import type { WebhookInbox } from './inbox.js';
-import { dateSkewSec, verifyWithIndex } from './verify.js';
+import { dateSkewSec } from './verify.js';
 import { bindListener, WEBHOOK_LISTENER_DEFAULTS, type BoundListener, type ListenerLimits } from '../../util/http-listener.js';
 import { NO_JSON_SCHEMAS } from '../../util/fastify-schemas.js';
 
@@ -90,7 +90,7 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
     const now = clock.now();
     let verified;
     try {
-      verified = verifyWithIndex(provider, rawBody, withCallbackQuery(request), {
+      verified = provider.verifyWebhook(rawBody, withCallbackQuery(request), {
         secrets: deps.secrets,
         toleranceSec: deps.toleranceSec,
         now,

@@ -146,7 +146,7 @@ export function createGeregeProvider(deps: HttpClientDeps, config: GeregeConfig)
       return this.refund(request);
     },
 
-    verifyWebhook: (rawBody, headers, context) => verifyGeregeWebhook(rawBody, headers, context).event,
+    verifyWebhook: (rawBody, headers, context) => verifyGeregeWebhook(rawBody, headers, context),
 
     async listEvents(query): Promise<EventPage> {
       const response = await authed({

@@ -294,7 +294,8 @@ export function createQpayProvider(deps: HttpClientDeps, config: QpayConfig): Pa
 
     verifyWebhook(_rawBody, headers, context) {
       const reference = readCallbackReference(headers);
-      return deviceHint(reference, memory.invoiceOf(reference), context.now, config.clientSecret);
+      // QPay signs nothing: the callback's token is checked against the client secret, not a webhook secret.
+      return { event: deviceHint(reference, memory.invoiceOf(reference), context.now, config.clientSecret), secretIndex: 0 };
     },
 
     async checkCredentials() {

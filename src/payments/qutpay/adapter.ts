@@ -124,7 +124,7 @@ export function createQutpayProvider(deps: HttpClientDeps, config: QutpayConfig)
       });
     },
 
-    verifyWebhook: (rawBody, headers, context) => verifyQutpayWebhook(rawBody, headers, context).event,
+    verifyWebhook: (rawBody, headers, context) => verifyQutpayWebhook(rawBody, headers, context),
 
     async checkCredentials() {
       const response = await call({ method: 'GET', path: `/api/v1/invoices/${PROBE_INVOICE_ID}`, retry: 'read', okStatuses: [404] });

@@ -14,6 +14,7 @@ import {
   type Invoice,
   type PaymentProvider,
   type RefundResult,
+  type VerifiedWebhook,
   type WebhookEvent,
 } from '../types.js';
 import { signSandboxPayload, verifySandboxSignature, SANDBOX_SIGNATURE_HEADER } from './signature.js';
@@ -223,10 +224,10 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
       setStatus(row, 'refunded');
       return { status: 'succeeded', refundId: `re_${row.id}` };
     },
-    verifyWebhook(rawBody, headers, context): WebhookEvent {
+    verifyWebhook(rawBody, headers, context): VerifiedWebhook {
       const header = headers[SANDBOX_SIGNATURE_HEADER];
-      verifySandboxSignature(rawBody, Array.isArray(header) ? header[0] : header, context);
-      return parseEvent(rawBody);
+      const secretIndex = verifySandboxSignature(rawBody, Array.isArray(header) ? header[0] : header, context);
+      return { event: parseEvent(rawBody), secretIndex };
     },
     async listEvents(query) {
       const after = query.startingAfter

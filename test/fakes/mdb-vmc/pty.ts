@@ -4,20 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SerialPort } from 'serialport';
 import { VmcModel, type VmcOptions } from './model.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /** A VMC model on the far end of a socat pseudo-terminal pair: the gateway opens `gatewayPath`. */
 export interface VmcOnPty {
   vmc: VmcModel;
   gatewayPath: string;
   stop(): Promise<void>;
-}
-
-async function until(check: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 export async function startVmcOnPty(options: Partial<VmcOptions> = {}): Promise<VmcOnPty> {
@@ -31,7 +24,9 @@ export async function startVmcOnPty(options: Partial<VmcOptions> = {}): Promise<
   });
   let log = '';
   socat.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
-  await until(() => log.includes('starting data transfer loop') && existsSync(gatewayPath) && existsSync(machinePath), `socat (${log})`);
+  await waitFor(() => log.includes('starting data transfer loop') && existsSync(gatewayPath) && existsSync(machinePath), {
+    what: () => `socat (${log})`,
+  });
 
   const port = new SerialPort({ path: machinePath, baudRate: 115_200, autoOpen: false });
   await new Promise<void>((resolve, reject) => port.open((err) => (err ? reject(err) : resolve())));

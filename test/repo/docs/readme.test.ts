@@ -1,12 +1,13 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../../src/app.js';
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../../../src/app.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import { testSettings } from '../../helpers/core.js';
-import { tempDir, waitFor } from '../../helpers/temp.js';
 import { SYSTEM_TEST_GLOBS } from '../../suites.js';
+import { waitFor } from '../../helpers/wait.js';
+import { appsPerTest } from '../../helpers/app.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const README = readFileSync(join(REPO, 'README.md'), 'utf8');
@@ -101,14 +102,7 @@ describe("the README's test commands say what they need", () => {
 });
 
 describe("the README's demo example is what the product answers", () => {
-  let app: App | null = null;
-  let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await app?.stop();
-    app = null;
-    dir?.cleanup();
-    dir = null;
-  });
+  const newApp = appsPerTest();
 
   it('an order answers the fields the README shows, its reference has the shape shown, and the pay URL pays it', async () => {
     const example = /^# → 201 (\{.*)$/m.exec(README);
@@ -116,8 +110,8 @@ describe("the README's demo example is what the product answers", () => {
     const shownKeys = [...example![1]!.matchAll(/"(\w+)":/g)].map((m) => m[1]);
     expect(shownKeys.length).toBeGreaterThan(3);
 
-    dir = tempDir();
-    app = createApp(testSettings(dir.path), { logger: silentLogger() });
+    let dir = '';
+    const app = newApp((path) => createApp(testSettings((dir = path)), { logger: silentLogger() }));
     const { localUrl } = await app.start();
     const res = await fetch(`${localUrl}/api/orders`, {
       method: 'POST',
@@ -139,7 +133,7 @@ describe("the README's demo example is what the product answers", () => {
     expect(paid.ok).toBe(true);
     const ctx = app.context();
     await waitFor(() => ctx.orders.get(Number(answer.orderId))?.state === 'vended', { what: 'the demo order vended' });
-    const actuations = readFileSync(join(dir.path, 'actuations.jsonl'), 'utf8').trim().split('\n');
+    const actuations = readFileSync(join(dir, 'actuations.jsonl'), 'utf8').trim().split('\n');
     expect(actuations).toHaveLength(1);
   });
 });

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakePi, type FakePi } from './fake-system.js';
-import { waitFor } from '../../helpers/service.js';
+import { waitFor } from '../../helpers/wait.js';
 
 let pi: FakePi | null = null;
 afterEach(async () => {
@@ -109,7 +109,7 @@ describe('scripts/install-pi.sh', () => {
       expect(config).toContain('- service: http_status:404');
       expect(calls).toContain('systemctl enable --now vendgate-tunnel.service');
       expect(result.stdout).toContain('http.webhook.publicUrl: https://pay-pi-test.example.com');
-      // Issue 25: the account certificate (it manages the whole zone) does not stay on the device.
+      // The account certificate (it manages the whole zone) does not stay on the device.
       expect(pi.exists('etc/vendgate/cloudflared-cert.pem')).toBe(false);
       expect(existsSync(join(pi.env.HOME!, '.cloudflared/cert.pem'))).toBe(false);
       expect(result.stdout).toContain('deleted the Cloudflare account certificate');
@@ -340,7 +340,7 @@ describe('scripts/update.sh', () => {
     const order = (await created.json()) as { orderId: number; invoiceId: string };
     expect((await fetch(`${pi.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' })).status).toBe(204);
     const state = async () => ((await (await fetch(`${pi!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state;
-    await waitFor(async () => (await state()) === 'vending', 60_000, 'the vend to be in flight');
+    await waitFor(async () => (await state()) === 'vending', { timeoutMs: 60_000, what: 'the vend to be in flight' });
 
     const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
 

@@ -30,7 +30,7 @@ describe('systemd notify (Type=notify, WatchdogSec=)', () => {
     const notify = fakeSystemdNotify();
     const svc = await startService({ env: notify.env });
     try {
-      await svc.waitFor(() => notify.sent().filter((s) => s === 'WATCHDOG=1').length >= 3, 30_000, 'three watchdog pings');
+      await svc.waitFor(() => notify.sent().filter((s) => s === 'WATCHDOG=1').length >= 3, { what: 'three watchdog pings' });
       expect(notify.sent()[0]).toBe('READY=1');
 
       await svc.kill('SIGTERM');
@@ -49,7 +49,7 @@ describe('systemd notify (Type=notify, WatchdogSec=)', () => {
     const notify = fakeSystemdNotify();
     const svc = await startService({ env: notify.env });
     try {
-      await svc.waitFor(() => notify.sent().includes('WATCHDOG=1'), 30_000, 'the first watchdog ping');
+      await svc.waitFor(() => notify.sent().includes('WATCHDOG=1'), { what: 'the first watchdog ping' });
       renameSync(svc.dbPath, `${svc.dbPath}.moved`);
       const unhealthy = () =>
         svc
@@ -57,14 +57,14 @@ describe('systemd notify (Type=notify, WatchdogSec=)', () => {
           .split('\n')
           .filter((line) => line.includes('watchdog: not pinging systemd')).length;
       // A ping already spawned before the first failed tick may still land; count from the second.
-      await svc.waitFor(() => unhealthy() >= 2, 30_000, 'two unhealthy ticks');
+      await svc.waitFor(() => unhealthy() >= 2, { what: 'two unhealthy ticks' });
       const before = notify.sent().length;
-      await svc.waitFor(() => unhealthy() >= 7, 30_000, 'five more unhealthy ticks');
+      await svc.waitFor(() => unhealthy() >= 7, { what: 'five more unhealthy ticks' });
       expect(notify.sent().length).toBe(before);
       expect(svc.stderr()).toMatch(/watchdog: not pinging systemd: .*vendgate\.db/);
 
       renameSync(`${svc.dbPath}.moved`, svc.dbPath);
-      await svc.waitFor(() => notify.sent().length > before, 30_000, 'pings to resume');
+      await svc.waitFor(() => notify.sent().length > before, { what: 'pings to resume' });
     } finally {
       await svc.stop();
       notify.cleanup();

@@ -29,8 +29,7 @@ describe('systemctl stop (SIGTERM) during a vend', () => {
       expect(paid.status).toBe(204);
       await svc.waitFor(
         () => query<{ state: string }>(svc.dbPath, 'SELECT state FROM vend_jobs WHERE order_id = ?', order.orderId)?.state === 'firing',
-        5_000,
-        'the vend to be firing',
+        { timeoutMs: 5_000, what: 'the vend to be firing' },
       );
 
       const signalledAt = Date.now();
@@ -46,8 +45,7 @@ describe('systemctl stop (SIGTERM) during a vend', () => {
             return true;
           }
         },
-        VEND_MS,
-        'the local listener to close',
+        { timeoutMs: VEND_MS, what: 'the local listener to close' },
       );
       const closedAt = Date.now();
       expect(svc.readSimLog()).toEqual([]);
@@ -83,8 +81,7 @@ describe('systemctl stop (SIGTERM) during a vend', () => {
       await fetch(`${svc.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' });
       await svc.waitFor(
         () => query<{ state: string }>(svc.dbPath, 'SELECT state FROM vend_jobs WHERE order_id = ?', order.orderId)?.state === 'firing',
-        5_000,
-        'the vend to be firing',
+        { timeoutMs: 5_000, what: 'the vend to be firing' },
       );
 
       expect(await svc.kill('SIGTERM')).toEqual({ code: 0, signal: null });

@@ -40,7 +40,7 @@ describe('systemd units', () => {
     expect(service.User).toEqual(['vendgate']);
     expect(service.SupplementaryGroups![0]!.split(/\s+/)).toEqual(expect.arrayContaining(['gpio', 'dialout']));
     expect(service.StateDirectory).toEqual(['vendgate']);
-    // Issue 25: secrets as a credential, never in the environment children inherit.
+    // Secrets as a credential, never in the environment children inherit.
     expect(service.EnvironmentFile).toBeUndefined();
     expect(service.LoadCredential).toEqual(['secrets.env:/etc/vendgate/secrets.env']);
     expect(service.ExecStart![0]).toMatch(

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { waitFor } from '../../helpers/temp.js';
+
 import { backgroundApp, failWrites } from './background.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * An outage is a state, not a crash: each background task of the real app (createApp) has its work

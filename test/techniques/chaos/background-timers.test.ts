@@ -3,8 +3,9 @@ import { createServer, type Socket } from 'node:net';
 import { silentLogger } from '../../../src/util/logger.js';
 import { createCheckpointer, createRetention } from '../../../src/store/index.js';
 import { restartableBroker } from '../../helpers/broker.js';
-import { waitFor } from '../../helpers/temp.js';
+
 import { backgroundApp, failWrites } from './background.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /** As background-failures.test.ts, for the timers around the money path: the database's, the broker's, the operator's. */
 describe('every background task survives two failures in a row and runs again: housekeeping', () => {

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { NO_FAULTS } from '../../../src/simulator/index.js';
-import { waitFor } from '../../helpers/service.js';
+
 import { GEREGE_WEBHOOK_ATTEMPTS, SETTLED, seededRandom, startGeregeStack, type GeregeStack, type OrderAnswer } from './stack.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * The real service against the Gerege simulator: webhooks through the listener and the poller at
@@ -44,8 +45,7 @@ async function createOrder(s: GeregeStack, slot: string): Promise<OrderAnswer | 
       if (answer.status === 502) return { ...answer.json, state: 'failed' } as OrderAnswer;
       throw new Error(`unexpected answer to an order: ${answer.status} ${JSON.stringify(answer.json)}`);
     },
-    60_000,
-    'an order to be accepted',
+    { timeoutMs: 60_000, what: 'an order to be accepted' },
   );
 }
 
@@ -74,8 +74,7 @@ describe('both channels', () => {
           "SELECT * FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded' AND source = 'webhook' AND processed_at IS NOT NULL",
           first.invoiceId,
         )[0],
-      20_000,
-      'the retried webhook of the first payment to be processed',
+      { timeoutMs: 20_000, what: 'the retried webhook of the first payment to be processed' },
     );
     expect(succeeded.attempts).toBe(0);
     await s.sim.waitForDeliveriesIdle(20_000);
@@ -92,7 +91,7 @@ describe('both channels', () => {
       raced.push(order);
     }
     await s.sim.waitForDeliveriesIdle(20_000);
-    await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0, 30_000, 'the inbox to drain');
+    await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0, { what: 'the inbox to drain' });
 
     const actuations = s.actuationsByOrder();
     for (const order of [first, ...raced]) expect(actuations.get(order.orderId), `order ${order.orderId}`).toBe(1);
@@ -122,11 +121,10 @@ describe('both channels', () => {
         if (i === outageFrom) s.sim.setFaults({ webhookOutage: true });
         if (i === outageTo) {
           // The tunnel stays down until the service has noticed (the poller found payments, no webhook came).
-          await waitFor(
-            () => s.svc.logs().some((l) => l.msg === 'webhook channel silent while the poller found a payment'),
-            20_000,
-            'the silence to be noticed',
-          );
+          await waitFor(() => s.svc.logs().some((l) => l.msg === 'webhook channel silent while the poller found a payment'), {
+            timeoutMs: 20_000,
+            what: 'the silence to be noticed',
+          });
           s.sim.setFaults({ webhookOutage: false });
         }
         const inOutage = i >= outageFrom && i < outageTo;
@@ -167,14 +165,13 @@ describe('both channels', () => {
           // Die at a point picked by the run: at once, once money is recorded, or once a webhook is stored.
           const point = random.int(3);
           if (point === 1)
-            await waitFor(
-              () => s.query("SELECT 1 FROM orders WHERE id = ? AND state <> 'awaiting_payment'", order.orderId).length > 0,
-              10_000,
-            ).catch(() => {});
+            await waitFor(() => s.query("SELECT 1 FROM orders WHERE id = ? AND state <> 'awaiting_payment'", order.orderId).length > 0, {
+              timeoutMs: 10_000,
+            }).catch(() => {});
           if (point === 2)
-            await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', order.invoiceId).length > 0, 10_000).catch(
-              () => {},
-            );
+            await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', order.invoiceId).length > 0, {
+              timeoutMs: 10_000,
+            }).catch(() => {});
           await s.svc.kill('SIGKILL');
           tally.kills += 1;
           await s.svc.restart();
@@ -196,7 +193,7 @@ describe('both channels', () => {
           `SELECT id, state FROM orders WHERE state NOT IN (${SETTLED.map(() => '?').join(',')})`,
           ...SETTLED,
         );
-      await waitFor(() => unsettled().length === 0, 60_000, 'every order to settle');
+      await waitFor(() => unsettled().length === 0, { timeoutMs: 60_000, what: 'every order to settle' });
       await s.sim.waitForDeliveriesIdle(60_000);
       await s.svc.kill('SIGTERM');
       await s.svc.restart();
@@ -208,10 +205,9 @@ describe('both channels', () => {
           );
           return events.every((e) => stored.has(e.id));
         },
-        30_000,
-        'every provider event to be in the inbox and processed',
+        { what: 'every provider event to be in the inbox and processed' },
       );
-      await waitFor(() => unsettled().length === 0, 30_000, 'every order to settle after the restart');
+      await waitFor(() => unsettled().length === 0, { what: 'every order to settle after the restart' });
 
       const records = s.sim.records();
       const orders = s.query<{ id: number; reference: string; state: string; invoice_id: string | null }>(

@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
 import { createSimulator, type FaultConfig, type Simulator } from '../../../src/simulator/index.js';
 import type { Clock } from '../../../src/util/clock.js';
-import { freePort, startService, waitFor, type Service } from '../../helpers/service.js';
+import { freePort, startService, type Service } from '../../helpers/service.js';
 import { startOutageProxy, type OutageProxy } from '../../helpers/outage-proxy.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /** Order states nothing automatic leaves (invariant 3 in ARCHITECTURE.md allows vend_uncertain after a crash). */
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
@@ -102,11 +103,10 @@ export async function startProviderStack(options: StackOptions = {}) {
     });
     // The start-up backfill first, so that a test decides which channel sees a payment first.
     if (providerName === 'gerege') {
-      await waitFor(
-        () => started!.logs().some((l) => l.msg === 'backfill done' && l.reason === 'start-up'),
-        15_000,
-        'the start-up backfill',
-      );
+      await waitFor(() => started!.logs().some((l) => l.msg === 'backfill done' && l.reason === 'start-up'), {
+        timeoutMs: 15_000,
+        what: 'the start-up backfill',
+      });
     }
   } catch (err) {
     await started?.stop();
@@ -158,8 +158,7 @@ export async function startProviderStack(options: StackOptions = {}) {
             const order = await this.order(orderId);
             return order && SETTLED.includes(order.state) ? order : null;
           },
-          timeoutMs,
-          `order ${orderId} to settle`,
+          { timeoutMs, what: `order ${orderId} to settle` },
         );
       } catch (err) {
         // Say where it is stuck: the order, its ledger, vend job and refund, as the database has them.

@@ -20,9 +20,10 @@ import { silentLogger, systemClock } from '../../../src/util/index.js';
 import { createFakeGpio } from '../../hardware/fakes/fake-gpio.js';
 import { createMockSerial } from '../../hardware/fakes/mock-serial.js';
 import { hardwareSettings } from '../../hardware/fakes/settings.js';
-import { waitFor } from '../../hardware/fakes/wait-for.js';
+
 import { tempDir } from '../../helpers/temp.js';
 import { actuatorContract } from './actuator-contract.js';
+import { waitFor } from '../../helpers/wait.js';
 
 // Generous: the machine may be busy with another suite; every wait is on a condition.
 const WAIT = { timeoutMs: 20_000 };

@@ -90,7 +90,7 @@ export const byDesignCases = {
       await h.provider.refund({ invoiceId: paid.id, amount: 1500, idempotencyKey: `${paid.reference}-refund` });
       await h.deliveriesIdle();
       const context = { secrets: [WEBHOOK_SECRET], toleranceSec: 300, now: h.clock.now() };
-      const delivered = h.webhooks.map(({ rawBody, headers }) => h.provider.verifyWebhook(rawBody, headers, context).eventId);
+      const delivered = h.webhooks.map(({ rawBody, headers }) => h.provider.verifyWebhook(rawBody, headers, context).event.eventId);
       expect(delivered).toHaveLength(h.events().length);
       expect(new Set(delivered).size).toBe(delivered.length);
       // A delivery that never reached the listener is caught up from the Events API, under the same key.

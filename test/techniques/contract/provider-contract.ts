@@ -13,7 +13,6 @@ import {
   orderRequest,
   refundPaidInvoice,
   startHarness,
-  waitFor,
   WEBHOOK_SECRET,
   type ContractHarness,
   type Harness,
@@ -21,6 +20,7 @@ import {
   type ProviderUnderTest,
 } from './provider-harness.js';
 import { byDesignCases, isByDesign, type ByDesign } from './provider-capabilities.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /** Over HTTP against the simulator: the retry matrix, injected faults, unknown refund outcomes. */
 export interface OverHttp {
@@ -297,28 +297,28 @@ export function providerContract(target: ContractTarget): void {
         expect(h.webhooks.length).toBeGreaterThan(0);
         const context = { secrets: [], toleranceSec: 300, now: h.clock.now() };
         for (const { rawBody, headers } of h.webhooks) {
-          const event = h.provider.verifyWebhook(rawBody, headers, context);
+          const { event } = h.provider.verifyWebhook(rawBody, headers, context);
           expect(event).toMatchObject({ objectId: invoice.id, reference: invoice.reference, livemode: null });
           // Anyone can send the same bytes: the event carries nothing a decision could be made from.
           expect(event.refund).toBeUndefined();
-          expect(h.provider.verifyWebhook(Buffer.from('{"status":"PAID"}'), headers, context).eventId).toBe(event.eventId);
+          expect(h.provider.verifyWebhook(Buffer.from('{"status":"PAID"}'), headers, context).event.eventId).toBe(event.eventId);
         }
       });
     }
 
     if (!target.signedWebhooks)
-      it('verifies every webhook the provider signs, with the right dedupe key and object', async () => {
+      it('verifies every webhook the provider signs, with the right dedupe key and object, and says which secret signed it', async () => {
         const h = await start({ webhooks: true });
         const invoice = await h.provider.createInvoice(orderRequest());
         await h.pay(invoice.id);
         await h.deliveriesIdle();
         expect(h.webhooks.length).toBeGreaterThan(0);
         for (const { rawBody, headers } of h.webhooks) {
-          const event = h.provider.verifyWebhook(rawBody, headers, {
-            secrets: ['whsec_old', WEBHOOK_SECRET],
-            toleranceSec: 300,
-            now: h.clock.now(),
-          });
+          const context = { toleranceSec: 300, now: h.clock.now() };
+          const { event, secretIndex } = h.provider.verifyWebhook(rawBody, headers, { ...context, secrets: ['whsec_old', WEBHOOK_SECRET] });
+          // During a rotation the index tells the operator which secret the provider signs with.
+          expect(secretIndex).toBe(1);
+          expect(h.provider.verifyWebhook(rawBody, headers, { ...context, secrets: [WEBHOOK_SECRET, 'whsec_old'] }).secretIndex).toBe(0);
           expect(event.eventId).toBe(target.expectedEventId(JSON.parse(rawBody.toString())));
           expect(event.objectId).toBe(invoice.id);
           expect(event.livemode).toBe(false);
@@ -330,7 +330,7 @@ export function providerContract(target: ContractTarget): void {
         const h = await start({ webhooks: true });
         const invoice = await h.provider.createInvoice(orderRequest());
         await h.pay(invoice.id);
-        await waitFor(() => h.webhooks.length > 0, 'a webhook');
+        await waitFor(() => h.webhooks.length > 0, { what: 'a webhook' });
         const { rawBody, headers } = h.webhooks[0]!;
         const context = { secrets: [WEBHOOK_SECRET], toleranceSec: 300, now: h.clock.now() };
         const tampered = Buffer.from(rawBody.toString().replace('"livemode":false', '"livemode":true'));
@@ -355,7 +355,7 @@ export function providerContract(target: ContractTarget): void {
         await h.pay(invoice.id);
         await h.deliveriesIdle();
         const context = { secrets: [WEBHOOK_SECRET], toleranceSec: 300, now: h.clock.now() };
-        const ids = h.webhooks.map(({ rawBody, headers }) => h.provider.verifyWebhook(rawBody, headers, context).eventId);
+        const ids = h.webhooks.map(({ rawBody, headers }) => h.provider.verifyWebhook(rawBody, headers, context).event.eventId);
         expect(ids.length).toBe(2 * new Set(ids).size);
       });
     }

@@ -8,6 +8,7 @@ import { createManualClock, silentLogger, type Clock } from '../../../src/util/i
 import { parseSettings } from '../../../src/settings/index.js';
 import { CALLBACK_QUERY_HEADER, createProvider, type CreateInvoiceRequest, type PaymentProvider } from '../../../src/payments/index.js';
 import { createSimulator, NO_FAULTS, type FaultConfig, type Simulator, type SimulatorRecords } from '../../../src/simulator/index.js';
+import { waitFor } from '../../helpers/wait.js';
 
 export type ProviderUnderTest = 'gerege' | 'qutpay' | 'qpay';
 
@@ -214,13 +215,4 @@ async function startReceiver(into: CapturedWebhook[]) {
         server.close(() => resolve());
       }),
   };
-}
-
-/** Polls a predicate until it holds (no fixed sleeps); fails with `what` after the deadline. */
-export async function waitFor(predicate: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }

@@ -102,7 +102,7 @@ describe('QPay adapter against the simulator', () => {
       expect(hint('ref=a&ref=b')).toThrow(/once/);
       const good = signedTestEvent('qpay', { secret: 'contract-secret', livemode: false, nowMs: h.clock.now() });
       const query = good.path.split('?')[1]!;
-      expect(hint(query)()).toMatchObject({ eventId: good.eventId, type: 'vendgate.selftest', objectId: null });
+      expect(hint(query)()).toMatchObject({ event: { eventId: good.eventId, type: 'vendgate.selftest', objectId: null }, secretIndex: 0 });
       const forged = signedTestEvent('qpay', { secret: 'not-the-secret', livemode: false, nowMs: h.clock.now() });
       expect(hint(forged.path.split('?')[1]!)).toThrow(/MAC/);
     });

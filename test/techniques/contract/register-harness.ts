@@ -44,12 +44,3 @@ export function saleRequest(overrides: Partial<ReceiptRequest> & { lines?: Recei
     lines,
   };
 }
-
-/** Polls until the condition holds (generous: a second suite may run beside this one). */
-export async function waitFor(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}

@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../../helpers/temp.js';
+
 import { startService, type Service } from '../../helpers/service.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * The real service is killed with SIGKILL at each step of the payment path (a named crash point

@@ -37,8 +37,7 @@ describe('crash around a fiscal receipt call', () => {
           db.close();
         }
       },
-      30_000,
-      'the sale receipt to be issued',
+      { what: 'the sale receipt to be issued' },
     );
     const register = new Database(join(svc.dir, 'fiscal-sandbox.db'), { readonly: true });
     expect(register.prepare('SELECT kind, count(*) AS n FROM sandbox_receipts GROUP BY kind').all()).toEqual([{ kind: 'sale', n: 1 }]);

@@ -3,9 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MqttClient } from 'mqtt';
-import { waitFor } from '../../helpers/service.js';
+
 import { mqttClient, startBrokers } from './fleet/fleet.js';
 import type { Mosquitto } from './fleet/mosquitto.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * The shipped Mosquitto ACL (config/fleet/mosquitto/fleet.acl) on the shipped bridged brokers: a
@@ -68,9 +69,12 @@ describe('fleet broker ACL (shipped config, real Mosquitto)', () => {
     await relay.client.publishAsync('vendgate/dev-a/status', 'relay-status', { qos: 1 });
 
     await b.client.publishAsync('vendgate/dev-b/events', 'b-event', { qos: 1 });
-    await waitFor(() => b.got.some((m) => m.payload === 'from-relay'), 20_000, "the relay's webhook at dev-b over the bridge");
-    await waitFor(() => operator.got.some((m) => m.payload === 'b-event'), 20_000, "dev-b's own event");
-    await waitFor(() => operator.got.some((m) => m.payload === 'marker'), 20_000, "dev-a's own event");
+    await waitFor(() => b.got.some((m) => m.payload === 'from-relay'), {
+      timeoutMs: 20_000,
+      what: "the relay's webhook at dev-b over the bridge",
+    });
+    await waitFor(() => operator.got.some((m) => m.payload === 'b-event'), { timeoutMs: 20_000, what: "dev-b's own event" });
+    await waitFor(() => operator.got.some((m) => m.payload === 'marker'), { timeoutMs: 20_000, what: "dev-a's own event" });
     expect(b.got.map((m) => m.payload)).toEqual(['from-relay']);
     expect(a.got).toEqual([]);
     expect(operator.got.map((m) => m.payload)).not.toContain('forged');
@@ -90,8 +94,7 @@ describe('fleet broker ACL (shipped config, real Mosquitto)', () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
         return late.got.some((m) => m.topic === 'vendgate/dev-a/route');
       },
-      20_000,
-      'the retained route on the relay broker',
+      { timeoutMs: 20_000, what: 'the retained route on the relay broker' },
     );
     // The relay may read routes but not write them (it cannot misroute by announcing).
     await relay.client.publishAsync('vendgate/dev-a/route', '{"deviceId":"dev-a","referencePrefixes":["dev-a-evil-"]}', {
@@ -100,7 +103,7 @@ describe('fleet broker ACL (shipped config, real Mosquitto)', () => {
     });
     const check = await as('operator', 'B');
     await check.client.subscribeAsync('vendgate/dev-a/route', { qos: 1 });
-    await waitFor(() => check.got.length > 0, 30_000, 'the retained route');
+    await waitFor(() => check.got.length > 0, { what: 'the retained route' });
     expect(check.got.at(-1)!.payload).toContain('dev-a-x-');
   });
 
@@ -115,13 +118,15 @@ describe('fleet broker ACL (shipped config, real Mosquitto)', () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
         return late.got.some((m) => m.topic === 'vendgate/dev-a/catalog' && m.payload.includes('v7'));
       },
-      20_000,
-      "dev-a's retained catalog on the relay broker",
+      { timeoutMs: 20_000, what: "dev-a's retained catalog on the relay broker" },
     );
     // Both retained topics in one subscription: once dev-a's has arrived, a retained dev-b one would have too.
     const check = await as('operator', 'A');
     await check.client.subscribeAsync(['vendgate/dev-b/catalog', 'vendgate/dev-a/catalog'], { qos: 1 });
-    await waitFor(() => check.got.some((m) => m.topic === 'vendgate/dev-a/catalog'), 20_000, "dev-a's retained catalog");
+    await waitFor(() => check.got.some((m) => m.topic === 'vendgate/dev-a/catalog'), {
+      timeoutMs: 20_000,
+      what: "dev-a's retained catalog",
+    });
     expect(check.got.filter((m) => m.topic === 'vendgate/dev-b/catalog')).toEqual([]);
   });
 });

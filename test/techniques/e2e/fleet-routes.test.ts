@@ -4,12 +4,13 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MqttClient } from 'mqtt';
-import { waitFor } from '../../helpers/service.js';
+
 import { mqttClient, startBrokers } from './fleet/fleet.js';
 import type { Mosquitto } from './fleet/mosquitto.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
- * Issue 29: with the shipped queue limits, every device's retained route reaches the relay broker.
+ * With the shipped queue limits, every device's retained route reaches the relay broker.
  * The bridge is a client of the device broker, and at each bridge connect Mosquitto sends it every
  * retained message of its "out" topics at once; the device broker's `max_queued_messages` (1000
  * before) dropped the overflow without a word, so the relay answered 202 (unknown device) for the
@@ -81,8 +82,7 @@ describe('every route reaches the relay broker (shipped queue limits, real Mosqu
         const count = await routesOn(brokers.brokerB);
         return count.routes === ROUTES ? count : null;
       },
-      60_000,
-      `${ROUTES} routes on the relay broker`,
+      { timeoutMs: 60_000, what: `${ROUTES} routes on the relay broker` },
     );
     expect(onB).toEqual({ routes: ROUTES, markerBack: true });
 
@@ -97,8 +97,7 @@ describe('every route reaches the relay broker (shipped queue limits, real Mosqu
         const count = await routesOn(brokers.brokerB);
         return count.routes === ROUTES ? count : null;
       },
-      60_000,
-      `${ROUTES} routes on the relay broker after it lost its disk`,
+      { timeoutMs: 60_000, what: `${ROUTES} routes on the relay broker after it lost its disk` },
     );
     expect(again).toEqual({ routes: ROUTES, markerBack: true });
   }, 300_000);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../../helpers/service.js';
+
 import { startFleet, type Fleet, type FleetDevice } from './fleet/fleet.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * Fleet mode on real brokers: devices on Mosquitto A, relay replicas on Mosquitto B, joined by the
@@ -74,8 +75,7 @@ describe(`fleet mode: ${DEVICES} gateways, ${RELAYS} relay replicas, two bridged
               p.body.data?.object?.id === linkedOrder.invoiceId &&
               p.body.type === 'payment_intent.succeeded',
           ),
-        60_000,
-        'the payment published while the device is cut off',
+        { timeoutMs: 60_000, what: 'the payment published while the device is cut off' },
       );
       expect(
         fleet.query(
@@ -92,8 +92,7 @@ describe(`fleet mode: ${DEVICES} gateways, ${RELAYS} relay replicas, two bridged
             "SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded' AND source = 'webhook'",
             linkedOrder.invoiceId,
           ).length === 1,
-        60_000,
-        'the session delivers the webhook once the link is back',
+        { timeoutMs: 60_000, what: 'the session delivers the webhook once the link is back' },
       );
       paid.push({ device: linked, orderId: linkedOrder.orderId, invoiceId: linkedOrder.invoiceId });
 
@@ -107,8 +106,7 @@ describe(`fleet mode: ${DEVICES} gateways, ${RELAYS} relay replicas, two bridged
           fleet.published.some(
             (p) => p.topicDevice === device.id && p.body.data?.object?.id === order.invoiceId && p.body.type === 'payment_intent.succeeded',
           ),
-        60_000,
-        'the payment published to the offline device',
+        { timeoutMs: 60_000, what: 'the payment published to the offline device' },
       );
       // The rest of the fleet keeps selling while it is away (its session holds what comes for it).
       await round(undefined, fleet.devices.slice(1));
@@ -164,8 +162,7 @@ describe(`fleet mode: ${DEVICES} gateways, ${RELAYS} relay replicas, two bridged
             () =>
               fleet.query(d, "SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded'", p.invoiceId)
                 .length === 1,
-            30_000,
-            `${d.id}: the succeeded event of ${p.invoiceId} in its inbox`,
+            { what: `${d.id}: the succeeded event of ${p.invoiceId} in its inbox` },
           );
         }
         if (d.jammed) {

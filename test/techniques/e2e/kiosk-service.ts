@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { waitFor } from '../../helpers/temp.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const MAIN = new URL('../../../dist/main.js', import.meta.url).pathname;
 

@@ -1,9 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { readSimLog, startService, writeServiceConfig } from './kiosk-service.js';
-import { tempDir, waitFor } from '../../helpers/temp.js';
+import { tempDir } from '../../helpers/temp.js';
 import { freePort, launchChromium, layoutProblems, screenshot, waitForScreen } from '../../kiosk/browser.js';
 import { decodeQrSvg } from '../../kiosk/qr-svg.js';
+import { waitFor } from '../../helpers/wait.js';
 
 type Service = Awaited<ReturnType<typeof startService>>;
 
@@ -210,7 +211,7 @@ describe('kiosk page: languages, turnstile, large screen', () => {
         const order = await currentOrder(svc);
         return order && order.orderId !== firstOrder.orderId;
       },
-      { timeoutMs: 30_000, what: 'a renewed QR' },
+      { what: 'a renewed QR' },
     );
     const renewed = await currentOrder(svc);
     await waitFor(async () => decodeQrSvg(await page.locator('#qr svg').evaluate((svg) => svg.outerHTML)) === renewed.payUrl, {

@@ -33,8 +33,7 @@ describe('/metrics under promtool', () => {
     await fetch(created.payUrl, { method: 'POST' });
     await svc.waitFor(
       async () => ((await (await fetch(`${svc.localUrl}/api/orders/${created.orderId}`)).json()) as { state: string }).state === 'vended',
-      15_000,
-      'the vend',
+      { timeoutMs: 15_000, what: 'the vend' },
     );
     const after = promtool(await (await fetch(`${svc.localUrl}/metrics`)).text());
     expect(after.output).toBe('');

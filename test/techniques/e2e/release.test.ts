@@ -236,8 +236,7 @@ describe('npm run release', () => {
           await svc.waitFor(
             async () =>
               ((await (await fetch(`${svc!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state === 'vended',
-            120_000,
-            'the order to be vended',
+            { timeoutMs: 120_000, what: 'the order to be vended' },
           );
           expect(svc.readSimLog()).toEqual([expect.objectContaining({ orderId: order.orderId, slot: 'A1' })]);
           // It ran from the release: nothing resolved into the checkout.

@@ -14,7 +14,7 @@ import {
 } from '../../../src/hardware/index.js';
 import { parseSettings } from '../../../src/settings/index.js';
 import { silentLogger, systemClock } from '../../../src/util/index.js';
-import { waitFor } from '../../hardware/fakes/wait-for.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * The serial profiles over a real serial line: a socat pseudo-terminal pair, the gateway's

@@ -9,8 +9,9 @@ import { createManualClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import { DEFAULT_BODY_LIMIT_BYTES } from '../../../src/kiosk/server.js';
 import { testSettings } from '../../helpers/core.js';
-import { tempDir, waitFor } from '../../helpers/temp.js';
+import { tempDir } from '../../helpers/temp.js';
 import { requestArbitrary, type FuzzRequest } from './http.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * The fuzz's random requests again, now delivered the hostile way over raw sockets: in pieces with

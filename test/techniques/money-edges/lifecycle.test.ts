@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { copyFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startProviderStack, type ProviderStack, type OrderAnswer } from '../chaos/stack.js';
-import { waitFor } from '../../helpers/service.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * The edges of a payment's life, black-box: the real service (`dist/main.js`) against the provider
@@ -32,8 +32,7 @@ async function settled(s: ProviderStack, orderId: number, states = MONEY_SETTLED
       const current = await s.order(orderId);
       return current && states.includes(current.state) ? current : null;
     },
-    timeoutMs,
-    `order ${orderId} to be ${states.join(' or ')}`,
+    { timeoutMs, what: `order ${orderId} to be ${states.join(' or ')}` },
   );
 }
 
@@ -69,7 +68,7 @@ describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a database restored fr
     expect(third.invoiceId).not.toBe(second.invoiceId);
     expect(third.state).toBe('awaiting_payment');
     expect(third.reference).not.toBe(second.reference);
-    await waitFor(() => alarms(s, 'database_restored').length === 1, 30_000, 'the restored-database alarm');
+    await waitFor(() => alarms(s, 'database_restored').length === 1, { what: 'the restored-database alarm' });
     expect(s.svc.readSimLog()).toHaveLength(2);
 
     // And it is sold normally.
@@ -97,12 +96,14 @@ describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a long outage of the p
           () =>
             s.query('SELECT 1 FROM webhook_events WHERE processed_at IS NULL').length === 0 &&
             s.query('SELECT 1 FROM webhook_events').length > 0,
-          10_000,
-          'the invoice-created webhook to be handled',
+          { timeoutMs: 10_000, what: 'the invoice-created webhook to be handled' },
         );
       } else {
         // No webhook before a payment here: the device has read the open invoice once.
-        await waitFor(() => s.sim.records().getCalls.some((c) => c.id === placed.invoiceId), 10_000, 'the first read of the invoice');
+        await waitFor(() => s.sim.records().getCalls.some((c) => c.id === placed.invoiceId), {
+          timeoutMs: 10_000,
+          what: 'the first read of the invoice',
+        });
       }
       // The uplink goes down (no API, no webhooks); the customer pays just before the QR runs out.
       // The outage outlasts the provider's webhook retries: those webhooks are lost for good.
@@ -111,7 +112,7 @@ describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a long outage of the p
       await s.sim.pay(placed.invoiceId!);
       const expiresAt = Date.parse(placed.expiresAt);
       // The outage lasts past the expiry and past every grace period the device has.
-      await waitFor(() => Date.now() > expiresAt + 2_000, 45_000, 'the outage to outlast the expiry');
+      await waitFor(() => Date.now() > expiresAt + 2_000, { timeoutMs: 45_000, what: 'the outage to outlast the expiry' });
       await s.proxy!.restore();
       s.sim.setFaults({ dropWebhook: 0 });
 
@@ -156,7 +157,10 @@ describe('a new order never throws away a paid one', () => {
     const s = (stack = await startProviderStack({ config: { poll: { intervalMs: 60_000 } } }));
     s.sim.setFaults({ webhookOutage: true });
     const waiting = await order(s, 'A1');
-    await waitFor(() => s.sim.records().getCalls.some((c) => c.id === waiting.invoiceId), 60_000, 'the first poll of the invoice');
+    await waitFor(() => s.sim.records().getCalls.some((c) => c.id === waiting.invoiceId), {
+      timeoutMs: 60_000,
+      what: 'the first poll of the invoice',
+    });
     await s.sim.pay(waiting.invoiceId!);
 
     const replacement = await s.call('POST', '/api/orders', { slot: 'A2' });

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { startGeregeStack, type GeregeStack, type OrderAnswer } from '../chaos/stack.js';
-import { waitFor } from '../../helpers/service.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * What a start makes of the database it finds, when the SD card is swapped or rolled back: the real
@@ -29,8 +29,7 @@ async function sell(s: GeregeStack): Promise<OrderAnswer> {
       const order = await s.order(created.json.orderId as number);
       return order?.state === 'vended' ? order : null;
     },
-    30_000,
-    `order ${created.json.orderId as number} vended`,
+    { what: `order ${created.json.orderId as number} vended` },
   );
 }
 
@@ -58,11 +57,10 @@ function databaseFiles(dbPath: string): string[] {
 /** The sales' invoices were neither refunded nor cancelled at the provider: each one is parked for a person. */
 async function parkedNotRefunded(s: GeregeStack, sales: OrderAnswer[]): Promise<void> {
   for (const sale of sales)
-    await waitFor(
-      () => s.query('SELECT 1 FROM alarms WHERE name = ?', `orphan_invoice/${sale.invoiceId}`).length === 1,
-      60_000,
-      `the orphan alarm of ${sale.invoiceId}`,
-    );
+    await waitFor(() => s.query('SELECT 1 FROM alarms WHERE name = ?', `orphan_invoice/${sale.invoiceId}`).length === 1, {
+      timeoutMs: 60_000,
+      what: `the orphan alarm of ${sale.invoiceId}`,
+    });
   const invoices = new Set(sales.map((sale) => sale.invoiceId));
   expect(s.sim.records().refunds.filter((refund) => invoices.has(refund.invoiceId))).toEqual([]);
 }
@@ -81,7 +79,7 @@ describe('gerege: the database a start finds after a card swap', () => {
       const before = s.svc.logs().length;
       await s.svc.restart();
 
-      const found = await waitFor(() => alarm(s, 'database_replaced'), 30_000, 'the database_replaced alarm');
+      const found = await waitFor(() => alarm(s, 'database_replaced'), { what: 'the database_replaced alarm' });
       expect(found.severity).toBe('critical');
       const lines = lineageLines(s, before);
       expect(lines).toHaveLength(1);
@@ -114,7 +112,7 @@ describe('gerege: the database a start finds after a card swap', () => {
       const before = s.svc.logs().length;
       await s.svc.restart();
 
-      const found = await waitFor(() => alarm(s, 'database_restored'), 30_000, 'the database_restored alarm');
+      const found = await waitFor(() => alarm(s, 'database_restored'), { what: 'the database_restored alarm' });
       expect(JSON.parse(found.detail)).toMatchObject({ lineage: 'restored', source: 'provider records', behind: { orders: 2 } });
       expect(found.message).toContain('2 orders behind');
       const lines = lineageLines(s, before);
@@ -144,7 +142,7 @@ describe('gerege: the database a start finds after a card swap', () => {
       const before = s.svc.logs().length;
       await s.svc.restart();
 
-      const found = await waitFor(() => alarm(s, 'database_restored'), 30_000, 'the database_restored alarm');
+      const found = await waitFor(() => alarm(s, 'database_restored'), { what: 'the database_restored alarm' });
       expect(JSON.parse(found.detail)).toMatchObject({ source: 'provider records', behind: { orders: 2 } });
       expect(lineageLines(s, before)).toEqual([expect.objectContaining({ lineage: 'restored' })]);
       await parkedNotRefunded(s, later);

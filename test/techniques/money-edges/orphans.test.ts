@@ -3,9 +3,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGeregeStack, type GeregeStack, type OrderAnswer } from '../chaos/stack.js';
 import { geregeClient, intentBody } from '../../simulator/harness.js';
-import { waitFor } from '../../helpers/service.js';
+
 import { NO_FAULTS } from '../../../src/simulator/index.js';
 import { signGeregeWebhook } from '../../../src/simulator/signing.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * The orphan sweep: an invoice at the provider under this device's reference that the database does
@@ -72,15 +73,14 @@ describe("gerege: a paid invoice under this device's reference that no order kno
         () =>
           s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', paid).length > 0 &&
           s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', foreign).length > 0,
-        30_000,
-        'the payment webhooks in the inbox',
+        { what: 'the payment webhooks in the inbox' },
       );
 
       // The next start's sweep (and every reconcile pass after it).
       await s.svc.kill('SIGTERM');
       await s.svc.restart();
 
-      await waitFor(() => alarmsLike(s, `orphan_invoice/${paid}`).length === 1, 60_000, 'the orphan alarm');
+      await waitFor(() => alarmsLike(s, `orphan_invoice/${paid}`).length === 1, { timeoutMs: 60_000, what: 'the orphan alarm' });
       expect(refundsOf(s, [paid, open, foreign])).toEqual([]);
       expectParked(s, paid, `${prefix}-a1b2c3d4`, 1500);
       expect(s.svc.readSimLog()).toHaveLength(0);
@@ -111,13 +111,12 @@ describe("gerege: a paid invoice under this device's reference that no order kno
           const run = s.svc.logs().slice(before);
           return run.some((l) => l.msg === 'vendgate ready') && run.some((l) => l.msg === 'backfill failed; will retry');
         },
-        30_000,
-        'the service up, its start-up Events API read failed',
+        { what: 'the service up, its start-up Events API read failed' },
       );
       expect(s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', paid)).toEqual([]);
       s.sim.setFaults({ ...NO_FAULTS });
 
-      await waitFor(() => alarmsLike(s, `orphan_invoice/${paid}`).length === 1, 30_000, 'the orphan parked after the read');
+      await waitFor(() => alarmsLike(s, `orphan_invoice/${paid}`).length === 1, { what: 'the orphan parked after the read' });
       expect(refundsOf(s, [paid])).toEqual([]);
       expectParked(s, paid, reference, 1500);
     },
@@ -151,11 +150,10 @@ describe("gerege: a paid invoice under this device's reference that no order kno
       await s.svc.restart();
 
       const invoices = sales.map((sale) => sale.invoiceId!);
-      await waitFor(
-        () => invoices.every((id) => alarmsLike(s, `orphan_invoice/${id}`).length === 1),
-        60_000,
-        'the 3 delivered sales parked as orphans',
-      );
+      await waitFor(() => invoices.every((id) => alarmsLike(s, `orphan_invoice/${id}`).length === 1), {
+        timeoutMs: 60_000,
+        what: 'the 3 delivered sales parked as orphans',
+      });
       expect(refundsOf(s, invoices)).toEqual([]);
       for (const sale of sales) expectParked(s, sale.invoiceId!, sale.reference, 1500);
       // Nothing was vended again either.
@@ -209,7 +207,7 @@ describe("gerege: a paid invoice under this device's reference that no order kno
       // The next start sweeps (and every reconcile pass after it).
       await s.svc.kill('SIGTERM');
       await s.svc.restart();
-      await waitFor(() => alarmsLike(s, `forged_event/%`).length === 1, 60_000, 'the forged_event alarm');
+      await waitFor(() => alarmsLike(s, `forged_event/%`).length === 1, { timeoutMs: 60_000, what: 'the forged_event alarm' });
       const [alarm] = alarmsLike(s, 'forged_event/%');
       expect(alarm!.severity).toBe('critical');
       expect(JSON.parse(alarm!.detail)).toMatchObject({

@@ -4,7 +4,7 @@ import { parse, stringify } from 'yaml';
 import { ProviderError } from '../../../src/payments/index.js';
 import { startHarness, type Harness } from '../contract/provider-harness.js';
 import { startProviderStack, type ProviderStack, type OrderAnswer } from '../chaos/stack.js';
-import { waitFor } from '../../helpers/service.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /** What the device does with provider answers it cannot trust, and with calls that can never succeed. */
 
@@ -74,8 +74,7 @@ describe('a create resumed after a restart', () => {
         const current = await s.order(1);
         return current && current.state !== 'creating' ? current : null;
       },
-      20_000,
-      'the interrupted order to be resumed',
+      { timeoutMs: 20_000, what: 'the interrupted order to be resumed' },
     );
     expect(resumed.state).not.toBe('failed');
     expect(s.sim.records().createCalls.map((c) => c.outcome)).toEqual(['created', 'replayed']);
@@ -90,7 +89,7 @@ describe('a capture that can never succeed', () => {
     }));
     const placed = await order(s);
     await s.sim.pay(placed.invoiceId!);
-    await waitFor(async () => (await s.order(placed.orderId))?.state === 'vending', 30_000, 'the vend to start');
+    await waitFor(async () => (await s.order(placed.orderId))?.state === 'vending', { what: 'the vend to start' });
     // Meanwhile another system of the merchant cancels the authorization.
     const token = await fetch(`${s.sim.url}/oauth2/token`, {
       method: 'POST',
@@ -113,8 +112,7 @@ describe('a capture that can never succeed', () => {
           "SELECT capture_state FROM vend_jobs WHERE order_id = ? AND capture_state = 'failed'",
           placed.orderId,
         )[0],
-      20_000,
-      'the capture to be given up',
+      { timeoutMs: 20_000, what: 'the capture to be given up' },
     );
     expect(job.capture_state).toBe('failed');
     expect(s.query('SELECT name FROM alarms WHERE name = ?', `capture_failed/${placed.orderId}`)).toHaveLength(1);
@@ -126,11 +124,10 @@ describe('a capture that can never succeed', () => {
     // Another whole sale later, the dead capture has not been tried again.
     const next = await order(s, 'A2');
     await s.sim.pay(next.invoiceId!);
-    await waitFor(
-      () => s.query("SELECT 1 FROM vend_jobs WHERE order_id = ? AND capture_state = 'done'", next.orderId).length === 1,
-      20_000,
-      'the next order to be captured',
-    );
+    await waitFor(() => s.query("SELECT 1 FROM vend_jobs WHERE order_id = ? AND capture_state = 'done'", next.orderId).length === 1, {
+      timeoutMs: 20_000,
+      what: 'the next order to be captured',
+    });
     expect(captures()).toBe(given);
     expect(alarmRows()).toBe(rowsThen);
   });

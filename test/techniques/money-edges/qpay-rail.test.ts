@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startProviderStack, type OrderAnswer, type ProviderStack } from '../chaos/stack.js';
-import { waitFor } from '../../helpers/service.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * QPay, black-box: the real service against the QPay simulator over HTTP. QPay's callbacks are not
@@ -26,8 +26,7 @@ async function settled(s: ProviderStack, orderId: number, states: string[]): Pro
       const current = await s.order(orderId);
       return current && states.includes(current.state) ? current : null;
     },
-    30_000,
-    `order ${orderId} to be ${states.join(' or ')}`,
+    { what: `order ${orderId} to be ${states.join(' or ')}` },
   );
 }
 
@@ -50,7 +49,7 @@ describe('qpay: callbacks are hints', () => {
       expect(answer.status).toBe(200);
     }
     // Each forged call could cause a read at most; the reads say unpaid, so nothing moves.
-    await waitFor(() => s.sim.records().getCalls.length > before, 15_000, 'a read caused by a callback');
+    await waitFor(() => s.sim.records().getCalls.length > before, { timeoutMs: 15_000, what: 'a read caused by a callback' });
     expect((await s.order(placed.orderId))?.state).toBe('awaiting_payment');
     expect(s.svc.readSimLog()).toHaveLength(0);
     // A flood is bounded: one stored hint per order per window, not one per request.
@@ -91,8 +90,7 @@ describe('qpay: a create whose answer was lost', () => {
         const answer = await s.call('POST', '/api/orders', { slot: 'A1' });
         return answer.status === 201 ? (answer.json as OrderAnswer) : null;
       },
-      30_000,
-      'QPay reachable again for a new order',
+      { what: 'QPay reachable again for a new order' },
     );
     await s.sim.pay(next.invoiceId!);
     expect((await settled(s, next.orderId, ['vended'])).state).toBe('vended');
@@ -122,7 +120,7 @@ describe('qpay: a refund whose answer is unknown', () => {
     const placed = await order(s);
     // Another sum than the order's is refunded, never vended (the core's rule).
     await s.sim.pay(placed.invoiceId!, { amount: 999 });
-    await waitFor(() => s.sim.records().refundUnknown.length > 0, 30_000, 'a refund answered unknown');
+    await waitFor(() => s.sim.records().refundUnknown.length > 0, { what: 'a refund answered unknown' });
     s.sim.setFaults({ refundUnknown: 0 });
     expect((await settled(s, placed.orderId, ['refunded'])).state).toBe('refunded');
     expect(s.sim.records().refunds.filter((r) => r.invoiceId === placed.invoiceId)).toHaveLength(1);

@@ -2,8 +2,9 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startProviderStack, type ProviderStack, type OrderAnswer } from '../chaos/stack.js';
-import { waitFor } from '../../helpers/service.js';
+
 import { signGeregeWebhook } from '../../../src/simulator/signing.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * Refund evidence counts only when the provider confirms it to the device's own credentials. A
@@ -63,11 +64,10 @@ describe('gerege: a refund claim counts only when the provider confirms it', () 
       const placed = await placeOrder(s);
       const eventId = await postForgedRefund(s, placed.invoiceId!, 1500, 'a');
       // The claim has been looked at before the customer pays.
-      await waitFor(
-        () => s.query('SELECT 1 FROM webhook_events WHERE event_id = ? AND processed_at IS NOT NULL', eventId).length === 1,
-        60_000,
-        'the forged refund claim processed',
-      );
+      await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE event_id = ? AND processed_at IS NOT NULL', eventId).length === 1, {
+        timeoutMs: 60_000,
+        what: 'the forged refund claim processed',
+      });
       await s.sim.pay(placed.invoiceId!);
 
       const settled = await s.waitSettled(placed.orderId, 60_000);
@@ -98,8 +98,7 @@ describe('gerege: a refund claim counts only when the provider confirms it', () 
       expect((await s.waitSettled(placed.orderId, 60_000)).state).toBe('vended');
       await waitFor(
         () => s.query("SELECT 1 FROM receipts WHERE order_id = ? AND kind = 'sale' AND state = 'issued'", placed.orderId).length === 1,
-        60_000,
-        'the sale receipt issued',
+        { timeoutMs: 60_000, what: 'the sale receipt issued' },
       );
 
       // The merchant refunds the sale in the provider's dashboard (the simulator's admin route).
@@ -112,10 +111,9 @@ describe('gerege: a refund claim counts only when the provider confirms it', () 
 
       await waitFor(
         () => s.query("SELECT 1 FROM receipts WHERE order_id = ? AND kind = 'return' AND state = 'issued'", placed.orderId).length === 1,
-        60_000,
-        'the return receipt issued',
+        { timeoutMs: 60_000, what: 'the return receipt issued' },
       );
-      await waitFor(() => alarmsLike(s, `refunded_after_vend/${placed.orderId}`).length === 1, 30_000, 'the alarm for a person');
+      await waitFor(() => alarmsLike(s, `refunded_after_vend/${placed.orderId}`).length === 1, { what: 'the alarm for a person' });
       expect((await s.order(placed.orderId))!.state).toBe('refunded');
       // Nothing of ours was sent: the money went back at the provider, once.
       expect(s.sim.records().refunds.filter((r) => r.invoiceId === placed.invoiceId)).toHaveLength(1);
@@ -123,7 +121,7 @@ describe('gerege: a refund claim counts only when the provider confirms it', () 
       // The event delivered again and the Events API read again change nothing: still one return.
       await s.svc.kill('SIGTERM');
       await s.svc.restart();
-      await waitFor(() => s.svc.logs().some((l) => l.msg === 'backfill done'), 30_000, 'the start-up backfill');
+      await waitFor(() => s.svc.logs().some((l) => l.msg === 'backfill done'), { what: 'the start-up backfill' });
       expect(s.query("SELECT count(*) AS n FROM receipts WHERE order_id = ? AND kind = 'return'", placed.orderId)).toEqual([{ n: 1 }]);
       const register = new Database(join(s.svc.dir, 'fiscal-sandbox.db'), { readonly: true });
       try {

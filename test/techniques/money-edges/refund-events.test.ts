@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startProviderStack, type ProviderStack, type OrderAnswer } from '../chaos/stack.js';
-import { waitFor } from '../../helpers/service.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
- * Issue 23: a Gerege refund made before the vend (the merchant's dashboard) is a `re_…` object; the
+ * A Gerege refund made before the vend (the merchant's dashboard) is a `re_…` object; the
  * intent stays `succeeded` and says nothing of it (docs/providers.md). The simulator serves the wire
  * format as written (no `amount_refunded`), so the only evidence is the verified `refund.succeeded`
  * event — by webhook, or from the Events API. Either stops the vend; a partial one returns the rest.
@@ -32,8 +32,7 @@ async function waitingOrder(s: ProviderStack): Promise<OrderAnswer> {
         "SELECT 1 FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.created' AND processed_at IS NOT NULL",
         placed.invoiceId,
       ).length === 1,
-    60_000,
-    'the first poll of the invoice and its created event processed',
+    { timeoutMs: 60_000, what: 'the first poll of the invoice and its created event processed' },
   );
   return placed;
 }

@@ -3,9 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGeregeStack, type GeregeStack } from '../chaos/stack.js';
 import { geregeClient, intentBody } from '../../simulator/harness.js';
-import { waitFor } from '../../helpers/service.js';
+
 import { watch, type Watcher } from '../../mqtt/watch.js';
 import { signedPayload } from '../../helpers/operator.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * A person settles a parked orphan with one command, on the command line or as a signed MQTT
@@ -48,17 +49,14 @@ async function parkedOrphans(s: GeregeStack, deviceId: string, count: number): P
     ids.push(created.json.id as string);
     await s.sim.pay(created.json.id as string);
   }
-  await waitFor(
-    () => ids.every((id) => s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', id).length > 0),
-    30_000,
-    'the payment webhooks in the inbox',
-  );
+  await waitFor(() => ids.every((id) => s.query('SELECT 1 FROM webhook_events WHERE object_id = ?', id).length > 0), {
+    what: 'the payment webhooks in the inbox',
+  });
   await s.svc.kill('SIGTERM');
   await s.svc.restart();
   await waitFor(
     () => ids.every((id) => s.query("SELECT 1 FROM orphan_invoices WHERE invoice_id = ? AND state = 'person'", id).length === 1),
-    60_000,
-    'the orphans parked',
+    { timeoutMs: 60_000, what: 'the orphans parked' },
   );
   return ids;
 }
@@ -126,12 +124,12 @@ describe('vendgate settle: a person settles a parked orphan', () => {
         const topic = `${base}/cmd/settle/result`;
         const mine = () => watcher!.on(topic).filter((m) => JSON.parse(m.payload).requestId === requestId);
         await watcher!.publish(`${base}/cmd/settle`, signedPayload(deviceId, 'settle', body, { requestId }));
-        await watcher!.until(() => mine().length > 0, `the result of ${requestId}`, 60_000);
+        await watcher!.until(() => mine().length > 0, { timeoutMs: 60_000, what: `the result of ${requestId}` });
         return JSON.parse(mine()[0]!.payload);
       };
       const unsigned = `${base}/cmd/settle`;
       await watcher.publish(unsigned, JSON.stringify({ requestId: 'free', case: `orphan_invoice/${orphan}`, outcome: 'refund' }));
-      await watcher.until(() => watcher!.on(`${unsigned}/result`).length > 0, 'the unsigned answer', 30_000);
+      await watcher.until(() => watcher!.on(`${unsigned}/result`).length > 0, { what: 'the unsigned answer' });
       expect(JSON.parse(watcher.on(`${unsigned}/result`)[0]!.payload)).toMatchObject({
         ok: false,
         error: { code: 'VG_ERR_COMMAND_UNSIGNED' },

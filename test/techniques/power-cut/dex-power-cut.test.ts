@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGeregeStack, type GeregeStack } from '../chaos/stack.js';
 import { mountPowerCutFs, type PowerCutFs } from '../../helpers/power-cut-fs.js';
-import { waitFor } from '../../helpers/service.js';
+import { waitFor } from '../../helpers/wait.js';
 import { execFile } from 'node:child_process';
 import { readDex } from '../../dex/dex-reader.js';
 
@@ -100,7 +100,7 @@ describe('the audit across power cuts mid-sale', () => {
       await read();
       // The power goes while the motor turns.
       const cut = await sale(round % 2 === 0 ? 'A1' : 'A2');
-      await waitFor(async () => (await s.order(cut))?.state === 'vending', 30_000, 'the vend to start');
+      await waitFor(async () => (await s.order(cut))?.state === 'vending', { timeoutMs: 30_000, what: 'the vend to start' });
       await s.svc.kill('SIGKILL');
       await fs.cut();
       await s.svc.restart();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountPowerCutFs, type PowerCutFs } from '../../helpers/power-cut-fs.js';
-import { waitFor } from '../../helpers/service.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /** The harness itself: a cut loses exactly what was not synced, for plain files and for SQLite's WAL. */
 
@@ -77,7 +77,7 @@ describe('power-cut file system', () => {
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    await waitFor(() => out.includes('committed'), 30_000, 'the child to commit');
+    await waitFor(() => out.includes('committed'), { what: 'the child to commit' });
     // Another reader sees both commits while the power is on.
     const before = new Database(dbPath, { readonly: true });
     expect(before.prepare('SELECT v FROM t ORDER BY rowid').pluck().all()).toEqual(['full', 'normal']);

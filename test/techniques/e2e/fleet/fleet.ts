@@ -12,11 +12,12 @@ import Database from 'better-sqlite3';
 import { connect, type MqttClient } from 'mqtt';
 import { createSimulator, type Simulator } from '../../../../src/simulator/index.js';
 import { decodeWebhookMessage } from '../../../../src/mqtt/index.js';
-import { freePort, startService, waitFor, type Service } from '../../../helpers/service.js';
+import { freePort, startService, type Service } from '../../../helpers/service.js';
 import { mosquittoFrom, writePasswordFile, TLS_DIR, type Mosquitto } from './mosquitto.js';
 import { startLoadBalancer, type LoadBalancer } from './load-balancer.js';
 import { relayProcess, type RelayProcess } from './relay-process.js';
 import { startOutageProxy, type OutageProxy } from '../../../helpers/outage-proxy.js';
+import { waitFor } from '../../../helpers/wait.js';
 
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
 export const CA = join(TLS_DIR, 'ca.pem');
@@ -228,8 +229,7 @@ export async function startFleet(options: { devices: number; relays: number; jam
                 .map((l) => l.deviceId),
             ).size === ids.length,
         ),
-      60_000,
-      'every relay to learn every device route',
+      { timeoutMs: 60_000, what: 'every relay to learn every device route' },
     );
 
     function query<T>(device: FleetDevice, sql: string, ...params: unknown[]): T[] {
@@ -269,8 +269,7 @@ export async function startFleet(options: { devices: number; relays: number; jam
             if (!answer || answer.status === 409 || answer.status === 503) return null;
             throw new Error(`order refused on ${device.id}: ${answer.status} ${JSON.stringify(answer.json)}`);
           },
-          60_000,
-          `an order on ${device.id}`,
+          { timeoutMs: 60_000, what: `an order on ${device.id}` },
         );
       },
       async waitSettled(device, orderId, timeoutMs = 60_000) {
@@ -279,8 +278,7 @@ export async function startFleet(options: { devices: number; relays: number; jam
             const answer = await call(device, 'GET', `/api/orders/${orderId}`).catch(() => null);
             return answer?.status === 200 && SETTLED.includes(answer.json.state) ? (answer.json.state as string) : null;
           },
-          timeoutMs,
-          `order ${orderId} on ${device.id} to settle`,
+          { timeoutMs, what: `order ${orderId} on ${device.id} to settle` },
         );
       },
     };

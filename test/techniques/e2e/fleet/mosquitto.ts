@@ -6,7 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { join } from 'node:path';
-import { waitFor } from '../../../helpers/service.js';
+import { waitFor } from '../../../helpers/wait.js';
 
 export const FLEET_CONFIG = new URL('../../../../config/fleet/', import.meta.url).pathname;
 export const TLS_DIR = new URL('../../../mqtt/fixtures/tls/', import.meta.url).pathname;
@@ -105,8 +105,7 @@ export function mosquittoFrom(
           if (!child) throw new Error(`mosquitto exited:\n${output}`);
           return portAnswers(port);
         },
-        10_000,
-        `mosquitto on ${port}`,
+        { timeoutMs: 10_000, what: `mosquitto on ${port}` },
       );
     },
     async stop() {

@@ -3,7 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort, waitFor } from '../../../helpers/service.js';
+import { freePort } from '../../../helpers/service.js';
+import { waitFor } from '../../../helpers/wait.js';
 
 const MAIN = new URL('../../../../dist/main.js', import.meta.url).pathname;
 const live = new Set<ChildProcess>();
@@ -78,8 +79,7 @@ export async function relayProcess(options: {
           const health = await fetch(`http://127.0.0.1:${port}/webhooks/health`).catch(() => null);
           return health?.status === 200;
         },
-        20_000,
-        `relay ${options.name} healthy`,
+        { timeoutMs: 20_000, what: `relay ${options.name} healthy` },
       );
     },
     async kill(signal = 'SIGKILL') {

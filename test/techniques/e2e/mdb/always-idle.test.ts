@@ -15,17 +15,17 @@ describe('MDB always idle against a VMC model', () => {
   });
 
   async function enabled(s: MdbStack) {
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the VMC to enable the reader');
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the VMC to enable the reader' });
   }
 
   it('comes up once through INACTIVE, DISABLED, ENABLED, and sells at the catalog price: one charge, one vend', async () => {
     const s = (stack = await mdbStack());
     await enabled(s);
     expect(s.pty.vmc.select('12', '2800')).toBe(true);
-    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
     expect(order).toMatchObject({ source: 'mdb', slot: '12', amount: 2800 });
     await s.pay(order);
-    await s.waitFor(() => s.orders()[0]?.state === 'vended', 'the vend');
+    await s.waitFor(() => s.orders()[0]?.state === 'vended', { what: 'the vend' });
     expect(s.pty.vmc.dispensed).toEqual([{ item: '12', approved: '12@2800' }]);
     expect(s.pty.vmc.received.filter((l) => l === 'C,1')).toHaveLength(1);
     expect(s.pty.vmc.resets).toBe(0);
@@ -36,9 +36,9 @@ describe('MDB always idle against a VMC model', () => {
     const s = (stack = await mdbStack());
     await enabled(s);
     s.pty.vmc.select('12', '200');
-    await s.waitFor(() => s.pty.vmc.denies.length === 1, 'the deny');
+    await s.waitFor(() => s.pty.vmc.denies.length === 1, { what: 'the deny' });
     expect(s.orders()).toEqual([]);
-    const alarm = await s.waitFor(() => s.alarms().find((a) => a.name === 'mdb_price_mismatch/12'), 'the alarm');
+    const alarm = await s.waitFor(() => s.alarms().find((a) => a.name === 'mdb_price_mismatch/12'), { what: 'the alarm' });
     expect(alarm.message).toMatch(/200/);
     expect(alarm.message).toMatch(/2800/);
     expect(s.pty.vmc.dispensed).toEqual([]);
@@ -48,11 +48,11 @@ describe('MDB always idle against a VMC model', () => {
     const s = (stack = await mdbStack({ mdb: { prices: 'machine' }, config: { pricing: { floor: 1000, ceiling: 5000 } } }));
     await enabled(s);
     s.pty.vmc.select('12', '200');
-    await s.waitFor(() => s.pty.vmc.denies.length === 1, 'the deny below the floor');
+    await s.waitFor(() => s.pty.vmc.denies.length === 1, { what: 'the deny below the floor' });
     expect(s.orders()).toEqual([]);
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the machine back to enabled');
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the machine back to enabled' });
     s.pty.vmc.select('12', '3000');
-    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
     expect(order.amount).toBe(3000);
   });
 
@@ -61,11 +61,11 @@ describe('MDB always idle against a VMC model', () => {
     const s = (stack = await mdbStack({ vmc: { vendTimeoutMs: 6_000 } }));
     await enabled(s);
     s.pty.vmc.select('13', '3500');
-    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
     expect(order.expires_at! - order.created_at).toBeLessThanOrEqual(6_000);
-    await s.waitFor(() => s.pty.vmc.denies.length === 1, 'the deny', 20_000);
+    await s.waitFor(() => s.pty.vmc.denies.length === 1, { timeoutMs: 20_000, what: 'the deny' });
     expect(s.pty.vmc.gaveUp).toEqual([]);
-    await s.waitFor(() => ['canceled', 'expired'].includes(s.orders()[0]!.state), 'the order closed unpaid');
+    await s.waitFor(() => ['canceled', 'expired'].includes(s.orders()[0]!.state), { what: 'the order closed unpaid' });
     expect(s.pty.vmc.dispensed).toEqual([]);
   });
 
@@ -88,9 +88,11 @@ describe('MDB always idle against a VMC model', () => {
     const s = (stack = await mdbStack({ vmc: { quirks: { reenableMidSession: true } } }));
     await enabled(s);
     s.pty.vmc.select('12', '2800');
-    await s.waitFor(() => s.pty.vmc.denies.length === 1, 'C,STOP to the machine still in its vend');
+    await s.waitFor(() => s.pty.vmc.denies.length === 1, { what: 'C,STOP to the machine still in its vend' });
     expect(s.pty.vmc.gaveUp).toEqual([]);
-    await s.waitFor(() => s.orders().length === 1 && ['canceled', 'expired'].includes(s.orders()[0]!.state), 'the order closed unpaid');
+    await s.waitFor(() => s.orders().length === 1 && ['canceled', 'expired'].includes(s.orders()[0]!.state), {
+      what: 'the order closed unpaid',
+    });
     expect(s.refunds()).toEqual([]);
     expect(s.pty.vmc.dispensed).toEqual([]);
   });
@@ -99,15 +101,15 @@ describe('MDB always idle against a VMC model', () => {
     const s = (stack = await mdbStack({ vmc: { quirks: { vendAfterDeny: true, duplicateSuccess: true } } }));
     await enabled(s);
     s.pty.vmc.select('12', '2800');
-    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
     await s.pay(order);
-    await s.waitFor(() => s.orders()[0]?.state === 'vended', 'the vend');
-    await s.waitFor(() => s.pty.vmc.said.filter((l) => l.startsWith('c,VEND,SUCCESS')).length === 2, 'both success lines');
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the machine back to enabled');
+    await s.waitFor(() => s.orders()[0]?.state === 'vended', { what: 'the vend' });
+    await s.waitFor(() => s.pty.vmc.said.filter((l) => l.startsWith('c,VEND,SUCCESS')).length === 2, { what: 'both success lines' });
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the machine back to enabled' });
     expect(s.alarms().filter((a) => a.name === 'mdb_goods_out_unpaid')).toEqual([]);
     s.pty.vmc.select('12', '200');
-    await s.waitFor(() => s.pty.vmc.dispensed.length === 2, 'the machine vending anyway after the deny');
-    const alarm = await s.waitFor(() => s.alarms().find((a) => a.name === 'mdb_goods_out_unpaid'), 'the goods-out-unpaid alarm');
+    await s.waitFor(() => s.pty.vmc.dispensed.length === 2, { what: 'the machine vending anyway after the deny' });
+    const alarm = await s.waitFor(() => s.alarms().find((a) => a.name === 'mdb_goods_out_unpaid'), { what: 'the goods-out-unpaid alarm' });
     expect(alarm.message).toMatch(/without an approval after a deny/);
     expect(s.orders()).toHaveLength(1);
   });

@@ -20,7 +20,9 @@ describe('MDB authorization first against a VMC model', () => {
       vmc: { style: 'authorization-first', ...vmc },
       mdb: { session: 'authorization-first', sessionTimeoutSec: 8, ...mdb },
     }));
-    await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.said.includes('c,STATUS,ENABLED'), 'the VMC to enable the reader');
+    await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.said.includes('c,STATUS,ENABLED'), {
+      what: 'the VMC to enable the reader',
+    });
     return s;
   }
 
@@ -32,18 +34,18 @@ describe('MDB authorization first against a VMC model', () => {
       body: JSON.stringify({ slot }),
     });
     expect(res.status).toBe(201);
-    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
     await s.pay(order);
     return order;
   }
 
   const settled = (s: MdbStack, state: string) =>
-    s.waitFor(() => s.orders()[0]?.state === state && s.orders()[0], `the order ${state}`, 45_000);
+    s.waitFor(() => s.orders()[0]?.state === state && s.orders()[0], { timeoutMs: 45_000, what: `the order ${state}` });
 
   it('the paid credit starts the session; the matching request is approved and the vend settles', async () => {
     const s = await start();
     await buyOnKiosk(s, '12');
-    await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session with the credit');
+    await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session with the credit' });
     expect(s.pty.vmc.received).toContain('C,START,2800');
     s.pty.vmc.select('12', '2800');
     await settled(s, 'vended');
@@ -54,7 +56,7 @@ describe('MDB authorization first against a VMC model', () => {
   it('a request for a different item is denied and the payment refunded once', async () => {
     const s = await start();
     await buyOnKiosk(s, '12');
-    await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session');
+    await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
     s.pty.vmc.select('13', '3500');
     await settled(s, 'refunded');
     expect(s.pty.vmc.denies).toEqual([{ state: 'vend' }]);
@@ -73,7 +75,7 @@ describe('MDB authorization first against a VMC model', () => {
   it("the machine's own vend requests are denied: no session was started for them", async () => {
     const s = await start({ style: 'always-idle' });
     s.pty.vmc.select('12', '2800');
-    await s.waitFor(() => s.pty.vmc.denies.length === 1, 'the deny');
+    await s.waitFor(() => s.pty.vmc.denies.length === 1, { what: 'the deny' });
     expect(s.orders()).toEqual([]);
   });
 
@@ -89,7 +91,7 @@ describe('MDB authorization first against a VMC model', () => {
       const s = await start({ quirks });
       await buyOnKiosk(s, '12');
       if (end === 'vended') {
-        await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session');
+        await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
         s.pty.vmc.select('12', '2800');
       }
       await settled(s, end);
@@ -105,18 +107,18 @@ describe('MDB authorization first against a VMC model', () => {
       await settled(s, 'refunded');
       expect(s.pty.vmc.state, s.pty.vmc.received.join(' | ') + ' // ' + s.pty.vmc.said.join(' | ')).toBe('session-idle');
       s.pty.vmc.select('12', '2800');
-      await s.waitFor(() => s.pty.vmc.dispensed.length === 1, 'the machine vending anyway');
-      await s.waitFor(() => s.alarms().find((a) => a.name === 'mdb_goods_out_unpaid'), 'the goods-out-unpaid alarm');
+      await s.waitFor(() => s.pty.vmc.dispensed.length === 1, { what: 'the machine vending anyway' });
+      await s.waitFor(() => s.alarms().find((a) => a.name === 'mdb_goods_out_unpaid'), { what: 'the goods-out-unpaid alarm' });
       expect(s.refunds()).toHaveLength(1);
     });
 
     it('VEND SUCCESS for another item: charged once, and an alarm names both items', async () => {
       const s = await start({ quirks: { successForItem: '13' } });
       await buyOnKiosk(s, '12');
-      await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session');
+      await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
       s.pty.vmc.select('12', '2800');
       await settled(s, 'vended');
-      const alarm = await s.waitFor(() => s.alarms().find((a) => a.name.startsWith('mdb_other_item/')), 'the alarm');
+      const alarm = await s.waitFor(() => s.alarms().find((a) => a.name.startsWith('mdb_other_item/')), { what: 'the alarm' });
       expect(alarm.message).toMatch(/item 13 out .* approved for item 12/);
       expect(s.refunds()).toEqual([]);
     });
@@ -124,28 +126,32 @@ describe('MDB authorization first against a VMC model', () => {
     it('a power cycle of the machine mid-vend leaves the order for a person, never a blind refund, and the reader comes back with its settings', async () => {
       const s = await start({}, { setconf: ['C,SETCONF,mdb-always-idle=0'] });
       await buyOnKiosk(s, '12');
-      await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session');
+      await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
       // The machine dies as it starts the vend: the approval goes out, no result comes back.
       s.pty.vmc.select('12', '2800');
-      await s.waitFor(() => s.pty.vmc.approvals.length === 1, 'the approval');
+      await s.waitFor(() => s.pty.vmc.approvals.length === 1, { what: 'the approval' });
       s.pty.vmc.powerCycleMachine();
       expect(s.pty.vmc.dispensed).toEqual([]);
       await settled(s, 'vend_uncertain');
       expect(s.refunds()).toEqual([]);
-      await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.settings.length === 1, 'the reader back with its settings');
+      await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.settings.length === 1, {
+        what: 'the reader back with its settings',
+      });
     });
 
     it('a power cycle of the board mid-vend leaves the order for a person, never a blind refund or a second approval', async () => {
       const s = await start({}, { setconf: ['C,SETCONF,mdb-always-idle=0'] });
       await buyOnKiosk(s, '12');
-      await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session');
+      await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
       s.pty.vmc.select('12', '2800');
-      await s.waitFor(() => s.pty.vmc.approvals.length === 1, 'the approval');
+      await s.waitFor(() => s.pty.vmc.approvals.length === 1, { what: 'the approval' });
       // The board loses power as the motor starts: the result never reaches the Pi.
       s.pty.vmc.powerCycleBoard();
       await settled(s, 'vend_uncertain');
       expect(s.refunds()).toEqual([]);
-      await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.settings.length === 1, 'the reader back with its settings');
+      await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.settings.length === 1, {
+        what: 'the reader back with its settings',
+      });
       expect(s.pty.vmc.approvals).toHaveLength(1);
       expect(s.pty.vmc.received.filter((l) => l.startsWith('C,START'))).toHaveLength(1);
       expect(s.orders()).toHaveLength(1);
@@ -154,9 +160,11 @@ describe('MDB authorization first against a VMC model', () => {
     it("the board's power-on loses its settings: they are sent again and the next sale goes through", async () => {
       const s = await start({}, { setconf: ['C,SETCONF,mdb-always-idle=0'] });
       s.pty.vmc.powerCycleBoard();
-      await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.settings.length === 1, 'settings re-sent after the power-on');
+      await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.settings.length === 1, {
+        what: 'settings re-sent after the power-on',
+      });
       await buyOnKiosk(s, '12');
-      await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session');
+      await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
       s.pty.vmc.select('12', '2800');
       await settled(s, 'vended');
     });

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { startService, type Service } from '../../../helpers/service.js';
 import { startVmcOnPty, type VmcOnPty } from '../../../fakes/mdb-vmc/pty.js';
 import type { VmcOptions } from '../../../fakes/mdb-vmc/model.js';
+import { waitFor } from '../../../helpers/wait.js';
 
 /** The catalog the machine model sells from: whole tugrik. */
 export const CATALOG = [
@@ -28,7 +29,8 @@ export interface MdbStack {
   refunds(): { order_id: number; amount: number; state: string }[];
   /** The customer pays the order's invoice at the sandbox. */
   pay(order: OrderRow): Promise<void>;
-  waitFor<T>(predicate: () => T | false | null | undefined | 0 | '', what: string, ms?: number): Promise<T>;
+  /** The suite's waitFor (test/helpers/wait.ts), whose failure also says what the board heard and said. */
+  waitFor: typeof waitFor;
   stop(): Promise<void>;
 }
 
@@ -87,8 +89,8 @@ export async function mdbStack(
       const res = await fetch(`${svc.localUrl}/sandbox/pay/${order.invoice_id}`, { method: 'POST' });
       if (res.status !== 204) throw new Error(`pay ${order.invoice_id}: ${res.status} ${await res.text()}`);
     },
-    waitFor: (predicate, what, ms = 30_000) =>
-      svc.waitFor(predicate as () => never, ms, what).catch((err: Error) => {
+    waitFor: (predicate, options) =>
+      waitFor(predicate, options).catch((err: Error) => {
         // What the board heard and said, to read a failure without a rerun.
         throw new Error(`${err.message}\nboard heard: ${pty.vmc.received.join(' | ')}\nboard said: ${pty.vmc.said.join(' | ')}`);
       }),

@@ -19,10 +19,10 @@ describe('the MDB machine setup reported by the board', () => {
   const refusals = (s: MdbStack) => s.svc.logs().filter((l) => l.level === 'error' && /^MDB setup refused/.test(String(l.msg)));
 
   async function refusedInOneLine(s: MdbStack, pattern: RegExp) {
-    const alarm = await s.waitFor(() => s.alarms().find((a) => a.name === 'mdb_setup_mismatch'), 'the setup alarm');
+    const alarm = await s.waitFor(() => s.alarms().find((a) => a.name === 'mdb_setup_mismatch'), { what: 'the setup alarm' });
     expect(alarm.message).toMatch(pattern);
     // The reader is switched off: the machine stops polling it, nothing can be sold.
-    await s.waitFor(() => s.pty.vmc.received.at(-1) === 'C,0' && s.pty.vmc.state === 'inactive', 'the reader switched off');
+    await s.waitFor(() => s.pty.vmc.received.at(-1) === 'C,0' && s.pty.vmc.state === 'inactive', { what: 'the reader switched off' });
     expect(refusals(s)).toHaveLength(1);
     expect(refusals(s)[0]!.msg).toBe(alarm.message);
     expect(s.pty.vmc.received.some((l) => l.startsWith('C,START') || l.startsWith('C,VEND'))).toBe(false);
@@ -49,8 +49,10 @@ describe('the MDB machine setup reported by the board', () => {
 
   it('authorization first on a machine with always idle off comes up and sells, and the log says what the machine supports', async () => {
     const s = (stack = await mdbStack({ vmc: { style: 'authorization-first', level: 3 }, mdb: { session: 'authorization-first' } }));
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the reader enabled');
-    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), 'the setup line');
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the reader enabled' });
+    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), {
+      what: 'the setup line',
+    });
     expect(setup.sessions).toBe('level 3, always idle off (options 0x00): authorization first only');
     const res = await fetch(`${s.svc.localUrl}/api/orders`, {
       method: 'POST',
@@ -58,21 +60,23 @@ describe('the MDB machine setup reported by the board', () => {
       body: JSON.stringify({ slot: '12' }),
     });
     expect(res.status).toBe(201);
-    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
     await s.pay(order);
-    await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session started with the credit');
+    await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session started with the credit' });
     s.pty.vmc.select('12', '2800');
-    await s.waitFor(() => s.orders()[0]?.state === 'vended', 'the vend', 45_000);
+    await s.waitFor(() => s.orders()[0]?.state === 'vended', { timeoutMs: 45_000, what: 'the vend' });
     expect(s.alarms().filter((a) => a.name === 'mdb_setup_mismatch')).toEqual([]);
   });
 
   it('a board that reports no option bits: always idle is not refused, the machine is not second-guessed', async () => {
     const s = (stack = await mdbStack({ vmc: { setupReport: 'without-options' } }));
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the reader enabled');
-    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), 'the setup line');
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the reader enabled' });
+    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), {
+      what: 'the setup line',
+    });
     expect(setup.sessions).toMatch(/option bits not reported: always idle unknown/);
     expect(s.pty.vmc.select('12', '2800')).toBe(true);
-    await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
     expect(s.alarms().filter((a) => a.name === 'mdb_setup_mismatch')).toEqual([]);
   });
 });
@@ -94,23 +98,25 @@ describe('session: auto follows what the machine reports', () => {
 
   it('always idle on: the customer chooses on the machine, the kiosk takes no order of its own', async () => {
     const s = (stack = await mdbStack({ vmc: { style: 'always-idle' }, mdb: { session: 'auto' } }));
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the reader enabled');
-    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), 'the setup line');
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the reader enabled' });
+    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), {
+      what: 'the setup line',
+    });
     expect(setup.inForce).toBe('always-idle');
     expect(await selection(s)).toBe('machine');
     const refused = await kioskOrder(s);
     expect(refused.status).toBe(409);
     expect(await refused.json()).toMatchObject({ error: { code: 'VG_ERR_CHOOSE_ON_MACHINE' } });
     expect(s.pty.vmc.select('12', '2800')).toBe(true);
-    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
     await s.pay(order);
-    await s.waitFor(() => s.orders()[0]?.state === 'vended', 'the vend', 45_000);
+    await s.waitFor(() => s.orders()[0]?.state === 'vended', { timeoutMs: 45_000, what: 'the vend' });
     expect(s.pty.vmc.dispensed).toEqual([{ item: '12', approved: '12@2800' }]);
   });
 
   it("the machine switched to authorization first and restarted: the kiosk's open screen follows at once", async () => {
     const s = (stack = await mdbStack({ vmc: { style: 'always-idle' }, mdb: { session: 'auto' } }));
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the reader enabled');
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the reader enabled' });
     // The kiosk's screen: the state stream it keeps open.
     const screen = new AbortController();
     let heard = '';
@@ -124,12 +130,15 @@ describe('session: auto follows what the machine reports', () => {
       }
     })();
     try {
-      await s.waitFor(() => heard.includes('"selection":"machine"'), 'the screen saying choose on the machine');
+      await s.waitFor(() => heard.includes('"selection":"machine"'), { what: 'the screen saying choose on the machine' });
       const mark = heard.length;
       // The operator turns always idle off in the service menu; the machine restarts and reports it.
       s.pty.vmc.options.style = 'authorization-first';
       s.pty.vmc.powerCycleMachine();
-      await s.waitFor(() => heard.slice(mark).includes('"selection":"kiosk"'), 'the screen taking orders itself', 20_000);
+      await s.waitFor(() => heard.slice(mark).includes('"selection":"kiosk"'), {
+        timeoutMs: 20_000,
+        what: 'the screen taking orders itself',
+      });
       expect(await selection(s)).toBe('kiosk');
     } finally {
       screen.abort();
@@ -138,16 +147,18 @@ describe('session: auto follows what the machine reports', () => {
 
   it('always idle off: the customer pays on the kiosk first and the paid credit starts the session', async () => {
     const s = (stack = await mdbStack({ vmc: { style: 'authorization-first' }, mdb: { session: 'auto' } }));
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', 'the reader enabled');
-    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), 'the setup line');
+    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the reader enabled' });
+    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), {
+      what: 'the setup line',
+    });
     expect(setup.inForce).toBe('authorization-first');
     expect(await selection(s)).toBe('kiosk');
     expect((await kioskOrder(s)).status).toBe(201);
-    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), 'the order');
+    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
     await s.pay(order);
-    await s.waitFor(() => s.pty.vmc.state === 'session-idle', 'the session started with the credit');
+    await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session started with the credit' });
     s.pty.vmc.select('12', '2800');
-    await s.waitFor(() => s.orders()[0]?.state === 'vended', 'the vend', 45_000);
+    await s.waitFor(() => s.orders()[0]?.state === 'vended', { timeoutMs: 45_000, what: 'the vend' });
     expect(s.alarms().filter((a) => a.name === 'mdb_setup_mismatch')).toEqual([]);
   });
 });
