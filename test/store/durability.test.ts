@@ -43,12 +43,14 @@ describe('power-loss durability of the money steps', () => {
     ctx.poller.pollNow(sold.invoice_id!);
     await waitFor(() => ctx.orders.get(sold.id)!.state === 'vended', 30_000, 'the vend');
     await waitFor(() => fake.calls.some((c) => c.method === 'captureInvoice'), 30_000, 'the capture');
-    // Its fiscal receipt: claimed before the register is called.
-    await waitFor(() => seen.has('receipt_claim'), 30_000, 'the receipt claim');
+    // Its fiscal receipt: the first call's claim is written with the vend's settle (synchronous=FULL).
+    await waitFor(() => ctx.db.prepare("SELECT state FROM receipts WHERE kind = 'sale'").get() !== undefined, 30_000, 'the sale receipt');
 
-    // An operator's refund of a vended order: the refund claim before the POST.
+    // An operator's refund of a vended order: the refund claim before the POST; the return's receipt
+    // is claimed in a commit of its own before the register is called.
     ctx.vend.refund(sold.id, 'test');
     await waitFor(() => fake.calls.some((c) => c.method === 'refund'), 30_000, 'the refund');
+    await waitFor(() => seen.has('receipt_claim'), 30_000, 'the return receipt claim');
 
     for (const step of MONEY_STEPS) {
       expect(seen.get(step), `${step} committed durably`).toBeDefined();
