@@ -101,7 +101,10 @@ export function dayIn(ms: number, timeZone: string | undefined): string {
 export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }, settings: ReceiptBookSettings): ReceiptBook {
   const { db, clock, outbox } = deps;
   const insert = (
-    row: Omit<ReceiptRow, 'id' | 'attempts' | 'register_id' | 'register_date' | 'offline' | 'claimed_at' | 'issued_at' | 'last_error' | 'alarmed_at'> &
+    row: Omit<
+      ReceiptRow,
+      'id' | 'attempts' | 'register_id' | 'register_date' | 'offline' | 'claimed_at' | 'issued_at' | 'last_error' | 'alarmed_at'
+    > &
       Partial<Pick<ReceiptRow, 'attempts' | 'claimed_at'>>,
   ): number | null => {
     const result = prepared(

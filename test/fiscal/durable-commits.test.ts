@@ -37,8 +37,7 @@ describe('durable commits per sale with a fiscal register', () => {
     const ctx = app.context();
     const receiptOf = (orderId: number) =>
       ctx.db.prepare("SELECT state, attempts FROM receipts WHERE order_id = ? AND kind = 'sale'").get(orderId) as
-        | { state: string; attempts: number }
-        | undefined;
+        { state: string; attempts: number } | undefined;
 
     const sales = 5;
     const perSale: DurableStep[][] = [];

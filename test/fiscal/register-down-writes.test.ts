@@ -38,7 +38,10 @@ describe('a fiscal register that is down', () => {
       h.clock.advance(1_000);
       await h.pass();
     }
-    expect(durable.filter((s) => s === 'receipt_claim'), 'durable claims while down').toHaveLength(1);
+    expect(
+      durable.filter((s) => s === 'receipt_claim'),
+      'durable claims while down',
+    ).toHaveLength(1);
     expect(JSON.stringify(h.receipts()), 'receipts rows unchanged while down').toBe(rowsAfterFirstFailure);
     // The status is asked on the backoff (doubling up to fiscal.retryMaxMs, a minute) and by the
     // monitor once a minute, not at each of the 600 passes.

@@ -132,8 +132,7 @@ describe('every background task survives two failures in a row and runs again: t
     await waitFor(() => ctx.orders.get(created.body.orderId)!.state === 'vended', { what: 'vended' });
     const receipt = (kind: string) =>
       ctx.db.prepare('SELECT state FROM receipts WHERE order_id = ? AND kind = ?').get(created.body.orderId, kind) as
-        | { state: string }
-        | undefined;
+        { state: string } | undefined;
     // The sale's first call is claimed in the vend's settle commit; the return of its refund is
     // claimed by the worker in a commit of its own, and that claim is refused twice.
     await waitFor(() => receipt('sale')?.state === 'issued', { what: 'the sale receipt issued' });

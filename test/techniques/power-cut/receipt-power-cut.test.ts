@@ -36,29 +36,32 @@ describe('a power cut around the fiscal receipt claimed with the vend', () => {
     }
   };
 
-  it.each(['after_receipt_claim', 'after_receipt_call'])('power cut %s: the claim survives, one receipt after the restart', async (point) => {
-    fs = await mountPowerCutFs();
-    const dbPath = join(fs.path, 'vendgate.db');
-    svc = await startService({
-      config: { storage: { path: dbPath }, fiscal: { register: 'sandbox', lookupEveryMs: 200 } },
-      env: { VENDGATE_CRASH_AT: point },
-    });
-    const created = (await (await post(`${svc.localUrl}/api/orders`, { slot: 'A1' })).json()) as { invoiceId: string };
-    await post(`${svc.localUrl}/sandbox/pay/${created.invoiceId}`).catch(() => null);
-    expect((await svc.exited()).signal).toBe('SIGKILL');
-    await fs.cut();
-    // What the cut left: the vend settled and its receipt claimed for a call (never `queued`, which
-    // would be sent again without asking the register).
-    expect(query(dbPath, "SELECT state, attempts FROM receipts WHERE kind = 'sale'")).toEqual([{ state: 'sending', attempts: 1 }]);
-    await svc.restart({ env: {} });
-    await svc.waitFor(
-      () => query(dbPath, "SELECT state FROM receipts WHERE kind = 'sale'")[0]?.state === 'issued',
-      30_000,
-      'the sale receipt to be issued',
-    );
-    expect(query(join(fs.path, 'fiscal-sandbox.db'), 'SELECT kind, count(*) AS n FROM sandbox_receipts GROUP BY kind')).toEqual([
-      { kind: 'sale', n: 1 },
-    ]);
-    expect(svc.readSimLog()).toHaveLength(1);
-  });
+  it.each(['after_receipt_claim', 'after_receipt_call'])(
+    'power cut %s: the claim survives, one receipt after the restart',
+    async (point) => {
+      fs = await mountPowerCutFs();
+      const dbPath = join(fs.path, 'vendgate.db');
+      svc = await startService({
+        config: { storage: { path: dbPath }, fiscal: { register: 'sandbox', lookupEveryMs: 200 } },
+        env: { VENDGATE_CRASH_AT: point },
+      });
+      const created = (await (await post(`${svc.localUrl}/api/orders`, { slot: 'A1' })).json()) as { invoiceId: string };
+      await post(`${svc.localUrl}/sandbox/pay/${created.invoiceId}`).catch(() => null);
+      expect((await svc.exited()).signal).toBe('SIGKILL');
+      await fs.cut();
+      // What the cut left: the vend settled and its receipt claimed for a call (never `queued`, which
+      // would be sent again without asking the register).
+      expect(query(dbPath, "SELECT state, attempts FROM receipts WHERE kind = 'sale'")).toEqual([{ state: 'sending', attempts: 1 }]);
+      await svc.restart({ env: {} });
+      await svc.waitFor(
+        () => query(dbPath, "SELECT state FROM receipts WHERE kind = 'sale'")[0]?.state === 'issued',
+        30_000,
+        'the sale receipt to be issued',
+      );
+      expect(query(join(fs.path, 'fiscal-sandbox.db'), 'SELECT kind, count(*) AS n FROM sandbox_receipts GROUP BY kind')).toEqual([
+        { kind: 'sale', n: 1 },
+      ]);
+      expect(svc.readSimLog()).toHaveLength(1);
+    },
+  );
 });
