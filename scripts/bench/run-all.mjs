@@ -23,6 +23,7 @@ import { dbSizeBench } from './db-size.mjs';
 import { fsyncBench } from './fsync.mjs';
 import { cliBench } from './cli.mjs';
 import { receiptQrBench } from './receipt-qr.mjs';
+import { startupBench } from './startup.mjs';
 
 const BENCHES = {
   latency: latencyBench,
@@ -35,8 +36,10 @@ const BENCHES = {
   durability: durabilityBench,
   'db-size': dbSizeBench,
   fsync: fsyncBench,
+  'fsync-fiscal': (options) => fsyncBench({ ...options, fiscal: true, baseline: 'e62fe96' }),
   cli: cliBench,
   'receipt-qr': receiptQrBench,
+  startup: startupBench,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });

@@ -28,7 +28,7 @@ import { unitStart } from './resources.mjs';
 const ROOT = new URL('../../', import.meta.url).pathname;
 
 /** A build as its own unit starts it: the bundle (made once with the baseline's own scripts/bundle.mjs), flags, environment. */
-function buildOf(ref, log) {
+export function buildOf(ref, log) {
   if (ref === 'this build') return { label: 'this build', ...unitStart() };
   const old = baselineBuild(ref, log);
   const unit = unitStart(old.dir);
@@ -76,6 +76,16 @@ async function stop(child) {
   clearTimeout(timer);
 }
 
+const samplesCpu = [];
+function cpuMsOf(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
 /** One start of the service: spawn → /healthz 200. The database exists already (a restart, as after a power cut). */
 async function startOnce(build, dir, extraArgs = []) {
   const [localPort, webhookPort] = [await freePort(), await freePort()];
@@ -89,7 +99,11 @@ async function startOnce(build, dir, extraArgs = []) {
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   try {
-    return await untilHealthy(`http://127.0.0.1:${localPort}/healthz`, child, startedAt);
+    const ms = await untilHealthy(`http://127.0.0.1:${localPort}/healthz`, child, startedAt);
+    // CPU time the process used up to its first answer (user + system, all threads): less bent by a
+    // busy machine than the wall time, which also counts the time it waited for a core.
+    samplesCpu.push({ label: build.label, ms: cpuMsOf(child.pid) });
+    return ms;
   } catch (err) {
     throw new Error(`${build.label}: ${err.message}\n${stderr.slice(-2000)}`);
   } finally {
@@ -133,6 +147,7 @@ export async function startupBench({ log = () => {}, quick = false, rounds = qui
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
   const p = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, percentiles(v)]));
+  const cpu = Object.fromEntries(builds.map((b) => [b.label, percentiles(samplesCpu.filter((x) => x.label === b.label).map((x) => x.ms))]));
   const bare = p['bare node'].p50;
   const now = p['this build'].p50;
   return {
@@ -142,12 +157,13 @@ export async function startupBench({ log = () => {}, quick = false, rounds = qui
     rounds,
     first,
     figures: p,
+    cpuMs: cpu,
     rows: [
       row('bare node: spawn → a listening HTTP server answers, median', `${Math.round(bare)} ms`),
       ...builds.map((b) =>
         row(
           `${b.label}: spawn → /healthz 200, median of ${rounds} restarts (first start ${Math.round(first[b.label])} ms)`,
-          `${Math.round(p[b.label].p50)} ms (${(p[b.label].p50 / bare).toFixed(2)}× bare node; p90 ${Math.round(p[b.label].p90)} ms)`,
+          `${Math.round(p[b.label].p50)} ms (${(p[b.label].p50 / bare).toFixed(2)}× bare node; p90 ${Math.round(p[b.label].p90)} ms; CPU to the answer ${cpu[b.label].p50} ms)`,
           b.label === 'this build' ? '≤ 300 ms, ≤ 2× bare node' : '',
           b.label === 'this build' ? now <= 300 && now <= 2 * bare : null,
         ),
@@ -228,6 +244,57 @@ export async function summariseProfile(path) {
     byOwner: sorted(byOwner),
     byUrl: sorted(byUrl),
   };
+}
+
+/**
+ * What ran inside given windows of CLOCK_MONOTONIC time (µs, as `process.hrtime.bigint() / 1000n` reads
+ * it in any process: V8's profile timestamps use the same clock on Linux): self time per file and per
+ * function, source-mapped. For "what ran beside the slowest vends" (actuation.mjs --profile).
+ */
+export async function profileInWindows(path, windows) {
+  const profile = JSON.parse(readFileSync(path, 'utf8'));
+  const mapped = await sourceMapper();
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  const sorted = [...windows].sort((a, b) => a[0] - b[0]);
+  const byFile = new Map();
+  const byFunction = new Map();
+  // Each sample charged to the nearest function of ours above it: which of our steps the time
+  // (a commit's fsync inside better-sqlite3, a write inside node) was spent for.
+  const byOurs = new Map();
+  const parent = new Map();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const urlOf = (frame) => (frame.url ? (mapped ? mapped(frame) : frame.url) : '');
+  const ours = (id) => {
+    for (let at = id; at !== undefined; at = parent.get(at)) {
+      const frame = nodes.get(at).callFrame;
+      const url = urlOf(frame);
+      if (/\/src\//.test(url) && !/node_modules/.test(url))
+        return `${url.replace(/^.*\/src\//, 'src/')} ${frame.functionName || '(anonymous)'}`;
+    }
+    return '(no function of ours on the stack)';
+  };
+  let t = profile.startTime;
+  let total = 0;
+  let w = 0;
+  for (let i = 0; i < profile.samples.length; i += 1) {
+    const delta = profile.timeDeltas[i] ?? 0;
+    t += delta;
+    while (w < sorted.length && sorted[w][1] < t) w += 1;
+    if (w >= sorted.length) break;
+    if (t < sorted[w][0]) continue;
+    const frame = nodes.get(profile.samples[i]).callFrame;
+    const url = frame.url ? (mapped ? mapped(frame) : frame.url) : `(${frame.functionName || 'native'})`;
+    const ms = delta / 1000;
+    total += ms;
+    const file = groupOf(url) === url ? url : `${groupOf(url)} ${url.replace(/^.*node_modules\//, '').replace(`file://${ROOT}`, '')}`;
+    byFile.set(groupOf(url), (byFile.get(groupOf(url)) ?? 0) + ms);
+    const fn = `${file.replace(/^\S+ /, '')} ${frame.functionName || '(anonymous)'}`;
+    byFunction.set(fn, (byFunction.get(fn) ?? 0) + ms);
+    const o = ours(profile.samples[i]);
+    byOurs.set(o, (byOurs.get(o) ?? 0) + ms);
+  }
+  const top = (m) => [...m.entries()].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Math.round(v * 10) / 10]);
+  return { totalMs: Math.round(total * 10) / 10, byFile: top(byFile), byFunction: top(byFunction), byOurs: top(byOurs) };
 }
 
 function groupOf(url) {
