@@ -17,6 +17,7 @@
  *     their session; the relay broker restarted: time until 200s come back; 2xx lost meanwhile.
  *
  *   npm run bench:fleet [-- --devices 1000,10000] [-- --sustain SEC] [-- --builds current,baseline]
+ *   node scripts/bench/fleet.mjs --devices 10000 --builds current,cecb1e4,e62fe96   (both baselines of issue 38)
  *
  * Figures, not a test. JSON goes to bench-results/fleet-*.json.
  */
@@ -371,7 +372,8 @@ async function one(n, build, main) {
             '--db',
             DB,
             '--backoff',
-            build,
+            // cecb1e4's devices reconnect with its own backoff; later builds with today's.
+            build === 'baseline' || build.startsWith('cecb1e4') ? 'baseline' : 'current',
           ],
           { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
         ),
@@ -590,10 +592,14 @@ async function one(n, build, main) {
 }
 
 const builds = args.builds.split(',');
-const mains = {
-  current: join(ROOT, 'dist/main.js'),
-  baseline: builds.includes('baseline') ? baselineBuild(BASELINE, say).main : null,
-};
+// `current` is this checkout; `baseline` is cecb1e4; any other name is a commit built the same way
+// (`--builds current,cecb1e4,e62fe96`: this build beside both baselines of issue 38 in one run).
+const mains = Object.fromEntries(
+  builds.map((build) => [
+    build,
+    build === 'current' ? join(ROOT, 'dist/main.js') : baselineBuild(build === 'baseline' ? BASELINE : build, say).main,
+  ]),
+);
 const started = new Date();
 const load = [loadavg()];
 const results = [];
