@@ -415,6 +415,8 @@ async function one(n, build, main) {
     const learnedSample = new Set();
     let answers202 = 0;
     let answers503 = 0;
+    // Any other answer (0: no connection) by status: what a replica that never learns says instead.
+    const answersOther = {};
     let healthAt = null;
     let maxHealthMs = 0;
     let learnedAt = null;
@@ -438,6 +440,7 @@ async function one(n, build, main) {
           if (r.status === 200) learnedSample.add(idx);
           else if (r.status === 202) answers202 += 1;
           else if (r.status === 503) answers503 += 1;
+          else answersOther[r.status] = (answersOther[r.status] ?? 0) + 1;
         }),
       );
       if (learnedSample.size === sample.length) learnedAt = Date.now();
@@ -451,6 +454,7 @@ async function one(n, build, main) {
       learnSinceListeningSec: learnedAt === null || listeningAt === null ? null : (learnedAt - listeningAt) / 1000,
       answered202ForUnlearned: answers202,
       answered503: answers503,
+      answeredOther: answersOther,
       longestHealthAnswerMs: Math.round(maxHealthMs),
       rssMbLearned: cold.proc.exitCode === null ? rssMb(cold.proc.pid) : null,
       timedOut: learnedAt === null,
