@@ -329,6 +329,8 @@ export function createFiscalWorker(
       if (claimed && !(await sendClaimedAtSale(claimed))) return;
     }
     if (clock.now() < pausedUntil) return;
+    // Nothing due: nothing to ask the register either.
+    if (book.due(clock.now(), 1).length === 0) return;
     if (!(await mayCall())) return;
     for (const row of book.due(clock.now(), PASS_LIMIT)) {
       if (stopped) return;
