@@ -55,6 +55,8 @@ export interface FiscalWorker {
 /** QR data and lottery numbers stay in memory this long and for this many receipts at most. */
 const SCREEN_KEEP_MS = 10 * 60_000;
 const SCREEN_KEEP_ENTRIES = 16;
+/** A register that is down has its status asked at least this often (asking writes nothing). */
+const PROBE_EVERY_MAX_MS = 5_000;
 /** Receipts looked at per pass. */
 const PASS_LIMIT = 50;
 
@@ -102,12 +104,15 @@ export function createFiscalWorker(
    * down costs no database write per pass or per receipt.
    */
   let retryAt = 0;
+  /** While it is down, its status is not asked again before this time. */
+  let probeAt = 0;
   /** Sale receipts written claimed (`sending`) in their vend's settle commit, not yet called. */
   const claimedAtSale: { id: number; key: string }[] = [];
   const reached = () => {
     const wasDown = downSince !== null || blockedAt !== null || backSoon;
     backSoon = false;
     retryAt = 0;
+    probeAt = 0;
     failures = 0;
     downSince = null;
     blockedAt = null;
@@ -308,10 +313,13 @@ export function createFiscalWorker(
     const now = clock.now();
     if (now < retryAt) return false;
     if (downSince !== null) {
+      // The status is asked on the backoff too, but at least every PROBE_EVERY_MAX_MS: asking writes
+      // nothing, and the backlog goes within seconds of the register answering again.
+      if (now < probeAt) return false;
       const status = await register.status().catch(() => null);
+      probeAt = clock.now() + Math.min(backoff(), PROBE_EVERY_MAX_MS);
       if (!status?.reachable) {
         failures += 1;
-        retryAt = clock.now() + backoff();
         return false;
       }
     }
