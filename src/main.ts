@@ -2,9 +2,21 @@
 /**
  * The process: argv, signals, systemd notify, exit codes. The only file that exits.
  */
-import { spawn } from 'node:child_process';
-import { runCli, EXIT } from './cli/index.js';
 import type { Watchdog } from './selftest/index.js';
+import { writeSync } from 'node:fs';
+import { versionLine } from './version.js';
+
+// `vendgate --version` (also `-V`, `version`) alone: answered before anything else is loaded — no
+// CLI table, no child_process, only dist/version.js (a static import: a dynamic one costs Node's
+// asynchronous loader more than the file) — so it costs little more than Node itself
+// (scripts/bench/cli.mjs). Anything else goes through the CLI as before.
+const argv = process.argv.slice(2);
+if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V' || argv[0] === 'version')) {
+  // Straight to fd 1: process.stdout would build a stream (a socket for a pipe) to write one line.
+  writeSync(1, `${versionLine()}\n`);
+  process.exit(0);
+}
+const { runCli, EXIT } = await import('./cli/index.js');
 
 /**
  * systemd Type=notify: Node has no Unix datagram sockets, so `systemd-notify` sends for us
@@ -14,14 +26,18 @@ import type { Watchdog } from './selftest/index.js';
 let notifying: Promise<void> = Promise.resolve();
 function notify(state: string): void {
   if (!process.env.NOTIFY_SOCKET) return;
-  notifying = notifying.then(
-    () =>
-      new Promise<void>((resolve) => {
-        const child = spawn('systemd-notify', [state], { stdio: 'ignore' });
-        child.once('error', () => resolve());
-        child.once('exit', () => resolve());
-        child.unref();
-      }),
+  notifying = notifying.then(() =>
+    // child_process is loaded only under systemd (NOTIFY_SOCKET set): no other start needs it.
+    import('node:child_process').then(
+      ({ spawn }) =>
+        new Promise<void>((resolve) => {
+          const child = spawn('systemd-notify', [state], { stdio: 'ignore' });
+          child.once('error', () => resolve());
+          child.once('exit', () => resolve());
+          child.unref();
+        }),
+      () => undefined,
+    ),
   );
 }
 /** How long the process waits at exit for what it told systemd to be sent (STOPPING=1 last). */

@@ -2,7 +2,14 @@
 /**
  * Paid → actuation through the webhook, quiet and with a CPU hog on every core.
  *
- *   node scripts/bench/actuation.mjs [--orders N] [--baseline REF] [--quick]   (after npm run build)
+ *   node scripts/bench/actuation.mjs [--orders 500] [--chunk 50] [--baseline cecb1e4,e62fe96] [--no-hog] [--quick]
+ *   node scripts/bench/actuation.mjs --profile [--orders 300]     (after npm run build)
+ *
+ * Each baseline is its own one-file build started as its own unit starts it (as startup.mjs does).
+ * `--profile`: this build alone under `--cpu-prof`, quiet; then what ran on the service's thread inside
+ * the windows (POST sent → actuation) of the slowest 2 % of its orders, against all of them, by
+ * file and by function (source-mapped): where the tail's time goes. The .cpuprofile is kept for a
+ * flame graph (Chrome DevTools → Performance, or speedscope).
  *
  * The real compiled service (dist/vendgate.js as the unit starts it, with the unit's V8 flags), a Gerege simulator in
  * this process as its provider (without a webhook URL: it only answers the service's GETs), the sim
@@ -26,6 +33,8 @@ import { createServiceProcess, freePort } from '../soak/service.mjs';
 import { baselineBuild } from './baseline.mjs';
 import { followSimLog, percentiles, postJson, row, sleep, waitFor } from './lib.mjs';
 import { unitStart } from './resources.mjs';
+import { buildOf, profileInWindows } from './startup.mjs';
+import { readdirSync } from 'node:fs';
 
 const WEBHOOK_SECRET = 'whsec_simulator';
 /** The targets: p99 quiet / with a CPU hog on every core. */
@@ -93,6 +102,7 @@ export async function oneOrder(stack) {
   if (!event) throw new Error(`${stack.label}: the simulator recorded no succeeded event for ${invoiceId}`);
   const body = JSON.stringify(event);
   const sentAt = Date.now();
+  const sentMonoUs = Number(process.hrtime.bigint() / 1000n);
   stack.lastSentAt = sentAt;
   const response = await fetch(stack.webhookUrl, {
     method: 'POST',
@@ -117,7 +127,10 @@ export async function oneOrder(stack) {
     intervalMs: 5,
     what: `${stack.label}: order ${orderId} vended`,
   });
-  return stack.seen.get(orderId) - sentAt;
+  const ms = stack.seen.get(orderId) - sentAt;
+  // The window on CLOCK_MONOTONIC (µs) for --profile: from the POST's send to the actuation.
+  stack.windows?.push({ ms, window: [sentMonoUs, sentMonoUs + Math.max(1, ms) * 1000] });
+  return ms;
 }
 
 function startHogs() {
@@ -156,62 +169,153 @@ async function phase(stacks, key, orders, chunk) {
   }
 }
 
-export async function actuationBench({ log, quick, baseline = '02e2c0d', orders: ordersOption }) {
-  const orders = ordersOption ?? (quick ? 20 : 150);
-  const chunk = quick ? 10 : 25;
-  const old = baselineBuild(baseline, log);
-  const unit = unitStart();
-  const stacks = [
-    await startStack({ label: 'this build', main: unit.main, nodeArgs: unit.nodeArgs, env: unit.env }),
-    await startStack({ label: `baseline ${old.sha.slice(0, 7)}`, main: old.main, nodeArgs: unit.nodeArgs, env: unit.env }),
-  ];
+export async function actuationBench({ log, quick, baseline = 'cecb1e4,e62fe96', orders: ordersOption, chunk: chunkOption, hog = true }) {
+  const orders = ordersOption ?? (quick ? 20 : 500);
+  const chunk = chunkOption ?? (quick ? 10 : 50);
+  const refs = String(baseline).split(',').filter(Boolean);
+  const builds = [buildOf('this build', log), ...refs.map((ref) => buildOf(ref, log))];
+  const stacks = [];
   let hogs = null;
   try {
+    for (const b of builds)
+      stacks.push(
+        await startStack({
+          label: b.label === 'this build' ? 'this build' : `baseline ${b.label}`,
+          main: b.main,
+          nodeArgs: b.nodeArgs,
+          env: b.env,
+        }),
+      );
     for (const stack of stacks) for (let i = 0; i < 5; i += 1) await oneOrder(stack); // JIT, caches, the provider's token
     await phase(stacks, 'quiet', orders, chunk);
     log(`actuation: quiet, ${orders} orders each`);
-    hogs = startHogs();
-    await sleep(500);
-    await phase(stacks, 'hog', orders, chunk);
-    log(`actuation: with ${hogs.count} busy-loop processes, ${orders} orders each`);
+    if (hog) {
+      hogs = startHogs();
+      await sleep(500);
+      await phase(stacks, 'hog', orders, chunk);
+      log(`actuation: with ${hogs.count} busy-loop processes, ${orders} orders each`);
+    }
   } finally {
     await hogs?.stop();
     for (const stack of stacks) await stack.stop();
   }
-  const [now, before] = stacks.map((s) => ({ quiet: percentiles(s.samples.quiet), hog: percentiles(s.samples.hog) }));
-  const fmt = (p) => `${p.p50} / ${p.p99} ms`;
-  const was = (p) => `(before: ${fmt(p)})`;
+  const results = Object.fromEntries(
+    stacks.map((s) => [s.label, { quiet: percentiles(s.samples.quiet), hog: percentiles(s.samples.hog) }]),
+  );
+  const now = results['this build'];
+  const fmt = (p) => `${p.p50} / ${p.p90} / ${p.p99} ms (max ${p.max}, n ${p.n})`;
+  const others = (key) =>
+    stacks
+      .slice(1)
+      .map((s) => `${s.label}: ${fmt(results[s.label][key])}`)
+      .join('; ');
   return {
     name: 'actuation',
-    settings: { orders, chunk, baseline: old.sha, hogs: availableParallelism(), nodeFlags: unit.nodeArgs },
-    results: { after: now, before },
+    settings: { orders, chunk, baselines: refs, hogs: hog ? availableParallelism() : 0, nodeFlags: builds[0].nodeArgs },
+    results,
     rows: [
       row(
-        'paid → actuation via webhook (POST sent → sim actuator line), quiet: p50 / p99',
-        `${fmt(now.quiet)} ${was(before.quiet)}`,
+        'paid → actuation via webhook (POST sent → sim actuator line), quiet: p50 / p90 / p99',
+        `${fmt(now.quiet)} (${others('quiet')})`,
         `p99 ≤ ${TARGET_QUIET_P99_MS} ms`,
         now.quiet.p99 <= TARGET_QUIET_P99_MS,
       ),
-      row(
-        `  same, a busy-loop process on each of the ${availableParallelism()} cores: p50 / p99`,
-        `${fmt(now.hog)} ${was(before.hog)}`,
-        `p99 ≤ ${TARGET_HOG_P99_MS} ms`,
-        now.hog.p99 <= TARGET_HOG_P99_MS,
-      ),
+      ...(hog
+        ? [
+            row(
+              `  same, a busy-loop process on each of the ${availableParallelism()} cores: p50 / p90 / p99`,
+              `${fmt(now.hog)} (${others('hog')})`,
+              `p99 ≤ ${TARGET_HOG_P99_MS} ms`,
+              now.hog.p99 <= TARGET_HOG_P99_MS,
+            ),
+          ]
+        : []),
     ],
+  };
+}
+
+/** This build alone under --cpu-prof: what ran inside the slowest orders' windows, against all orders'. */
+export async function actuationProfile({ log, orders = 300 }) {
+  const build = buildOf('this build', log);
+  const profDir = mkdtempSync(join(tmpdir(), 'vendgate-actuation-prof-'));
+  const stack = await startStack({
+    label: 'this build (profiled)',
+    main: build.main,
+    nodeArgs: [...build.nodeArgs, '--cpu-prof', '--cpu-prof-dir', profDir, '--cpu-prof-interval', '250'],
+    env: build.env,
+    readyTimeoutMs: 60_000,
+  });
+  stack.windows = [];
+  try {
+    for (let i = 0; i < 5; i += 1) await oneOrder(stack);
+    stack.windows.length = 0;
+    for (let i = 0; i < orders; i += 1) {
+      await sleep(Math.floor(Math.random() * 400));
+      stack.samples.quiet.push(await oneOrder(stack));
+    }
+  } finally {
+    await stack.stop();
+  }
+  await waitFor(() => readdirSync(profDir).some((f) => f.endsWith('.cpuprofile')), {
+    what: 'the profile written at exit',
+    timeoutMs: 30_000,
+  });
+  const path = join(
+    profDir,
+    readdirSync(profDir).find((f) => f.endsWith('.cpuprofile')),
+  );
+  const byMs = [...stack.windows].sort((a, b) => b.ms - a.ms);
+  const slowest = byMs.slice(0, Math.max(3, Math.ceil(byMs.length * 0.02)));
+  return {
+    path,
+    latency: percentiles(stack.samples.quiet),
+    slowest: slowest.map((w) => w.ms),
+    inSlowest: await profileInWindows(
+      path,
+      slowest.map((w) => w.window),
+    ),
+    inAll: await profileInWindows(
+      path,
+      byMs.map((w) => w.window),
+    ),
   };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
-    options: { orders: { type: 'string' }, baseline: { type: 'string' }, quick: { type: 'boolean', default: false } },
+    options: {
+      orders: { type: 'string' },
+      chunk: { type: 'string' },
+      baseline: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      'no-hog': { type: 'boolean', default: false },
+      profile: { type: 'boolean', default: false },
+    },
   });
-  const result = await actuationBench({
-    log: (line) => process.stderr.write(`${line}\n`),
-    quick: values.quick,
-    ...(values.baseline ? { baseline: values.baseline } : {}),
-    ...(values.orders ? { orders: Number(values.orders) } : {}),
-  });
-  for (const r of result.rows) process.stdout.write(`${r.figure}: ${r.value} — target ${r.target} ${r.ok ? 'met' : 'MISSED'}\n`);
-  process.stdout.write(`${JSON.stringify(result.results)}\n`);
+  const log = (line) => process.stderr.write(`${line}\n`);
+  if (values.profile) {
+    const p = await actuationProfile({ log, ...(values.orders ? { orders: Number(values.orders) } : {}) });
+    const list = (rows) => rows.map(([k, ms]) => `${String(ms).padStart(8)} ms  ${k}`).join('\n');
+    process.stdout.write(
+      `profile: ${p.path}\nlatency ${JSON.stringify(p.latency)}\nslowest orders (ms): ${p.slowest.join(', ')}\n\n` +
+        `inside the slowest orders' windows (${p.inSlowest.totalMs} ms sampled), by file:\n${list(p.inSlowest.byFile.slice(0, 15))}\n\nby function:\n${list(p.inSlowest.byFunction.slice(0, 25))}\n\nby the nearest function of ours on the stack:\n${list(p.inSlowest.byOurs.slice(0, 25))}\n\n` +
+        `inside all orders' windows (${p.inAll.totalMs} ms sampled), by file:\n${list(p.inAll.byFile.slice(0, 15))}\n\nby the nearest function of ours:\n${list(p.inAll.byOurs.slice(0, 25))}\n`,
+    );
+  } else {
+    const result = await actuationBench({
+      log,
+      quick: values.quick,
+      hog: !values['no-hog'],
+      ...(values.baseline ? { baseline: values.baseline } : {}),
+      ...(values.orders ? { orders: Number(values.orders) } : {}),
+      ...(values.chunk ? { chunk: Number(values.chunk) } : {}),
+    });
+    const { loadavg } = await import('node:os');
+    for (const r of result.rows) process.stdout.write(`${r.figure}: ${r.value} — target ${r.target} ${r.ok ? 'met' : 'MISSED'}\n`);
+    process.stdout.write(
+      `${new Date().toISOString()} load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}\n${JSON.stringify(result.results)}\n`,
+    );
+  }
 }

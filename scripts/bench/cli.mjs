@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * node scripts/bench/cli.mjs [--runs 15] [--baseline cecb1e4]   (after npm run build)
+ * node scripts/bench/cli.mjs [--runs 15] [--baseline cecb1e4,e62fe96]   (after npm run build)
  *
  * What a command that is not the service costs, started as the installed `vendgate` starts it
  * (dist/vendgate.js): wall time and peak resident memory of `--version` and
@@ -35,11 +35,14 @@ function once(args) {
   return { ms, rssMb: kb / 1024 };
 }
 
-export async function cliBench({ log = () => {}, quick = false, runs = quick ? 3 : 15, baseline = 'cecb1e4' } = {}) {
+export async function cliBench({ log = () => {}, quick = false, runs = quick ? 3 : 15, baseline = 'cecb1e4,e62fe96' } = {}) {
   const current = join(ROOT, 'dist', 'vendgate.js');
   if (!existsSync(current)) throw new Error('npm run build first');
-  const base = baselineBundle(baseline, log);
-  const builds = { now: current, before: base.bundle };
+  const bases = String(baseline)
+    .split(',')
+    .filter(Boolean)
+    .map((ref) => baselineBundle(ref, log));
+  const builds = { now: current, ...Object.fromEntries(bases.map((b) => [b.sha.slice(0, 7), b.bundle])) };
   const samples = { floor: [] };
   for (const command of COMMANDS) for (const build of Object.keys(builds)) samples[`${build} ${command.join(' ')}`] = [];
   for (let i = 0; i < runs; i++) {
@@ -55,14 +58,23 @@ export async function cliBench({ log = () => {}, quick = false, runs = quick ? 3
   const figures = { floor };
   for (const command of COMMANDS) {
     const name = command.join(' ');
-    const now = summary(samples[`now ${name}`]);
-    const before = summary(samples[`before ${name}`]);
-    figures[name] = { now, before };
-    const target = name === '--version' ? '≤ 150 ms, ≤ 40 MB' : '';
-    const ok = name === '--version' ? now.ms.p50 <= 150 && now.rssMb.p50 <= 40 : null;
-    rows.push(row(`vendgate ${name}: median time, RSS (before ${base.sha.slice(0, 7)})`, `${fmt(now)} (${fmt(before)})`, target, ok));
+    const per = Object.fromEntries(Object.keys(builds).map((b) => [b, summary(samples[`${b} ${name}`])]));
+    figures[name] = per;
+    const now = per.now;
+    const version = name === '--version';
+    const target = version ? '≤ node -e 0 + 3 MB, ≤ 1.25× its time' : '';
+    const ok = version ? now.rssMb.p50 <= floor.rssMb.p50 + 3 && now.ms.p50 <= 1.25 * floor.ms.p50 : null;
+    const others = bases.map((b) => `${b.sha.slice(0, 7)}: ${fmt(per[b.sha.slice(0, 7)])}`).join('; ');
+    rows.push(
+      row(
+        `vendgate ${name}: median time, RSS${version ? ` (+${(now.rssMb.p50 - floor.rssMb.p50).toFixed(1)} MB, ${(now.ms.p50 / floor.ms.p50).toFixed(2)}× node -e 0)` : ''}`,
+        `${fmt(now)} (${others})`,
+        target,
+        ok,
+      ),
+    );
   }
-  return { name: 'cli', machine: machine(), runs, baseline: base.sha, figures, rows };
+  return { name: 'cli', machine: machine(), runs, baselines: bases.map((b) => b.sha), figures, rows };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

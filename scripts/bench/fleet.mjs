@@ -17,6 +17,7 @@
  *     their session; the relay broker restarted: time until 200s come back; 2xx lost meanwhile.
  *
  *   npm run bench:fleet [-- --devices 1000,10000] [-- --sustain SEC] [-- --builds current,baseline]
+ *   node scripts/bench/fleet.mjs --devices 10000 --builds current,cecb1e4,e62fe96   (both baselines of issue 38)
  *
  * Figures, not a test. JSON goes to bench-results/fleet-*.json.
  */
@@ -361,7 +362,8 @@ async function one(n, build, main) {
             '--db',
             DB,
             '--backoff',
-            build,
+            // cecb1e4's devices reconnect with its own backoff; later builds with today's.
+            build === 'baseline' || build.startsWith('cecb1e4') ? 'baseline' : 'current',
           ],
           { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
         ),
@@ -403,6 +405,8 @@ async function one(n, build, main) {
     const learnedSample = new Set();
     let answers202 = 0;
     let answers503 = 0;
+    // Any other answer (0: no connection) by status: what a replica that never learns says instead.
+    const answersOther = {};
     let healthAt = null;
     let maxHealthMs = 0;
     let learnedAt = null;
@@ -426,6 +430,7 @@ async function one(n, build, main) {
           if (r.status === 200) learnedSample.add(idx);
           else if (r.status === 202) answers202 += 1;
           else if (r.status === 503) answers503 += 1;
+          else answersOther[r.status] = (answersOther[r.status] ?? 0) + 1;
         }),
       );
       if (learnedSample.size === sample.length) learnedAt = Date.now();
@@ -439,6 +444,7 @@ async function one(n, build, main) {
       learnSinceListeningSec: learnedAt === null || listeningAt === null ? null : (learnedAt - listeningAt) / 1000,
       answered202ForUnlearned: answers202,
       answered503: answers503,
+      answeredOther: answersOther,
       longestHealthAnswerMs: Math.round(maxHealthMs),
       rssMbLearned: cold.proc.exitCode === null ? rssMb(cold.proc.pid) : null,
       timedOut: learnedAt === null,
@@ -592,10 +598,14 @@ async function one(n, build, main) {
 }
 
 const builds = args.builds.split(',');
-const mains = {
-  current: join(ROOT, 'dist/main.js'),
-  baseline: builds.includes('baseline') ? baselineBuild(BASELINE, say).main : null,
-};
+// `current` is this checkout; `baseline` is cecb1e4; any other name is a commit built the same way
+// (`--builds current,cecb1e4,e62fe96`: this build beside both baselines of issue 38 in one run).
+const mains = Object.fromEntries(
+  builds.map((build) => [
+    build,
+    build === 'current' ? join(ROOT, 'dist/main.js') : baselineBuild(build === 'baseline' ? BASELINE : build, say).main,
+  ]),
+);
 const started = new Date();
 const load = [loadavg()];
 const results = [];

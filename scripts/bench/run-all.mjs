@@ -25,6 +25,7 @@ import { cliBench } from './cli.mjs';
 import { receiptQrBench } from './receipt-qr.mjs';
 import { dexBench } from './dex.mjs';
 import { mdbBench } from './mdb.mjs';
+import { startupBench } from './startup.mjs';
 
 const BENCHES = {
   latency: latencyBench,
@@ -37,10 +38,12 @@ const BENCHES = {
   durability: durabilityBench,
   'db-size': dbSizeBench,
   fsync: fsyncBench,
+  'fsync-fiscal': (options) => fsyncBench({ ...options, fiscal: true, baseline: 'e62fe96' }),
   cli: cliBench,
   'receipt-qr': receiptQrBench,
   dex: dexBench,
   mdb: mdbBench,
+  startup: startupBench,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });

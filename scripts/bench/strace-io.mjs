@@ -25,6 +25,8 @@ export function fileClass(path, dbName = 'vendgate.db') {
   if (name === `${dbName}-shm`) return 'shm';
   if (name.startsWith(`${dbName}.lineage`)) return 'lineage';
   if (name.startsWith('sandbox.db')) return 'sandbox';
+  // The sandbox fiscal register's own file: the register's side, not the device's database.
+  if (name.startsWith('fiscal-sandbox.db')) return 'fiscal-register';
   if (name.endsWith('.jsonl')) return 'actuator-log';
   if (
     path.startsWith('pipe:') ||

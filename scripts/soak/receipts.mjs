@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openDatabase } from '../../dist/store/index.js';
+import { observeDurableCommits, openDatabase } from '../../dist/store/index.js';
 import { createManualClock } from '../../dist/util/clock.js';
 import { silentLogger } from '../../dist/util/logger.js';
 import { createOutbox } from '../../dist/outbox/index.js';
@@ -90,7 +90,12 @@ const register = createSandboxRegister(
   { dbPath: sandboxRegisterDbPath(settings.storage.path), lostAnswerRate: LOST, random: random.next },
 );
 let stoppedFor = null;
-const fiscal = createFiscal({ db, clock, logger, outbox, register, stopSales: (d) => (stoppedFor = d) }, settings.fiscal);
+// Started as the service starts it, so that a sale's first register call is claimed in its vend's
+// settle commit, as on a device; its timer is set beyond the run, the soak makes its own passes.
+const fiscal = createFiscal(
+  { db, clock, logger, outbox, register, stopSales: (d) => (stoppedFor = d) },
+  { ...settings.fiscal, intervalMs: 24 * 3_600_000 },
+);
 const machine = { failNext: false };
 const actuator = {
   kind: 'sim',
@@ -118,6 +123,11 @@ const money = createMoneyPath(
   settings,
 );
 await money.recover();
+fiscal.recover();
+fiscal.start();
+// Durable commits by step: a sale's receipt claimed in its settle commit makes no receipt_claim of its own.
+const durableCommits = {};
+observeDurableCommits((step) => (durableCommits[step] = (durableCommits[step] ?? 0) + 1));
 
 const qrMs = [];
 const vendMs = [];
@@ -260,6 +270,7 @@ const report = {
     returns: receipts.filter((r) => r.kind === 'return').length,
     // Claimed calls, outages included: an unknown outcome is looked up, never re-issued blindly.
     withMoreThanOneClaimedCall: receipts.filter((r) => r.attempts > 1).length,
+    durableCommits,
     // Receipts the register issued beyond one per sale and one per return, counted per order.
     duplicatesAtRegister: duplicates,
     // Issue/return calls with a key the register already held (its reply was the receipt it held).

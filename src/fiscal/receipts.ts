@@ -53,8 +53,13 @@ export interface ReceiptBookSettings {
  * only if the sale or the refund was committed; the request and its key are fixed there.
  */
 export interface ReceiptBook {
-  /** A delivered vend: its sale receipt is owed. Caller owns the transaction; a second call changes nothing. */
-  sold(order: SoldOrder, soldAt: number): void;
+  /**
+   * A delivered vend: its sale receipt is owed. Caller owns the transaction; a second call changes
+   * nothing. With `claimedAt` the row is written already claimed for its first call (`sending`,
+   * attempt 1): only inside a commit at synchronous=FULL (the vend's settle), so that the claim is as
+   * durable as a claim of its own would be. Returns the new row's id, or null when it existed.
+   */
+  sold(order: SoldOrder, soldAt: number, claimedAt?: number): number | null;
   /** A refund of the order completed: if a sale receipt is owed or issued, its full return is owed. Caller owns the tx. */
   refunded(orderId: number): void;
   /**
@@ -99,13 +104,17 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
     row: Omit<
       ReceiptRow,
       'id' | 'attempts' | 'register_id' | 'register_date' | 'offline' | 'claimed_at' | 'issued_at' | 'last_error' | 'alarmed_at'
-    >,
-  ) =>
-    prepared(
+    > &
+      Partial<Pick<ReceiptRow, 'attempts' | 'claimed_at'>>,
+  ): number | null => {
+    const result = prepared(
       db,
-      `INSERT INTO receipts (order_id, kind, key, register, state, next_at, request_json, created_at)
-       VALUES (@order_id, @kind, @key, @register, @state, @next_at, @request_json, @created_at) ON CONFLICT DO NOTHING`,
-    ).run(row).changes === 1;
+      `INSERT INTO receipts (order_id, kind, key, register, state, next_at, request_json, created_at, attempts, claimed_at)
+       VALUES (@order_id, @kind, @key, @register, @state, @next_at, @request_json, @created_at, @attempts, @claimed_at)
+       ON CONFLICT DO NOTHING`,
+    ).run({ attempts: 0, claimed_at: null, ...row });
+    return result.changes === 1 ? Number(result.lastInsertRowid) : null;
+  };
   const byOrder = (orderId: number, kind: 'sale' | 'return') =>
     prepared(db, 'SELECT * FROM receipts WHERE order_id = ? AND kind = ?').get(orderId, kind) as ReceiptRow | undefined;
 
@@ -123,7 +132,7 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
   }
 
   return {
-    sold(order, soldAt) {
+    sold(order, soldAt, claimedAt) {
       const request = requestOf(order, soldAt);
       const now = clock.now();
       const added = insert({
@@ -131,12 +140,14 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
         kind: 'sale',
         key: request.key,
         register: settings.register,
-        state: 'queued',
+        state: claimedAt === undefined ? 'queued' : 'sending',
         next_at: now,
         request_json: JSON.stringify(request),
         created_at: now,
+        ...(claimedAt === undefined ? {} : { attempts: 1, claimed_at: claimedAt }),
       });
-      if (added) outbox.event('receipt.queued', { orderId: order.id, reference: order.reference, kind: 'sale', key: request.key });
+      if (added !== null) outbox.event('receipt.queued', { orderId: order.id, reference: order.reference, kind: 'sale', key: request.key });
+      return added;
     },
 
     refunded(orderId) {
@@ -156,7 +167,7 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
         request_json: JSON.stringify({ ...saleRequest, key, saleDate: dayIn(now, settings.timeZone), soldAt: now }),
         created_at: now,
       });
-      if (added) outbox.event('receipt.queued', { orderId, reference: saleRequest.orderId, kind: 'return', key });
+      if (added !== null) outbox.event('receipt.queued', { orderId, reference: saleRequest.orderId, kind: 'return', key });
     },
 
     due(now, limit) {

@@ -22,6 +22,17 @@ export interface FiscalWorker {
   recover(): number;
   /** One pass over what is due; concurrent calls share one pass. */
   run(): Promise<void>;
+  /**
+   * Inside the vend's settle commit (synchronous=FULL): may its sale receipt be written already
+   * claimed for its first call, sparing the claim's own commit? Only when the next pass will call
+   * the register at once: the worker is started and idle, the register answers, nothing else waits.
+   */
+  mayClaimWithSale(): boolean;
+  /**
+   * The sale receipt `id` (under `key`) was written claimed in the settle commit: the next pass calls
+   * the register for it first. A row that is not there (the commit rolled back) is passed over.
+   */
+  claimedWithSale(id: number, key: string): void;
   /** No new pass; the call in flight finishes and its answer is recorded before this resolves. */
   stop(): Promise<void>;
   /** The receipt of an order as the result screen shows it (QR data kept in memory only), or null when none is owed. */
@@ -44,6 +55,8 @@ export interface FiscalWorker {
 /** QR data and lottery numbers stay in memory this long and for this many receipts at most. */
 const SCREEN_KEEP_MS = 10 * 60_000;
 const SCREEN_KEEP_ENTRIES = 16;
+/** A register that is down has its status asked at least this often (asking writes nothing). */
+const PROBE_EVERY_MAX_MS = 5_000;
 /** Receipts looked at per pass. */
 const PASS_LIMIT = 50;
 
@@ -85,9 +98,21 @@ export function createFiscalWorker(
   let answeredAt: number | null = null;
   /** A register that said "come back at" (its pace) is not called before then. */
   let pausedUntil = 0;
+  /**
+   * While the register is down or blocked, nothing is claimed before this time (the backoff, for the
+   * register as a whole); then its status is asked first, which writes nothing: a register that is
+   * down costs no database write per pass or per receipt.
+   */
+  let retryAt = 0;
+  /** While it is down, its status is not asked again before this time. */
+  let probeAt = 0;
+  /** Sale receipts written claimed (`sending`) in their vend's settle commit, not yet called. */
+  const claimedAtSale: { id: number; key: string }[] = [];
   const reached = () => {
     const wasDown = downSince !== null || blockedAt !== null || backSoon;
     backSoon = false;
+    retryAt = 0;
+    probeAt = 0;
     failures = 0;
     downSince = null;
     blockedAt = null;
@@ -252,6 +277,11 @@ export function createFiscalWorker(
     // Claimed durably before the call: a crash from here on is `unknown` at the next start.
     const claimed = durably(db, () => book.claim(row.id, clock.now()), 'receipt_claim');
     if (!claimed) return true;
+    return call(row, request, original);
+  }
+
+  /** The register call of a claimed receipt (`sending` on disk) and its outcome. Returns whether the pass goes on. */
+  async function call(row: ReceiptRow, request: ReceiptRequest, original: IssuedReceipt | null): Promise<boolean> {
     crash('after_receipt_claim');
     let outcome: RegisterOutcome;
     try {
@@ -267,8 +297,49 @@ export function createFiscalWorker(
     return settle(book.get(row.id) ?? row, outcome);
   }
 
+  /** A sale receipt claimed in its settle commit: called now (it is `sending` already; no claim of its own). */
+  async function sendClaimedAtSale(claimed: { id: number; key: string }): Promise<boolean> {
+    const row = book.get(claimed.id);
+    if (row?.state !== 'sending' || row.kind !== 'sale' || row.key !== claimed.key) return true;
+    return call(row, JSON.parse(row.request_json) as ReceiptRequest, null);
+  }
+
+  /**
+   * The register is down or blocked: no claim before the backoff's time, and then only once its
+   * status says it answers (asking writes nothing). Returns whether the pass may claim.
+   */
+  async function mayCall(): Promise<boolean> {
+    if (downSince === null && blockedAt === null) return true;
+    const now = clock.now();
+    if (now < retryAt) return false;
+    if (downSince !== null) {
+      // The status is asked on the backoff too, but at least every PROBE_EVERY_MAX_MS: asking writes
+      // nothing, and the backlog goes within seconds of the register answering again.
+      if (now < probeAt) return false;
+      const status = await register.status().catch(() => null);
+      probeAt = clock.now() + Math.min(backoff(), PROBE_EVERY_MAX_MS);
+      if (!status?.reachable) {
+        failures += 1;
+        return false;
+      }
+    }
+    // It answers (or it is blocked, which only a call can tell is over): one call, and if that
+    // fails, the next after the next backoff step.
+    retryAt = clock.now() + backoff();
+    return true;
+  }
+
   async function runOnce(): Promise<void> {
+    // Claimed in the settle commit: called before anything else (the claim's window stays short).
+    while (claimedAtSale.length > 0) {
+      if (stopped) return;
+      const claimed = claimedAtSale.shift();
+      if (claimed && !(await sendClaimedAtSale(claimed))) return;
+    }
     if (clock.now() < pausedUntil) return;
+    // Nothing due: nothing to ask the register either.
+    if (book.due(clock.now(), 1).length === 0) return;
+    if (!(await mayCall())) return;
     for (const row of book.due(clock.now(), PASS_LIMIT)) {
       if (stopped) return;
       const goOn = await send(row);
@@ -293,9 +364,32 @@ export function createFiscalWorker(
       });
       return running;
     },
+    mayClaimWithSale() {
+      return (
+        !stopped &&
+        running === null &&
+        claimedAtSale.length === 0 &&
+        downSince === null &&
+        blockedAt === null &&
+        !backSoon &&
+        clock.now() >= pausedUntil &&
+        book.due(clock.now(), 1).length === 0
+      );
+    },
+    claimedWithSale(id, key) {
+      claimedAtSale.push({ id, key });
+    },
     async stop() {
       stopped = true;
       await running?.catch(() => {});
+      // Claimed with their sale and never called: queued again (a plain commit; were it lost to a
+      // power cut, the restart would find `sending` and ask the register first, as after any claim).
+      const unsent = claimedAtSale.splice(0);
+      if (unsent.length > 0)
+        inTransaction(db, () => {
+          for (const { id, key } of unsent)
+            if (book.get(id)?.key === key) book.move(id, ['sending'], { state: 'queued', attempts: 0, claimed_at: null });
+        });
     },
     screen(orderId) {
       const entry = shown.get(orderId);
@@ -314,6 +408,7 @@ export function createFiscalWorker(
       if (downSince === null) return;
       downSince = null;
       backSoon = true;
+      if (blockedAt === null) retryAt = 0;
     },
     lastAnsweredAt: () => answeredAt,
     lastError: () => lastError,

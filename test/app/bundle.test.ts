@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
@@ -29,6 +29,16 @@ function staticallyLoaded(file: string, seen = new Set<string>()): Set<string> {
 }
 
 describe('dist/vendgate.js, the one-file build', () => {
+  it('answers --version from what the entry loads statically, under 8 KB of our code: not the CLI table, not child_process', () => {
+    const files = [...staticallyLoaded(BUNDLE)];
+    const loaded = files.map((file) => readFileSync(file, 'utf8')).join('\n');
+    expect(loaded).toContain('--version');
+    // The CLI's table of commands and its usage text, and node:child_process (systemd-notify), load after it.
+    expect(loaded).not.toContain('usage: vendgate');
+    expect(loaded).not.toMatch(/from\s*"node:child_process"/);
+    expect(files.reduce((sum, file) => sum + statSync(file).size, 0)).toBeLessThan(8 * 1024);
+  });
+
   it('loads at start only what every command needs: fastify, zod, mqtt, the broker and SQLite wait for the command that uses them', () => {
     const loaded = [...staticallyLoaded(BUNDLE)].map((file) => readFileSync(file, 'utf8')).join('\n');
     // Markers each library's own code carries: fastify's error codes, zod's error class, the mqtt

@@ -41,14 +41,19 @@ describe('power-loss durability of the money steps', () => {
     const sold = await ctx.orders.create({ source: 'cli', slot: 'A1' });
     fake.set(sold.invoice_id!, 'authorized');
     ctx.poller.pollNow(sold.invoice_id!);
-    await waitFor(() => ctx.orders.get(sold.id)!.state === 'vended', { what: 'the vend' });
-    await waitFor(() => fake.calls.some((c) => c.method === 'captureInvoice'), { what: 'the capture' });
-    // Its fiscal receipt: claimed before the register is called.
-    await waitFor(() => seen.has('receipt_claim'), { what: 'the receipt claim' });
+    await waitFor(() => ctx.orders.get(sold.id)!.state === 'vended', { timeoutMs: 30_000, what: 'the vend' });
+    await waitFor(() => fake.calls.some((c) => c.method === 'captureInvoice'), { timeoutMs: 30_000, what: 'the capture' });
+    // Its fiscal receipt: the first call's claim is written with the vend's settle (synchronous=FULL).
+    await waitFor(() => ctx.db.prepare("SELECT state FROM receipts WHERE kind = 'sale'").get() !== undefined, {
+      timeoutMs: 30_000,
+      what: 'the sale receipt',
+    });
 
-    // An operator's refund of a vended order: the refund claim before the POST.
+    // An operator's refund of a vended order: the refund claim before the POST; the return's receipt
+    // is claimed in a commit of its own before the register is called.
     ctx.vend.refund(sold.id, 'test');
-    await waitFor(() => fake.calls.some((c) => c.method === 'refund'), { what: 'the refund' });
+    await waitFor(() => fake.calls.some((c) => c.method === 'refund'), { timeoutMs: 30_000, what: 'the refund' });
+    await waitFor(() => seen.has('receipt_claim'), { timeoutMs: 30_000, what: 'the return receipt claim' });
 
     for (const step of MONEY_STEPS) {
       expect(seen.get(step), `${step} committed durably`).toBeDefined();
