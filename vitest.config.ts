@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { coverage } from './vitest.coverage.js';
+import HarnessWeightSequencer from './test/sequencer.js';
 import { SYSTEM_TEST_GLOBS } from './test/suites.js';
 
 export default defineConfig({
@@ -13,6 +14,8 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,
+    // Long files first also on a fresh clone, where vitest has no durations (test/sequencer.ts).
+    sequence: { sequencer: HarnessWeightSequencer },
     // `npm test` passes --coverage: the money path's floors (vitest.coverage.ts) over the whole suite.
     coverage,
   },

@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { coverage } from './vitest.coverage.js';
+import HarnessWeightSequencer from './test/sequencer.js';
 import { REAL_TIME_TEST_FILES, SYSTEM_TEST_GLOBS, serviceTestFiles } from './test/suites.js';
 
 // `npm run test:unit`: everything that starts no child process and no browser (test/suites.ts
@@ -33,6 +34,8 @@ export default defineConfig({
     // and nothing in this part needs a process of its own. The full suite stays on forks.
     pool: 'threads',
     maxWorkers: 2,
+    // Long files first also on a fresh clone, where vitest has no durations (test/sequencer.ts).
+    sequence: { sequencer: HarnessWeightSequencer },
     coverage,
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...exclude, ...ISOLATED], isolate: false } },

@@ -18,6 +18,8 @@
 #                 hash, e.g. 0.1.0+20261204193012.g1a2b3c4d5e6f: every commit its own, later sorts higher]
 #   --no-sign     build only; sign later with scripts/release-sign.sh (on the machine with the key)
 #   --skip-build  use dist/ as it is, after checking it was built from the src/ of now (tests)
+#   --fast-compression  xz preset 1 for the .debs, gzip -1 for the tarballs: the same formats, a fifth
+#                 of the compressing time, a larger file (tests; a release you ship keeps the defaults)
 #
 # Each artefact holds one release directory (the .deb under /usr/lib/vendgate/release):
 #   dist/            the bundle (dist/vendgate.js) and what it reads at run time (migrations, kiosk page)
@@ -47,6 +49,9 @@ step() { printf '\n==> %s\n' "$*"; }
 ARCHES=()
 SKIP_BUILD=0
 SIGN=1
+# dpkg-deb's own xz level (6) and tar's gzip (6) unless --fast-compression.
+DEB_LEVEL=()
+TAR_GZIP=(gzip)
 VERSION=""
 PUBKEY_ARG=""
 OUT="$ROOT_DIR/release"
@@ -60,7 +65,8 @@ while [ $# -gt 0 ]; do
     --version) VERSION="${2:?--version needs a version, e.g. 0.2.0}"; shift 2 ;;
     --no-sign) SIGN=0; shift ;;
     --skip-build) SKIP_BUILD=1; shift ;;
-    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+    --fast-compression) DEB_LEVEL=(-z1); TAR_GZIP=(gzip -1); shift ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
@@ -273,13 +279,13 @@ EOF
   cp scripts/package-maint/postinst scripts/package-maint/prerm scripts/package-maint/postrm "$pkg/DEBIAN/"
   chmod 0755 "$pkg/DEBIAN/postinst" "$pkg/DEBIAN/prerm" "$pkg/DEBIAN/postrm"
   find "$pkg" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
-  dpkg-deb --root-owner-group -Zxz --build "$pkg" "$OUT/vendgate_${VERSION}_${darch}.deb" > /dev/null
+  dpkg-deb --root-owner-group -Zxz "${DEB_LEVEL[@]}" --build "$pkg" "$OUT/vendgate_${VERSION}_${darch}.deb" > /dev/null
 }
 
 make_tarball() {
   local arch="$1" dir="$2"
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
-    -C "$WORK" -czf "$OUT/vendgate-$VERSION-linux-$arch.tar.gz" "$(basename "$dir")"
+    --use-compress-program="${TAR_GZIP[*]}" -C "$WORK" -cf "$OUT/vendgate-$VERSION-linux-$arch.tar.gz" "$(basename "$dir")"
 }
 
 for arch in "${ARCHES[@]}"; do

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -6,4 +6,26 @@ import { join } from 'node:path';
 export function tempDir(prefix = 'vendgate-test-'): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+const TMPFS_MAGIC = 0x01021994;
+
+/**
+ * A fresh directory in memory (/dev/shm when it is a writable tmpfs, else the OS temp dir), for tests
+ * whose SQLite files stand for nothing on a disk: an fsync there costs nothing, where on this
+ * machine's disk each durable commit, close and VACUUM INTO waits for one. Only for tests that model
+ * durability themselves (test/techniques/property/world.ts keeps the image of the last synced commit):
+ * what a real card keeps is proven on real file systems (test/storage/, test/techniques/power-cut/).
+ */
+export function memoryTempDir(prefix = 'vendgate-test-'): { path: string; cleanup: () => void } {
+  try {
+    accessSync('/dev/shm', constants.W_OK);
+    if (statfsSync('/dev/shm').type === TMPFS_MAGIC) {
+      const path = mkdtempSync(join('/dev/shm', prefix));
+      return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+    }
+  } catch {
+    // No /dev/shm here: the OS temp dir does the same, only slower.
+  }
+  return tempDir(prefix);
 }

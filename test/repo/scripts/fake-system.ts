@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { stringify } from 'yaml';
 import { tempDir } from '../../helpers/temp.js';
 import { freePort } from '../../helpers/service.js';
@@ -112,6 +112,9 @@ export interface FakePi {
   powerCut(): void;
   cleanup(): Promise<void>;
 }
+
+/** The release /opt/vendgate/current points at on the fake Pi (e.g. `1.0.0-20261205T002005Z`). */
+export const current = (p: FakePi) => basename(readlinkSync(join(p.root, 'opt/vendgate/current')));
 
 export interface Run {
   code: number | null;

@@ -13,7 +13,7 @@ import { ProviderError } from '../../../src/payments/types.js';
 import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { composeMoneyPath, testSettings } from '../../helpers/core.js';
-import { tempDir } from '../../helpers/temp.js';
+import { memoryTempDir } from '../../helpers/temp.js';
 
 /**
  * A device whose process can die at any await: the money path (orders, ledger, vend runner, refund
@@ -53,7 +53,9 @@ export const PAID_LIKE: readonly CanonicalStatus[] = ['paid', 'authorized'];
 const REFUND_ALARM_MS = 60_000;
 
 export function createWorld(options: WorldOptions) {
-  const dir = tempDir('vendgate-prop-');
+  // In memory: durability is modelled here (the image of the last synced commit, below), so the
+  // disk's fsyncs would only make each run wait (they were most of this suite's time).
+  const dir = memoryTempDir('vendgate-prop-');
   const settings = testSettings(dir.path, {
     provider: { captureMode: options.captureMode, invoiceTtlSec: 120, refundUnknownAlarmSec: REFUND_ALARM_MS / 1000 },
     // A hung actuation waits for the crash, never for this timer.

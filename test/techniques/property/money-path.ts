@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { expect } from 'vitest';
 import { VendgateError } from '../../../src/util/errors.js';
 import type { Channel } from '../../../src/ledger/index.js';
 import { createWorld, type ActuatorScript, type RefundScript, type World } from './world.js';
@@ -366,27 +366,29 @@ const commands = [
 ];
 
 /** PROPERTY_RUNS=2000 for a long search. */
-const RUNS = Number(process.env.PROPERTY_RUNS ?? 100);
+export const RUNS = Number(process.env.PROPERTY_RUNS ?? 100);
+/** What a run may take: a minute plus a second per sequence. */
+export const TIMEOUT_MS = 60_000 + RUNS * 1_000;
 
-describe('money path under any sequence of observations, faults and crashes', () => {
-  it.each(['automatic', 'manual'] as const)(
-    '%s capture: one vend per order, no vend without money, never backwards, every payment settled',
-    async (captureMode) => {
-      await fc.assert(
-        fc.asyncProperty(fc.boolean(), fc.commands(commands, { maxCommands: 40, size: 'large' }), async (queryable, cmds) => {
-          const world = createWorld({ captureMode, queryable });
-          try {
-            await fc.asyncModelRun(() => ({ model: {}, real: world }), cmds);
-            await world.drain();
-            expect(world.check()).toEqual([]);
-            expect(world.checkSettled()).toEqual([]);
-          } finally {
-            await world.close();
-          }
-        }),
-        { numRuns: RUNS },
-      );
-    },
-    60_000 + RUNS * 1_000,
+export const PROPERTY = 'one vend per order, no vend without money, never backwards, every payment settled';
+
+/**
+ * The property for one capture mode. Each mode is its own test file (money-path-automatic.test.ts,
+ * money-path-manual.test.ts), so that two workers search both at once.
+ */
+export async function moneyPathHolds(captureMode: 'automatic' | 'manual'): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(fc.boolean(), fc.commands(commands, { maxCommands: 40, size: 'large' }), async (queryable, cmds) => {
+      const world = createWorld({ captureMode, queryable });
+      try {
+        await fc.asyncModelRun(() => ({ model: {}, real: world }), cmds);
+        await world.drain();
+        expect(world.check()).toEqual([]);
+        expect(world.checkSettled()).toEqual([]);
+      } finally {
+        await world.close();
+      }
+    }),
+    { numRuns: RUNS },
   );
-});
+}
