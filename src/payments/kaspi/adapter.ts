@@ -174,7 +174,8 @@ export function createKaspiProvider(deps: HttpClientDeps, config: KaspiConfig): 
 
     async createInvoice(request: CreateInvoiceRequest): Promise<Invoice> {
       validateCreateRequest(request);
-      if (request.captureMode === 'manual') throw new ProviderError('rejected', 'kaspi has no manual capture: set provider.captureMode to automatic');
+      if (request.captureMode === 'manual')
+        throw new ProviderError('rejected', 'kaspi has no manual capture: set provider.captureMode to automatic');
       if (request.currency !== config.currency)
         throw new ProviderError('rejected', `kaspi charges in ${config.currency}; the order is in ${request.currency}`);
       const earlier = creates.get(request.idempotencyKey);

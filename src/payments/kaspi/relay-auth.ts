@@ -26,7 +26,9 @@ export function signKaspiRelayRequest(
   request: { deviceId: string; method: string; pathWithQuery: string; body: string; nowMs: number },
 ): Record<string, string> {
   const ts = Math.floor(request.nowMs / 1000);
-  const mac = createHmac('sha256', secret).update(payload(ts, request.method, request.pathWithQuery, request.body), 'utf8').digest('hex');
+  const mac = createHmac('sha256', secret)
+    .update(payload(ts, request.method, request.pathWithQuery, request.body), 'utf8')
+    .digest('hex');
   return {
     [KASPI_RELAY_HEADERS.device]: request.deviceId,
     [KASPI_RELAY_HEADERS.timestamp]: String(ts),
