@@ -16,7 +16,8 @@ export interface KaspiRelayOptions extends KaspiServerSettings {
   organizationBin: string;
   livemode: boolean;
   journalPath: string;
-  requestTimeoutMs: number;
+  /** One call to Kaspi (the listener's own requestTimeoutMs is a different limit). */
+  kaspiTimeoutMs: number;
   /** Strong scheme: the client certificate, its key and (optional) the CA of Kaspi's server, as PEM. */
   tls?: { cert: string | Buffer; key: string | Buffer; ca?: string | Buffer };
   /** Easy scheme. */
@@ -60,7 +61,7 @@ export function createKaspiRelay(options: KaspiRelayOptions, deps: { logger: Log
   const counters = createKaspiCounters();
   const access: KaspiAccess = {
     baseUrl: options.baseUrl,
-    timeoutMs: options.requestTimeoutMs,
+    timeoutMs: options.kaspiTimeoutMs,
     ...(options.tls ? { tls: options.tls } : {}),
     ...(options.apiKey ? { apiKey: options.apiKey } : {}),
   };

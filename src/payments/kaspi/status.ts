@@ -12,8 +12,13 @@ export const KASPI_STATUS_MAP: Readonly<Record<string, CanonicalStatus>> = Objec
   Wait: 'pending',
   /** Paid. */
   Processed: 'paid',
-  /** The customer or the bank failed the payment, or the QR ran out: this QR is closed (assumed final). */
-  Error: 'canceled',
+  /**
+   * The QR is dead: its time ran out, or the customer's scan or confirmation failed (the test
+   * emulator's scanerror / confirmerror). Kaspi does not say which, and no QR comes back from it
+   * (assumed final): read as `expired` — close the order, never vend. A later Processed would still
+   * be followed by the core as a late payment (refunded, never lost).
+   */
+  Error: 'expired',
   /** Cancelled by the merchant's remote/cancel. */
   RemotePaymentCanceled: 'canceled',
 });
