@@ -6,6 +6,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { z } from 'zod';
 import type { Logger } from '../util/logger.js';
+import type { RelaySettings } from '../settings/index.js';
 import type { KaspiAccess } from './kaspi-client.js';
 import { openKaspiJournal } from './kaspi-journal.js';
 import { createKaspiCaller } from './kaspi-caller.js';
@@ -50,6 +51,36 @@ export function readKaspiDevicesFile(path: string): Map<string, KaspiDevice> {
   if (!result.success)
     throw new Error(`relay.kaspi.devicesFile ${path}: ${result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   return new Map(Object.entries(result.data.devices));
+}
+
+/** The Kaspi caller `relay.kaspi` describes: its files are read now (a missing one stops the relay's start). */
+export function kaspiRelayOptions(kaspi: Readonly<RelaySettings['relay']['kaspi']>): KaspiRelayOptions {
+  const read = (path: string | undefined) => (path ? readFileSync(path) : undefined);
+  const tls =
+    kaspi.scheme === 'strong' && kaspi.certFile && kaspi.keyFile
+      ? { cert: readFileSync(kaspi.certFile), key: readFileSync(kaspi.keyFile), ...(kaspi.caFile ? { ca: read(kaspi.caFile) } : {}) }
+      : undefined;
+  return {
+    host: kaspi.host,
+    port: kaspi.port,
+    bodyLimitBytes: kaspi.bodyLimitBytes,
+    headersTimeoutMs: kaspi.headersTimeoutMs,
+    requestTimeoutMs: kaspi.requestTimeoutMs,
+    idleTimeoutMs: kaspi.idleTimeoutMs,
+    keepAliveTimeoutMs: kaspi.keepAliveTimeoutMs,
+    maxRequestsPerSocket: kaspi.maxRequestsPerSocket,
+    maxConnections: kaspi.maxConnections,
+    maxCallsPerDevicePerMinute: kaspi.maxCallsPerDevicePerMinute,
+    toleranceSec: kaspi.toleranceSec,
+    baseUrl: kaspi.baseUrl ?? '',
+    organizationBin: kaspi.organizationBin ?? '',
+    livemode: kaspi.livemode,
+    journalPath: kaspi.journalPath,
+    kaspiTimeoutMs: kaspi.kaspiTimeoutMs,
+    ...(tls ? { tls } : {}),
+    ...(kaspi.scheme === 'easy' && kaspi.apiKey ? { apiKey: kaspi.apiKey } : {}),
+    devices: readKaspiDevicesFile(kaspi.devicesFile),
+  };
 }
 
 export function createKaspiRelay(options: KaspiRelayOptions, deps: { logger: Logger; now?: () => number }) {
