@@ -75,6 +75,13 @@ export function createKaspiCaller(deps: KaspiCallerDeps) {
   function readFailure(result: KaspiCall, what: string): KaspiAnswer {
     if (result.kind === 'unreached') return fail(503, E.unreachable, `${what}: ${result.message}`);
     if (result.kind === 'lost') return fail(502, E.kaspiError, `${what}: ${result.message}`, 'lost');
+    if (result.status === 401 || result.status === 403) {
+      log.error(
+        { httpStatus: result.status, what },
+        "Kaspi refused the relay's access: check the whitelist, the certificate or the API key",
+      );
+      return fail(503, 'kaspi_access_refused', `${what}: Kaspi refused the relay's access (HTTP ${result.status})`, 'access_refused');
+    }
     if (result.status === 429)
       return fail(429, 'rate_limited', `${what}: Kaspi asks to slow down`, 'kaspi_429', { 'retry-after': result.retryAfter ?? '2' });
     return fail(502, E.kaspiError, `${what}: Kaspi answered HTTP ${result.status}`, `kaspi_${result.status}`);
