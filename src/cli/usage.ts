@@ -30,7 +30,10 @@ export const COMMANDS: Record<string, CommandHelp> = {
     options: [
       CONFIG,
       ['--lan', "the sandbox demo's pay page on this machine's LAN address, so a phone can pay (port provider.sandboxLanPort, 8090)"],
-      ['--provider qpay|kaspi', 'the demo with the QPay or Kaspi QR adapter against its simulator (Kaspi: through the relay\'s Kaspi caller), run in this process (test money)'],
+      [
+        '--provider qpay|kaspi',
+        "the demo with the QPay or Kaspi QR adapter against its simulator (Kaspi: through the relay's Kaspi caller), run in this process (test money)",
+      ],
       ...PORTS,
     ],
   },

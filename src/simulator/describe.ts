@@ -49,7 +49,7 @@ function describeKaspi(url: string, kaspi: NonNullable<ReturnType<Simulator['inf
     `    organizationBin: "${kaspi.organizationBin}"`,
     '    devicesFile: /etc/vendgate/kaspi-devices.json   # chmod 600',
     '',
-    '# /etc/vendgate/kaspi-devices.json (one entry per machine; the secret is also the device\'s VENDGATE_PROVIDER_CLIENT_SECRET)',
+    "# /etc/vendgate/kaspi-devices.json (one entry per machine; the secret is also the device's VENDGATE_PROVIDER_CLIENT_SECRET)",
     JSON.stringify({ devices: { 'vm-001': { deviceToken: kaspi.deviceTokens[0], secrets: ['<at least 16 random characters>'] } } }),
     ...(kaspi.apiKey ? ['', '# relay secrets environment', `VENDGATE_RELAY_KASPI_API_KEY=${kaspi.apiKey}`] : []),
     '',
