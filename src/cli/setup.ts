@@ -318,6 +318,8 @@ function compose(
   setAnswer(doc, ['device', 'id'], answers.deviceId);
   setAnswer(doc, ['device', 'livemode'], answers.livemode);
   setAnswer(doc, ['provider', 'name'], answers.provider);
+  // Kaspi QR charges in tenge (the prices stay as written: KZT, like MNT, has no minor unit in practice).
+  if (answers.provider === 'kaspi') setAnswer(doc, ['device', 'currency'], 'KZT');
   if (answers.baseUrl) setAnswer(doc, ['provider', 'baseUrl'], answers.baseUrl);
   if (answers.clientId) setAnswer(doc, ['provider', 'clientId'], answers.clientId);
   if (answers.invoiceCode) setAnswer(doc, ['provider', 'invoiceCode'], answers.invoiceCode);

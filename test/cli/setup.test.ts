@@ -135,6 +135,7 @@ describe('vendgate setup', () => {
     expect(result.status).toBe(0);
     const { config, secrets } = d.files();
     expect(parse(config).provider).toMatchObject({ name: 'kaspi', baseUrl: 'https://relay.example.com:8789' });
+    expect(parse(config).device).toMatchObject({ currency: 'KZT' });
     expect(Object.fromEntries(parseSecretsText(secrets))).toEqual({ VENDGATE_PROVIDER_CLIENT_SECRET: 'kaspi-device-secret-vm-016' });
     const loaded = loadSettings({ path: d.config, env: Object.fromEntries(parseSecretsText(secrets)) }).settings;
     expect(loaded.provider).toMatchObject({ name: 'kaspi', clientSecret: 'kaspi-device-secret-vm-016', webhookSecrets: [] });

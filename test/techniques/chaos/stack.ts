@@ -97,7 +97,8 @@ export async function startProviderStack(options: StackOptions = {}) {
       ...(options.readyTimeoutMs ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
       config: deepMerge(
         {
-          device: { id: 'chaos-001' },
+          // Kaspi QR charges in tenge.
+          device: { id: 'chaos-001', ...(providerName === 'kaspi' ? { currency: 'KZT' } : {}) },
           provider: {
             name: providerName,
             baseUrl: proxy?.url ?? options.httpProxy?.url ?? kaspiRelay?.url ?? sim.url,
