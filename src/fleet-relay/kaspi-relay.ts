@@ -110,15 +110,21 @@ export function createKaspiRelay(options: KaspiRelayOptions, deps: { logger: Log
   });
   const server = createKaspiServer({ caller, devices: options.devices, counters, logger: deps.logger, now }, options);
   let stopped = false;
+  // The journal's counts as last read: the relay logs its stats once more after this caller stopped.
+  let creates: Record<string, number> = {};
   return {
     start: () => server.start(),
     async stop() {
       if (stopped) return;
+      creates = journal.counts();
       stopped = true;
       await server.stop();
       journal.close();
     },
-    stats: () => ({ ...counters, devices: options.devices.size, creates: journal.counts() }),
+    stats: () => {
+      if (!stopped) creates = journal.counts();
+      return { ...counters, devices: options.devices.size, creates };
+    },
   };
 }
 
