@@ -5,9 +5,11 @@ import { startGeregeStack } from './stack.mjs';
  * Payment → vend for each national rail beside Gerege, in the same run and on the same machine: the
  * real service against each provider's simulator, the customer paying at a random moment within a
  * poll interval. QPay's callback is an unsigned hint, so its "webhook on" path costs one more read
- * (invoice + payment/check) than Gerege's signed event; the figures say how much.
+ * (invoice + payment/check) than Gerege's signed event; the figures say how much. Kaspi QR has no
+ * webhooks at all: its payment is found by polling through the fleet relay's Kaspi caller (device →
+ * relay → Kaspi), so its figure is bounded by the poll interval, not by a callback.
  */
-const PROVIDERS = ['gerege', 'qpay'];
+const PROVIDERS = ['gerege', 'qpay', 'kaspi'];
 
 async function measure({ provider, orders, intervalMs, log }) {
   const stack = await startGeregeStack({ provider, webhooks: true, intervalMs, seed: 201 });
@@ -50,12 +52,19 @@ export async function railsBench({ log, quick }) {
     settings: { pollIntervalMs: intervalMs, actuatorDurationMs: 0, providers: PROVIDERS },
     results,
     rows: PROVIDERS.map((provider) =>
-      row(
-        `paid → actuation, ${provider}, callback on: p50 / p99`,
-        `${results[provider].p50} / ${results[provider].p99} ms`,
-        'p99 ≤ 50 ms',
-        results[provider].p99 <= 50,
-      ),
+      provider === 'kaspi'
+        ? row(
+            'paid → actuation, kaspi through the relay, polled: p50 / p99',
+            `${results[provider].p50} / ${results[provider].p99} ms`,
+            `p99 ≤ poll interval (${intervalMs} ms) + 200 ms`,
+            results[provider].p99 <= intervalMs + 200,
+          )
+        : row(
+            `paid → actuation, ${provider}, callback on: p50 / p99`,
+            `${results[provider].p50} / ${results[provider].p99} ms`,
+            'p99 ≤ 50 ms',
+            results[provider].p99 <= 50,
+          ),
     ),
   };
 }

@@ -74,12 +74,15 @@ export const SHORT_OPTIONS: Readonly<Record<string, string>> = { config: 'c', he
 /** The command line: one entry per subcommand, so `vendgate help <command>` shows only its own. */
 export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   start: command({
-    usage: 'start [--config FILE] [--lan] [--provider qpay] [--local-port N] [--webhook-port N] [--broker-port N]',
+    usage: 'start [--config FILE] [--lan] [--provider qpay|kaspi] [--local-port N] [--webhook-port N] [--broker-port N]',
     about: "run the gateway (npm start); --lan: demo pay page and QR\non this machine's LAN address (provider.sandboxLanPort, 8090)",
     options: [
       CONFIG,
       ['--lan', "the sandbox demo's pay page on this machine's LAN address, so a phone can pay (port provider.sandboxLanPort, 8090)"],
-      ['--provider qpay', 'the demo with the QPay adapter against its simulator, run in this process (test money)'],
+      [
+        '--provider qpay|kaspi',
+        "the demo with the QPay or Kaspi QR adapter against its simulator (Kaspi: through the relay's Kaspi caller), run in this process (test money)",
+      ],
       ...PORTS,
     ],
     run: async ({ values }, io, extra) =>
@@ -358,10 +361,10 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       ),
   }),
   simulate: command({
-    usage: 'simulate --provider gerege|qutpay|qpay [--port N] [--webhook-url URL] [--faults JSON]',
+    usage: 'simulate --provider gerege|qutpay|qpay|kaspi [--port N] [--webhook-url URL] [--faults JSON]',
     about: 'run the payment provider simulator alone',
     options: [
-      ['--provider NAME', 'gerege, qutpay or qpay'],
+      ['--provider NAME', 'gerege, qutpay, qpay or kaspi'],
       ['--port N', 'where it listens (default 9090)'],
       ['--host H', 'the address it listens on (default 127.0.0.1)'],
       ['--webhook-url URL', "where it delivers webhooks (the gateway's /webhooks/<provider>)"],

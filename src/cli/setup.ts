@@ -17,8 +17,8 @@ export interface SetupOptions {
   noApply?: boolean;
 }
 
-type ProviderName = 'sandbox' | 'gerege' | 'qutpay' | 'qpay';
-const PROVIDERS: readonly ProviderName[] = ['gerege', 'qutpay', 'qpay', 'sandbox'];
+type ProviderName = 'sandbox' | 'gerege' | 'qutpay' | 'qpay' | 'kaspi';
+const PROVIDERS: readonly ProviderName[] = ['gerege', 'qutpay', 'qpay', 'kaspi', 'sandbox'];
 const HOSTNAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
 
 /** The answers of one run; a secret left empty keeps the one in the file. */
@@ -218,11 +218,26 @@ async function ask(prompt: Prompt, doc: ReturnType<typeof parseDocument>, secret
       (v) => (/^(yes|no)$/i.test(v) ? null : 'answer yes or no'),
     );
     answers.livemode = live.toLowerCase() === 'yes';
-    answers.baseUrl = await askChecked(prompt, 'Provider API URL (given with your credentials)', current(['provider', 'baseUrl']), (v) =>
-      /^https?:\/\/[^\s/]+/.test(v) ? null : 'an http(s) URL such as https://api.example.com',
+    answers.baseUrl = await askChecked(
+      prompt,
+      provider === 'kaspi'
+        ? "The fleet relay's Kaspi URL (vendgate relay, relay.kaspi; Kaspi itself takes calls only from the operator's whitelisted server)"
+        : 'Provider API URL (given with your credentials)',
+      current(['provider', 'baseUrl']),
+      (v) => (/^https?:\/\/[^\s/]+/.test(v) ? null : 'an http(s) URL such as https://api.example.com'),
     );
     const keep = (name: string) => (secrets.has(name) ? '(set)' : undefined);
-    if (provider === 'gerege' || provider === 'qpay') {
+    if (provider === 'kaspi') {
+      // The device token stays at the relay; the device holds only its own secret there.
+      const secret = await askChecked(
+        prompt,
+        "This device's secret at the relay (its entry in the operator's kaspi-devices.json)",
+        keep(SECRET_ENV.clientSecret),
+        (v) => (v === '(set)' || v.length >= 16 ? null : 'the secret is at least 16 characters'),
+        true,
+      );
+      if (secret !== '(set)') answers.secrets.clientSecret = secret;
+    } else if (provider === 'gerege' || provider === 'qpay') {
       const label = provider === 'gerege' ? 'Gerege' : 'QPay';
       answers.clientId = await askChecked(prompt, `${label} client id`, current(['provider', 'clientId']), required('the client id'));
       const secret = await askChecked(prompt, `${label} client secret`, keep(SECRET_ENV.clientSecret), required('the client secret'), true);
@@ -249,8 +264,8 @@ async function ask(prompt: Prompt, doc: ReturnType<typeof parseDocument>, secret
         );
       }
     }
-    // QPay's callbacks are unsigned hints: there is no secret to ask for.
-    if (provider !== 'qpay') {
+    // QPay's callbacks are unsigned hints, Kaspi QR sends none: there is no secret to ask for.
+    if (provider !== 'qpay' && provider !== 'kaspi') {
       const webhook = await askChecked(
         prompt,
         'Webhook signing secret (comma-separated while rotating)',
@@ -303,6 +318,8 @@ function compose(
   setAnswer(doc, ['device', 'id'], answers.deviceId);
   setAnswer(doc, ['device', 'livemode'], answers.livemode);
   setAnswer(doc, ['provider', 'name'], answers.provider);
+  // Kaspi QR charges in tenge (the prices stay as written: KZT, like MNT, has no minor unit in practice).
+  if (answers.provider === 'kaspi') setAnswer(doc, ['device', 'currency'], 'KZT');
   if (answers.baseUrl) setAnswer(doc, ['provider', 'baseUrl'], answers.baseUrl);
   if (answers.clientId) setAnswer(doc, ['provider', 'clientId'], answers.clientId);
   if (answers.invoiceCode) setAnswer(doc, ['provider', 'invoiceCode'], answers.invoiceCode);

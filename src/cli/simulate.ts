@@ -2,14 +2,14 @@ import { createSimulator } from '../simulator/index.js';
 import { describeSimulator } from '../simulator/index.js';
 import { type CliIo, EXIT, print, UsageError } from './io.js';
 
-/** `vendgate simulate --provider gerege|qutpay|qpay [--port N] [--webhook-url URL] [--faults JSON]`. */
+/** `vendgate simulate --provider gerege|qutpay|qpay|kaspi [--port N] [--webhook-url URL] [--faults JSON]`. */
 export async function simulateCommand(
   options: { provider?: string; port?: string; webhookUrl?: string; host?: string; faults?: string; seed?: string },
   io: CliIo,
 ): Promise<number> {
   const provider = options.provider ?? 'gerege';
-  if (provider !== 'gerege' && provider !== 'qutpay' && provider !== 'qpay')
-    throw new UsageError('--provider must be gerege, qutpay or qpay');
+  if (provider !== 'gerege' && provider !== 'qutpay' && provider !== 'qpay' && provider !== 'kaspi')
+    throw new UsageError('--provider must be gerege, qutpay, qpay or kaspi');
   const port = options.port ? Number(options.port) : 9090;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError('--port must be a TCP port number');
   let faults: Record<string, unknown> | undefined;

@@ -9,3 +9,5 @@ export { createRelay, type Relay, type RelayDeps } from './relay.js';
 export { createRouteTable, type RouteTable } from './routes.js';
 export { createLocator, type Locator, type Location } from './locate.js';
 export type { RelayCounters } from './counters.js';
+export { createKaspiRelay, readKaspiDevicesFile, type KaspiRelay, type KaspiRelayOptions } from './kaspi-relay.js';
+export type { KaspiDevice, KaspiCounters } from './kaspi-server.js';

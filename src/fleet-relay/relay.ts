@@ -8,6 +8,7 @@ import { createRouteTable } from './routes.js';
 import { createLocator } from './locate.js';
 import { createCounters, type RelayCounters } from './counters.js';
 import { createRelayServer } from './server.js';
+import { createKaspiRelay, kaspiRelayOptions, type KaspiRelay } from './kaspi-relay.js';
 
 export interface RelayDeps {
   logger: Logger;
@@ -20,7 +21,13 @@ export interface Relay {
   /** Listens and connects to the broker; the health route says 503 until the broker answered. */
   start(): Promise<{ url: string; port: number }>;
   stop(): Promise<void>;
-  stats(): RelayCounters & { devices: number; lookups: number; brokerConnected: boolean; routesLearned: boolean };
+  stats(): RelayCounters & {
+    devices: number;
+    lookups: number;
+    brokerConnected: boolean;
+    routesLearned: boolean;
+    kaspi?: ReturnType<KaspiRelay['stats']>;
+  };
   /** True once the broker connection is up and every retained route it held has been read. */
   ready(): boolean;
   inject: ReturnType<typeof createRelayServer>['inject'];
@@ -72,6 +79,10 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
     },
     relay,
   );
+  // The Kaspi caller (relay.kaspi): its own listener beside the webhook one (kaspi-*.ts).
+  const kaspi = relay.kaspi.enabled
+    ? createKaspiRelay(kaspiRelayOptions(relay.kaspi), { logger: deps.logger, now: () => clock.now() })
+    : null;
   let statsTimer: NodeJS.Timeout | null = null;
   let stopping: Promise<void> | null = null;
 
@@ -82,6 +93,7 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
       lookups: locator.lookups(),
       brokerConnected: broker.connected(),
       routesLearned: broker.routesLearned(),
+      ...(kaspi ? { kaspi: kaspi.stats() } : {}),
     };
   }
 
@@ -89,6 +101,10 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
     async start() {
       broker.start();
       const listening = await server.start();
+      if (kaspi) {
+        const kaspiListening = await kaspi.start();
+        log.info({ url: kaspiListening.url }, 'kaspi caller ready');
+      }
       statsTimer = setInterval(() => log.info(stats(), 'relay counters'), relay.statsIntervalSec * 1000);
       statsTimer.unref();
       log.info({ url: listening.url, replicaId, providers: relay.providers, routeLookup: lookup !== null }, 'relay ready');
@@ -99,6 +115,7 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
         if (statsTimer) clearInterval(statsTimer);
         // Inputs first: no new webhook is accepted, the ones in flight finish, then the broker goes.
         await server.stop();
+        await kaspi?.stop();
         await broker.stop();
         log.info(stats(), 'relay stopped');
       })();

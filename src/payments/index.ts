@@ -8,6 +8,7 @@ import type { HttpClientDeps } from './http.js';
 import { createGeregeProvider } from './gerege/index.js';
 import { createQutpayProvider } from './qutpay/index.js';
 import { createQpayProvider } from './qpay/index.js';
+import { createKaspiProvider } from './kaspi/index.js';
 
 export * from './types.js';
 export {
@@ -77,6 +78,31 @@ export {
   type QpayConfig,
 } from './qpay/index.js';
 
+export {
+  createKaspiProvider,
+  mapKaspiStatus,
+  KASPI_STATUS_MAP,
+  KASPI_RELAY_HEADERS,
+  KASPI_RELAY_TOLERANCE_SEC,
+  KASPI_RELAY_ERRORS,
+  signKaspiRelayRequest,
+  verifyKaspiRelayRequest,
+  kaspiExternalId,
+  kaspiEnvelopeSchema,
+  kaspiQrCreatedSchema,
+  kaspiStatusSchema,
+  kaspiDetailsSchema,
+  kaspiReturnSchema,
+  type KaspiConfig,
+  type KaspiRelayAuthFailure,
+  type KaspiEnvelope,
+  type KaspiQrCreated,
+  type KaspiDetails,
+  type RelayQr,
+  type RelayPayment,
+  type RelayReturn,
+} from './kaspi/index.js';
+
 /** QPay's production host: every other base URL (its sandbox, the simulator) is test money. */
 const QPAY_LIVE_HOST = 'merchant.qpay.mn';
 
@@ -121,6 +147,16 @@ export function createProvider(deps: PaymentsDeps, settings: Readonly<Settings>)
         createDeadlineMs: provider.createDeadlineMs,
       });
     }
+    case 'kaspi':
+      // The device never calls Kaspi: baseUrl is the fleet relay's Kaspi listener, the secret is this device's there.
+      return createKaspiProvider(deps, {
+        relayUrl: required(provider.baseUrl, 'provider.baseUrl'),
+        deviceId: settings.device.id,
+        relaySecret: required(provider.clientSecret, 'provider.clientSecret'),
+        currency: settings.device.currency,
+        requestTimeoutMs: provider.requestTimeoutMs,
+        createDeadlineMs: provider.createDeadlineMs,
+      });
   }
 }
 

@@ -16,7 +16,7 @@ export const CANONICAL_STATUSES: readonly CanonicalStatus[] = [
   'refunded',
 ];
 
-export type ProviderName = 'sandbox' | 'gerege' | 'qutpay' | 'qpay';
+export type ProviderName = 'sandbox' | 'gerege' | 'qutpay' | 'qpay' | 'kaspi';
 
 export interface CreateInvoiceRequest {
   /** Derived from the order, identical on every retry of this attempt. */

@@ -71,6 +71,9 @@ export function signedTestEvent(
         headers: { 'content-type': 'application/json' },
       };
     }
+    case 'kaspi':
+      // Kaspi QR sends no webhooks: the selftest proves its relay path with a signed ping instead.
+      throw new Error('kaspi sends no webhooks: there is no test event to sign');
     case 'sandbox':
       return envelopeEvent({
         nonce,

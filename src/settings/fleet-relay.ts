@@ -20,7 +20,70 @@ export const RELAY_SECRET_ENV = {
   /** The read-only Gerege key (scope payments:read) used to route refund events. */
   lookupClientSecret: 'VENDGATE_RELAY_LOOKUP_CLIENT_SECRET',
   mqttPassword: SECRET_ENV.mqttPassword,
+  /** Kaspi's easy scheme: the API key Kaspi issued (the strong scheme uses relay.kaspi.certFile/keyFile instead). */
+  kaspiApiKey: 'VENDGATE_RELAY_KASPI_API_KEY',
 } as const;
+
+/**
+ * `relay.kaspi`: the Kaspi QR caller. Kaspi takes calls only from whitelisted addresses with a client
+ * certificate, so devices call it through here; see docs/providers.md, "Kaspi QR".
+ */
+export const relayKaspiSchema = z
+  .object({
+    enabled: z.boolean().default(false),
+    /** The devices' listener: its own port and limits, apart from the webhook listener. */
+    host: z.string().min(1).default('0.0.0.0'),
+    port: intIn(0, 65_535, 8789),
+    bodyLimitBytes: intIn(256, 65_536, 4_096),
+    headersTimeoutMs: intIn(500, 120_000, WEBHOOK_LISTENER_DEFAULTS.headersTimeoutMs),
+    requestTimeoutMs: intIn(1_000, 300_000, 30_000),
+    idleTimeoutMs: intIn(1_000, 600_000, 35_000),
+    keepAliveTimeoutMs: intIn(100, 120_000, WEBHOOK_LISTENER_DEFAULTS.keepAliveTimeoutMs),
+    maxRequestsPerSocket: intIn(0, 1_000_000, WEBHOOK_LISTENER_DEFAULTS.maxRequestsPerSocket),
+    maxConnections: intIn(1, 100_000, 1_024),
+    /** Calls one device may make per minute; a QR polled every 2 s makes 30. */
+    maxCallsPerDevicePerMinute: intIn(10, 100_000, 120),
+    /** How old a device's signed request may be. */
+    toleranceSec: intIn(5, 3_600, 300),
+    /** Kaspi's merchant API, e.g. https://qrapi-cert-ip.kaspi.kz (paths /r3/v01/... are added). */
+    baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+    /** strong: client certificate (mTLS); easy: Api-Key. Both only from the whitelisted address of this server. */
+    scheme: z.enum(['strong', 'easy']).default('strong'),
+    /** PEM files of the client certificate Kaspi issued, its key, and (optional) the CA Kaspi's server certificate is checked against. */
+    certFile: z.string().min(1).optional(),
+    keyFile: z.string().min(1).optional(),
+    caFile: z.string().min(1).optional(),
+    /** The merchant's BIN (12 digits): remote/cancel names it. */
+    organizationBin: z
+      .string()
+      .regex(/^\d{12}$/, '12 digits')
+      .optional(),
+    /** True only against Kaspi's production API: answers to devices say so. */
+    livemode: z.boolean().default(false),
+    /** Device id → Kaspi device token and the device's relay secrets (JSON, chmod 600). */
+    devicesFile: z.string().min(1).default('/etc/vendgate/kaspi-devices.json'),
+    /** The journal every create and return is written to before Kaspi is called (SQLite). */
+    journalPath: z.string().min(1).default('/var/lib/vendgate-relay/kaspi.db'),
+    /** One call to Kaspi. */
+    kaspiTimeoutMs: intIn(500, 60_000, 10_000),
+    /** Filled from VENDGATE_RELAY_KASPI_API_KEY (easy scheme); never from the file. */
+    apiKey: z.string().min(1).optional(),
+  })
+  .superRefine((kaspi, ctx) => {
+    if (!kaspi.enabled) return;
+    if (!kaspi.baseUrl)
+      ctx.addIssue({ code: 'custom', path: ['baseUrl'], message: "required with kaspi.enabled: Kaspi's merchant API URL" });
+    if (!kaspi.organizationBin)
+      ctx.addIssue({ code: 'custom', path: ['organizationBin'], message: "required with kaspi.enabled: the merchant's BIN" });
+    if (kaspi.scheme === 'strong' && (!kaspi.certFile || !kaspi.keyFile))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['certFile'],
+        message: 'the strong scheme needs certFile and keyFile (the client certificate Kaspi issued)',
+      });
+    if (kaspi.scheme === 'easy' && !kaspi.apiKey)
+      ctx.addIssue({ code: 'custom', path: ['apiKey'], message: `the easy scheme needs ${RELAY_SECRET_ENV.kaspiApiKey}` });
+  });
 
 /**
  * The providers whose webhooks the relay can serve: exactly those with a row in payments/webhooks.ts
@@ -77,6 +140,7 @@ export const relaySectionSchema = z
         cacheSize: intIn(10, 10_000_000, 100_000),
       })
       .prefault({}),
+    kaspi: relayKaspiSchema.prefault({}),
     /** Filled from the environment by loadRelaySettings (the file may not hold secrets). */
     webhookSecrets: z.record(z.string(), z.array(z.string().min(1))).default({}),
   })
@@ -137,9 +201,14 @@ export function loadRelaySettings(options: { path?: string; env?: NodeJS.Process
   const raw = structuredClone(readSettingsFile(source, 'relay, mqtt, log'));
   const relay = (raw.relay ??= {}) as Record<string, any>;
   const mqtt = (raw.mqtt ??= {}) as Record<string, unknown>;
-  if (relay.webhookSecrets !== undefined || relay.routeLookup?.clientSecret !== undefined || mqtt.password !== undefined) {
+  if (
+    relay.webhookSecrets !== undefined ||
+    relay.routeLookup?.clientSecret !== undefined ||
+    relay.kaspi?.apiKey !== undefined ||
+    mqtt.password !== undefined
+  ) {
     throw new SettingsError(source, [
-      'secrets are not read from the file: set them in the environment (VENDGATE_WEBHOOK_SECRETS[_<PROVIDER>], VENDGATE_RELAY_LOOKUP_CLIENT_SECRET, VENDGATE_MQTT_PASSWORD)',
+      'secrets are not read from the file: set them in the environment (VENDGATE_WEBHOOK_SECRETS[_<PROVIDER>], VENDGATE_RELAY_LOOKUP_CLIENT_SECRET, VENDGATE_RELAY_KASPI_API_KEY, VENDGATE_MQTT_PASSWORD)',
     ]);
   }
   const environment: string[] = [];
@@ -163,6 +232,10 @@ export function loadRelaySettings(options: { path?: string; env?: NodeJS.Process
   if (env[RELAY_SECRET_ENV.lookupClientSecret]) {
     relay.routeLookup = { ...(relay.routeLookup ?? {}), clientSecret: env[RELAY_SECRET_ENV.lookupClientSecret] };
     environment.push(RELAY_SECRET_ENV.lookupClientSecret);
+  }
+  if (env[RELAY_SECRET_ENV.kaspiApiKey]) {
+    relay.kaspi = { ...(relay.kaspi ?? {}), apiKey: env[RELAY_SECRET_ENV.kaspiApiKey] };
+    environment.push(RELAY_SECRET_ENV.kaspiApiKey);
   }
   if (env[RELAY_SECRET_ENV.mqttPassword]) {
     mqtt.password = env[RELAY_SECRET_ENV.mqttPassword];

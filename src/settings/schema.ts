@@ -68,6 +68,20 @@ export const settingsSchema = z
         message: `${settings.fleet.webhookSource} needs a broker: set mqtt.url (the fleet's broker), or use tunnel`,
       });
     }
+    if (settings.provider.name === 'kaspi' && settings.device.currency !== 'KZT') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['device', 'currency'],
+        message: `Kaspi QR charges in tenge: set device.currency to KZT (it is ${settings.device.currency})`,
+      });
+    }
+    if (settings.provider.name === 'kaspi' && settings.poll.intervalMs > 5_000) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['poll', 'intervalMs'],
+        message: 'Kaspi QR has no webhooks: an open QR is polled every 2-5 s (at most 5000)',
+      });
+    }
     if (settings.fleet.webhookSource !== 'tunnel' && settings.provider.name === 'sandbox') {
       ctx.addIssue({
         code: 'custom',

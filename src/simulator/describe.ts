@@ -6,6 +6,7 @@ import type { Simulator } from './types.js';
  */
 export function describeSimulator(sim: Simulator): string {
   const info = sim.info();
+  if (info.kaspi) return [...describeKaspi(info.url, info.kaspi), '', ...describeRegisters(sim)].join('\n');
   const lines = [
     `${info.provider} simulator listening on ${info.url || '(not started)'} (${info.livemode ? 'live' : 'test'} mode)`,
     info.webhookUrl ? `webhooks are POSTed to ${info.webhookUrl}` : 'webhooks: none (no --webhook-url)',
@@ -29,6 +30,34 @@ export function describeSimulator(sim: Simulator): string {
   if (info.provider !== 'qpay') lines.push(`VENDGATE_WEBHOOK_SECRETS=${info.webhookSecret}`);
   lines.push('', ...describeRegisters(sim));
   return lines.join('\n');
+}
+
+/** Kaspi: the device never calls it; the fleet relay's Kaspi caller does (docs/providers.md, "Kaspi QR"). */
+function describeKaspi(url: string, kaspi: NonNullable<ReturnType<Simulator['info']>['kaspi']>): string[] {
+  return [
+    `kaspi simulator listening on ${url || '(not started)'} (test mode, ${kaspi.scheme} scheme)`,
+    'webhooks: none (Kaspi QR payments are polled)',
+    `pay a QR: POST ${url}/__sim/pay/<QrPaymentId>, or the test emulator POST ${url}/r3/v01/test/payment/scan then /confirm {"QrPaymentId":<id>}`,
+    `faults: POST ${url}/__sim/faults {"lostResponse":0.2,...}; records: GET ${url}/__sim/records`,
+    '',
+    '# relay.yaml (vendgate relay: the Kaspi caller)',
+    'relay:',
+    '  kaspi:',
+    '    enabled: true',
+    `    baseUrl: ${url}`,
+    `    scheme: ${kaspi.scheme}`,
+    `    organizationBin: "${kaspi.organizationBin}"`,
+    '    devicesFile: /etc/vendgate/kaspi-devices.json   # chmod 600',
+    '',
+    "# /etc/vendgate/kaspi-devices.json (one entry per machine; the secret is also the device's VENDGATE_PROVIDER_CLIENT_SECRET)",
+    JSON.stringify({ devices: { 'vm-001': { deviceToken: kaspi.deviceTokens[0], secrets: ['<at least 16 random characters>'] } } }),
+    ...(kaspi.apiKey ? ['', '# relay secrets environment', `VENDGATE_RELAY_KASPI_API_KEY=${kaspi.apiKey}`] : []),
+    '',
+    '# config.yaml of the device',
+    'provider:',
+    '  name: kaspi',
+    '  baseUrl: https://<the relay>:8789',
+  ];
 }
 
 /** The fiscal registers served on the same URL, and what a receipt adapter is pointed at. */

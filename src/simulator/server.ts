@@ -22,12 +22,24 @@ export interface ServerDeps {
   registers?: SimRegister[];
   /** The registers' fault draws, a stream apart from the provider's. */
   registerRandom?: Random;
+  /** Serve TLS, asking every client for a certificate signed by `ca` (Kaspi's strong scheme): without one the handshake fails. */
+  tls?: SimulatorTls;
+}
+
+export interface SimulatorTls {
+  key: string | Buffer;
+  cert: string | Buffer;
+  /** The CA client certificates must be signed by. */
+  ca: string | Buffer;
 }
 
 /** The fastify app: provider routes behind the fault wrapper, plus the /__sim admin routes. */
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const { ctx, backend, logger, heldSockets } = deps;
-  const app = Fastify({ logger: false, forceCloseConnections: true, bodyLimit: 64 * 1024, schemaController: NO_JSON_SCHEMAS });
+  const base = { logger: false, forceCloseConnections: true, bodyLimit: 64 * 1024, schemaController: NO_JSON_SCHEMAS } as const;
+  const app = (
+    deps.tls ? Fastify({ ...base, https: { ...deps.tls, requestCert: true, rejectUnauthorized: true } }) : Fastify(base)
+  ) as FastifyInstance;
   const unanswered = new WeakSet<FastifyRequest>();
 
   // Lenient on empty bodies (cancel/capture are often sent without one), strict on malformed JSON.

@@ -9,6 +9,7 @@ import { createWebhookDelivery } from './delivery.js';
 import { createGeregeBackend } from './gerege-routes.js';
 import { createQutpayBackend } from './qutpay-routes.js';
 import { createQpayBackend } from './qpay-routes.js';
+import { createKaspiBackend } from './kaspi-routes.js';
 import { SIMULATED_PROVIDERS } from './types.js';
 import { buildServer } from './server.js';
 import { createEbarimtSimulator } from './ebarimt-routes.js';
@@ -26,7 +27,11 @@ export const SIMULATOR_DEFAULTS = Object.freeze({
   webhookRetryDelaysMs: [100, 200, 400, 800, 1600, 3200, 6400] as readonly number[],
   /** docs/providers.md: Gerege makes up to 8 attempts, QutPay retries 11 times. */
   /** QPay publishes no retry schedule for its callbacks: a few, as a hint needs no more. */
-  webhookMaxAttempts: { gerege: 8, qutpay: 11, qpay: 3 },
+  webhookMaxAttempts: { gerege: 8, qutpay: 11, qpay: 3, kaspi: 0 },
+  kaspiApiKey: 'kaspi_sim_api_key',
+  kaspiDeviceTokens: ['sim-device-token-1', 'sim-device-token-2'] as readonly string[],
+  kaspiOrganizationBin: '123456789012',
+  kaspiQrLifetimeSec: 180,
   qpayInvoiceCode: 'SIM_INVOICE_CODE',
   webhookTimeoutMs: 5000,
   invoiceTtlSec: 900,
@@ -116,24 +121,35 @@ export function createSimulator(options: SimulatorOptions): Simulator {
   const backend: ProviderBackend =
     provider === 'gerege'
       ? createGeregeBackend(ctx, { clientId, clientSecret, webhookSecret, tokenTtlSec: options.tokenTtlSec ?? d.tokenTtlSec, maxAttempts })
-      : provider === 'qpay'
-        ? createQpayBackend(ctx, {
-            clientId,
-            clientSecret,
-            tokenTtlSec: options.tokenTtlSec ?? d.tokenTtlSec,
-            invoiceCode: options.qpayInvoiceCode ?? d.qpayInvoiceCode,
-            duplicateNumbers: options.qpayDuplicateNumbers ?? 'refuse',
-            ...(options.qpayEbarimtRepeat ? { ebarimtRepeat: options.qpayEbarimtRepeat } : {}),
-            currency: options.currency ?? 'MNT',
+      : provider === 'kaspi'
+        ? createKaspiBackend(ctx, {
+            deviceTokens: options.kaspiDeviceTokens ?? d.kaspiDeviceTokens,
+            apiKey: options.kaspiTls ? null : (options.kaspiApiKey ?? d.kaspiApiKey),
+            whitelist: options.kaspiWhitelist ?? [],
+            organizationBin: options.kaspiOrganizationBin ?? d.kaspiOrganizationBin,
+            duplicateExternalIds: options.kaspiDuplicateExternalIds ?? 'create',
+            qrLifetimeSec: options.kaspiQrLifetimeSec ?? d.kaspiQrLifetimeSec,
+            currency: options.currency ?? d.currency,
             maxAttempts,
           })
-        : createQutpayBackend(ctx, {
-            apiKey,
-            webhookSecret,
-            maxAttempts,
-            invoiceTtlSec: options.invoiceTtlSec ?? d.invoiceTtlSec,
-            currency: options.currency ?? d.currency,
-          });
+        : provider === 'qpay'
+          ? createQpayBackend(ctx, {
+              clientId,
+              clientSecret,
+              tokenTtlSec: options.tokenTtlSec ?? d.tokenTtlSec,
+              invoiceCode: options.qpayInvoiceCode ?? d.qpayInvoiceCode,
+              duplicateNumbers: options.qpayDuplicateNumbers ?? 'refuse',
+              ...(options.qpayEbarimtRepeat ? { ebarimtRepeat: options.qpayEbarimtRepeat } : {}),
+              currency: options.currency ?? 'MNT',
+              maxAttempts,
+            })
+          : createQutpayBackend(ctx, {
+              apiKey,
+              webhookSecret,
+              maxAttempts,
+              invoiceTtlSec: options.invoiceTtlSec ?? d.invoiceTtlSec,
+              currency: options.currency ?? d.currency,
+            });
 
   // The fiscal registers: served on the same socket beside the provider (their paths do not meet),
   // with faults and fault draws of their own, so that a provider fault never touches receipts.
@@ -164,13 +180,15 @@ export function createSimulator(options: SimulatorOptions): Simulator {
         heldSockets,
         registers: [registers.ebarimt, registers.webkassa],
         registerRandom,
+        ...(provider === 'kaspi' && options.kaspiTls ? { tls: options.kaspiTls } : {}),
         admin: { getFaults: () => ({ ...faults }), setFaults, records: snapshot },
       });
       const host = options.host ?? d.host;
       await app.listen({ host, port: options.port ?? d.port });
       const address = app.server.address();
       port = typeof address === 'object' && address ? address.port : 0;
-      baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      const scheme = provider === 'kaspi' && options.kaspiTls ? 'https' : 'http';
+      baseUrl = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
       publicUrl = options.publicUrl?.replace(/\/+$/, '') ?? baseUrl;
       const sweepMs = options.expirySweepMs ?? d.expirySweepMs;
       if (sweepMs > 0) {
@@ -214,6 +232,16 @@ export function createSimulator(options: SimulatorOptions): Simulator {
         livemode,
         webhookUrl: options.webhookUrl ?? null,
         webhookSecret,
+        ...(provider === 'kaspi'
+          ? {
+              kaspi: {
+                scheme: options.kaspiTls ? ('strong' as const) : ('easy' as const),
+                ...(options.kaspiTls ? {} : { apiKey: options.kaspiApiKey ?? d.kaspiApiKey }),
+                deviceTokens: [...(options.kaspiDeviceTokens ?? d.kaspiDeviceTokens)],
+                organizationBin: options.kaspiOrganizationBin ?? d.kaspiOrganizationBin,
+              },
+            }
+          : {}),
         ...(provider === 'gerege'
           ? { clientId, clientSecret }
           : provider === 'qpay'

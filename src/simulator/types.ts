@@ -5,7 +5,7 @@ import type { RegisterFaults } from './register-faults.js';
 import type { WebkassaSimulator } from './webkassa-routes.js';
 import type { WebkassaSimOptions } from './webkassa-state.js';
 
-export const SIMULATED_PROVIDERS = ['gerege', 'qutpay', 'qpay'] as const;
+export const SIMULATED_PROVIDERS = ['gerege', 'qutpay', 'qpay', 'kaspi'] as const;
 export type SimulatedProvider = (typeof SIMULATED_PROVIDERS)[number];
 
 /**
@@ -79,6 +79,20 @@ export interface SimulatorOptions {
   qpayEbarimtRepeat?: QpayEbarimtRepeat;
   /** QPay: what a repeated sender_invoice_no gets (undocumented at QPay), default 'refuse'. */
   qpayDuplicateNumbers?: 'refuse' | 'first' | 'create';
+  /** Kaspi: serve TLS and require a client certificate signed by `ca` (the strong scheme). Unset: plain HTTP with an Api-Key (the easy scheme). */
+  kaspiTls?: { key: string | Buffer; cert: string | Buffer; ca: string | Buffer };
+  /** Kaspi: the easy scheme's Api-Key (ignored with kaspiTls), default 'kaspi_sim_api_key'. */
+  kaspiApiKey?: string;
+  /** Kaspi: addresses allowed to call (others get 403); default: any. */
+  kaspiWhitelist?: string[];
+  /** Kaspi: the registered devices' tokens, default ['sim-device-token-1', 'sim-device-token-2']. */
+  kaspiDeviceTokens?: string[];
+  /** Kaspi: the merchant's BIN (remote/cancel names it), default '123456789012'. */
+  kaspiOrganizationBin?: string;
+  /** Kaspi: what a repeated ExternalId gets (undocumented at Kaspi), default 'create' (a second QR). */
+  kaspiDuplicateExternalIds?: 'create' | 'refuse';
+  /** Kaspi: how long a QR can be scanned, default 180. */
+  kaspiQrLifetimeSec?: number;
   /** QutPay invoice lifetime (QutPay sets it, the request has no field for it), default 900. */
   invoiceTtlSec?: number;
   /** QutPay currency recorded for invoices (the wire format has none), default 'KZT'. */
@@ -184,6 +198,8 @@ export interface SimulatorInfo {
   apiKey?: string;
   /** QPay: the invoice_code to configure. */
   invoiceCode?: string;
+  /** Kaspi: what the fleet relay's Kaspi caller needs (the API key only in the easy scheme). */
+  kaspi?: { scheme: 'strong' | 'easy'; apiKey?: string; deviceTokens: string[]; organizationBin: string };
 }
 
 export interface Simulator {

@@ -118,6 +118,30 @@ describe('vendgate setup', () => {
     expect(result.stdout).not.toContain('qpay_secret_value_1');
   });
 
+  it("Kaspi QR: the relay's Kaspi URL and this device's secret there; no webhook secret (Kaspi sends none), no device token on the device", () => {
+    const d = device();
+    const result = d.setup([
+      'kaspi',
+      'vm-016',
+      'no',
+      'https://relay.example.com:8789',
+      'kaspi-device-secret-vm-016',
+      // No tunnel: Kaspi QR payments are polled.
+      'none',
+      'none',
+      '',
+    ]);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    const { config, secrets } = d.files();
+    expect(parse(config).provider).toMatchObject({ name: 'kaspi', baseUrl: 'https://relay.example.com:8789' });
+    expect(parse(config).device).toMatchObject({ currency: 'KZT' });
+    expect(Object.fromEntries(parseSecretsText(secrets))).toEqual({ VENDGATE_PROVIDER_CLIENT_SECRET: 'kaspi-device-secret-vm-016' });
+    const loaded = loadSettings({ path: d.config, env: Object.fromEntries(parseSecretsText(secrets)) }).settings;
+    expect(loaded.provider).toMatchObject({ name: 'kaspi', clientSecret: 'kaspi-device-secret-vm-016', webhookSecrets: [] });
+    expect(result.stdout).not.toContain('kaspi-device-secret-vm-016');
+  });
+
   it('run again, Enter keeps every answer, the secrets included', () => {
     const d = device();
     expect(d.setup(GEREGE).status).toBe(0);

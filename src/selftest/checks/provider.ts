@@ -18,6 +18,8 @@ const CREDENTIALS_HINT: Record<string, string> = {
   qutpay:
     'check VENDGATE_PROVIDER_API_KEY in /etc/vendgate/secrets.env (qp_test_… for tests, qp_live_… for real money), then sudo systemctl restart vendgate',
   qpay: 'check provider.clientId, provider.invoiceCode and VENDGATE_PROVIDER_CLIENT_SECRET in /etc/vendgate/secrets.env (QPay gives sandbox and production credentials separately), then sudo systemctl restart vendgate',
+  kaspi:
+    "check VENDGATE_PROVIDER_CLIENT_SECRET in /etc/vendgate/secrets.env against this device's entry (device.id) in the relay's kaspi-devices.json, then sudo systemctl restart vendgate",
   sandbox: 'the sandbox needs no credentials',
 };
 
@@ -82,6 +84,12 @@ function providerFailure(err: unknown, where: string, providerName: string): Che
       return fail(name, `${where} refused the credentials: ${describeError(err)}`, CREDENTIALS_HINT[providerName] ?? '');
     case 'server':
     case 'rate_limited':
+      if (providerName === 'kaspi' && (err.providerCode === 'kaspi_unreachable' || err.providerCode === 'kaspi_access_refused'))
+        return fail(
+          name,
+          `${where}: the relay answered, but Kaspi did not take its call: ${describeError(err)}`,
+          "on the relay's server: its address must be on Kaspi's whitelist and relay.kaspi.certFile/keyFile the certificate Kaspi issued (journalctl -u vendgate-relay)",
+        );
       return fail(
         name,
         `${where} answered with an error: ${describeError(err)}`,

@@ -3,7 +3,7 @@ import { intIn } from './number.js';
 
 export const providerSchema = z
   .object({
-    name: z.enum(['sandbox', 'gerege', 'qutpay', 'qpay']).default('sandbox'),
+    name: z.enum(['sandbox', 'gerege', 'qutpay', 'qpay', 'kaspi']).default('sandbox'),
     /** Base URL of the provider's API (gerege, qutpay). Ignored by the sandbox. */
     baseUrl: z.url({ protocol: /^https?$/, message: 'an http(s) URL such as https://api.example.com' }).optional(),
     /** Gerege OAuth2 client id. The secret comes from VENDGATE_PROVIDER_CLIENT_SECRET. */
@@ -48,6 +48,18 @@ export const providerSchema = z
         message: `only the sandbox has a pay page here; ${provider.name} shows its own`,
       });
     if (!provider.baseUrl) ctx.addIssue({ code: 'custom', path: ['baseUrl'], message: `required for provider ${provider.name}` });
+    if (provider.name === 'kaspi') {
+      // Kaspi QR: the device calls the fleet relay's Kaspi listener (baseUrl), signing with its own secret; no webhooks.
+      if (!provider.clientSecret)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['clientSecret'],
+          message: "required for provider kaspi: set VENDGATE_PROVIDER_CLIENT_SECRET to this device's secret at the fleet relay",
+        });
+      if (provider.captureMode === 'manual')
+        ctx.addIssue({ code: 'custom', path: ['captureMode'], message: 'kaspi has no manual capture: use automatic' });
+      return;
+    }
     if (provider.name === 'qpay') {
       // QPay callbacks are unsigned hints: no webhook secret; the callback URL and the merchant's codes instead.
       if (!provider.clientId) ctx.addIssue({ code: 'custom', path: ['clientId'], message: 'required for provider qpay (QPay client id)' });

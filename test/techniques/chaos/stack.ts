@@ -4,6 +4,7 @@ import type { Clock } from '../../../src/util/clock.js';
 import { freePort, startService, type Service } from '../../helpers/service.js';
 import { startOutageProxy, type OutageProxy } from '../../helpers/outage-proxy.js';
 import { waitFor } from '../../helpers/wait.js';
+import { KASPI_DEVICE_SECRET, startKaspiRelayFor } from '../../helpers/kaspi-relay.js';
 
 /** Order states nothing automatic leaves (invariant 3 in ARCHITECTURE.md allows vend_uncertain after a crash). */
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
@@ -16,7 +17,7 @@ export interface OrderAnswer {
 }
 
 export interface StackOptions {
-  provider?: 'gerege' | 'qutpay' | 'qpay';
+  provider?: 'gerege' | 'qutpay' | 'qpay' | 'kaspi';
   config?: Record<string, unknown>;
   faults?: Partial<FaultConfig>;
   seed?: number;
@@ -58,23 +59,36 @@ export async function startProviderStack(options: StackOptions = {}) {
     ...(options.simClock ? { clock: options.simClock } : {}),
   });
   const { port: simPort } = await sim.start();
-  const proxy: OutageProxy | null = options.outage ? await startOutageProxy({ port: simPort }) : null;
+  const deviceId = String((options.config?.device as { id?: unknown } | undefined)?.id ?? 'chaos-001');
+  // Kaspi: the device calls the fleet relay's Kaspi caller (in this process), which calls the simulator;
+  // the outage proxy then stands for the relay being down (the device's only way to Kaspi).
+  const kaspiRelay =
+    providerName === 'kaspi'
+      ? await startKaspiRelayFor(sim, {
+          devices: new Map([[deviceId, { deviceToken: sim.info().kaspi!.deviceTokens[0]!, secrets: [KASPI_DEVICE_SECRET] }]]),
+          kaspiTimeoutMs: 1_000,
+        })
+      : null;
+  const upstreamPort = kaspiRelay ? Number(new URL(kaspiRelay.url).port) : simPort;
+  const proxy: OutageProxy | null = options.outage ? await startOutageProxy({ port: upstreamPort }) : null;
   options.httpProxy?.target(sim.url);
   const info = sim.info();
   const credentials: { config: Record<string, unknown>; env: Record<string, string> } =
     providerName === 'gerege'
       ? { config: { clientId: info.clientId }, env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret! } }
-      : providerName === 'qpay'
-        ? {
-            // QPay calls each invoice's callback_url (unsigned): the device's own listener, as through a tunnel.
-            config: {
-              clientId: info.clientId,
-              invoiceCode: info.invoiceCode,
-              callbackUrl: `http://127.0.0.1:${webhookPort}/webhooks/qpay`,
-            },
-            env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret! },
-          }
-        : { config: {}, env: { VENDGATE_PROVIDER_API_KEY: info.apiKey! } };
+      : providerName === 'kaspi'
+        ? { config: {}, env: { VENDGATE_PROVIDER_CLIENT_SECRET: KASPI_DEVICE_SECRET } }
+        : providerName === 'qpay'
+          ? {
+              // QPay calls each invoice's callback_url (unsigned): the device's own listener, as through a tunnel.
+              config: {
+                clientId: info.clientId,
+                invoiceCode: info.invoiceCode,
+                callbackUrl: `http://127.0.0.1:${webhookPort}/webhooks/qpay`,
+              },
+              env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret! },
+            }
+          : { config: {}, env: { VENDGATE_PROVIDER_API_KEY: info.apiKey! } };
   const serviceEnv = { ...credentials.env, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret, ...options.env };
   let started: Service | undefined;
   try {
@@ -84,10 +98,11 @@ export async function startProviderStack(options: StackOptions = {}) {
       ...(options.readyTimeoutMs ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
       config: deepMerge(
         {
-          device: { id: 'chaos-001' },
+          // Kaspi QR charges in tenge.
+          device: { id: 'chaos-001', ...(providerName === 'kaspi' ? { currency: 'KZT' } : {}) },
           provider: {
             name: providerName,
-            baseUrl: proxy?.url ?? options.httpProxy?.url ?? sim.url,
+            baseUrl: proxy?.url ?? options.httpProxy?.url ?? kaspiRelay?.url ?? sim.url,
             ...credentials.config,
             invoiceTtlSec: 60,
             requestTimeoutMs: 1_000,
@@ -111,6 +126,7 @@ export async function startProviderStack(options: StackOptions = {}) {
   } catch (err) {
     await started?.stop();
     await proxy?.stop();
+    await kaspiRelay?.stop();
     await sim.stop();
     throw err;
   }
@@ -141,6 +157,7 @@ export async function startProviderStack(options: StackOptions = {}) {
     sim,
     svc,
     proxy,
+    kaspiRelay,
     /** The secrets the service was started with (a restart with extra variables needs them too). */
     env: serviceEnv,
     query,
@@ -181,6 +198,7 @@ export async function startProviderStack(options: StackOptions = {}) {
     async stop(): Promise<void> {
       await svc.stop();
       await proxy?.stop();
+      await kaspiRelay?.stop();
       await sim.stop();
     },
   };

@@ -57,6 +57,8 @@ export interface ContractTarget {
   idempotentCreate?: ByDesign;
   /** Absent: the provider signs its webhooks and puts the object in them. */
   signedWebhooks?: ByDesign;
+  /** Absent: the provider sends webhooks at all (Kaspi QR sends none: its payments are polled). */
+  webhooks?: ByDesign;
 }
 
 /** The capabilities of an adapter talking HTTP to the simulator: it has every one. */
@@ -287,7 +289,29 @@ export function providerContract(target: ContractTarget): void {
   });
 
   describe('webhooks', () => {
-    if (target.signedWebhooks) {
+    if (target.webhooks) {
+      const reason = target.webhooks.byDesign;
+      it(`webhooks: none (${reason}) — nothing is delivered, and anything posted as one is refused`, async () => {
+        const h = await start({ webhooks: true });
+        const invoice = await h.provider.createInvoice(orderRequest());
+        await h.pay(invoice.id);
+        await h.provider.refund({ invoiceId: invoice.id, amount: 1500, idempotencyKey: `${invoice.reference}-refund` });
+        await h.deliveriesIdle();
+        expect(h.webhooks).toEqual([]);
+        const body = Buffer.from(JSON.stringify({ QrPaymentId: Number(invoice.id), Status: 'Processed' }));
+        expect(() =>
+          h.provider.verifyWebhook(
+            body,
+            { 'content-type': 'application/json' },
+            { secrets: [WEBHOOK_SECRET], toleranceSec: 300, now: h.clock.now() },
+          ),
+        ).toThrow(WebhookVerificationError);
+        // What the core learns, it learns by reading.
+        expect(await h.provider.getInvoice(invoice.id)).toMatchObject({ status: 'refunded', refundedAmount: 1500 });
+      });
+    }
+
+    if (target.signedWebhooks && !target.webhooks) {
       const reason = target.signedWebhooks.byDesign;
       it(`webhooks: unsigned (${reason}) — a delivery is a hint naming the invoice to read, never a status`, async () => {
         const h = await start({ webhooks: true });
@@ -306,7 +330,7 @@ export function providerContract(target: ContractTarget): void {
       });
     }
 
-    if (!target.signedWebhooks)
+    if (!target.signedWebhooks && !target.webhooks)
       it('verifies every webhook the provider signs, with the right dedupe key and object, and says which secret signed it', async () => {
         const h = await start({ webhooks: true });
         const invoice = await h.provider.createInvoice(orderRequest());
@@ -325,7 +349,7 @@ export function providerContract(target: ContractTarget): void {
         }
       });
 
-    if (!target.signedWebhooks)
+    if (!target.signedWebhooks && !target.webhooks)
       it('rejects a tampered body and a wrong secret, naming the likely mistake', async () => {
         const h = await start({ webhooks: true });
         const invoice = await h.provider.createInvoice(orderRequest());
@@ -348,7 +372,7 @@ export function providerContract(target: ContractTarget): void {
       });
 
     const duplicates = target.duplicateDeliveries;
-    if (!isByDesign(duplicates)) {
+    if (!isByDesign(duplicates) && !target.webhooks) {
       it('a duplicated delivery carries the same dedupe key', async () => {
         const h = keep(await duplicates.startDuplicating());
         const invoice = await h.provider.createInvoice(orderRequest());
@@ -362,7 +386,10 @@ export function providerContract(target: ContractTarget): void {
   });
 
   // Instead of the cases of a capability it lacks, the provider is held to what its target says.
-  const lacking = (Object.keys(byDesignCases) as (keyof typeof byDesignCases)[]).filter((name) => isByDesign(target[name]));
+  // Without webhooks at all, there are no deliveries to duplicate: the webhooks case above says so.
+  const lacking = (Object.keys(byDesignCases) as (keyof typeof byDesignCases)[]).filter(
+    (name) => isByDesign(target[name]) && !(name === 'duplicateDeliveries' && target.webhooks),
+  );
   if (lacking.length > 0)
     describe('without, by design', () => {
       for (const name of lacking) byDesignCases[name]((target[name] as ByDesign).byDesign, start);

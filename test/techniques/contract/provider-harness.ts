@@ -9,8 +9,9 @@ import { parseSettings } from '../../../src/settings/index.js';
 import { CALLBACK_QUERY_HEADER, createProvider, type CreateInvoiceRequest, type PaymentProvider } from '../../../src/payments/index.js';
 import { createSimulator, NO_FAULTS, type FaultConfig, type Simulator, type SimulatorRecords } from '../../../src/simulator/index.js';
 import { waitFor } from '../../helpers/wait.js';
+import { startKaspiRelayFor, KASPI_DEVICE_SECRET } from '../../helpers/kaspi-relay.js';
 
-export type ProviderUnderTest = 'gerege' | 'qutpay' | 'qpay';
+export type ProviderUnderTest = 'gerege' | 'qutpay' | 'qpay' | 'kaspi';
 
 export const WEBHOOK_SECRET = 'whsec_contract';
 export const CURRENCY = 'KZT';
@@ -31,6 +32,8 @@ export interface HarnessOptions {
   requestTimeoutMs?: number;
   /** QPay: what the simulator does with a repeated sender_invoice_no. */
   qpayDuplicateNumbers?: 'refuse' | 'first' | 'create';
+  /** Kaspi: what the simulator does with a repeated ExternalId. */
+  kaspiDuplicateExternalIds?: 'create' | 'refuse';
 }
 
 export interface CapturedWebhook {
@@ -121,8 +124,15 @@ export async function startHarness(providerName: ProviderUnderTest, options: Har
     ...(receiver ? { webhookUrl: `${receiver.url}/webhooks/${providerName}` } : {}),
     ...(options.faults ? { faults: options.faults } : {}),
     ...(options.qpayDuplicateNumbers ? { qpayDuplicateNumbers: options.qpayDuplicateNumbers } : {}),
+    ...(options.kaspiDuplicateExternalIds ? { kaspiDuplicateExternalIds: options.kaspiDuplicateExternalIds } : {}),
   });
-  const { url } = await sim.start();
+  const { url: simUrl } = await sim.start();
+  // Kaspi: the adapter talks to the fleet relay's Kaspi caller, which calls the simulator.
+  const relay =
+    providerName === 'kaspi'
+      ? await startKaspiRelayFor(sim, { now: () => clock.now(), kaspiTimeoutMs: options.requestTimeoutMs ?? 5_000 })
+      : undefined;
+  const url = relay?.url ?? simUrl;
 
   const delays: number[] = [];
   let faultCallsLeft = 0;
@@ -143,11 +153,14 @@ export async function startHarness(providerName: ProviderUnderTest, options: Har
       name: providerName,
       baseUrl: url,
       webhookSecrets: [WEBHOOK_SECRET],
-      requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
+      // Kaspi: the relay's own call to Kaspi times out first, so the relay answers before the device gives up.
+      requestTimeoutMs: providerName === 'kaspi' ? (options.requestTimeoutMs ?? 5_000) + 5_000 : (options.requestTimeoutMs ?? 5_000),
       createDeadlineMs: 60_000,
-      ...(providerName === 'qutpay'
-        ? { apiKey: credentials.apiKey }
-        : { clientId: credentials.clientId, clientSecret: credentials.clientSecret }),
+      ...(providerName === 'kaspi'
+        ? { clientSecret: options.wrongCredentials ? 'not-the-device-secret-at-all' : KASPI_DEVICE_SECRET }
+        : providerName === 'qutpay'
+          ? { apiKey: credentials.apiKey }
+          : { clientId: credentials.clientId, clientSecret: credentials.clientSecret }),
       ...(providerName === 'qpay'
         ? { invoiceCode: 'SIM_INVOICE_CODE', callbackUrl: `${receiver?.url ?? 'http://127.0.0.1:9'}/webhooks/qpay` }
         : {}),
@@ -189,6 +202,7 @@ export async function startHarness(providerName: ProviderUnderTest, options: Har
     requestsTo: (path) => sim.records().requests.filter((r) => path.test(r.path)),
     restartedProvider: build,
     async stop() {
+      await relay?.stop();
       await sim.stop();
       await receiver?.stop();
     },
