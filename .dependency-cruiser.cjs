@@ -120,7 +120,8 @@ module.exports = {
     {
       name: 'mqtt-only-in-mqtt',
       severity: 'error',
-      comment: 'The mqtt library and the embedded broker are imported only inside mqtt/ (fleet-relay/ uses mqtt/fleet-relay-connection.ts).',
+      comment:
+        'The mqtt library and the embedded broker are imported only inside mqtt/ (fleet-relay/ uses mqtt/fleet-relay-connection.ts).',
       from: { pathNot: '^src/mqtt/' },
       to: { path: 'node_modules/(mqtt|aedes)/' },
     },

@@ -19,7 +19,11 @@ export const REAL_TIME_TEST_FILES = ['test/techniques/fuzz/slow-partial.test.ts'
  * test/techniques/power-cut/, two bridged Mosquitto brokers in route-theft. They run with the e2e
  * suite (`npm run test:e2e`), so that `npm ci && npm test` needs nothing but Node on a fresh machine.
  */
-export const SYSTEM_TEST_GLOBS = ['test/storage/**/*.test.ts', 'test/techniques/power-cut/**/*.test.ts', 'test/fleet-relay/route-theft.test.ts'];
+export const SYSTEM_TEST_GLOBS = [
+  'test/storage/**/*.test.ts',
+  'test/techniques/power-cut/**/*.test.ts',
+  'test/fleet-relay/route-theft.test.ts',
+];
 
 const SPAWNS = /from ['"](node:)?child_process['"]|from ['"]playwright-core['"]|import\(['"](node:)?child_process['"]\)/;
 const LOCAL_IMPORT = /(?:from|import\()\s*['"](\.{1,2}\/[^'"]+)['"]/g;
