@@ -130,6 +130,9 @@ export function createKaspiCaller(deps: KaspiCallerDeps) {
       const d = envelope(details.body, kaspiDetailsSchema);
       if (d === null) return fail(502, E.kaspiError, 'payment/details: not the answer Kaspi documents', 'malformed');
       if (!d.ok) return fail(502, E.kaspiError, `payment/details: Kaspi refused (${d.statusCode} ${d.message})`, 'refused');
+      // Kaspi's status answer names no QR; its details do: an answer about another QR is never read as this one's.
+      if (d.data.QrPaymentId !== undefined && String(d.data.QrPaymentId) !== id)
+        return fail(502, E.malformed, `payment/details: asked for ${id}, the answer is about ${String(d.data.QrPaymentId)}`, 'malformed');
       returned = Math.max(0, Math.round(d.data.TotalAmount - d.data.AvailableReturnAmount));
     }
     const body: RelayPayment = {

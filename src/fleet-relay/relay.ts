@@ -18,7 +18,10 @@ export interface RelayDeps {
 }
 
 export interface Relay {
-  /** Listens and connects to the broker; the health route says 503 until the broker answered. */
+  /**
+   * Listens and connects to the broker; the health route says 503 until the broker answered. Answers
+   * the webhook listener's address, or the Kaspi caller's when the relay serves no webhook provider.
+   */
   start(): Promise<{ url: string; port: number }>;
   stop(): Promise<void>;
   stats(): RelayCounters & {
@@ -28,7 +31,7 @@ export interface Relay {
     routesLearned: boolean;
     kaspi?: ReturnType<KaspiRelay['stats']>;
   };
-  /** True once the broker connection is up and every retained route it held has been read. */
+  /** True once the broker connection is up and every retained route it held has been read (Kaspi-only: once its listener is up). */
   ready(): boolean;
   inject: ReturnType<typeof createRelayServer>['inject'];
 }
@@ -50,39 +53,53 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
   const counters = createCounters();
   const lookup = deps.lookup !== undefined ? deps.lookup : routeLookupClient(relay, { clock, logger: deps.logger });
   const locator = createLocator({ routes, logger: deps.logger, lookup, cacheSize: relay.routeLookup.cacheSize });
-  const broker: RelayConnection = createRelayConnection(
-    {
-      logger: deps.logger,
-      replicaId,
-      now: () => clock.now(),
-      onRoute: (deviceId, route) => {
-        const known = routes.update(deviceId, route);
-        if (route && !known)
-          log.warn({ deviceId, prefixes: route.referencePrefixes }, 'route announcement ignored: it names no database of its own device');
-        else log.debug({ deviceId, prefixes: route?.referencePrefixes ?? [] }, route ? 'device route announced' : 'device route withdrawn');
-      },
-      onRouteDropped: () => {
-        counters.routesDropped += 1;
-      },
-    },
-    settings.mqtt,
-  );
-  const server = createRelayServer(
-    {
-      clock,
-      logger: deps.logger,
-      broker,
-      topics: createFleetTopics(settings.mqtt.prefix),
-      locator,
-      counters,
-      secrets: relay.webhookSecrets,
-    },
-    relay,
-  );
+  // No webhook provider (`providers: []`, a Kaspi-only relay): no webhook listener, no broker connection.
+  const webhooks = relay.providers.length > 0;
+  const broker: RelayConnection | null = !webhooks
+    ? null
+    : createRelayConnection(
+        {
+          logger: deps.logger,
+          replicaId,
+          now: () => clock.now(),
+          onRoute: (deviceId, route) => {
+            const known = routes.update(deviceId, route);
+            if (route && !known)
+              log.warn(
+                { deviceId, prefixes: route.referencePrefixes },
+                'route announcement ignored: it names no database of its own device',
+              );
+            else
+              log.debug(
+                { deviceId, prefixes: route?.referencePrefixes ?? [] },
+                route ? 'device route announced' : 'device route withdrawn',
+              );
+          },
+          onRouteDropped: () => {
+            counters.routesDropped += 1;
+          },
+        },
+        settings.mqtt,
+      );
+  const server = !broker
+    ? null
+    : createRelayServer(
+        {
+          clock,
+          logger: deps.logger,
+          broker,
+          topics: createFleetTopics(settings.mqtt.prefix),
+          locator,
+          counters,
+          secrets: relay.webhookSecrets,
+        },
+        relay,
+      );
   // The Kaspi caller (relay.kaspi): its own listener beside the webhook one (kaspi-*.ts).
   const kaspi = relay.kaspi.enabled
     ? createKaspiRelay(kaspiRelayOptions(relay.kaspi), { logger: deps.logger, now: () => clock.now() })
     : null;
+  let kaspiListening = false;
   let statsTimer: NodeJS.Timeout | null = null;
   let stopping: Promise<void> | null = null;
 
@@ -91,39 +108,56 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
       ...counters,
       devices: routes.devices(),
       lookups: locator.lookups(),
-      brokerConnected: broker.connected(),
-      routesLearned: broker.routesLearned(),
+      brokerConnected: broker?.connected() ?? false,
+      routesLearned: broker?.routesLearned() ?? false,
       ...(kaspi ? { kaspi: kaspi.stats() } : {}),
     };
   }
 
   return {
     async start() {
-      broker.start();
-      const listening = await server.start();
+      broker?.start();
+      const listening = server ? await server.start() : null;
+      let kaspiUrl: { url: string; port: number } | null = null;
       if (kaspi) {
-        const kaspiListening = await kaspi.start();
-        log.info({ url: kaspiListening.url }, 'kaspi caller ready');
+        kaspiUrl = await kaspi.start();
+        kaspiListening = true;
+        log.info({ url: kaspiUrl.url }, 'kaspi caller ready');
       }
       statsTimer = setInterval(() => log.info(stats(), 'relay counters'), relay.statsIntervalSec * 1000);
       statsTimer.unref();
-      log.info({ url: listening.url, replicaId, providers: relay.providers, routeLookup: lookup !== null }, 'relay ready');
-      return listening;
+      const served = listening ?? kaspiUrl;
+      // The settings refuse a relay that serves nothing; this only guards the type.
+      if (!served) throw new Error('the relay serves no webhook provider and no Kaspi caller');
+      log.info(
+        {
+          url: listening?.url ?? null,
+          kaspiUrl: kaspiUrl?.url ?? null,
+          replicaId,
+          providers: relay.providers,
+          routeLookup: lookup !== null,
+        },
+        'relay ready',
+      );
+      return served;
     },
     stop() {
       stopping ??= (async () => {
         if (statsTimer) clearInterval(statsTimer);
         // Inputs first: no new webhook is accepted, the ones in flight finish, then the broker goes.
-        await server.stop();
+        await server?.stop();
         await kaspi?.stop();
-        await broker.stop();
+        await broker?.stop();
         log.info(stats(), 'relay stopped');
       })();
       return stopping;
     },
     stats,
-    ready: () => broker.routesLearned(),
-    inject: server.inject,
+    ready: () => (broker ? broker.routesLearned() : kaspiListening),
+    inject: ((...args: Parameters<ReturnType<typeof createRelayServer>['inject']>) => {
+      if (!server) throw new Error('this relay serves no webhook provider: it has no webhook listener');
+      return (server.inject as (...a: unknown[]) => unknown)(...args);
+    }) as ReturnType<typeof createRelayServer>['inject'],
   };
 }
 

@@ -112,8 +112,11 @@ export const relaySectionSchema = z
     maxRequestsPerSocket: intIn(0, 1_000_000, WEBHOOK_LISTENER_DEFAULTS.maxRequestsPerSocket),
     /** Open connections at most; beyond it the most suspicious one (a slow sender first) is pushed out. */
     maxConnections: intIn(1, 100_000, WEBHOOK_LISTENER_DEFAULTS.maxConnections),
-    /** One route `POST /webhooks/<provider>` each. */
-    providers: z.array(z.enum(RELAY_PROVIDERS)).min(1).default(['gerege']),
+    /**
+     * One route `POST /webhooks/<provider>` each. Empty (`[]`) only with `kaspi.enabled`: a relay that
+     * only calls Kaspi for devices has no webhook listener and no broker connection.
+     */
+    providers: z.array(z.enum(RELAY_PROVIDERS)).default(['gerege']),
     /** Gerege signature timestamp tolerance (the device checks it again with its own). */
     toleranceSec: intIn(1, 3_600, 300),
     /** No PUBACK from the broker within this → 503, and the provider retries. */
@@ -168,16 +171,8 @@ export const relaySectionSchema = z
 export const relaySettingsSchema = z
   .object({
     relay: relaySectionSchema.prefault({}),
-    // Checked on the section itself, so this is listed beside the other sections' problems.
-    mqtt: mqttSchema.prefault({}).superRefine((mqtt, ctx) => {
-      if (mqtt.url === '' || mqtt.url === 'embedded') {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['url'],
-          message: "the relay publishes to the fleet's broker: give its URL (mqtt://host:1883 or mqtts://host:8883)",
-        });
-      }
-    }),
+    // Whether the broker is needed depends on relay.providers: checked in parseRelaySettings (servingProblems).
+    mqtt: mqttSchema.prefault({}),
     log: logSchema.prefault({}),
   })
   .strict();
@@ -254,9 +249,35 @@ export function parseRelaySettings(input: unknown, source = '(in memory)'): Read
       problems.push(`${path}: unknown key;${suggestion === null ? '' : ` did you mean "${suggestion}"?`}`);
     checked = withoutKeys(input as Record<string, unknown>, unknown);
   }
+  problems.push(...servingProblems(checked));
   const result = relaySettingsSchema.safeParse(checked);
   if (!result.success)
     problems.push(...result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(top level)'}: ${issue.message}`));
   if (problems.length > 0 || !result.success) throw new SettingsError(source, problems);
   return deepFreeze(result.data);
+}
+
+/**
+ * What the relay serves decides what it needs, across sections (so read from the input, and listed
+ * beside every other problem): webhook providers need the fleet's broker (the relay publishes each
+ * webhook to its device); a Kaspi-only relay (`providers: []`, `kaspi.enabled`) needs none; a relay
+ * serving neither is refused.
+ */
+function servingProblems(input: unknown): string[] {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return [];
+  const { relay, mqtt } = input as { relay?: unknown; mqtt?: unknown };
+  const section = relay !== null && typeof relay === 'object' ? (relay as { providers?: unknown; kaspi?: { enabled?: unknown } }) : {};
+  // Absent: the default, ['gerege'].
+  const webhooks = !Array.isArray(section.providers) || section.providers.length > 0;
+  if (!webhooks) {
+    return section.kaspi?.enabled === true
+      ? []
+      : [
+          'relay.providers: empty and relay.kaspi.enabled is not true: this relay would serve nothing (list a webhook provider, or enable the Kaspi caller)',
+        ];
+  }
+  const broker = mqttSchema.safeParse(mqtt ?? {});
+  if (broker.success && (broker.data.url === '' || broker.data.url === 'embedded'))
+    return ["mqtt.url: the relay publishes to the fleet's broker: give its URL (mqtt://host:1883 or mqtts://host:8883)"];
+  return [];
 }

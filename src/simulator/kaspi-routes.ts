@@ -185,7 +185,8 @@ export function createKaspiBackend(ctx: SimContext, options: KaspiOptions): Prov
       handler: (request) =>
         kaspi(request, () => {
           const query = request.query as Record<string, unknown>;
-          const payment = state.own(idOf(query.QrPaymentId), device(query.DeviceToken));
+          const asked = idOf(query.QrPaymentId);
+          const payment = state.own(swaps.get(asked) ?? asked, device(query.DeviceToken));
           const paid = payment.status === 'Processed';
           return ok({
             QrPaymentId: Number(payment.id),

@@ -66,4 +66,19 @@ describe('fleet settings', () => {
       dir.cleanup();
     }
   });
+
+  it('a Kaspi-only relay needs no webhook provider, secret or broker; a relay that serves nothing is refused in one line', () => {
+    const kaspi = { enabled: true, baseUrl: 'https://kaspi.example', scheme: 'easy', organizationBin: '123456789012', apiKey: 'k' };
+    const only = parseRelaySettings({ relay: { providers: [], kaspi } });
+    expect(only.relay.providers).toEqual([]);
+    expect(only.relay.webhookSecrets).toEqual({});
+    expect(settingsProblems(() => parseRelaySettings({ relay: { providers: [] }, mqtt: { url: 'embedded' } }))).toEqual([
+      'relay.providers: empty and relay.kaspi.enabled is not true: this relay would serve nothing (list a webhook provider, or enable the Kaspi caller)',
+    ]);
+    // A webhook provider beside Kaspi still needs its secret and the fleet's broker.
+    expect(settingsProblems(() => parseRelaySettings({ relay: { providers: ['gerege'], kaspi } })).sort()).toEqual([
+      "mqtt.url: the relay publishes to the fleet's broker: give its URL (mqtt://host:1883 or mqtts://host:8883)",
+      'relay.webhookSecrets.gerege: required: set VENDGATE_WEBHOOK_SECRETS_GEREGE or VENDGATE_WEBHOOK_SECRETS (comma-separated)',
+    ]);
+  });
 });

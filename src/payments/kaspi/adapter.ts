@@ -130,7 +130,19 @@ export function createKaspiProvider(deps: HttpClientDeps, config: KaspiConfig): 
 
   async function read(invoiceId: string): Promise<Invoice> {
     checkId(invoiceId);
-    const response = await send({ method: 'GET', path: `/kaspi/v1/payments/${invoiceId}`, retry: 'read' });
+    let response: HttpResponse;
+    try {
+      response = await send({ method: 'GET', path: `/kaspi/v1/payments/${invoiceId}`, retry: 'read' });
+    } catch (err) {
+      // The relay found Kaspi's answer to be about another QR: as malformed as if this adapter had found it.
+      if (err instanceof ProviderError && err.providerCode === KASPI_RELAY_ERRORS.malformed)
+        throw new ProviderError('malformed', `kaspi relay read of ${invoiceId}: ${err.message}`, {
+          httpStatus: err.httpStatus,
+          providerCode: err.providerCode,
+          cause: err,
+        });
+      throw err;
+    }
     const payment = parseWire(relayPaymentSchema, response.body, 'kaspi relay read');
     if (payment.qrPaymentId !== invoiceId)
       throw new ProviderError('malformed', `kaspi relay read: asked for ${invoiceId}, the answer is about ${payment.qrPaymentId}`);

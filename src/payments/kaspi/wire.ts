@@ -104,6 +104,8 @@ export const KASPI_RELAY_ERRORS = {
   unreachable: 'kaspi_unreachable',
   /** Kaspi answered 5xx, or not at all after the request left. */
   kaspiError: 'kaspi_error',
+  /** Kaspi's answer was about another QR than the one asked for: not read as this QR's (the poller reads again). */
+  malformed: 'kaspi_malformed',
   /** Not this device's payment, or no such payment. */
   notFound: 'not_found',
   /** The device's signature was missing, stale or wrong. */

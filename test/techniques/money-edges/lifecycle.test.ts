@@ -39,7 +39,10 @@ async function settled(s: ProviderStack, orderId: number, states = MONEY_SETTLED
 const refundsAtProvider = (s: ProviderStack, invoiceId: string) => s.sim.records().refunds.filter((r) => r.invoiceId === invoiceId);
 const alarms = (s: ProviderStack, prefix: string) => s.query<{ name: string }>('SELECT name FROM alarms WHERE name LIKE ?', `${prefix}%`);
 
-describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a database restored from a backup', (provider) => {
+// Kaspi goes through the fleet relay's Kaspi caller, whose journal answers a repeated ExternalId with
+// the QR it made: a restored database must never send the old key again, or the relay would hand back
+// the paid QR and the device would vend it a second time.
+describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a database restored from a backup', (provider) => {
   it('never vends an old paid invoice again, and says the database was restored', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider }));
     const first = await order(s);
@@ -78,7 +81,8 @@ describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a database restored fr
   });
 });
 
-describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a long outage of the provider', (provider) => {
+// For Kaspi the outage is the fleet relay out of reach (the device's only way to Kaspi).
+describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a long outage of the provider', (provider) => {
   it(
     'a payment made while the uplink is down, past the QR expiry and any grace, is still found and settled',
     { timeout: 120_000 },
@@ -99,7 +103,7 @@ describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a long outage of the p
           { timeoutMs: 10_000, what: 'the invoice-created webhook to be handled' },
         );
       } else {
-        // No webhook before a payment here: the device has read the open invoice once.
+        // No webhook before a payment here (Kaspi sends none at all): the device has read the open invoice once.
         await waitFor(() => s.sim.records().getCalls.some((c) => c.id === placed.invoiceId), {
           timeoutMs: 10_000,
           what: 'the first read of the invoice',
@@ -184,6 +188,9 @@ describe('a new order never throws away a paid one', () => {
   });
 });
 
+// Not Kaspi: a Kaspi QR carries its amount and the customer's app pays exactly that (its simulator
+// refuses any other amount), so a payment of another amount cannot be made; what the relay does with
+// a Kaspi answer that reports another amount is in provider-answers.test.ts.
 describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a payment that does not match its order', (provider) => {
   it('is refunded automatically, with an alarm, and never vended', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider }));
