@@ -261,6 +261,16 @@ function relay(main, dir, name, brokerPort) {
   })();
 }
 
+/** `k` distinct indices in [0, n), in random order (all of them when n ≤ k). */
+function distinctSample(n, k) {
+  const all = Array.from({ length: n }, (_, i) => i);
+  for (let i = 0; i < Math.min(k, n); i += 1) {
+    const j = i + Math.floor(Math.random() * (n - i));
+    [all[i], all[j]] = [all[j], all[i]];
+  }
+  return all.slice(0, Math.min(k, n));
+}
+
 let eventSeq = 0;
 function event(deviceIndex) {
   const id = `evt_${process.pid}_${(eventSeq += 1)}`;
@@ -399,7 +409,10 @@ async function one(n, build, main) {
     if (args['routes-only']) return result;
 
     // A cold replica learns every route.
-    const sample = Array.from({ length: 20 }, () => Math.floor(Math.random() * n));
+    // 20 DISTINCT devices (or all of them when fewer): drawn with replacement, a small fleet's sample
+    // held a device twice, the set of routed devices never reached the sample's length and the
+    // cold learn "timed out" after every device was routed (it sent nothing more: all were learned).
+    const sample = distinctSample(n, 20);
     const cold = await relay(main, dir, `cold-${build}`, portB);
     const coldStart = Date.now();
     const learnedSample = new Set();
@@ -448,6 +461,8 @@ async function one(n, build, main) {
       longestHealthAnswerMs: Math.round(maxHealthMs),
       rssMbLearned: cold.proc.exitCode === null ? rssMb(cold.proc.pid) : null,
       timedOut: learnedAt === null,
+      // The sampled devices it never routed (empty when it learned them all).
+      unrouted: sample.filter((idx) => !learnedSample.has(idx)).map((idx) => `bd-${idx}`),
     };
     say(`${build} N=${n}: cold learn`, JSON.stringify(result.coldLearn));
     await cold.kill();
@@ -620,4 +635,14 @@ const file = join(ROOT, 'bench-results', `fleet-${started.toISOString().replace(
 writeFileSync(file, JSON.stringify(out, null, 2));
 console.log(JSON.stringify(out, null, 2));
 say(`written ${file}`);
+// One line per build and N: the figures issue 38 asks for (burst p50/p99), or why there are none.
+for (const r of results) {
+  const b = r.burst;
+  say(
+    `summary ${r.build} N=${r.devices}: ` +
+      (b
+        ? `burst ${b.rate}/s × ${b.seconds} s p50 ${b.latencyMs.p50} ms p99 ${b.latencyMs.p99} ms (n ${b.latencyMs.n}/${b.sent}, misrouted ${b.misrouted}, lost ${b.acknowledgedAndLost}); sustained p99 ${r.sustained.latencyMs.p99} ms`
+        : `no burst: ${r.notRun ?? 'routes only'}`),
+  );
+}
 process.exit(0);
