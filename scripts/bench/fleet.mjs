@@ -52,7 +52,7 @@ const { values: args } = parseArgs({
     'per-process': { type: 'string', default: '2500' },
     'learn-timeout': { type: 'string', default: '90' },
     'skip-restarts': { type: 'boolean' },
-    // The 3 replicas under --cpu-prof (written to bench-results/fleet-prof-<build>-<N>/ when they stop).
+    // The cold replica and the 3 replicas under --cpu-prof (bench-results/fleet-prof-<build>-<N>/[cold/], written when they stop).
     profile: { type: 'boolean' },
     // Stop after counting the retained routes on each broker (checking a broker configuration).
     'routes-only': { type: 'boolean' },
@@ -421,7 +421,9 @@ async function one(n, build, main) {
     // held a device twice, the set of routed devices never reached the sample's length and the
     // cold learn "timed out" after every device was routed (it sent nothing more: all were learned).
     const sample = distinctSample(n, 20);
-    const cold = await relay(main, dir, `cold-${build}`, portB);
+    const coldProf = join(ROOT, 'bench-results', `fleet-prof-${build}-${n}`, 'cold');
+    if (args.profile) mkdirSync(coldProf, { recursive: true });
+    const cold = await relay(main, dir, `cold-${build}`, portB, args.profile ? ['--cpu-prof', '--cpu-prof-dir', coldProf] : []);
     const coldStart = Date.now();
     const learnedSample = new Set();
     let answers202 = 0;
