@@ -17,7 +17,7 @@
  *     their session; the relay broker restarted: time until 200s come back; 2xx lost meanwhile.
  *
  *   npm run bench:fleet [-- --devices 1000,10000] [-- --sustain SEC] [-- --builds current,baseline]
- *   node scripts/bench/fleet.mjs --devices 10000 --builds current,cecb1e4,e62fe96   (both baselines of issue 38)
+ *   node scripts/bench/fleet.mjs --devices 10000 --builds current,cecb1e4,e62fe96   (this build beside both baselines)
  *
  * Figures, not a test. JSON goes to bench-results/fleet-*.json.
  */
@@ -652,7 +652,7 @@ async function one(n, build, main) {
 
 const builds = args.builds.split(',');
 // `current` is this checkout; `baseline` is cecb1e4; any other name is a commit built the same way
-// (`--builds current,cecb1e4,e62fe96`: this build beside both baselines of issue 38 in one run).
+// (`--builds current,cecb1e4,e62fe96`: this build beside both baselines in one run).
 const mains = Object.fromEntries(
   builds.map((build) => [
     build,
@@ -673,7 +673,7 @@ const file = join(ROOT, 'bench-results', `fleet-${started.toISOString().replace(
 writeFileSync(file, JSON.stringify(out, null, 2));
 console.log(JSON.stringify(out, null, 2));
 say(`written ${file}`);
-// One line per build and N: the figures issue 38 asks for (burst p50/p99), or why there are none.
+// One line per build and N: the burst p50/p99 (the fleet burst figure), or why there is none.
 for (const r of results) {
   const b = r.burst;
   say(
