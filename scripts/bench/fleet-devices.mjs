@@ -29,12 +29,15 @@ const { values: a } = parseArgs({
     'min-ms': { type: 'string', default: '1000' },
     'max-ms': { type: 'string', default: '60000' },
     'connect-per-tick': { type: 'string', default: '50' },
+    // As the device's mqtt.connectTimeoutMs (10 s): no CONNACK by then, drop the socket and back off.
+    'connect-timeout-ms': { type: 'string', default: '10000' },
   },
 });
 const PORT = Number(a.port);
 const PREFIX = a.prefix;
 const MIN = Number(a['min-ms']);
 const MAX = Number(a['max-ms']);
+const CONNECT_TIMEOUT = Number(a['connect-timeout-ms']);
 const baselineDelay = (attempt) => {
   const base = Math.min(MAX, MIN * 2 ** Math.min(attempt, 20));
   return Math.round(Math.min(MAX, base * (0.8 + 0.4 * Math.random())));
@@ -73,6 +76,9 @@ function device(id) {
     d.socket = socket;
     const parser = mqttPacket.parser({ protocolVersion: 4 });
     socket.setNoDelay(true);
+    // A handshake the broker's full accept queue dropped still looks ESTABLISHED here (syncookies):
+    // without this the device waited for its CONNACK forever and the fleet never came up.
+    const connectTimer = setTimeout(() => socket.destroy(), CONNECT_TIMEOUT);
     socket.on('connect', () => {
       socket.write(
         mqttPacket.generate({
@@ -89,6 +95,7 @@ function device(id) {
     });
     parser.on('packet', (p) => {
       if (p.cmd === 'connack') {
+        clearTimeout(connectTimer);
         if (p.returnCode !== 0) return socket.destroy();
         d.attempt = 0;
         d.up = true;
@@ -112,6 +119,7 @@ function device(id) {
     socket.on('data', (chunk) => parser.parse(chunk));
     socket.on('error', () => {});
     socket.on('close', () => {
+      clearTimeout(connectTimer);
       if (d.up) {
         connected -= 1;
         d.lostAt = Date.now();

@@ -28,6 +28,7 @@ import { request as httpRequest, Agent } from 'node:http';
 import { loadavg, tmpdir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import { stringify } from 'yaml';
 import mqtt from 'mqtt';
@@ -51,6 +52,8 @@ const { values: args } = parseArgs({
     'per-process': { type: 'string', default: '2500' },
     'learn-timeout': { type: 'string', default: '90' },
     'skip-restarts': { type: 'boolean' },
+    // The cold replica and the 3 replicas under --cpu-prof (bench-results/fleet-prof-<build>-<N>/[cold/], written when they stop).
+    profile: { type: 'boolean' },
     // Stop after counting the retained routes on each broker (checking a broker configuration).
     'routes-only': { type: 'boolean' },
   },
@@ -64,6 +67,7 @@ process.once('exit', () => {
   for (const c of children) c.kill('SIGKILL');
 });
 process.once('SIGINT', () => process.exit(130));
+process.once('SIGTERM', () => process.exit(143));
 
 function track(proc) {
   children.add(proc);
@@ -230,7 +234,7 @@ async function balancer(backends) {
   };
 }
 
-function relay(main, dir, name, brokerPort) {
+function relay(main, dir, name, brokerPort, nodeArgs = []) {
   return (async () => {
     const port = await freePort();
     const conf = join(dir, `${name}.yaml`);
@@ -243,7 +247,7 @@ function relay(main, dir, name, brokerPort) {
       }),
     );
     const proc = track(
-      spawn(process.execPath, [main, 'relay', '--config', conf], {
+      spawn(process.execPath, [...nodeArgs, main, 'relay', '--config', conf], {
         env: { ...process.env, VENDGATE_WEBHOOK_SECRETS: SECRET, VENDGATE_MQTT_PASSWORD: 'pw-relay' },
         stdio: ['ignore', 'ignore', 'inherit'],
       }),
@@ -259,6 +263,16 @@ function relay(main, dir, name, brokerPort) {
       },
     };
   })();
+}
+
+/** `k` distinct indices in [0, n), in random order (all of them when n ≤ k). */
+function distinctSample(n, k) {
+  const all = Array.from({ length: n }, (_, i) => i);
+  for (let i = 0; i < Math.min(k, n); i += 1) {
+    const j = i + Math.floor(Math.random() * (n - i));
+    [all[i], all[j]] = [all[j], all[i]];
+  }
+  return all.slice(0, Math.min(k, n));
 }
 
 let eventSeq = 0;
@@ -292,13 +306,15 @@ function event(deviceIndex) {
 function createProvider(devicesN) {
   const sent = new Map(); // id → { device, t0, statuses: [], final }
   async function deliver(port, e) {
-    const record = { device: e.device, t0: Date.now(), statuses: [], final: null };
+    const record = { device: e.device, t0: Date.now(), statuses: [], final: null, answerMs: null };
     sent.set(e.id, record);
     for (let attempt = 0; attempt < 60; attempt += 1) {
       const r = await http(port, 'POST', '/webhooks/gerege', e.body, e.headers);
       record.statuses.push(r.status);
       if (r.status >= 200 && r.status < 300) {
         record.final = r.status;
+        // The relay's answer: verify, locate, publish and the relay broker's PUBACK (no bridge, no device).
+        if (attempt === 0) record.answerMs = r.ms;
         return;
       }
       await sleep(1_000);
@@ -343,6 +359,7 @@ async function one(n, build, main) {
     const reconnects = [];
     const connectedBy = new Map();
     const perProcess = Number(args['per-process']);
+    const deviceProcs = [];
     const t0 = Date.now();
     // A process may hold 20,000 descriptors here: up to ON_A devices on the device broker, the
     // rest on the relay broker (whose webhooks then need no bridge).
@@ -368,6 +385,7 @@ async function one(n, build, main) {
           { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
         ),
       );
+      deviceProcs.push(child);
       child.on('message', (m) => {
         if (m.connected !== undefined) connectedBy.set(child.pid, m.connected);
         for (const [id, device, topicDevice, at] of m.got ?? []) if (!got.has(id)) got.set(id, [device, topicDevice, at]);
@@ -399,8 +417,13 @@ async function one(n, build, main) {
     if (args['routes-only']) return result;
 
     // A cold replica learns every route.
-    const sample = Array.from({ length: 20 }, () => Math.floor(Math.random() * n));
-    const cold = await relay(main, dir, `cold-${build}`, portB);
+    // 20 DISTINCT devices (or all of them when fewer): drawn with replacement, a small fleet's sample
+    // held a device twice, the set of routed devices never reached the sample's length and the
+    // cold learn "timed out" after every device was routed (it sent nothing more: all were learned).
+    const sample = distinctSample(n, 20);
+    const coldProf = join(ROOT, 'bench-results', `fleet-prof-${build}-${n}`, 'cold');
+    if (args.profile) mkdirSync(coldProf, { recursive: true });
+    const cold = await relay(main, dir, `cold-${build}`, portB, args.profile ? ['--cpu-prof', '--cpu-prof-dir', coldProf] : []);
     const coldStart = Date.now();
     const learnedSample = new Set();
     let answers202 = 0;
@@ -448,6 +471,8 @@ async function one(n, build, main) {
       longestHealthAnswerMs: Math.round(maxHealthMs),
       rssMbLearned: cold.proc.exitCode === null ? rssMb(cold.proc.pid) : null,
       timedOut: learnedAt === null,
+      // The sampled devices it never routed (empty when it learned them all).
+      unrouted: sample.filter((idx) => !learnedSample.has(idx)).map((idx) => `bd-${idx}`),
     };
     say(`${build} N=${n}: cold learn`, JSON.stringify(result.coldLearn));
     await cold.kill();
@@ -459,7 +484,11 @@ async function one(n, build, main) {
 
     // 3 replicas behind the balancer.
     const replicas = [];
-    for (let i = 0; i < 3; i += 1) replicas.push(await relay(main, dir, `r${i}-${build}`, portB));
+    const profDir = join(ROOT, 'bench-results', `fleet-prof-${build}-${n}`);
+    if (args.profile) mkdirSync(profDir, { recursive: true });
+    const nodeArgs = args.profile ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
+    for (let i = 0; i < 3; i += 1) replicas.push(await relay(main, dir, `r${i}-${build}`, portB, nodeArgs));
+    if (args.profile) result.profiles = profDir;
     cleanup.push(() => Promise.all(replicas.map((r) => r.kill())));
     const lb = await balancer(() => replicas.map((r) => r.port));
     cleanup.push(() => lb.close());
@@ -482,6 +511,7 @@ async function one(n, build, main) {
 
     const measure = (provider) => {
       const lat = [];
+      const answered = [];
       let misrouted = 0;
       let lost = 0;
       let non2xx = 0;
@@ -493,10 +523,13 @@ async function one(n, build, main) {
         if (g && (g[0] !== rec.device || g[1] !== rec.device)) misrouted += 1;
         if (rec.final === 200 && !g) lost += 1;
         if (g) lat.push(g[2] - rec.t0);
+        if (rec.answerMs !== null) answered.push(rec.answerMs);
       }
       return {
         sent: provider.sent.size,
         latencyMs: percentiles(lat),
+        // Send → the relay's 200 (first attempts): the relay's share of latencyMs.
+        relayAnswerMs: percentiles(answered),
         misrouted,
         acknowledgedAndLost: lost,
         answered202: got202,
@@ -525,9 +558,29 @@ async function one(n, build, main) {
     result.sustained = { rate, seconds, ...measure(sustained), relayCpuMsPerWebhook };
     const burst = createProvider(n);
     say(`${build} N=${n}: burst ${args.burst}/s for ${args['burst-sec']} s`);
+    // Who spends the CPU during the burst (seconds, user + system), and how late this process's own
+    // timers ran (it signs, sends and balances every webhook and hears every device's report).
+    const cpuOf = () => ({
+      relays: relayCpu(),
+      relayBroker: brokerB.pid ? cpuSeconds(brokerB.pid) : 0,
+      deviceBroker: brokerA.pid ? cpuSeconds(brokerA.pid) : 0,
+      devices: deviceProcs.reduce((sum, c) => sum + (c.exitCode === null ? cpuSeconds(c.pid) : 0), 0),
+      bench: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
+    });
+    const cpuAtBurst = cpuOf();
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
     await burst.at(lb.port, Number(args.burst), Number(args['burst-sec']));
     await drain(burst);
-    result.burst = { rate: Number(args.burst), seconds: Number(args['burst-sec']), ...measure(burst) };
+    loopDelay.disable();
+    const cpuAfterBurst = cpuOf();
+    result.burst = {
+      rate: Number(args.burst),
+      seconds: Number(args['burst-sec']),
+      ...measure(burst),
+      cpuSec: Object.fromEntries(Object.keys(cpuAtBurst).map((k) => [k, Math.round((cpuAfterBurst[k] - cpuAtBurst[k]) * 100) / 100])),
+      benchLoopDelayMs: { p50: loopDelay.percentile(50) / 1e6, p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 },
+    };
     say(`${build} N=${n}:`, JSON.stringify({ sustained: result.sustained, burst: result.burst }));
 
     if (!args['skip-restarts']) {
@@ -620,4 +673,14 @@ const file = join(ROOT, 'bench-results', `fleet-${started.toISOString().replace(
 writeFileSync(file, JSON.stringify(out, null, 2));
 console.log(JSON.stringify(out, null, 2));
 say(`written ${file}`);
+// One line per build and N: the burst p50/p99 (the fleet burst figure), or why there is none.
+for (const r of results) {
+  const b = r.burst;
+  say(
+    `summary ${r.build} N=${r.devices}: ` +
+      (b
+        ? `burst ${b.rate}/s × ${b.seconds} s p50 ${b.latencyMs.p50} ms p99 ${b.latencyMs.p99} ms (n ${b.latencyMs.n}/${b.sent}, misrouted ${b.misrouted}, lost ${b.acknowledgedAndLost}; relay's 200 p99 ${b.relayAnswerMs.p99} ms); sustained p99 ${r.sustained.latencyMs.p99} ms`
+        : `no burst: ${r.notRun ?? 'routes only'}`),
+  );
+}
 process.exit(0);
