@@ -52,7 +52,7 @@ describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a read that a
 
 // Kaspi's payment/status names no QR; the relay reads its details (which do) for what was paid.
 describe('kaspi: what Kaspi says was paid', () => {
-  it('a payment of another amount is read as that amount, never as the QR\'s own', { timeout: 120_000 }, async () => {
+  it("a payment of another amount is read as that amount, never as the QR's own", { timeout: 120_000 }, async () => {
     const h = (harness = await startHarness('kaspi'));
     const qr = await h.provider.createInvoice(request(1, 'KZT'));
     await h.sim.pay(qr.id, { amount: 999 });
