@@ -123,6 +123,8 @@ export function createKaspiCaller(deps: KaspiCallerDeps) {
     if (word === null) return fail(502, E.kaspiError, 'payment/status: not the answer Kaspi documents', 'malformed');
     if (!word.ok) return fail(502, E.kaspiError, `payment/status: Kaspi refused (${word.statusCode} ${word.message})`, 'refused');
     let returned = 0;
+    // Before Kaspi says Processed nothing is paid: the QR's own amount. After, what Kaspi's details say was paid.
+    let amount = row.amount;
     if (word.data.Status === 'Processed') {
       const query = `?QrPaymentId=${encodeURIComponent(id)}&DeviceToken=${encodeURIComponent(token)}`;
       const details = await call({ method: 'GET', path: `${P}/payment/details${query}` });
@@ -133,12 +135,22 @@ export function createKaspiCaller(deps: KaspiCallerDeps) {
       // Kaspi's status answer names no QR; its details do: an answer about another QR is never read as this one's.
       if (d.data.QrPaymentId !== undefined && String(d.data.QrPaymentId) !== id)
         return fail(502, E.malformed, `payment/details: asked for ${id}, the answer is about ${String(d.data.QrPaymentId)}`, 'malformed');
-      returned = Math.max(0, Math.round(d.data.TotalAmount - d.data.AvailableReturnAmount));
+      // Processed with nothing paid (a status answer about another QR: it names none) is not a payment: read again.
+      const total = d.data.TotalAmount;
+      if (!Number.isSafeInteger(total) || total <= 0 || d.data.AvailableReturnAmount > total)
+        return fail(
+          502,
+          E.malformed,
+          `payment/details: ${id} is Processed but its details show TotalAmount ${total}, AvailableReturnAmount ${d.data.AvailableReturnAmount}`,
+          'malformed',
+        );
+      amount = total;
+      returned = Math.round(total - d.data.AvailableReturnAmount);
     }
     const body: RelayPayment = {
       qrPaymentId: id,
       reference: row.reference,
-      amount: row.amount,
+      amount,
       status: word.data.Status,
       returnedAmount: returned,
       expiresInSec: Math.max(0, Math.floor(((row.expires_at ?? 0) - deps.now()) / 1000)),

@@ -68,6 +68,8 @@ export interface ProviderBackend {
   refundOutside(id: string, amount: number): void;
   /** Reads of `id` (GET) answer with the object `otherId` instead; null undoes it. A faulty provider. */
   answerReadsWith(id: string, otherId: string | null): void;
+  /** Kaspi only: payment/status of `id` answers with `otherId`'s status, its details stay its own. */
+  answerStatusWith?(id: string, otherId: string | null): void;
   /** What the pay page shows. `scanned`: the customer opened the page (Gerege: requires_payment → claimed). */
   view(id: string, scanned: boolean): PayPageView | undefined;
   webhookHeaders(event: OutgoingEvent, nowMs: number): Record<string, string>;

@@ -37,6 +37,8 @@ export function createKaspiBackend(ctx: SimContext, options: KaspiOptions): Prov
   const state = createKaspiState(ctx, { currency: options.currency, qrLifetimeSec: options.qrLifetimeSec });
   const { recordCreate, created, answerReadsWith } = createBackendRecords(ctx);
   const swaps = new Map<string, string>();
+  /** answerStatusWith: only payment/status of the key answers with the value's QR (details stay true). */
+  const statusSwaps = new Map<string, string>();
 
   function access(request: FastifyRequest): void {
     if (options.whitelist.length > 0 && !options.whitelist.includes(request.ip))
@@ -175,7 +177,7 @@ export function createKaspiBackend(ctx: SimContext, options: KaspiOptions): Prov
         kaspi(request, () => {
           const id = idOf((request.params as { id: string }).id);
           ctx.records.getCalls.push({ id, at: ctx.clock.now() });
-          const payment = read(id);
+          const payment = read(statusSwaps.get(id) ?? id);
           return ok({ Status: payment.status, TransactionId: payment.status === 'Processed' ? `T${payment.id}` : undefined });
         }),
     },
@@ -190,8 +192,8 @@ export function createKaspiBackend(ctx: SimContext, options: KaspiOptions): Prov
           const paid = payment.status === 'Processed';
           return ok({
             QrPaymentId: Number(payment.id),
-            TotalAmount: paid ? payment.amount : 0,
-            AvailableReturnAmount: paid ? payment.amount - payment.returned : 0,
+            TotalAmount: paid ? payment.paid : 0,
+            AvailableReturnAmount: paid ? payment.paid - payment.returned : 0,
             TransactionDate: paid ? new Date(payment.record.paidAt ?? 0).toISOString() : undefined,
           });
         }),
@@ -222,11 +224,14 @@ export function createKaspiBackend(ctx: SimContext, options: KaspiOptions): Prov
     routes: () => routes,
     sweep: () => state.sweep(),
     pay(id, amount) {
-      if (amount !== undefined) throw new SimHttpError(400, 'invalid_request', 'Kaspi QR is paid for its own amount only');
+      // A customer's app pays the QR's own amount; another `amount` plays a Kaspi that reports
+      // another paid amount in its details (TotalAmount), which the device must never vend.
+      if (amount !== undefined && !isPositiveInteger(amount))
+        throw new SimHttpError(400, 'invalid_request', 'amount: a positive whole number of tenge');
       const payment = state.admin(id);
       try {
         if (payment.status === 'QrTokenCreated') state.scan(payment);
-        state.confirm(payment);
+        state.confirm(payment, amount);
       } catch (err) {
         if (err instanceof KaspiRefusal) throw new SimHttpError(409, 'not_payable', err.message);
         throw err;
@@ -255,6 +260,10 @@ export function createKaspiBackend(ctx: SimContext, options: KaspiOptions): Prov
       answerReadsWith(id, otherId);
       if (otherId === null) swaps.delete(id);
       else swaps.set(id, otherId);
+    },
+    answerStatusWith(id, otherId) {
+      if (otherId === null) statusSwaps.delete(id);
+      else statusSwaps.set(id, otherId);
     },
     view(id, scanned) {
       let payment: KaspiSimPayment;

@@ -16,6 +16,12 @@ export interface KaspiSimPayment {
   deviceToken: string;
   externalId: string;
   amount: number;
+  /**
+   * What Kaspi says was paid (details' TotalAmount) once Processed: the QR's amount, unless a test
+   * made the payment of another amount (`pay(id, amount)`: a Kaspi answer no customer's app should
+   * produce, played so the device's mismatch rule is exercised for Kaspi as for every provider).
+   */
+  paid: number;
   status: KaspiSimStatus;
   /** Clock ms after which an unpaid QR is Error. */
   expiresAt: number;
@@ -107,6 +113,7 @@ export function createKaspiState(ctx: SimContext, options: { currency: string; q
         deviceToken,
         externalId,
         amount,
+        paid: 0,
         status: 'QrTokenCreated',
         expiresAt: ctx.clock.now() + options.qrLifetimeSec * 1000,
         returned: 0,
@@ -125,8 +132,9 @@ export function createKaspiState(ctx: SimContext, options: { currency: string; q
       note(payment, 'Wait');
     },
     /** test/payment/confirm: the customer confirmed; the money is taken. */
-    confirm(payment: KaspiSimPayment): void {
+    confirm(payment: KaspiSimPayment, paidAmount = payment.amount): void {
       if (payment.status !== 'Wait') throw new KaspiRefusal(KASPI_SIM_CODES.invalid, `QR ${payment.id} is ${payment.status}, not scanned`);
+      payment.paid = paidAmount;
       note(payment, 'Processed');
       payment.record.paidAt = ctx.clock.now();
     },
@@ -144,11 +152,8 @@ export function createKaspiState(ctx: SimContext, options: { currency: string; q
     /** payment/return: up to what is left; the status stays Processed (details says what is left). */
     giveBack(payment: KaspiSimPayment, amount: number, idempotencyKey?: string): string {
       if (payment.status !== 'Processed') throw new KaspiRefusal(KASPI_SIM_CODES.returnRefused, `QR ${payment.id} is ${payment.status}`);
-      if (amount > payment.amount - payment.returned)
-        throw new KaspiRefusal(
-          KASPI_SIM_CODES.returnRefused,
-          `return ${amount} exceeds what is left (${payment.amount - payment.returned})`,
-        );
+      if (amount > payment.paid - payment.returned)
+        throw new KaspiRefusal(KASPI_SIM_CODES.returnRefused, `return ${amount} exceeds what is left (${payment.paid - payment.returned})`);
       payment.returned += amount;
       const operationId = String(500_000 + ctx.records.refunds.length + ctx.ids.int(1000) * 1000);
       ctx.records.refunds.push({

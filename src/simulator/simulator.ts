@@ -222,6 +222,10 @@ export function createSimulator(options: SimulatorOptions): Simulator {
     revokeTokens: () => backend.revokeTokens(),
     refundOutside: (id, amount) => backend.refundOutside(id, amount),
     answerReadsWith: (id, otherId) => backend.answerReadsWith(id, otherId),
+    answerStatusWith(id, otherId) {
+      if (!backend.answerStatusWith) throw new Error(`answerStatusWith: ${provider} has no status-only read`);
+      backend.answerStatusWith(id, otherId);
+    },
     records: snapshot,
     waitForDeliveriesIdle: (timeoutMs = 10_000) => delivery.waitIdle(timeoutMs),
 

@@ -225,6 +225,11 @@ export interface Simulator {
   refundOutside(id: string, amount: number): void;
   /** Every GET of `id` answers with the object `otherId` (a faulty provider); null undoes it. */
   answerReadsWith(id: string, otherId: string | null): void;
+  /**
+   * Kaspi: only the status answer of `id` (payment/status, which names no QR) says `otherId`'s word;
+   * its payment/details stay its own. Throws for the other providers. null undoes it.
+   */
+  answerStatusWith(id: string, otherId: string | null): void;
   /** Gerege: every issued token becomes invalid (the next call gets 401), to test token refresh. */
   revokeTokens(): void;
   /** Everything that happened, as a copy. */

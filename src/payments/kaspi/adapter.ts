@@ -113,6 +113,9 @@ export function createKaspiProvider(deps: HttpClientDeps, config: KaspiConfig): 
       }
       status = 'pending';
     }
+    // Paid with nothing paid is no payment: malformed (the poller reads again), never vended or refunded.
+    if (status === 'paid' && payment.amount <= 0)
+      throw new ProviderError('malformed', `kaspi relay read of ${payment.qrPaymentId}: ${payment.status} with amount ${payment.amount}`);
     const known = shown.get(payment.qrPaymentId);
     return {
       id: payment.qrPaymentId,

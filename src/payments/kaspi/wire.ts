@@ -64,6 +64,10 @@ export type RelayQr = z.infer<typeof relayQrSchema>;
 export const relayPaymentSchema = z.object({
   qrPaymentId: z.string().regex(/^\d{1,19}$/),
   reference: z.string().min(1),
+  /**
+   * Once Processed: what Kaspi's payment/details say was paid (TotalAmount), which the core compares
+   * with the order (a mismatch is refunded with an alarm, never vended). Before: the QR's own amount.
+   */
   amount: z.number().int().nonnegative(),
   /** Kaspi's own word from payment/status. */
   status: z.string().min(1),
@@ -104,7 +108,10 @@ export const KASPI_RELAY_ERRORS = {
   unreachable: 'kaspi_unreachable',
   /** Kaspi answered 5xx, or not at all after the request left. */
   kaspiError: 'kaspi_error',
-  /** Kaspi's answer was about another QR than the one asked for: not read as this QR's (the poller reads again). */
+  /**
+   * Kaspi's answer was about another QR than the one asked for, or said Processed while its details
+   * show nothing paid: not read as this QR's, not paid (the poller reads again).
+   */
   malformed: 'kaspi_malformed',
   /** Not this device's payment, or no such payment. */
   notFound: 'not_found',

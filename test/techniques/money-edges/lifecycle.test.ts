@@ -188,10 +188,9 @@ describe('a new order never throws away a paid one', () => {
   });
 });
 
-// Not Kaspi: a Kaspi QR carries its amount and the customer's app pays exactly that (its simulator
-// refuses any other amount), so a payment of another amount cannot be made; what the relay does with
-// a Kaspi answer that reports another amount is in provider-answers.test.ts.
-describe.each(['gerege', 'qutpay', 'qpay'] as const)('%s: a payment that does not match its order', (provider) => {
+// Kaspi: a customer's app pays the QR's own amount, but the device trusts what Kaspi's details say was
+// paid (TotalAmount), not the amount it asked for: its simulator plays a Kaspi that reports another one.
+describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a payment that does not match its order', (provider) => {
   it('is refunded automatically, with an alarm, and never vended', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider }));
     const placed = await order(s);

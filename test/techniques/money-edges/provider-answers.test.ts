@@ -50,6 +50,40 @@ describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a read that a
   });
 });
 
+// Kaspi's payment/status names no QR; the relay reads its details (which do) for what was paid.
+describe('kaspi: what Kaspi says was paid', () => {
+  it("a payment of another amount is read as that amount, never as the QR's own", { timeout: 120_000 }, async () => {
+    const h = (harness = await startHarness('kaspi'));
+    const qr = await h.provider.createInvoice(request(1, 'KZT'));
+    await h.sim.pay(qr.id, { amount: 999 });
+
+    const read = await h.provider.getInvoice(qr.id);
+    expect(read.status).toBe('paid');
+    expect(read.amount).toBe(999);
+  });
+
+  it('a Processed status whose own details show nothing paid is malformed, never paid; read again', { timeout: 120_000 }, async () => {
+    const h = (harness = await startHarness('kaspi'));
+    const x = await h.provider.createInvoice(request(1, 'KZT'));
+    const y = await h.provider.createInvoice(request(2, 'KZT'));
+    await h.sim.pay(x.id);
+    // Only y's status answer is x's (Processed); y's details are y's own: TotalAmount 0.
+    h.sim.answerStatusWith(y.id, x.id);
+
+    const error = await h.provider.getInvoice(y.id).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as ProviderError).kind).toBe('malformed');
+    expect((error as ProviderError).message).toContain(y.id);
+    expect(h.sim.records().refunds).toHaveLength(0);
+    h.sim.answerStatusWith(y.id, null);
+    const again = await h.provider.getInvoice(y.id);
+    expect(again.status).toBe('pending');
+  });
+});
+
 async function order(s: ProviderStack, slot = 'A1'): Promise<OrderAnswer> {
   const answer = await s.call('POST', '/api/orders', { slot });
   if (answer.status !== 201) throw new Error(`order refused: ${answer.status} ${JSON.stringify(answer.json)}`);
