@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import { coverage } from './vitest.coverage.js';
 import HarnessWeightSequencer from './test/sequencer.js';
-import { REAL_TIME_TEST_FILES, SYSTEM_TEST_GLOBS, serviceTestFiles } from './test/suites.js';
+import { ISOLATED_TEST_FILES, REAL_TIME_TEST_FILES, SYSTEM_TEST_GLOBS, serviceTestFiles } from './test/suites.js';
 
 // `npm run test:unit`: everything that starts no child process and no browser (test/suites.ts
 // decides from the imports), less the few that wait on real socket timeouts by design.
@@ -24,7 +24,7 @@ const exclude = [
 // sessions running), 330 s with isolation (203 s of it importing) against 141 s without (13 s
 // importing). What a file must not leak to the next (fake timers, stubbed globals) each file
 // already undoes in afterEach.
-const ISOLATED = ['test/hardware/onoff-missing.test.ts', 'test/mqtt/write-cache.test.ts'];
+const ISOLATED = ISOLATED_TEST_FILES;
 
 export default defineConfig({
   test: {

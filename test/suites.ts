@@ -19,6 +19,13 @@ export const REAL_TIME_TEST_FILES = ['test/techniques/fuzz/slow-partial.test.ts'
  * test/techniques/power-cut/, two bridged Mosquitto brokers in route-theft. They run with the e2e
  * suite (`npm run test:e2e`), so that `npm ci && npm test` needs nothing but Node on a fresh machine.
  */
+/**
+ * Files that need a module graph of their own (the unit and full suites share one per worker
+ * otherwise): one replaces a module (`vi.mock`), one checks a process-wide cache of a library that
+ * any earlier MQTT client in the worker would fill.
+ */
+export const ISOLATED_TEST_FILES = ['test/hardware/onoff-missing.test.ts', 'test/mqtt/write-cache.test.ts'];
+
 export const SYSTEM_TEST_GLOBS = [
   'test/storage/**/*.test.ts',
   'test/techniques/power-cut/**/*.test.ts',
