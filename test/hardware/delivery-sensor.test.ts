@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { VendRequest } from '../../src/hardware/index.js';
 import { type Defer } from '../helpers/cleanup.js';
 import { createFakeGpio } from './fakes/fake-gpio.js';
-import { fakeTimersPerTest, startedOnFakeGpio } from './fakes/gpio-hardware.js';
+import { fakeTimersPerTest, pulseLow, startedOnFakeGpio } from './fakes/gpio-hardware.js';
 import { hardwareSettings } from './fakes/settings.js';
 
 const RELAY = 571 + 17;
@@ -22,12 +22,7 @@ async function machine(defer: Defer, deliveryWindowMs = 2_000) {
 }
 
 /** An item falls through the beam: it breaks for 30 ms. */
-async function itemFalls(gpio: ReturnType<typeof createFakeGpio>) {
-  gpio.setInput(BEAM, 0);
-  await vi.advanceTimersByTimeAsync(30);
-  gpio.setInput(BEAM, 1);
-  await vi.advanceTimersByTimeAsync(20);
-}
+const itemFalls = (gpio: ReturnType<typeof createFakeGpio>) => pulseLow(gpio, BEAM, 30, 20);
 
 describe('delivery sensor on a relay vending machine (vend-detect)', () => {
   const defer = fakeTimersPerTest();

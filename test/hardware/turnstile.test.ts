@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { VendRequest } from '../../src/hardware/index.js';
 import { type Defer } from '../helpers/cleanup.js';
 import { createFakeGpio } from './fakes/fake-gpio.js';
-import { fakeTimersPerTest, startedOnFakeGpio } from './fakes/gpio-hardware.js';
+import { fakeTimersPerTest, pulseLow, startedOnFakeGpio } from './fakes/gpio-hardware.js';
 import { hardwareSettings } from './fakes/settings.js';
 
 // Pi 5: base 571
@@ -30,12 +30,7 @@ async function gate(defer: Defer, options: { passage?: boolean; fireAlarmAtStart
 }
 
 /** A person walks through: the PASS contact closes for 300 ms. */
-async function walkThrough(gpio: ReturnType<typeof createFakeGpio>) {
-  gpio.setInput(PASSAGE, 0);
-  await vi.advanceTimersByTimeAsync(300);
-  gpio.setInput(PASSAGE, 1);
-  await vi.advanceTimersByTimeAsync(50);
-}
+const walkThrough = (gpio: ReturnType<typeof createFakeGpio>) => pulseLow(gpio, PASSAGE, 300, 50);
 
 describe('turnstile', () => {
   const defer = fakeTimersPerTest();

@@ -35,3 +35,11 @@ export async function startedOnFakeGpio(defer: Defer, gpio: ReturnType<typeof cr
   });
   return { gpio, ...hardware, events };
 }
+
+/** An active-low input held low for `heldMs`, then high again, then `settleMs` more of (fake) time. */
+export async function pulseLow(gpio: ReturnType<typeof createFakeGpio>, pin: number, heldMs: number, settleMs: number): Promise<void> {
+  gpio.setInput(pin, 0);
+  await vi.advanceTimersByTimeAsync(heldMs);
+  gpio.setInput(pin, 1);
+  await vi.advanceTimersByTimeAsync(settleMs);
+}
