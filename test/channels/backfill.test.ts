@@ -239,33 +239,33 @@ describe('Events backfill', () => {
     await backfill.stop();
   });
 
-  it('does nothing after the grace when the webhook for the payment arrived', async () => {
+  it.each([
+    {
+      behaviour: 'does nothing after the grace when the webhook for the payment arrived',
+      polled: 'fk_9',
+      webhookAfterMs: 2_000,
+      webhook: { eventId: 'evt_late', objectId: 'fk_9' },
+      catchUpRuns: 0,
+    },
+    {
+      behaviour: 'catches up without an alarm when other webhooks arrive but the one for this payment was lost',
+      polled: 'fk_dropped',
+      webhookAfterMs: 1_000,
+      webhook: { eventId: 'evt_other', objectId: 'fk_other' },
+      catchUpRuns: 1,
+    },
+  ])('$behaviour', async ({ polled, webhookAfterMs, webhook, catchUpRuns }) => {
     const { api, inbox, backfill, alarms } = setup();
     backfill.start();
     await vi.advanceTimersByTimeAsync(0);
     const runs = api.queries.length;
-    backfill.paymentPolled('fk_9');
-    core.clock.advance(2_000);
-    webhookArrives(inbox, 'evt_late', 'fk_9');
+    backfill.paymentPolled(polled);
+    core.clock.advance(webhookAfterMs);
+    webhookArrives(inbox, webhook.eventId, webhook.objectId);
     core.clock.advance(GRACE_SEC * 1000);
     await vi.advanceTimersByTimeAsync(GRACE_SEC * 1000);
     expect(alarms()).toEqual([]);
-    expect(api.queries.length).toBe(runs);
-    await backfill.stop();
-  });
-
-  it('catches up without an alarm when other webhooks arrive but the one for this payment was lost', async () => {
-    const { api, inbox, backfill, alarms } = setup();
-    backfill.start();
-    await vi.advanceTimersByTimeAsync(0);
-    const runs = api.queries.length;
-    backfill.paymentPolled('fk_dropped');
-    core.clock.advance(1_000);
-    webhookArrives(inbox, 'evt_other', 'fk_other');
-    core.clock.advance(GRACE_SEC * 1000);
-    await vi.advanceTimersByTimeAsync(GRACE_SEC * 1000);
-    expect(alarms()).toEqual([]);
-    expect(api.queries.length).toBe(runs + 1);
+    expect(api.queries.length).toBe(runs + catchUpRuns);
     await backfill.stop();
   });
 });
