@@ -240,21 +240,15 @@ describe('Events backfill', () => {
   });
 
   it.each([
-    {
-      behaviour: 'does nothing after the grace when the webhook for the payment arrived',
-      polled: 'fk_9',
-      webhookAfterMs: 2_000,
-      webhook: { eventId: 'evt_late', objectId: 'fk_9' },
-      catchUpRuns: 0,
-    },
-    {
-      behaviour: 'catches up without an alarm when other webhooks arrive but the one for this payment was lost',
-      polled: 'fk_dropped',
-      webhookAfterMs: 1_000,
-      webhook: { eventId: 'evt_other', objectId: 'fk_other' },
-      catchUpRuns: 1,
-    },
-  ])('$behaviour', async ({ polled, webhookAfterMs, webhook, catchUpRuns }) => {
+    [
+      'does nothing after the grace when the webhook for the payment arrived',
+      { polled: 'fk_9', webhookAfterMs: 2_000, webhook: { eventId: 'evt_late', objectId: 'fk_9' }, catchUpRuns: 0 },
+    ],
+    [
+      'catches up without an alarm when other webhooks arrive but the one for this payment was lost',
+      { polled: 'fk_dropped', webhookAfterMs: 1_000, webhook: { eventId: 'evt_other', objectId: 'fk_other' }, catchUpRuns: 1 },
+    ],
+  ] as const)('%s', async (_behaviour, { polled, webhookAfterMs, webhook, catchUpRuns }) => {
     const { api, inbox, backfill, alarms } = setup();
     backfill.start();
     await vi.advanceTimersByTimeAsync(0);
