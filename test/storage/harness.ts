@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import mqtt from 'mqtt';
 import { afterAll, beforeAll, expect } from 'vitest';
-import type { Service } from '../helpers/service.js';
+import { postJson as post, type Service } from '../helpers/service.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 
 /**
@@ -38,12 +38,7 @@ export function alarmsOnTestBroker(
   };
 }
 
-export const post = (url: string, body?: unknown) =>
-  fetch(url, {
-    method: 'POST',
-    headers: body ? { 'content-type': 'application/json' } : {},
-    body: body ? JSON.stringify(body) : undefined,
-  });
+export { postJson as post } from '../helpers/service.js';
 
 /** An order for A1, paid in the sandbox, and the vend firing (the machine turning) when this resolves. */
 export async function vendFiring(svc: Service): Promise<{ orderId: number; invoiceId: string }> {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { startService } from '../../helpers/service.js';
+import { postJson, startService } from '../../helpers/service.js';
 import { mountPowerCutFs } from '../../helpers/power-cut-fs.js';
 import { cleanup, stop } from '../../helpers/cleanup.js';
 
@@ -15,12 +15,7 @@ import { cleanup, stop } from '../../helpers/cleanup.js';
 describe('a power cut around the fiscal receipt claimed with the vend', () => {
   const defer = cleanup();
 
-  const post = (url: string, body?: unknown) =>
-    fetch(url, {
-      method: 'POST',
-      headers: body ? { 'content-type': 'application/json' } : {},
-      body: body ? JSON.stringify(body) : undefined,
-    });
+  const post = postJson;
   const query = (path: string, sql: string) => {
     const db = new Database(path, { readonly: true });
     try {
