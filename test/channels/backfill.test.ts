@@ -1,8 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ProviderError, type EventPage, type PaymentProvider, type WebhookEvent } from '../../src/payments/types.js';
 import { createWebhookInbox } from '../../src/channels/webhook/index.js';
 import { createBackfill, BACKFILL_CURSOR_KEY, WEBHOOK_SILENT_ALARM } from '../../src/channels/backfill.js';
-import { buildCore, type Core } from '../helpers/core.js';
+import { coreOnFakeTimeouts, type Core } from '../helpers/core.js';
 
 const GRACE_SEC = 30;
 
@@ -66,14 +66,7 @@ function eventsApi(pageSize: number) {
 
 describe('Events backfill', () => {
   let core: Core;
-  beforeEach(() => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    core = buildCore();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-    core.close();
-  });
+  coreOnFakeTimeouts((c) => (core = c));
 
   /** A verified webhook for `objectId`'s payment lands in the inbox now. */
   function webhookArrives(inbox: ReturnType<typeof createWebhookInbox>, eventId: string, objectId: string): void {
