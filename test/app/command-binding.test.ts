@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../helpers/service.js';
-import { watch, type Watcher } from '../mqtt/watch.js';
+import { describe, expect, it } from 'vitest';
+import { cleanup } from '../helpers/cleanup.js';
+import { commandResult, restartOnline, serviceOnBroker } from '../helpers/on-broker.js';
 import { cli, order, orderReaches, pay, query } from '../catalog/helpers.js';
 import { OPERATOR, signedPayload } from '../helpers/operator.js';
 
@@ -14,30 +13,16 @@ import { OPERATOR, signedPayload } from '../helpers/operator.js';
  * with the same number, delivered. The compiled service on a real broker (Mosquitto at
  * 127.0.0.1:1883, or MQTT_TEST_URL), the operator's own `vendgate command send`.
  */
-const BROKER = process.env.MQTT_TEST_URL ?? 'mqtt://127.0.0.1:1883';
-
 describe('a signed refund replayed on a replaced database', () => {
-  let svc: Service | null = null;
-  let watcher: Watcher | null = null;
-  afterEach(async () => {
-    await svc?.stop();
-    svc = null;
-    await watcher?.clearRetained();
-    await watcher?.close();
-    watcher = null;
-  });
+  const defer = cleanup();
 
   it('is refused and refunds nothing; a local order number is refused too', { timeout: 120_000 }, async () => {
-    const deviceId = `bind-${randomBytes(4).toString('hex')}`;
-    const prefix = `vgbind${randomBytes(3).toString('hex')}`;
-    const base = `${prefix}/${deviceId}`;
-    watcher = await watch(BROKER, [`${base}/#`]);
-    svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix } } });
-    await watcher.next(`${base}/status`, (m) => m.payload === 'online', 30_000);
+    const device = await serviceOnBroker(defer, 'bind');
+    const { svc, watcher, deviceId, base } = device;
     const sell = async () => {
-      const created = await order(svc!, 'A1');
+      const created = await order(svc, 'A1');
       await pay(created.body.payUrl);
-      await orderReaches(svc!, created.body.orderId, 'vended');
+      await orderReaches(svc, created.body.orderId, 'vended');
       return { orderId: created.body.orderId as number, reference: created.body.reference as string };
     };
     const first = await sell();
@@ -65,32 +50,17 @@ describe('a signed refund replayed on a replaced database', () => {
     expect(signedFor.dbId).toBe(first.reference.split('-').at(-3));
 
     // The card is swapped for an empty database (its files moved aside), and a customer buys again.
-    await svc.kill('SIGTERM');
-    const aside = join(svc.dir, 'aside');
-    mkdirSync(aside);
-    for (const name of readdirSync(dirname(svc.dbPath)).filter((n) => n.startsWith(basename(svc!.dbPath))))
-      renameSync(join(dirname(svc.dbPath), name), join(aside, name));
-    const online = watcher.on(`${base}/status`).length;
-    await svc.restart();
-    await watcher.until(
-      () =>
-        watcher!
-          .on(`${base}/status`)
-          .slice(online)
-          .some((m) => m.payload === 'online'),
-      { what: 'online again' },
-    );
+    await restartOnline(device, 'SIGTERM', () => {
+      const aside = join(svc.dir, 'aside');
+      mkdirSync(aside);
+      for (const name of readdirSync(dirname(svc.dbPath)).filter((n) => n.startsWith(basename(svc.dbPath))))
+        renameSync(join(dirname(svc.dbPath), name), join(aside, name));
+    });
     const second = await sell();
     expect(second.orderId).toBe(first.orderId);
 
-    const result = async (payload: string, requestId: string) => {
-      const topic = `${base}/cmd/refund/result`;
-      const mine = () => watcher!.on(topic).filter((m) => JSON.parse(m.payload).requestId === requestId);
-      const before = mine().length;
-      await watcher!.publish(`${base}/cmd/refund`, payload);
-      await watcher!.until(() => mine().length > before, { what: `the result of ${requestId}` });
-      return JSON.parse(mine()[before]!.payload) as { ok: boolean; error?: { code: string; message: string } };
-    };
+    const result = (payload: string, requestId: string) =>
+      commandResult<{ ok: boolean; error?: { code: string; message: string } }>(device, 'refund', payload, requestId);
     // The captured envelope, published again: for another database, issued before this one.
     const replay = await result(captured, (JSON.parse(JSON.parse(captured).signed) as { requestId: string }).requestId);
     expect(replay.ok).toBe(false);

@@ -1,35 +1,28 @@
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { testSettings } from '../helpers/core.js';
 import { tempDir } from '../helpers/temp.js';
-import { testBroker, type TestBroker } from '../helpers/broker.js';
+import { testBroker } from '../helpers/broker.js';
 import { watch, type Watcher } from '../mqtt/watch.js';
+import { cleanup, closeWatcher, stop } from '../helpers/cleanup.js';
 import { commandPayload } from '../helpers/operator.js';
 import { waitFor } from '../helpers/wait.js';
 
 describe('the service as operators see it over MQTT', () => {
-  let app: App | null = null;
-  let dir: ReturnType<typeof tempDir>;
-  let broker: TestBroker;
+  const defer = cleanup();
   let watcher: Watcher;
-  afterEach(async () => {
-    await app?.stop();
-    await watcher?.clearRetained();
-    await watcher?.close();
-    await broker?.close();
-    dir?.cleanup();
-  });
+  let app: App;
 
   async function start() {
-    dir = tempDir();
-    broker = await testBroker();
+    const dir = defer(tempDir(), (d) => d.cleanup());
+    const broker = defer(await testBroker(), (b) => b.close());
     const deviceId = `mw-${randomBytes(4).toString('hex')}`;
     const prefix = `vgtest${randomBytes(3).toString('hex')}`;
-    watcher = await watch(broker.url, [`${prefix}/${deviceId}/#`]);
+    watcher = defer(await watch(broker.url, [`${prefix}/${deviceId}/#`]), closeWatcher);
     const settings = testSettings(dir.path, { device: { id: deviceId }, mqtt: { url: broker.url, prefix, telemetryIntervalSec: 5 } });
-    app = createApp(settings, { logger: silentLogger() });
+    app = defer(createApp(settings, { logger: silentLogger() }), stop);
     const { localUrl } = await app.start();
     return { base: `${prefix}/${deviceId}`, deviceId, localUrl, ctx: app.context() };
   }

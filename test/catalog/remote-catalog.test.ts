@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
+import { cleanup, closeWatcher, stop } from '../helpers/cleanup.js';
 import { watch, type Watcher } from '../mqtt/watch.js';
 import { cli, get, order, orderReaches, pay, query } from './helpers.js';
 import { commandPayload } from '../helpers/operator.js';
@@ -27,17 +28,13 @@ const V2 = {
 let requests = 0;
 
 describe('a catalog published over MQTT', () => {
+  const defer = cleanup();
+  // The latest of each; every one opened in a test is closed after it (newest first).
   let svc: Service | null = null;
   let watcher: Watcher | null = null;
   let broker: TestBroker | null = null;
-  afterEach(async () => {
-    await svc?.stop();
-    svc = null;
-    await watcher?.clearRetained();
-    await watcher?.close();
-    watcher = null;
-    await broker?.close();
-    broker = null;
+  beforeEach(() => {
+    svc = watcher = broker = null;
   });
 
   /** `same`: the device, prefix and directory (database) of an earlier run, for a restart with other settings. */
@@ -46,10 +43,13 @@ describe('a catalog published over MQTT', () => {
     const prefix = same?.prefix ?? `vgcat${randomBytes(3).toString('hex')}`;
     const base = `${prefix}/${deviceId}`;
     // One broker per test: a restart with other settings reaches the same one.
-    broker ??= await testBroker();
-    watcher = await watch(broker.url, [`${base}/#`]);
+    broker ??= defer(await testBroker(), (b) => b.close());
+    watcher = defer(await watch(broker.url, [`${base}/#`]), closeWatcher);
     const device = { id: deviceId, ...((config.device as Record<string, unknown> | undefined) ?? {}) };
-    svc = await startService({ config: { mqtt: { url: broker.url, prefix }, ...config, device }, ...(same ? { dir: same.dir } : {}) });
+    svc = defer(
+      await startService({ config: { mqtt: { url: broker.url, prefix }, ...config, device }, ...(same ? { dir: same.dir } : {}) }),
+      stop,
+    );
     await watcher.next(`${base}/status`, (m) => m.payload === 'online', 30_000);
     const command = async (name: string, body: Record<string, unknown>) => {
       const requestId = `${name}-${++requests}`;
@@ -247,55 +247,49 @@ describe('a catalog published over MQTT', () => {
   });
 
   it('bounds tightened after a catalog was applied: that catalog is not sold (alarm, the settings catalog instead), and a rollback never brings back prices outside them', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vendgate-bounds-'));
-    try {
-      const same = { deviceId: `cat-${randomBytes(4).toString('hex')}`, prefix: `vgcat${randomBytes(3).toString('hex')}`, dir };
-      const v1 = { version: 'v1', items: [{ slot: 'A1', name: 'Water', price: 2500 }] };
-      const v2 = { version: 'v2', items: [{ slot: 'A1', name: 'Water', price: 1500 }] };
-      // Applied in a first run on this database, before any bounds were set.
-      const loose = await start({}, same);
-      expect((await loose.command('catalog', { catalog: v1 })).ok).toBe(true);
-      expect((await loose.command('catalog', { catalog: v2 })).ok).toBe(true);
-      await loose.applied('v2');
-      await svc!.stop();
-      await watcher!.close();
+    // Removed after the services on it stopped.
+    const dir = defer(mkdtempSync(join(tmpdir(), 'vendgate-bounds-')), (d) => rmSync(d, { recursive: true, force: true }));
+    const same = { deviceId: `cat-${randomBytes(4).toString('hex')}`, prefix: `vgcat${randomBytes(3).toString('hex')}`, dir };
+    const v1 = { version: 'v1', items: [{ slot: 'A1', name: 'Water', price: 2500 }] };
+    const v2 = { version: 'v2', items: [{ slot: 'A1', name: 'Water', price: 1500 }] };
+    // Applied in a first run on this database, before any bounds were set.
+    const loose = await start({}, same);
+    expect((await loose.command('catalog', { catalog: v1 })).ok).toBe(true);
+    expect((await loose.command('catalog', { catalog: v2 })).ok).toBe(true);
+    await loose.applied('v2');
+    await svc!.stop();
 
-      // The operator tightens the bounds; the settings' own catalog is within them.
-      const { base, command, applied } = await start(
-        { pricing: { floor: 2000, ceiling: 2400 }, device: { catalog: [{ slot: 'A1', name: 'Water', price: 2200 }] } },
-        same,
-      );
-      const alarm = await watcher!.next(`${base}/alarms/catalog_out_of_bounds`, (m) => m.payload !== '', 30_000);
-      expect(JSON.parse(alarm.payload)).toMatchObject({
-        version: 'v2',
-        problems: [expect.stringMatching(/^items\.0\.price: 1500 for slot A1 is below the floor 2000/)],
-      });
-      expect(JSON.parse((await applied('settings')).payload).items).toEqual([{ slot: 'A1', name: 'Water', price: 2200 }]);
-      const state = await stateOf();
-      expect(state.catalogVersion).toBe('settings');
-      expect(state.catalog).toEqual([expect.objectContaining({ slot: 'A1', price: 2200 })]);
-      const priced = await order(svc!, 'A1');
-      expect((await get(`${svc!.localUrl}/api/orders/${priced.body.orderId}`)).amount).toBe(2200);
+    // The operator tightens the bounds; the settings' own catalog is within them.
+    const { base, command, applied } = await start(
+      { pricing: { floor: 2000, ceiling: 2400 }, device: { catalog: [{ slot: 'A1', name: 'Water', price: 2200 }] } },
+      same,
+    );
+    const alarm = await watcher!.next(`${base}/alarms/catalog_out_of_bounds`, (m) => m.payload !== '', 30_000);
+    expect(JSON.parse(alarm.payload)).toMatchObject({
+      version: 'v2',
+      problems: [expect.stringMatching(/^items\.0\.price: 1500 for slot A1 is below the floor 2000/)],
+    });
+    expect(JSON.parse((await applied('settings')).payload).items).toEqual([{ slot: 'A1', name: 'Water', price: 2200 }]);
+    const state = await stateOf();
+    expect(state.catalogVersion).toBe('settings');
+    expect(state.catalog).toEqual([expect.objectContaining({ slot: 'A1', price: 2200 })]);
+    const priced = await order(svc!, 'A1');
+    expect((await get(`${svc!.localUrl}/api/orders/${priced.body.orderId}`)).amount).toBe(2200);
 
-      // Rolling v2 back would bring back v1 (2500, above the new ceiling): refused, nothing changed.
-      const versions = query(svc!, 'SELECT * FROM catalog_versions');
-      const rollback = await command('catalog_rollback', {});
-      expect(rollback).toMatchObject({ ok: false, error: { code: 'VG_ERR_CATALOG_INVALID' } });
-      expect(rollback.error.details.problems).toEqual([
-        expect.stringMatching(/^rollback: version v1 crosses the local price bounds/),
-        expect.stringMatching(/^items\.0\.price: 2500 for slot A1 is above the ceiling 2400/),
-      ]);
-      expect(query(svc!, 'SELECT * FROM catalog_versions')).toEqual(versions);
-      expect((await stateOf()).catalogVersion).toBe('settings');
+    // Rolling v2 back would bring back v1 (2500, above the new ceiling): refused, nothing changed.
+    const versions = query(svc!, 'SELECT * FROM catalog_versions');
+    const rollback = await command('catalog_rollback', {});
+    expect(rollback).toMatchObject({ ok: false, error: { code: 'VG_ERR_CATALOG_INVALID' } });
+    expect(rollback.error.details.problems).toEqual([
+      expect.stringMatching(/^rollback: version v1 crosses the local price bounds/),
+      expect.stringMatching(/^items\.0\.price: 2500 for slot A1 is above the ceiling 2400/),
+    ]);
+    expect(query(svc!, 'SELECT * FROM catalog_versions')).toEqual(versions);
+    expect((await stateOf()).catalogVersion).toBe('settings');
 
-      // A catalog within the bounds is sold again and the alarm closes.
-      expect((await command('catalog', { catalog: { version: 'v3', items: [{ slot: 'A1', name: 'Water', price: 2300 }] } })).ok).toBe(true);
-      await watcher!.next(`${base}/alarms/catalog_out_of_bounds`, (m) => m.payload === '', 30_000);
-      expect((await stateOf()).catalogVersion).toBe('v3');
-    } finally {
-      await svc?.stop();
-      svc = null;
-      rmSync(dir, { recursive: true, force: true });
-    }
+    // A catalog within the bounds is sold again and the alarm closes.
+    expect((await command('catalog', { catalog: { version: 'v3', items: [{ slot: 'A1', name: 'Water', price: 2300 }] } })).ok).toBe(true);
+    await watcher!.next(`${base}/alarms/catalog_out_of_bounds`, (m) => m.payload === '', 30_000);
+    expect((await stateOf()).catalogVersion).toBe('v3');
   });
 });

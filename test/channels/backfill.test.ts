@@ -1,8 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ProviderError, type EventPage, type PaymentProvider, type WebhookEvent } from '../../src/payments/types.js';
 import { createWebhookInbox } from '../../src/channels/webhook/index.js';
 import { createBackfill, BACKFILL_CURSOR_KEY, WEBHOOK_SILENT_ALARM } from '../../src/channels/backfill.js';
-import { buildCore, type Core } from '../helpers/core.js';
+import { coreOnFakeTimeouts, type Core } from '../helpers/core.js';
 
 const GRACE_SEC = 30;
 
@@ -66,14 +66,7 @@ function eventsApi(pageSize: number) {
 
 describe('Events backfill', () => {
   let core: Core;
-  beforeEach(() => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    core = buildCore();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-    core.close();
-  });
+  coreOnFakeTimeouts((c) => (core = c));
 
   /** A verified webhook for `objectId`'s payment lands in the inbox now. */
   function webhookArrives(inbox: ReturnType<typeof createWebhookInbox>, eventId: string, objectId: string): void {
@@ -239,33 +232,27 @@ describe('Events backfill', () => {
     await backfill.stop();
   });
 
-  it('does nothing after the grace when the webhook for the payment arrived', async () => {
+  it.each([
+    [
+      'does nothing after the grace when the webhook for the payment arrived',
+      { polled: 'fk_9', webhookAfterMs: 2_000, webhook: { eventId: 'evt_late', objectId: 'fk_9' }, catchUpRuns: 0 },
+    ],
+    [
+      'catches up without an alarm when other webhooks arrive but the one for this payment was lost',
+      { polled: 'fk_dropped', webhookAfterMs: 1_000, webhook: { eventId: 'evt_other', objectId: 'fk_other' }, catchUpRuns: 1 },
+    ],
+  ] as const)('%s', async (_behaviour, { polled, webhookAfterMs, webhook, catchUpRuns }) => {
     const { api, inbox, backfill, alarms } = setup();
     backfill.start();
     await vi.advanceTimersByTimeAsync(0);
     const runs = api.queries.length;
-    backfill.paymentPolled('fk_9');
-    core.clock.advance(2_000);
-    webhookArrives(inbox, 'evt_late', 'fk_9');
+    backfill.paymentPolled(polled);
+    core.clock.advance(webhookAfterMs);
+    webhookArrives(inbox, webhook.eventId, webhook.objectId);
     core.clock.advance(GRACE_SEC * 1000);
     await vi.advanceTimersByTimeAsync(GRACE_SEC * 1000);
     expect(alarms()).toEqual([]);
-    expect(api.queries.length).toBe(runs);
-    await backfill.stop();
-  });
-
-  it('catches up without an alarm when other webhooks arrive but the one for this payment was lost', async () => {
-    const { api, inbox, backfill, alarms } = setup();
-    backfill.start();
-    await vi.advanceTimersByTimeAsync(0);
-    const runs = api.queries.length;
-    backfill.paymentPolled('fk_dropped');
-    core.clock.advance(1_000);
-    webhookArrives(inbox, 'evt_other', 'fk_other');
-    core.clock.advance(GRACE_SEC * 1000);
-    await vi.advanceTimersByTimeAsync(GRACE_SEC * 1000);
-    expect(alarms()).toEqual([]);
-    expect(api.queries.length).toBe(runs + 1);
+    expect(api.queries.length).toBe(runs + catchUpRuns);
     await backfill.stop();
   });
 });

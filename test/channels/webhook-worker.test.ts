@@ -1,22 +1,15 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ProviderError, type WebhookEvent } from '../../src/payments/types.js';
 import { createOrderRepository } from '../../src/orders/index.js';
 import { createWebhookInbox, createWebhookWorker, type WebhookWorkerSettings } from '../../src/channels/webhook/index.js';
-import { buildCore, type Core } from '../helpers/core.js';
+import { coreOnFakeTimeouts, type Core } from '../helpers/core.js';
 
 const SETTINGS: WebhookWorkerSettings = { retryBaseMs: 1_000, retryMaxMs: 60_000, alarmAfterAttempts: 3 };
 
 describe('webhook worker', () => {
   let core: Core;
-  beforeEach(() => {
-    // The worker schedules retries with setTimeout; fake timers keep every pass under the test's control.
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    core = buildCore();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-    core.close();
-  });
+  // The worker schedules retries with setTimeout; fake timers keep every pass under the test's control.
+  coreOnFakeTimeouts((c) => (core = c));
 
   function setup(options: { knowsInvoice?: boolean } = {}) {
     const inbox = createWebhookInbox(core.db);

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { connect, type MqttClient } from 'mqtt';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../helpers/service.js';
+import { connect } from 'mqtt';
+import { describe, expect, it } from 'vitest';
+import { cleanup } from '../helpers/cleanup.js';
+import { BROKER, serviceOnBroker } from '../helpers/on-broker.js';
 import { tempDir } from '../helpers/temp.js';
-import { watch, type Watcher } from '../mqtt/watch.js';
 import { run } from './cli-io.js';
 
 /**
@@ -12,49 +12,28 @@ import { run } from './cli-io.js';
  * command (the request id is in the envelope) and answers first in the device's name is refused.
  * The compiled service on a real broker (Mosquitto at 127.0.0.1:1883, or MQTT_TEST_URL).
  */
-const BROKER = process.env.MQTT_TEST_URL ?? 'mqtt://127.0.0.1:1883';
-
 describe("vendgate command send: only the device's signed answer counts", () => {
-  let svc: Service | null = null;
-  let watcher: Watcher | null = null;
-  let forger: MqttClient | null = null;
-  let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    forger?.end(true);
-    forger = null;
-    await svc?.stop();
-    svc = null;
-    await watcher?.clearRetained();
-    await watcher?.close();
-    watcher = null;
-    dir?.cleanup();
-    dir = null;
-  });
+  const defer = cleanup();
 
   it('a forged "refund done" from a third client is refused; the device key is printed by device-key; the genuine answer is taken', async () => {
-    dir = tempDir();
+    const dir = defer(tempDir(), (d) => d.cleanup());
     const keyPath = join(dir.path, 'ops.pem');
     const made = await run(['command', 'keygen', '--out', keyPath, '--key-id', 'ops-fa']);
     const publicKey = /publicKey: (\S+)/.exec(made.stdout)![1]!;
-    const deviceId = `fa-${randomBytes(4).toString('hex')}`;
-    const prefix = `vgfa${randomBytes(3).toString('hex')}`;
-    const base = `${prefix}/${deviceId}`;
-    watcher = await watch(BROKER, [`${base}/#`]);
-    svc = await startService({
-      config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix }, commands: { keys: [{ id: 'ops-fa', publicKey }] } },
-    });
-    await watcher.next(`${base}/status`, (m) => m.payload === 'online', 30_000);
+    const { svc, watcher, deviceId, base } = await serviceOnBroker(defer, 'fa', { commands: { keys: [{ id: 'ops-fa', publicKey }] } });
 
     const shown = await run(['command', 'device-key', '--config', svc.configPath]);
     expect(shown.code).toBe(0);
     const deviceKey = new RegExp(`${deviceId}: (\\S+)`).exec(shown.stdout)![1]!;
     // The database the device runs, from its retained state: a command names its order by reference.
-    await watcher.until(() => watcher!.on(`${base}/state`).length > 0, { what: 'the retained state' });
+    await watcher.until(() => watcher.on(`${base}/state`).length > 0, { what: 'the retained state' });
     const dbId = (JSON.parse(watcher.on(`${base}/state`).at(-1)!.payload) as { dbId: string }).dbId;
 
     // The forger reads every command and answers at once, "ok", with and without a made-up signature.
-    const f = connect(BROKER, { protocolVersion: 4, reconnectPeriod: 0, clientId: `forger-${randomBytes(4).toString('hex')}` });
-    forger = f;
+    const f = defer(
+      connect(BROKER, { protocolVersion: 4, reconnectPeriod: 0, clientId: `forger-${randomBytes(4).toString('hex')}` }),
+      (c) => c.end(true),
+    );
     f.on('error', () => {});
     f.on('message', (topic, payload) => {
       const { requestId } = JSON.parse((JSON.parse(payload.toString()) as { signed: string }).signed) as { requestId: string };
@@ -78,7 +57,7 @@ describe("vendgate command send: only the device's signed answer counts", () => 
         '--body',
         JSON.stringify({ order: `${deviceId}-${dbId}-424242-0badf00d` }),
         '--config',
-        svc!.configPath,
+        svc.configPath,
         '--device-key',
         deviceKey,
         '--db-id',
@@ -95,7 +74,7 @@ describe("vendgate command send: only the device's signed answer counts", () => 
 
     // The device is back: its own answer (no such order) is the one printed, whatever came first.
     await svc.restart();
-    await watcher.until(() => watcher!.on(`${base}/status`).some((m) => m.payload === 'online'), { what: 'online again' });
+    await watcher.until(() => watcher.on(`${base}/status`).some((m) => m.payload === 'online'), { what: 'online again' });
     const answered = await send();
     expect(answered.code).toBe(1);
     expect(JSON.parse(answered.stdout)).toMatchObject({ ok: false, error: { code: 'VG_ERR_ORDER_NOT_FOUND' } });

@@ -1,11 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { createApp, type App } from '../../src/app.js';
+import { createApp } from '../../src/app.js';
 import { observeDurableCommits, type DurableStep } from '../../src/store/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
 import { testSettings } from '../helpers/core.js';
 import { tempDir } from '../helpers/temp.js';
+import { cleanup, stop } from '../helpers/cleanup.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -15,24 +16,16 @@ import { waitFor } from '../helpers/wait.js';
  * commit hook (every durable commit, by name), not by time.
  */
 
-let app: App | null = null;
-let cleanup: (() => void) | null = null;
-afterEach(async () => {
-  observeDurableCommits(null);
-  await app?.stop();
-  cleanup?.();
-  app = null;
-  cleanup = null;
-});
+const defer = cleanup();
 
 describe('durable commits per sale with a fiscal register', () => {
   it('a paid, vended and receipted sale makes three durable commits, none of them a receipt claim of its own; one receipt each', async () => {
     const steps: DurableStep[] = [];
-    const dir = tempDir();
-    cleanup = () => dir.cleanup();
+    const dir = defer(tempDir(), (d) => d.cleanup());
     const settings = testSettings(dir.path, { fiscal: { register: 'sandbox' } });
     const fake = createFakeProvider({ livemode: false });
-    app = createApp(settings, { provider: fake.provider });
+    const app = defer(createApp(settings, { provider: fake.provider }), stop);
+    defer(null, () => observeDurableCommits(null));
     await app.start();
     const ctx = app.context();
     const receiptOf = (orderId: number) =>

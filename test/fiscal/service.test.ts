@@ -1,32 +1,23 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WEBKASSA_SIM_DEFAULTS as D } from '../../src/simulator/index.js';
-import { startService, type Service } from '../helpers/service.js';
+import { postJson, startService } from '../helpers/service.js';
+import { cleanup, stop } from '../helpers/cleanup.js';
 import { startRegisters } from '../techniques/contract/register-harness.js';
 
 /** The compiled service with the demo's register: a paid vend shows its receipt QR and /metrics counts it. */
 describe('fiscal receipts in the running service', () => {
-  let svc: Service | null = null;
-  afterEach(async () => {
-    await svc?.stop();
-    svc = null;
-  });
-
-  const post = (url: string, body?: unknown) =>
-    fetch(url, {
-      method: 'POST',
-      headers: body ? { 'content-type': 'application/json' } : {},
-      body: body ? JSON.stringify(body) : undefined,
-    });
+  const defer = cleanup();
+  const post = postJson;
 
   it('the sandbox register issues one receipt for a vend: QR on the result screen, counted in /metrics, nothing of it stored', async () => {
-    svc = await startService({ config: { fiscal: { register: 'sandbox' }, kiosk: { resultScreenSec: 60 } } });
+    const svc = defer(await startService({ config: { fiscal: { register: 'sandbox' }, kiosk: { resultScreenSec: 60 } } }), stop);
     const created = (await (await post(`${svc.localUrl}/api/orders`, { slot: 'A1' })).json()) as { orderId: number; invoiceId: string };
     expect((await post(`${svc.localUrl}/sandbox/pay/${created.invoiceId}`)).status).toBe(204);
     const state = await svc.waitFor(
       async () => {
-        const body = (await (await fetch(`${svc!.localUrl}/api/state`)).json()) as {
+        const body = (await (await fetch(`${svc.localUrl}/api/state`)).json()) as {
           phase: string;
           receipt: { status: string; qrData: string | null } | null;
           receiptQrSvg: string | null;
@@ -56,22 +47,25 @@ describe('fiscal receipts in the running service', () => {
   it('a register that goes down (connection refused): /metrics says so and ages the waiting receipt, fiscal.stopSalesAfterHours stops sales in /healthz and refuses orders; all of it ends when the register is back', async () => {
     const sim = await startRegisters();
     const port = Number(new URL(sim.url).port);
-    svc = await startService({
-      config: {
-        fiscal: {
-          register: 'webkassa',
-          webkassa: { url: sim.url, login: D.login, cashboxId: D.cashbox.uniqueNumber },
-          intervalMs: 100,
-          retryMaxMs: 200,
-          // 3.6 s: long enough for the sale to settle first, short enough for a test on the real clock.
-          stopSalesAfterHours: 0.001,
+    const svc = defer(
+      await startService({
+        config: {
+          fiscal: {
+            register: 'webkassa',
+            webkassa: { url: sim.url, login: D.login, cashboxId: D.cashbox.uniqueNumber },
+            intervalMs: 100,
+            retryMaxMs: 200,
+            // 3.6 s: long enough for the sale to settle first, short enough for a test on the real clock.
+            stopSalesAfterHours: 0.001,
+          },
         },
-      },
-      env: { VENDGATE_FISCAL_WEBKASSA_PASSWORD: D.password, VENDGATE_FISCAL_WEBKASSA_API_KEY: D.apiKey },
-    });
-    const metrics = async () => (await fetch(`${svc!.localUrl}/metrics`)).text();
+        env: { VENDGATE_FISCAL_WEBKASSA_PASSWORD: D.password, VENDGATE_FISCAL_WEBKASSA_API_KEY: D.apiKey },
+      }),
+      stop,
+    );
+    const metrics = async () => (await fetch(`${svc.localUrl}/metrics`)).text();
     const healthz = async () => {
-      const r = await fetch(`${svc!.localUrl}/healthz`);
+      const r = await fetch(`${svc.localUrl}/healthz`);
       return { status: r.status, body: (await r.json()) as { ok: boolean; checks: Record<string, { ok: boolean; detail: string }> } };
     };
     expect(gauge(await metrics(), 'vendgate_fiscal_register_up')).toBe(1);

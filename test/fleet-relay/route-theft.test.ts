@@ -1,13 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import type { MqttClient } from 'mqtt';
 import { signGeregeTestPayload } from '../../src/payments/index.js';
 import { decodeWebhookMessage } from '../../src/mqtt/index.js';
 
-import { CA, mqttClient, startBrokers } from '../techniques/e2e/fleet/fleet.js';
-import type { Mosquitto } from '../techniques/e2e/fleet/mosquitto.js';
+import { CA, mqttClient } from '../techniques/e2e/fleet/fleet.js';
+import { brokersForFile } from '../techniques/e2e/fleet/brokers-for-file.js';
 import { relayProcess, type RelayProcess } from '../techniques/e2e/fleet/relay-process.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -19,22 +16,12 @@ import { waitFor } from '../helpers/wait.js';
 const SECRET = 'whsec_route_theft';
 const DB = 'ab12cd';
 const accounts = { relay: 'pw-relay', bridge: 'pw-bridge', operator: 'pw-operator', m1: 'pw-m1', 'm1-2': 'pw-m1-2' };
-let dir: string;
-let brokers: { brokerA: Mosquitto; brokerB: Mosquitto };
-const clients: MqttClient[] = [];
 const relays: RelayProcess[] = [];
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'vendgate-route-theft-'));
-  brokers = await startBrokers(dir, accounts);
-}, 60_000);
-afterAll(async () => {
+const brokers = brokersForFile('route-theft', accounts, async () => {
   for (const r of relays) await r.kill('SIGTERM');
-  await Promise.all(clients.map((c) => c.endAsync(true)));
-  await brokers?.brokerA.stop();
-  await brokers?.brokerB.stop();
-  rmSync(dir, { recursive: true, force: true });
 });
+const { clients } = brokers;
 
 async function client(user: keyof typeof accounts, on: 'A' | 'B', id: string) {
   const c = await mqttClient((on === 'A' ? brokers.brokerA : brokers.brokerB).url, user, accounts[user], id);
@@ -46,7 +33,7 @@ async function client(user: keyof typeof accounts, on: 'A' | 'B', id: string) {
 
 async function relay(name: string): Promise<RelayProcess> {
   const r = await relayProcess({
-    dir,
+    dir: brokers.dir,
     name,
     config: {
       relay: { providers: ['gerege'], publishTimeoutMs: 5_000 },

@@ -1,59 +1,32 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { fileURLToPath } from 'node:url';
-import { createHardware, type HardwareEvent, type VendRequest } from '../../src/hardware/index.js';
-import { silentLogger, systemClock } from '../../src/util/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import type { VendRequest } from '../../src/hardware/index.js';
+import { type Defer } from '../helpers/cleanup.js';
 import { createFakeGpio } from './fakes/fake-gpio.js';
+import { fakeTimersPerTest, pulseLow, startedOnFakeGpio } from './fakes/gpio-hardware.js';
 import { hardwareSettings } from './fakes/settings.js';
 
-const pi5 = fileURLToPath(new URL('../fixtures/sysfs/pi5', import.meta.url));
 const RELAY = 571 + 17;
 const BEAM = 571 + 24;
 
 const vend = (): VendRequest => ({ orderId: 3, reference: 'vm-1-1-3', slot: 'A1', amount: 1500, currency: 'MNT', mode: 'vending' });
 
 /** A relay vending machine with an IR beam in the chute on BCM 24 (active-low: the beam breaks → low). */
-async function machine(deliveryWindowMs = 2_000) {
+async function machine(defer: Defer, deliveryWindowMs = 2_000) {
   const gpio = createFakeGpio();
   const settings = hardwareSettings({
     actuator: { kind: 'relay', relay: { pin: 17, pulseMs: 200 }, deliveryWindowMs },
     inputs: { delivery: { pin: 24, debounceMs: 10 } },
   });
   gpio.setInput(BEAM, 1);
-  const hardware = await createHardware({ clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi5 }, settings);
-  const events: HardwareEvent[] = [];
-  hardware.inputs.on((event) => events.push(event));
-  await hardware.inputs.start();
-  await hardware.actuator.start();
-  return { gpio, ...hardware, events };
+  return startedOnFakeGpio(defer, gpio, settings);
 }
 
 /** An item falls through the beam: it breaks for 30 ms. */
-async function itemFalls(gpio: ReturnType<typeof createFakeGpio>) {
-  gpio.setInput(BEAM, 0);
-  await vi.advanceTimersByTimeAsync(30);
-  gpio.setInput(BEAM, 1);
-  await vi.advanceTimersByTimeAsync(20);
-}
+const itemFalls = (gpio: ReturnType<typeof createFakeGpio>) => pulseLow(gpio, BEAM, 30, 20);
 
 describe('delivery sensor on a relay vending machine (vend-detect)', () => {
-  let stopAll: (() => Promise<void>) | null = null;
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(async () => {
-    await stopAll?.();
-    stopAll = null;
-    vi.useRealTimers();
-  });
-
-  async function start(windowMs?: number) {
-    const m = await machine(windowMs);
-    stopAll = async () => {
-      await m.inputs.stop();
-      await m.actuator.stop();
-    };
-    return m;
-  }
+  const defer = fakeTimersPerTest();
+  const start = (windowMs?: number) => machine(defer, windowMs);
 
   it('a drop after the pulse, within the window, is a delivered vend', async () => {
     const m = await start();
@@ -108,9 +81,6 @@ describe('delivery sensor on a relay vending machine (vend-detect)', () => {
     await vi.advanceTimersByTimeAsync(10);
     await stopping;
     await expect(outcome).resolves.toMatchObject({ result: 'unknown' });
-    stopAll = async () => {
-      await m.inputs.stop();
-    };
   });
 });
 

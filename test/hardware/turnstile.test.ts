@@ -1,11 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { fileURLToPath } from 'node:url';
-import { createHardware, type HardwareEvent, type VendRequest } from '../../src/hardware/index.js';
-import { silentLogger, systemClock } from '../../src/util/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import type { VendRequest } from '../../src/hardware/index.js';
+import { type Defer } from '../helpers/cleanup.js';
 import { createFakeGpio } from './fakes/fake-gpio.js';
+import { fakeTimersPerTest, pulseLow, startedOnFakeGpio } from './fakes/gpio-hardware.js';
 import { hardwareSettings } from './fakes/settings.js';
 
-const pi5 = fileURLToPath(new URL('../fixtures/sysfs/pi5', import.meta.url));
 // Pi 5: base 571
 const RELAY = 571 + 17;
 const PASSAGE = 571 + 22;
@@ -13,7 +12,7 @@ const FIRE_ALARM = 571 + 23;
 
 const pass = (): VendRequest => ({ orderId: 7, reference: 'gate-1-1-7', slot: null, amount: 500, currency: 'MNT', mode: 'turnstile' });
 
-async function gate(options: { passage?: boolean; fireAlarmAtStart?: boolean; mode?: 'turnstile' | 'vending' } = {}) {
+async function gate(defer: Defer, options: { passage?: boolean; fireAlarmAtStart?: boolean; mode?: 'turnstile' | 'vending' } = {}) {
   const gpio = createFakeGpio();
   const mode = options.mode ?? 'turnstile';
   const settings = hardwareSettings({
@@ -27,41 +26,15 @@ async function gate(options: { passage?: boolean; fireAlarmAtStart?: boolean; mo
   // Inputs idle: passage contact open (pull-up → high, active-low), alarm contact low.
   gpio.setInput(PASSAGE, 1);
   gpio.setInput(FIRE_ALARM, options.fireAlarmAtStart ? 1 : 0);
-  const hardware = await createHardware({ clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi5 }, settings);
-  const events: HardwareEvent[] = [];
-  hardware.inputs.on((event) => events.push(event));
-  await hardware.inputs.start();
-  await hardware.actuator.start();
-  return { gpio, ...hardware, events, relayLevel: () => gpio.pin(RELAY).level };
+  return { ...(await startedOnFakeGpio(defer, gpio, settings)), relayLevel: () => gpio.pin(RELAY).level };
 }
 
 /** A person walks through: the PASS contact closes for 300 ms. */
-async function walkThrough(gpio: ReturnType<typeof createFakeGpio>) {
-  gpio.setInput(PASSAGE, 0);
-  await vi.advanceTimersByTimeAsync(300);
-  gpio.setInput(PASSAGE, 1);
-  await vi.advanceTimersByTimeAsync(50);
-}
+const walkThrough = (gpio: ReturnType<typeof createFakeGpio>) => pulseLow(gpio, PASSAGE, 300, 50);
 
 describe('turnstile', () => {
-  let stopAll: (() => Promise<void>) | null = null;
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(async () => {
-    await stopAll?.();
-    stopAll = null;
-    vi.useRealTimers();
-  });
-
-  async function open(options: Parameters<typeof gate>[0] = {}) {
-    const g = await gate(options);
-    stopAll = async () => {
-      await g.inputs.stop();
-      await g.actuator.stop();
-    };
-    return g;
-  }
+  const defer = fakeTimersPerTest();
+  const open = (options: Parameters<typeof gate>[1] = {}) => gate(defer, options);
 
   it('one pulse opens the gate and a pass confirmed by the sensor is vended', async () => {
     const g = await open();

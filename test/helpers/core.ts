@@ -1,3 +1,4 @@
+import { afterEach, beforeEach, vi } from 'vitest';
 import { join } from 'node:path';
 import { commandSettings } from './operator.js';
 import { parseSettings, SettingsError, type Settings, type SettingsInput } from '../../src/settings/index.js';
@@ -215,4 +216,21 @@ export function runnerAnswering(core: Core, outcome: Awaited<ReturnType<Actuator
     },
     { mode: 'vending', vendTimeoutMs: 2_000, notPassedPolicy: 'refund' },
   );
+}
+
+/**
+ * For a describe whose code schedules with setTimeout: before each test, setTimeout and
+ * clearTimeout faked and a fresh core handed to `use`; after it, the timers real again and the
+ * core closed.
+ */
+export function coreOnFakeTimeouts(use: (core: Core) => void): void {
+  let core: Core | undefined;
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    use((core = buildCore()));
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+    core?.close();
+  });
 }

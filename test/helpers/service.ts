@@ -340,3 +340,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   };
   return service;
 }
+
+/** POST to a service's API: the body as JSON when there is one, none otherwise; the raw response. */
+export const postJson = (url: string, body?: unknown): Promise<Response> =>
+  fetch(url, {
+    method: 'POST',
+    headers: body ? { 'content-type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });

@@ -1,5 +1,9 @@
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
+import { afterAll, beforeAll } from 'vitest';
+import { createKioskServer } from '../../src/kiosk/index.js';
+import { stop, type Defer } from '../helpers/cleanup.js';
+import type { FakeKioskDeps } from '../fakes/kiosk-deps.js';
 
 /** Debian's chromium; never a downloaded browser. */
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -19,6 +23,40 @@ export function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+}
+
+/** One Chromium for the calling file: launched before its first test, closed after its last. */
+export function chromiumForFile(): () => Browser {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => {
+    if (!browser) throw new Error('chromiumForFile: the browser is not launched yet (use it inside a test)');
+    return browser;
+  };
+}
+
+/** A new page in its own context (at 800×480, the machine's screen, unless `context` says otherwise) on `url`. */
+export async function pageOn(browser: Browser, url: string, context: BrowserContextOptions = {}): Promise<Page> {
+  const page = await (await browser.newContext({ viewport: { width: 800, height: 480 }, ...context })).newPage();
+  await page.goto(url);
+  return page;
+}
+
+/** The kiosk server on a loopback port over fake order-service deps, stopped after the test, and a page on it. */
+export async function fakeKioskPage(
+  browser: Browser,
+  defer: Defer,
+  deps: FakeKioskDeps,
+  context: BrowserContextOptions = {},
+): Promise<Page> {
+  const server = defer(createKioskServer(deps, { host: '127.0.0.1', port: 0 }), stop);
+  const { url } = await server.start();
+  return pageOn(browser, url, context);
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

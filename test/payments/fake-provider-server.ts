@@ -5,6 +5,10 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { expect } from 'vitest';
+import { WebhookVerificationError, type CreateInvoiceRequest } from '../../src/payments/types.js';
+import { createLogger, createManualClock } from '../../src/util/index.js';
 
 export interface RecordedRequest {
   method: string;
@@ -95,5 +99,43 @@ export function recordingSleep(clock: { advance(ms: number): void }): { sleep: (
       delays.push(ms);
       clock.advance(ms);
     },
+  };
+}
+
+/** What an adapter under test is built with: a manual clock, a debug logger whose lines land in `logs`, recorded sleeps, random() 0.5. */
+export function adapterDeps() {
+  const clock = createManualClock();
+  const logs: string[] = [];
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
+  const deps = { clock, logger: createLogger({ level: 'debug', destination }), sleep: recordingSleep(clock).sleep, random: () => 0.5 };
+  return { clock, logs, deps };
+}
+
+/** The reason of the WebhookVerificationError that `verify` throws; fails the test when it throws anything else or nothing. */
+export function refusalReason(verify: () => unknown): string {
+  try {
+    verify();
+  } catch (err) {
+    expect(err).toBeInstanceOf(WebhookVerificationError);
+    return (err as WebhookVerificationError).reason;
+  }
+  throw new Error('expected a WebhookVerificationError');
+}
+
+/** An invoice request for the adapters' tests: order 7 of vm-1 on database db1, automatic capture, two minutes. */
+export function invoiceRequest(amount: number, currency: string, description: string): CreateInvoiceRequest {
+  return {
+    idempotencyKey: 'vm-1-db1-7-pay',
+    reference: 'vm-1-7',
+    amount,
+    currency,
+    description,
+    expiresInSec: 120,
+    captureMode: 'automatic',
   };
 }

@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { Writable } from 'node:stream';
-import { createLogger, createManualClock } from '../../src/util/index.js';
-import { ProviderError, type CreateInvoiceRequest, type PaymentProvider } from '../../src/payments/types.js';
+import { describe, expect, it } from 'vitest';
+import type { createManualClock } from '../../src/util/index.js';
+import { cleanup, stop } from '../helpers/cleanup.js';
+import { ProviderError, type PaymentProvider } from '../../src/payments/types.js';
 import { createGeregeProvider, GEREGE_STATUS_MAP } from '../../src/payments/gerege/index.js';
 import {
-  recordingSleep,
+  adapterDeps,
+  invoiceRequest,
   startFakeProviderServer,
   type FakeProviderServer,
   type RecordedRequest,
@@ -13,15 +14,7 @@ import {
 
 const CLIENT_ID = 'vm-client';
 const CLIENT_SECRET = 'cs_super_secret_value';
-const request: CreateInvoiceRequest = {
-  idempotencyKey: 'vm-1-db1-7-pay',
-  reference: 'vm-1-7',
-  amount: 1500,
-  currency: 'MNT',
-  description: 'Cola 0.5 l',
-  expiresInSec: 120,
-  captureMode: 'automatic',
-};
+const request = invoiceRequest(1500, 'MNT', 'Cola 0.5 l');
 
 function intent(overrides: Record<string, unknown> = {}) {
   return {
@@ -48,11 +41,9 @@ interface Fake {
   apiCalls: () => RecordedRequest[];
 }
 
+const defer = cleanup();
+/** The double of the running test, for handlers that look at what it received so far. */
 let fake: Fake | undefined;
-afterEach(async () => {
-  await fake?.server.stop();
-  fake = undefined;
-});
 
 /** A Gerege double: issues tok_1, tok_2, … (expires_in as given) and hands API calls to `api`. */
 async function setup(
@@ -60,26 +51,25 @@ async function setup(
   options: { expiresInSec?: number; tokenReply?: Reply } = {},
 ): Promise<Fake> {
   let issued = 0;
-  const server = await startFakeProviderServer((req) => {
-    if (req.path === '/oauth2/token') {
-      if (options.tokenReply) return options.tokenReply;
-      issued += 1;
-      return { status: 200, json: { access_token: `tok_${issued}`, token_type: 'Bearer', expires_in: options.expiresInSec ?? 3_600 } };
-    }
-    return api(req, req.headers.authorization?.replace(/^Bearer /, ''));
-  });
-  const clock = createManualClock();
-  const logs: string[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      logs.push(String(chunk));
-      done();
-    },
-  });
-  const provider = createGeregeProvider(
-    { clock, logger: createLogger({ level: 'debug', destination }), sleep: recordingSleep(clock).sleep, random: () => 0.5 },
-    { baseUrl: server.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, requestTimeoutMs: 2_000, createDeadlineMs: 20_000 },
+  const server = defer(
+    await startFakeProviderServer((req) => {
+      if (req.path === '/oauth2/token') {
+        if (options.tokenReply) return options.tokenReply;
+        issued += 1;
+        return { status: 200, json: { access_token: `tok_${issued}`, token_type: 'Bearer', expires_in: options.expiresInSec ?? 3_600 } };
+      }
+      return api(req, req.headers.authorization?.replace(/^Bearer /, ''));
+    }),
+    stop,
   );
+  const { clock, logs, deps } = adapterDeps();
+  const provider = createGeregeProvider(deps, {
+    baseUrl: server.url,
+    clientId: CLIENT_ID,
+    clientSecret: CLIENT_SECRET,
+    requestTimeoutMs: 2_000,
+    createDeadlineMs: 20_000,
+  });
   fake = {
     server,
     provider,

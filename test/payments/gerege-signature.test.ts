@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createHmac } from 'node:crypto';
-import { WebhookVerificationError } from '../../src/payments/types.js';
+import { refusalReason } from './fake-provider-server.js';
 import { signGeregeTestPayload, verifyGeregeSignature, verifyGeregeWebhook } from '../../src/payments/gerege/index.js';
 
 const NOW_MS = Date.UTC(2026, 10, 29, 12, 0, 0);
@@ -28,15 +28,7 @@ const headers = (signature: string, extra: Record<string, string> = {}) => ({
   ...extra,
 });
 
-function reason(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(WebhookVerificationError);
-    return (err as WebhookVerificationError).reason;
-  }
-  throw new Error('expected a WebhookVerificationError');
-}
+const reason = refusalReason;
 
 describe('Gerege webhook signatures', () => {
   it('accepts what signGeregeTestPayload signs and says which secret matched', () => {

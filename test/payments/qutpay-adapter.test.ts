@@ -1,26 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { Writable } from 'node:stream';
-import { createLogger, createManualClock } from '../../src/util/index.js';
-import type { CreateInvoiceRequest, PaymentProvider } from '../../src/payments/types.js';
+import { describe, expect, it } from 'vitest';
+import { cleanup, stop } from '../helpers/cleanup.js';
+import type { PaymentProvider } from '../../src/payments/types.js';
 import { createQutpayProvider, QUTPAY_STATUS_MAP } from '../../src/payments/qutpay/index.js';
-import {
-  recordingSleep,
-  startFakeProviderServer,
-  type FakeProviderServer,
-  type RecordedRequest,
-  type Reply,
-} from './fake-provider-server.js';
+import { adapterDeps, invoiceRequest, startFakeProviderServer, type RecordedRequest, type Reply } from './fake-provider-server.js';
 
 const API_KEY = 'qp_test_0123456789abcdef';
-const request: CreateInvoiceRequest = {
-  idempotencyKey: 'vm-1-db1-7-pay',
-  reference: 'vm-1-7',
-  amount: 2500,
-  currency: 'KZT',
-  description: 'Water',
-  expiresInSec: 120,
-  captureMode: 'automatic',
-};
+const request = invoiceRequest(2500, 'KZT', 'Water');
 
 function invoice(overrides: Record<string, unknown> = {}) {
   return {
@@ -37,29 +22,21 @@ function invoice(overrides: Record<string, unknown> = {}) {
   };
 }
 
-let server: FakeProviderServer | undefined;
-afterEach(async () => {
-  await server?.stop();
-  server = undefined;
-});
+const defer = cleanup();
 
 async function setup(
   api: (req: RecordedRequest, index: number) => Reply,
   apiKey = API_KEY,
 ): Promise<{ provider: PaymentProvider; requests: RecordedRequest[]; logs: string[] }> {
-  server = await startFakeProviderServer(api);
-  const clock = createManualClock();
-  const logs: string[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      logs.push(String(chunk));
-      done();
-    },
+  const server = defer(await startFakeProviderServer(api), stop);
+  const { logs, deps } = adapterDeps();
+  const provider = createQutpayProvider(deps, {
+    baseUrl: server.url,
+    apiKey,
+    currency: 'KZT',
+    requestTimeoutMs: 2_000,
+    createDeadlineMs: 20_000,
   });
-  const provider = createQutpayProvider(
-    { clock, logger: createLogger({ level: 'debug', destination }), sleep: recordingSleep(clock).sleep, random: () => 0.5 },
-    { baseUrl: server.url, apiKey, currency: 'KZT', requestTimeoutMs: 2_000, createDeadlineMs: 20_000 },
-  );
   return { provider, requests: server.requests, logs };
 }
 

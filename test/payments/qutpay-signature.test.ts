@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createHmac } from 'node:crypto';
-import { WebhookVerificationError } from '../../src/payments/types.js';
+import { refusalReason } from './fake-provider-server.js';
 import { signQutpayTestPayload, verifyQutpaySignature, verifyQutpayWebhook } from '../../src/payments/qutpay/index.js';
 
 const SECRET = 'qp_whsec_current';
@@ -8,15 +8,7 @@ const OLD = 'qp_whsec_previous';
 const body = { event: 'invoice.paid', invoice: { id: 'inv_7', status: 'paid', amount: 2500, externalOrderId: 'vm-1-7', livemode: false } };
 const RAW = Buffer.from(JSON.stringify(body));
 
-function reason(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(WebhookVerificationError);
-    return (err as WebhookVerificationError).reason;
-  }
-  throw new Error('expected a WebhookVerificationError');
-}
+const reason = refusalReason;
 
 describe('QutPay webhook signatures', () => {
   it('accepts what signQutpayTestPayload signs: sha256=<hex HMAC of the raw body>', () => {

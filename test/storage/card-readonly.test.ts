@@ -1,14 +1,12 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import mqtt from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
-import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { mountExt4 } from '../helpers/mounts.js';
 import { waitFor } from '../helpers/wait.js';
+import { alarmsOnTestBroker, orderRefusedForStorage, post, startOnce, storageUnhealthy, vendFiring } from './harness.js';
 
 /**
  * A card the kernel turned read-only: ext4 on a loop device mounted errors=remount-ro,
@@ -17,44 +15,23 @@ import { waitFor } from '../helpers/wait.js';
  * refuses new orders with VG_ERR_STORAGE, names the card in /healthz and publishes
  * `storage_readonly` retained. A start on that card then stops with one fatal line and exit 74.
  */
-const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
-
 describe('an SD card that the kernel turns read-only', () => {
   let card: ReturnType<typeof mountExt4>;
-  let broker: TestBroker;
   let svc: Service | null = null;
-  let watcher: mqtt.MqttClient | null = null;
   const dir = mkdtempSync(join(tmpdir(), 'vendgate-ro-'));
   const deviceId = `storage-ro-${randomBytes(3).toString('hex')}`;
   const prefix = `vgtest-${randomBytes(3).toString('hex')}`;
-  const retained = new Map<string, string>();
+  const { retained, broker } = alarmsOnTestBroker(prefix, deviceId, `${deviceId}-watch`);
 
-  beforeAll(async () => {
+  beforeAll(() => {
     card = mountExt4(64);
-    broker = await testBroker();
-    watcher = mqtt.connect(broker.url, { clientId: `${deviceId}-watch` });
-    watcher.on('message', (topic, payload) => retained.set(topic, payload.toString()));
-    await new Promise<void>((resolve, reject) => {
-      watcher!.once('connect', () =>
-        watcher!.subscribe(`${prefix}/${deviceId}/alarms/#`, { qos: 1 }, (err) => (err ? reject(err) : resolve())),
-      );
-    });
   });
 
   afterAll(async () => {
     await svc?.stop();
-    await new Promise<void>((resolve) => (watcher ? watcher.end(true, {}, () => resolve()) : resolve()));
-    await broker?.close();
     card?.release();
     rmSync(dir, { recursive: true, force: true });
   });
-
-  const post = (url: string, body?: unknown) =>
-    fetch(url, {
-      method: 'POST',
-      headers: body ? { 'content-type': 'application/json' } : {},
-      body: body ? JSON.stringify(body) : undefined,
-    });
 
   it('keeps running and says why; a start on the card then stops with exit 74 and one line', async () => {
     const dbPath = join(card.dir, 'vendgate.db');
@@ -64,13 +41,11 @@ describe('an SD card that the kernel turns read-only', () => {
         device: { id: deviceId },
         storage: { path: dbPath, ballastMb: 1 },
         actuator: { sim: { durationMs: 4_000 } },
-        mqtt: { url: broker.url, prefix, telemetryIntervalSec: 3600 },
+        mqtt: { url: broker().url, prefix, telemetryIntervalSec: 3600 },
       },
     });
     const url = svc.localUrl;
-    const created = (await (await post(`${url}/api/orders`, { slot: 'A1' })).json()) as { orderId: number; invoiceId: string };
-    expect((await post(`${url}/sandbox/pay/${created.invoiceId}`)).status).toBe(204);
-    await svc.waitFor(() => svc!.logs().some((l) => l.msg === 'vend firing'), { timeoutMs: 20_000, what: 'the vend to fire' });
+    const created = await vendFiring(svc);
 
     card.failFileSystem();
 
@@ -82,20 +57,8 @@ describe('an SD card that the kernel turns read-only', () => {
     expect(svc.readSimLog().filter((l) => l.orderId === created.orderId)).toHaveLength(1);
     expect(svc.pid).not.toBeNull();
 
-    const refused = await post(`${url}/api/orders`, { slot: 'A2' });
-    expect(refused.status).toBe(503);
-    const body = (await refused.json()) as { error: { code: string; message: string } };
-    expect(body.error.code).toBe('VG_ERR_STORAGE');
-    expect(body.error.message).toContain(dbPath);
-    expect(body.error.message).toContain('read-only');
-    expect(body.error.message).toMatch(/\d+ bytes free/);
-
-    const health = await fetch(`${url}/healthz`);
-    expect(health.status).toBe(503);
-    const checks = ((await health.json()) as { checks: Record<string, { ok: boolean; detail: string }> }).checks;
-    expect(checks.storage).toMatchObject({ ok: false });
-    expect(checks.storage!.detail).toContain('read-only');
-    expect(checks.provider!.ok).toBe(true);
+    expect(await orderRefusedForStorage(url, dbPath)).toContain('read-only');
+    expect((await storageUnhealthy(url)).storage!.detail).toContain('read-only');
 
     const alarm = await waitFor(() => retained.get(`${prefix}/${deviceId}/alarms/storage_readonly`), {
       timeoutMs: 20_000,
@@ -108,12 +71,7 @@ describe('an SD card that the kernel turns read-only', () => {
     expect(svc.logs().find((l) => l.level === 'fatal' && l.orderId === created.orderId)).toMatchObject({ outcome: 'vended' });
 
     // A start on the read-only card: one fatal line naming the file, the cause and the next step; exit 74.
-    const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [MAIN, 'start', '--config', svc!.configPath], { stdio: ['ignore', 'ignore', 'pipe'] });
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.once('exit', (code) => resolve({ code, stderr }));
-    });
+    const result = await startOnce(svc.configPath);
     expect(result.code).toBe(74);
     const lines = result.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);

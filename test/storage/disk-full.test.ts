@@ -1,14 +1,13 @@
-import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import mqtt from 'mqtt';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
-import { testBroker, type TestBroker } from '../helpers/broker.js';
+import { cleanup, stop } from '../helpers/cleanup.js';
 import { fillUp, mountTmpfs, type Mounted } from '../helpers/mounts.js';
 import { waitFor } from '../helpers/wait.js';
+import { alarmsOnTestBroker, orderRefusedForStorage, post, startOnce, storageUnhealthy, vendFiring } from './harness.js';
 
 /**
  * A full disk: the database on a small real tmpfs that fills up while a vend is firing.
@@ -19,38 +18,19 @@ import { waitFor } from '../helpers/wait.js';
  */
 describe('a disk that fills during a vend', () => {
   let disk: Mounted;
-  let broker: TestBroker;
   let svc: Service | null = null;
-  let watcher: mqtt.MqttClient | null = null;
   const deviceId = `storage-full-${randomBytes(3).toString('hex')}`;
   const prefix = `vgtest-${randomBytes(3).toString('hex')}`;
-  const retained = new Map<string, string>();
+  const { retained, broker } = alarmsOnTestBroker(prefix, deviceId, `${deviceId}-watch`);
 
-  beforeAll(async () => {
+  beforeAll(() => {
     disk = mountTmpfs(24);
-    broker = await testBroker();
-    watcher = mqtt.connect(broker.url, { clientId: `${deviceId}-watch` });
-    watcher.on('message', (topic, payload) => retained.set(topic, payload.toString()));
-    await new Promise<void>((resolve, reject) => {
-      watcher!.once('connect', () =>
-        watcher!.subscribe(`${prefix}/${deviceId}/alarms/#`, { qos: 1 }, (err) => (err ? reject(err) : resolve())),
-      );
-    });
   });
 
   afterAll(async () => {
     await svc?.stop();
-    await new Promise<void>((resolve) => (watcher ? watcher.end(true, {}, () => resolve()) : resolve()));
-    await broker?.close();
     disk?.release();
   });
-
-  const post = (url: string, body?: unknown) =>
-    fetch(url, {
-      method: 'POST',
-      headers: body ? { 'content-type': 'application/json' } : {},
-      body: body ? JSON.stringify(body) : undefined,
-    });
 
   it('records the delivered vend, refuses new orders as VG_ERR_STORAGE, alarms over MQTT, and recovers when space is freed', async () => {
     const dbPath = join(disk.dir, 'vendgate.db');
@@ -60,13 +40,11 @@ describe('a disk that fills during a vend', () => {
         storage: { path: dbPath, ballastMb: 2 },
         // Long enough for the test to fill the disk while the machine turns (the fill takes milliseconds).
         actuator: { sim: { durationMs: 4_000 } },
-        mqtt: { url: broker.url, prefix, telemetryIntervalSec: 3600 },
+        mqtt: { url: broker().url, prefix, telemetryIntervalSec: 3600 },
       },
     });
     const url = svc.localUrl;
-    const created = (await (await post(`${url}/api/orders`, { slot: 'A1' })).json()) as { orderId: number; invoiceId: string };
-    expect((await post(`${url}/sandbox/pay/${created.invoiceId}`)).status).toBe(204);
-    await svc.waitFor(() => svc!.logs().some((l) => l.msg === 'vend firing'), { timeoutMs: 20_000, what: 'the vend to fire' });
+    const created = await vendFiring(svc);
 
     const filler = join(disk.dir, 'filler');
     expect(fillUp(filler)).toBeGreaterThan(0);
@@ -78,19 +56,8 @@ describe('a disk that fills during a vend', () => {
     expect(svc.pid).not.toBeNull();
 
     // A new order is refused because of the disk, not the provider.
-    const refused = await post(`${url}/api/orders`, { slot: 'A2' });
-    expect(refused.status).toBe(503);
-    const body = (await refused.json()) as { error: { code: string; message: string } };
-    expect(body.error.code).toBe('VG_ERR_STORAGE');
-    expect(body.error.message).toContain(dbPath);
-    expect(body.error.message).toMatch(/\d+ bytes free/);
-
-    const health = await fetch(`${url}/healthz`);
-    expect(health.status).toBe(503);
-    const checks = ((await health.json()) as { checks: Record<string, { ok: boolean; detail: string }> }).checks;
-    expect(checks.storage!.ok).toBe(false);
-    expect(checks.storage!.detail).toContain(dbPath);
-    expect(checks.provider!.ok).toBe(true);
+    await orderRefusedForStorage(url, dbPath);
+    expect((await storageUnhealthy(url)).storage!.detail).toContain(dbPath);
 
     const alarmTopic = `${prefix}/${deviceId}/alarms/storage_full`;
     const alarm = await waitFor(() => retained.get(alarmTopic), { timeoutMs: 20_000, what: 'storage_full on the broker' });
@@ -105,18 +72,6 @@ describe('a disk that fills during a vend', () => {
   });
 });
 
-const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
-
-/** One start of the compiled service that is expected to fail: its exit code and stderr. */
-function startOnce(configPath: string): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, 'start', '--config', configPath], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('exit', (code) => resolve({ code, stderr }));
-  });
-}
-
 /**
  * A start on a disk that is already full. With the ballast beside the database the start
  * gives it back and runs in the `full` state: the fault found while the store opens (before the
@@ -124,44 +79,25 @@ function startOnce(configPath: string): Promise<{ code: number | null; stderr: s
  * as an alarm row. Without a ballast the start refuses with one line and exit 74.
  */
 describe('a start on a full disk', () => {
-  let broker: TestBroker;
-  let watcher: mqtt.MqttClient | null = null;
   const prefix = `vgtest-${randomBytes(3).toString('hex')}`;
-  const retained = new Map<string, string>();
-  const cleanup: (() => Promise<void> | void)[] = [];
-
-  beforeAll(async () => {
-    broker = await testBroker();
-    watcher = mqtt.connect(broker.url, { clientId: `${prefix}-watch` });
-    watcher.on('message', (topic, payload) => retained.set(topic, payload.toString()));
-    await new Promise<void>((resolve, reject) => {
-      watcher!.once('connect', () => watcher!.subscribe(`${prefix}/+/alarms/#`, { qos: 1 }, (err) => (err ? reject(err) : resolve())));
-    });
-  });
-
-  afterEach(async () => {
-    for (const step of cleanup.splice(0).reverse()) await step();
-  });
-
-  afterAll(async () => {
-    await new Promise<void>((resolve) => (watcher ? watcher.end(true, {}, () => resolve()) : resolve()));
-    await broker?.close();
-  });
+  const { retained, broker } = alarmsOnTestBroker(prefix, '+', `${prefix}-watch`);
+  const defer = cleanup();
 
   /** A service that made its database (and its ballast) on a fresh tmpfs, then stopped; the disk then filled. */
   async function fullDiskAfterAStop(ballastMb: number): Promise<{ svc: Service; dbPath: string; deviceId: string }> {
-    const disk = mountTmpfs(24);
-    cleanup.push(() => disk.release());
+    const disk = defer(mountTmpfs(24), (d) => d.release());
     const deviceId = `full-start-${randomBytes(3).toString('hex')}`;
     const dbPath = join(disk.dir, 'vendgate.db');
-    const svc = await startService({
-      config: {
-        device: { id: deviceId },
-        storage: { path: dbPath, ballastMb },
-        mqtt: { url: broker.url, prefix, telemetryIntervalSec: 3600 },
-      },
-    });
-    cleanup.push(() => svc.stop());
+    const svc = defer(
+      await startService({
+        config: {
+          device: { id: deviceId },
+          storage: { path: dbPath, ballastMb },
+          mqtt: { url: broker().url, prefix, telemetryIntervalSec: 3600 },
+        },
+      }),
+      stop,
+    );
     expect((await svc.kill('SIGTERM')).code).toBe(0);
     expect(fillUp(join(disk.dir, 'filler'))).toBeGreaterThan(0);
     return { svc, dbPath, deviceId };
@@ -185,13 +121,9 @@ describe('a start on a full disk', () => {
     expect(state.reason).toMatch(/^storage: the disk holding .* is full/);
     expect(state.reason).toContain(dbPath);
 
-    const health = await fetch(`${url}/healthz`);
-    expect(health.status).toBe(503);
-    const checks = ((await health.json()) as { checks: Record<string, { ok: boolean; detail: string }> }).checks;
-    expect(checks.storage!.ok).toBe(false);
+    const checks = await storageUnhealthy(url);
     expect(checks.service!.ok).toBe(false);
     expect(checks.service!.detail).toContain(dbPath);
-    expect(checks.provider!.ok).toBe(true);
 
     const alarm = await waitFor(() => retained.get(`${prefix}/${deviceId}/alarms/storage_full`), {
       timeoutMs: 20_000,

@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/app.js';
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
 import { observeDurableCommits, type DurableStep } from '../../src/store/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
 import { testSettings } from '../helpers/core.js';
 import { tempDir } from '../helpers/temp.js';
+import { cleanup, stop } from '../helpers/cleanup.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -15,25 +16,17 @@ import { waitFor } from '../helpers/wait.js';
 
 const MONEY_STEPS: DurableStep[] = ['invoice_attach', 'vend_claim', 'vend_settle', 'refund_claim', 'capture_claim', 'receipt_claim'];
 
-let app: App | null = null;
-let cleanup: (() => void) | null = null;
-afterEach(async () => {
-  observeDurableCommits(null);
-  await app?.stop();
-  cleanup?.();
-  app = null;
-  cleanup = null;
-});
+const defer = cleanup();
 
 describe('power-loss durability of the money steps', () => {
   it('the create answer (with the order and its key), vend claim, vend settle, refund claim, capture claim and receipt claim each commit with synchronous=FULL', async () => {
     const seen = new Map<DurableStep, number[]>();
     observeDurableCommits((step, synchronous) => seen.set(step, [...(seen.get(step) ?? []), synchronous]));
-    const dir = tempDir();
-    cleanup = () => dir.cleanup();
+    const dir = defer(tempDir(), (d) => d.cleanup());
     const settings = testSettings(dir.path, { provider: { captureMode: 'manual' }, fiscal: { register: 'sandbox' } });
     const fake = createFakeProvider({ livemode: false });
-    app = createApp(settings, { provider: fake.provider });
+    const app = defer(createApp(settings, { provider: fake.provider }), stop);
+    defer(null, () => observeDurableCommits(null));
     await app.start();
     const ctx = app.context();
 

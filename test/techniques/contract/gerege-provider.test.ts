@@ -1,9 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../../src/util/index.js';
 import { isRecord } from '../../../src/payments/http.js';
 import { mapGeregeStatus } from '../../../src/payments/index.js';
 import { overSimulator, providerContract } from './provider-contract.js';
-import { orderRequest, startHarness, type Harness, type HarnessOptions } from './provider-harness.js';
+import { harnessPerTest, orderRequest, type Harness } from './provider-harness.js';
 
 function objectOf(body: unknown): Record<string, unknown> | undefined {
   return isRecord(body) && isRecord(body.data) && isRecord(body.data.object) ? body.data.object : undefined;
@@ -24,12 +24,7 @@ describe('Gerege adapter against the simulator', () => {
   });
 
   describe('Gerege only', () => {
-    let harness: Harness | undefined;
-    afterEach(async () => {
-      await harness?.stop();
-      harness = undefined;
-    });
-    const start = async (options: HarnessOptions = {}) => (harness = await startHarness('gerege', options));
+    const start = harnessPerTest('gerege');
     const tokenCalls = (h: Harness) => h.requestsTo(/^\/oauth2\/token$/).length;
     const unauthorized = (h: Harness) => h.records().requests.filter((r) => r.status === 401).length;
 

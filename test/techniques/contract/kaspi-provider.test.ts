@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isRecord } from '../../../src/payments/http.js';
 import { mapKaspiStatus } from '../../../src/payments/index.js';
 import { overSimulator, providerContract } from './provider-contract.js';
-import { orderRequest, startHarness, type Harness, type HarnessOptions } from './provider-harness.js';
+import { harnessPerTest, orderRequest, type Harness } from './provider-harness.js';
 
 describe('Kaspi QR adapter through the fleet relay against the simulator', () => {
   providerContract({
@@ -23,12 +23,7 @@ describe('Kaspi QR adapter through the fleet relay against the simulator', () =>
   });
 
   describe('Kaspi only', () => {
-    let harness: Harness | undefined;
-    afterEach(async () => {
-      await harness?.stop();
-      harness = undefined;
-    });
-    const start = async (options: HarnessOptions = {}) => (harness = await startHarness('kaspi', options));
+    const start = harnessPerTest('kaspi');
 
     it.each(['create', 'refuse'] as const)(
       'after a restart the same attempt asked again is answered from the relay journal, whatever Kaspi does with a repeated ExternalId (%s)',

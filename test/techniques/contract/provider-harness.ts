@@ -9,6 +9,7 @@ import { parseSettings } from '../../../src/settings/index.js';
 import { CALLBACK_QUERY_HEADER, createProvider, type CreateInvoiceRequest, type PaymentProvider } from '../../../src/payments/index.js';
 import { createSimulator, NO_FAULTS, type FaultConfig, type Simulator, type SimulatorRecords } from '../../../src/simulator/index.js';
 import { waitFor } from '../../helpers/wait.js';
+import { cleanup, stop } from '../../helpers/cleanup.js';
 import { startKaspiRelayFor, KASPI_DEVICE_SECRET } from '../../helpers/kaspi-relay.js';
 
 export type ProviderUnderTest = 'gerege' | 'qutpay' | 'qpay' | 'kaspi';
@@ -229,4 +230,10 @@ async function startReceiver(into: CapturedWebhook[]) {
         server.close(() => resolve());
       }),
   };
+}
+
+/** For a describe: `start(options)` starts the harness for `providerName`, stopped after each test that started one. */
+export function harnessPerTest(providerName: ProviderUnderTest): (options?: HarnessOptions) => Promise<Harness> {
+  const defer = cleanup();
+  return async (options = {}) => defer(await startHarness(providerName, options), stop);
 }

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isRecord } from '../../../src/payments/http.js';
 import { Writable } from 'node:stream';
 import { createProvider, mapQpayStatus } from '../../../src/payments/index.js';
@@ -6,7 +6,7 @@ import { parseSettings } from '../../../src/settings/index.js';
 import { createLogger } from '../../../src/util/logger.js';
 import { signedTestEvent } from '../../../src/selftest/test-event.js';
 import { overSimulator, providerContract } from './provider-contract.js';
-import { orderRequest, startHarness, type Harness, type HarnessOptions } from './provider-harness.js';
+import { harnessPerTest, orderRequest, type Harness } from './provider-harness.js';
 
 describe('QPay adapter against the simulator', () => {
   providerContract({
@@ -24,12 +24,7 @@ describe('QPay adapter against the simulator', () => {
   });
 
   describe('QPay only', () => {
-    let harness: Harness | undefined;
-    afterEach(async () => {
-      await harness?.stop();
-      harness = undefined;
-    });
-    const start = async (options: HarnessOptions = {}) => (harness = await startHarness('qpay', options));
+    const start = harnessPerTest('qpay');
 
     it('in one process, a number whose create answer was lost is never sent again', async () => {
       const h = await start();

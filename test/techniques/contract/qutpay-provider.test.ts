@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isRecord } from '../../../src/payments/http.js';
 import { mapQutpayStatus } from '../../../src/payments/index.js';
 import { overSimulator, providerContract } from './provider-contract.js';
-import { orderRequest, startHarness, type Harness, type HarnessOptions } from './provider-harness.js';
+import { harnessPerTest, orderRequest, type Harness } from './provider-harness.js';
 
 function invoiceOf(body: unknown): Record<string, unknown> | undefined {
   return isRecord(body) && isRecord(body.invoice) ? body.invoice : undefined;
@@ -22,12 +22,7 @@ describe('QutPay adapter against the simulator', () => {
   });
 
   describe('QutPay only', () => {
-    let harness: Harness | undefined;
-    afterEach(async () => {
-      await harness?.stop();
-      harness = undefined;
-    });
-    const start = async (options: HarnessOptions = {}) => (harness = await startHarness('qutpay', options));
+    const start = harnessPerTest('qutpay');
 
     it('refund_unknown / refund_pending_unknown are unknown outcomes with exactly one refund call each', async () => {
       const h = await start({ seed: 3 });

@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../../helpers/service.js';
+import { describe, expect, it } from 'vitest';
+import { postJson, startService } from '../../helpers/service.js';
+import { cleanup, stop } from '../../helpers/cleanup.js';
 
 /**
  * The real service SIGKILLs itself between the durable claim of a receipt and the register's
@@ -9,28 +10,21 @@ import { startService, type Service } from '../../helpers/service.js';
  * asked for by key and ends issued, and the register holds exactly one receipt for the sale.
  */
 describe('crash around a fiscal receipt call', () => {
-  let svc: Service | null = null;
-  afterEach(async () => {
-    await svc?.stop();
-    svc = null;
-  });
-
-  const post = (url: string, body?: unknown) =>
-    fetch(url, {
-      method: 'POST',
-      headers: body ? { 'content-type': 'application/json' } : {},
-      body: body ? JSON.stringify(body) : undefined,
-    });
+  const defer = cleanup();
+  const post = postJson;
 
   it.each(['after_receipt_claim', 'after_receipt_call'])('SIGKILL %s: one receipt after the restart', async (point) => {
-    svc = await startService({ config: { fiscal: { register: 'sandbox', lookupEveryMs: 200 } }, env: { VENDGATE_CRASH_AT: point } });
+    const svc = defer(
+      await startService({ config: { fiscal: { register: 'sandbox', lookupEveryMs: 200 } }, env: { VENDGATE_CRASH_AT: point } }),
+      stop,
+    );
     const created = (await (await post(`${svc.localUrl}/api/orders`, { slot: 'A1' })).json()) as { invoiceId: string };
     await post(`${svc.localUrl}/sandbox/pay/${created.invoiceId}`).catch(() => null);
     expect((await svc.exited()).signal).toBe('SIGKILL');
     await svc.restart({ env: {} });
     await svc.waitFor(
       () => {
-        const db = new Database(svc!.dbPath, { readonly: true });
+        const db = new Database(svc.dbPath, { readonly: true });
         try {
           return (db.prepare("SELECT state FROM receipts WHERE kind = 'sale'").get() as { state: string } | undefined)?.state === 'issued';
         } finally {

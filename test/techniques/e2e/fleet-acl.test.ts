@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
 import type { MqttClient } from 'mqtt';
 
-import { mqttClient, startBrokers } from './fleet/fleet.js';
-import type { Mosquitto } from './fleet/mosquitto.js';
+import { mqttClient } from './fleet/fleet.js';
+import { brokersForFile } from './fleet/brokers-for-file.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /**
@@ -14,20 +11,9 @@ import { waitFor } from '../../helpers/wait.js';
  * publishes webhooks; nobody gets in without an account.
  */
 const accounts = { relay: 'pw-relay', bridge: 'pw-bridge', operator: 'pw-operator', 'dev-a': 'pw-a', 'dev-b': 'pw-b' };
-let dir: string;
-let brokers: { brokerA: Mosquitto; brokerB: Mosquitto };
-const clients: MqttClient[] = [];
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'vendgate-acl-'));
-  brokers = await startBrokers(dir, accounts);
-}, 60_000);
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.endAsync(true)));
-  await brokers?.brokerA.stop();
-  await brokers?.brokerB.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const brokers = brokersForFile('acl', accounts);
+const { clients } = brokers;
 
 async function as(user: keyof typeof accounts, on: 'A' | 'B'): Promise<{ client: MqttClient; got: { topic: string; payload: string }[] }> {
   const broker = on === 'A' ? brokers.brokerA : brokers.brokerB;

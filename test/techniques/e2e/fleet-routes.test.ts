@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { mkdirSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MqttClient } from 'mqtt';
 
-import { mqttClient, startBrokers } from './fleet/fleet.js';
+import { mqttClient } from './fleet/fleet.js';
 import type { Mosquitto } from './fleet/mosquitto.js';
+import { brokersForFile } from './fleet/brokers-for-file.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /**
@@ -18,20 +18,9 @@ import { waitFor } from '../../helpers/wait.js';
  */
 const ROUTES = 3_000;
 const accounts = { relay: 'pw-relay', bridge: 'pw-bridge', operator: 'pw-operator' };
-let dir: string;
-let brokers: { brokerA: Mosquitto; brokerB: Mosquitto };
-const clients: MqttClient[] = [];
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'vendgate-routes-'));
-  brokers = await startBrokers(dir, accounts);
-}, 60_000);
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.endAsync(true)));
-  await brokers?.brokerA.stop();
-  await brokers?.brokerB.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const brokers = brokersForFile('routes', accounts);
+const { clients } = brokers;
 
 const route = (id: string) => JSON.stringify({ v: 1, deviceId: id, referencePrefixes: [`${id}-ab12cd-`], providers: ['gerege'] });
 
@@ -89,8 +78,8 @@ describe('every route reaches the relay broker (shipped queue limits, real Mosqu
     // The relay broker comes back empty: the device broker's bridge reconnects and sends every
     // retained route again, all at once (the burst the old limit dropped).
     await brokers.brokerB.stop();
-    rmSync(join(dir, 'b', 'data'), { recursive: true, force: true });
-    mkdirSync(join(dir, 'b', 'data'), { recursive: true });
+    rmSync(join(brokers.dir, 'b', 'data'), { recursive: true, force: true });
+    mkdirSync(join(brokers.dir, 'b', 'data'), { recursive: true });
     await brokers.brokerB.start();
     const again = await waitFor(
       async () => {

@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { cleanup } from '../../helpers/cleanup.js';
 import { createFakeKioskDeps, type FakeKioskDeps } from '../../fakes/kiosk-deps.js';
-import { createKioskServer, type KioskServer } from '../../../src/kiosk/index.js';
-import { launchChromium, screenshot, waitForScreen } from '../../kiosk/browser.js';
+import { chromiumForFile, fakeKioskPage, screenshot, waitForScreen } from '../../kiosk/browser.js';
 
 /**
  * QPay answers each invoice with deep links into the bank apps (`urls[]`). A customer who holds the
@@ -10,30 +10,14 @@ import { launchChromium, screenshot, waitForScreen } from '../../kiosk/browser.j
  * is no phone and shows none. What a provider sent is untrusted: only https or app schemes, shown
  * as text, never as markup.
  */
-let browser: Browser;
-const servers: KioskServer[] = [];
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
+const chromium = chromiumForFile();
+const defer = cleanup();
 
 const PHONE = { viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true };
 const MACHINE = { viewport: { width: 800, height: 480 } };
 
-async function open(deps: FakeKioskDeps, context: typeof PHONE | typeof MACHINE): Promise<Page> {
-  const server = createKioskServer(deps, { host: '127.0.0.1', port: 0 });
-  servers.push(server);
-  const { url } = await server.start();
-  const page = await (await browser.newContext(context)).newPage();
-  await page.goto(url);
-  return page;
-}
+const open = (deps: FakeKioskDeps, context: typeof PHONE | typeof MACHINE): Promise<Page> =>
+  fakeKioskPage(chromium(), defer, deps, context);
 
 const LINKS = [
   { name: 'Khan Bank', link: 'khanbank://q?qPay_QRcode=000201' },

@@ -1,25 +1,16 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { startService, type Service } from '../../helpers/service.js';
-import { launchChromium, screenshot, waitForScreen } from '../../kiosk/browser.js';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { startService } from '../../helpers/service.js';
+import { cleanup, stop } from '../../helpers/cleanup.js';
+import { chromiumForFile, pageOn, screenshot, waitForScreen } from '../../kiosk/browser.js';
 import { cli, order, post } from '../../catalog/helpers.js';
 
 /**
  * The customer's page in Chromium against the real compiled service: products named in the page's
  * language, sold-out and jammed slots not offered, and back on the screen after a refill.
  */
-let browser: Browser;
-let svc: Service | null = null;
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  await svc?.stop();
-  svc = null;
-});
+const chromium = chromiumForFile();
+const defer = cleanup();
 
 const CATALOG = [
   { slot: 'A1', name: 'Water', names: { mn: 'Ус', ru: 'Вода' }, price: 1500 },
@@ -28,8 +19,7 @@ const CATALOG = [
 ];
 
 async function open(url: string): Promise<Page> {
-  const page = await (await browser.newContext({ viewport: { width: 800, height: 480 } })).newPage();
-  await page.goto(url);
+  const page = await pageOn(chromium(), url);
   await waitForScreen(page, 'catalog');
   return page;
 }
@@ -43,7 +33,7 @@ const offeredSlots = async (page: Page) =>
 
 describe('kiosk catalog (real service, Chromium 800×480)', () => {
   it('names products in the page language (falling back to the default name) and hides a sold-out slot until it is refilled', async () => {
-    svc = await startService({ config: { device: { catalog: CATALOG }, kiosk: { language: 'mn' } } });
+    const svc = defer(await startService({ config: { device: { catalog: CATALOG }, kiosk: { language: 'mn' } } }), stop);
     const page = await open(svc.localUrl);
     await productCount(page, 3);
     expect(await offeredNames(page)).toEqual(['Ус', 'Кола', 'Crisps']);

@@ -1,32 +1,16 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import type { BrowserContextOptions, Page } from 'playwright-core';
+import { cleanup } from '../../helpers/cleanup.js';
 import QRCode from 'qrcode';
 import { createFakeKioskDeps, type FakeKioskDeps } from '../../fakes/kiosk-deps.js';
-import { createKioskServer, type KioskServer } from '../../../src/kiosk/index.js';
 import { createQrRenderer } from '../../../src/kiosk/qr.js';
-import { launchChromium, layoutProblems, screenshot, waitForScreen } from '../../kiosk/browser.js';
+import { chromiumForFile, fakeKioskPage, layoutProblems, screenshot, waitForScreen } from '../../kiosk/browser.js';
 
 /** What a customer meets on every screen: which machine, whom to call, which apps pay; a page fingers cannot zoom. */
-let browser: Browser;
-const servers: KioskServer[] = [];
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
+const chromium = chromiumForFile();
+const defer = cleanup();
 
-async function open(deps: FakeKioskDeps, context: BrowserContextOptions = {}): Promise<Page> {
-  const server = createKioskServer(deps, { host: '127.0.0.1', port: 0 });
-  servers.push(server);
-  const { url } = await server.start();
-  const page = await (await browser.newContext({ viewport: { width: 800, height: 480 }, ...context })).newPage();
-  await page.goto(url);
-  return page;
-}
+const open = (deps: FakeKioskDeps, context: BrowserContextOptions = {}): Promise<Page> => fakeKioskPage(chromium(), defer, deps, context);
 
 /** The element is wholly on screen, and inside <main> when it is part of it (main clips what overflows). */
 async function inView(page: Page, selector: string): Promise<boolean> {
@@ -142,7 +126,7 @@ describe('kiosk for customers (Chromium 800×480)', () => {
     expect(await page.getAttribute('meta[name="viewport"]', 'content')).toContain('user-scalable=no');
 
     // The same pinch on a page without the lock does zoom: the check above can fail.
-    const plain = await (await browser.newContext({ viewport: { width: 800, height: 480 }, ...context })).newPage();
+    const plain = await (await chromium().newContext({ viewport: { width: 800, height: 480 }, ...context })).newPage();
     await plain.setContent('<meta name="viewport" content="width=device-width, initial-scale=1"><body style="height:2000px">plain</body>');
     expect(await pinch(plain)).toBeGreaterThan(1.5);
   });

@@ -1,35 +1,18 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { cleanup } from '../../helpers/cleanup.js';
 import { createFakeKioskDeps, type FakeKioskDeps } from '../../fakes/kiosk-deps.js';
-import { createKioskServer, type KioskServer } from '../../../src/kiosk/index.js';
 import { ErrorCodes, VendgateError } from '../../../src/util/index.js';
-import { launchChromium, layoutProblems, screenshot, waitForScreen } from '../../kiosk/browser.js';
+import { chromiumForFile, fakeKioskPage, layoutProblems, screenshot, waitForScreen } from '../../kiosk/browser.js';
 
 /**
  * Every screen of the page in Chromium at 800×480, driven by a fake order service: the states the
  * real service reaches only through faults (offline, out of service, uncertain vend, provider down).
  */
-let browser: Browser;
-const servers: KioskServer[] = [];
+const chromium = chromiumForFile();
+const defer = cleanup();
 
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
-
-async function open(deps: FakeKioskDeps): Promise<Page> {
-  const server = createKioskServer(deps, { host: '127.0.0.1', port: 0 });
-  servers.push(server);
-  const { url } = await server.start();
-  const page = await (await browser.newContext({ viewport: { width: 800, height: 480 } })).newPage();
-  await page.goto(url);
-  return page;
-}
+const open = (deps: FakeKioskDeps): Promise<Page> => fakeKioskPage(chromium(), defer, deps);
 
 async function showOrder(deps: FakeKioskDeps, phase: Parameters<FakeKioskDeps['setState']>[0]['phase'], reference?: string) {
   const created = await deps.createImpl({ slot: 'A1', source: 'kiosk' });

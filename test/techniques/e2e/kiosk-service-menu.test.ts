@@ -1,6 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium, layoutProblems, screenshot, waitForScreen } from '../../kiosk/browser.js';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { cleanup } from '../../helpers/cleanup.js';
+import { chromiumForFile, pageOn, layoutProblems, screenshot, waitForScreen } from '../../kiosk/browser.js';
 import { tempDir } from '../../helpers/temp.js';
 import { startService, writeServiceConfig } from './kiosk-service.js';
 
@@ -10,26 +11,13 @@ import { startService, writeServiceConfig } from './kiosk-service.js';
  * the stock the menu shows.
  */
 const PIN = '731904';
-let browser: Browser;
-const cleanups: (() => Promise<unknown> | void)[] = [];
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const chromium = chromiumForFile();
+const defer = cleanup();
 
 async function openKiosk(env: Record<string, string>): Promise<Page> {
-  const dir = tempDir();
-  cleanups.push(() => dir.cleanup());
-  const service = await startService(writeServiceConfig(dir.path), env);
-  cleanups.push(() => service.kill('SIGTERM'));
-  const page = await (await browser.newContext({ viewport: { width: 800, height: 480 } })).newPage();
-  await page.goto(service.url);
+  const dir = defer(tempDir(), (d) => d.cleanup());
+  const service = defer(await startService(writeServiceConfig(dir.path), env), (s) => s.kill('SIGTERM'));
+  const page = await pageOn(chromium(), service.url);
   await waitForScreen(page, 'catalog');
   return page;
 }

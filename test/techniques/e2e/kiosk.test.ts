@@ -1,8 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { cleanup } from '../../helpers/cleanup.js';
 import { readSimLog, startService, writeServiceConfig } from './kiosk-service.js';
 import { tempDir } from '../../helpers/temp.js';
-import { freePort, launchChromium, layoutProblems, screenshot, waitForScreen } from '../../kiosk/browser.js';
+import { chromiumForFile, freePort, layoutProblems, screenshot, waitForScreen } from '../../kiosk/browser.js';
 import { decodeQrSvg } from '../../kiosk/qr-svg.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -16,18 +17,8 @@ const CATALOG = [
   { slot: 'B2', name: HOSTILE_NAME, price: 2000 },
 ];
 
-let browser: Browser;
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const chromium = chromiumForFile();
+const defer = cleanup();
 
 type Overrides = Record<string, unknown> | ((dir: string) => Record<string, unknown>);
 
@@ -40,18 +31,13 @@ async function service(overrides: Overrides = {}, port = 0) {
     http: { local: { host: '127.0.0.1', port }, webhook: { host: '127.0.0.1', port: 0 } },
     ...sections,
   });
-  cleanups.push(() => dir.cleanup());
-  const start = async () => {
-    const running = await startService(config);
-    cleanups.push(() => running.kill());
-    return running;
-  };
+  defer(dir, (d) => d.cleanup());
+  const start = async () => defer(await startService(config), (running) => running.kill());
   return { dir, start, first: await start() };
 }
 
 async function kioskPage(url: string, viewport = { width: 800, height: 480 }): Promise<Page> {
-  const context = await browser.newContext({ viewport });
-  cleanups.push(() => context.close());
+  const context = defer(await chromium().newContext({ viewport }), (c) => c.close());
   const page = await context.newPage();
   await page.goto(url);
   return page;
@@ -63,8 +49,7 @@ async function currentOrder(svc: Service) {
 }
 
 async function payOnPhone(payUrl: string): Promise<{ paidAt: number; phone: Page }> {
-  const phone = await (await browser.newContext({ viewport: { width: 400, height: 720 } })).newPage();
-  cleanups.push(() => phone.context().close());
+  const phone = await defer(await chromium().newContext({ viewport: { width: 400, height: 720 } }), (c) => c.close()).newPage();
   await phone.goto(payUrl);
   await screenshot(phone, '04-sandbox-pay-page');
   const paid = phone.waitForResponse((res) => res.request().method() === 'POST' && res.url() === payUrl);

@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startGeregeStack, type GeregeStack } from '../chaos/stack.js';
 import { geregeClient, intentBody } from '../../simulator/harness.js';
 
-import { watch, type Watcher } from '../../mqtt/watch.js';
+import { watch } from '../../mqtt/watch.js';
+import { cleanup, closeWatcher, stop } from '../../helpers/cleanup.js';
+import { BROKER, commandResult } from '../../helpers/on-broker.js';
 import { signedPayload } from '../../helpers/operator.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -14,18 +16,9 @@ import { waitFor } from '../../helpers/wait.js';
  * answers the same without a second refund. The real service against the Gerege simulator, a real
  * broker (Mosquitto at 127.0.0.1:1883, or MQTT_TEST_URL).
  */
-const BROKER = process.env.MQTT_TEST_URL ?? 'mqtt://127.0.0.1:1883';
 const MAIN = new URL('../../../dist/main.js', import.meta.url).pathname;
 
-let stack: GeregeStack | null = null;
-let watcher: Watcher | null = null;
-afterEach(async () => {
-  await stack?.stop();
-  stack = null;
-  await watcher?.clearRetained();
-  await watcher?.close();
-  watcher = null;
-});
+const defer = cleanup();
 
 function settleCli(s: GeregeStack, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -69,7 +62,7 @@ describe('vendgate settle: a person settles a parked orphan', () => {
     { timeout: 180_000 },
     async () => {
       const deviceId = `settle-${process.pid}`;
-      const s = (stack = await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: deviceId } } }));
+      const s = defer(await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: deviceId } } }), stop);
       const [refunded, kept] = await parkedOrphans(s, deviceId, 2);
 
       const first = await settleCli(s, [`orphan_invoice/${refunded}`, 'refund']);
@@ -112,24 +105,19 @@ describe('vendgate settle: a person settles a parked orphan', () => {
       const deviceId = `settlemq-${randomBytes(3).toString('hex')}`;
       const prefix = `vgsettle${randomBytes(3).toString('hex')}`;
       const base = `${prefix}/${deviceId}`;
-      watcher = await watch(BROKER, [`${base}/#`]);
-      const s = (stack = await startGeregeStack({
-        readyTimeoutMs: 60_000,
-        config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix } },
-      }));
+      const watcher = defer(await watch(BROKER, [`${base}/#`]), closeWatcher);
+      const s = defer(
+        await startGeregeStack({ readyTimeoutMs: 60_000, config: { device: { id: deviceId }, mqtt: { url: BROKER, prefix } } }),
+        stop,
+      );
       const [orphan] = await parkedOrphans(s, deviceId, 1);
       await watcher.next(`${base}/status`, (m) => m.payload === 'online', 30_000);
 
-      const send = async (requestId: string, body: Record<string, unknown>) => {
-        const topic = `${base}/cmd/settle/result`;
-        const mine = () => watcher!.on(topic).filter((m) => JSON.parse(m.payload).requestId === requestId);
-        await watcher!.publish(`${base}/cmd/settle`, signedPayload(deviceId, 'settle', body, { requestId }));
-        await watcher!.until(() => mine().length > 0, { timeoutMs: 60_000, what: `the result of ${requestId}` });
-        return JSON.parse(mine()[0]!.payload);
-      };
+      const send = (requestId: string, body: Record<string, unknown>) =>
+        commandResult({ watcher, base }, 'settle', signedPayload(deviceId, 'settle', body, { requestId }), requestId);
       const unsigned = `${base}/cmd/settle`;
       await watcher.publish(unsigned, JSON.stringify({ requestId: 'free', case: `orphan_invoice/${orphan}`, outcome: 'refund' }));
-      await watcher.until(() => watcher!.on(`${unsigned}/result`).length > 0, { what: 'the unsigned answer' });
+      await watcher.until(() => watcher.on(`${unsigned}/result`).length > 0, { what: 'the unsigned answer' });
       expect(JSON.parse(watcher.on(`${unsigned}/result`)[0]!.payload)).toMatchObject({
         ok: false,
         error: { code: 'VG_ERR_COMMAND_UNSIGNED' },

@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startGeregeStack, type GeregeStack } from '../chaos/stack.js';
-import { mountPowerCutFs, type PowerCutFs } from '../../helpers/power-cut-fs.js';
+import { mountPowerCutFs } from '../../helpers/power-cut-fs.js';
+import { cleanup, stop } from '../../helpers/cleanup.js';
 import { waitFor } from '../../helpers/wait.js';
 import { execFile } from 'node:child_process';
 import { readDex } from '../../dex/dex-reader.js';
@@ -16,14 +17,7 @@ import { readDex } from '../../dex/dex-reader.js';
  * behind its own last read. The uncertain vend a cut leaves is settled by a person, and counts then.
  */
 
-let fs: PowerCutFs | null = null;
-let stack: GeregeStack | null = null;
-afterEach(async () => {
-  await stack?.stop();
-  await fs?.unmount();
-  stack = null;
-  fs = null;
-});
+const defer = cleanup();
 
 function delivered(db: string): { count: number; value: number } {
   const conn = new Database(db, { readonly: true });
@@ -63,17 +57,20 @@ async function pay(s: GeregeStack, invoiceId: string): Promise<void> {
 
 describe('the audit across power cuts mid-sale', () => {
   it('cut while the motor turns, three times: every read equals the delivered sales and since init never goes back', async () => {
-    fs = await mountPowerCutFs();
+    const fs = defer(await mountPowerCutFs(), (mounted) => mounted.unmount());
     const db = join(fs.path, 'vendgate.db');
-    const s = (stack = await startGeregeStack({
-      readyTimeoutMs: 60_000,
-      // A slow motor, and one vend in four fails (a jam): the cut lands mid-actuation.
-      config: {
-        device: { id: `dexcut-${process.pid}` },
-        storage: { path: db },
-        actuator: { sim: { durationMs: 1_500, failMode: 'fail', failRate: 0.25, failSeed: 7 } },
-      },
-    }));
+    const s = defer(
+      await startGeregeStack({
+        readyTimeoutMs: 60_000,
+        // A slow motor, and one vend in four fails (a jam): the cut lands mid-actuation.
+        config: {
+          device: { id: `dexcut-${process.pid}` },
+          storage: { path: db },
+          actuator: { sim: { durationMs: 1_500, failMode: 'fail', failRate: 0.25, failSeed: 7 } },
+        },
+      }),
+      stop,
+    );
     let last = { count: 0, value: 0, read: 0 };
     const read = async () => {
       const taken = await cli(s, ['dex']);

@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startProviderStack, type ProviderStack } from '../chaos/stack.js';
 import { mountPowerCutFs, type PowerCutFs } from '../../helpers/power-cut-fs.js';
+import { cleanup, stop } from '../../helpers/cleanup.js';
 
 /**
  * A real power cut right after the QR was shown, on a file system that loses every write not yet
@@ -13,25 +14,15 @@ import { mountPowerCutFs, type PowerCutFs } from '../../helpers/power-cut-fs.js'
  * not taken for a foreign invoice (invoice_reused, a `-pay-2` invoice, the order canceled).
  */
 
-let fs: PowerCutFs | null = null;
-let stack: ProviderStack | null = null;
-afterEach(async () => {
-  await stack?.stop();
-  await fs?.unmount();
-  stack = null;
-  fs = null;
-});
+const defer = cleanup();
 
 type Provider = 'gerege' | 'qutpay' | 'qpay' | 'kaspi';
 
 async function start(provider: Provider): Promise<{ fs: PowerCutFs; stack: ProviderStack; db: string }> {
-  fs = await mountPowerCutFs();
+  const fs = defer(await mountPowerCutFs(), (mounted) => mounted.unmount());
   const db = join(fs.path, 'vendgate.db');
-  stack = await startProviderStack({
-    provider,
-    readyTimeoutMs: 60_000,
-    config: { device: { id: `pcut-${process.pid}` }, storage: { path: db } },
-  });
+  const config = { device: { id: `pcut-${process.pid}` }, storage: { path: db } };
+  const stack = defer(await startProviderStack({ provider, readyTimeoutMs: 60_000, config }), stop);
   return { fs, stack, db };
 }
 

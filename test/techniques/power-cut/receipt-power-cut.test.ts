@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../../helpers/service.js';
-import { mountPowerCutFs, type PowerCutFs } from '../../helpers/power-cut-fs.js';
+import { describe, expect, it } from 'vitest';
+import { postJson, startService } from '../../helpers/service.js';
+import { mountPowerCutFs } from '../../helpers/power-cut-fs.js';
+import { cleanup, stop } from '../../helpers/cleanup.js';
 
 /**
  * The sale receipt's first register call is claimed in the vend's settle commit (synchronous=FULL),
@@ -12,21 +13,9 @@ import { mountPowerCutFs, type PowerCutFs } from '../../helpers/power-cut-fs.js'
  * exactly one receipt for the sale.
  */
 describe('a power cut around the fiscal receipt claimed with the vend', () => {
-  let fs: PowerCutFs | null = null;
-  let svc: Service | null = null;
-  afterEach(async () => {
-    await svc?.stop();
-    await fs?.unmount();
-    svc = null;
-    fs = null;
-  });
+  const defer = cleanup();
 
-  const post = (url: string, body?: unknown) =>
-    fetch(url, {
-      method: 'POST',
-      headers: body ? { 'content-type': 'application/json' } : {},
-      body: body ? JSON.stringify(body) : undefined,
-    });
+  const post = postJson;
   const query = (path: string, sql: string) => {
     const db = new Database(path, { readonly: true });
     try {
@@ -39,12 +28,15 @@ describe('a power cut around the fiscal receipt claimed with the vend', () => {
   it.each(['after_receipt_claim', 'after_receipt_call'])(
     'power cut %s: the claim survives, one receipt after the restart',
     async (point) => {
-      fs = await mountPowerCutFs();
+      const fs = defer(await mountPowerCutFs(), (mounted) => mounted.unmount());
       const dbPath = join(fs.path, 'vendgate.db');
-      svc = await startService({
-        config: { storage: { path: dbPath }, fiscal: { register: 'sandbox', lookupEveryMs: 200 } },
-        env: { VENDGATE_CRASH_AT: point },
-      });
+      const svc = defer(
+        await startService({
+          config: { storage: { path: dbPath }, fiscal: { register: 'sandbox', lookupEveryMs: 200 } },
+          env: { VENDGATE_CRASH_AT: point },
+        }),
+        stop,
+      );
       const created = (await (await post(`${svc.localUrl}/api/orders`, { slot: 'A1' })).json()) as { invoiceId: string };
       await post(`${svc.localUrl}/sandbox/pay/${created.invoiceId}`).catch(() => null);
       expect((await svc.exited()).signal).toBe('SIGKILL');
