@@ -22,7 +22,10 @@ export default defineConfig({
     // module graph from one file to the next instead of importing src/ and its dependencies again for
     // each of ~240 files; the few files that need a graph of their own run isolated.
     projects: [
-      { extends: true, test: { name: 'full', include: ['test/**/*.test.ts'], exclude: [...EXCLUDE, ...ISOLATED_TEST_FILES], isolate: false } },
+      {
+        extends: true,
+        test: { name: 'full', include: ['test/**/*.test.ts'], exclude: [...EXCLUDE, ...ISOLATED_TEST_FILES], isolate: false },
+      },
       { extends: true, test: { name: 'full-isolated', include: ISOLATED_TEST_FILES, exclude: EXCLUDE, isolate: true } },
     ],
   },
