@@ -17,9 +17,8 @@ const exclude = [
   ...SYSTEM_TEST_GLOBS,
 ];
 
-// Files that need a module graph of their own run isolated: one replaces a module (`vi.mock`), one
-// checks a process-wide cache of a library that any earlier MQTT client in the worker would fill.
-// Every other file shares its worker's (isolate: false). Importing src/ and its dependencies again
+// Files that need a module graph and a process of their own (ISOLATED_TEST_FILES in test/suites.ts
+// says which and why) run isolated, in forked processes. Every other file shares its worker's (isolate: false). Importing src/ and its dependencies again
 // for each of ~140 files was most of this run: measured at the same load (00:00 UTC, load ~15, other
 // sessions running), 330 s with isolation (203 s of it importing) against 141 s without (13 s
 // importing). What a file must not leak to the next (fake timers, stubbed globals) each file
@@ -39,7 +38,7 @@ export default defineConfig({
     coverage,
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...exclude, ...ISOLATED], isolate: false } },
-      { extends: true, test: { name: 'unit-isolated', include: ISOLATED, exclude, isolate: true } },
+      { extends: true, test: { name: 'unit-isolated', include: ISOLATED, exclude, isolate: true, pool: 'forks' } },
     ],
   },
 });

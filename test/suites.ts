@@ -20,11 +20,17 @@ export const REAL_TIME_TEST_FILES = ['test/techniques/fuzz/slow-partial.test.ts'
  * suite (`npm run test:e2e`), so that `npm ci && npm test` needs nothing but Node on a fresh machine.
  */
 /**
- * Files that need a module graph of their own (the unit and full suites share one per worker
- * otherwise): one replaces a module (`vi.mock`), one checks a process-wide cache of a library that
- * any earlier MQTT client in the worker would fill.
+ * Files that need a module graph, and a process, of their own (the unit and full suites share one
+ * per worker otherwise, and the unit suite's workers are threads of one process): one replaces a
+ * module (`vi.mock`), one checks a process-wide cache of a library that any earlier MQTT client in
+ * the worker would fill, one counts the process's own file descriptors, sockets and handles (a
+ * socket another worker thread opens meanwhile would read as a leak).
  */
-export const ISOLATED_TEST_FILES = ['test/hardware/onoff-missing.test.ts', 'test/mqtt/write-cache.test.ts'];
+export const ISOLATED_TEST_FILES = [
+  'test/hardware/onoff-missing.test.ts',
+  'test/mqtt/write-cache.test.ts',
+  'test/app/failed-start.test.ts',
+];
 
 export const SYSTEM_TEST_GLOBS = [
   'test/storage/**/*.test.ts',
