@@ -250,7 +250,7 @@ export function parseRelaySettings(input: unknown, source = '(in memory)'): Read
     checked = withoutKeys(input as Record<string, unknown>, unknown);
   }
   problems.push(...servingProblems(checked));
-  const result = relaySettingsSchema.safeParse(checked);
+  const result = relaySettingsSchema.safeParse(checked, { jitless: true }); // once per start: see settings/load.ts
   if (!result.success)
     problems.push(...result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(top level)'}: ${issue.message}`));
   if (problems.length > 0 || !result.success) throw new SettingsError(source, problems);

@@ -164,7 +164,9 @@ function validate(input: unknown, source: string, problems: string[]): Readonly<
     }
     checked = withoutKeys(input as Record<string, unknown>, unknown);
   }
-  const result = settingsSchema.safeParse(checked);
+  // Parsed once per start: zod's compiled fast path (a `new Function` per object schema, ~50 of
+  // them here) costs more to build than it saves on one parse; the slow path is the same checks.
+  const result = settingsSchema.safeParse(checked, { jitless: true });
   if (!result.success) {
     problems.push(...result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(top level)'}: ${issue.message}`));
   }

@@ -128,15 +128,35 @@ export function readSideMark(dbPath: string): LineageMarks | null {
  */
 export function writeSideMark(dbPath: string, marks: LineageMarks, sync: boolean): void {
   const path = lineagePath(dbPath);
+  const text = JSON.stringify(marks);
+  // A restart where nothing moved (the usual one) finds the same mark: it is made durable where it is
+  // (an fsync of a file with nothing dirty writes nothing) instead of written, renamed and synced again.
+  if (sync && sameText(path, text)) {
+    const existing = openSync(path, 'r');
+    try {
+      fsyncSync(existing);
+    } finally {
+      closeSync(existing);
+    }
+    return;
+  }
   const temporary = `${path}.tmp`;
   const fd = openSync(temporary, 'w', 0o640);
   try {
-    writeSync(fd, JSON.stringify(marks));
+    writeSync(fd, text);
     if (sync) fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
   renameSync(temporary, path);
+}
+
+function sameText(path: string, text: string): boolean {
+  try {
+    return readFileSync(path, 'utf8') === text;
+  } catch {
+    return false;
+  }
 }
 
 /** After a checkpoint: the side mark follows the database (a no-op when it has not moved). */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { copyFileSync, rmSync } from 'node:fs';
+import { copyFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   assessLineage,
@@ -49,6 +49,25 @@ describe('the lineage verdict', () => {
     const again = start(db, path, null, 2_000);
     expect(again.kind).toBe('continuing');
     expect(databaseEpoch(db)).toBe(1_000);
+    expect(readSideMark(path)).toMatchObject({ orders: 3 });
+    db.close();
+  });
+
+  it('a restart where nothing moved leaves the side mark where it is; one that moved rewrites it', () => {
+    dir = tempDir();
+    const path = join(dir.path, 'v.db');
+    const db = openDatabase(path);
+    start(db, path, null, 1_000);
+    addOrders(db, 2);
+    start(db, path, null, 2_000);
+    const before = statSync(`${path}.lineage`);
+    expect(start(db, path, null, 3_000).kind).toBe('continuing');
+    const after = statSync(`${path}.lineage`);
+    // The same file (no temporary renamed over it), not written again.
+    expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
+    addOrders(db, 1);
+    start(db, path, null, 4_000);
+    expect(statSync(`${path}.lineage`).ino).not.toBe(before.ino);
     expect(readSideMark(path)).toMatchObject({ orders: 3 });
     db.close();
   });
