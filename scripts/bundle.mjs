@@ -53,11 +53,16 @@ await build({
   external: EXTERNAL,
   // CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
   banner: { js: "import { createRequire as __vendgateRequire } from 'node:module'; const require = __vendgateRequire(import.meta.url);" },
-  // Stack traces keep the names of functions and classes; dist/vendgate.js.map maps lines back.
-  keepNames: true,
-  // Half the bytes to read and parse at each start, and ~6 MB less resident (the source stays in V8's heap).
-  // `node scripts/bundle.mjs --readable` writes it unminified, to read or profile.
-  minify: !process.argv.includes('--readable'),
+  // White space and syntax minified: fewer bytes to read and parse at each start, and less resident
+  // (V8 keeps the source text to compile functions lazily). Names are not: stack traces, profiles and
+  // the `type` of a logged error keep the functions' and classes' own names (esbuild adds a digit
+  // where two modules' top-level names meet) without esbuild's keepNames, which calls
+  // Object.defineProperty(fn, 'name') for every function as its module is evaluated: ~40 ms of CPU
+  // at each start on this machine (docs/benchmarks.md), for the same resident memory.
+  // dist/vendgate.js.map maps lines back. `node scripts/bundle.mjs --readable` writes it unminified.
+  minifyWhitespace: !process.argv.includes('--readable'),
+  minifySyntax: !process.argv.includes('--readable'),
+  minifyIdentifiers: false,
   sourcemap: 'linked',
   plugins: [ownUrl],
   logLevel: 'warning',

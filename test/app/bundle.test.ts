@@ -88,6 +88,19 @@ describe('dist/vendgate.js, the one-file build', () => {
     expect(loaded).toContain(`import("./${aedes!}")`);
   });
 
+  it('keeps the source names of functions and classes without a runtime helper: stack traces and logged error types read as the source does', () => {
+    const dist = dirname(BUNDLE);
+    const chunks = readdirSync(dist)
+      .filter((name) => /^vendgate.*\.js$/.test(name))
+      .map((name) => readFileSync(join(dist, name), 'utf8'))
+      .join('\n');
+    expect(chunks).toContain('function versionLine(');
+    expect(chunks).toMatch(/class SettingsError\b|\bSettingsError=class\b/);
+    expect(chunks).toContain('function resolveConfigPath(');
+    // esbuild's keepNames helper (Object.defineProperty(fn, "name") per function at evaluation) is not there.
+    expect(chunks).not.toMatch(/__name\(/);
+  });
+
   it('is built with the rest of dist/ and names the same version and commit as dist/main.js', () => {
     const version = (entry: string) => execFileSync(process.execPath, [entry, '--version'], { encoding: 'utf8' });
     expect(version(BUNDLE)).toBe(version(MAIN));
