@@ -1,4 +1,4 @@
-import { loadRelaySettings } from '../settings/index.js';
+import { loadRelaySettings } from '../settings/fleet-relay/index.js';
 import { createLogger } from '../util/logger.js';
 import { type CliIo, EXIT, serveUntilStopped } from './io.js';
 

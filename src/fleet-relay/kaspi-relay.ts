@@ -6,7 +6,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { z } from 'zod';
 import type { Logger } from '../util/logger.js';
-import type { RelaySettings } from '../settings/index.js';
+import type { RelaySettings } from '../settings/fleet-relay/index.js';
 import type { KaspiAccess } from './kaspi-client.js';
 import { openKaspiJournal } from './kaspi-journal.js';
 import { createKaspiCaller } from './kaspi-caller.js';

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { RelaySettings } from '../settings/index.js';
+import type { RelaySettings } from '../settings/fleet-relay/index.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { providerWebhooks, type PaymentProvider } from '../payments/index.js';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { connect, type IClientOptions, type MqttClient } from 'mqtt';
+import type { IClientOptions, MqttClient } from 'mqtt';
 import { clientOptions, redactUrl, MqttConfigError } from './connection.js';
 import { createTopics } from './topics.js';
 import type { MqttSettings } from './types.js';
@@ -81,7 +81,9 @@ function describe(reason: MqttCheckFailure, url: string, err: unknown, timeoutMs
 }
 
 /** Connects with a bounded wait; rejects with the first error. */
-function connectOnce(url: string, options: IClientOptions, timeoutMs: number): Promise<MqttClient> {
+async function connectOnce(url: string, options: IClientOptions, timeoutMs: number): Promise<MqttClient> {
+  // Loaded here, not at import: the service imports this folder and need not evaluate mqtt.js to start.
+  const { connect } = await import('mqtt');
   return new Promise((resolve, reject) => {
     const client = connect(url, options);
     const timer = setTimeout(() => finish(Object.assign(new Error('timeout'), { timeout: true })), timeoutMs);

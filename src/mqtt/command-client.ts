@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { connect, type IClientOptions, type MqttClient } from 'mqtt';
+import type { IClientOptions, MqttClient } from 'mqtt';
 import { clientOptions, redactUrl } from './connection.js';
 import { createTopics } from './topics.js';
 import type { CommandEnvelope } from './command-envelope.js';
@@ -23,6 +23,8 @@ export async function sendCommand(input: {
   /** The device's public answer key (base64 SPKI). */
   devicePublicKey: string;
 }): Promise<{ answered: true; result: Record<string, unknown>; forged: number } | { answered: false; detail: string; forged: number }> {
+  // mqtt.js is loaded by the command that uses it, not by the service that imports this folder.
+  const { connect } = await import('mqtt');
   const { settings, deviceId, command } = input;
   const topics = createTopics(settings.prefix, deviceId);
   const url = settings.url === 'embedded' ? `mqtt://127.0.0.1:${settings.embeddedPort}` : settings.url;
@@ -96,6 +98,7 @@ export async function sendCommand(input: {
  * the broker holds no state of the device that names one within `timeoutMs`.
  */
 export async function learnDatabase(input: { settings: MqttSettings; deviceId: string; timeoutMs: number }): Promise<string | null> {
+  const { connect } = await import('mqtt');
   const { settings, deviceId } = input;
   const topics = createTopics(settings.prefix, deviceId);
   const url = settings.url === 'embedded' ? `mqtt://127.0.0.1:${settings.embeddedPort}` : settings.url;

@@ -9,7 +9,7 @@ export {
 } from './embedded-broker.js';
 export { CommandErrorCodes, COMMAND_NAMES, SELFTEST_REUSE_MS, type CommandResult } from './commands.js';
 export type { UnverifiedSummary } from './command-tally.js';
-export { COMMAND_RESULTS, type CommandResults } from './command-results.js';
+export { type CommandResults } from './command-results.js';
 export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
 export type {

@@ -12,16 +12,6 @@ export {
   type LoadedSettings,
   type PortOverrides,
 } from './load.js';
-export {
-  loadRelaySettings,
-  parseRelaySettings,
-  relaySettingsSchema,
-  RELAY_CONFIG_PATH,
-  RELAY_SECRET_ENV,
-  RELAY_PROVIDERS,
-  RELAY_UNSIGNED_PROVIDERS,
-  type RelaySettings,
-} from './fleet-relay.js';
 export { fiscalSchema, redactUrl, type FiscalSettings } from './sections/fiscal.js';
 export { type DexSettings } from './sections/dex.js';
 export { priceProblems, priceBoundsFor, type PricingSettings, type PriceProblem } from './sections/commands.js';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { createRelay } from '../../src/fleet-relay/index.js';
-import { parseRelaySettings, RELAY_PROVIDERS, RELAY_UNSIGNED_PROVIDERS } from '../../src/settings/index.js';
+import { parseRelaySettings, RELAY_PROVIDERS, RELAY_UNSIGNED_PROVIDERS } from '../../src/settings/fleet-relay/index.js';
 import { providerSchema } from '../../src/settings/sections/provider.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { createBrokerWebhookSubscription } from '../../src/mqtt/index.js';

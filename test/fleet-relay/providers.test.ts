@@ -3,7 +3,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { CALLBACK_QUERY_HEADER, PROVIDER_WEBHOOKS, signGeregeTestPayload, signQutpayTestPayload } from '../../src/payments/index.js';
-import { RELAY_PROVIDERS, parseRelaySettings } from '../../src/settings/index.js';
+import { RELAY_PROVIDERS, parseRelaySettings } from '../../src/settings/fleet-relay/index.js';
 import { createRelay } from '../../src/fleet-relay/index.js';
 
 /**

@@ -3,7 +3,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { Aedes } from 'aedes';
 import { pino } from 'pino';
 import { createRelay, type Relay } from '../../src/fleet-relay/index.js';
-import { parseRelaySettings } from '../../src/settings/index.js';
+import { parseRelaySettings } from '../../src/settings/fleet-relay/index.js';
 import { decodeWebhookMessage, createFleetTopics } from '../../src/mqtt/index.js';
 import { signGeregeTestPayload, signQutpayTestPayload, ProviderError, type PaymentProvider } from '../../src/payments/index.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { pino } from 'pino';
 import { createRelay, type Relay } from '../../src/fleet-relay/index.js';
-import { parseRelaySettings } from '../../src/settings/index.js';
+import { parseRelaySettings } from '../../src/settings/fleet-relay/index.js';
 import { signGeregeTestPayload } from '../../src/payments/index.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';
 import { watch, clearRetainedUnder, type Watcher } from '../mqtt/watch.js';

@@ -8,7 +8,7 @@ import { backoffDelay, clientOptions } from '../../src/mqtt/connection.js';
 import { createBrokerWebhookSubscription, createTopics, webhookClientId, type BrokerWebhookSubscription } from '../../src/mqtt/index.js';
 import { createRelay } from '../../src/fleet-relay/index.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
-import { parseRelaySettings } from '../../src/settings/index.js';
+import { parseRelaySettings } from '../../src/settings/fleet-relay/index.js';
 import { systemClock } from '../../src/util/index.js';
 import { restartableBroker, uniqueId } from '../helpers/broker.js';
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { signGeregeTestPayload } from '../../src/payments/index.js';
 import { createRelay } from '../../src/fleet-relay/index.js';
-import { parseRelaySettings } from '../../src/settings/index.js';
+import { parseRelaySettings } from '../../src/settings/fleet-relay/index.js';
 import { silentLogger } from '../../src/util/logger.js';
 
 /** A Gerege token endpoint that records the form of each token request; every other path is 404. */

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadRelaySettings, parseRelaySettings, parseSettings } from '../../src/settings/index.js';
+import { parseSettings } from '../../src/settings/index.js';
+import { loadRelaySettings, parseRelaySettings } from '../../src/settings/fleet-relay/index.js';
 import { tempDir } from '../helpers/temp.js';
 import { settingsProblems } from '../helpers/core.js';
 

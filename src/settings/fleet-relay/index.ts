@@ -1,12 +1,12 @@
 import { resolve } from 'node:path';
-import { intIn } from './sections/number.js';
+import { intIn } from '../sections/number.js';
 import { z } from 'zod';
-import { withCredentials } from './credentials.js';
-import { mqttSchema } from './sections/mqtt.js';
-import { logSchema } from './sections/service.js';
-import { deepFreeze, readSettingsFile, SettingsError, SECRET_ENV } from './load.js';
-import { findUnknownKeys, withoutKeys } from './unknown-keys.js';
-import { WEBHOOK_LISTENER_DEFAULTS } from '../util/http-listener.js';
+import { withCredentials } from '../credentials.js';
+import { mqttSchema } from '../sections/mqtt.js';
+import { logSchema } from '../sections/service.js';
+import { deepFreeze, readSettingsFile, SettingsError, SECRET_ENV } from '../load.js';
+import { findUnknownKeys, withoutKeys } from '../unknown-keys.js';
+import { WEBHOOK_LISTENER_DEFAULTS } from '../../util/http-listener.js';
 
 /** `vendgate relay` reads this file when --config and VENDGATE_RELAY_CONFIG name none. */
 export const RELAY_CONFIG_PATH = '/etc/vendgate/relay.yaml';
