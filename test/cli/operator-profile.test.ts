@@ -6,7 +6,7 @@ import { parse, stringify } from 'yaml';
 import { startService } from '../helpers/service.js';
 import { testBroker } from '../helpers/broker.js';
 import { tempDir } from '../helpers/temp.js';
-import { OPERATOR } from '../helpers/operator.js';
+import { commandSendArgs, OPERATOR } from '../helpers/operator.js';
 import { startEmbeddedBroker } from '../../src/mqtt/index.js';
 import { run } from './cli-io.js';
 import { starterDevice } from './setup-device.js';
@@ -58,20 +58,7 @@ async function withAnswerKey(ops: string, configPath: string): Promise<void> {
 }
 
 const refill = (profile: string, key: string, extra: string[] = []) =>
-  run([
-    'command',
-    'send',
-    'refill',
-    '--config',
-    profile,
-    '--key',
-    key,
-    '--key-id',
-    OPERATOR.keyId,
-    '--body',
-    '{"slot":"A1","count":7}',
-    ...extra,
-  ]);
+  run([...commandSendArgs('refill', key, OPERATOR.keyId, { slot: 'A1', count: 7 }), '--config', profile, ...extra]);
 
 describe("the operator's command profile", () => {
   it('setup asks for the broker and writes ops.yaml (no secret in it); that profile alone sends a signed command', async () => {
