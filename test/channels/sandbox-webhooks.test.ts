@@ -1,16 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../helpers/service.js';
+import { describe, expect, it } from 'vitest';
+import { startService } from '../helpers/service.js';
+import { cleanup, stop } from '../helpers/cleanup.js';
 import { query } from '../catalog/helpers.js';
 
-let svc: Service | null = null;
-afterEach(async () => {
-  await svc?.stop();
-  svc = null;
-});
+const defer = cleanup();
 
 describe('the embedded demo (sandbox provider)', () => {
   it('delivers its signed webhooks to the service’s own listener, so a demo payment goes through both channels', async () => {
-    const s = (svc = await startService());
+    const s = defer(await startService(), stop);
     const created = (await fetch(`${s.localUrl}/api/orders`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
