@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../helpers/service.js';
+import { orderState, paidOrder, startService, type Service } from '../helpers/service.js';
 
 /**
  * dist/vendgate.js (scripts/bundle.mjs) is what the systemd units and the installed `vendgate`
@@ -116,18 +116,8 @@ describe('dist/vendgate.js, the one-file build', () => {
     expect(await page.text()).toContain('<html');
     expect((await fetch(`${svc.localUrl}/sandbox/assets/pay.js`)).status).toBe(200);
 
-    const created = await fetch(`${svc.localUrl}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ slot: 'A1' }),
-    });
-    expect(created.status).toBe(201);
-    const order = (await created.json()) as { orderId: number; invoiceId: string };
-    expect((await fetch(`${svc.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' })).status).toBe(204);
-    await svc.waitFor(
-      async () => ((await (await fetch(`${svc!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state === 'vended',
-      { what: 'the order to be vended' },
-    );
+    const order = await paidOrder(svc.localUrl, 'A1');
+    await svc.waitFor(async () => (await orderState(svc!.localUrl, order.orderId)) === 'vended', { what: 'the order to be vended' });
     expect(svc.readSimLog()).toEqual([expect.objectContaining({ orderId: order.orderId, slot: 'A1' })]);
   });
 });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { cleanup } from '../helpers/cleanup.js';
 import { commandResult, restartOnline, serviceOnBroker } from '../helpers/on-broker.js';
 import { cli, order, orderReaches, pay, query } from '../catalog/helpers.js';
-import { OPERATOR, signedPayload } from '../helpers/operator.js';
+import { commandSendArgs, OPERATOR, signedPayload } from '../helpers/operator.js';
 
 /**
  * A signed refund binds to what cannot repeat: the order's global reference (device, database,
@@ -30,17 +30,7 @@ describe('a signed refund replayed on a replaced database', () => {
     // The operator refunds it with the product's own tool; the envelope goes over the broker.
     const keyPath = join(svc.dir, 'ops.pem');
     writeFileSync(keyPath, OPERATOR.privateKeyPem, { mode: 0o600 });
-    const sent = await cli(svc, [
-      'command',
-      'send',
-      'refund',
-      '--key',
-      keyPath,
-      '--key-id',
-      OPERATOR.keyId,
-      '--body',
-      JSON.stringify({ order: first.reference }),
-    ]);
+    const sent = await cli(svc, commandSendArgs('refund', keyPath, OPERATOR.keyId, { order: first.reference }));
     expect(sent.stderr).toBe('');
     expect(sent.code).toBe(0);
     await orderReaches(svc, first.orderId, 'refunded');

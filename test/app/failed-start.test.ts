@@ -55,12 +55,14 @@ const NOTHING = { files: [], sockets: [], handles: {} };
 describe('a start that fails part-way gives back everything it opened', () => {
   let dir: ReturnType<typeof tempDir> | null = null;
   let broker: TestBroker | null = null;
-  afterEach(async () => {
+  /** Closes the broker and removes the directory of the last settingsFor(): after each test, and between the runs of one. */
+  async function giveBack(): Promise<void> {
     await broker?.close();
     broker = null;
     dir?.cleanup();
     dir = null;
-  });
+  }
+  afterEach(giveBack);
 
   /** Every part that holds something: a broker connection, the fiscal sandbox, the scheduled audit read. */
   async function settingsFor() {
@@ -121,10 +123,7 @@ describe('a start that fails part-way gives back everything it opened', () => {
       });
       if (!(run.error instanceof Error) || run.error.message !== `injected at ${at}`) problems[at] = { startFailedWith: String(run.error) };
       else if (JSON.stringify(run.left) !== JSON.stringify(NOTHING)) problems[at] = run.left;
-      await broker?.close();
-      broker = null;
-      dir?.cleanup();
-      dir = null;
+      await giveBack();
     }
     expect(problems).toEqual({});
   });

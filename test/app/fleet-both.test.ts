@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
 import { connect } from 'mqtt';
 import { createSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createFleetTopics, encodeWebhookMessage } from '../../src/mqtt/index.js';
@@ -8,20 +7,12 @@ import { freePort, startService, type Service } from '../helpers/service.js';
 import { testBroker, uniqueId, type TestBroker } from '../helpers/broker.js';
 import { clearRetainedUnder, watch } from '../mqtt/watch.js';
 import { waitFor } from '../helpers/wait.js';
+import { query } from '../catalog/helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
-
-function rows(svc: Service, sql: string, ...params: unknown[]): Record<string, any>[] {
-  const db = new Database(svc.dbPath, { readonly: true });
-  try {
-    return db.prepare(sql).all(...params) as Record<string, any>[];
-  } finally {
-    db.close();
-  }
-}
 
 async function serviceWith(
   source: 'both' | 'broker',
@@ -79,7 +70,7 @@ describe('fleet.webhookSource on the real service', () => {
     await svc.waitFor(() => svc.readSimLog().length === 1, { what: 'the vend' });
     const stored = await waitFor(
       () =>
-        rows(
+        query(
           svc,
           "SELECT event_id, raw_body FROM webhook_events WHERE object_id = ? AND type = 'payment_intent.succeeded'",
           order.invoiceId,
@@ -105,7 +96,7 @@ describe('fleet.webhookSource on the real service', () => {
       () => svc.logs().some((l) => l.msg === 'duplicate webhook acknowledged' && l.via === 'broker' && l.eventId === stored.event_id),
       { timeoutMs: 10_000, what: 'the broker copy acknowledged as a duplicate' },
     );
-    expect(rows(svc, 'SELECT count(*) AS n FROM webhook_events WHERE event_id = ?', stored.event_id)[0]!.n).toBe(1);
+    expect(query(svc, 'SELECT count(*) AS n FROM webhook_events WHERE event_id = ?', stored.event_id)[0]!.n).toBe(1);
     expect(svc.readSimLog()).toHaveLength(1);
   });
 });

@@ -1,25 +1,13 @@
-import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../helpers/service.js';
+import { describe, expect, it } from 'vitest';
+import { startService } from '../helpers/service.js';
+import { cleanup, stop } from '../helpers/cleanup.js';
+import { query } from '../catalog/helpers.js';
 
-let svc: Service | null = null;
-afterEach(async () => {
-  await svc?.stop();
-  svc = null;
-});
-
-function rows(s: Service, sql: string, ...params: unknown[]): Record<string, any>[] {
-  const db = new Database(s.dbPath, { readonly: true });
-  try {
-    return db.prepare(sql).all(...params) as Record<string, any>[];
-  } finally {
-    db.close();
-  }
-}
+const defer = cleanup();
 
 describe('the embedded demo (sandbox provider)', () => {
   it('delivers its signed webhooks to the service’s own listener, so a demo payment goes through both channels', async () => {
-    const s = (svc = await startService());
+    const s = defer(await startService(), stop);
     const created = (await fetch(`${s.localUrl}/api/orders`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -30,7 +18,7 @@ describe('the embedded demo (sandbox provider)', () => {
 
     const events = await s.waitFor(
       () => {
-        const found = rows(
+        const found = query(
           s,
           'SELECT type, source, processed_at FROM webhook_events WHERE object_id = ? AND processed_at IS NOT NULL',
           created.invoiceId,

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { cleanup } from '../helpers/cleanup.js';
 import { BROKER, serviceOnBroker } from '../helpers/on-broker.js';
 import { tempDir } from '../helpers/temp.js';
+import { commandSendArgs } from '../helpers/operator.js';
 import { run } from './cli-io.js';
 
 /**
@@ -47,15 +48,7 @@ describe("vendgate command send: only the device's signed answer counts", () => 
 
     const send = (extra: string[] = []) =>
       run([
-        'command',
-        'send',
-        'refund',
-        '--key',
-        keyPath,
-        '--key-id',
-        'ops-fa',
-        '--body',
-        JSON.stringify({ order: `${deviceId}-${dbId}-424242-0badf00d` }),
+        ...commandSendArgs('refund', keyPath, 'ops-fa', { order: `${deviceId}-${dbId}-424242-0badf00d` }),
         '--config',
         svc.configPath,
         '--device-key',

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,9 +6,10 @@ import { parse, stringify } from 'yaml';
 import { startService } from '../helpers/service.js';
 import { testBroker } from '../helpers/broker.js';
 import { tempDir } from '../helpers/temp.js';
-import { OPERATOR } from '../helpers/operator.js';
+import { commandSendArgs, OPERATOR } from '../helpers/operator.js';
 import { startEmbeddedBroker } from '../../src/mqtt/index.js';
 import { run } from './cli-io.js';
+import { starterDevice } from './setup-device.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -17,7 +17,6 @@ import { waitFor } from '../helpers/wait.js';
  * that profile (broker and device, nothing else) is enough for `vendgate command send`, and a send
  * to a broker the device is not on says which broker it tried.
  */
-const REPO = new URL('../../', import.meta.url).pathname;
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
@@ -35,12 +34,15 @@ function keyFile(dir: string): string {
   return path;
 }
 
-async function deviceOn(brokerUrl: string) {
+/** A test broker and a device (the compiled service) connected to it, both stopped after the test. */
+async function deviceOnTestBroker() {
+  const broker = await testBroker();
+  cleanups.push(() => broker.close());
   const deviceId = `ops-${randomBytes(4).toString('hex')}`;
-  const svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: brokerUrl } } });
+  const svc = await startService({ config: { device: { id: deviceId }, mqtt: { url: broker.url } } });
   cleanups.push(() => svc.stop());
   await waitFor(() => svc.logs().some((l) => l.msg === 'MQTT connected'), { what: 'the device on the broker' });
-  return { deviceId, svc };
+  return { broker, deviceId, svc };
 }
 
 /** The device's answer key, as `vendgate command device-key` prints it for the operator's profile. */
@@ -56,42 +58,22 @@ async function withAnswerKey(ops: string, configPath: string): Promise<void> {
 }
 
 const refill = (profile: string, key: string, extra: string[] = []) =>
-  run([
-    'command',
-    'send',
-    'refill',
-    '--config',
-    profile,
-    '--key',
-    key,
-    '--key-id',
-    OPERATOR.keyId,
-    '--body',
-    '{"slot":"A1","count":7}',
-    ...extra,
-  ]);
+  run([...commandSendArgs('refill', key, OPERATOR.keyId, { slot: 'A1', count: 7 }), '--config', profile, ...extra]);
 
 describe("the operator's command profile", () => {
   it('setup asks for the broker and writes ops.yaml (no secret in it); that profile alone sends a signed command', async () => {
-    const broker = await testBroker();
-    cleanups.push(() => broker.close());
-    const { deviceId, svc } = await deviceOn(broker.url);
+    const { broker, deviceId, svc } = await deviceOnTestBroker();
     const dir = workDir();
-    const config = join(dir, 'config.yaml');
-    writeFileSync(config, readFileSync(join(REPO, 'config/examples/sandbox.yaml'), 'utf8'), { mode: 0o640 });
-    writeFileSync(join(dir, 'secrets.env'), '', { mode: 0o640 });
-    const setup = spawnSync(process.execPath, [join(REPO, 'dist/main.js'), 'setup', '--config', config, '--no-apply'], {
-      input: ['sandbox', deviceId, 'none', broker.url, 'operator-1', 'broker-password-1', '', ''].join('\n'),
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH },
-    });
+    const device = starterDevice(dir);
+    // A sandbox device: its id, no tunnel, the operator's broker and its login, no service menu PIN.
+    const setup = device.setup(['sandbox', deviceId, 'none', broker.url, 'operator-1', 'broker-password-1', '']);
     expect(setup.stderr).toBe('');
     expect(setup.status).toBe(0);
-    const written = readFileSync(config, 'utf8');
-    expect(parse(written).mqtt).toMatchObject({ url: broker.url, username: 'operator-1' });
+    const written = device.files();
+    expect(parse(written.config).mqtt).toMatchObject({ url: broker.url, username: 'operator-1' });
     // The starter's comment described the old value: it goes with it.
-    expect(written).not.toContain('no fleet monitoring yet');
-    expect(readFileSync(join(dir, 'secrets.env'), 'utf8')).toContain('VENDGATE_MQTT_PASSWORD=broker-password-1');
+    expect(written.config).not.toContain('no fleet monitoring yet');
+    expect(written.secrets).toContain('VENDGATE_MQTT_PASSWORD=broker-password-1');
     expect(setup.stdout).not.toContain('broker-password-1');
 
     const ops = join(dir, 'ops.yaml');
@@ -111,9 +93,7 @@ describe("the operator's command profile", () => {
   });
 
   it("a minimal profile (mqtt.url, device.id and the device's answer key) is enough: no catalog, provider or hardware", async () => {
-    const broker = await testBroker();
-    cleanups.push(() => broker.close());
-    const { deviceId, svc } = await deviceOn(broker.url);
+    const { broker, deviceId, svc } = await deviceOnTestBroker();
     const dir = workDir();
     const ops = join(dir, 'ops.yaml');
     writeFileSync(ops, stringify({ device: { id: deviceId }, mqtt: { url: broker.url } }));

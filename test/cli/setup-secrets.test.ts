@@ -1,39 +1,24 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { parseSecretsText } from '../../src/settings/credentials.js';
+import { cleanup } from '../helpers/cleanup.js';
 import { tempDir } from '../helpers/temp.js';
+import { starterDevice } from './setup-device.js';
 
 /**
  * `vendgate setup` writes secrets.env as data the service reads back exactly: a hostile value
  * (shell syntax) is stored and read literally, and a value the service would read differently
  * (its enclosing quotes dropped) is refused with nothing changed. (Answers are trimmed as typed.)
  */
-const REPO = new URL('../../', import.meta.url).pathname;
-const STARTER = join(REPO, 'config/examples/sandbox.yaml');
-
 describe('vendgate setup and secrets.env', () => {
-  let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(() => {
-    dir?.cleanup();
-    dir = null;
-  });
+  const defer = cleanup();
 
   function setup(clientSecret: string) {
-    dir = tempDir();
-    const config = join(dir.path, 'config.yaml');
-    const secrets = join(dir.path, 'secrets.env');
-    writeFileSync(config, readFileSync(STARTER, 'utf8'), { mode: 0o640 });
-    writeFileSync(secrets, '# secrets of this device\n', { mode: 0o640 });
+    const device = starterDevice(defer(tempDir(), (d) => d.cleanup()).path);
     // …, the tunnel (none), the operator's broker (none), the service menu's PIN (none).
     const answers = ['gerege', 'vm-014', 'no', 'https://api.gerege.example', 'vm-014-test', clientSecret, 'whsec_value_1', '', 'none', ''];
-    const result = spawnSync(process.execPath, [join(REPO, 'dist/main.js'), 'setup', '--config', config, '--no-apply'], {
-      input: `${answers.join('\n')}\n`,
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH },
-    });
-    return { result, secrets: () => readFileSync(secrets, 'utf8'), dir: dir.path };
+    const result = device.setup(answers);
+    return { result, secrets: () => device.files().secrets, config: device.config };
   }
 
   it('stores a value full of shell syntax exactly as typed, and the service reads it back as data', () => {
@@ -54,7 +39,7 @@ describe('vendgate setup and secrets.env', () => {
       expect(run.result.stderr).toMatch(message);
       expect(run.result.stderr).toContain('nothing was changed');
       expect(run.secrets()).toBe('# secrets of this device\n');
-      expect(existsSync(join(run.dir, 'config.yaml.before-setup'))).toBe(false);
+      expect(existsSync(`${run.config}.before-setup`)).toBe(false);
     });
   }
 });

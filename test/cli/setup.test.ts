@@ -1,40 +1,34 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadSettings } from '../../src/settings/index.js';
 import { parseSecretsText } from '../../src/settings/credentials.js';
+import { cleanup } from '../helpers/cleanup.js';
 import { tempDir } from '../helpers/temp.js';
+import { runSetup, STARTER, starterDevice } from './setup-device.js';
+
+const REPO = new URL('../../', import.meta.url).pathname;
 
 /**
  * `vendgate setup`, the guided step after `apt install`: the compiled command with its
  * answers on standard input, on a copy of the starter configuration the package writes.
  */
-const REPO = new URL('../../', import.meta.url).pathname;
-const STARTER = join(REPO, 'config/examples/sandbox.yaml');
-
 describe('vendgate setup', () => {
-  let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(() => {
-    dir?.cleanup();
-    dir = null;
-  });
+  const defer = cleanup();
+  const device = (starter?: string) => starterDevice(defer(tempDir(), (d) => d.cleanup()).path, starter);
 
-  function device(starter = readFileSync(STARTER, 'utf8')) {
-    dir = tempDir();
-    const config = join(dir.path, 'config.yaml');
-    const secrets = join(dir.path, 'secrets.env');
-    writeFileSync(config, starter, { mode: 0o640 });
-    writeFileSync(secrets, '# secrets of this device\n', { mode: 0o640 });
-    const setup = (answers: string[]) =>
-      spawnSync(process.execPath, [join(REPO, 'dist/main.js'), 'setup', '--config', config, '--no-apply'], {
-        input: `${answers.join('\n')}\n`,
-        encoding: 'utf8',
-        env: { PATH: process.env.PATH },
-      });
-    const files = () => ({ config: readFileSync(config, 'utf8'), secrets: readFileSync(secrets, 'utf8') });
-    return { config, secrets, setup, files };
+  /**
+   * A setup that goes through (nothing on stderr, status 0): what it printed, both files as it left
+   * them, and the secrets and settings the service will read from them.
+   */
+  function completed(d: ReturnType<typeof device>, answers: string[]) {
+    const result = d.setup(answers);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    const { config, secrets } = d.files();
+    const env = Object.fromEntries(parseSecretsText(secrets));
+    return { stdout: result.stdout, config, secrets, env, settings: loadSettings({ path: d.config, env }).settings };
   }
 
   const GEREGE = [
@@ -55,40 +49,35 @@ describe('vendgate setup', () => {
   it('from the starter configuration to Gerege: asks, checks, writes both files (comments and other lines kept, secrets 0640), never shows a secret, and names the tunnel, restart and selftest', () => {
     const d = device();
     const before = d.files();
-    const result = d.setup(GEREGE);
-    expect(result.stderr).toBe('');
-    expect(result.status).toBe(0);
+    const done = completed(d, GEREGE);
 
-    const { config, secrets } = d.files();
-    const yaml = parse(config);
+    const yaml = parse(done.config);
     expect(yaml.provider).toMatchObject({ name: 'gerege', baseUrl: 'https://api.gerege.example', clientId: 'vm-014-test' });
     expect(yaml.device).toMatchObject({ id: 'vm-014', livemode: false, catalog: parse(before.config).device.catalog });
     expect(yaml.http.webhook).toMatchObject({ host: '127.0.0.1', port: 8787, publicUrl: 'https://pay-vm-014.example.com' });
-    expect(config).toContain('# vendgate — starter configuration for a new device');
+    expect(done.config).toContain('# vendgate — starter configuration for a new device');
     expect(readFileSync(`${d.config}.before-setup`, 'utf8')).toBe(before.config);
 
-    expect(Object.fromEntries(parseSecretsText(secrets))).toEqual({
+    expect(done.env).toEqual({
       VENDGATE_PROVIDER_CLIENT_SECRET: 'cs_secret_value_1',
       VENDGATE_WEBHOOK_SECRETS: 'whsec_value_1',
     });
-    expect(secrets).toContain('# secrets of this device');
+    expect(done.secrets).toContain('# secrets of this device');
     expect(statSync(d.secrets).mode & 0o777).toBe(0o640);
     expect(statSync(d.config).mode & 0o777).toBe(0o640);
 
     // What the service will read is a valid Gerege device.
-    const loaded = loadSettings({ path: d.config, env: Object.fromEntries(parseSecretsText(secrets)) }).settings;
-    expect(loaded.provider).toMatchObject({ name: 'gerege', clientSecret: 'cs_secret_value_1', webhookSecrets: ['whsec_value_1'] });
+    expect(done.settings.provider).toMatchObject({ name: 'gerege', clientSecret: 'cs_secret_value_1', webhookSecrets: ['whsec_value_1'] });
 
-    for (const secret of ['cs_secret_value_1', 'whsec_value_1']) expect(result.stdout).not.toContain(secret);
-    expect(result.stdout).toContain('secrets changed: VENDGATE_PROVIDER_CLIENT_SECRET, VENDGATE_WEBHOOK_SECRETS');
-    expect(result.stdout).toMatch(
+    for (const secret of ['cs_secret_value_1', 'whsec_value_1']) expect(done.stdout).not.toContain(secret);
+    expect(done.stdout).toContain('secrets changed: VENDGATE_PROVIDER_CLIENT_SECRET, VENDGATE_WEBHOOK_SECRETS');
+    expect(done.stdout).toMatch(
       /install-pi\.sh --tunnel-only pay-vm-014\.example\.com\n\s+systemctl restart vendgate\n\s+vendgate selftest/,
     );
   });
 
   it('QPay: client id and secret, invoice code, no webhook secret (its callbacks are unsigned), the callback URL from the tunnel', () => {
-    const d = device();
-    const result = d.setup([
+    const done = completed(device(), [
       'qpay',
       'vm-015',
       'no',
@@ -103,24 +92,19 @@ describe('vendgate setup', () => {
       'none',
       '',
     ]);
-    expect(result.stderr).toBe('');
-    expect(result.status).toBe(0);
-    const { config, secrets } = d.files();
-    expect(parse(config).provider).toMatchObject({
+    expect(parse(done.config).provider).toMatchObject({
       name: 'qpay',
       clientId: 'VM_015',
       invoiceCode: 'VM_015_INVOICE',
       callbackUrl: 'https://pay-vm-015.example.com/webhooks/qpay',
     });
-    expect(Object.fromEntries(parseSecretsText(secrets))).toEqual({ VENDGATE_PROVIDER_CLIENT_SECRET: 'qpay_secret_value_1' });
-    const loaded = loadSettings({ path: d.config, env: Object.fromEntries(parseSecretsText(secrets)) }).settings;
-    expect(loaded.provider).toMatchObject({ name: 'qpay', clientSecret: 'qpay_secret_value_1', webhookSecrets: [] });
-    expect(result.stdout).not.toContain('qpay_secret_value_1');
+    expect(done.env).toEqual({ VENDGATE_PROVIDER_CLIENT_SECRET: 'qpay_secret_value_1' });
+    expect(done.settings.provider).toMatchObject({ name: 'qpay', clientSecret: 'qpay_secret_value_1', webhookSecrets: [] });
+    expect(done.stdout).not.toContain('qpay_secret_value_1');
   });
 
   it("Kaspi QR: the relay's Kaspi URL and this device's secret there; no webhook secret (Kaspi sends none), no device token on the device", () => {
-    const d = device();
-    const result = d.setup([
+    const done = completed(device(), [
       'kaspi',
       'vm-016',
       'no',
@@ -131,26 +115,20 @@ describe('vendgate setup', () => {
       'none',
       '',
     ]);
-    expect(result.stderr).toBe('');
-    expect(result.status).toBe(0);
-    const { config, secrets } = d.files();
-    expect(parse(config).provider).toMatchObject({ name: 'kaspi', baseUrl: 'https://relay.example.com:8789' });
-    expect(parse(config).device).toMatchObject({ currency: 'KZT' });
-    expect(Object.fromEntries(parseSecretsText(secrets))).toEqual({ VENDGATE_PROVIDER_CLIENT_SECRET: 'kaspi-device-secret-vm-016' });
-    const loaded = loadSettings({ path: d.config, env: Object.fromEntries(parseSecretsText(secrets)) }).settings;
-    expect(loaded.provider).toMatchObject({ name: 'kaspi', clientSecret: 'kaspi-device-secret-vm-016', webhookSecrets: [] });
-    expect(result.stdout).not.toContain('kaspi-device-secret-vm-016');
+    expect(parse(done.config).provider).toMatchObject({ name: 'kaspi', baseUrl: 'https://relay.example.com:8789' });
+    expect(parse(done.config).device).toMatchObject({ currency: 'KZT' });
+    expect(done.env).toEqual({ VENDGATE_PROVIDER_CLIENT_SECRET: 'kaspi-device-secret-vm-016' });
+    expect(done.settings.provider).toMatchObject({ name: 'kaspi', clientSecret: 'kaspi-device-secret-vm-016', webhookSecrets: [] });
+    expect(done.stdout).not.toContain('kaspi-device-secret-vm-016');
   });
 
   it('run again, Enter keeps every answer, the secrets included', () => {
     const d = device();
     expect(d.setup(GEREGE).status).toBe(0);
     const first = d.files();
-    const again = d.setup(['', '', '', '', '', '', '', '', '', '']);
-    expect(again.stderr).toBe('');
-    expect(again.status).toBe(0);
-    expect(parse(d.files().config)).toEqual(parse(first.config));
-    expect(Object.fromEntries(parseSecretsText(d.files().secrets))).toEqual(Object.fromEntries(parseSecretsText(first.secrets)));
+    const again = completed(d, ['', '', '', '', '', '', '', '', '', '']);
+    expect(parse(again.config)).toEqual(parse(first.config));
+    expect(again.env).toEqual(Object.fromEntries(parseSecretsText(first.secrets)));
     expect(again.stdout).toContain('secrets changed: none');
   });
 
@@ -180,16 +158,12 @@ describe('vendgate setup', () => {
 
   it('the service menu PIN goes to secrets.env only, is kept on Enter, and a PIN too short says why and changes nothing', () => {
     const d = device();
-    const result = d.setup([...GEREGE.slice(0, -1), '731904']);
-    expect(result.status).toBe(0);
-    expect(result.stdout).not.toContain('731904');
-    expect(Object.fromEntries(parseSecretsText(d.files().secrets))).toMatchObject({ VENDGATE_SERVICE_PIN: '731904' });
-    expect(d.files().config).not.toContain('731904');
-    expect(loadSettings({ path: d.config, env: Object.fromEntries(parseSecretsText(d.files().secrets)) }).settings.kiosk.servicePin).toBe(
-      '731904',
-    );
-    expect(d.setup(['', '', '', '', '', '', '', '', '', '']).status).toBe(0);
-    expect(Object.fromEntries(parseSecretsText(d.files().secrets))).toMatchObject({ VENDGATE_SERVICE_PIN: '731904' });
+    const done = completed(d, [...GEREGE.slice(0, -1), '731904']);
+    expect(done.stdout).not.toContain('731904');
+    expect(done.env).toMatchObject({ VENDGATE_SERVICE_PIN: '731904' });
+    expect(done.config).not.toContain('731904');
+    expect(done.settings.kiosk.servicePin).toBe('731904');
+    expect(completed(d, ['', '', '', '', '', '', '', '', '', '']).env).toMatchObject({ VENDGATE_SERVICE_PIN: '731904' });
     const before = d.files();
     const short = d.setup([...GEREGE.slice(0, -1), '1234']);
     expect(short.status).toBe(64);
@@ -209,11 +183,7 @@ describe('vendgate setup', () => {
   it('refuses to change the demo configuration shipped with the code', () => {
     const demo = join(REPO, 'config/default.yaml');
     const before = readFileSync(demo, 'utf8');
-    const result = spawnSync(process.execPath, [join(REPO, 'dist/main.js'), 'setup', '--config', demo, '--no-apply'], {
-      input: '\n',
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH },
-    });
+    const result = runSetup(demo, ['']);
     expect(result.status).toBe(64);
     expect(result.stderr).toContain('no device configuration here');
     expect(readFileSync(demo, 'utf8')).toBe(before);

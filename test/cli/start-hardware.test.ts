@@ -1,23 +1,10 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { freePort } from '../helpers/service.js';
-
-const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
-
-function runStart(configPath: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, 'start', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+import { runMain } from '../helpers/process.js';
 
 describe('a start on a machine that lacks the configured hardware', () => {
   it('a GPIO relay without GPIO: one line on stderr naming the setting and what to do, exit 78, nothing written', async () => {
@@ -36,7 +23,7 @@ describe('a start on a machine that lacks the configured hardware', () => {
     );
     expect(existsSync('/sys/class/gpio/export'), 'this test needs a machine without GPIO').toBe(false);
 
-    const result = await runStart(path);
+    const result = await runMain(['start', '--config', path]);
     expect(result.code).toBe(78);
     const lines = result.stderr.trim().split('\n');
     expect(lines, result.stderr).toHaveLength(1);

@@ -1,33 +1,29 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import { createHardwareBus, createInputs, type HardwareEvent, type HardwareInputs } from '../../src/hardware/index.js';
 import { silentLogger, systemClock } from '../../src/util/index.js';
 import { createFakeGpio } from './fakes/fake-gpio.js';
 import { hardwareSettings } from './fakes/settings.js';
+import { fakeTimersPerTest, pulseLow } from './fakes/gpio-hardware.js';
 
 const pi3 = fileURLToPath(new URL('../fixtures/sysfs/pi3', import.meta.url));
 const BUTTON = 512 + 5;
 const INHIBIT = 512 + 6;
 
 describe('GPIO inputs', () => {
-  let inputs: HardwareInputs | undefined;
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(async () => {
-    await inputs?.stop();
-    inputs = undefined;
-    vi.useRealTimers();
-  });
+  const defer = fakeTimersPerTest();
+  const stopped = (inputs: HardwareInputs) => defer(inputs, (i) => i.stop());
 
   async function watch(config: Record<string, unknown>) {
     const gpio = createFakeGpio();
     gpio.setInput(BUTTON, 1);
     gpio.setInput(INHIBIT, 1);
     const bus = createHardwareBus();
-    inputs = await createInputs(
-      { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi3, bus },
-      hardwareSettings({ inputs: config }),
+    const inputs = stopped(
+      await createInputs(
+        { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi3, bus },
+        hardwareSettings({ inputs: config }),
+      ),
     );
     const events: HardwareEvent[] = [];
     inputs.on((event) => events.push(event));
@@ -37,10 +33,7 @@ describe('GPIO inputs', () => {
 
   it('a button press emits one button event after the debounce, however much the contact bounces', async () => {
     const { gpio, events } = await watch({ button: { pin: 5, debounceMs: 30 } });
-    gpio.setInput(BUTTON, 0);
-    await vi.advanceTimersByTimeAsync(3);
-    gpio.setInput(BUTTON, 1);
-    await vi.advanceTimersByTimeAsync(3);
+    await pulseLow(gpio, BUTTON, 3, 3); // the contact bounces
     gpio.setInput(BUTTON, 0);
     await vi.advanceTimersByTimeAsync(29);
     expect(events).toEqual([]);
@@ -53,10 +46,7 @@ describe('GPIO inputs', () => {
 
   it('a spike shorter than the debounce emits nothing', async () => {
     const { gpio, events } = await watch({ button: { pin: 5, debounceMs: 30 } });
-    gpio.setInput(BUTTON, 0);
-    await vi.advanceTimersByTimeAsync(10);
-    gpio.setInput(BUTTON, 1);
-    await vi.advanceTimersByTimeAsync(100);
+    await pulseLow(gpio, BUTTON, 10, 100);
     expect(events).toEqual([]);
   });
 
@@ -73,17 +63,17 @@ describe('GPIO inputs', () => {
   });
 
   it('read() gives the debounced levels, null for inputs not configured', async () => {
-    const { gpio } = await watch({ button: { pin: 5, debounceMs: 10 } });
-    expect(inputs!.read()).toEqual({ button: false, inhibit: null, fireAlarm: null, passage: null, delivery: null });
+    const { gpio, inputs } = await watch({ button: { pin: 5, debounceMs: 10 } });
+    expect(inputs.read()).toEqual({ button: false, inhibit: null, fireAlarm: null, passage: null, delivery: null });
     gpio.setInput(BUTTON, 0);
     await vi.advanceTimersByTimeAsync(10);
-    expect(inputs!.read()).toMatchObject({ button: true });
+    expect(inputs.read()).toMatchObject({ button: true });
   });
 
   it('stop releases the pins and is safe twice; edges after stop emit nothing', async () => {
-    const { gpio, events } = await watch({ button: { pin: 5, debounceMs: 0 } });
-    await inputs!.stop();
-    await inputs!.stop();
+    const { gpio, events, inputs } = await watch({ button: { pin: 5, debounceMs: 0 } });
+    await inputs.stop();
+    await inputs.stop();
     expect(gpio.pin(BUTTON).exported).toBe(false);
     expect(gpio.pin(BUTTON).watchers).toHaveLength(0);
     expect(events).toEqual([]);
@@ -91,9 +81,8 @@ describe('GPIO inputs', () => {
 
   it('with no pin configured, start loads no GPIO library at all', async () => {
     const settings = hardwareSettings();
-    inputs = await createInputs(
-      { clock: systemClock, logger: silentLogger(), sysfsRoot: '/nonexistent', bus: createHardwareBus() },
-      settings,
+    const inputs = stopped(
+      await createInputs({ clock: systemClock, logger: silentLogger(), sysfsRoot: '/nonexistent', bus: createHardwareBus() }, settings),
     );
     await expect(inputs.start()).resolves.toBeUndefined();
     expect(inputs.read()).toEqual({ button: null, inhibit: null, fireAlarm: null, passage: null, delivery: null });
@@ -101,9 +90,11 @@ describe('GPIO inputs', () => {
 
   it('a pin that cannot be mapped fails start with the input name and what to check', async () => {
     const gpio = createFakeGpio();
-    inputs = await createInputs(
-      { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: '/nonexistent', bus: createHardwareBus() },
-      hardwareSettings({ inputs: { button: { pin: 5 } } }),
+    const inputs = stopped(
+      await createInputs(
+        { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: '/nonexistent', bus: createHardwareBus() },
+        hardwareSettings({ inputs: { button: { pin: 5 } } }),
+      ),
     );
     await expect(inputs.start()).rejects.toThrow(/inputs\.button on BCM 5: no sysfs GPIO at .*driver: gpioset/);
   });
@@ -120,8 +111,8 @@ describe('GPIO inputs', () => {
   });
 
   it('after stop, listeners registered with on() hear nothing more (an app restarted on the same settings)', async () => {
-    const { bus, events } = await watch({});
-    await inputs!.stop();
+    const { bus, events, inputs } = await watch({});
+    await inputs.stop();
     bus.emit({ type: 'button' });
     expect(events).toEqual([]);
   });
@@ -131,9 +122,11 @@ describe('GPIO inputs', () => {
     gpio.setInput(512 + 23, 0);
     const bus = createHardwareBus();
     bus.emit({ type: 'fire_alarm', active: true });
-    inputs = await createInputs(
-      { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi3, bus },
-      hardwareSettings({ inputs: { fireAlarm: { pin: 23, activeLow: false } } }),
+    const inputs = stopped(
+      await createInputs(
+        { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi3, bus },
+        hardwareSettings({ inputs: { fireAlarm: { pin: 23, activeLow: false } } }),
+      ),
     );
     const events: HardwareEvent[] = [];
     inputs.on((event) => events.push(event));
@@ -143,12 +136,12 @@ describe('GPIO inputs', () => {
   });
 
   it('a listener that throws does not stop the others from hearing the event', async () => {
-    const { bus, events } = await watch({});
+    const { bus, events, inputs } = await watch({});
     const bad = vi.fn(() => {
       throw new Error('bug in a listener');
     });
-    inputs!.on(bad);
-    inputs!.on((event) => events.push(event));
+    inputs.on(bad);
+    inputs.on((event) => events.push(event));
     bus.emit({ type: 'button' });
     expect(bad).toHaveBeenCalled();
     expect(events).toEqual([{ type: 'button' }, { type: 'button' }]);

@@ -1,9 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import { createActuator, createHardwareBus, type Actuator, type VendRequest } from '../../src/hardware/index.js';
+import { createActuator, createHardwareBus, type VendRequest } from '../../src/hardware/index.js';
 import { silentLogger, systemClock } from '../../src/util/index.js';
 import { createFakeGpio } from './fakes/fake-gpio.js';
 import { hardwareSettings } from './fakes/settings.js';
+import { fakeTimersPerTest } from './fakes/gpio-hardware.js';
 
 const pi4 = fileURLToPath(new URL('../fixtures/sysfs/pi4', import.meta.url));
 const SYSFS_17 = 529; // BCM 17 on a Pi 4 with kernel ≥ 6.6
@@ -18,46 +19,37 @@ const request = (overrides: Partial<VendRequest> = {}): VendRequest => ({
   ...overrides,
 });
 
-async function relayWith(relay: Record<string, unknown>, extra: { vendTimeoutMs?: number } = {}) {
-  const gpio = createFakeGpio();
-  const settings = hardwareSettings({ actuator: { kind: 'relay', relay: { pin: 17, ...relay }, ...extra } });
-  const actuator = await createActuator(
-    { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi4, bus: createHardwareBus() },
-    settings,
-  );
-  return { gpio, actuator };
-}
-
 /** Levels written after start, with times relative to `t0`. */
 function trace(writes: { level: 0 | 1; at: number }[], t0: number) {
   return writes.map((w) => [w.level, w.at - t0]);
 }
 
 describe('GPIO relay', () => {
-  let actuator: Actuator | undefined;
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(async () => {
-    await actuator?.stop();
-    actuator = undefined;
-    vi.useRealTimers();
-  });
+  const defer = fakeTimersPerTest();
+
+  /** A relay actuator on a fake GPIO (not started yet); stopped after the test, on the test's fake timers. */
+  async function relayWith(relay: Record<string, unknown>, extra: { vendTimeoutMs?: number } = {}) {
+    const gpio = createFakeGpio();
+    const settings = hardwareSettings({ actuator: { kind: 'relay', relay: { pin: 17, ...relay }, ...extra } });
+    const actuator = await createActuator(
+      { clock: systemClock, logger: silentLogger(), Gpio: gpio.Gpio, sysfsRoot: pi4, bus: createHardwareBus() },
+      settings,
+    );
+    return { gpio, actuator: defer(actuator, (a) => a.stop()) };
+  }
 
   it('constructing the actuator touches no pin; start exports the pin already at the safe level (active-low: high)', async () => {
-    const setup = await relayWith({});
-    actuator = setup.actuator;
-    expect(setup.gpio.pins.size).toBe(0);
-    await actuator.start();
-    const pin = setup.gpio.pin(SYSFS_17);
+    const { gpio, actuator: relay } = await relayWith({});
+    expect(gpio.pins.size).toBe(0);
+    await relay.start();
+    const pin = gpio.pin(SYSFS_17);
     expect(pin.direction).toBe('high');
     expect(pin.level).toBe(1);
-    expect(actuator.health().ok).toBe(true);
+    expect(relay.health().ok).toBe(true);
   });
 
   it('an active-low relay is energised by driving the pin low for exactly pulseMs', async () => {
     const { gpio, actuator: relay } = await relayWith({ pulseMs: 300 });
-    actuator = relay;
     await relay.start();
     const t0 = Date.now();
     const outcome = relay.fire(request());
@@ -72,7 +64,6 @@ describe('GPIO relay', () => {
 
   it('an active-high relay board gets the inverted levels: low at rest, high while pulsing', async () => {
     const { gpio, actuator: relay } = await relayWith({ activeLow: false, pulseMs: 200 });
-    actuator = relay;
     await relay.start();
     const t0 = Date.now();
     const outcome = relay.fire(request());
@@ -88,7 +79,6 @@ describe('GPIO relay', () => {
 
   it('a coin-pulse machine gets amount / creditPerPulse pulses with gapMs between them', async () => {
     const { gpio, actuator: relay } = await relayWith({ creditPerPulse: 50, pulseMs: 100, gapMs: 60, activeLow: false });
-    actuator = relay;
     await relay.start();
     const t0 = Date.now();
     const outcome = relay.fire(request({ amount: 250 }));
@@ -111,7 +101,6 @@ describe('GPIO relay', () => {
 
   it('a price that is not a whole number of pulses fails without touching the pin', async () => {
     const { gpio, actuator: relay } = await relayWith({ creditPerPulse: 100 });
-    actuator = relay;
     await relay.start();
     await expect(relay.fire(request({ amount: 150 }))).resolves.toMatchObject({
       result: 'failed',
@@ -122,7 +111,6 @@ describe('GPIO relay', () => {
 
   it('a pulse train longer than vendTimeoutMs is refused before the first pulse', async () => {
     const { gpio, actuator: relay } = await relayWith({ creditPerPulse: 1, pulseMs: 100, gapMs: 100 }, { vendTimeoutMs: 30_000 });
-    actuator = relay;
     await relay.start();
     await expect(relay.fire(request({ amount: 500 }))).resolves.toMatchObject({
       result: 'failed',
@@ -133,7 +121,6 @@ describe('GPIO relay', () => {
 
   it('an error driving the first pulse is a failed vend and the relay stays at rest', async () => {
     const { gpio, actuator: relay } = await relayWith({});
-    actuator = relay;
     await relay.start();
     gpio.pin(SYSFS_17).failNextWrite = new Error('EIO');
     await expect(relay.fire(request())).resolves.toMatchObject({
@@ -145,7 +132,6 @@ describe('GPIO relay', () => {
 
   it('an error in the middle of a pulse train is unknown (credit was partly given) and the relay goes back to rest', async () => {
     const { gpio, actuator: relay } = await relayWith({ creditPerPulse: 50, pulseMs: 100, gapMs: 100 });
-    actuator = relay;
     await relay.start();
     const outcome = relay.fire(request({ amount: 250 }));
     await vi.advanceTimersByTimeAsync(350); // two pulses given, in the gap before the third
@@ -173,7 +159,6 @@ describe('GPIO relay', () => {
 
   it('fire before start, or while another vend runs, sends nothing', async () => {
     const { gpio, actuator: relay } = await relayWith({});
-    actuator = relay;
     await expect(relay.fire(request())).resolves.toMatchObject({ result: 'failed', reason: 'relay not started' });
     await relay.start();
     const first = relay.fire(request());

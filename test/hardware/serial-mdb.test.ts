@@ -60,7 +60,18 @@ describe('serial MDB profile (Qibixx-style board)', () => {
     const requestVend = async (amount: string, item: string) => {
       mock.emit(`c,STATUS,VEND,${amount},${item}\r\n`);
     };
-    return { mock, log, events, actuator: hardware.actuator, sent, after, requestVend };
+    /** The machine asks to vend `item` at `amount` (chips at 1.50 unless given): resolves when that is a vend_request event. */
+    const vendRequested = async (amount = '1.50', item = '12') => {
+      await requestVend(amount, item);
+      await waitFor(() => events.some((e) => e.type === 'vend_request'), { what: 'the vend_request event' });
+    };
+    /** Fires the vend of chips() and resolves when its approval (C,VEND,1.50) went to the board: the vend's outcome, still to come. */
+    const approve = async () => {
+      const outcome = hardware.actuator.fire(chips());
+      await waitFor(() => sent().endsWith('C,VEND,1.50\n'), { what: 'the approval' });
+      return { outcome };
+    };
+    return { mock, log, events, actuator: hardware.actuator, sent, after, requestVend, vendRequested, approve };
   }
 
   it('at start disables, re-sends the volatile settings, then enables: C,0, SETCONF…, C,1', async () => {
@@ -76,15 +87,13 @@ describe('serial MDB profile (Qibixx-style board)', () => {
 
   it("the machine's vend request becomes a vend_request event in smallest units", async () => {
     const b = await board();
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    await b.vendRequested();
     expect(b.events).toContainEqual({ type: 'vend_request', item: '12', amount: 150, budgetSec: 120 });
   });
 
   it("approving after payment sends C,VEND with the machine's amount, and c,VEND,SUCCESS is vended", async () => {
     const b = await board();
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    await b.vendRequested();
     const mark = b.sent().length;
     const outcome = b.actuator.fire(chips());
     await waitFor(() => b.after(mark) === 'C,VEND,1.50\n');
@@ -95,10 +104,8 @@ describe('serial MDB profile (Qibixx-style board)', () => {
 
   it('c,ERR,VEND after the approval is a failed vend', async () => {
     const b = await board();
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
-    const outcome = b.actuator.fire(chips());
-    await waitFor(() => b.sent().endsWith('C,VEND,1.50\n'));
+    await b.vendRequested();
+    const { outcome } = await b.approve();
     b.mock.emit('c,ERR,VEND 3\r\nc,STATUS,ENABLED\r\n');
     await expect(outcome).resolves.toEqual({ result: 'failed', reason: 'machine reported "c,ERR,VEND 3"', slotFault: true });
   });
@@ -125,8 +132,7 @@ describe('serial MDB profile (Qibixx-style board)', () => {
       result: 'failed',
       reason: expect.stringMatching(/no vend session open/),
     });
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    await b.vendRequested();
     await expect(b.actuator.fire(chips({ amount: 250 }))).resolves.toMatchObject({
       result: 'failed',
       reason: expect.stringMatching(/asked for item 12 at 150/),
@@ -139,8 +145,7 @@ describe('serial MDB profile (Qibixx-style board)', () => {
     const mark = b.sent().length;
     await b.actuator.denySession!('invoice expired');
     expect(b.after(mark)).toBe('');
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    await b.vendRequested();
     await b.actuator.denySession!('invoice expired');
     expect(b.after(mark)).toBe('C,STOP\n');
     await expect(b.actuator.fire(chips())).resolves.toMatchObject({ result: 'failed' });
@@ -148,8 +153,7 @@ describe('serial MDB profile (Qibixx-style board)', () => {
 
   it('the machine ending the session (customer cancel or its own timeout) emits session_cancel', async () => {
     const b = await board();
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    await b.vendRequested();
     b.mock.emit('c,STATUS,ENABLED\r\n');
     await waitFor(() => b.events.some((e) => e.type === 'session_cancel'));
     await expect(b.actuator.fire(chips())).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/nothing was sent/) });
@@ -170,8 +174,7 @@ describe('serial MDB profile (Qibixx-style board)', () => {
 
   it('after a reset (c,STATUS,INACTIVE) the reader re-sends its settings and enables again, and the open session is canceled', async () => {
     const b = await board();
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    await b.vendRequested();
     const mark = b.sent().length;
     b.mock.emit('c,STATUS,INACTIVE\r\n');
     await waitFor(() => b.after(mark) === ENABLE, { what: 're-enable' });
@@ -183,10 +186,8 @@ describe('serial MDB profile (Qibixx-style board)', () => {
 
   it('a reset after the approval is unknown, and the reader is re-enabled after it', async () => {
     const b = await board();
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
-    const outcome = b.actuator.fire(chips());
-    await waitFor(() => b.sent().endsWith('C,VEND,1.50\n'));
+    await b.vendRequested();
+    const { outcome } = await b.approve();
     const mark = b.sent().length;
     b.mock.emit('c,STATUS,INACTIVE\r\n');
     await expect(outcome).resolves.toMatchObject({
@@ -198,8 +199,7 @@ describe('serial MDB profile (Qibixx-style board)', () => {
 
   it('no result within timeoutMs after the approval is unknown, never failed', async () => {
     const b = await board({}, { timeoutMs: 200 });
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    await b.vendRequested();
     await expect(b.actuator.fire(chips())).resolves.toEqual({
       result: 'unknown',
       detail: 'no vend result within 200 ms after the approval',
@@ -208,10 +208,8 @@ describe('serial MDB profile (Qibixx-style board)', () => {
 
   it('a disconnect after the approval is unknown; on reconnect the reader is set up and enabled again', async () => {
     const b = await board();
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
-    const outcome = b.actuator.fire(chips());
-    await waitFor(() => b.sent().endsWith('C,VEND,1.50\n'));
+    await b.vendRequested();
+    const { outcome } = await b.approve();
     const mark = b.sent().length;
     b.mock.unplug();
     await expect(outcome).resolves.toMatchObject({ result: 'unknown', detail: expect.stringMatching(/line went down after the approval/) });
@@ -222,8 +220,7 @@ describe('serial MDB profile (Qibixx-style board)', () => {
 
   it('a line down while a vend request waits for payment cancels it (the board may have reset)', async () => {
     const b = await board();
-    await b.requestVend('1.50', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    await b.vendRequested();
     b.mock.unplug();
     await waitFor(() => b.events.some((e) => e.type === 'session_cancel'));
     await expect(b.actuator.fire(chips())).resolves.toMatchObject({ result: 'failed', reason: expect.stringMatching(/nothing was sent/) });
@@ -231,8 +228,7 @@ describe('serial MDB profile (Qibixx-style board)', () => {
 
   it('a revalue request (change back onto a card) is denied with a reason: nothing approved, no session touched', async () => {
     const b = await board();
-    await b.requestVend('1500', '12');
-    await waitFor(() => b.events.some((e) => e.type === 'vend_request'));
+    await b.vendRequested('1500');
     const mark = b.sent().length;
     b.mock.emit('c,STATUS,REVALUE,500\r\n');
     await waitFor(() => b.log.entries().some((e) => /revalue request denied: vendgate holds no credit/.test(String(e.msg))));

@@ -192,6 +192,19 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
 
 export type Core = ReturnType<typeof buildCore>;
 
+/** The core's parts that the vend runner and the refund worker take: its store, clock, log, outbox, orders, fake provider and ledger. */
+export function moneyPathDeps(core: Core) {
+  return {
+    db: core.db,
+    clock: core.clock,
+    logger: core.logger,
+    outbox: core.outbox,
+    orderRepository: core.orderRepository,
+    provider: core.fake.provider,
+    ledger: core.ledger,
+  };
+}
+
 /**
  * A vend runner on the core's money path whose machine answers every vend with `outcome` (a jam, a
  * silence): the physical truth of a test that needs vends that fail or go unanswered.
@@ -199,13 +212,7 @@ export type Core = ReturnType<typeof buildCore>;
 export function runnerAnswering(core: Core, outcome: Awaited<ReturnType<Actuator['fire']>>) {
   return createVendRunner(
     {
-      db: core.db,
-      clock: core.clock,
-      logger: core.logger,
-      outbox: core.outbox,
-      orderRepository: core.orderRepository,
-      provider: core.fake.provider,
-      ledger: core.ledger,
+      ...moneyPathDeps(core),
       actuator: {
         kind: 'sim',
         async start() {},

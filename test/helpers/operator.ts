@@ -24,6 +24,14 @@ export function commandSettings(...operators: TestOperator[]): CommandAuthSettin
   return { keys, maxLifetimeSec: 3_600, clockSkewSec: 300 };
 }
 
+/**
+ * The arguments of `vendgate command send <command>` signing with the key in `keyFile` (its id
+ * `keyId`), `body` as its JSON; the caller adds the profile (--config) and any other option.
+ */
+export function commandSendArgs(command: string, keyFile: string, keyId: string, body: Record<string, unknown>): string[] {
+  return ['command', 'send', command, '--key', keyFile, '--key-id', keyId, '--body', JSON.stringify(body)];
+}
+
 /** A signed envelope as the JSON text published on `cmd/<command>`. */
 export function signedPayload(
   deviceId: string,

@@ -23,6 +23,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { expect } from 'vitest';
 import { commandSettings } from './operator.js';
 import { waitFor } from './wait.js';
 
@@ -182,7 +183,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+/** `over` merged over `base` section by section: nested plain objects are merged, anything else (arrays too) replaced. */
+export function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...base };
   for (const [key, value] of Object.entries(over)) {
     out[key] = isPlainObject(value) && isPlainObject(out[key]) ? merge(out[key] as Record<string, unknown>, value) : value;
@@ -348,3 +350,20 @@ export const postJson = (url: string, body?: unknown): Promise<Response> =>
     headers: body ? { 'content-type': 'application/json' } : {},
     body: body ? JSON.stringify(body) : undefined,
   });
+
+/**
+ * A customer's order for `slot` on the service whose local listener is `localUrl`, paid on the
+ * sandbox's pay page: created (201) and paid (204), or the test fails here.
+ */
+export async function paidOrder(localUrl: string, slot = 'A1'): Promise<{ orderId: number; invoiceId: string }> {
+  const created = await postJson(`${localUrl}/api/orders`, { slot });
+  expect(created.status).toBe(201);
+  const order = (await created.json()) as { orderId: number; invoiceId: string };
+  expect((await postJson(`${localUrl}/sandbox/pay/${order.invoiceId}`)).status).toBe(204);
+  return order;
+}
+
+/** The order's state as the local API shows it (`GET /api/orders/<id>`). */
+export async function orderState(localUrl: string, orderId: number): Promise<string> {
+  return ((await (await fetch(`${localUrl}/api/orders/${orderId}`)).json()) as { state: string }).state;
+}

@@ -6,7 +6,7 @@ import { afterEach } from 'vitest';
 import { loadSettings } from '../../src/settings/index.js';
 import { runSelftest, type Exec, type SelftestDeps, type SelftestOptions, type CheckResult } from '../../src/selftest/index.js';
 import { tempDir } from '../helpers/temp.js';
-import { unusedPort } from '../helpers/service.js';
+import { merge, unusedPort } from '../helpers/service.js';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -40,18 +40,6 @@ export function fakeExec(options: { ntp?: 'yes' | 'no' | 'missing'; systemdActiv
   }) as unknown as Exec & { calls: string[] };
   exec.calls = calls;
   return exec;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...base };
-  for (const [key, value] of Object.entries(over)) {
-    out[key] = isPlainObject(value) && isPlainObject(out[key]) ? merge(out[key] as Record<string, unknown>, value) : value;
-  }
-  return out;
 }
 
 /**

@@ -75,23 +75,24 @@ describe('selftest: the tunnel rules, as cloudflared reads them', () => {
     expect(line.hint).toContain('http_status:404');
   });
 
-  it('FAIL when a path other than /webhooks/ reaches a listener (no path filter on the webhook rule)', async () => {
-    const { device, rulesPath } = await deviceWithRules((yaml) => yaml.replace('    path: ^/webhooks/\n', ''));
-    const { report } = await selftestFor(device.path, {}, { exec: fakeCloudflared(), tunnelConfigPath: rulesPath });
-    expect(byName(report.checks)['tunnel.ingress']).toMatchObject({
-      status: 'FAIL',
-      detail: expect.stringContaining('https://pay-vm-001.example.com/ goes to http://127.0.0.1:8787'),
+  for (const { when, removed, detail } of [
+    {
+      when: 'when a path other than /webhooks/ reaches a listener (no path filter on the webhook rule)',
+      removed: '    path: ^/webhooks/\n',
+      detail: 'https://pay-vm-001.example.com/ goes to http://127.0.0.1:8787',
+    },
+    {
+      when: "with cloudflared's own words when it rejects the rules",
+      removed: '  - service: http_status:404\n',
+      detail: 'The last ingress rule must match all URLs',
+    },
+  ]) {
+    it(`FAIL ${when}`, async () => {
+      const { device, rulesPath } = await deviceWithRules((yaml) => yaml.replace(removed, ''));
+      const { report } = await selftestFor(device.path, {}, { exec: fakeCloudflared(), tunnelConfigPath: rulesPath });
+      expect(byName(report.checks)['tunnel.ingress']).toMatchObject({ status: 'FAIL', detail: expect.stringContaining(detail) });
     });
-  });
-
-  it("FAIL with cloudflared's own words when it rejects the rules", async () => {
-    const { device, rulesPath } = await deviceWithRules((yaml) => yaml.replace('  - service: http_status:404\n', ''));
-    const { report } = await selftestFor(device.path, {}, { exec: fakeCloudflared(), tunnelConfigPath: rulesPath });
-    expect(byName(report.checks)['tunnel.ingress']).toMatchObject({
-      status: 'FAIL',
-      detail: expect.stringContaining('The last ingress rule must match all URLs'),
-    });
-  });
+  }
 
   it('no line where cloudflared is not installed', async () => {
     const { device, rulesPath } = await deviceWithRules();

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,24 +5,12 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startService } from '../helpers/service.js';
+import { runMain } from '../helpers/process.js';
 
 /**
  * A start on a damaged database: one fatal line naming the file, the cause and the next
  * step, exit 74 (systemd/vendgate.service does not restart on it), and the file untouched.
  */
-const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
-
-function start(configPath: string): Promise<{ code: number | null; stderr: string; stdout: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, 'start', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    let stdout = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.once('exit', (code) => resolve({ code, stderr, stdout }));
-  });
-}
-
 const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 describe('a start on a damaged database', () => {
@@ -69,7 +56,7 @@ describe('a start on a damaged database', () => {
     writeFileSync(dbPath, bytes);
     const before = sha(dbPath);
 
-    const result = await start(configPath);
+    const result = await runMain(['start', '--config', configPath]);
     expectOneFatalLine(result, dbPath, /damaged: .*malformed/);
     expect(sha(dbPath)).toBe(before);
   });
@@ -79,7 +66,7 @@ describe('a start on a damaged database', () => {
     truncateSync(dbPath, Math.floor(readFileSync(dbPath).length / 3));
     const before = sha(dbPath);
 
-    const result = await start(configPath);
+    const result = await runMain(['start', '--config', configPath]);
     expectOneFatalLine(result, dbPath, /damaged/);
     expect(sha(dbPath)).toBe(before);
   });
@@ -89,7 +76,7 @@ describe('a start on a damaged database', () => {
     writeFileSync(dbPath, Buffer.alloc(64 * 1024, 0x5a));
     const before = sha(dbPath);
 
-    const result = await start(configPath);
+    const result = await runMain(['start', '--config', configPath]);
     expectOneFatalLine(result, dbPath, /damaged: .*not a database/);
     expect(sha(dbPath)).toBe(before);
   });

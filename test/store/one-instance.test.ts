@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
@@ -7,35 +6,15 @@ import { parse, stringify } from 'yaml';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startService, type Service } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
+import { runMain as runCompiled } from '../helpers/process.js';
 
 /**
  * One service per database, with two real processes: the second `vendgate start` on the same
  * database exits at once (75) naming the first one's pid, having changed nothing — even with other
  * ports, where it used to start, run recovery over the first one's work, and serve.
  */
-const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
-
-function runMain(args: string[], timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${args.join(' ')} did not exit: ${stdout}\n${stderr}`));
-    }, timeoutMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** The compiled CLI to its end, failed after `timeoutMs` (a second start that serves instead of exiting). */
+const runMain = (args: string[], timeoutMs = 30_000) => runCompiled(args, { timeoutMs });
 
 /** Row counts of every table: "did anything change?" across processes. */
 function snapshot(dbPath: string): Record<string, number> {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, type Core } from '../helpers/core.js';
+import { buildCore, moneyPathDeps, type Core } from '../helpers/core.js';
 import { createVendRunner, createRefundWorker, createSettlement } from '../../src/vend/index.js';
 import { createSimActuator } from '../../src/hardware/sim.js';
 import { ProviderError } from '../../src/payments/types.js';
@@ -9,30 +9,10 @@ import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
 
 function setup(core: Core, actuator: Actuator, overrides: { vendTimeoutMs?: number; notPassed?: 'refund' | 'keep' } = {}) {
   const vend = createVendRunner(
-    {
-      db: core.db,
-      clock: core.clock,
-      logger: core.logger,
-      outbox: core.outbox,
-      orderRepository: core.orderRepository,
-      actuator,
-      provider: core.fake.provider,
-      ledger: core.ledger,
-    },
+    { ...moneyPathDeps(core), actuator },
     { mode: 'vending', vendTimeoutMs: overrides.vendTimeoutMs ?? 2_000, notPassedPolicy: overrides.notPassed ?? 'refund' },
   );
-  const refunds = createRefundWorker(
-    {
-      db: core.db,
-      clock: core.clock,
-      logger: core.logger,
-      outbox: core.outbox,
-      orderRepository: core.orderRepository,
-      provider: core.fake.provider,
-      ledger: core.ledger,
-    },
-    { checkIntervalMs: 1_000, unknownAlarmMs: 60_000 },
-  );
+  const refunds = createRefundWorker(moneyPathDeps(core), { checkIntervalMs: 1_000, unknownAlarmMs: 60_000 });
   return { vend, refunds };
 }
 

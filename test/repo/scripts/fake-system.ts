@@ -2,8 +2,10 @@ import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { stringify } from 'yaml';
+import { afterEach, expect } from 'vitest';
 import { tempDir } from '../../helpers/temp.js';
 import { freePort } from '../../helpers/service.js';
+import { runProcess, type Run } from '../../helpers/process.js';
 
 const REPO = new URL('../../../', import.meta.url).pathname;
 
@@ -116,28 +118,6 @@ export interface FakePi {
 /** The release /opt/vendgate/current points at on the fake Pi (e.g. `1.0.0-20261205T002005Z`). */
 export const current = (p: FakePi) => basename(readlinkSync(join(p.root, 'opt/vendgate/current')));
 
-export interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runProcess(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
-
 export async function fakePi(): Promise<FakePi> {
   const dir = tempDir('vendgate-pi-');
   const root = join(dir.path, 'root');
@@ -202,8 +182,9 @@ export async function fakePi(): Promise<FakePi> {
     useNode(node) {
       symlinkSync(node, join(bin, 'node'));
     },
-    run: (script, args, source, extra = {}) => runProcess('bash', [join(source, 'scripts', script), ...args], { ...env, ...extra }),
-    exec: (command, args) => runProcess(command, args, env),
+    run: (script, args, source, extra = {}) =>
+      runProcess('bash', [join(source, 'scripts', script), ...args], { env: { ...env, ...extra } }),
+    exec: (command, args) => runProcess(command, args, { env }),
     powerCut() {
       const pidFile = join(root, 'run-vendgate.pid');
       if (!existsSync(pidFile)) return;
@@ -219,6 +200,32 @@ export async function fakePi(): Promise<FakePi> {
         child.on('close', () => resolve());
       });
       dir.cleanup();
+    },
+  };
+}
+
+/**
+ * For a test file: fake Pis made by `fresh()` (nothing installed) or `installed()` (release 1.0.0
+ * installed by install-pi.sh from the test-device example, its service running); after each test,
+ * every Pi made is taken down (its service stopped, its directory removed).
+ */
+export function fakePiEachTest(): { fresh(): Promise<FakePi>; installed(): Promise<FakePi> } {
+  const made: FakePi[] = [];
+  afterEach(async () => {
+    for (const pi of made.splice(0)) await pi.cleanup();
+  });
+  const fresh = async () => {
+    const pi = await fakePi();
+    made.push(pi);
+    return pi;
+  };
+  return {
+    fresh,
+    async installed() {
+      const pi = await fresh();
+      const install = await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'));
+      expect(install.code, install.stderr).toBe(0);
+      return pi;
     },
   };
 }

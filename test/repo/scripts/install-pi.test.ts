@@ -1,21 +1,21 @@
 import { appendFileSync, existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { current, fakePi, type FakePi } from './fake-system.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { current, fakePiEachTest, type FakePi } from './fake-system.js';
 
-let pi: FakePi | null = null;
-afterEach(async () => {
-  await pi?.cleanup();
-  pi = null;
+// Each test starts on a fresh fake Pi with the source of release 1.0.0 beside it.
+const pis = fakePiEachTest();
+let pi: FakePi;
+let src: string;
+beforeEach(async () => {
+  pi = await pis.fresh();
+  src = pi.source('1.0.0');
 });
 
 // scripts/update.sh on the same fake Pi: update.test.ts and update-faults.test.ts (three files, so that
 // two workers share their minutes).
 describe('scripts/install-pi.sh', () => {
   it('takes a Raspberry Pi to a running, enabled service that passes its selftest', async () => {
-    pi = await fakePi();
-    const src = pi.source('1.0.0');
-
     const result = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
 
     expect(result.stderr).not.toMatch(/error/);
@@ -52,8 +52,6 @@ describe('scripts/install-pi.sh', () => {
   });
 
   it('is safe to run again: configuration and secrets are kept, the user is not created twice', async () => {
-    pi = await fakePi();
-    const src = pi.source('1.0.0');
     expect((await pi.run('install-pi.sh', ['--example', 'test-device'], src)).code).toBe(0);
     appendFileSync(join(pi.root, 'etc/vendgate/config.yaml'), '# edited by the technician\n');
     writeFileSync(join(pi.root, 'etc/vendgate/secrets.env'), 'VENDGATE_WEBHOOK_SECRETS=whsec_kept\n');
@@ -72,9 +70,6 @@ describe('scripts/install-pi.sh', () => {
     '--tunnel HOSTNAME sets up cloudflared on the Pi itself: Debian repository, login, tunnel, DNS route, config, unit; a re-run reuses all of it',
     { timeout: 120_000 },
     async () => {
-      pi = await fakePi();
-      const src = pi.source('1.0.0');
-
       const result = await pi.run('install-pi.sh', ['--example', 'test-device', '--tunnel', 'pay-pi-test.example.com'], src);
 
       expect(result.stderr).not.toMatch(/error/);
@@ -124,8 +119,6 @@ describe('scripts/install-pi.sh', () => {
     '--tunnel-only HOSTNAME (what vendgate setup runs) on an installed device sets up only the tunnel: no machine check, no packages, no new release, no command or units written, no restart',
     { timeout: 120_000 },
     async () => {
-      pi = await fakePi();
-      const src = pi.source('1.0.0');
       const install = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
       expect(install.code, install.stderr).toBe(0);
       const release = current(pi);
@@ -158,8 +151,6 @@ describe('scripts/install-pi.sh', () => {
   );
 
   it('--tunnel-only refuses a device where vendgate is not installed, and other options beside it', async () => {
-    pi = await fakePi();
-    const src = pi.source('1.0.0');
     const fresh = await pi.run('install-pi.sh', ['--tunnel-only', 'pay-pi-test.example.com'], src);
     expect(fresh.code).toBe(1);
     expect(fresh.stderr).toContain('vendgate is not installed here');
@@ -170,22 +161,18 @@ describe('scripts/install-pi.sh', () => {
   });
 
   it('--tunnel refuses something that is not a host name', async () => {
-    pi = await fakePi();
-    const result = await pi.run('install-pi.sh', ['--tunnel', 'x/y; rm -rf /'], pi.source('1.0.0'));
+    const result = await pi.run('install-pi.sh', ['--tunnel', 'x/y; rm -rf /'], src);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('is not a host name');
   });
 
   it('waits for a synchronised clock: enables systemd-time-wait-sync with a 90 s limit', { timeout: 120_000 }, async () => {
-    pi = await fakePi();
-    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], src)).code).toBe(0);
     expect(pi.calls()).toContain('systemctl enable systemd-time-wait-sync.service');
     expect(pi.read('etc/systemd/system/systemd-time-wait-sync.service.d/vendgate.conf')).toBe('[Service]\nTimeoutStartSec=90s\n');
   });
 
   it('stops at the first problem with a clear message: not a Pi, Node too old', async () => {
-    pi = await fakePi();
-    const src = pi.source('1.0.0');
     writeFileSync(join(pi.root, 'proc/device-tree/model'), 'Generic x86 PC\0');
 
     const notPi = await pi.run('install-pi.sh', [], src);

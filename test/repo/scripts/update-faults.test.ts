@@ -1,20 +1,16 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { current, fakePi, type FakePi } from './fake-system.js';
+import { describe, expect, it } from 'vitest';
+import { current, fakePiEachTest } from './fake-system.js';
 import { waitFor } from '../../helpers/wait.js';
+import { orderState, paidOrder } from '../../helpers/service.js';
 
-let pi: FakePi | null = null;
-afterEach(async () => {
-  await pi?.cleanup();
-  pi = null;
-});
+const pis = fakePiEachTest();
 
 // The update itself, its backup and its --help: update.test.ts.
 describe('scripts/update.sh', () => {
   it('rolls back to the previous release when the new one does not start, and says so', async () => {
-    pi = await fakePi();
-    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const pi = await pis.installed();
     const before = current(pi);
     // Migrates fine, then dies at start.
     const broken = pi.source('2.0.0', (dir) => {
@@ -36,8 +32,7 @@ describe('scripts/update.sh', () => {
   });
 
   it('rolls back when the new release cannot even migrate the database', async () => {
-    pi = await fakePi();
-    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const pi = await pis.installed();
     const before = current(pi);
     const broken = pi.source('2.0.0', (dir) =>
       writeFileSync(join(dir, 'dist/vendgate.js'), "process.stderr.write('boom\\n'); process.exit(1);\n"),
@@ -51,21 +46,14 @@ describe('scripts/update.sh', () => {
   });
 
   it('never cuts a vend short: a vend in flight when the update stops the service is finished, once, and the order ends vended', async () => {
-    pi = await fakePi();
-    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const pi = await pis.installed();
     const config = join(pi.root, 'etc/vendgate/config.yaml');
     const slow = pi.read('etc/vendgate/config.yaml').replace('durationMs: 0', 'durationMs: 4000');
     expect(slow).toContain('durationMs: 4000');
     writeFileSync(config, slow);
     expect((await pi.exec('systemctl', ['restart', 'vendgate.service'])).code).toBe(0);
-    const created = await fetch(`${pi.localUrl}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ slot: 'A1' }),
-    });
-    const order = (await created.json()) as { orderId: number; invoiceId: string };
-    expect((await fetch(`${pi.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' })).status).toBe(204);
-    const state = async () => ((await (await fetch(`${pi!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state;
+    const order = await paidOrder(pi.localUrl, 'A1');
+    const state = () => orderState(pi.localUrl, order.orderId);
     await waitFor(async () => (await state()) === 'vending', { timeoutMs: 60_000, what: 'the vend to be in flight' });
 
     const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));

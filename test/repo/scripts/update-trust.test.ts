@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { fakePi, type FakePi } from './fake-system.js';
+import { describe, expect, it } from 'vitest';
+import { current, fakePiEachTest, type FakePi } from './fake-system.js';
 
 /**
  * What a root can trust in an update (scripts/update.sh, install-pi.sh's verify_artefact), on a fake
@@ -17,11 +17,7 @@ import { fakePi, type FakePi } from './fake-system.js';
  */
 const REPO = new URL('../../../', import.meta.url).pathname;
 
-let pi: FakePi | null = null;
-afterEach(async () => {
-  await pi?.cleanup();
-  pi = null;
-});
+const pis = fakePiEachTest();
 
 function run(command: string, args: string[], cwd?: string) {
   const result = spawnSync(command, args, { encoding: 'utf8', cwd });
@@ -58,7 +54,7 @@ function signedTarball(p: FakePi, version: string, change?: (release: string) =>
 }
 
 async function installed(version: string): Promise<FakePi> {
-  const p = await fakePi();
+  const p = await pis.fresh();
   p.writeConfig();
   const { tarball } = signedTarball(p, version);
   const install = await p.run('install-pi.sh', ['--release', tarball, '--key', key(p).pub], REPO);
@@ -66,12 +62,11 @@ async function installed(version: string): Promise<FakePi> {
   return p;
 }
 
-const current = (p: FakePi) => basename(readlinkSync(join(p.root, 'opt/vendgate/current')));
 const update = (p: FakePi, args: string[]) => p.run('update.sh', args, join(p.root, 'opt/vendgate/current'));
 
 describe('what vendgate-update trusts', () => {
   it('unpacks the copy it verified: an artefact swapped beside it after the check does not get in', { timeout: 180_000 }, async () => {
-    pi = await installed('1.0.0');
+    const pi = await installed('1.0.0');
     const { tarball } = signedTarball(pi, '1.1.0');
     const evil = signedTarball(pi, '1.1.0', (src) => writeFileSync(join(src, 'config', 'EVIL'), 'swapped in after the check\n'));
     // sha256sum as the last read of the check: right after it, the file at the path is swapped.
@@ -85,11 +80,11 @@ describe('what vendgate-update trusts', () => {
   });
 
   it('refuses a legacy (not prehashed) signature and a signed comment for another version or file', { timeout: 180_000 }, async () => {
-    pi = await installed('1.0.0');
+    const pi = await installed('1.0.0');
     const before = current(pi);
     const { dir, tarball } = signedTarball(pi, '1.1.0');
     const sign = (comment: string, legacy = false) =>
-      run('minisign', ['-S', ...(legacy ? ['-l'] : []), '-s', key(pi!).secret, '-m', join(dir, 'SHA256SUMS'), '-t', comment]);
+      run('minisign', ['-S', ...(legacy ? ['-l'] : []), '-s', key(pi).secret, '-m', join(dir, 'SHA256SUMS'), '-t', comment]);
 
     sign('vendgate version=1.1.0 files=vendgate-1.1.0-linux-x64.tar.gz', true);
     const legacy = await update(pi, [tarball]);
@@ -109,7 +104,7 @@ describe('what vendgate-update trusts', () => {
   });
 
   it('refuses an older release unless --allow-downgrade (logged), and says when there is nothing to do', { timeout: 240_000 }, async () => {
-    pi = await installed('1.1.0');
+    const pi = await installed('1.1.0');
     const before = current(pi);
     const same = signedTarball(pi, '1.1.0');
     const nothing = await update(pi, [same.tarball]);
@@ -131,7 +126,7 @@ describe('what vendgate-update trusts', () => {
   });
 
   it('backs the database up where only root writes: a symlink the service user left is not followed', { timeout: 180_000 }, async () => {
-    pi = await installed('1.0.0');
+    const pi = await installed('1.0.0');
     // The service user's directory: the old backup path made a link to a directory of root's.
     const victim = join(pi.root, 'etc/root-only');
     mkdirSync(victim, { mode: 0o700 });
@@ -150,7 +145,7 @@ describe('what vendgate-update trusts', () => {
   });
 
   it('reads secrets.env as data: a hostile value is never run by the CLI or by the update', { timeout: 180_000 }, async () => {
-    pi = await installed('1.0.0');
+    const pi = await installed('1.0.0');
     const marker = join(pi.root, '..', 'pwned');
     writeFileSync(join(pi.root, 'etc/vendgate/secrets.env'), `VENDGATE_WEBHOOK_SECRETS=$(touch ${marker}),\`touch ${marker}\`\n`);
     const cli = await pi.exec(join(pi.root, 'usr/local/bin/vendgate'), ['--version']);

@@ -1,14 +1,10 @@
 import { cpSync, readdirSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { current, fakePi, type FakePi } from './fake-system.js';
+import { describe, expect, it } from 'vitest';
+import { current, fakePiEachTest } from './fake-system.js';
 
-let pi: FakePi | null = null;
-afterEach(async () => {
-  await pi?.cleanup();
-  pi = null;
-});
+const pis = fakePiEachTest();
 
 const REPO = new URL('../../../', import.meta.url).pathname;
 
@@ -16,8 +12,7 @@ const REPO = new URL('../../../', import.meta.url).pathname;
 // update-faults.test.ts.
 describe('scripts/update.sh', () => {
   it('switches to the new release, backs up and migrates the database, and keeps the previous release', async () => {
-    pi = await fakePi();
-    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const pi = await pis.installed();
     const before = current(pi);
 
     const update = await pi.run('update.sh', [pi.source('1.1.0')], pi.source('1.1.0'));
@@ -39,8 +34,7 @@ describe('scripts/update.sh', () => {
     'an update from a checkout builds the release from its sources, never the dist/ left in the checkout',
     { timeout: 120_000 },
     async () => {
-      pi = await fakePi();
-      expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+      const pi = await pis.installed();
       const checkout = pi.source('1.2.0', (dir) => {
         cpSync(join(REPO, 'src'), join(dir, 'src'), { recursive: true });
         cpSync(join(REPO, 'tsconfig.json'), join(dir, 'tsconfig.json'));
@@ -66,8 +60,7 @@ describe('scripts/update.sh', () => {
   );
 
   it('backs up with VACUUM INTO: one self-contained file, integrity ok, holding the orders taken before the update', async () => {
-    pi = await fakePi();
-    expect((await pi.run('install-pi.sh', ['--example', 'test-device'], pi.source('1.0.0'))).code).toBe(0);
+    const pi = await pis.installed();
     const created = await fetch(`${pi.localUrl}/api/orders`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -96,7 +89,7 @@ describe('scripts/update.sh', () => {
   });
 
   it('--help says how to call it and what it does, and touches nothing', async () => {
-    pi = await fakePi();
+    const pi = await pis.fresh();
     const src = pi.source('1.0.0');
     const help = await pi.run('update.sh', ['--help'], src);
     expect(help.stderr).toBe('');
@@ -115,7 +108,7 @@ describe('scripts/update.sh', () => {
   });
 
   it('refuses to run where vendgate was never installed', async () => {
-    pi = await fakePi();
+    const pi = await pis.fresh();
     const src = pi.source('1.0.0');
     const update = await pi.run('update.sh', [src], src);
     expect(update.code).toBe(1);

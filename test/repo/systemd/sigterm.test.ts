@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/store/index.js';
-import { startService } from '../../helpers/service.js';
+import { paidOrder, startService, type Service } from '../../helpers/service.js';
 
 // Long enough that a test process descheduled on a loaded machine still sees the vend in progress.
 const VEND_MS = 4_000;
@@ -14,23 +14,21 @@ function query<T>(dbPath: string, sql: string, ...params: unknown[]): T | undefi
   }
 }
 
+/** A paid order for `slot`, its vend firing (the sim machine busy for VEND_MS) when this resolves. */
+async function vendFiring(svc: Service, slot: string): Promise<{ orderId: number }> {
+  const order = await paidOrder(svc.localUrl, slot);
+  await svc.waitFor(
+    () => query<{ state: string }>(svc.dbPath, 'SELECT state FROM vend_jobs WHERE order_id = ?', order.orderId)?.state === 'firing',
+    { timeoutMs: 5_000, what: 'the vend to be firing' },
+  );
+  return order;
+}
+
 describe('systemctl stop (SIGTERM) during a vend', () => {
   it('stops taking orders at once, finishes the vend in progress, settles it, and exits 0', async () => {
     const svc = await startService({ config: { actuator: { sim: { durationMs: VEND_MS } } } });
     try {
-      const created = await fetch(`${svc.localUrl}/api/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ slot: 'A1' }),
-      });
-      expect(created.status).toBe(201);
-      const order = (await created.json()) as { orderId: number; invoiceId: string };
-      const paid = await fetch(`${svc.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' });
-      expect(paid.status).toBe(204);
-      await svc.waitFor(
-        () => query<{ state: string }>(svc.dbPath, 'SELECT state FROM vend_jobs WHERE order_id = ?', order.orderId)?.state === 'firing',
-        { timeoutMs: 5_000, what: 'the vend to be firing' },
-      );
+      const order = await vendFiring(svc, 'A1');
 
       const signalledAt = Date.now();
       const exit = svc.kill('SIGTERM');
@@ -72,18 +70,7 @@ describe('systemctl stop (SIGTERM) during a vend', () => {
   it('a restart after that stop finds nothing to recover: no uncertain vend, no second actuation', async () => {
     const svc = await startService({ config: { actuator: { sim: { durationMs: VEND_MS } } } });
     try {
-      const created = await fetch(`${svc.localUrl}/api/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ slot: 'A2' }),
-      });
-      const order = (await created.json()) as { orderId: number; invoiceId: string };
-      await fetch(`${svc.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' });
-      await svc.waitFor(
-        () => query<{ state: string }>(svc.dbPath, 'SELECT state FROM vend_jobs WHERE order_id = ?', order.orderId)?.state === 'firing',
-        { timeoutMs: 5_000, what: 'the vend to be firing' },
-      );
-
+      await vendFiring(svc, 'A2');
       expect(await svc.kill('SIGTERM')).toEqual({ code: 0, signal: null });
       await svc.restart();
 

@@ -14,7 +14,7 @@ import {
 import { basename, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { freePort, startService, type Service } from '../../helpers/service.js';
+import { freePort, orderState, paidOrder, startService, type Service } from '../../helpers/service.js';
 import { tempDir } from '../../helpers/temp.js';
 import { nextRelease, sharedRelease, type SharedRelease } from '../../helpers/release-build.js';
 import { fakePi, type FakePi } from '../../repo/scripts/fake-system.js';
@@ -225,19 +225,11 @@ describe('npm run release', () => {
             config: { device: { id: `rel-${arch}` } },
             readyTimeoutMs: 180_000,
           });
-          const created = await fetch(`${svc.localUrl}/api/orders`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ slot: 'A1' }),
+          const order = await paidOrder(svc.localUrl, 'A1');
+          await svc.waitFor(async () => (await orderState(svc!.localUrl, order.orderId)) === 'vended', {
+            timeoutMs: 120_000,
+            what: 'the order to be vended',
           });
-          expect(created.status).toBe(201);
-          const order = (await created.json()) as { orderId: number; invoiceId: string };
-          expect((await fetch(`${svc.localUrl}/sandbox/pay/${order.invoiceId}`, { method: 'POST' })).status).toBe(204);
-          await svc.waitFor(
-            async () =>
-              ((await (await fetch(`${svc!.localUrl}/api/orders/${order.orderId}`)).json()) as { state: string }).state === 'vended',
-            { timeoutMs: 120_000, what: 'the order to be vended' },
-          );
           expect(svc.readSimLog()).toEqual([expect.objectContaining({ orderId: order.orderId, slot: 'A1' })]);
           // It ran from the release: nothing resolved into the checkout.
           expect(svc.logs().some((line) => JSON.stringify(line).includes(REPO))).toBe(false);
