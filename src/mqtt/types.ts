@@ -3,8 +3,8 @@ import type { Outbox } from '../outbox/index.js';
 import type { Db, StorageHealth } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
-import type { CommandAuthSettings } from './command-envelope.js';
-import type { UnverifiedSummary } from './command-tally.js';
+import type { CommandAuthSettings } from './commands/envelope.js';
+import type { UnverifiedSummary } from './commands/tally.js';
 import type { FiscalSnapshot } from '../fiscal/monitor.js';
 import type { CommandResults } from './command-results.js';
 
@@ -110,16 +110,17 @@ export interface DeviceControl {
 }
 
 /**
- * `cmd/dex` and `cmd/visit` (src/mqtt/dex-commands.ts): the same code as `vendgate dex` and
- * `vendgate visit`. Each throws VendgateError; each publishes its read on the `dex` topic (outbox).
+ * `cmd/dex` and `cmd/visit` (src/mqtt/commands/families/dex.ts): the same code as `vendgate dex` and
+ * `vendgate visit`. Each throws VendgateError; each publishes its read on the `dex` topic (outbox),
+ * and answers its command's row of COMMAND_RESULTS.
  */
 export interface DexControl {
   /** A plain read now (never a reset): its header (the file goes out on the `dex` topic). */
-  read(by: string): { read: number; kind: string } & Record<string, unknown>;
+  read(by: string): CommandResults['dex'];
   /** Read `read` again as it was sent, published on the `dex` topic; throws VG_ERR_NOT_FOUND when it is not kept. */
-  resend(read: number, by: string): { read: number; kind: string } & Record<string, unknown>;
+  resend(read: number, by: string): CommandResults['dex'];
   /** A service visit: who came, what each filled slot now holds (sets the stock), and its reset read. */
-  visit(who: string, fills: Record<string, number>, by: string): unknown;
+  visit(who: string, fills: Record<string, number>, by: string): CommandResults['visit'];
 }
 
 /** `cmd/catalog`, `cmd/catalog_rollback`, `cmd/refill`, `cmd/clear_jam`. Each throws VendgateError. */

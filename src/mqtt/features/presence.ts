@@ -36,7 +36,7 @@ export function createPresence(
         reference: s.reference,
         since: s.since,
         ...(s.reason ? { reason: s.reason } : {}),
-        // The database it runs: `vendgate command send` signs for it (src/mqtt/command-envelope.ts).
+        // The database it runs: `vendgate command send` signs for it (src/mqtt/commands/envelope.ts).
         dbId: deps.dbId,
       });
     } catch (err) {
