@@ -165,10 +165,7 @@ export function createKaspiServer(
   }
 
   return {
-    async start(): Promise<{ url: string; port: number }> {
-      const { url, port } = await served.start(build());
-      return { url, port };
-    },
+    start: async (): Promise<{ url: string; port: number }> => served.start(build()),
     stop: (): Promise<void> => served.stop(app),
   };
 }

@@ -183,10 +183,7 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
   }
 
   return {
-    async start(): Promise<{ url: string; port: number }> {
-      const { url, port } = await served.start(build());
-      return { url, port };
-    },
+    start: async (): Promise<{ url: string; port: number }> => served.start(build()),
     // Stop accepting first, then let fastify finish what is in flight.
     stop: (): Promise<void> => served.stop(app),
     inject: ((...args: Parameters<FastifyInstance['inject']>) =>

@@ -73,11 +73,12 @@ export interface RoutedApp {
 export function servedOn(bind: () => Promise<BoundListener>, bound: BoundListener | null = null) {
   let listener = bound;
   return {
-    async start(app: RoutedApp): Promise<BoundListener> {
+    /** Where it listens once serving. */
+    async start(app: RoutedApp): Promise<{ url: string; port: number }> {
       listener ??= await bind();
       await app.ready();
       listener.serve(app.routing);
-      return listener;
+      return { url: listener.url, port: listener.port };
     },
     async stop(app: RoutedApp | null): Promise<void> {
       const closed = listener?.close();
