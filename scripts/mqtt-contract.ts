@@ -1,6 +1,7 @@
 /**
  * The operators' MQTT contract, written from the code's own tables: the events and their payloads
- * (src/outbox/events.ts) and the answers of the commands (src/mqtt/command-results.ts), into the MQTT
+ * (src/outbox/events.ts), the answers of the commands (src/mqtt/command-results.ts) and the payloads
+ * of `state`, `telemetry` and `alarms/<name>` (src/mqtt/topic-payloads.ts), into the MQTT
  * section of docs/reference.md and docs/mqtt-events.schema.json (JSON Schema 2020-12, for operators'
  * tools). test/repo/docs/mqtt-contract.test.ts fails when the committed files differ from this output.
  *
@@ -12,12 +13,13 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { EVENTS, type EventType } from '../src/outbox/events.js';
 import { COMMAND_RESULTS, commandAnswer } from '../src/mqtt/command-results.js';
+import { TOPIC_PAYLOADS } from '../src/mqtt/topic-payloads.js';
 
 const REPO = resolve(import.meta.dirname, '..');
 export const REFERENCE_PATH = 'docs/reference.md';
 export const SCHEMA_PATH = 'docs/mqtt-events.schema.json';
 const START =
-  '<!-- mqtt-contract:start (written by scripts/mqtt-contract.ts from src/outbox/events.ts and src/mqtt/command-results.ts; do not edit) -->';
+  '<!-- mqtt-contract:start (written by scripts/mqtt-contract.ts from src/outbox/events.ts, src/mqtt/command-results.ts and src/mqtt/topic-payloads.ts; do not edit) -->';
 const END = '<!-- mqtt-contract:end -->';
 
 type Json = { [key: string]: unknown };
@@ -50,8 +52,9 @@ function jsonSchema(schema: z.ZodType): Json {
 
 const eventNames = Object.keys(EVENTS) as EventType[];
 const commandNames = Object.keys(COMMAND_RESULTS) as (keyof typeof COMMAND_RESULTS)[];
+const topicNames = Object.keys(TOPIC_PAYLOADS) as (keyof typeof TOPIC_PAYLOADS)[];
 
-/** docs/mqtt-events.schema.json: validates one message on `events`/`dex`; the answers under $defs. */
+/** docs/mqtt-events.schema.json: validates one message on `events`/`dex`; the answers and the other topics under $defs. */
 export function renderSchema(): string {
   const events: Record<string, Json> = {};
   for (const name of eventNames) {
@@ -62,13 +65,18 @@ export function renderSchema(): string {
   const answers: Record<string, Json> = {};
   for (const name of commandNames)
     answers[name] = { 'x-topic': `<prefix>/<deviceId>/cmd/${name}/result`, ...jsonSchema(commandAnswer(COMMAND_RESULTS[name])) };
+  const topics: Record<string, Json> = {};
+  for (const name of topicNames) {
+    const { topic, retained, schema } = TOPIC_PAYLOADS[name];
+    topics[name] = { 'x-topic': `<prefix>/<deviceId>/${topic}`, 'x-retained': retained, ...jsonSchema(schema) };
+  }
   const document = {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     title: 'vendgate MQTT events and command answers',
     description:
-      'One message on <prefix>/<deviceId>/events (or dex) validates against exactly one event, told apart by `type`. The answer of a command is $defs/answers/<command>. Written by scripts/mqtt-contract.ts from the code; new fields may appear (additional properties are allowed), none is renamed or removed without a release note.',
+      'One message on <prefix>/<deviceId>/events (or dex) validates against exactly one event, told apart by `type`. The answer of a command is $defs/answers/<command>; the payloads of state, telemetry and alarms/<name> are $defs/topics/<name>. Written by scripts/mqtt-contract.ts from the code; new fields may appear (additional properties are allowed), none is renamed or removed without a release note.',
     oneOf: eventNames.map((name) => ({ $ref: `#/$defs/events/${name}` })),
-    $defs: { events, answers },
+    $defs: { events, answers, topics },
   };
   return `${JSON.stringify(document, null, 2)}\n`;
 }
@@ -137,6 +145,19 @@ export function renderSection(): string {
         ? fields(node)
         : typeOf(node);
     lines.push(`| \`${name}\` | ${what}${shape} |`);
+  }
+  lines.push(
+    '',
+    'The other topics an operator reads (`status` is the bare text `online` or `offline`, retained: the last will says `offline`):',
+    '',
+    '| topic | retained | payload |',
+    '|---|---|---|',
+  );
+  for (const name of topicNames) {
+    const { topic, retained, schema } = TOPIC_PAYLOADS[name];
+    const what = schema.description ? `${schema.description}: ` : '';
+    const extra = schema.def.catchall ? ', and more fields' : '';
+    lines.push(`| \`${topic}\` | ${retained ? 'yes' : 'no'} | ${what}${fields(jsonSchema(schema))}${extra} |`);
   }
   lines.push(END);
   return lines.join('\n');

@@ -189,7 +189,7 @@ function dexControl({ audit, visits }: { audit: DexAudit; visits: Visits }, chan
     paid: header.paid,
     refundsAfterDelivery: header.refundsAfterDelivery,
     ...(header.afterRestore ? { afterRestore: header.afterRestore } : {}),
-    topic: 'dex',
+    topic: 'dex' as const,
   });
   return {
     read: (by) => changed(brief(audit.read('read', by).header)),

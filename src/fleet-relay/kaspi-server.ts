@@ -8,7 +8,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from '../util/logger.js';
 import { NO_JSON_SCHEMAS } from '../util/fastify-schemas.js';
-import { bindListener, type BoundListener, type ListenerLimits } from '../util/http-listener.js';
+import { bindListener, servedOn, type ListenerLimits } from '../util/http-listener.js';
 import { KASPI_RELAY_ERRORS, verifyKaspiRelayRequest } from '../payments/index.js';
 import type { KaspiAnswer, KaspiCaller } from './kaspi-caller.js';
 
@@ -48,7 +48,7 @@ export function createKaspiServer(
   const windows = new Map<string, { start: number; count: number }>();
   let lastAuthWarn = -Infinity;
   let app: FastifyInstance | null = null;
-  let listener: BoundListener | null = null;
+  const served = servedOn(() => bindListener({ host: settings.host, port: settings.port, portSetting: 'relay.kaspi.port' }, settings));
 
   function overRate(deviceId: string): boolean {
     const now = deps.now();
@@ -165,18 +165,8 @@ export function createKaspiServer(
   }
 
   return {
-    async start(): Promise<{ url: string; port: number }> {
-      const server = build();
-      listener ??= await bindListener({ host: settings.host, port: settings.port, portSetting: 'relay.kaspi.port' }, settings);
-      await server.ready();
-      listener.serve(server.routing);
-      return { url: listener.url, port: listener.port };
-    },
-    async stop(): Promise<void> {
-      const closed = listener?.close();
-      if (app) await app.close();
-      await closed;
-    },
+    start: async (): Promise<{ url: string; port: number }> => served.start(build()),
+    stop: (): Promise<void> => served.stop(app),
   };
 }
 

@@ -3,9 +3,9 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import { ErrorCodes } from '../util/errors.js';
 import {
-  CALLBACK_QUERY_HEADER,
   forwardedWebhookHeaders,
   providerWebhooks,
+  withCallbackQuery,
   WebhookVerificationError,
   type ProviderWebhooks,
 } from '../payments/index.js';
@@ -13,7 +13,7 @@ import { encodeWebhookMessage, pickForwardedHeaders, type FleetTopics, type Rela
 import type { Locator } from './locate.js';
 import type { RelayCounters } from './counters.js';
 import { NO_JSON_SCHEMAS } from '../util/fastify-schemas.js';
-import { bindListener, listenerLimits, type BoundListener, type ListenerLimits } from '../util/http-listener.js';
+import { bindListener, listenerLimits, servedOn, type ListenerLimits } from '../util/http-listener.js';
 
 export interface RelayServerDeps {
   clock: Clock;
@@ -48,7 +48,11 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
   const { counters, broker, locator, topics, clock } = deps;
   const log = deps.logger.child({ module: 'relay' });
   let app: FastifyInstance | null = null;
-  let listener: BoundListener | null = null;
+  // The device's webhook listener's binder: header, body and idle timeouts and the connection
+  // cap, so a crowd of slow or idle clients cannot hold the fleet's one endpoint.
+  const served = servedOn(() =>
+    bindListener({ host: settings.host, port: settings.port, portSetting: 'relay.port' }, listenerLimits(settings)),
+  );
   // A wrong secret refuses every webhook: say so in the journal, but at most once per reason per 10 s.
   const lastWarned = new Map<string, number>();
   function warnThrottled(reason: string, fields: Record<string, unknown>, message: string): void {
@@ -179,32 +183,10 @@ export function createRelayServer(deps: RelayServerDeps, settings: RelayServerSe
   }
 
   return {
-    async start(): Promise<{ url: string; port: number }> {
-      const server = build();
-      // The device's webhook listener's binder: header, body and idle timeouts and the connection
-      // cap, so a crowd of slow or idle clients cannot hold the fleet's one endpoint.
-      listener ??= await bindListener({ host: settings.host, port: settings.port, portSetting: 'relay.port' }, listenerLimits(settings));
-      await server.ready();
-      listener.serve(server.routing);
-      return { url: listener.url, port: listener.port };
-    },
-    async stop(): Promise<void> {
-      // Stop accepting first, then let fastify finish what is in flight.
-      const closed = listener?.close();
-      if (app) await app.close();
-      await closed;
-    },
+    start: async (): Promise<{ url: string; port: number }> => served.start(build()),
+    // Stop accepting first, then let fastify finish what is in flight.
+    stop: (): Promise<void> => served.stop(app),
     inject: ((...args: Parameters<FastifyInstance['inject']>) =>
       (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
   };
-}
-
-/**
- * The request's headers with its query string under CALLBACK_QUERY_HEADER (a provider that names
- * the order only in its callback URL reads it there), overwriting any header of that name the caller
- * sent: as the device's own listener does.
- */
-function withCallbackQuery(request: FastifyRequest): Record<string, string | string[] | undefined> {
-  const index = request.url.indexOf('?');
-  return { ...request.headers, [CALLBACK_QUERY_HEADER]: index < 0 ? '' : request.url.slice(index + 1) };
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IClientOptions, MqttClient } from 'mqtt';
 import { clientOptions, redactUrl, MqttConfigError } from './connection.js';
 import { createTopics } from './topics.js';
+import type { TopicPayloads } from './topic-payloads.js';
 import type { MqttSettings } from './types.js';
 
 /** Why a check failed, so the selftest can pick the hint (and WARN for a stopped embedded broker). */
@@ -202,7 +203,8 @@ export async function publishSelftestResult(
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no PUBACK within ${options.timeoutMs} ms`)), options.timeoutMs);
-      client.publish(topic, JSON.stringify({ at: options.at, report: options.report }), { qos: 1, retain: true }, (err) => {
+      const message: TopicPayloads['selftest'] = { at: options.at, report: options.report };
+      client.publish(topic, JSON.stringify(message), { qos: 1, retain: true }, (err) => {
         clearTimeout(timer);
         if (err) reject(err);
         else resolve();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IClientOptions, MqttClient } from 'mqtt';
 import { clientOptions, redactUrl } from './connection.js';
 import { createTopics } from './topics.js';
-import type { CommandEnvelope } from './command-envelope.js';
+import type { CommandEnvelope } from './commands/envelope.js';
 import type { MqttSettings } from './types.js';
 import { verifyAnswer } from './answer-key.js';
 

@@ -7,40 +7,17 @@
  * answers come from (the order view, a slot, a vend outcome…) to these schemas.
  */
 import { z } from 'zod';
+import { ORDER_STATES } from '../orders/index.js';
 import { ANSWER_SIGNATURE_FIELD } from './answer-key.js';
+import { DEVICE_STATE } from './topic-payloads.js';
 
 const iso = z.string().describe('ISO time');
-
-const deviceState = z
-  .object({
-    mode: z.enum(['vending', 'turnstile']),
-    phase: z.string().describe('idle | awaiting_payment | vending | out_of_service | offline | …'),
-    orderId: z.number().int().nullable(),
-    reference: z.string().nullable(),
-    since: iso,
-    reason: z.string().nullable().optional().describe('why the device is out of service, when it is'),
-  })
-  .describe('the device state, as on the `state` topic');
 
 const orderView = z
   .object({
     orderId: z.number().int(),
     reference: z.string(),
-    state: z.enum([
-      'creating',
-      'awaiting_payment',
-      'paid',
-      'authorized',
-      'vending',
-      'vended',
-      'vend_failed',
-      'vend_uncertain',
-      'refunding',
-      'refunded',
-      'canceled',
-      'expired',
-      'failed',
-    ]),
+    state: z.enum(ORDER_STATES),
     source: z.string(),
     slot: z.string().nullable(),
     itemName: z.string(),
@@ -93,7 +70,7 @@ const dexRead = z.object({
 
 export const COMMAND_RESULTS = {
   ping: z.object({ pong: z.literal(true), at: iso }),
-  out_of_service: deviceState,
+  out_of_service: DEVICE_STATE,
   selftest: z.object({
     ok: z.boolean(),
     report: z.unknown().describe("the selftest report (docs/selftest.md), without the device's paths, ports and URLs"),

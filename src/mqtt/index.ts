@@ -7,8 +7,10 @@ export {
   type EmbeddedRefusal,
   type EmbeddedInstance,
 } from './embedded-broker.js';
-export { CommandErrorCodes, COMMAND_NAMES, SELFTEST_REUSE_MS, type CommandResult } from './commands.js';
-export type { UnverifiedSummary } from './command-tally.js';
+export { CommandErrorCodes, type CommandResult } from './commands/answers.js';
+export { COMMAND_NAMES } from './commands/table.js';
+export { SELFTEST_REUSE_MS } from './commands/families/device.js';
+export type { UnverifiedSummary } from './commands/tally.js';
 export { type CommandResults } from './command-results.js';
 export { createTopics, type Topics } from './topics.js';
 export { MqttConfigError } from './connection.js';
@@ -63,18 +65,16 @@ export {
   type RelayConnectionDeps,
 } from './fleet-relay-connection.js';
 export {
-  signCommand,
-  verifyCommand,
   orderReference,
-  generateOperatorKey,
-  publicKeyOf,
   SIGNED_COMMANDS,
   EnvelopeErrorCodes,
   ENVELOPE_VERSION,
   type CommandEnvelope,
   type CommandAuthSettings,
   type OperatorKey,
-} from './command-envelope.js';
+} from './commands/envelope.js';
+export { signCommand, generateOperatorKey, publicKeyOf } from './commands/signing.js';
+export { verifyCommand } from './commands/verify.js';
 export { sendCommand, learnDatabase } from './command-client.js';
 export { redactUrl as withoutLogin } from './connection.js';
 export { answerKeyPath, readAnswerPublicKey, verifyAnswer, loadOrCreateAnswerKey, ANSWER_KEY_FILE, type AnswerKey } from './answer-key.js';

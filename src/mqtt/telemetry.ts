@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import type { Outbox } from '../outbox/index.js';
 import type { Logger } from '../util/logger.js';
 import type { DeviceTelemetry } from './types.js';
+import type { TopicPayloads } from './topic-payloads.js';
 import { buildInfo } from '../version.js';
 
 export const THERMAL_ZONE_PATH = '/sys/class/thermal/thermal_zone0/temp';
@@ -58,7 +59,7 @@ export function telemetryPayload(input: {
   connectedSince: number | null;
   /** The device's part; empty when it could not be read. */
   app: Partial<DeviceTelemetry>;
-}): Record<string, unknown> {
+}): TopicPayloads['telemetry'] {
   const { outbox, system } = input;
   return {
     deviceId: input.deviceId,

@@ -3,65 +3,22 @@ import type { Outbox } from '../outbox/index.js';
 import type { Db, StorageHealth } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
-import type { CommandAuthSettings } from './command-envelope.js';
-import type { UnverifiedSummary } from './command-tally.js';
-import type { FiscalSnapshot } from '../fiscal/monitor.js';
+import type { CommandAuthSettings } from './commands/envelope.js';
+import type { UnverifiedSummary } from './commands/tally.js';
 import type { CommandResults } from './command-results.js';
+import type { z } from 'zod';
+import type { DEVICE_STATE, DEVICE_TELEMETRY } from './topic-payloads.js';
 
 export type MqttSettings = Readonly<Settings>['mqtt'];
 
-/** What the published `state` topic carries. */
-export interface DeviceStateSummary {
-  mode: 'vending' | 'turnstile';
-  /** idle | awaiting_payment | vending | out_of_service | offline | … (the app's screen phase). */
-  phase: string;
-  orderId: number | null;
-  reference: string | null;
-  /** ISO time the device entered this phase. */
-  since: string;
-  /** Why the device is out of service or offline, when it is. */
-  reason?: string | null;
-}
+/** What `control.state()` gives: the device state (topic-payloads.ts; the `state` topic adds `dbId`). */
+export type DeviceStateSummary = z.output<typeof DEVICE_STATE>;
 
 /**
  * The device's part of every `telemetry` message (merged after the process's own readings): what the
- * fleet watches, and what /metrics is rendered from.
+ * fleet watches, and what /metrics is rendered from. Its fields: DEVICE_TELEMETRY in topic-payloads.ts.
  */
-export interface DeviceTelemetry {
-  uptimeSec: number;
-  /** The outbox counters (orders paid, vends, refunds…), by name. */
-  counters: Record<string, number>;
-  /** Orders by state, every state present (0 when none). */
-  ordersByState: Record<string, number>;
-  /** When the poller last had an answer from the provider (ISO time), or null. */
-  lastPollAt: string | null;
-  providerReachable: boolean;
-  /** Outbox rows the broker has not acknowledged yet. */
-  outboxDepth: number;
-  /** The names of the open alarms. */
-  openAlarms: string[];
-  catalogVersion: string;
-  /** Per slot: counted stock, null where the slot was never refilled (not counted). */
-  stock: Record<string, number | null>;
-  jammedSlots: string[];
-  /**
-   * The fiscal path (absent with `fiscal.register: none`): receipts owed and the age of the oldest,
-   * the register's reachability, eBarimt's lottery numbers left, whether sales are stopped for it.
-   */
-  fiscal?: FiscalSnapshot;
-  /**
-   * Per selection, what to bring at the next service visit (absent without the audit): the same
-   * rows as `vendgate picklist` (src/dex/visit.ts).
-   */
-  picklist?: Array<{ selection: string; name: string; stock: number | null; sold: number; filledTo: number | null; bring: number }>;
-  /** Paid, vended and refunded sales today and in total: counts and sums (device.currency). */
-  sales?: {
-    currency: string;
-    todaySince: string;
-    today: Record<string, { count: number; amount: number }>;
-    total: Record<string, { count: number; amount: number }>;
-  };
-}
+export type DeviceTelemetry = z.output<typeof DEVICE_TELEMETRY>;
 
 /**
  * The device as MQTT sees it. Implemented by the app; every method may be called from a command, and
@@ -110,16 +67,17 @@ export interface DeviceControl {
 }
 
 /**
- * `cmd/dex` and `cmd/visit` (src/mqtt/dex-commands.ts): the same code as `vendgate dex` and
- * `vendgate visit`. Each throws VendgateError; each publishes its read on the `dex` topic (outbox).
+ * `cmd/dex` and `cmd/visit` (src/mqtt/commands/families/dex.ts): the same code as `vendgate dex` and
+ * `vendgate visit`. Each throws VendgateError; each publishes its read on the `dex` topic (outbox),
+ * and answers its command's row of COMMAND_RESULTS.
  */
 export interface DexControl {
   /** A plain read now (never a reset): its header (the file goes out on the `dex` topic). */
-  read(by: string): { read: number; kind: string } & Record<string, unknown>;
+  read(by: string): CommandResults['dex'];
   /** Read `read` again as it was sent, published on the `dex` topic; throws VG_ERR_NOT_FOUND when it is not kept. */
-  resend(read: number, by: string): { read: number; kind: string } & Record<string, unknown>;
+  resend(read: number, by: string): CommandResults['dex'];
   /** A service visit: who came, what each filled slot now holds (sets the stock), and its reset read. */
-  visit(who: string, fills: Record<string, number>, by: string): unknown;
+  visit(who: string, fills: Record<string, number>, by: string): CommandResults['visit'];
 }
 
 /** `cmd/catalog`, `cmd/catalog_rollback`, `cmd/refill`, `cmd/clear_jam`. Each throws VendgateError. */

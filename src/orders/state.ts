@@ -3,22 +3,8 @@
  * `canTransition`, so "never backwards" (invariant 5) is enforced in one place. What moves an order
  * (and every other money rule) is decided in `decide.ts`; the moves themselves are `transitions.ts`.
  */
-export type OrderState =
-  | 'creating'
-  | 'awaiting_payment'
-  | 'paid'
-  | 'authorized'
-  | 'vending'
-  | 'vended'
-  | 'vend_failed'
-  | 'vend_uncertain'
-  | 'refunding'
-  | 'refunded'
-  | 'canceled'
-  | 'expired'
-  | 'failed';
-
-export const ORDER_STATES: readonly OrderState[] = [
+/** Every state an order can be in: the one list (the CLI's --state, the MQTT contract's order view read it). */
+export const ORDER_STATES = [
   'creating',
   'awaiting_payment',
   'paid',
@@ -32,7 +18,9 @@ export const ORDER_STATES: readonly OrderState[] = [
   'canceled',
   'expired',
   'failed',
-];
+] as const;
+
+export type OrderState = (typeof ORDER_STATES)[number];
 
 const TRANSITIONS: Record<OrderState, readonly OrderState[]> = {
   creating: ['awaiting_payment', 'failed', 'canceled', 'expired'],

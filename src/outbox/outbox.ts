@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { prepared, type Db } from '../store/index.js';
 import type { Clock } from '../util/clock.js';
-import type { EventPayload, EventTopic, EventType } from './events.js';
+import type { AlarmPayload, EventPayload, EventTopic, EventType } from './events.js';
 
 /** The events operators see and their payloads: one table, src/outbox/events.ts (types only here). */
 export type { EventType, EventPayload, EventPayloads, EventTopic } from './events.js';
@@ -85,7 +85,8 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
       const existing = prepared(db, 'SELECT raised_at FROM alarms WHERE name = ?').get(name) as { raised_at: number } | undefined;
       const raisedAt = existing?.raised_at ?? clock.now();
       upsertAlarm.run(name, severity, message, JSON.stringify(detail), raisedAt);
-      const payload = JSON.stringify({ name, severity, message, since: new Date(raisedAt).toISOString(), deviceId, ...detail });
+      const alarm: AlarmPayload = { name, severity, message, since: new Date(raisedAt).toISOString(), deviceId, ...detail };
+      const payload = JSON.stringify(alarm);
       insert.run(randomUUID(), 'alarm', `alarms/${name}`, payload, 1, clock.now());
     },
     clearAlarm(name) {

@@ -32,6 +32,7 @@ export {
   providerWebhooks,
   forwardedWebhookHeaders,
   secretWebhookHeaders,
+  withCallbackQuery,
   type ProviderWebhooks,
   type RouteLookupKey,
   type WebhookProviderName,

@@ -128,3 +128,16 @@ export function secretWebhookHeaders(): readonly string[] {
 }
 
 registerSecretHeaders(secretWebhookHeaders());
+
+/**
+ * The headers a provider's verify sees: the request's own, plus the query string the listener
+ * served under CALLBACK_QUERY_HEADER (QPay names the order only in its callback URL), overwriting
+ * any header of that name the caller sent. The device's listener and the fleet relay's both use it.
+ */
+export function withCallbackQuery(request: {
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+}): Record<string, string | string[] | undefined> {
+  const index = request.url.indexOf('?');
+  return { ...request.headers, [CALLBACK_QUERY_HEADER]: index < 0 ? '' : request.url.slice(index + 1) };
+}

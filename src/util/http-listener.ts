@@ -58,6 +58,36 @@ export interface BoundListener {
   close(graceMs?: number): Promise<void>;
 }
 
+/** What `servedOn` needs of an app: a fastify instance, named by its shape (util/ imports no fastify). */
+export interface RoutedApp {
+  ready(): PromiseLike<unknown>;
+  readonly routing: (request: IncomingMessage, response: ServerResponse) => void;
+  close(): PromiseLike<unknown>;
+}
+
+/**
+ * An app served on a listener that is bound when it first starts (or was bound before and handed
+ * in): `start` binds once, waits for the app and hands it the requests; `stop` stops accepting
+ * first, then lets the app (when it was built) finish what is in flight.
+ */
+export function servedOn(bind: () => Promise<BoundListener>, bound: BoundListener | null = null) {
+  let listener = bound;
+  return {
+    /** Where it listens once serving. */
+    async start(app: RoutedApp): Promise<{ url: string; port: number }> {
+      listener ??= await bind();
+      await app.ready();
+      listener.serve(app.routing);
+      return { url: listener.url, port: listener.port };
+    },
+    async stop(app: RoutedApp | null): Promise<void> {
+      const closed = listener?.close();
+      if (app) await app.close();
+      await closed;
+    },
+  };
+}
+
 /** How often Node checks the header and request timeouts (its default, 30 s, is what let a drip-fed body live). */
 const TIMEOUT_CHECK_INTERVAL_MS = 500;
 

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildCore, type Core } from '../helpers/core.js';
 import { createCatalog } from '../../src/catalog/index.js';
 import { dexServiceFor } from '../../src/dex/index.js';
-import { createDexCommands, DEX_PER_MINUTE, DEX_REUSE_MS } from '../../src/mqtt/dex-commands.js';
+import { createDexCommands, DEX_PER_MINUTE, DEX_REUSE_MS } from '../../src/mqtt/commands/families/dex.js';
 import type { DexControl } from '../../src/mqtt/index.js';
 
 /**
@@ -18,10 +18,14 @@ afterEach(() => core.close());
 function control(): DexControl {
   const catalog = createCatalog({ db: core.db, clock: core.clock, logger: core.logger, outbox: core.outbox }, core.settings);
   const { audit, visits } = dexServiceFor(core.settings, { db: core.db, clock: core.clock, outbox: core.outbox, catalog });
+  // The answers as cmd/dex and cmd/visit type them (COMMAND_RESULTS): the header, and where the file went.
   return {
-    read: (by) => ({ ...audit.read('read', by).header }),
-    resend: (read, by) => ({ ...audit.resend(read, by) }),
-    visit: (who, fills, by) => visits.record(who, fills, by),
+    read: (by) => ({ ...audit.read('read', by).header, topic: 'dex' }),
+    resend: (read, by) => ({ ...audit.resend(read, by), topic: 'dex' }),
+    visit: (who, fills, by) => {
+      const { read, ...visit } = visits.record(who, fills, by);
+      return { ...visit, dex: { ...read.header, topic: 'dex' } };
+    },
   };
 }
 

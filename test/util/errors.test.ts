@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CommandErrorCodes } from '../../src/mqtt/commands.js';
+import { CommandErrorCodes } from '../../src/mqtt/index.js';
 import { ERROR_HTTP_STATUS, ErrorCodes, VendgateError, httpStatusOf, type ErrorCode } from '../../src/util/index.js';
 
 describe('every error code has exactly one HTTP status, decided in util/errors.ts', () => {

@@ -2,11 +2,11 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import { ErrorCodes } from '../../util/errors.js';
-import { CALLBACK_QUERY_HEADER, WebhookVerificationError, type PaymentProvider } from '../../payments/types.js';
-import { providerWebhooks } from '../../payments/index.js';
+import { WebhookVerificationError, type PaymentProvider } from '../../payments/types.js';
+import { providerWebhooks, withCallbackQuery } from '../../payments/index.js';
 import type { WebhookInbox } from './inbox.js';
 import { dateSkewSec } from './verify.js';
-import { bindListener, WEBHOOK_LISTENER_DEFAULTS, type BoundListener, type ListenerLimits } from '../../util/http-listener.js';
+import { bindListener, servedOn, WEBHOOK_LISTENER_DEFAULTS, type BoundListener, type ListenerLimits } from '../../util/http-listener.js';
 import { NO_JSON_SCHEMAS } from '../../util/fastify-schemas.js';
 
 /** A provider's `Date` this far from our clock is worth a warning, well before a signature's 300 s (docs/providers.md). */
@@ -64,7 +64,14 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
   const path = `/webhooks/${provider.name}`;
   const lastLogged = new Map<string, { at: number; suppressed: number }>();
   let app: FastifyInstance | null = null;
-  let listener: BoundListener | null = deps.listener ?? null;
+  const served = servedOn(
+    () =>
+      bindListener(
+        { host: settings.host, port: settings.port, portSetting: 'http.webhook.port' },
+        settings.limits ?? WEBHOOK_LISTENER_DEFAULTS,
+      ),
+    deps.listener ?? null,
+  );
   let stopping: Promise<void> | null = null;
 
   /** True when this kind of line may be logged now; counts the ones held back. */
@@ -179,36 +186,16 @@ export function createWebhookServer(deps: WebhookServerDeps, settings: WebhookSe
 
   return {
     async start() {
-      const server = build();
-      listener ??= await bindListener(
-        { host: settings.host, port: settings.port, portSetting: 'http.webhook.port' },
-        settings.limits ?? WEBHOOK_LISTENER_DEFAULTS,
-      );
-      await server.ready();
-      listener.serve(server.routing);
-      const { url, port } = listener;
+      const { url, port } = await served.start(build());
       log.info({ url, path }, 'webhook listener ready');
       return { url, port };
     },
     stop() {
-      stopping ??= (async () => {
-        // Stop accepting first, then let fastify finish what is in flight.
-        const closed = listener?.close();
-        if (app) await app.close();
-        await closed;
-      })();
+      // Stop accepting first, then let fastify finish what is in flight.
+      stopping ??= served.stop(app);
       return stopping;
     },
     inject: ((...args: Parameters<FastifyInstance['inject']>) =>
       (build().inject as (...a: unknown[]) => unknown)(...args)) as FastifyInstance['inject'],
   };
-}
-
-/**
- * The headers a provider's verify sees, plus the query string the listener served (QPay names the
- * order only in its callback URL), overwriting any header of that name the caller sent.
- */
-function withCallbackQuery(request: FastifyRequest): Record<string, string | string[] | undefined> {
-  const index = request.url.indexOf('?');
-  return { ...request.headers, [CALLBACK_QUERY_HEADER]: index < 0 ? '' : request.url.slice(index + 1) };
 }

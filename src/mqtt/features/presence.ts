@@ -5,6 +5,7 @@ import { buildInfo } from '../../version.js';
 import { discoveryMessages } from '../home-assistant.js';
 import type { Topics } from '../topics.js';
 import type { DeviceControl } from '../types.js';
+import type { TopicPayloads } from '../topic-payloads.js';
 import type { Feature, Link } from './feature.js';
 
 export interface Presence extends Feature {
@@ -29,16 +30,17 @@ export function createPresence(
     let payload: string;
     try {
       const s = control.state();
-      payload = JSON.stringify({
+      const state: TopicPayloads['state'] = {
         mode: s.mode,
         phase: s.phase,
         orderId: s.orderId,
         reference: s.reference,
         since: s.since,
         ...(s.reason ? { reason: s.reason } : {}),
-        // The database it runs: `vendgate command send` signs for it (src/mqtt/command-envelope.ts).
+        // The database it runs: `vendgate command send` signs for it (src/mqtt/commands/envelope.ts).
         dbId: deps.dbId,
-      });
+      };
+      payload = JSON.stringify(state);
     } catch (err) {
       log.warn({ err }, 'could not read the device state');
       return;

@@ -1,5 +1,6 @@
 import type { Clock } from '../../util/clock.js';
 import type { Topics } from '../topics.js';
+import type { TopicPayloads } from '../topic-payloads.js';
 import type { Feature, Link } from './feature.js';
 
 export interface SelftestReports extends Feature {
@@ -27,7 +28,8 @@ export function createSelftestReports(deps: { clock: Clock; topics: Topics }): S
     connected: publishWaiting,
     stop() {},
     publish(report) {
-      waiting = JSON.stringify({ at: new Date(deps.clock.now()).toISOString(), report });
+      const message: TopicPayloads['selftest'] = { at: new Date(deps.clock.now()).toISOString(), report };
+      waiting = JSON.stringify(message);
       publishWaiting();
     },
   };

@@ -1,4 +1,5 @@
 import { STORAGE_ALARMS, type StorageFault, type StorageHealth } from '../../store/index.js';
+import type { TopicPayloads } from '../topic-payloads.js';
 import type { Topics } from '../topics.js';
 import type { Feature, Link } from './feature.js';
 
@@ -20,7 +21,7 @@ export function createStorageAlarms(deps: {
     if (previous && previous.kind !== fault?.kind) link.publish(topics.relative(`alarms/${STORAGE_ALARMS[previous.kind]}`), '', true);
     if (!fault) return;
     const name = STORAGE_ALARMS[fault.kind];
-    const payload = {
+    const payload: TopicPayloads['alarm'] = {
       name,
       severity: 'critical',
       message: storage?.describe() ?? `storage fault on ${fault.path}`,

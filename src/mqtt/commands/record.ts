@@ -1,5 +1,5 @@
-import { durably, prepared, type Db } from '../store/index.js';
-import type { VerifiedCommand } from './command-envelope.js';
+import { durably, prepared, type Db } from '../../store/index.js';
+import type { VerifiedCommand } from './envelope.js';
 
 export interface CommandRequestRow {
   request_id: string;

@@ -1,11 +1,14 @@
 import { z } from 'zod';
-import { ErrorCodes, VendgateError } from '../util/errors.js';
-import type { Clock } from '../util/clock.js';
-import type { DexControl } from './types.js';
+import { ErrorCodes, VendgateError } from '../../../util/errors.js';
+import type { Clock } from '../../../util/clock.js';
+import type { CommandResults } from '../../command-results.js';
+import type { DexControl } from '../../types.js';
+import { CommandError, CommandErrorCodes } from '../answers.js';
+import { requestId, type CommandContext, type Handlers } from '../family.js';
 
 /**
  * `cmd/dex` and `cmd/visit`: the audit (DEX) and the service visit over MQTT, through the same code
- * as `vendgate dex` and `vendgate visit` (src/dex/). commands.ts registers them; their bodies:
+ * as `vendgate dex` and `vendgate visit` (src/dex/). Their bodies:
  *
  * - `cmd/dex {requestId}`: a plain read now, never a reset; `{requestId, read: N}`: read N again as
  *   it was sent (one of the last `dex.keepReads`). Either way the file goes out on `<prefix>/<device>/dex`
@@ -15,7 +18,6 @@ import type { DexControl } from './types.js';
  *   sets its counted stock), and the reset read that starts the next interval, in one commit.
  */
 
-const requestId = z.union([z.string().min(1).max(128), z.number().int()]);
 const slot = z.string().min(1).max(16);
 
 export const dexSchemas = {
@@ -37,7 +39,7 @@ export const DEX_REUSE_MS = 10_000;
 /** At most this many reads and re-sent reads a minute on demand; more are refused (VG_ERR_RATE_LIMITED). */
 export const DEX_PER_MINUTE = 30;
 
-type Header = ReturnType<DexControl['read']>;
+type Header = CommandResults['dex'];
 
 export function createDexCommands(deps: { clock: Clock }) {
   const { clock } = deps;
@@ -59,30 +61,49 @@ export function createDexCommands(deps: { clock: Clock }) {
     published.push(now);
   }
 
-  return {
-    run(name: keyof typeof dexSchemas, body: Record<string, unknown>, control: DexControl, by: string): unknown {
-      const now = clock.now();
-      if (name === 'visit') {
-        const { by: who, fills } = dexSchemas.visit.parse(body);
-        // The interval starts again: a read asked for after this is a new one.
-        lastRead = null;
-        return control.visit(who, fills, by);
-      }
-      const { read } = dexSchemas.dex.parse(body);
-      if (read === undefined) {
-        if (lastRead && now - lastRead.at < DEX_REUSE_MS) return { ...lastRead.header, shared: true };
-        allow();
-        const header = control.read(by);
-        lastRead = { at: now, header };
-        return header;
-      }
-      const recent = resent.get(read);
-      if (recent && now - recent.at < DEX_REUSE_MS) return { ...recent.header, shared: true };
+  function run(name: 'dex', body: Record<string, unknown>, control: DexControl, by: string): CommandResults['dex'];
+  function run(name: 'visit', body: Record<string, unknown>, control: DexControl, by: string): CommandResults['visit'];
+  function run(
+    name: keyof typeof dexSchemas,
+    body: Record<string, unknown>,
+    control: DexControl,
+    by: string,
+  ): CommandResults['dex'] | CommandResults['visit'] {
+    const now = clock.now();
+    if (name === 'visit') {
+      const { by: who, fills } = dexSchemas.visit.parse(body);
+      // The interval starts again: a read asked for after this is a new one.
+      lastRead = null;
+      return control.visit(who, fills, by);
+    }
+    const { read } = dexSchemas.dex.parse(body);
+    if (read === undefined) {
+      if (lastRead && now - lastRead.at < DEX_REUSE_MS) return { ...lastRead.header, shared: true };
       allow();
-      const header = control.resend(read, by);
-      resent.set(read, { at: now, header });
-      for (const [seq, entry] of resent) if (now - entry.at >= DEX_REUSE_MS) resent.delete(seq);
+      const header = control.read(by);
+      lastRead = { at: now, header };
       return header;
-    },
+    }
+    const recent = resent.get(read);
+    if (recent && now - recent.at < DEX_REUSE_MS) return { ...recent.header, shared: true };
+    allow();
+    const header = control.resend(read, by);
+    resent.set(read, { at: now, header });
+    for (const [seq, entry] of resent) if (now - entry.at >= DEX_REUSE_MS) resent.delete(seq);
+    return header;
+  }
+
+  return { run };
+}
+
+export function dexHandlers({ control, clock }: CommandContext): Handlers<typeof dexSchemas> {
+  const dexCommands = createDexCommands({ clock });
+  function dexControl() {
+    if (!control.dex) throw new CommandError(CommandErrorCodes.UNKNOWN_COMMAND, 'this device keeps no audit (no dex control)');
+    return control.dex;
+  }
+  return {
+    dex: (body, by) => dexCommands.run('dex', body, dexControl(), by),
+    visit: (body, by) => dexCommands.run('visit', body, dexControl(), by),
   };
 }
