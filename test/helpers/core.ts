@@ -132,6 +132,11 @@ export function reportingCalls(provider: PaymentProvider, onCall: (outcome: Prov
   });
 }
 
+/** A machine in this process: always healthy (`detail` says whose), each vend answered by `fire` (delivered unless told otherwise). */
+export function testMachine(detail: string, fire: Actuator['fire'] = async () => ({ result: 'vended' })): Actuator {
+  return { kind: 'sim', async start() {}, async stop() {}, health: () => ({ ok: true, detail }), fire };
+}
+
 /** The money path on a real SQLite file with a scriptable provider and a manual clock. */
 export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
   const dir = tempDir();
@@ -142,16 +147,10 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
   const outOfService = new Map<string, string>();
   // A machine that always delivers and remembers what it was asked: the physical truth of a core test.
   const fired: VendRequest[] = [];
-  const machine: Actuator = {
-    kind: 'sim',
-    async start() {},
-    async stop() {},
-    health: () => ({ ok: true, detail: 'core test machine' }),
-    async fire(request) {
-      fired.push(request);
-      return { result: 'vended' };
-    },
-  };
+  const machine = testMachine('core test machine', async (request) => {
+    fired.push(request);
+    return { result: 'vended' };
+  });
   const { db, outbox, orderRepository, health, money } = composeMoneyPath({
     settings,
     clock,
@@ -206,13 +205,7 @@ export function runnerAnswering(core: Core, outcome: Awaited<ReturnType<Actuator
       orderRepository: core.orderRepository,
       provider: core.fake.provider,
       ledger: core.ledger,
-      actuator: {
-        kind: 'sim',
-        async start() {},
-        async stop() {},
-        health: () => ({ ok: true, detail: 'test machine' }),
-        fire: async () => outcome,
-      },
+      actuator: testMachine('test machine', async () => outcome),
     },
     { mode: 'vending', vendTimeoutMs: 2_000, notPassedPolicy: 'refund' },
   );

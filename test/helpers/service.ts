@@ -348,3 +348,11 @@ export const postJson = (url: string, body?: unknown): Promise<Response> =>
     headers: body ? { 'content-type': 'application/json' } : {},
     body: body ? JSON.stringify(body) : undefined,
   });
+
+/** A sandbox order for `slot` made on the service's local API: its answer (the order, its invoice, where to pay it). */
+export async function sandboxOrder(
+  svc: Pick<Service, 'localUrl'>,
+  slot = 'A1',
+): Promise<{ orderId: number; invoiceId: string; payUrl: string }> {
+  return (await (await postJson(`${svc.localUrl}/api/orders`, { slot })).json()) as { orderId: number; invoiceId: string; payUrl: string };
+}

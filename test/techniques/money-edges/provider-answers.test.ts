@@ -27,6 +27,17 @@ const request = (n: number, currency = 'MNT') => ({
   captureMode: 'automatic' as const,
 });
 
+/** Reading invoice `id` fails as a malformed answer that names it. */
+async function expectMalformedRead(h: Harness, id: string): Promise<void> {
+  const error = await h.provider.getInvoice(id).then(
+    () => null,
+    (err: unknown) => err,
+  );
+  expect(error).toBeInstanceOf(ProviderError);
+  expect((error as ProviderError).kind).toBe('malformed');
+  expect((error as ProviderError).message).toContain(id);
+}
+
 // Kaspi: the fleet relay reads Kaspi for the device. Kaspi's status answer names no QR, its details
 // do; the relay refuses details about another QR, and the device reads that refusal as malformed.
 describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a read that answers with another invoice', (provider) => {
@@ -38,13 +49,7 @@ describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a read that a
     await h.sim.pay(x.id);
     h.sim.answerReadsWith(y.id, x.id);
 
-    const error = await h.provider.getInvoice(y.id).then(
-      () => null,
-      (err: unknown) => err,
-    );
-    expect(error).toBeInstanceOf(ProviderError);
-    expect((error as ProviderError).kind).toBe('malformed');
-    expect((error as ProviderError).message).toContain(y.id);
+    await expectMalformedRead(h, y.id);
     h.sim.answerReadsWith(y.id, null);
     expect((await h.provider.getInvoice(y.id)).id).toBe(y.id);
   });
@@ -70,13 +75,7 @@ describe('kaspi: what Kaspi says was paid', () => {
     // Only y's status answer is x's (Processed); y's details are y's own: TotalAmount 0.
     h.sim.answerStatusWith(y.id, x.id);
 
-    const error = await h.provider.getInvoice(y.id).then(
-      () => null,
-      (err: unknown) => err,
-    );
-    expect(error).toBeInstanceOf(ProviderError);
-    expect((error as ProviderError).kind).toBe('malformed');
-    expect((error as ProviderError).message).toContain(y.id);
+    await expectMalformedRead(h, y.id);
     expect(h.sim.records().refunds).toHaveLength(0);
     h.sim.answerStatusWith(y.id, null);
     const again = await h.provider.getInvoice(y.id);
