@@ -4,6 +4,8 @@
  * the test picks. `restart()` is a crash: the node is dropped without stopping anything and
  * composed again on the same files, as the service is after kill -9.
  */
+import { expect, onTestFinished } from 'vitest';
+import { observeDurableCommits, type DurableStep } from '../../src/store/index.js';
 import { composeMoneyPath, testMachine, testSettings, type CoreNode } from '../helpers/core.js';
 import { tempDir } from '../helpers/temp.js';
 import { createManualClock } from '../../src/util/clock.js';
@@ -143,3 +145,23 @@ export function buildFiscalCore(options: FiscalHarnessOptions = {}) {
 }
 
 export type FiscalHarness = ReturnType<typeof buildFiscalCore>;
+
+/** The durable commits from now until the end of the test, in order (the store's commit hook, released when the test ends). */
+export function durableCommitsFromNow(): DurableStep[] {
+  const durable: DurableStep[] = [];
+  observeDurableCommits((step) => durable.push(step));
+  onTestFinished(() => observeDurableCommits(null));
+  return durable;
+}
+
+/**
+ * After a crash that left the sale receipt of `orderId` claimed (sending, one attempt) and a restart:
+ * the receipt is `unknown` (the register is asked by its key first), the next pass issues it on
+ * the second attempt, and the register holds one receipt.
+ */
+export async function askedByKeyThenOneReceipt(h: FiscalHarness, orderId: number): Promise<void> {
+  expect(h.receipts(orderId)[0]).toMatchObject({ state: 'unknown' });
+  await h.pass();
+  expect(h.receipts(orderId)[0]).toMatchObject({ state: 'issued', attempts: 2 });
+  expect(h.register.held()).toHaveLength(1);
+}
