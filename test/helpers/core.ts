@@ -191,6 +191,14 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
 
 export type Core = ReturnType<typeof buildCore>;
 
+/** A kiosk order for `slot` whose invoice the provider reports as `status`, observed through the ledger as a poll does. */
+export async function observedOrder(core: Core, status: Parameters<Core['fake']['set']>[1], slot = 'A1') {
+  const order = await core.orders.create({ source: 'kiosk', slot });
+  core.fake.set(order.invoice_id!, status);
+  await core.observe(order.invoice_id!);
+  return order;
+}
+
 /**
  * A vend runner on the core's money path whose machine answers every vend with `outcome` (a jam, a
  * silence): the physical truth of a test that needs vends that fail or go unanswered.
