@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parse, stringify } from 'yaml';
 import { ProviderError } from '../../../src/payments/index.js';
 import { startHarness, type Harness } from '../contract/provider-harness.js';
-import { startProviderStack, type ProviderStack, type OrderAnswer } from '../chaos/stack.js';
+import { startProviderStack, type ProviderStack } from '../chaos/stack.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /** What the device does with provider answers it cannot trust, and with calls that can never succeed. */
@@ -83,12 +83,6 @@ describe('kaspi: what Kaspi says was paid', () => {
   });
 });
 
-async function order(s: ProviderStack, slot = 'A1'): Promise<OrderAnswer> {
-  const answer = await s.call('POST', '/api/orders', { slot });
-  if (answer.status !== 201) throw new Error(`order refused: ${answer.status} ${JSON.stringify(answer.json)}`);
-  return answer.json;
-}
-
 describe('a create resumed after a restart', () => {
   it('sends the body its key was made with, even after the settings changed', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ config: { provider: { invoiceTtlSec: 60 } } }));
@@ -123,7 +117,7 @@ describe('a capture that can never succeed', () => {
     const s = (stack = await startProviderStack({
       config: { provider: { captureMode: 'manual' }, actuator: { sim: { durationMs: 1_500 } } },
     }));
-    const placed = await order(s);
+    const placed = await s.placeOrder();
     await s.sim.pay(placed.invoiceId!);
     await waitFor(async () => (await s.order(placed.orderId))?.state === 'vending', { what: 'the vend to start' });
     // Meanwhile another system of the merchant cancels the authorization.
@@ -158,7 +152,7 @@ describe('a capture that can never succeed', () => {
     const rowsThen = alarmRows();
 
     // Another whole sale later, the dead capture has not been tried again.
-    const next = await order(s, 'A2');
+    const next = await s.placeOrder('A2');
     await s.sim.pay(next.invoiceId!);
     await waitFor(() => s.query("SELECT 1 FROM vend_jobs WHERE order_id = ? AND capture_state = 'done'", next.orderId).length === 1, {
       timeoutMs: 20_000,
