@@ -219,6 +219,13 @@ export function runnerAnswering(core: Core, outcome: Awaited<ReturnType<Actuator
   );
 }
 
+/** For a describe: before each test a fresh core (built with `overrides`) handed to `use`; after it, that core closed. */
+export function corePerTest(use: (core: Core) => void, overrides: Parameters<typeof buildCore>[0] = {}): void {
+  let core: Core | undefined;
+  beforeEach(() => use((core = buildCore(overrides))));
+  afterEach(() => core?.close());
+}
+
 /**
  * For a describe whose code schedules with setTimeout: before each test, setTimeout and
  * clearTimeout faked and a fresh core handed to `use`; after it, the timers real again and the

@@ -1,12 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, type Core } from '../helpers/core.js';
+import { describe, expect, it } from 'vitest';
+import { corePerTest, type Core } from '../helpers/core.js';
 
 describe('ledger.observe', () => {
   let core: Core;
-  beforeEach(() => {
-    core = buildCore();
-  });
-  afterEach(() => core.close());
+  corePerTest((c) => (core = c));
 
   /** A provider's reading of `invoiceId`: paid 1500 MNT, by webhook, not live, but for `over`. */
   const reading = (invoiceId: string, over: Partial<Parameters<Core['ledger']['observe']>[0]> = {}) => ({
