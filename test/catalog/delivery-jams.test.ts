@@ -1,22 +1,22 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../helpers/service.js';
-import { cli, get, order, orderReaches, pay, query } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { cleanup, stop } from '../helpers/cleanup.js';
+import { startService } from '../helpers/service.js';
+import { cli, get, offered, order, orderReaches, pay, query } from './helpers.js';
 
 /**
  * Vend-detect and jams, black-box: the compiled service as a child process with the sim actuator's
  * chute sensor, the sandbox provider paid through its pay URL, the CLI as its own process.
  */
 describe('delivery you can prove: the drop sensor and jammed slots', () => {
-  let svc: Service | null = null;
-  afterEach(async () => {
-    await svc?.stop();
-    svc = null;
-  });
+  const defer = cleanup();
 
   it('a vend the sensor saw no drop for is refunded once, never vended, and stays so across a restart', async () => {
-    svc = await startService({
-      config: { actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true, failMode: 'no_drop' }, deliveryWindowMs: 300 } },
-    });
+    const svc = defer(
+      await startService({
+        config: { actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true, failMode: 'no_drop' }, deliveryWindowMs: 300 } },
+      }),
+      stop,
+    );
     const created = await order(svc, 'A1');
     expect(created.status).toBe(201);
     await pay(created.body.payUrl);
@@ -33,12 +33,15 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
   });
 
   it('in manual capture a missing drop releases the hold: voided, never captured', async () => {
-    svc = await startService({
-      config: {
-        provider: { name: 'sandbox', captureMode: 'manual' },
-        actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true, failMode: 'no_drop' }, deliveryWindowMs: 300 },
-      },
-    });
+    const svc = defer(
+      await startService({
+        config: {
+          provider: { name: 'sandbox', captureMode: 'manual' },
+          actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true, failMode: 'no_drop' }, deliveryWindowMs: 300 },
+        },
+      }),
+      stop,
+    );
     const created = await order(svc, 'A1');
     await pay(created.body.payUrl);
     await orderReaches(svc, created.body.orderId, 'refunded');
@@ -48,7 +51,10 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
   });
 
   it('a drop within the window settles the vend as delivered', async () => {
-    svc = await startService({ config: { actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true }, deliveryWindowMs: 2_000 } } });
+    const svc = defer(
+      await startService({ config: { actuator: { kind: 'sim', sim: { durationMs: 20, dropSensor: true }, deliveryWindowMs: 2_000 } } }),
+      stop,
+    );
     const created = await order(svc, 'A2');
     await pay(created.body.payUrl);
     const vended = await orderReaches(svc, created.body.orderId, 'vended');
@@ -58,9 +64,12 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
   });
 
   it('K failed vends in a row take the slot out of sale with an alarm; clear-jam on the command line brings it back', async () => {
-    svc = await startService({
-      config: { actuator: { kind: 'sim', sim: { durationMs: 20, jamSlots: ['A2'] } }, slots: { jamAfterFailures: 2 } },
-    });
+    const svc = defer(
+      await startService({
+        config: { actuator: { kind: 'sim', sim: { durationMs: 20, jamSlots: ['A2'] } }, slots: { jamAfterFailures: 2 } },
+      }),
+      stop,
+    );
     for (let i = 0; i < 2; i++) {
       const created = await order(svc, 'A2');
       expect(created.status).toBe(201);
@@ -71,8 +80,7 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
     expect(refused.status).toBe(409);
     expect(refused.body.error.code).toBe('VG_ERR_SLOT_JAMMED');
     expect(refused.body.error.message).toMatch(/slot A2 is out of order/);
-    const state = await get(`${svc.localUrl}/api/state`);
-    expect(state.catalog.find((c: { slot: string }) => c.slot === 'A2')).toMatchObject({ available: false, unavailable: 'jammed' });
+    expect(await offered(svc, 'A2')).toMatchObject({ available: false, unavailable: 'jammed' });
     expect(query(svc, 'SELECT name FROM alarms').map((a) => a.name)).toContain('slot_jammed/A2');
     // The other slot still sells.
     const other = await order(svc, 'A1');
@@ -93,10 +101,7 @@ describe('delivery you can prove: the drop sensor and jammed slots', () => {
     expect(cleared).toMatchObject({ code: 0 });
     expect(cleared.stdout).toMatch(/back in sale/);
     expect(query(svc, 'SELECT name FROM alarms').map((a) => a.name)).not.toContain('slot_jammed/A2');
-    await svc.waitFor(
-      async () => (await get(`${svc!.localUrl}/api/state`)).catalog.find((c: { slot: string }) => c.slot === 'A2').available,
-      { timeoutMs: 5_000, what: 'A2 offered again' },
-    );
+    await svc.waitFor(async () => (await offered(svc, 'A2')).available, { timeoutMs: 5_000, what: 'A2 offered again' });
     const again = await order(svc, 'A2');
     expect(again.status).toBe(201);
   });

@@ -18,6 +18,14 @@ export async function get(url: string): Promise<any> {
   return (await fetch(url)).json();
 }
 
+/** `slot`'s row of /api/slots: its stock and jam state. */
+export const slotState = async (svc: Service, slot: string) =>
+  (await get(`${svc.localUrl}/api/slots`)).slots.find((s: { slot: string }) => s.slot === slot);
+
+/** `slot` as the screen offers it (/api/state's catalog): available, or why not. */
+export const offered = async (svc: Service, slot: string) =>
+  (await get(`${svc.localUrl}/api/state`)).catalog.find((c: { slot: string }) => c.slot === slot);
+
 /** A customer picks a slot on the local API. */
 export const order = (svc: Service, slot: string) => post(`${svc.localUrl}/api/orders`, { slot });
 

@@ -1,10 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/app.js';
-import { createHardware } from '../../src/hardware/index.js';
-import { silentLogger, systemClock } from '../../src/util/index.js';
-import { testSettings } from '../helpers/core.js';
-import { tempDir } from '../helpers/temp.js';
-import { createMockSerial } from '../hardware/fakes/mock-serial.js';
+import { describe, expect, it } from 'vitest';
+import { mdbAppPerTest } from '../helpers/mdb-app.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -12,29 +7,7 @@ import { waitFor } from '../helpers/wait.js';
  * item, and what goes back on the wire is the answer the VMC gets.
  */
 describe('an MDB machine asking for a sold-out item', () => {
-  let app: App | null = null;
-  let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await app?.stop();
-    app = null;
-    dir?.cleanup();
-    dir = null;
-  });
-
-  async function start() {
-    dir = tempDir();
-    const mock = createMockSerial();
-    const settings = testSettings(dir.path, {
-      actuator: { kind: 'serial', serial: { path: mock.path, profile: 'mdb', timeoutMs: 2_000, reconnectMaxMs: 200 } },
-    });
-    const hardware = await createHardware({ clock: systemClock, logger: silentLogger(), serialBinding: mock.binding }, settings);
-    app = createApp(settings, { logger: silentLogger(), actuator: hardware.actuator, inputs: hardware.inputs });
-    const { localUrl } = await app.start();
-    await waitFor(() => mock.written().endsWith('C,1\n'), { what: 'the reader enabled' });
-    mock.emit('c,STATUS,ENABLED\r\n');
-    await waitFor(() => hardware.actuator.health().ok, { what: 'reader enabled by the machine' });
-    return { mock, localUrl, ctx: app.context() };
-  }
+  const start = mdbAppPerTest();
 
   it('is denied on the wire (C,STOP) and never becomes an order; an item in stock still does', async () => {
     const { mock, localUrl, ctx } = await start();

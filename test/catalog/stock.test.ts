@@ -1,34 +1,28 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../helpers/service.js';
-import { cli, get, order, orderReaches, pay, post, query } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { cleanup, stop } from '../helpers/cleanup.js';
+import { startService } from '../helpers/service.js';
+import { cli, get, offered, order, orderReaches, pay, post, query, slotState } from './helpers.js';
 
 /** Stock you can trust, black-box: the compiled service, its local API and the CLI as separate processes. */
 describe('stock per slot', () => {
-  let svc: Service | null = null;
-  afterEach(async () => {
-    await svc?.stop();
-    svc = null;
-  });
-
-  const slotState = async (slot: string) => (await get(`${svc!.localUrl}/api/slots`)).slots.find((s: { slot: string }) => s.slot === slot);
-  const offered = async (slot: string) => (await get(`${svc!.localUrl}/api/state`)).catalog.find((c: { slot: string }) => c.slot === slot);
+  const defer = cleanup();
 
   it('goes down on a delivered vend only; the last one sells the slot out, which the API refuses and the screen stops offering; a refill brings it back', async () => {
-    svc = await startService({ config: { slots: { lowStockAt: 1 } } });
+    const svc = defer(await startService({ config: { slots: { lowStockAt: 1 } } }), stop);
     expect((await post(`${svc.localUrl}/api/slots/A1/refill`, { count: 2 })).body).toMatchObject({ slot: 'A1', stock: 2 });
-    expect(await slotState('A2')).toMatchObject({ stock: null, jammed: false });
+    expect(await slotState(svc, 'A2')).toMatchObject({ stock: null, jammed: false });
 
     const first = await order(svc, 'A1');
     await pay(first.body.payUrl);
     await orderReaches(svc, first.body.orderId, 'vended');
-    expect(await slotState('A1')).toMatchObject({ stock: 1 });
+    expect(await slotState(svc, 'A1')).toMatchObject({ stock: 1 });
     expect(query(svc, 'SELECT name FROM alarms').map((a) => a.name)).toContain('stock_low/A1');
 
     const last = await order(svc, 'A1');
     await pay(last.body.payUrl);
     await orderReaches(svc, last.body.orderId, 'vended');
-    expect(await slotState('A1')).toMatchObject({ stock: 0 });
-    expect(await offered('A1')).toMatchObject({ available: false, unavailable: 'sold_out' });
+    expect(await slotState(svc, 'A1')).toMatchObject({ stock: 0 });
+    expect(await offered(svc, 'A1')).toMatchObject({ available: false, unavailable: 'sold_out' });
 
     const refused = await order(svc, 'A1');
     expect(refused.status).toBe(409);
@@ -42,22 +36,22 @@ describe('stock per slot', () => {
     const refill = await cli(svc, ['refill', 'A1', '5']);
     expect(refill).toMatchObject({ code: 0 });
     expect(refill.stdout).toMatch(/A1 now holds 5/);
-    await svc.waitFor(async () => (await offered('A1')).available, { what: 'A1 offered again' });
+    await svc.waitFor(async () => (await offered(svc, 'A1')).available, { what: 'A1 offered again' });
     expect(query(svc, 'SELECT name FROM alarms').map((a) => a.name)).not.toContain('stock_low/A1');
     expect((await order(svc, 'A1')).status).toBe(201);
   });
 
   it('a failed vend leaves the stock as it was', async () => {
-    svc = await startService({ config: { actuator: { kind: 'sim', sim: { durationMs: 20, failMode: 'fail' } } } });
+    const svc = defer(await startService({ config: { actuator: { kind: 'sim', sim: { durationMs: 20, failMode: 'fail' } } } }), stop);
     await post(`${svc.localUrl}/api/slots/A2/refill`, { count: 3 });
     const created = await order(svc, 'A2');
     await pay(created.body.payUrl);
     await orderReaches(svc, created.body.orderId, 'refunded');
-    expect(await slotState('A2')).toMatchObject({ stock: 3, consecutiveFailures: 1 });
+    expect(await slotState(svc, 'A2')).toMatchObject({ stock: 3, consecutiveFailures: 1 });
   });
 
   it('a bad refill gets a clear 400 and changes nothing', async () => {
-    svc = await startService();
+    const svc = defer(await startService(), stop);
     await post(`${svc.localUrl}/api/slots/A1/refill`, { count: 4 });
     const before = query(svc, 'SELECT * FROM slot_state');
     const bad: [string, unknown, RegExp][] = [
@@ -83,14 +77,10 @@ describe('stock per slot', () => {
 });
 
 describe('vendgate catalog --apply on site', () => {
-  let svc: Service | null = null;
-  afterEach(async () => {
-    await svc?.stop();
-    svc = null;
-  });
+  const defer = cleanup();
 
   it('applies a YAML document, refuses a broken one with every problem and exit 1, and the service prices from it', async () => {
-    svc = await startService();
+    const svc = defer(await startService(), stop);
     const { writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
     const good = join(svc.dir, 'catalog.yaml');

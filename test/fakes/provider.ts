@@ -8,6 +8,22 @@ import type {
 } from '../../src/payments/types.js';
 import { ProviderError, WebhookVerificationError } from '../../src/payments/types.js';
 
+/** What the device asks a provider for a 1,500 MNT Water made at `reference` (its key: `<reference>-pay`). */
+export function waterInvoiceRequest(
+  reference: string,
+  captureMode: CreateInvoiceRequest['captureMode'] = 'automatic',
+): CreateInvoiceRequest {
+  return {
+    amount: 1500,
+    currency: 'MNT',
+    reference,
+    description: 'Water',
+    idempotencyKey: `${reference}-pay`,
+    expiresInSec: 120,
+    captureMode,
+  };
+}
+
 /**
  * An in-memory provider whose every answer a test can script. Records every call so tests can
  * assert "exactly one create per key", "one refund per failed vend".

@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildFiscalCore, type FiscalHarness } from './harness.js';
-import { observeDurableCommits, type DurableStep } from '../../src/store/index.js';
+import { askedByKeyThenOneReceipt, buildFiscalCore, durableCommitsFromNow, type FiscalHarness } from './harness.js';
 
 /**
  * The sale receipt's first call claimed in the vend's settle commit, with the worker started as the
@@ -10,17 +9,13 @@ import { observeDurableCommits, type DurableStep } from '../../src/store/index.j
  */
 describe('the sale receipt claimed with its vend', () => {
   let h: FiscalHarness;
-  afterEach(async () => {
-    observeDurableCommits(null);
-    await h.close();
-  });
+  afterEach(async () => h.close());
 
   it('a crash after the settle commit and before the register call: sending on disk, asked by key after the restart, one receipt', async () => {
     h = buildFiscalCore();
     h.fiscal.start();
     await h.fiscal.worker.run();
-    const durable: DurableStep[] = [];
-    observeDurableCommits((step) => durable.push(step));
+    const durable = durableCommitsFromNow();
     h.crash.at = 'after_receipt_claim';
     const order = await h.sell();
     // The first pass after the settle calls the register for it; the crash comes just before the call.
@@ -32,10 +27,7 @@ describe('the sale receipt claimed with its vend', () => {
     expect(h.register.held()).toHaveLength(0);
     await h.fiscal.stop();
     await h.restart();
-    expect(h.receipts(order.id)[0]).toMatchObject({ state: 'unknown' });
-    await h.pass();
-    expect(h.receipts(order.id)[0]).toMatchObject({ state: 'issued', attempts: 2 });
-    expect(h.register.held()).toHaveLength(1);
+    await askedByKeyThenOneReceipt(h, order.id);
   });
 
   it('a person resolving an uncertain vend as vended (a plain commit) queues the receipt unclaimed', async () => {

@@ -4,7 +4,9 @@
  * the test picks. `restart()` is a crash: the node is dropped without stopping anything and
  * composed again on the same files, as the service is after kill -9.
  */
-import { composeMoneyPath, testSettings, type CoreNode } from '../helpers/core.js';
+import { expect, onTestFinished } from 'vitest';
+import { observeDurableCommits, type DurableStep } from '../../src/store/index.js';
+import { composeMoneyPath, testMachine, testSettings, type CoreNode } from '../helpers/core.js';
 import { tempDir } from '../helpers/temp.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
@@ -12,7 +14,7 @@ import { observationOf } from '../../src/ledger/index.js';
 import { createFiscal, type Fiscal, type FiscalRegister, type SandboxRegister } from '../../src/fiscal/index.js';
 import { createSandboxRegister, sandboxRegisterDbPath } from '../../src/fiscal/sandbox.js';
 import type { Clock } from '../../src/util/clock.js';
-import type { Actuator, VendOutcome } from '../../src/hardware/index.js';
+import type { VendOutcome } from '../../src/hardware/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
 
 export interface FiscalHarnessOptions {
@@ -35,16 +37,10 @@ export function buildFiscalCore(options: FiscalHarnessOptions = {}) {
   const logger = silentLogger();
   const fake = createFakeProvider({ livemode: settings.device.livemode, now: clock.now });
   const machine = { next: (): VendOutcome => ({ result: 'vended' }), fired: 0 };
-  const actuator: Actuator = {
-    kind: 'sim',
-    async start() {},
-    async stop() {},
-    health: () => ({ ok: true, detail: 'fiscal test machine' }),
-    async fire() {
-      machine.fired += 1;
-      return machine.next();
-    },
-  };
+  const actuator = testMachine('fiscal test machine', async () => {
+    machine.fired += 1;
+    return machine.next();
+  });
   const stopped = { reason: null as string | null };
   /** Named crash points: the one named here throws (the "process" dies there). */
   const crash = { at: null as string | null };
@@ -149,3 +145,23 @@ export function buildFiscalCore(options: FiscalHarnessOptions = {}) {
 }
 
 export type FiscalHarness = ReturnType<typeof buildFiscalCore>;
+
+/** The durable commits from now until the end of the test, in order (the store's commit hook, released when the test ends). */
+export function durableCommitsFromNow(): DurableStep[] {
+  const durable: DurableStep[] = [];
+  observeDurableCommits((step) => durable.push(step));
+  onTestFinished(() => observeDurableCommits(null));
+  return durable;
+}
+
+/**
+ * After a crash that left the sale receipt of `orderId` claimed (sending, one attempt) and a restart:
+ * the receipt is `unknown` (the register is asked by its key first), the next pass issues it on
+ * the second attempt, and the register holds one receipt.
+ */
+export async function askedByKeyThenOneReceipt(h: FiscalHarness, orderId: number): Promise<void> {
+  expect(h.receipts(orderId)[0]).toMatchObject({ state: 'unknown' });
+  await h.pass();
+  expect(h.receipts(orderId)[0]).toMatchObject({ state: 'issued', attempts: 2 });
+  expect(h.register.held()).toHaveLength(1);
+}

@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildFiscalCore, type FiscalHarness } from './harness.js';
-import { observeDurableCommits, type DurableStep } from '../../src/store/index.js';
+import { buildFiscalCore, durableCommitsFromNow, type FiscalHarness } from './harness.js';
 
 /**
  * A register that is down must not wear the SD card: while its status does not answer, the worker
@@ -9,18 +8,14 @@ import { observeDurableCommits, type DurableStep } from '../../src/store/index.j
  */
 describe('a fiscal register that is down', () => {
   let h: FiscalHarness;
-  afterEach(async () => {
-    observeDurableCommits(null);
-    await h.close();
-  });
+  afterEach(async () => h.close());
 
   it('costs at most one durable write per backoff step, and none while its status says it is down; the backlog goes once it answers', async () => {
     h = buildFiscalCore();
     h.register.faults.outageUntil(h.clock.now() + 3_600_000);
     const orders = [];
     for (let i = 0; i < 5; i += 1) orders.push(await h.sell());
-    const durable: DurableStep[] = [];
-    observeDurableCommits((step) => durable.push(step));
+    const durable = durableCommitsFromNow();
     const status = h.register.status.bind(h.register);
     let asked = 0;
     h.register.status = async () => {

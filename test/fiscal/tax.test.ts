@@ -7,24 +7,19 @@ const CITY_ONLY = { vatPayer: false, cityTax: true };
 const NEITHER = { vatPayer: false, cityTax: false };
 
 describe('splitTax', () => {
-  it('splits the documented example: 2,800 with VAT and city tax is 2,500 + 250 VAT + 50 city tax', () => {
-    expect(splitTax(2800, BOTH)).toEqual({ total: 2800, net: 2500, vat: 250, cityTax: 50 });
-  });
-
-  it('splits the manual example of one item: 1,120 is 1,000 + 100 VAT + 20 city tax', () => {
-    expect(splitTax(1120, BOTH)).toEqual({ total: 1120, net: 1000, vat: 100, cityTax: 20 });
-  });
-
-  it('takes only VAT from a VAT payer without city tax', () => {
-    expect(splitTax(2750, VAT_ONLY)).toEqual({ total: 2750, net: 2500, vat: 250, cityTax: 0 });
-  });
-
-  it('takes only city tax from a merchant that is not a VAT payer', () => {
-    expect(splitTax(2550, CITY_ONLY)).toEqual({ total: 2550, net: 2500, vat: 0, cityTax: 50 });
-  });
-
-  it('leaves everything net for a merchant registered for neither', () => {
-    expect(splitTax(2800, NEITHER)).toEqual({ total: 2800, net: 2800, vat: 0, cityTax: 0 });
+  it.each([
+    [
+      'splits the documented example: 2,800 with VAT and city tax is 2,500 + 250 VAT + 50 city tax',
+      2800,
+      BOTH,
+      { net: 2500, vat: 250, cityTax: 50 },
+    ],
+    ['splits the manual example of one item: 1,120 is 1,000 + 100 VAT + 20 city tax', 1120, BOTH, { net: 1000, vat: 100, cityTax: 20 }],
+    ['takes only VAT from a VAT payer without city tax', 2750, VAT_ONLY, { net: 2500, vat: 250, cityTax: 0 }],
+    ['takes only city tax from a merchant that is not a VAT payer', 2550, CITY_ONLY, { net: 2500, vat: 0, cityTax: 50 }],
+    ['leaves everything net for a merchant registered for neither', 2800, NEITHER, { net: 2800, vat: 0, cityTax: 0 }],
+  ] as const)('%s', (_title, total, registration, parts) => {
+    expect(splitTax(total, registration)).toEqual({ total, ...parts });
   });
 
   it('rounds each tax half up from the whole amount: 1,000 is 89.29 VAT → 89 and 17.86 city tax → 18', () => {

@@ -132,6 +132,11 @@ export function reportingCalls(provider: PaymentProvider, onCall: (outcome: Prov
   });
 }
 
+/** A machine in this process: always healthy (`detail` says whose), each vend answered by `fire` (delivered unless told otherwise). */
+export function testMachine(detail: string, fire: Actuator['fire'] = async () => ({ result: 'vended' })): Actuator {
+  return { kind: 'sim', async start() {}, async stop() {}, health: () => ({ ok: true, detail }), fire };
+}
+
 /** The money path on a real SQLite file with a scriptable provider and a manual clock. */
 export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
   const dir = tempDir();
@@ -142,16 +147,10 @@ export function buildCore(overrides: Parameters<typeof testSettings>[1] = {}) {
   const outOfService = new Map<string, string>();
   // A machine that always delivers and remembers what it was asked: the physical truth of a core test.
   const fired: VendRequest[] = [];
-  const machine: Actuator = {
-    kind: 'sim',
-    async start() {},
-    async stop() {},
-    health: () => ({ ok: true, detail: 'core test machine' }),
-    async fire(request) {
-      fired.push(request);
-      return { result: 'vended' };
-    },
-  };
+  const machine = testMachine('core test machine', async (request) => {
+    fired.push(request);
+    return { result: 'vended' };
+  });
   const { db, outbox, orderRepository, health, money } = composeMoneyPath({
     settings,
     clock,
@@ -205,6 +204,14 @@ export function moneyPathDeps(core: Core) {
   };
 }
 
+/** A kiosk order for `slot` whose invoice the provider reports as `status`, observed through the ledger as a poll does. */
+export async function observedOrder(core: Core, status: Parameters<Core['fake']['set']>[1], slot = 'A1') {
+  const order = await core.orders.create({ source: 'kiosk', slot });
+  core.fake.set(order.invoice_id!, status);
+  await core.observe(order.invoice_id!);
+  return order;
+}
+
 /**
  * A vend runner on the core's money path whose machine answers every vend with `outcome` (a jam, a
  * silence): the physical truth of a test that needs vends that fail or go unanswered.
@@ -213,16 +220,17 @@ export function runnerAnswering(core: Core, outcome: Awaited<ReturnType<Actuator
   return createVendRunner(
     {
       ...moneyPathDeps(core),
-      actuator: {
-        kind: 'sim',
-        async start() {},
-        async stop() {},
-        health: () => ({ ok: true, detail: 'test machine' }),
-        fire: async () => outcome,
-      },
+      actuator: testMachine('test machine', async () => outcome),
     },
     { mode: 'vending', vendTimeoutMs: 2_000, notPassedPolicy: 'refund' },
   );
+}
+
+/** For a describe: before each test a fresh core (built with `overrides`) handed to `use`; after it, that core closed. */
+export function corePerTest(use: (core: Core) => void, overrides: Parameters<typeof buildCore>[0] = {}): void {
+  let core: Core | undefined;
+  beforeEach(() => use((core = buildCore(overrides))));
+  afterEach(() => core?.close());
 }
 
 /**

@@ -367,3 +367,11 @@ export async function paidOrder(localUrl: string, slot = 'A1'): Promise<{ orderI
 export async function orderState(localUrl: string, orderId: number): Promise<string> {
   return ((await (await fetch(`${localUrl}/api/orders/${orderId}`)).json()) as { state: string }).state;
 }
+
+/** A sandbox order for `slot` made on the service's local API: its answer (the order, its invoice, where to pay it). */
+export async function sandboxOrder(
+  svc: Pick<Service, 'localUrl'>,
+  slot = 'A1',
+): Promise<{ orderId: number; invoiceId: string; payUrl: string }> {
+  return (await (await postJson(`${svc.localUrl}/api/orders`, { slot })).json()) as { orderId: number; invoiceId: string; payUrl: string };
+}

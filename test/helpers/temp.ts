@@ -1,3 +1,4 @@
+import { afterEach, beforeEach } from 'vitest';
 import { accessSync, constants, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +7,22 @@ import { join } from 'node:path';
 export function tempDir(prefix = 'vendgate-test-'): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/**
+ * For a describe: a fresh temp directory before each test, removed after it (registers its own
+ * beforeEach and afterEach). Returns the current test's path.
+ */
+export function tempDirPerTest(prefix?: string): () => string {
+  let dir: ReturnType<typeof tempDir> | undefined;
+  beforeEach(() => {
+    dir = tempDir(prefix);
+  });
+  afterEach(() => dir?.cleanup());
+  return () => {
+    if (!dir) throw new Error('tempDirPerTest: the directory is made in beforeEach');
+    return dir.path;
+  };
 }
 
 const TMPFS_MAGIC = 0x01021994;

@@ -1,13 +1,21 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, type Core } from '../helpers/core.js';
+import { describe, expect, it } from 'vitest';
+import { corePerTest, type Core } from '../helpers/core.js';
 
 describe('ledger.observe', () => {
   let core: Core;
-  beforeEach(() => {
-    core = buildCore();
-  });
-  afterEach(() => core.close());
+  corePerTest((c) => (core = c));
 
+  /** A provider's reading of `invoiceId`: paid 1500 MNT, by webhook, not live, but for `over`. */
+  const reading = (invoiceId: string, over: Partial<Parameters<Core['ledger']['observe']>[0]> = {}) => ({
+    invoiceId,
+    status: 'paid' as const,
+    providerStatus: 'paid',
+    livemode: false,
+    amount: 1500,
+    currency: 'MNT',
+    channel: 'webhook' as const,
+    ...over,
+  });
   const vendJobs = () => core.count('SELECT count(*) AS n FROM vend_jobs');
   const refunds = () => core.count('SELECT count(*) AS n FROM refunds');
 
@@ -34,26 +42,10 @@ describe('ledger.observe', () => {
     const before = core.orders.get(order.id)!;
     // The pending row was already recorded at create time; a second pending is a duplicate, and a
     // fresh "pending" from a stale event cannot move a paid order.
-    const result = core.ledger.observe({
-      invoiceId: order.invoice_id!,
-      status: 'pending',
-      providerStatus: 'claimed',
-      livemode: false,
-      amount: 1500,
-      currency: 'MNT',
-      channel: 'webhook',
-    });
+    const result = core.ledger.observe(reading(order.invoice_id!, { status: 'pending', providerStatus: 'claimed' }));
     expect(result.outcome).toBe('duplicate');
     core.db.prepare("DELETE FROM invoice_status_ledger WHERE status = 'pending'").run();
-    const fresh = core.ledger.observe({
-      invoiceId: order.invoice_id!,
-      status: 'pending',
-      providerStatus: 'claimed',
-      livemode: false,
-      amount: 1500,
-      currency: 'MNT',
-      channel: 'webhook',
-    });
+    const fresh = core.ledger.observe(reading(order.invoice_id!, { status: 'pending', providerStatus: 'claimed' }));
     expect(fresh).toMatchObject({ outcome: 'recorded', to: null, vendQueued: false });
     expect(core.orders.get(order.id)!.state).toBe(before.state);
     expect(vendJobs()).toBe(1);
@@ -62,15 +54,7 @@ describe('ledger.observe', () => {
   it('a paid observation for an order of the other livemode vends nothing and writes nothing', async () => {
     const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
     const ledgerRows = core.count('SELECT count(*) AS n FROM invoice_status_ledger');
-    const result = core.ledger.observe({
-      invoiceId: order.invoice_id!,
-      status: 'paid',
-      providerStatus: 'succeeded',
-      livemode: true,
-      amount: 1500,
-      currency: 'MNT',
-      channel: 'webhook',
-    });
+    const result = core.ledger.observe(reading(order.invoice_id!, { providerStatus: 'succeeded', livemode: true }));
     expect(result).toEqual({ outcome: 'rejected', reason: 'livemode_mismatch', orderId: order.id });
     expect(core.orders.get(order.id)!.state).toBe('awaiting_payment');
     expect(vendJobs()).toBe(0);
@@ -79,15 +63,7 @@ describe('ledger.observe', () => {
 
   it('a payment of the wrong amount vends nothing, is refunded in full and raises an alarm', async () => {
     const order = await core.orders.create({ source: 'kiosk', slot: 'A2' });
-    const result = core.ledger.observe({
-      invoiceId: order.invoice_id!,
-      status: 'paid',
-      providerStatus: 'paid',
-      livemode: false,
-      amount: 1,
-      currency: 'MNT',
-      channel: 'poll',
-    });
+    const result = core.ledger.observe(reading(order.invoice_id!, { amount: 1, channel: 'poll' }));
     expect(result).toMatchObject({ outcome: 'recorded', to: 'refunding', vendQueued: false, refundQueued: true });
     expect(vendJobs()).toBe(0);
     expect(core.db.prepare('SELECT amount, kind FROM refunds').get()).toEqual({ amount: 1, kind: 'refund' });
@@ -110,15 +86,7 @@ describe('ledger.observe', () => {
   });
 
   it('an invoice this device does not know is acknowledged without a write', () => {
-    const result = core.ledger.observe({
-      invoiceId: 'pi_other_device',
-      status: 'paid',
-      providerStatus: 'succeeded',
-      livemode: false,
-      amount: 1500,
-      currency: 'MNT',
-      channel: 'webhook',
-    });
+    const result = core.ledger.observe(reading('pi_other_device', { providerStatus: 'succeeded' }));
     expect(result).toEqual({ outcome: 'unknown_invoice' });
     expect(core.count('SELECT count(*) AS n FROM invoice_status_ledger')).toBe(0);
   });
@@ -131,15 +99,7 @@ describe('ledger.observe', () => {
     // An earlier attempt's invoice of the same order (attempt 1 replaced by attempt 2).
     core.db.prepare('INSERT INTO order_invoices (invoice_id, order_id, attempt, created_at) VALUES (?, ?, 2, 0)').run('fk_old', order.id);
     core.db.prepare("UPDATE order_invoices SET attempt = 1 WHERE invoice_id = 'fk_old'").run();
-    const result = core.ledger.observe({
-      invoiceId: 'fk_old',
-      status: 'paid',
-      providerStatus: 'paid',
-      livemode: false,
-      amount: 1500,
-      currency: 'MNT',
-      channel: 'webhook',
-    });
+    const result = core.ledger.observe(reading('fk_old'));
     expect(result).toMatchObject({ outcome: 'recorded', vendQueued: false, refundQueued: true });
     expect(vendJobs()).toBe(1);
     expect(core.db.prepare('SELECT invoice_id, kind FROM refunds').all()).toEqual([{ invoice_id: 'fk_old', kind: 'refund' }]);

@@ -7,7 +7,7 @@ import { createOutbox } from '../../src/outbox/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { ProviderError } from '../../src/payments/types.js';
-import { createFakeProvider, type FakeProvider } from '../fakes/provider.js';
+import { createFakeProvider, waterInvoiceRequest, type FakeProvider } from '../fakes/provider.js';
 import { tempDir } from '../helpers/temp.js';
 
 /**
@@ -47,15 +47,7 @@ function world(known: string[] = []) {
     retentionMs: 3 * 86_400_000,
   });
   async function invoice(reference: string): Promise<OrphanCandidate> {
-    const made = await fake.provider.createInvoice({
-      amount: 1500,
-      currency: 'MNT',
-      reference,
-      description: 'Water',
-      idempotencyKey: `${reference}-pay`,
-      expiresInSec: 120,
-      captureMode: 'automatic',
-    } as never);
+    const made = await fake.provider.createInvoice(waterInvoiceRequest(reference));
     const candidate = { invoiceId: made.id, reference };
     candidates.push(candidate);
     return candidate;

@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createReconciler } from '../../src/ledger/index.js';
 import { createVendRunner } from '../../src/vend/index.js';
-import type { Actuator } from '../../src/hardware/index.js';
-import { buildCore, type Core } from '../helpers/core.js';
+import { buildCore, testMachine, type Core } from '../helpers/core.js';
 
 /** The reconciliation loop: bounded reads, alarms naming the order, silence when nothing is due. */
 
@@ -12,15 +11,7 @@ afterEach(() => {
   core = null;
 });
 
-const machine: Actuator = {
-  kind: 'sim',
-  async start() {},
-  async stop() {},
-  health: () => ({ ok: true, detail: 'test' }),
-  async fire() {
-    return { result: 'vended' };
-  },
-};
+const machine = testMachine('test');
 
 async function vendedOrder(c: Core, slot: string) {
   const order = await c.orders.create({ source: 'kiosk', slot });

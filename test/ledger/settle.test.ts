@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createCaseSettlement } from '../../src/ledger/index.js';
 import { ErrorCodes } from '../../src/util/errors.js';
 import { buildCore, type Core } from '../helpers/core.js';
+import { waterInvoiceRequest } from '../fakes/provider.js';
 
 /**
  * A person's settlement of a parked case, on a real SQLite file with a scriptable provider: each
@@ -28,15 +29,7 @@ function world() {
   const settledRows = () => c.db.prepare('SELECT name, outcome, state, by_whom FROM settled_cases ORDER BY name').all();
   /** An orphan the sweep parked: its row, its alarm, and the invoice at the provider. */
   async function parkedOrphan(reference: string, status: 'paid' | 'authorized' = 'paid') {
-    const invoice = await c.fake.provider.createInvoice({
-      amount: 1500,
-      currency: 'MNT',
-      reference,
-      description: 'Water',
-      idempotencyKey: `${reference}-pay`,
-      expiresInSec: 120,
-      captureMode: status === 'authorized' ? 'manual' : 'automatic',
-    });
+    const invoice = await c.fake.provider.createInvoice(waterInvoiceRequest(reference, status === 'authorized' ? 'manual' : 'automatic'));
     c.fake.set(invoice.id, status);
     c.db
       .prepare(

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock, silentLogger } from '../../src/util/index.js';
 import { createProviderHttpClient } from '../../src/payments/http.js';
 import { COUNTER_METRICS, createHistogram } from '../../src/metrics/index.js';
-import { startService, type Service } from '../helpers/service.js';
+import { sandboxOrder, startService, type Service } from '../helpers/service.js';
+import { samples } from './exposition.js';
 import { recordingSleep, startFakeProviderServer, type FakeProviderServer } from '../payments/fake-provider-server.js';
 
 const SRC = new URL('../../src/', import.meta.url).pathname;
@@ -17,17 +18,6 @@ afterEach(async () => {
   await server?.stop();
   server = undefined;
 });
-
-/** `name{labels} value` lines as a map (comments left out). */
-function samples(text: string): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    map.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return map;
-}
 
 /** The exposition format's rules a scraper relies on: one TYPE per family, before its samples; counters end in _total. */
 function checkExposition(text: string): void {
@@ -89,13 +79,7 @@ describe('/metrics', () => {
   it('a paid and vended order shows in the counters and in the paid → actuation histogram', async () => {
     const svc = await startService();
     services.push(svc);
-    const created = (await (
-      await fetch(`${svc.localUrl}/api/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ slot: 'A1' }),
-      })
-    ).json()) as { orderId: number; payUrl: string };
+    const created = await sandboxOrder(svc);
     expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
     await svc.waitFor(async () => samples(await scrape(svc)).get('vendgate_paid_to_actuation_seconds_count{result="vended"}') === 1, {
       timeoutMs: 15_000,

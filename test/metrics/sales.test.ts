@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from 'mqtt';
-import { startService, type Service } from '../helpers/service.js';
+import { sandboxOrder, startService, type Service } from '../helpers/service.js';
 import { testBroker } from '../helpers/broker.js';
 import { waitFor } from '../helpers/wait.js';
+import { samples } from './exposition.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -10,29 +11,13 @@ afterEach(async () => {
 });
 
 async function sale(svc: Service, slot: string): Promise<number> {
-  const created = (await (
-    await fetch(`${svc.localUrl}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ slot }),
-    })
-  ).json()) as { orderId: number; payUrl: string };
+  const created = await sandboxOrder(svc, slot);
   expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
   return created.orderId;
 }
 
 async function orderState(svc: Service, id: number): Promise<string> {
   return ((await (await fetch(`${svc.localUrl}/api/orders/${id}`)).json()) as { state: string }).state;
-}
-
-function samples(text: string): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    map.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return map;
 }
 
 describe('sales figures for the operator', () => {

@@ -5,9 +5,8 @@ import { silentLogger } from '../../src/util/logger.js';
 import { createOutbox } from '../../src/outbox/index.js';
 import { createOrderRepository, createProviderHealth } from '../../src/orders/index.js';
 import { createMoneyPath } from '../../src/money/index.js';
-import type { Actuator } from '../../src/hardware/index.js';
 import { createFakeProvider } from '../fakes/provider.js';
-import { testSettings } from '../helpers/core.js';
+import { testMachine, testSettings } from '../helpers/core.js';
 import { tempDir } from '../helpers/temp.js';
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -25,16 +24,10 @@ describe('money path change notifications', () => {
     const fake = createFakeProvider({ now: clock.now });
     let changes = 0;
     const changesWhenFired: number[] = [];
-    const machine: Actuator = {
-      kind: 'sim',
-      async start() {},
-      async stop() {},
-      health: () => ({ ok: true, detail: 'test machine' }),
-      async fire() {
-        changesWhenFired.push(changes);
-        return { result: 'vended' };
-      },
-    };
+    const machine = testMachine('test machine', async () => {
+      changesWhenFired.push(changes);
+      return { result: 'vended' };
+    });
     const money = createMoneyPath(
       {
         db,

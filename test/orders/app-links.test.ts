@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { safeAppLinks, DEFAULT_APP_LINK_SCHEMES } from '../../src/orders/index.js';
-import { composeMoneyPath, testSettings } from '../helpers/core.js';
+import { composeMoneyPath, testMachine, testSettings } from '../helpers/core.js';
 import { tempDir } from '../helpers/temp.js';
 import { createFakeProvider } from '../fakes/provider.js';
 import { createManualClock } from '../../src/util/clock.js';
@@ -62,13 +62,7 @@ describe('bank-app links', () => {
       clock,
       logger: silentLogger(),
       provider,
-      actuator: {
-        kind: 'sim',
-        async start() {},
-        async stop() {},
-        health: () => ({ ok: true, detail: '' }),
-        fire: async () => ({ result: 'vended' }),
-      },
+      actuator: testMachine(''),
     });
     try {
       const order = await node.money.orders.create({ source: 'kiosk', slot: 'A1' });

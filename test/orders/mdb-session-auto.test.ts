@@ -1,10 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../src/app.js';
-import { createHardware } from '../../src/hardware/index.js';
-import { silentLogger, systemClock } from '../../src/util/index.js';
-import { buildCore, testSettings } from '../helpers/core.js';
-import { tempDir } from '../helpers/temp.js';
-import { createMockSerial } from '../hardware/fakes/mock-serial.js';
+import { describe, expect, it } from 'vitest';
+import { buildCore } from '../helpers/core.js';
+import { mdbAppPerTest } from '../helpers/mdb-app.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -16,30 +12,10 @@ import { waitFor } from '../helpers/wait.js';
  * test/techniques/e2e/mdb/machine-setup.test.ts.
  */
 describe('an MDB machine with the session style learned from its setup (session: auto)', () => {
-  let app: App | null = null;
-  let dir: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await app?.stop();
-    app = null;
-    dir?.cleanup();
-    dir = null;
-  });
+  const start = mdbAppPerTest();
 
   it('takes kiosk orders (authorization first) until the machine reports always idle on, then refuses them', async () => {
-    dir = tempDir();
-    const mock = createMockSerial();
-    const settings = testSettings(dir.path, {
-      actuator: {
-        kind: 'serial',
-        serial: { path: mock.path, profile: 'mdb', timeoutMs: 2_000, reconnectMaxMs: 200, mdb: { session: 'auto' } },
-      },
-    });
-    const hardware = await createHardware({ clock: systemClock, logger: silentLogger(), serialBinding: mock.binding }, settings);
-    app = createApp(settings, { logger: silentLogger(), actuator: hardware.actuator, inputs: hardware.inputs });
-    const { localUrl } = await app.start();
-    await waitFor(() => mock.written().endsWith('C,1\n'), { what: 'the reader enabled' });
-    mock.emit('c,STATUS,ENABLED\r\n');
-    await waitFor(() => hardware.actuator.health().ok, { what: 'reader enabled by the machine' });
+    const { mock, hardware, localUrl, ctx } = await start({ session: 'auto' });
     const order = () =>
       fetch(`${localUrl}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"slot":"A1"}' });
 
@@ -53,14 +29,14 @@ describe('an MDB machine with the session style learned from its setup (session:
     const refused = await order();
     expect(refused.status).toBe(409);
     expect(await refused.json()).toMatchObject({ error: { code: 'VG_ERR_CHOOSE_ON_MACHINE' } });
-    expect(app.context().orders.latest()).toBeUndefined();
+    expect(ctx.orders.latest()).toBeUndefined();
 
     // The machine reset with always idle switched off: authorization first again, the kiosk sells.
     mock.emit('c,SETUP,3,1496,1,0,30,00\r\n');
     await waitFor(() => hardware.actuator.sessionStyle?.() === 'authorization-first', { what: 'authorization first in force' });
     const taken = await order();
     expect(taken.status).toBe(201);
-    expect(app.context().orders.latest()).toMatchObject({ source: 'kiosk', slot: 'A1', state: 'awaiting_payment' });
+    expect(ctx.orders.latest()).toMatchObject({ source: 'kiosk', slot: 'A1', state: 'awaiting_payment' });
   });
 
   it("an actuator that reports no style (nothing learned) leaves the configured one in force: always idle refuses a kiosk order, takes the machine's", async () => {

@@ -1,15 +1,12 @@
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, type Core } from '../helpers/core.js';
+import { describe, expect, it } from 'vitest';
+import { corePerTest, type Core } from '../helpers/core.js';
 import { ProviderError } from '../../src/payments/types.js';
 import { VendgateError } from '../../src/util/errors.js';
 
 describe('order service', () => {
   let core: Core;
-  beforeEach(() => {
-    core = buildCore();
-  });
-  afterEach(() => core.close());
+  corePerTest((c) => (core = c));
 
   it('writes the order and its idempotency key to disk before calling the provider', async () => {
     let seenOnDisk: unknown;

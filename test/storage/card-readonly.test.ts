@@ -1,12 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../helpers/service.js';
+import { describe, expect, it } from 'vitest';
 import { mountExt4 } from '../helpers/mounts.js';
 import { waitFor } from '../helpers/wait.js';
-import { alarmsOnTestBroker, orderRefusedForStorage, post, startOnce, storageUnhealthy, vendFiring } from './harness.js';
+import { orderRefusedForStorage, serviceOnFaultyDisk, startOnce, storageUnhealthy, vendFiring } from './harness.js';
 
 /**
  * A card the kernel turned read-only: ext4 on a loop device mounted errors=remount-ro,
@@ -16,41 +11,17 @@ import { alarmsOnTestBroker, orderRefusedForStorage, post, startOnce, storageUnh
  * `storage_readonly` retained. A start on that card then stops with one fatal line and exit 74.
  */
 describe('an SD card that the kernel turns read-only', () => {
-  let card: ReturnType<typeof mountExt4>;
-  let svc: Service | null = null;
-  const dir = mkdtempSync(join(tmpdir(), 'vendgate-ro-'));
-  const deviceId = `storage-ro-${randomBytes(3).toString('hex')}`;
-  const prefix = `vgtest-${randomBytes(3).toString('hex')}`;
-  const { retained, broker } = alarmsOnTestBroker(prefix, deviceId, `${deviceId}-watch`);
-
-  beforeAll(() => {
-    card = mountExt4(64);
-  });
-
-  afterAll(async () => {
-    await svc?.stop();
-    card?.release();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const { deviceId, disk: card, alarm: retainedAlarm, start } = serviceOnFaultyDisk('storage-ro', () => mountExt4(64));
 
   it('keeps running and says why; a start on the card then stops with exit 74 and one line', async () => {
-    const dbPath = join(card.dir, 'vendgate.db');
-    svc = await startService({
-      dir,
-      config: {
-        device: { id: deviceId },
-        storage: { path: dbPath, ballastMb: 1 },
-        actuator: { sim: { durationMs: 4_000 } },
-        mqtt: { url: broker().url, prefix, telemetryIntervalSec: 3600 },
-      },
-    });
+    const { svc, dbPath } = await start({ ballastMb: 1, vendMs: 4_000 });
     const url = svc.localUrl;
     const created = await vendFiring(svc);
 
-    card.failFileSystem();
+    card().failFileSystem();
 
     // The machine delivered; the card will not take the record: kept in memory, retried, and said.
-    const kept = await svc.waitFor(() => svc!.logs().find((l) => l.msg === 'the card refused the vend outcome: kept in memory, retrying'), {
+    const kept = await svc.waitFor(() => svc.logs().find((l) => l.msg === 'the card refused the vend outcome: kept in memory, retrying'), {
       what: 'the vend outcome kept in memory',
     });
     expect(kept).toMatchObject({ orderId: created.orderId, outcome: 'vended' });
@@ -60,7 +31,7 @@ describe('an SD card that the kernel turns read-only', () => {
     expect(await orderRefusedForStorage(url, dbPath)).toContain('read-only');
     expect((await storageUnhealthy(url)).storage!.detail).toContain('read-only');
 
-    const alarm = await waitFor(() => retained.get(`${prefix}/${deviceId}/alarms/storage_readonly`), {
+    const alarm = await waitFor(() => retainedAlarm('storage_readonly'), {
       timeoutMs: 20_000,
       what: 'storage_readonly on the broker',
     });

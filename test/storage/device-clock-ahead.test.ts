@@ -1,10 +1,9 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { startProviderStack, type ProviderStack } from '../techniques/chaos/stack.js';
+import { cleanup, stop } from '../helpers/cleanup.js';
 import { waitFor } from '../helpers/wait.js';
+import { fakeClock } from './harness.js';
 
 /**
  * This device's own clock hours ahead of the provider's (a Pi without a real-time clock that came
@@ -13,38 +12,16 @@ import { waitFor } from '../helpers/wait.js';
  * say `clock_skew` quickly, and sell: one invoice per order, the payment vended, never refunded as
  * "late" because its clock says the window closed hours ago.
  */
-function libfaketime(): string {
-  for (const dir of readdirSync('/usr/lib')) {
-    const path = join('/usr/lib', dir, 'faketime', 'libfaketimeMT.so.1');
-    if (existsSync(path)) return path;
-  }
-  throw new Error('libfaketime not found: apt-get install faketime (scripts/install-test-deps.sh)');
-}
-
 describe("this device's clock six hours ahead from the start", () => {
-  let stack: ProviderStack | null = null;
-  const dirs: string[] = [];
-  afterEach(async () => {
-    await stack?.stop();
-    stack = null;
-    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-  });
-
-  function aheadEnv(offset: string): Record<string, string> {
-    const dir = mkdtempSync(join(tmpdir(), 'vendgate-faketime-'));
-    dirs.push(dir);
-    const file = join(dir, 'offset');
-    writeFileSync(file, `${offset}\n`);
-    return { LD_PRELOAD: libfaketime(), FAKETIME_TIMESTAMP_FILE: file, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' };
-  }
+  const defer = cleanup();
 
   const clockSkew = (s: ProviderStack) => s.query<{ detail: string }>("SELECT detail FROM alarms WHERE name = 'clock_skew'");
 
   for (const provider of ['gerege', 'qutpay'] as const) {
     it(`${provider}: ready within the usual start time, clock_skew within seconds, and orders sold (one invoice each, vended, none refunded)`, async () => {
       const startedAt = Date.now();
-      stack = await startProviderStack({ provider, env: aheadEnv('+6h'), config: { device: { id: `clock-6h-${provider}` } } });
-      const s = stack;
+      const env = fakeClock(defer, '+6h').env;
+      const s = defer(await startProviderStack({ provider, env, config: { device: { id: `clock-6h-${provider}` } } }), stop);
       // The service helper waits for `vendgate ready`: requests before it get 503 VG_ERR_STARTING.
       const readyMs = Date.now() - startedAt;
       expect(readyMs).toBeLessThan(15_000);

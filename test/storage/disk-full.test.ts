@@ -2,12 +2,21 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
 import { cleanup, stop } from '../helpers/cleanup.js';
-import { fillUp, mountTmpfs, type Mounted } from '../helpers/mounts.js';
+import { fillUp, mountTmpfs } from '../helpers/mounts.js';
 import { waitFor } from '../helpers/wait.js';
-import { alarmsOnTestBroker, orderRefusedForStorage, post, startOnce, storageUnhealthy, vendFiring } from './harness.js';
+import {
+  alarmsOnTestBroker,
+  orderRefusedForStorage,
+  post,
+  serviceOnFaultyDisk,
+  startOnce,
+  storageSettings,
+  storageUnhealthy,
+  vendFiring,
+} from './harness.js';
 
 /**
  * A full disk: the database on a small real tmpfs that fills up while a vend is firing.
@@ -17,36 +26,15 @@ import { alarmsOnTestBroker, orderRefusedForStorage, post, startOnce, storageUnh
  * Once space is freed, orders are taken again and the alarm is cleared.
  */
 describe('a disk that fills during a vend', () => {
-  let disk: Mounted;
-  let svc: Service | null = null;
-  const deviceId = `storage-full-${randomBytes(3).toString('hex')}`;
-  const prefix = `vgtest-${randomBytes(3).toString('hex')}`;
-  const { retained, broker } = alarmsOnTestBroker(prefix, deviceId, `${deviceId}-watch`);
-
-  beforeAll(() => {
-    disk = mountTmpfs(24);
-  });
-
-  afterAll(async () => {
-    await svc?.stop();
-    disk?.release();
-  });
+  const { deviceId, disk, alarm: retainedAlarm, start } = serviceOnFaultyDisk('storage-full', () => mountTmpfs(24));
 
   it('records the delivered vend, refuses new orders as VG_ERR_STORAGE, alarms over MQTT, and recovers when space is freed', async () => {
-    const dbPath = join(disk.dir, 'vendgate.db');
-    svc = await startService({
-      config: {
-        device: { id: deviceId },
-        storage: { path: dbPath, ballastMb: 2 },
-        // Long enough for the test to fill the disk while the machine turns (the fill takes milliseconds).
-        actuator: { sim: { durationMs: 4_000 } },
-        mqtt: { url: broker().url, prefix, telemetryIntervalSec: 3600 },
-      },
-    });
+    // The machine turns long enough for the test to fill the disk meanwhile (the fill takes milliseconds).
+    const { svc, dbPath } = await start({ ballastMb: 2, vendMs: 4_000 });
     const url = svc.localUrl;
     const created = await vendFiring(svc);
 
-    const filler = join(disk.dir, 'filler');
+    const filler = join(disk().dir, 'filler');
     expect(fillUp(filler)).toBeGreaterThan(0);
 
     // The vend that fired is settled: vended, one actuation, the process still running.
@@ -59,8 +47,7 @@ describe('a disk that fills during a vend', () => {
     await orderRefusedForStorage(url, dbPath);
     expect((await storageUnhealthy(url)).storage!.detail).toContain(dbPath);
 
-    const alarmTopic = `${prefix}/${deviceId}/alarms/storage_full`;
-    const alarm = await waitFor(() => retained.get(alarmTopic), { timeoutMs: 20_000, what: 'storage_full on the broker' });
+    const alarm = await waitFor(() => retainedAlarm('storage_full'), { timeoutMs: 20_000, what: 'storage_full on the broker' });
     expect(JSON.parse(alarm)).toMatchObject({ name: 'storage_full', severity: 'critical', path: dbPath, deviceId });
 
     // Space freed: orders are taken again, the alarm is cleared on the broker.
@@ -68,7 +55,7 @@ describe('a disk that fills during a vend', () => {
     await svc.waitFor(async () => (await fetch(`${url}/healthz`)).status === 200, { what: '/healthz to be healthy again' });
     const again = await post(`${url}/api/orders`, { slot: 'A2' });
     expect(again.status).toBe(201);
-    await waitFor(() => retained.get(alarmTopic) === '', { timeoutMs: 20_000, what: 'storage_full cleared on the broker' });
+    await waitFor(() => retainedAlarm('storage_full') === '', { timeoutMs: 20_000, what: 'storage_full cleared on the broker' });
   });
 });
 
@@ -89,13 +76,7 @@ describe('a start on a full disk', () => {
     const deviceId = `full-start-${randomBytes(3).toString('hex')}`;
     const dbPath = join(disk.dir, 'vendgate.db');
     const svc = defer(
-      await startService({
-        config: {
-          device: { id: deviceId },
-          storage: { path: dbPath, ballastMb },
-          mqtt: { url: broker().url, prefix, telemetryIntervalSec: 3600 },
-        },
-      }),
+      await startService({ config: storageSettings({ deviceId, dbPath, ballastMb, mqttUrl: broker().url, prefix }) }),
       stop,
     );
     expect((await svc.kill('SIGTERM')).code).toBe(0);
@@ -108,11 +89,7 @@ describe('a start on a full disk', () => {
     await svc.restart();
     const url = svc.localUrl;
 
-    const refused = await fetch(`${url}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ slot: 'A1' }),
-    });
+    const refused = await post(`${url}/api/orders`, { slot: 'A1' });
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('VG_ERR_STORAGE');
 

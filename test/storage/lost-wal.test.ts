@@ -1,10 +1,10 @@
 import { copyFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../helpers/service.js';
+import { describe, expect, it } from 'vitest';
+import { cleanup, stop } from '../helpers/cleanup.js';
+import { postJson as post, startService, type Service } from '../helpers/service.js';
+import { tempDir } from '../helpers/temp.js';
 
 /**
  * A write-ahead log SQLite discards (garbage on a failing card) and a database behind its
@@ -13,16 +13,18 @@ import { startService, type Service } from '../helpers/service.js';
  * copy held instead of vending it, and reconciliation with the provider.
  */
 describe('commits lost beneath the service take the restored-database path', () => {
-  let svc: Service | null = null;
-  const dirs: string[] = [];
-  afterEach(async () => {
-    await svc?.stop();
-    svc = null;
-    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-  });
+  const defer = cleanup();
 
-  const order = (url: string) =>
-    fetch(`${url}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slot: 'A1' }) });
+  const order = (svc: Service) => post(`${svc.localUrl}/api/orders`, { slot: 'A1' });
+
+  /** A service on a fresh directory (`<prefix>…`), one order made on it, then stopped by `signal`. */
+  async function oneOrderThenStopped(prefix: string, signal: NodeJS.Signals): Promise<{ svc: Service; dir: string }> {
+    const dir = defer(tempDir(prefix), (d) => d.cleanup()).path;
+    const svc = defer(await startService({ dir }), stop);
+    expect((await order(svc)).status).toBe(201);
+    await svc.kill(signal);
+    return { svc, dir };
+  }
 
   /**
    * What the restored-database path left: the warning (the alarm `database_restored` carries the same
@@ -46,12 +48,8 @@ describe('commits lost beneath the service take the restored-database path', () 
   }
 
   it('a garbage WAL: logged with a copy kept, database_restored raised, the restored boundary set', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vendgate-wal-'));
-    dirs.push(dir);
-    svc = await startService({ dir });
-    expect((await order(svc.localUrl)).status).toBe(201);
     // A power cut: the order's commits are in the WAL only (no checkpoint yet).
-    await svc.kill('SIGKILL');
+    const { svc, dir } = await oneOrderThenStopped('vendgate-wal-', 'SIGKILL');
     const walPath = `${svc.dbPath}-wal`;
     const size = statSync(walPath).size;
     expect(size).toBeGreaterThan(32);
@@ -72,15 +70,11 @@ describe('commits lost beneath the service take the restored-database path', () 
   });
 
   it('a database behind its lineage mark (an older copy put back): database_restored raised, the restored boundary set', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vendgate-behind-'));
-    dirs.push(dir);
-    svc = await startService({ dir });
-    expect((await order(svc.localUrl)).status).toBe(201);
-    await svc.kill('SIGTERM');
+    const { svc, dir } = await oneOrderThenStopped('vendgate-behind-', 'SIGTERM');
     const backup = join(dir, 'backup.db');
     copyFileSync(svc.dbPath, backup);
     await svc.restart();
-    expect((await order(svc.localUrl)).status).toBe(201);
+    expect((await order(svc)).status).toBe(201);
     await svc.kill('SIGTERM');
     expect(restoredState(svc).warnings).toHaveLength(0);
 

@@ -6,6 +6,7 @@ import { startService, type Service } from '../helpers/service.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { mountExt4 } from '../helpers/mounts.js';
 import { waitFor } from '../helpers/wait.js';
+import { post, storageSettings } from './harness.js';
 
 /**
  * "the selftest names the disk": the selftest run inside the service (MQTT cmd/selftest)
@@ -62,22 +63,12 @@ describe('the selftest on a card gone read-only', () => {
 
   it('names the storage fault with the file and what to do, and the database line blames the card, not permissions', async () => {
     const dbPath = join(card.dir, 'vendgate.db');
-    svc = await startService({
-      config: {
-        device: { id: deviceId },
-        storage: { path: dbPath, ballastMb: 1 },
-        mqtt: { url: broker.url, prefix, telemetryIntervalSec: 3600 },
-      },
-    });
+    svc = await startService({ config: storageSettings({ deviceId, dbPath, ballastMb: 1, mqttUrl: broker.url, prefix }) });
     await svc.waitFor(() => svc!.logs().some((l) => /mqtt connected/i.test(String(l.msg))), { timeoutMs: 15_000, what: 'MQTT connected' });
 
     card.failFileSystem();
     // The next write the service tries finds the fault: the order is refused because of the card.
-    const refused = await fetch(`${svc.localUrl}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ slot: 'A1' }),
-    });
+    const refused = await post(`${svc.localUrl}/api/orders`, { slot: 'A1' });
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('VG_ERR_STORAGE');
 

@@ -1,10 +1,9 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { startGeregeStack, startProviderStack, type GeregeStack } from '../techniques/chaos/stack.js';
+import { cleanup, stop } from '../helpers/cleanup.js';
 import { waitFor } from '../helpers/wait.js';
+import { fakeClock } from './harness.js';
 
 /**
  * A Pi without a real-time clock: the real service under libfaketime (Debian `faketime`),
@@ -12,32 +11,23 @@ import { waitFor } from '../helpers/wait.js';
  * monotonic clock left alone (FAKETIME_DONT_FAKE_MONOTONIC=1), against the Gerege (one case: QutPay)
  * simulator on the real time in this process.
  */
-function libfaketime(): string {
-  for (const dir of readdirSync('/usr/lib')) {
-    const path = join('/usr/lib', dir, 'faketime', 'libfaketimeMT.so.1');
-    if (existsSync(path)) return path;
-  }
-  throw new Error('libfaketime not found: apt-get install faketime (scripts/install-test-deps.sh)');
-}
-
 describe('a wall clock that is wrong or jumps', () => {
-  let stack: GeregeStack | null = null;
-  const dirs: string[] = [];
-  afterEach(async () => {
-    await stack?.stop();
-    stack = null;
-    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-  });
+  const defer = cleanup();
 
-  function fakeClock(offset: string): { env: Record<string, string>; set(offset: string): void } {
-    const dir = mkdtempSync(join(tmpdir(), 'vendgate-faketime-'));
-    dirs.push(dir);
-    const file = join(dir, 'offset');
-    writeFileSync(file, `${offset}\n`);
-    return {
-      env: { LD_PRELOAD: libfaketime(), FAKETIME_TIMESTAMP_FILE: file, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
-      set: (next) => writeFileSync(file, `${next}\n`),
-    };
+  /** A Gerege stack whose wall clock starts at `offset`, and an order for A1 made on it. */
+  async function orderOnClock(offset: string, deviceId: string) {
+    const clock = fakeClock(defer, offset);
+    const stack = defer(await startGeregeStack({ env: clock.env, config: { device: { id: deviceId } } }), stop);
+    const created = await stack.call('POST', '/api/orders', { slot: 'A1' });
+    expect(created.status).toBe(201);
+    return { clock, stack, orderId: created.json.orderId as number, invoiceId: created.json.invoiceId as string };
+  }
+
+  /** The order paid at the provider: vended, the machine turned once for it. */
+  async function paidAndVendedOnce(stack: GeregeStack, orderId: number, invoiceId: string) {
+    await stack.sim.pay(invoiceId);
+    expect((await stack.waitSettled(orderId)).state).toBe('vended');
+    expect(stack.actuationsByOrder().get(orderId)).toBe(1);
   }
 
   const clockSkew = (s: GeregeStack) => s.query<{ detail: string }>("SELECT detail FROM alarms WHERE name = 'clock_skew'");
@@ -54,39 +44,30 @@ describe('a wall clock that is wrong or jumps', () => {
     );
 
   it('three hours ahead of the provider: orders are made (one invoice each), clock_skew says by how much, polling carries the payment, and the alarm clears', async () => {
-    const clock = fakeClock('+3h');
-    stack = await startGeregeStack({ env: clock.env, config: { device: { id: 'clock-ahead' } } });
-    const created = await stack.call('POST', '/api/orders', { slot: 'A1' });
-    expect(created.status).toBe(201);
+    const { clock, stack, orderId, invoiceId } = await orderOnClock('+3h', 'clock-ahead');
     expect(stack.query('SELECT count(*) AS n FROM order_invoices')).toEqual([{ n: 1 }]);
     expect(stack.query("SELECT name FROM alarms WHERE name LIKE 'invoice_reused/%'")).toEqual([]);
 
-    const [alarm] = await waitFor(() => (clockSkew(stack!).length ? clockSkew(stack!) : null), { timeoutMs: 15_000, what: 'clock_skew' });
+    const [alarm] = await waitFor(() => (clockSkew(stack).length ? clockSkew(stack) : null), { timeoutMs: 15_000, what: 'clock_skew' });
     const skewSec = (JSON.parse(alarm!.detail) as { skewSec: number }).skewSec;
     expect(Math.abs(skewSec - 3 * 3600)).toBeLessThan(120);
 
     // Its webhooks are refused (their signature times are 3 h off); the poller reads the payment.
-    await stack.sim.pay(created.json.invoiceId as string);
-    expect((await stack.waitSettled(created.json.orderId as number)).state).toBe('vended');
+    await paidAndVendedOnce(stack, orderId, invoiceId);
 
     // NTP puts the clock right: the next provider answer clears the alarm.
     clock.set('+0');
     expect((await stack.call('POST', '/api/orders', { slot: 'A2' })).status).toBe(201);
-    await waitFor(() => clockSkew(stack!).length === 0, { timeoutMs: 15_000, what: 'clock_skew cleared' });
+    await waitFor(() => clockSkew(stack).length === 0, { timeoutMs: 15_000, what: 'clock_skew cleared' });
   });
 
   it('set back 30 days while an order waits: the poller keeps reading, and a payment made after the jump is vended', async () => {
-    const clock = fakeClock('+0');
-    stack = await startGeregeStack({ env: clock.env, config: { device: { id: 'clock-back' } } });
-    const created = await stack.call('POST', '/api/orders', { slot: 'A1' });
-    expect(created.status).toBe(201);
+    const { clock, stack, orderId, invoiceId } = await orderOnClock('+0', 'clock-back');
 
     clock.set('-30d');
     // A device behind the provider is skewed too: the next provider answer's Date header says by how much.
     expect(await skewNear(stack, -30 * 86_400)).toBeLessThan(0);
-    await stack.sim.pay(created.json.invoiceId as string);
-    expect((await stack.waitSettled(created.json.orderId as number)).state).toBe('vended');
-    expect(stack.actuationsByOrder().get(created.json.orderId as number)).toBe(1);
+    await paidAndVendedOnce(stack, orderId, invoiceId);
   });
 
   it('set back 30 days while an order waits with a 30 s TTL: it still expires 30 s after it was made, open invoices are read twice as often meanwhile, and a payment made after the jump is vended once', async () => {
@@ -94,15 +75,17 @@ describe('a wall clock that is wrong or jumps', () => {
     // for it, so nothing at the provider closes this order at 30 s: only the device's own expiry can,
     // and after the jump only its monotonic clock still knows that 30 s have passed. (With Gerege the
     // provider would expire the intent at the same moment and the poller alone would close the order.)
-    const clock = fakeClock('+0');
+    const clock = fakeClock(defer, '+0');
     const ttlSec = 30;
     const intervalMs = 2_000;
-    stack = await startProviderStack({
-      provider: 'qutpay',
-      env: clock.env,
-      config: { device: { id: 'clock-back-ttl' }, provider: { invoiceTtlSec: ttlSec }, poll: { intervalMs } },
-    });
-    const s = stack;
+    const s = defer(
+      await startProviderStack({
+        provider: 'qutpay',
+        env: clock.env,
+        config: { device: { id: 'clock-back-ttl' }, provider: { invoiceTtlSec: ttlSec }, poll: { intervalMs } },
+      }),
+      stop,
+    );
     const madeAt = Date.now();
     const created = await s.call('POST', '/api/orders', { slot: 'A1' });
     expect(created.status).toBe(201);
@@ -157,30 +140,19 @@ describe('a wall clock that is wrong or jumps', () => {
   });
 
   it('ninety days behind the provider: clock_skew says by how much although no webhook signature holds, and polling carries the payment', async () => {
-    const clock = fakeClock('-90d');
-    stack = await startGeregeStack({ env: clock.env, config: { device: { id: 'clock-behind' } } });
-    const created = await stack.call('POST', '/api/orders', { slot: 'A1' });
-    expect(created.status).toBe(201);
+    const { stack, orderId, invoiceId } = await orderOnClock('-90d', 'clock-behind');
     expect(await skewNear(stack, -90 * 86_400)).toBeLessThan(0);
 
-    await stack.sim.pay(created.json.invoiceId as string);
-    expect((await stack.waitSettled(created.json.orderId as number)).state).toBe('vended');
-    expect(stack.actuationsByOrder().get(created.json.orderId as number)).toBe(1);
+    await paidAndVendedOnce(stack, orderId, invoiceId);
   });
 
   it('set forward 30 days while an order waits: the fresh order is not expired, and its payment is vended', async () => {
-    const clock = fakeClock('+0');
-    stack = await startGeregeStack({ env: clock.env, config: { device: { id: 'clock-forward' } } });
-    const created = await stack.call('POST', '/api/orders', { slot: 'A1' });
-    expect(created.status).toBe(201);
-    const orderId = created.json.orderId as number;
+    const { clock, stack, orderId, invoiceId } = await orderOnClock('+0', 'clock-forward');
 
     clock.set('+30d');
     // The next provider answer (the poller's read) shows the jump: 30 days of skew.
-    await waitFor(() => (clockSkew(stack!).length ? true : null), { timeoutMs: 15_000, what: 'clock_skew after the jump' });
+    await waitFor(() => (clockSkew(stack).length ? true : null), { timeoutMs: 15_000, what: 'clock_skew after the jump' });
     expect(stack.query<{ state: string }>('SELECT state FROM orders WHERE id = ?', orderId)).toEqual([{ state: 'awaiting_payment' }]);
-    await stack.sim.pay(created.json.invoiceId as string);
-    expect((await stack.waitSettled(orderId)).state).toBe('vended');
-    expect(stack.actuationsByOrder().get(orderId)).toBe(1);
+    await paidAndVendedOnce(stack, orderId, invoiceId);
   });
 });

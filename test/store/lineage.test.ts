@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { copyFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -11,18 +11,14 @@ import {
   wasRestored,
   type Db,
 } from '../../src/store/index.js';
-import { tempDir } from '../helpers/temp.js';
+import { tempDirPerTest } from '../helpers/temp.js';
 
 /**
  * The lineage verdict on real SQLite files: the marks inside the database and beside it, and the
  * provider's records added. The black-box cases (a card swap under the running service) are in
  * test/techniques/money-edges/lineage.test.ts; these are the rules one by one.
  */
-let dir: ReturnType<typeof tempDir> | null = null;
-afterEach(() => {
-  dir?.cleanup();
-  dir = null;
-});
+const dir = tempDirPerTest();
 
 const machine = 'test-machine';
 
@@ -40,8 +36,7 @@ function addOrders(db: Db, count: number): void {
 
 describe('the lineage verdict', () => {
   it('brand new, then continuing; the side mark follows; the epoch is set once', () => {
-    dir = tempDir();
-    const path = join(dir.path, 'v.db');
+    const path = join(dir(), 'v.db');
     const db = openDatabase(path);
     expect(start(db, path, null, 1_000).kind).toBe('new');
     expect(databaseEpoch(db)).toBe(1_000);
@@ -54,8 +49,7 @@ describe('the lineage verdict', () => {
   });
 
   it('a restart where nothing moved leaves the side mark where it is; one that moved rewrites it', () => {
-    dir = tempDir();
-    const path = join(dir.path, 'v.db');
+    const path = join(dir(), 'v.db');
     const db = openDatabase(path);
     start(db, path, null, 1_000);
     addOrders(db, 2);
@@ -73,18 +67,17 @@ describe('the lineage verdict', () => {
   });
 
   it('a copy behind its side mark: restored, with how many orders behind, and the boundary kept for good', () => {
-    dir = tempDir();
-    const path = join(dir.path, 'v.db');
+    const path = join(dir(), 'v.db');
     let db = openDatabase(path);
     start(db, path);
     addOrders(db, 2);
     db.close();
-    copyFileSync(path, join(dir.path, 'old.db'));
+    copyFileSync(path, join(dir(), 'old.db'));
     db = openDatabase(path);
     addOrders(db, 3);
     start(db, path);
     db.close();
-    copyFileSync(join(dir.path, 'old.db'), path);
+    copyFileSync(join(dir(), 'old.db'), path);
     db = openDatabase(path);
     const found = start(db, path, null, 5_000);
     expect(found).toMatchObject({ kind: 'restored', source: 'side mark', behind: { orders: 3 } });
@@ -94,8 +87,7 @@ describe('the lineage verdict', () => {
   });
 
   it('the provider knows higher order numbers of this database: restored, even with a side mark from the same moment', () => {
-    dir = tempDir();
-    const path = join(dir.path, 'v.db');
+    const path = join(dir(), 'v.db');
     const db = openDatabase(path);
     start(db, path);
     addOrders(db, 1);
@@ -112,8 +104,7 @@ describe('the lineage verdict', () => {
   });
 
   it('a new database where the provider holds sales under another: replaced; with no side mark and no records: new', () => {
-    dir = tempDir();
-    const path = join(dir.path, 'v.db');
+    const path = join(dir(), 'v.db');
     const db = openDatabase(path);
     expect(refineLineage(assessLineage(db, path), { thisDbMaxOrder: null, otherDbIds: [] }).kind).toBe('new');
     const found = start(db, path, { thisDbMaxOrder: null, otherDbIds: ['0ld1d'] });
@@ -122,8 +113,7 @@ describe('the lineage verdict', () => {
   });
 
   it('a side mark of another database: replaced, naming it', () => {
-    dir = tempDir();
-    const path = join(dir.path, 'v.db');
+    const path = join(dir(), 'v.db');
     let db = openDatabase(path);
     start(db, path);
     const oldId = (db.prepare("SELECT value FROM meta WHERE key = 'db_id'").get() as { value: string }).value;

@@ -1,19 +1,15 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NEW_DATABASE_PAGE_SIZE, openDatabase } from '../../src/store/index.js';
-import { tempDir } from '../helpers/temp.js';
+import { tempDirPerTest } from '../helpers/temp.js';
 
 /** The WAL holds whole pages: small pages are fewer bytes written per commit (scripts/bench/fsync.mjs). */
 describe('page size', () => {
-  let dir: ReturnType<typeof tempDir>;
-  beforeEach(() => {
-    dir = tempDir();
-  });
-  afterEach(() => dir.cleanup());
+  const dir = tempDirPerTest();
 
   it('creates a new database with 1 KiB pages, in WAL mode', () => {
-    const db = openDatabase(join(dir.path, 'vendgate.db'));
+    const db = openDatabase(join(dir(), 'vendgate.db'));
     expect(db.pragma('page_size', { simple: true })).toBe(1024);
     expect(NEW_DATABASE_PAGE_SIZE).toBe(1024);
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
@@ -21,7 +17,7 @@ describe('page size', () => {
   });
 
   it('keeps the page size of an existing database, and migrates it as before', () => {
-    const path = join(dir.path, 'old.db');
+    const path = join(dir(), 'old.db');
     const old = new Database(path);
     old.pragma('journal_mode = WAL');
     old.exec('CREATE TABLE earlier (id INTEGER PRIMARY KEY)');

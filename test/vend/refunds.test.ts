@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, type Core } from '../helpers/core.js';
+import { buildCore, observedOrder, type Core } from '../helpers/core.js';
 
 /**
  * The refund worker (src/vend/refunds.ts) on the composed money path: a real SQLite file, the
@@ -13,9 +13,7 @@ beforeEach(() => {
 afterEach(() => core.close());
 
 async function paidOrder() {
-  const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
-  core.fake.set(order.invoice_id!, 'paid');
-  await core.observe(order.invoice_id!);
+  const order = await observedOrder(core, 'paid');
   return order;
 }
 
@@ -143,9 +141,7 @@ describe('the refund worker', () => {
   it('a void whose cancel leaves the authorization standing waits, and completes when a check reads it canceled', async () => {
     core.close();
     core = buildCore({ provider: { captureMode: 'manual' } });
-    const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
-    core.fake.set(order.invoice_id!, 'authorized');
-    await core.observe(order.invoice_id!);
+    const order = await observedOrder(core, 'authorized');
     const cancel = core.fake.provider.cancelInvoice.bind(core.fake.provider);
     let cancels = 0;
     core.fake.provider.cancelInvoice = async (id) => {

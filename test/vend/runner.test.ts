@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { readFileSync } from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, moneyPathDeps, type Core } from '../helpers/core.js';
+import { describe, expect, it } from 'vitest';
+import { corePerTest, moneyPathDeps, type Core } from '../helpers/core.js';
 import { createVendRunner, createRefundWorker, createSettlement } from '../../src/vend/index.js';
 import { createSimActuator } from '../../src/hardware/sim.js';
 import { ProviderError } from '../../src/payments/types.js';
@@ -40,10 +40,7 @@ function scripted(outcome: () => Promise<VendOutcome> | VendOutcome): Actuator &
 
 describe('vend runner', () => {
   let core: Core;
-  beforeEach(() => {
-    core = buildCore();
-  });
-  afterEach(() => core.close());
+  corePerTest((c) => (core = c));
 
   it('commits the claim to disk before the actuator is touched', async () => {
     let seen: unknown;
@@ -169,10 +166,7 @@ describe('vend runner', () => {
 
 describe('refund worker', () => {
   let core: Core;
-  beforeEach(() => {
-    core = buildCore();
-  });
-  afterEach(() => core.close());
+  corePerTest((c) => (core = c));
 
   async function failedVend(refundResult: () => { status: 'unknown' | 'pending' | 'failed' | 'succeeded' }) {
     core.fake.hooks.refund = refundResult;
@@ -263,10 +257,7 @@ describe('refund worker', () => {
 
 describe('manual capture', () => {
   let core: Core;
-  beforeEach(() => {
-    core = buildCore({ provider: { captureMode: 'manual' } });
-  });
-  afterEach(() => core.close());
+  corePerTest((c) => (core = c), { provider: { captureMode: 'manual' } });
 
   it('a wall clock set back 30 days after a failed capture does not hold the next attempt back for 30 days', async () => {
     const { vend } = setup(

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildCore, runnerAnswering, type Core } from '../helpers/core.js';
+import { buildCore, observedOrder, runnerAnswering, type Core } from '../helpers/core.js';
 import { createSettlement, type ReceiptPort } from '../../src/vend/index.js';
 import type { OrderRow } from '../../src/orders/index.js';
 
@@ -22,9 +22,7 @@ function settlement() {
 }
 
 async function paidOrder() {
-  const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
-  core.fake.set(order.invoice_id!, 'paid');
-  await core.observe(order.invoice_id!);
+  const order = await observedOrder(core, 'paid');
   return order;
 }
 
@@ -92,9 +90,7 @@ describe('settlement', () => {
   it('a held authorization (manual capture) is given back as a void, not a refund', async () => {
     core.close();
     core = buildCore({ provider: { captureMode: 'manual' } });
-    const order = await core.orders.create({ source: 'kiosk', slot: 'A1' });
-    core.fake.set(order.invoice_id!, 'authorized');
-    await core.observe(order.invoice_id!);
+    const order = await observedOrder(core, 'authorized');
     settlement().refund(order.id, 'bob');
     expect(core.db.prepare('SELECT kind, amount FROM refunds').all()).toEqual([{ kind: 'void', amount: 1500 }]);
   });

@@ -162,6 +162,12 @@ export async function startProviderStack(options: StackOptions = {}) {
     env: serviceEnv,
     query,
     call,
+    /** A new order for `slot` on the local API (its answer); throws with the answer when it is not 201. */
+    async placeOrder(slot = 'A1'): Promise<OrderAnswer & { expiresAt: string }> {
+      const answer = await call('POST', '/api/orders', { slot });
+      if (answer.status !== 201) throw new Error(`order refused: ${answer.status} ${JSON.stringify(answer.json)}`);
+      return answer.json;
+    },
     /** The order as the local API shows it; null while the service is down. */
     async order(orderId: number): Promise<OrderAnswer | null> {
       const answer = await call('GET', `/api/orders/${orderId}`).catch(() => null);

@@ -1,17 +1,20 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { orderRequest, startHarness, type Harness } from './provider-harness.js';
+import { describe, expect, it } from 'vitest';
+import { harnessPerTest, orderRequest, startHarness } from './provider-harness.js';
 
 describe('gerege: a refund whose answer was lost', () => {
-  let harness: Harness;
-  afterEach(async () => {
-    await harness?.stop();
-  });
+  const start = harnessPerTest('gerege');
 
-  it('is confirmed by asking again with the same key, and the money moves once', async () => {
-    harness = await startHarness('gerege');
+  /** A Gerege harness, a paid invoice on it, and the request that refunds all of it (its key: `<reference>-refund`). */
+  async function paidInvoiceAndItsRefund() {
+    const harness = await start();
     const invoice = await harness.provider.createInvoice(orderRequest());
     await harness.sim.pay(invoice.id);
     const request = { invoiceId: invoice.id, amount: invoice.amount, idempotencyKey: `${invoice.reference}-refund` };
+    return { harness, invoice, request };
+  }
+
+  it('is confirmed by asking again with the same key, and the money moves once', async () => {
+    const { harness, invoice, request } = await paidInvoiceAndItsRefund();
 
     // The provider commits the refund, then the connection drops before we hear the answer.
     harness.faultsForCalls(1, { lostResponse: 1 });
@@ -26,10 +29,7 @@ describe('gerege: a refund whose answer was lost', () => {
   });
 
   it('sends the refund when the first attempt never reached the provider', async () => {
-    harness = await startHarness('gerege');
-    const invoice = await harness.provider.createInvoice(orderRequest());
-    await harness.sim.pay(invoice.id);
-    const request = { invoiceId: invoice.id, amount: invoice.amount, idempotencyKey: `${invoice.reference}-refund` };
+    const { harness, request } = await paidInvoiceAndItsRefund();
     harness.faultsForCalls(1, { serverError: 1 });
     expect((await harness.provider.refund(request)).status).toBe('unknown');
     expect(harness.records().refunds).toHaveLength(0);

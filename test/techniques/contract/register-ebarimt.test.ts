@@ -1,26 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { createEbarimtRegister, billIdSuffixOf, type EbarimtOptions } from '../../../src/fiscal/ebarimt/index.js';
+import { billIdSuffixOf, type EbarimtOptions } from '../../../src/fiscal/ebarimt/index.js';
 import type { Simulator } from '../../../src/simulator/index.js';
-import { systemClock } from '../../../src/util/index.js';
 import { captureLogger } from '../../hardware/fakes/capture-logger.js';
-import { closedPortUrl, saleRequest, startRegisters } from './register-harness.js';
+import { closedPortUrl, saleRequest, simEbarimtRegister, startRegisters } from './register-harness.js';
 
 const MERCHANT = { tin: '10000000001', name: 'SIM VENDING LLC', vatPayer: true, cityTax: true };
 
 function register(url: string, overrides: Partial<EbarimtOptions> = {}) {
   const capture = captureLogger();
-  const adapter = createEbarimtRegister({
-    baseUrl: url,
-    merchantTin: MERCHANT.tin,
-    posNo: '10020030',
-    branchNo: '001',
-    districtCode: '2501',
-    registration: { vatPayer: true, cityTax: true },
-    timeoutMs: 15_000,
-    logger: capture.logger,
-    clock: systemClock,
-    ...overrides,
-  });
+  const adapter = simEbarimtRegister(url, { merchantTin: MERCHANT.tin, logger: capture.logger, ...overrides });
   return { adapter, logs: capture.entries };
 }
 

@@ -1,10 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { billIdSuffixOf, createEbarimtRegister } from '../../../src/fiscal/ebarimt/index.js';
-import { createWebkassaRegister, externalCheckNumberOf } from '../../../src/fiscal/webkassa/index.js';
+import { billIdSuffixOf } from '../../../src/fiscal/ebarimt/index.js';
+import { externalCheckNumberOf } from '../../../src/fiscal/webkassa/index.js';
 import type { FiscalRegister, ReceiptRequest } from '../../../src/fiscal/types.js';
-import { WEBKASSA_SIM_DEFAULTS } from '../../../src/simulator/index.js';
-import { silentLogger, systemClock } from '../../../src/util/index.js';
-import { saleRequest, startRegisters } from './register-harness.js';
+import { saleRequest, simEbarimtRegister, simWebkassaRegister, startRegisters } from './register-harness.js';
 
 /**
  * Every fault of the registers at once, seeded, with a worker that follows the port's rules: retry
@@ -19,18 +17,7 @@ const MAX_STEPS = 60;
 describe('registers under every fault at once', () => {
   it('Webkassa: each sale ends as exactly one check, and every outcome told the truth about what was held', async () => {
     const sim = await startRegisters({ seed: 26, webkassa: { faults: FAULTS } });
-    const D = WEBKASSA_SIM_DEFAULTS;
-    const register = createWebkassaRegister({
-      baseUrl: sim.url,
-      apiKey: D.apiKey,
-      login: D.login,
-      password: D.password,
-      cashboxUniqueNumber: D.cashbox.uniqueNumber,
-      vatPayer: true,
-      timeoutMs: 1_500,
-      logger: silentLogger(),
-      clock: systemClock,
-    });
+    const register = simWebkassaRegister(sim.url, { timeoutMs: 1_500 });
     const heldFor = (request: ReceiptRequest) =>
       sim.registers.webkassa.records().cashboxes[0]!.checks.filter((c) => c.externalCheckNumber === externalCheckNumberOf(request.key));
     const outcomes = new Map<string, number>();
@@ -70,17 +57,7 @@ describe('registers under every fault at once', () => {
 
   it('eBarimt: an issued sale is one receipt; unavailable means none; unknown (for a person) never more than one', async () => {
     const sim = await startRegisters({ seed: 26, ebarimt: { faults: FAULTS } });
-    const register: FiscalRegister = createEbarimtRegister({
-      baseUrl: sim.url,
-      merchantTin: '10000000001',
-      posNo: '10020030',
-      branchNo: '001',
-      districtCode: '2501',
-      registration: { vatPayer: true, cityTax: true },
-      timeoutMs: 1_500,
-      logger: silentLogger(),
-      clock: systemClock,
-    });
+    const register: FiscalRegister = simEbarimtRegister(sim.url, { timeoutMs: 1_500 });
     const heldFor = (request: ReceiptRequest) =>
       sim.registers.ebarimt.records().receipts.filter((r) => r.billIdSuffix === billIdSuffixOf(request.key));
     let unknowns = 0;

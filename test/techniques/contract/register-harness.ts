@@ -1,7 +1,10 @@
 import { createServer } from 'node:net';
 import { afterEach } from 'vitest';
-import { createSimulator, type Simulator, type SimulatorOptions } from '../../../src/simulator/index.js';
+import { createSimulator, WEBKASSA_SIM_DEFAULTS, type Simulator, type SimulatorOptions } from '../../../src/simulator/index.js';
 import type { ReceiptLine, ReceiptRequest } from '../../../src/fiscal/types.js';
+import { createEbarimtRegister, type EbarimtOptions } from '../../../src/fiscal/ebarimt/index.js';
+import { createWebkassaRegister, type WebkassaOptions } from '../../../src/fiscal/webkassa/index.js';
+import { silentLogger, systemClock } from '../../../src/util/index.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -15,6 +18,50 @@ export async function startRegisters(options: Omit<SimulatorOptions, 'provider'>
   cleanups.push(() => sim.stop());
   await sim.start();
   return sim;
+}
+
+/** The eBarimt adapter for the simulated PosAPI at `url` (its merchant, VAT and city tax), 15 s a call unless told otherwise. */
+export function simEbarimtRegister(url: string, overrides: Partial<EbarimtOptions> = {}) {
+  return createEbarimtRegister({
+    baseUrl: url,
+    merchantTin: '10000000001',
+    posNo: '10020030',
+    branchNo: '001',
+    districtCode: '2501',
+    registration: { vatPayer: true, cityTax: true },
+    timeoutMs: 15_000,
+    logger: silentLogger(),
+    clock: systemClock,
+    ...overrides,
+  });
+}
+
+/** The Webkassa adapter for the simulated Webkassa at `url` (its API key, cashier login, cashbox), 15 s a call unless told otherwise. */
+export function simWebkassaRegister(url: string, overrides: Partial<WebkassaOptions> = {}) {
+  const D = WEBKASSA_SIM_DEFAULTS;
+  return createWebkassaRegister({
+    baseUrl: url,
+    apiKey: D.apiKey,
+    login: D.login,
+    password: D.password,
+    cashboxUniqueNumber: D.cashbox.uniqueNumber,
+    vatPayer: true,
+    timeoutMs: 15_000,
+    logger: silentLogger(),
+    clock: systemClock,
+    ...overrides,
+  });
+}
+
+/** A session token from the simulated Webkassa, logged in as its cashier (what a token set beforehand is). */
+export async function webkassaSessionToken(sim: Simulator): Promise<string> {
+  const D = WEBKASSA_SIM_DEFAULTS;
+  const answer = await fetch(`${sim.url}/api/v4/Authorize`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': D.apiKey },
+    body: JSON.stringify({ Login: D.login, Password: D.password }),
+  });
+  return ((await answer.json()) as { Data: { Token: string } }).Data.Token;
 }
 
 /** A URL on which nothing listens: connecting is refused. */

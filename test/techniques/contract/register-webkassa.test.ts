@@ -1,27 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { createWebkassaRegister, type WebkassaOptions } from '../../../src/fiscal/webkassa/index.js';
+import { type WebkassaOptions } from '../../../src/fiscal/webkassa/index.js';
 import { WEBKASSA_SIM_DEFAULTS, type Simulator } from '../../../src/simulator/index.js';
-import { systemClock } from '../../../src/util/index.js';
 import { captureLogger } from '../../hardware/fakes/capture-logger.js';
-import { closedPortUrl, saleRequest, startRegisters } from './register-harness.js';
+import { closedPortUrl, saleRequest, simWebkassaRegister, startRegisters, webkassaSessionToken } from './register-harness.js';
 
 const D = WEBKASSA_SIM_DEFAULTS;
 const HOUR = 3600_000;
 
 function register(url: string, overrides: Partial<WebkassaOptions> = {}) {
   const capture = captureLogger();
-  const adapter = createWebkassaRegister({
-    baseUrl: url,
-    apiKey: D.apiKey,
-    login: D.login,
-    password: D.password,
-    cashboxUniqueNumber: D.cashbox.uniqueNumber,
-    vatPayer: true,
-    timeoutMs: 15_000,
-    logger: capture.logger,
-    clock: systemClock,
-    ...overrides,
-  });
+  const adapter = simWebkassaRegister(url, { logger: capture.logger, ...overrides });
   return { adapter, logs: capture.entries };
 }
 
@@ -190,20 +178,15 @@ describe('Webkassa adapter against the simulated Webkassa', () => {
 
   it('works with a session token set beforehand (no login): used while valid, blocked once it expired', async () => {
     const sim = await startRegisters();
-    const answer = await fetch(`${sim.url}/api/v4/Authorize`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': D.apiKey },
-      body: JSON.stringify({ Login: D.login, Password: D.password }),
-    });
-    const { Data } = (await answer.json()) as { Data: { Token: string } };
-    const { adapter, logs } = register(sim.url, { login: undefined, password: undefined, token: Data.Token });
+    const token = await webkassaSessionToken(sim);
+    const { adapter, logs } = register(sim.url, { login: undefined, password: undefined, token });
     expect((await adapter.issue(sale())).kind).toBe('issued');
     configure(sim, { expireTokens: true });
     const expired = await adapter.issue(sale());
     expect(expired).toMatchObject({ kind: 'blocked', message: expect.stringContaining('set a new token') });
     // A lookup meanwhile is blocked too (the register, not the check): never "absent".
     expect((await adapter.lookup(sale())).kind).toBe('blocked');
-    expect(JSON.stringify(logs())).not.toContain(Data.Token);
+    expect(JSON.stringify(logs())).not.toContain(token);
   });
 
   it('a shift open longer than 24 hours is closed with a Z report and the check goes through in a new shift', async () => {

@@ -20,12 +20,6 @@ afterEach(async () => {
 
 const MONEY_SETTLED = ['vended', 'refunded'];
 
-async function order(s: ProviderStack, slot = 'A1'): Promise<OrderAnswer & { expiresAt: string }> {
-  const answer = await s.call('POST', '/api/orders', { slot });
-  if (answer.status !== 201) throw new Error(`order refused: ${answer.status} ${JSON.stringify(answer.json)}`);
-  return answer.json;
-}
-
 async function settled(s: ProviderStack, orderId: number, states = MONEY_SETTLED, timeoutMs = 30_000): Promise<OrderAnswer> {
   return waitFor(
     async () => {
@@ -45,7 +39,7 @@ const alarms = (s: ProviderStack, prefix: string) => s.query<{ name: string }>('
 describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a database restored from a backup', (provider) => {
   it('never vends an old paid invoice again, and says the database was restored', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider }));
-    const first = await order(s);
+    const first = await s.placeOrder();
     await s.sim.pay(first.invoiceId!);
     expect((await settled(s, first.orderId)).state).toBe('vended');
 
@@ -55,7 +49,7 @@ describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a database re
     await live.backup(backup);
     live.close();
 
-    const second = await order(s);
+    const second = await s.placeOrder();
     await s.sim.pay(second.invoiceId!);
     expect((await settled(s, second.orderId)).state).toBe('vended');
 
@@ -66,7 +60,7 @@ describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a database re
     await s.svc.restart();
 
     // The next order has the same order id as the lost one, but not its key: a new invoice, unpaid.
-    const third = await order(s);
+    const third = await s.placeOrder();
     expect(third.orderId).toBe(second.orderId);
     expect(third.invoiceId).not.toBe(second.invoiceId);
     expect(third.state).toBe('awaiting_payment');
@@ -94,7 +88,7 @@ describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a long outage
         outage: true,
         config: { provider: { invoiceTtlSec: 30 }, poll: { lateGraceSec: 0, maxBackoffMs: 1_000 } },
       }));
-      const placed = await order(s);
+      const placed = await s.placeOrder();
       if (provider === 'gerege') {
         await waitFor(
           () =>
@@ -136,7 +130,7 @@ describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a long outage
 describe('refunds made elsewhere are evidence', () => {
   it('qutpay: a partial refund seen before the vend stops the vend and returns the rest, with an alarm', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider: 'qutpay', outage: true }));
-    const placed = await order(s);
+    const placed = await s.placeOrder();
     s.sim.setFaults({ webhookOutage: true });
     await s.proxy!.cut();
     await s.sim.pay(placed.invoiceId!);
@@ -160,7 +154,7 @@ describe('a new order never throws away a paid one', () => {
     // Webhooks down and a slow poller: the device has not yet learnt of the payment.
     const s = (stack = await startProviderStack({ config: { poll: { intervalMs: 60_000 } } }));
     s.sim.setFaults({ webhookOutage: true });
-    const waiting = await order(s, 'A1');
+    const waiting = await s.placeOrder('A1');
     await waitFor(() => s.sim.records().getCalls.some((c) => c.id === waiting.invoiceId), {
       timeoutMs: 60_000,
       what: 'the first poll of the invoice',
@@ -177,7 +171,7 @@ describe('a new order never throws away a paid one', () => {
   it('after a restart, waiting orders are read before a new order is taken', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ config: { poll: { intervalMs: 60_000 } } }));
     s.sim.setFaults({ webhookOutage: true });
-    const waiting = await order(s, 'A1');
+    const waiting = await s.placeOrder('A1');
     await s.svc.kill('SIGKILL');
     await s.sim.pay(waiting.invoiceId!);
     await s.svc.restart();
@@ -193,7 +187,7 @@ describe('a new order never throws away a paid one', () => {
 describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a payment that does not match its order', (provider) => {
   it('is refunded automatically, with an alarm, and never vended', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider }));
-    const placed = await order(s);
+    const placed = await s.placeOrder();
     await s.sim.pay(placed.invoiceId!, { amount: 999 });
 
     expect((await settled(s, placed.orderId)).state).toBe('refunded');

@@ -21,15 +21,14 @@ afterEach(async () => {
 });
 
 async function sell(s: GeregeStack): Promise<OrderAnswer> {
-  const created = await s.call('POST', '/api/orders', { slot: 'A1' });
-  if (created.status !== 201) throw new Error(`order refused: ${created.status} ${JSON.stringify(created.json)}`);
-  await s.sim.pay(created.json.invoiceId as string);
+  const created = await s.placeOrder();
+  await s.sim.pay(created.invoiceId!);
   return waitFor(
     async () => {
-      const order = await s.order(created.json.orderId as number);
+      const order = await s.order(created.orderId);
       return order?.state === 'vended' ? order : null;
     },
-    { what: `order ${created.json.orderId as number} vended` },
+    { what: `order ${created.orderId} vended` },
   );
 }
 

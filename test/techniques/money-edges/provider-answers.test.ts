@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parse, stringify } from 'yaml';
 import { ProviderError } from '../../../src/payments/index.js';
 import { startHarness, type Harness } from '../contract/provider-harness.js';
-import { startProviderStack, type ProviderStack, type OrderAnswer } from '../chaos/stack.js';
+import { startProviderStack, type ProviderStack } from '../chaos/stack.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /** What the device does with provider answers it cannot trust, and with calls that can never succeed. */
@@ -27,6 +27,17 @@ const request = (n: number, currency = 'MNT') => ({
   captureMode: 'automatic' as const,
 });
 
+/** Reading invoice `id` fails as a malformed answer that names it. */
+async function expectMalformedRead(h: Harness, id: string): Promise<void> {
+  const error = await h.provider.getInvoice(id).then(
+    () => null,
+    (err: unknown) => err,
+  );
+  expect(error).toBeInstanceOf(ProviderError);
+  expect((error as ProviderError).kind).toBe('malformed');
+  expect((error as ProviderError).message).toContain(id);
+}
+
 // Kaspi: the fleet relay reads Kaspi for the device. Kaspi's status answer names no QR, its details
 // do; the relay refuses details about another QR, and the device reads that refusal as malformed.
 describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a read that answers with another invoice', (provider) => {
@@ -38,13 +49,7 @@ describe.each(['gerege', 'qutpay', 'qpay', 'kaspi'] as const)('%s: a read that a
     await h.sim.pay(x.id);
     h.sim.answerReadsWith(y.id, x.id);
 
-    const error = await h.provider.getInvoice(y.id).then(
-      () => null,
-      (err: unknown) => err,
-    );
-    expect(error).toBeInstanceOf(ProviderError);
-    expect((error as ProviderError).kind).toBe('malformed');
-    expect((error as ProviderError).message).toContain(y.id);
+    await expectMalformedRead(h, y.id);
     h.sim.answerReadsWith(y.id, null);
     expect((await h.provider.getInvoice(y.id)).id).toBe(y.id);
   });
@@ -70,25 +75,13 @@ describe('kaspi: what Kaspi says was paid', () => {
     // Only y's status answer is x's (Processed); y's details are y's own: TotalAmount 0.
     h.sim.answerStatusWith(y.id, x.id);
 
-    const error = await h.provider.getInvoice(y.id).then(
-      () => null,
-      (err: unknown) => err,
-    );
-    expect(error).toBeInstanceOf(ProviderError);
-    expect((error as ProviderError).kind).toBe('malformed');
-    expect((error as ProviderError).message).toContain(y.id);
+    await expectMalformedRead(h, y.id);
     expect(h.sim.records().refunds).toHaveLength(0);
     h.sim.answerStatusWith(y.id, null);
     const again = await h.provider.getInvoice(y.id);
     expect(again.status).toBe('pending');
   });
 });
-
-async function order(s: ProviderStack, slot = 'A1'): Promise<OrderAnswer> {
-  const answer = await s.call('POST', '/api/orders', { slot });
-  if (answer.status !== 201) throw new Error(`order refused: ${answer.status} ${JSON.stringify(answer.json)}`);
-  return answer.json;
-}
 
 describe('a create resumed after a restart', () => {
   it('sends the body its key was made with, even after the settings changed', { timeout: 120_000 }, async () => {
@@ -124,7 +117,7 @@ describe('a capture that can never succeed', () => {
     const s = (stack = await startProviderStack({
       config: { provider: { captureMode: 'manual' }, actuator: { sim: { durationMs: 1_500 } } },
     }));
-    const placed = await order(s);
+    const placed = await s.placeOrder();
     await s.sim.pay(placed.invoiceId!);
     await waitFor(async () => (await s.order(placed.orderId))?.state === 'vending', { what: 'the vend to start' });
     // Meanwhile another system of the merchant cancels the authorization.
@@ -159,7 +152,7 @@ describe('a capture that can never succeed', () => {
     const rowsThen = alarmRows();
 
     // Another whole sale later, the dead capture has not been tried again.
-    const next = await order(s, 'A2');
+    const next = await s.placeOrder('A2');
     await s.sim.pay(next.invoiceId!);
     await waitFor(() => s.query("SELECT 1 FROM vend_jobs WHERE order_id = ? AND capture_state = 'done'", next.orderId).length === 1, {
       timeoutMs: 20_000,

@@ -14,12 +14,6 @@ afterEach(async () => {
   stack = null;
 });
 
-async function order(s: ProviderStack): Promise<OrderAnswer> {
-  const answer = await s.call('POST', '/api/orders', { slot: 'A1' });
-  if (answer.status !== 201) throw new Error(`order refused: ${answer.status} ${JSON.stringify(answer.json)}`);
-  return answer.json;
-}
-
 async function settled(s: ProviderStack, orderId: number, states: string[]): Promise<OrderAnswer> {
   return waitFor(
     async () => {
@@ -37,7 +31,7 @@ function callback(s: ProviderStack, reference: string, init: RequestInit = { met
 describe('qpay: callbacks are hints', () => {
   it('forged callbacks before the payment vend nothing; the real one after it vends once', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider: 'qpay', config: { poll: { intervalMs: 5_000, maxBackoffMs: 5_000 } } }));
-    const placed = await order(s);
+    const placed = await s.placeOrder();
     expect(placed.state).toBe('awaiting_payment');
     const before = s.sim.records().getCalls.length;
     for (let i = 0; i < 20; i += 1) {
@@ -104,7 +98,7 @@ describe('qpay: a create whose answer was lost', () => {
 describe('qpay: the device is off when the customer pays', () => {
   it('after the restart it reads the invoice and vends exactly once', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider: 'qpay' }));
-    const placed = await order(s);
+    const placed = await s.placeOrder();
     await s.svc.kill('SIGKILL');
     await s.sim.pay(placed.invoiceId!);
     await s.svc.restart();
@@ -117,7 +111,7 @@ describe('qpay: the device is off when the customer pays', () => {
 describe('qpay: a refund whose answer is unknown', () => {
   it('is read before anything is sent again: one payment returned once', { timeout: 120_000 }, async () => {
     const s = (stack = await startProviderStack({ provider: 'qpay', faults: { refundUnknown: 1 } }));
-    const placed = await order(s);
+    const placed = await s.placeOrder();
     // Another sum than the order's is refunded, never vended (the core's rule).
     await s.sim.pay(placed.invoiceId!, { amount: 999 });
     await waitFor(() => s.sim.records().refundUnknown.length > 0, { what: 'a refund answered unknown' });

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startProviderStack, type ProviderStack, type OrderAnswer } from '../chaos/stack.js';
+import { startProviderStack, type ProviderStack } from '../chaos/stack.js';
 
 import { signGeregeWebhook } from '../../../src/simulator/signing.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -23,12 +23,6 @@ afterEach(async () => {
 
 const alarmsLike = (s: ProviderStack, pattern: string) =>
   s.query<{ name: string; severity: string; detail: string }>('SELECT name, severity, detail FROM alarms WHERE name LIKE ?', pattern);
-
-async function placeOrder(s: ProviderStack): Promise<OrderAnswer> {
-  const answer = await s.call('POST', '/api/orders', { slot: 'A1' });
-  if (answer.status !== 201) throw new Error(`order refused: ${answer.status} ${JSON.stringify(answer.json)}`);
-  return answer.json as OrderAnswer;
-}
 
 /** A signed `refund.succeeded` the provider never sent: what anyone holding the webhook secret can post. */
 async function postForgedRefund(s: ProviderStack, invoiceId: string, amount: number, tag: string): Promise<string> {
@@ -61,7 +55,7 @@ describe('gerege: a refund claim counts only when the provider confirms it', () 
     { timeout: 120_000 },
     async () => {
       const s = (stack = await startProviderStack({ provider: 'gerege', readyTimeoutMs: 60_000 }));
-      const placed = await placeOrder(s);
+      const placed = await s.placeOrder();
       const eventId = await postForgedRefund(s, placed.invoiceId!, 1500, 'a');
       // The claim has been looked at before the customer pays.
       await waitFor(() => s.query('SELECT 1 FROM webhook_events WHERE event_id = ? AND processed_at IS NOT NULL', eventId).length === 1, {
@@ -93,7 +87,7 @@ describe('gerege: a refund claim counts only when the provider confirms it', () 
         readyTimeoutMs: 60_000,
         config: { fiscal: { register: 'sandbox' } },
       }));
-      const placed = await placeOrder(s);
+      const placed = await s.placeOrder();
       await s.sim.pay(placed.invoiceId!);
       expect((await s.waitSettled(placed.orderId, 60_000)).state).toBe('vended');
       await waitFor(

@@ -20,9 +20,7 @@ const refundsAtProvider = (s: ProviderStack, invoiceId: string) => s.sim.records
 const alarms = (s: ProviderStack, prefix: string) => s.query<{ name: string }>('SELECT name FROM alarms WHERE name LIKE ?', `${prefix}%`);
 
 async function waitingOrder(s: ProviderStack): Promise<OrderAnswer> {
-  const answer = await s.call('POST', '/api/orders', { slot: 'A1' });
-  if (answer.status !== 201) throw new Error(`order refused: ${answer.status} ${JSON.stringify(answer.json)}`);
-  const placed = answer.json as OrderAnswer;
+  const placed = await s.placeOrder();
   // Both first reads are done — the poller's (its next is a minute away) and the webhook worker's
   // for payment_intent.created — before the customer pays.
   await waitFor(
@@ -50,26 +48,27 @@ async function refundedWithoutVend(s: ProviderStack, placed: OrderAnswer, refund
 }
 
 describe('gerege: a refund made before the vend, seen as its event only', () => {
-  it('webhook: the refund.succeeded event arrives first: nothing is vended, no refund of ours is sent', { timeout: 120_000 }, async () => {
+  /**
+   * On a Gerege stack whose poller reads once a minute, an order waiting, paid with the payment's
+   * webhook lost, then `amount` of it refunded from the dashboard: the refund's event arrives.
+   */
+  async function paidUnseenThenRefundedOutside(amount: number) {
     const s = (stack = await startProviderStack({ provider: 'gerege', readyTimeoutMs: 60_000, config: { poll: { intervalMs: 60_000 } } }));
     const placed = await waitingOrder(s);
-    // The payment's webhook is lost; the dashboard refund's arrives.
     s.sim.setFaults({ dropWebhook: 1 });
     await s.sim.pay(placed.invoiceId!);
     s.sim.setFaults({ dropWebhook: 0 });
-    s.sim.refundOutside(placed.invoiceId!, 1500);
+    s.sim.refundOutside(placed.invoiceId!, amount);
+    return { s, placed };
+  }
 
+  it('webhook: the refund.succeeded event arrives first: nothing is vended, no refund of ours is sent', { timeout: 120_000 }, async () => {
+    const { s, placed } = await paidUnseenThenRefundedOutside(1500);
     await refundedWithoutVend(s, placed, 1500, 1);
   });
 
   it('webhook: a partial refund first: nothing is vended and the rest goes back', { timeout: 120_000 }, async () => {
-    const s = (stack = await startProviderStack({ provider: 'gerege', readyTimeoutMs: 60_000, config: { poll: { intervalMs: 60_000 } } }));
-    const placed = await waitingOrder(s);
-    s.sim.setFaults({ dropWebhook: 1 });
-    await s.sim.pay(placed.invoiceId!);
-    s.sim.setFaults({ dropWebhook: 0 });
-    s.sim.refundOutside(placed.invoiceId!, 500);
-
+    const { s, placed } = await paidUnseenThenRefundedOutside(500);
     await refundedWithoutVend(s, placed, 1500, 2);
     expect(refundsAtProvider(s, placed.invoiceId!).map((r) => r.amount)).toEqual([500, 1000]);
   });

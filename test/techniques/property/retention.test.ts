@@ -40,6 +40,19 @@ const orderSpec: fc.Arbitrary<OrderSpec> = fc.record({
   webhook: fc.constantFrom('none', 'processed', 'unprocessed'),
 });
 
+/** A vended order, its vend done and its webhook processed, made and last touched `days` ago. */
+const vendedDaysAgo = (days: number): OrderSpec => ({
+  state: 'vended',
+  ageDays: days,
+  touchedDaysAgo: days,
+  job: 'done',
+  capturePending: false,
+  refund: null,
+  alarm: false,
+  ledgerRows: 2,
+  webhook: 'processed',
+});
+
 /** Writes one order with its dependents the way the money path would leave them. */
 function insertOrder(db: Db, now: number, index: number, spec: OrderSpec): number {
   const created = now - spec.ageDays * DAY - 1000;
@@ -160,17 +173,7 @@ describe('data retention', () => {
   it('a scheduled pass runs off the start-up path and stop() is safe twice', async () => {
     const db = open();
     const clock = createManualClock();
-    insertOrder(db, clock.now(), 1, {
-      state: 'vended',
-      ageDays: 60,
-      touchedDaysAgo: 60,
-      job: 'done',
-      capturePending: false,
-      refund: null,
-      alarm: false,
-      ledgerRows: 2,
-      webhook: 'processed',
-    });
+    insertOrder(db, clock.now(), 1, vendedDaysAgo(60));
     const retention = createRetention(
       { db, clock, logger: silentLogger() },
       { retentionDays: RETENTION_DAYS, firstDelayMs: 1, intervalMs: 60_000 },
@@ -192,18 +195,7 @@ describe('data retention', () => {
     const clock = createManualClock();
     const now = clock.now();
     db.transaction(() => {
-      for (let i = 0; i < 1_000; i += 1)
-        insertOrder(db, now, i, {
-          state: 'vended',
-          ageDays: 45,
-          touchedDaysAgo: 45,
-          job: 'done',
-          capturePending: false,
-          refund: null,
-          alarm: false,
-          ledgerRows: 2,
-          webhook: 'processed',
-        });
+      for (let i = 0; i < 1_000; i += 1) insertOrder(db, now, i, vendedDaysAgo(45));
     })();
     const retention = createRetention({ db, clock, logger: silentLogger() }, { retentionDays: RETENTION_DAYS, batchSize: 100 });
     const first = retention.pruneBatch();
