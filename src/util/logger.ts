@@ -3,56 +3,15 @@ import { pino, type Logger, type LevelWithSilent, type DestinationStream } from 
 
 export type { Logger };
 
-/**
- * Paths pino removes from every log line: credentials and webhook secrets. The providers'
- * signature headers are added by `redactPaths()`: their names live in one place, the providers'
- * webhook table (payments/webhooks.ts), which registers them here when it is loaded.
- */
-export const REDACT_PATHS = [
-  'secret',
-  'secrets',
-  'password',
-  'apiKey',
-  'clientSecret',
-  'token',
-  'accessToken',
-  'authorization',
-  '*.secret',
-  '*.secrets',
-  '*.password',
-  '*.apiKey',
-  '*.clientSecret',
-  '*.webhookSecrets',
-  '*.token',
-  '*.accessToken',
-  '*.authorization',
-  '*.Authorization',
-  'headers.authorization',
-  'headers["x-api-key"]',
-  'req.headers.authorization',
-  'req.headers["x-api-key"]',
-  'settings.provider.clientSecret',
-  'settings.provider.apiKey',
-  'settings.provider.webhookSecrets',
-  'settings.mqtt.password',
-];
-
 /** Header names that carry a signature or a MAC (lower case), registered by the providers' webhook table. */
 const secretHeaders = new Set<string>();
 
 /**
- * Adds header names whose values never reach a log line, at any depth and under `headers` /
- * `req.headers`. Called by payments/webhooks.ts (the one home of each provider's header names) when
- * it is loaded, so loggers made after that redact them by path too; by key they are redacted at once.
+ * Adds header names whose values never reach a log line, at any depth. Called by payments/webhooks.ts
+ * (the one home of each provider's header names) when it is loaded; every logger redacts them from then on.
  */
 export function registerSecretHeaders(names: readonly string[]): void {
   for (const name of names) secretHeaders.add(name.toLowerCase());
-}
-
-/** REDACT_PATHS and the registered signature headers under `headers` and `req.headers`. */
-export function redactPaths(): string[] {
-  const headers = [...secretHeaders].flatMap((name) => [`headers["${name}"]`, `req.headers["${name}"]`]);
-  return [...REDACT_PATHS, ...headers];
 }
 
 /**
@@ -97,8 +56,12 @@ interface LoggerOptions {
 }
 
 /**
- * Keys whose values never reach a log line, at any depth (REDACT_PATHS names fixed paths; this
- * catches the same names wherever they are nested: a settings dump, a provider's error body).
+ * Keys whose values never reach a log line, at any depth and whatever the object (a log call's
+ * fields, a child logger's bindings, a settings dump, a provider's error body): credentials, webhook
+ * secrets and tokens by name, and the providers' signature headers (registerSecretHeaders). The one
+ * redaction: pino's own path-based `redact` is not used, since its wildcard paths ran a redacting
+ * stringifier over every top-level field of every line (the payment path's own log lines included)
+ * for names this already censors.
  */
 const SECRET_KEY =
   /^(secrets?|passwords?|passwd|api[-_]?key|client[-_]?secret|webhook[-_]?secrets|(access|refresh|id)?[-_]?token|authorization|proxy-authorization|cookie|set-cookie|private[-_]?key(pem)?|x-api-key)$/i;
@@ -145,26 +108,43 @@ function baseOptions(level: LevelWithSilent | undefined) {
   return {
     level: level ?? 'info',
     base: { service: 'vendgate' },
-    redact: { paths: redactPaths(), censor: CENSOR },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
 }
 
-/** Secrets at any depth (formatters.log), and credentials in URLs anywhere in the line, the message included (streamWrite). */
+/**
+ * Secrets at any depth in a log call's fields (formatters.log), and credentials in URLs anywhere in
+ * the line, the message included (streamWrite). A child logger's bindings are redacted as the child
+ * is made (`redactingChildren`: pino applies no formatter to them).
+ */
 const redaction = {
   log: (object: Record<string, unknown>) => redactDeep(object) as Record<string, unknown>,
   line: redactUrlCredentials,
 };
 
+/** Every child of `logger`, and theirs, gets its bindings redacted once, when it is made. */
+export function redactingChildren(logger: Logger): Logger {
+  const child = logger.child;
+  logger.child = function (this: Logger, bindings: Record<string, unknown>, options?: unknown) {
+    return child.call(this, redactDeep(bindings) as Record<string, unknown>, options as never);
+  } as Logger['child'];
+  return logger;
+}
+
+/** The redaction options of the service's loggers, for a pino made elsewhere (a test's captured logger). */
+export const LOG_REDACTION = { formatters: { log: redaction.log }, hooks: { streamWrite: redaction.line } };
+
 /** The one root logger. Modules take `logger.child({ module: '…' })`. JSON to stdout (journald keeps it). */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  return pino(
-    {
-      ...baseOptions(options.level),
-      formatters: { level: (label: string) => ({ level: label }), log: redaction.log },
-      hooks: { streamWrite: options.format === 'journal' ? (line: string) => journalLine(redaction.line(line)) : redaction.line },
-    },
-    options.destination ?? process.stdout,
+  return redactingChildren(
+    pino(
+      {
+        ...baseOptions(options.level),
+        formatters: { level: (label: string) => ({ level: label }), log: redaction.log },
+        hooks: { streamWrite: options.format === 'journal' ? (line: string) => journalLine(redaction.line(line)) : redaction.line },
+      },
+      options.destination ?? process.stdout,
+    ),
   );
 }
 
@@ -192,7 +172,7 @@ export async function createServiceLogger(options: {
     translateTime: 'SYS:HH:MM:ss.l',
     ignore: 'pid,hostname,service',
   });
-  return pino({ ...baseOptions(options.level), formatters: { log: redaction.log }, hooks: { streamWrite: redaction.line } }, stream);
+  return redactingChildren(pino({ ...baseOptions(options.level), ...LOG_REDACTION }, stream));
 }
 
 /** A logger that writes nothing, for tests that do not look at logs. */

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterEach } from 'vitest';
 import { openDatabase, type Db } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/clock.js';
-import { redactPaths, type Logger } from '../../src/util/logger.js';
+import { LOG_REDACTION, redactingChildren, type Logger } from '../../src/util/logger.js';
 import {
   createGeregeProvider,
   createQutpayProvider,
@@ -39,7 +39,8 @@ export function capturedLogger(level: 'debug' | 'info' = 'debug'): {
       done();
     },
   });
-  const logger = pino({ level, redact: { paths: redactPaths(), censor: '[redacted]' } }, sink);
+  // The service's own redaction (by key at any depth, bindings included), with pino's numeric levels.
+  const logger = redactingChildren(pino({ level, ...LOG_REDACTION }, sink));
   const text = () => chunks.join('');
   return {
     logger,

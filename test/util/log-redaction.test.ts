@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/util/logger.js';
+import { createLogger, registerSecretHeaders } from '../../src/util/logger.js';
 
 function capture(format?: 'json' | 'journal') {
   const lines: string[] = [];
@@ -31,6 +31,26 @@ describe('log redaction at any depth and inside URLs', () => {
     const line = JSON.parse(out) as Record<string, any>;
     expect(line.deep.a.b.c.d).toEqual({ password: '[redacted]', token: '[redacted]' });
     expect(line.keep).toEqual({ orderId: 7, amount: 1500 });
+  });
+
+  it("a child logger's bindings and the top-level fields are censored too, the providers' signature headers included", () => {
+    const { logger, text } = capture();
+    // payments/webhooks.ts registers every provider's signature header when it loads; one is enough here.
+    registerSecretHeaders(['X-Test-Signature']);
+    const child = logger.child({ module: 'test', token: 'S3CRET-7', settings: { mqtt: { password: 'S3CRET-8' } } });
+    child.info(
+      { secret: 'S3CRET-9', apiKey: 'S3CRET-10', headers: { 'x-test-signature': 'S3CRET-11', 'content-type': 'application/json' } },
+      'top',
+    );
+    const out = text();
+    for (const secret of ['S3CRET-7', 'S3CRET-8', 'S3CRET-9', 'S3CRET-10', 'S3CRET-11']) expect(out).not.toContain(secret);
+    const line = JSON.parse(out) as Record<string, any>;
+    expect([line.module, line.token, line.secret, line.headers]).toEqual([
+      'test',
+      '[redacted]',
+      '[redacted]',
+      { 'x-test-signature': '[redacted]', 'content-type': 'application/json' },
+    ]);
   });
 
   it('credentials inside URLs are removed from fields, error messages and the message itself', () => {
