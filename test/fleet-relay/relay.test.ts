@@ -1,12 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { Aedes } from 'aedes';
 import { pino } from 'pino';
 import { createRelay, type Relay } from '../../src/fleet-relay/index.js';
 import { parseRelaySettings } from '../../src/settings/index.js';
 import { decodeWebhookMessage, createFleetTopics } from '../../src/mqtt/index.js';
 import { signGeregeTestPayload, signQutpayTestPayload, ProviderError, type PaymentProvider } from '../../src/payments/index.js';
-import { testBroker, uniqueId } from '../helpers/broker.js';
+import { aedesBroker, testBroker, uniqueId } from '../helpers/broker.js';
 import { watch, clearRetainedUnder, type Watcher } from '../mqtt/watch.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -162,7 +160,7 @@ describe('vendgate relay', () => {
     // aedes that holds the relay's backlog marker until the test lets it through: the relay is
     // "still reading" for as long as the test wants, whatever the clock says.
     let release: (() => void) | null = null;
-    const aedes = await Aedes.createBroker({
+    const { url, close } = await aedesBroker({
       authorizePublish: (_client, packet, callback) => {
         if (packet.topic.includes('/_relay/') && release === null) {
           release = () => callback(null);
@@ -171,18 +169,7 @@ describe('vendgate relay', () => {
         callback(null);
       },
     });
-    const sockets = new Set<Socket>();
-    const server = createServer((socket) => {
-      sockets.add(socket);
-      aedes.handle(socket);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    const url = `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    cleanups.push(async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => aedes.close(() => resolve()));
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
+    cleanups.push(close);
     const prefix = uniqueId('fleet');
     const w = await watch(url, [`${prefix}/+/webhooks/#`]);
     cleanups.push(() => w.close());
@@ -244,24 +231,13 @@ describe('vendgate relay', () => {
 
   it('answers 503 when the broker does not acknowledge in time, and when there is no broker', async () => {
     // aedes that never authorises a publish: the PUBLISH is taken, the PUBACK never comes.
-    const aedes = await Aedes.createBroker({
+    const { url, sockets, close } = await aedesBroker({
       authorizePublish: (_client, packet, callback) => {
         if (packet.topic.includes('/webhooks/')) return;
         callback(null);
       },
     });
-    const sockets = new Set<Socket>();
-    const server = createServer((socket) => {
-      sockets.add(socket);
-      aedes.handle(socket);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    const url = `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    cleanups.push(async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => aedes.close(() => resolve()));
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
+    cleanups.push(close);
     const prefix = uniqueId('fleet');
     const w = await watch(url, ['#']);
     cleanups.push(() => w.close());

@@ -348,3 +348,23 @@ export const postJson = (url: string, body?: unknown): Promise<Response> =>
     headers: body ? { 'content-type': 'application/json' } : {},
     body: body ? JSON.stringify(body) : undefined,
   });
+
+/** What POST /api/orders answers for a new order. */
+export interface CreatedOrder {
+  orderId: number;
+  payUrl: string;
+  qrSvg: string;
+}
+
+/** Orders `slot` on a running service (POST /api/orders) and returns its answer. */
+export async function orderOn(localUrl: string, slot = 'A1'): Promise<CreatedOrder> {
+  return (await (await postJson(`${localUrl}/api/orders`, { slot })).json()) as CreatedOrder;
+}
+
+/** Waits until the service's API says the order is vended. */
+export async function waitVended(localUrl: string, orderId: number, what = 'the vend'): Promise<void> {
+  await waitFor(async () => ((await (await fetch(`${localUrl}/api/orders/${orderId}`)).json()) as { state: string }).state === 'vended', {
+    timeoutMs: 15_000,
+    what,
+  });
+}

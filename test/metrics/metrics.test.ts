@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock, silentLogger } from '../../src/util/index.js';
 import { createProviderHttpClient } from '../../src/payments/http.js';
 import { COUNTER_METRICS, createHistogram } from '../../src/metrics/index.js';
-import { startService, type Service } from '../helpers/service.js';
+import { orderOn, startService, type Service } from '../helpers/service.js';
 import { recordingSleep, startFakeProviderServer, type FakeProviderServer } from '../payments/fake-provider-server.js';
 
 const SRC = new URL('../../src/', import.meta.url).pathname;
@@ -89,13 +89,7 @@ describe('/metrics', () => {
   it('a paid and vended order shows in the counters and in the paid → actuation histogram', async () => {
     const svc = await startService();
     services.push(svc);
-    const created = (await (
-      await fetch(`${svc.localUrl}/api/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ slot: 'A1' }),
-      })
-    ).json()) as { orderId: number; payUrl: string };
+    const created = await orderOn(svc.localUrl);
     expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
     await svc.waitFor(async () => samples(await scrape(svc)).get('vendgate_paid_to_actuation_seconds_count{result="vended"}') === 1, {
       timeoutMs: 15_000,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from 'mqtt';
 import { stringify } from 'yaml';
-import { startService, type Service } from '../helpers/service.js';
+import { orderOn, startService, type Service } from '../helpers/service.js';
 import { testBroker, type TestBroker } from '../helpers/broker.js';
 import { runCli } from '../../src/cli/index.js';
 import { fakeIo } from '../cli/cli-io.js';
@@ -94,13 +94,7 @@ describe('every retained topic says what the API says, after each transition', (
     });
 
     // A sale: waiting for payment, vended, and — with nothing else happening — idle again.
-    const created = (await (
-      await fetch(`${svc.localUrl}/api/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ slot: 'A1' }),
-      })
-    ).json()) as { orderId: number; payUrl: string };
+    const created = await orderOn(svc.localUrl);
     await phaseAgrees('awaiting_payment');
     expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
     await waitFor(() => svc.readSimLog().length === 1, { what: 'the vend' });

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startService, type Service } from '../../helpers/service.js';
+import { orderOn, startService, waitVended, type Service } from '../../helpers/service.js';
 
 // Needs promtool (Debian package prometheus), installed by scripts/install-test-deps.sh.
 const TEXTFILE_UNIT = new URL('../../../systemd/vendgate-metrics-textfile.service', import.meta.url).pathname;
@@ -23,18 +23,9 @@ describe('/metrics under promtool', () => {
     expect(before.output).toBe('');
     expect(before.status).toBe(0);
 
-    const created = (await (
-      await fetch(`${svc.localUrl}/api/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ slot: 'A1' }),
-      })
-    ).json()) as { orderId: number; payUrl: string };
+    const created = await orderOn(svc.localUrl);
     await fetch(created.payUrl, { method: 'POST' });
-    await svc.waitFor(
-      async () => ((await (await fetch(`${svc.localUrl}/api/orders/${created.orderId}`)).json()) as { state: string }).state === 'vended',
-      { timeoutMs: 15_000, what: 'the vend' },
-    );
+    await waitVended(svc.localUrl, created.orderId);
     const after = promtool(await (await fetch(`${svc.localUrl}/metrics`)).text());
     expect(after.output).toBe('');
     expect(after.status).toBe(0);
