@@ -15,6 +15,7 @@ import {
 } from '../../src/payments/index.js';
 import { createWebhookInbox, createWebhookServer, type WebhookInbox } from '../../src/channels/webhook/index.js';
 import { tempDir } from '../helpers/temp.js';
+import { jsonAnswer } from '../helpers/json-http.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -158,9 +159,7 @@ export async function startListener(
   }
 
   async function post(body: Buffer | string, headers: Record<string, string>, path = `/webhooks/${kind}`) {
-    const response = await fetch(`${url}${path}`, { method: 'POST', headers, body });
-    const text = await response.text();
-    return { status: response.status, json: text ? JSON.parse(text) : undefined };
+    return jsonAnswer(await fetch(`${url}${path}`, { method: 'POST', headers, body }));
   }
 
   return {

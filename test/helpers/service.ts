@@ -190,6 +190,32 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
   return out;
 }
 
+/**
+ * Keeps a child's stdout as lines, appended to `lines` once each is complete (a restarted child adds
+ * to the same list), and hands its stderr to `onStderr` as it comes.
+ */
+export function keepOutput(child: ChildProcess, lines: string[], onStderr: (text: string) => void): void {
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    const parts = buffer.split('\n');
+    buffer = parts.pop()!;
+    lines.push(...parts);
+  });
+  child.stderr!.on('data', (chunk: Buffer) => onStderr(chunk.toString()));
+}
+
+/** The lines that are JSON (the log), parsed; the others (a QR drawn in a terminal) skipped. */
+export function jsonLines(lines: string[]): Record<string, any>[] {
+  return lines.flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, any>];
+    } catch {
+      return [];
+    }
+  });
+}
+
 // A test that fails before stop() must not leave services running after the worker exits.
 const live = new Set<ChildProcess>();
 process.once('exit', () => {
@@ -249,15 +275,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     child = proc;
     live.add(proc);
     const firstLine = lines.length;
-    let buffer = '';
-    proc.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      const parts = buffer.split('\n');
-      buffer = parts.pop()!;
-      lines.push(...parts);
-    });
-    proc.stderr!.on('data', (chunk: Buffer) => {
-      stderrText += chunk.toString();
+    keepOutput(proc, lines, (text) => {
+      stderrText += text;
     });
     let exited: Exit | null = null;
     exit = new Promise((resolve) =>
@@ -294,17 +313,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     get pid() {
       return child?.pid ?? null;
     },
-    logs() {
-      const parsed: Record<string, any>[] = [];
-      for (const line of lines) {
-        try {
-          parsed.push(JSON.parse(line));
-        } catch {
-          /* a non-JSON line (a QR in a terminal) */
-        }
-      }
-      return parsed;
-    },
+    logs: () => jsonLines(lines),
     stderr: () => stderrText,
     readSimLog() {
       if (!existsSync(simLogPath)) return [];

@@ -5,6 +5,7 @@ import { freePort, startService, type Service } from '../../helpers/service.js';
 import { startOutageProxy, type OutageProxy } from '../../helpers/outage-proxy.js';
 import { waitFor } from '../../helpers/wait.js';
 import { KASPI_DEVICE_SECRET, startKaspiRelayFor } from '../../helpers/kaspi-relay.js';
+import { callJson, type JsonAnswer } from '../../helpers/json-http.js';
 
 /** Order states nothing automatic leaves (invariant 3 in ARCHITECTURE.md allows vend_uncertain after a crash). */
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
@@ -142,15 +143,9 @@ export async function startProviderStack(options: StackOptions = {}) {
     }
   }
 
-  async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<JsonAnswer> {
     // Every state-changing request to the local API is JSON ({} when there is nothing to say).
-    const payload = method === 'POST' ? (body ?? {}) : body;
-    const response = await fetch(`${svc.localUrl}${path}`, {
-      method,
-      ...(payload === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) }),
-    });
-    const text = await response.text();
-    return { status: response.status, json: text ? JSON.parse(text) : undefined };
+    return callJson(`${svc.localUrl}${path}`, method, method === 'POST' ? (body ?? {}) : body);
   }
 
   return {

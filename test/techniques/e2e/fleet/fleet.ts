@@ -18,6 +18,7 @@ import { startLoadBalancer, type LoadBalancer } from './load-balancer.js';
 import { relayProcess, type RelayProcess } from './relay-process.js';
 import { startOutageProxy, type OutageProxy } from '../../../helpers/outage-proxy.js';
 import { waitFor } from '../../../helpers/wait.js';
+import { callJson } from '../../../helpers/json-http.js';
 
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
 export const CA = join(TLS_DIR, 'ca.pem');
@@ -240,14 +241,8 @@ export async function startFleet(options: { devices: number; relays: number; jam
         db.close();
       }
     }
-    async function call(device: FleetDevice, method: string, path: string, body?: unknown) {
-      const response = await fetch(`${device.svc.localUrl}${path}`, {
-        method,
-        ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-      });
-      const text = await response.text();
-      return { status: response.status, json: text ? JSON.parse(text) : undefined };
-    }
+    const call = (device: FleetDevice, method: string, path: string, body?: unknown) =>
+      callJson(`${device.svc.localUrl}${path}`, method, body);
     return {
       dir,
       sim,
