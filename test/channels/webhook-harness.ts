@@ -66,32 +66,13 @@ export function testDb(): Db {
 
 export const SECRETS = ['whsec_current', 'whsec_previous'];
 
-export function geregeAdapter(): PaymentProvider {
-  const clock = createManualClock();
-  return createGeregeProvider(
-    { clock, logger: pino({ level: 'silent' }) },
-    {
-      baseUrl: 'http://127.0.0.1:9',
-      clientId: 'id',
-      clientSecret: 'secret',
-      requestTimeoutMs: 1_000,
-      createDeadlineMs: 2_000,
-    },
-  );
-}
-
-export function qutpayAdapter(): PaymentProvider {
-  const clock = createManualClock();
-  return createQutpayProvider(
-    { clock, logger: pino({ level: 'silent' }) },
-    {
-      baseUrl: 'http://127.0.0.1:9',
-      apiKey: 'qp_test_x',
-      currency: 'KZT',
-      requestTimeoutMs: 1_000,
-      createDeadlineMs: 2_000,
-    },
-  );
+/** The provider's real adapter, as the webhook server verifies with it; its API (never called here) unreachable. */
+function adapter(kind: 'gerege' | 'qutpay'): PaymentProvider {
+  const deps = { clock: createManualClock(), logger: pino({ level: 'silent' }) };
+  const common = { baseUrl: 'http://127.0.0.1:9', requestTimeoutMs: 1_000, createDeadlineMs: 2_000 };
+  return kind === 'gerege'
+    ? createGeregeProvider(deps, { ...common, clientId: 'id', clientSecret: 'secret' })
+    : createQutpayProvider(deps, { ...common, apiKey: 'qp_test_x', currency: 'KZT' });
 }
 
 /** A Gerege event body exactly as the provider would send it (compact JSON). */
@@ -134,7 +115,7 @@ export async function startListener(
   const secrets = options.secrets ?? SECRETS;
   const server = createWebhookServer(
     {
-      provider: kind === 'gerege' ? geregeAdapter() : qutpayAdapter(),
+      provider: adapter(kind),
       inbox,
       clock,
       logger: log.logger,
