@@ -3,10 +3,11 @@ import { pino } from 'pino';
 import { createRelay, type Relay } from '../../src/fleet-relay/index.js';
 import { parseRelaySettings } from '../../src/settings/index.js';
 import { decodeWebhookMessage, createFleetTopics } from '../../src/mqtt/index.js';
-import { signGeregeTestPayload, signQutpayTestPayload, ProviderError, type PaymentProvider } from '../../src/payments/index.js';
+import { signQutpayTestPayload, ProviderError, type PaymentProvider } from '../../src/payments/index.js';
 import { aedesBroker, testBroker, uniqueId } from '../helpers/broker.js';
 import { watch, clearRetainedUnder, type Watcher } from '../mqtt/watch.js';
 import { waitFor } from '../helpers/wait.js';
+import { signedGeregeEvent } from '../helpers/gerege-event.js';
 
 const SECRET = 'whsec_relay_test';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -43,17 +44,7 @@ async function startRelay(
   return relay;
 }
 
-function geregeEvent(id: string, object: Record<string, unknown>, type = 'payment_intent.succeeded') {
-  const body = JSON.stringify({ id, object: 'event', type, livemode: false, created: Math.floor(Date.now() / 1000), data: { object } });
-  return {
-    body,
-    headers: {
-      'content-type': 'application/json',
-      'gerege-event-id': id,
-      'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)),
-    },
-  };
-}
+const geregeEvent = (id: string, object: Record<string, unknown>, type?: string) => signedGeregeEvent(SECRET, id, object, type);
 
 async function announce(w: Watcher, prefix: string, deviceId: string, referencePrefixes: string[]) {
   await w.publish(

@@ -3,7 +3,7 @@ import { connect as tcpConnect, type Socket } from 'node:net';
 import { pino } from 'pino';
 import { createRelay, type Relay } from '../../src/fleet-relay/index.js';
 import { parseRelaySettings } from '../../src/settings/index.js';
-import { signGeregeTestPayload } from '../../src/payments/index.js';
+import { signedGeregeEvent } from '../helpers/gerege-event.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';
 import { watch, clearRetainedUnder, type Watcher } from '../mqtt/watch.js';
 import { waitFor } from '../helpers/wait.js';
@@ -44,24 +44,14 @@ function hugeRoute(deviceId: string): string {
 }
 
 async function postWebhook(url: string, n: number): Promise<{ status: number; ms: number }> {
-  const body = JSON.stringify({
-    id: `evt_${n}`,
-    object: 'event',
-    type: 'payment_intent.succeeded',
-    livemode: false,
-    created: Math.floor(Date.now() / 1000),
-    data: { object: { id: `pi_${n}`, object: 'payment_intent', status: 'succeeded', reference: `vm-ok-aaaa-${n}-0badf00d` } },
+  const { body, headers } = signedGeregeEvent(SECRET, `evt_${n}`, {
+    id: `pi_${n}`,
+    object: 'payment_intent',
+    status: 'succeeded',
+    reference: `vm-ok-aaaa-${n}-0badf00d`,
   });
   const started = performance.now();
-  const response = await fetch(`${url}/webhooks/gerege`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'gerege-event-id': `evt_${n}`,
-      'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)),
-    },
-    body,
-  });
+  const response = await fetch(`${url}/webhooks/gerege`, { method: 'POST', headers, body });
   await response.arrayBuffer();
   return { status: response.status, ms: performance.now() - started };
 }

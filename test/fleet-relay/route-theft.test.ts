@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { signGeregeTestPayload } from '../../src/payments/index.js';
+import { signedGeregeEvent } from '../helpers/gerege-event.js';
 import { decodeWebhookMessage } from '../../src/mqtt/index.js';
 
 import { CA, mqttClient } from '../techniques/e2e/fleet/fleet.js';
@@ -52,23 +52,8 @@ function route(deviceId: string, referencePrefixes: string[]): string {
 
 /** POSTs a signed Gerege payment event for `reference`, as the provider does. */
 async function webhook(port: number, id: string, reference: string): Promise<{ status: number; body: any }> {
-  const body = JSON.stringify({
-    id,
-    object: 'event',
-    type: 'payment_intent.succeeded',
-    livemode: false,
-    created: Math.floor(Date.now() / 1000),
-    data: { object: { id: `pi_${id}`, object: 'payment_intent', status: 'succeeded', reference } },
-  });
-  const response = await fetch(`http://127.0.0.1:${port}/webhooks/gerege`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'gerege-event-id': id,
-      'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)),
-    },
-    body,
-  });
+  const event = signedGeregeEvent(SECRET, id, { id: `pi_${id}`, object: 'payment_intent', status: 'succeeded', reference });
+  const response = await fetch(`http://127.0.0.1:${port}/webhooks/gerege`, { method: 'POST', headers: event.headers, body: event.body });
   return { status: response.status, body: await response.json() };
 }
 
