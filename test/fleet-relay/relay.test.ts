@@ -4,10 +4,11 @@ import { createRelay, type Relay } from '../../src/fleet-relay/index.js';
 import { parseRelaySettings } from '../../src/settings/index.js';
 import { decodeWebhookMessage, createFleetTopics } from '../../src/mqtt/index.js';
 import { signQutpayTestPayload, ProviderError, type PaymentProvider } from '../../src/payments/index.js';
-import { aedesBroker, testBroker, uniqueId } from '../helpers/broker.js';
-import { watch, clearRetainedUnder, type Watcher } from '../mqtt/watch.js';
+import { aedesBroker, uniqueId } from '../helpers/broker.js';
+import { watch, type Watcher } from '../mqtt/watch.js';
 import { waitFor } from '../helpers/wait.js';
 import { signedGeregeEvent } from '../helpers/gerege-event.js';
+import { relayFleet, routeAnnouncement } from './harness.js';
 
 const SECRET = 'whsec_relay_test';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -47,24 +48,10 @@ async function startRelay(
 const geregeEvent = (id: string, object: Record<string, unknown>, type?: string) => signedGeregeEvent(SECRET, id, object, type);
 
 async function announce(w: Watcher, prefix: string, deviceId: string, referencePrefixes: string[]) {
-  await w.publish(
-    `${prefix}/${deviceId}/route`,
-    JSON.stringify({ v: 1, deviceId, referencePrefixes, providers: ['gerege'], at: new Date().toISOString() }),
-    { retain: true },
-  );
+  await w.publish(`${prefix}/${deviceId}/route`, routeAnnouncement(deviceId, referencePrefixes), { retain: true });
 }
 
-async function fleet() {
-  const broker = await testBroker();
-  cleanups.push(() => broker.close());
-  const prefix = uniqueId('fleet');
-  const w = await watch(broker.url, [`${prefix}/+/webhooks/#`]);
-  cleanups.push(async () => {
-    await w.close();
-    if (!broker.embedded) await clearRetainedUnder(broker.url, `${prefix}/#`);
-  });
-  return { broker, prefix, w };
-}
+const fleet = () => relayFleet(cleanups, 'fleet');
 
 describe('vendgate relay', () => {
   it('publishes a verified webhook, raw body and signature headers unchanged, to the device that announced the reference', async () => {
