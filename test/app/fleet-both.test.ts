@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
 import { connect } from 'mqtt';
 import { createSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createFleetTopics, encodeWebhookMessage } from '../../src/mqtt/index.js';
@@ -8,20 +7,14 @@ import { freePort, startService, type Service } from '../helpers/service.js';
 import { testBroker, uniqueId, type TestBroker } from '../helpers/broker.js';
 import { clearRetainedUnder, watch } from '../mqtt/watch.js';
 import { waitFor } from '../helpers/wait.js';
+import { readRows } from '../helpers/database.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
 
-function rows(svc: Service, sql: string, ...params: unknown[]): Record<string, any>[] {
-  const db = new Database(svc.dbPath, { readonly: true });
-  try {
-    return db.prepare(sql).all(...params) as Record<string, any>[];
-  } finally {
-    db.close();
-  }
-}
+const rows = (svc: Service, sql: string, ...params: unknown[]) => readRows(svc.dbPath, sql, ...params);
 
 async function serviceWith(
   source: 'both' | 'broker',

@@ -1,6 +1,6 @@
-import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../helpers/service.js';
+import { readRows } from '../helpers/database.js';
 
 let svc: Service | null = null;
 afterEach(async () => {
@@ -8,14 +8,7 @@ afterEach(async () => {
   svc = null;
 });
 
-function rows(s: Service, sql: string, ...params: unknown[]): Record<string, any>[] {
-  const db = new Database(s.dbPath, { readonly: true });
-  try {
-    return db.prepare(sql).all(...params) as Record<string, any>[];
-  } finally {
-    db.close();
-  }
-}
+const rows = (s: Service, sql: string, ...params: unknown[]) => readRows(s.dbPath, sql, ...params);
 
 describe('the embedded demo (sandbox provider)', () => {
   it('delivers its signed webhooks to the service’s own listener, so a demo payment goes through both channels', async () => {

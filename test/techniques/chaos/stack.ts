@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { createSimulator, type FaultConfig, type Simulator } from '../../../src/simulator/index.js';
 import type { Clock } from '../../../src/util/clock.js';
 import { freePort, startService, type Service } from '../../helpers/service.js';
@@ -6,6 +5,7 @@ import { startOutageProxy, type OutageProxy } from '../../helpers/outage-proxy.j
 import { waitFor } from '../../helpers/wait.js';
 import { KASPI_DEVICE_SECRET, startKaspiRelayFor } from '../../helpers/kaspi-relay.js';
 import { callJson, type JsonAnswer } from '../../helpers/json-http.js';
+import { readRows } from '../../helpers/database.js';
 
 /** Order states nothing automatic leaves (invariant 3 in ARCHITECTURE.md allows vend_uncertain after a crash). */
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
@@ -134,14 +134,7 @@ export async function startProviderStack(options: StackOptions = {}) {
   const svc = started;
 
   /** A query on the service's database (read-only connection; WAL lets it read while the service writes). */
-  function query<T = Record<string, any>>(sql: string, ...params: unknown[]): T[] {
-    const db = new Database(svc.dbPath, { readonly: true });
-    try {
-      return db.prepare(sql).all(...params) as T[];
-    } finally {
-      db.close();
-    }
-  }
+  const query = <T = Record<string, any>>(sql: string, ...params: unknown[]): T[] => readRows<T>(svc.dbPath, sql, ...params);
 
   async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<JsonAnswer> {
     // Every state-changing request to the local API is JSON ({} when there is nothing to say).
