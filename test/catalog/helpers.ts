@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import Database from 'better-sqlite3';
 import type { Service } from '../helpers/service.js';
+import { readRows } from '../helpers/database.js';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 
@@ -57,10 +57,5 @@ export function cli(svc: Service, args: string[]): Promise<{ code: number; stdou
 
 /** Reads the service's database beside it (read-only, as an operator would). */
 export function query<T = any>(svc: Service, sql: string, ...params: unknown[]): T[] {
-  const db = new Database(svc.dbPath, { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare(sql).all(...params) as T[];
-  } finally {
-    db.close();
-  }
+  return readRows<T>(svc.dbPath, sql, ...params);
 }

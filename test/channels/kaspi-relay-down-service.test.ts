@@ -1,6 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanup, stop } from '../helpers/cleanup.js';
 import { waitFor } from '../helpers/wait.js';
-import { startProviderStack, type ProviderStack } from '../techniques/chaos/stack.js';
+import { startProviderStack } from '../techniques/chaos/stack.js';
 
 /**
  * Kaspi QR through the fleet relay, black-box: the real service polls a QR through the relay's
@@ -8,20 +9,18 @@ import { startProviderStack, type ProviderStack } from '../techniques/chaos/stac
  * order, with a clear answer, and never a lost payment: a QR paid while the relay was away is read
  * when it is back and vended once; nothing is cancelled or returned on a guess meanwhile.
  */
-let stack: ProviderStack | null = null;
-afterEach(async () => {
-  await stack?.stop();
-  stack = null;
-});
+const defer = cleanup();
 
 describe('Kaspi QR with the relay down', () => {
   it('refuses new orders clearly, keeps an open QR, and vends it once when the relay is back; no cancel or return is sent', async () => {
-    stack = await startProviderStack({
-      provider: 'kaspi',
-      outage: true,
-      config: { device: { id: 'kaspi-outage' }, poll: { intervalMs: 200 }, provider: { invoiceTtlSec: 120 } },
-    });
-    const s = stack;
+    const s = defer(
+      await startProviderStack({
+        provider: 'kaspi',
+        outage: true,
+        config: { device: { id: 'kaspi-outage' }, poll: { intervalMs: 200 }, provider: { invoiceTtlSec: 120 } },
+      }),
+      stop,
+    );
     const created = await s.call('POST', '/api/orders', { slot: 'A1' });
     expect(created.status).toBe(201);
     const invoiceId = created.json.invoiceId as string;

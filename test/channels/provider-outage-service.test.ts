@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../src/simulator/index.js';
-import { freePort, startService, type Service } from '../helpers/service.js';
+import { freePort, postJson, startService, type Service } from '../helpers/service.js';
 import { startOutageProxy, type OutageProxy } from '../helpers/outage-proxy.js';
 import { startHttpProxy, type HttpProxy } from '../helpers/http-proxy.js';
 import { startProviderStack, type ProviderStack } from '../techniques/chaos/stack.js';
@@ -64,11 +64,7 @@ describe('the provider unreachable', () => {
     expect(healthBody.checks.provider!.detail).toMatch(/ECONNREFUSED|network error/);
 
     // Nothing is sold that cannot be charged: a clear code, and no order left waiting for a payment.
-    const refused = await fetch(`${svc.localUrl}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ slot: 'A1' }),
-    });
+    const refused = await postJson(`${svc.localUrl}/api/orders`, { slot: 'A1' });
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('VG_ERR_PROVIDER_UNAVAILABLE');
 
@@ -77,11 +73,7 @@ describe('the provider unreachable', () => {
     const created = await aliveUntil(
       svc,
       async () => {
-        const answer = await fetch(`${svc.localUrl}/api/orders`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ slot: 'A1' }),
-        });
+        const answer = await postJson(`${svc.localUrl}/api/orders`, { slot: 'A1' });
         return answer.status === 201 ? ((await answer.json()) as { orderId: number; invoiceId: string }) : null;
       },
       'an order once the provider is back',

@@ -7,6 +7,7 @@ import { createSandboxProvider } from '../../src/payments/sandbox/index.js';
 import { systemClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { startService, type Service } from '../helpers/service.js';
+import { callJson } from '../helpers/json-http.js';
 
 function cliIo() {
   const out: string[] = [];
@@ -41,11 +42,7 @@ afterEach(async () => {
   svc = null;
 });
 
-async function post(url: string, body: unknown = {}) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const text = await response.text();
-  return { status: response.status, json: text ? JSON.parse(text) : undefined };
-}
+const post = (url: string, body: unknown = {}) => callJson(url, 'POST', body);
 
 async function paidAndVended(s: Service): Promise<{ orderId: number; invoiceId: string }> {
   const created = await post(`${s.localUrl}/api/orders`, { slot: 'A1' });

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createProvider, signKaspiRelayRequest, type PaymentProvider } from '../../src/payments/index.js';
 import { parseSettings } from '../../src/settings/index.js';
-import { createLogger, silentLogger } from '../../src/util/index.js';
+import { createLogger, silentLogger, type Logger } from '../../src/util/index.js';
 import { openKaspiJournal } from '../../src/fleet-relay/kaspi-journal.js';
 import { KASPI_DEVICE_SECRET, KASPI_OTHER_SECRET, KASPI_TEST_TLS, startKaspiRelayFor } from '../helpers/kaspi-relay.js';
 import { tempDir } from '../helpers/temp.js';
@@ -18,6 +18,18 @@ const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
+
+/** The relay's logger at `level`, its lines kept as written for the test to read. */
+function capturedLogger(level: 'debug' | 'info'): { lines: string[]; logger: Logger } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _e, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  return { lines, logger: createLogger({ level, destination }) };
+}
 
 async function kaspiSim(options: Parameters<typeof createSimulator>[0] extends infer O ? Partial<O> : never = {}): Promise<Simulator> {
   const sim = createSimulator({ provider: 'kaspi', currency: 'KZT', seed: 5, expirySweepMs: 0, ...options });
@@ -142,16 +154,7 @@ describe('the relay authenticates devices and keeps each to its own', () => {
 
   it('audit lines name the device, the action and the outcome, and never a device token, a secret or a QR payload', async () => {
     const sim = await kaspiSim();
-    const lines: string[] = [];
-    const logger = createLogger({
-      level: 'debug',
-      destination: new Writable({
-        write(chunk: Buffer, _e, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    });
+    const { lines, logger } = capturedLogger('debug');
     const relay = await startKaspiRelayFor(sim, { logger });
     cleanup.push(() => relay.stop());
     const me = device(relay.url, 'vm-001', KASPI_DEVICE_SECRET);
@@ -196,16 +199,7 @@ describe("Kaspi's access rules: the certificate and the whitelist", () => {
 
   it('from an address Kaspi has not whitelisted every call is refused with 403: no QR is made and the operator is told why', async () => {
     const sim = await kaspiSim({ kaspiWhitelist: ['10.20.30.40'] });
-    const lines: string[] = [];
-    const logger = createLogger({
-      level: 'info',
-      destination: new Writable({
-        write(chunk: Buffer, _e, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    });
+    const { lines, logger } = capturedLogger('info');
     const relay = await startKaspiRelayFor(sim, { logger });
     cleanup.push(() => relay.stop());
     const err = await device(relay.url, 'vm-001', KASPI_DEVICE_SECRET)

@@ -11,7 +11,6 @@ import {
   createGeregeProvider,
   createQpayProvider,
   createQutpayProvider,
-  signGeregeTestPayload,
   signQutpayTestPayload,
   type PaymentProvider,
 } from '../../src/payments/index.js';
@@ -19,6 +18,7 @@ import { createSimulator } from '../../src/simulator/index.js';
 import { systemClock } from '../../src/util/index.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';
 import { waitFor } from '../helpers/wait.js';
+import { signedGeregeEvent } from '../helpers/gerege-event.js';
 import { tempDatabase } from '../mqtt/harness.js';
 import { clearRetainedUnder } from '../mqtt/watch.js';
 
@@ -62,21 +62,8 @@ const DEVICES: Record<string, () => Promise<DeviceSide>> = {
     return {
       provider,
       delivery(reference) {
-        const now = Math.floor(Date.now() / 1000);
-        const body = JSON.stringify({
-          id: 'evt_hdr_1',
-          object: 'event',
-          type: 'payment_intent.succeeded',
-          livemode: false,
-          created: now,
-          data: { object: { id: 'pi_hdr_1', object: 'payment_intent', status: 'succeeded', reference } },
-        });
-        const headers = {
-          'content-type': 'application/json',
-          'gerege-event-id': 'evt_hdr_1',
-          'gerege-signature': signGeregeTestPayload(body, SECRET, now),
-        };
-        return { method: 'POST', url: '/webhooks/gerege', headers, body };
+        const event = signedGeregeEvent(SECRET, 'evt_hdr_1', { id: 'pi_hdr_1', object: 'payment_intent', status: 'succeeded', reference });
+        return { method: 'POST', url: '/webhooks/gerege', ...event };
       },
       expectedEventId: () => /^evt_hdr_1$/,
     };

@@ -1,14 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { Aedes } from 'aedes';
 import { pino } from 'pino';
 import { createRelay, type Relay } from '../../src/fleet-relay/index.js';
 import { parseRelaySettings } from '../../src/settings/fleet-relay/index.js';
 import { decodeWebhookMessage, createFleetTopics } from '../../src/mqtt/index.js';
-import { signGeregeTestPayload, signQutpayTestPayload, ProviderError, type PaymentProvider } from '../../src/payments/index.js';
-import { testBroker, uniqueId } from '../helpers/broker.js';
-import { watch, clearRetainedUnder, type Watcher } from '../mqtt/watch.js';
+import { signQutpayTestPayload, ProviderError, type PaymentProvider } from '../../src/payments/index.js';
+import { aedesBroker, uniqueId } from '../helpers/broker.js';
+import { watch, type Watcher } from '../mqtt/watch.js';
 import { waitFor } from '../helpers/wait.js';
+import { signedGeregeEvent } from '../helpers/gerege-event.js';
+import { relayFleet, routeAnnouncement } from './harness.js';
 
 const SECRET = 'whsec_relay_test';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -45,37 +45,13 @@ async function startRelay(
   return relay;
 }
 
-function geregeEvent(id: string, object: Record<string, unknown>, type = 'payment_intent.succeeded') {
-  const body = JSON.stringify({ id, object: 'event', type, livemode: false, created: Math.floor(Date.now() / 1000), data: { object } });
-  return {
-    body,
-    headers: {
-      'content-type': 'application/json',
-      'gerege-event-id': id,
-      'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)),
-    },
-  };
-}
+const geregeEvent = (id: string, object: Record<string, unknown>, type?: string) => signedGeregeEvent(SECRET, id, object, type);
 
 async function announce(w: Watcher, prefix: string, deviceId: string, referencePrefixes: string[]) {
-  await w.publish(
-    `${prefix}/${deviceId}/route`,
-    JSON.stringify({ v: 1, deviceId, referencePrefixes, providers: ['gerege'], at: new Date().toISOString() }),
-    { retain: true },
-  );
+  await w.publish(`${prefix}/${deviceId}/route`, routeAnnouncement(deviceId, referencePrefixes), { retain: true });
 }
 
-async function fleet() {
-  const broker = await testBroker();
-  cleanups.push(() => broker.close());
-  const prefix = uniqueId('fleet');
-  const w = await watch(broker.url, [`${prefix}/+/webhooks/#`]);
-  cleanups.push(async () => {
-    await w.close();
-    if (!broker.embedded) await clearRetainedUnder(broker.url, `${prefix}/#`);
-  });
-  return { broker, prefix, w };
-}
+const fleet = () => relayFleet(cleanups, 'fleet');
 
 describe('vendgate relay', () => {
   it('publishes a verified webhook, raw body and signature headers unchanged, to the device that announced the reference', async () => {
@@ -162,7 +138,7 @@ describe('vendgate relay', () => {
     // aedes that holds the relay's backlog marker until the test lets it through: the relay is
     // "still reading" for as long as the test wants, whatever the clock says.
     let release: (() => void) | null = null;
-    const aedes = await Aedes.createBroker({
+    const { url, close } = await aedesBroker({
       authorizePublish: (_client, packet, callback) => {
         if (packet.topic.includes('/_relay/') && release === null) {
           release = () => callback(null);
@@ -171,18 +147,7 @@ describe('vendgate relay', () => {
         callback(null);
       },
     });
-    const sockets = new Set<Socket>();
-    const server = createServer((socket) => {
-      sockets.add(socket);
-      aedes.handle(socket);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    const url = `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    cleanups.push(async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => aedes.close(() => resolve()));
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
+    cleanups.push(close);
     const prefix = uniqueId('fleet');
     const w = await watch(url, [`${prefix}/+/webhooks/#`]);
     cleanups.push(() => w.close());
@@ -244,24 +209,13 @@ describe('vendgate relay', () => {
 
   it('answers 503 when the broker does not acknowledge in time, and when there is no broker', async () => {
     // aedes that never authorises a publish: the PUBLISH is taken, the PUBACK never comes.
-    const aedes = await Aedes.createBroker({
+    const { url, sockets, close } = await aedesBroker({
       authorizePublish: (_client, packet, callback) => {
         if (packet.topic.includes('/webhooks/')) return;
         callback(null);
       },
     });
-    const sockets = new Set<Socket>();
-    const server = createServer((socket) => {
-      sockets.add(socket);
-      aedes.handle(socket);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    const url = `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    cleanups.push(async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => aedes.close(() => resolve()));
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
+    cleanups.push(close);
     const prefix = uniqueId('fleet');
     const w = await watch(url, ['#']);
     cleanups.push(() => w.close());

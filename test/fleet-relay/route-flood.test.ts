@@ -3,9 +3,10 @@ import { connect as tcpConnect, type Socket } from 'node:net';
 import { pino } from 'pino';
 import { createRelay, type Relay } from '../../src/fleet-relay/index.js';
 import { parseRelaySettings } from '../../src/settings/fleet-relay/index.js';
-import { signGeregeTestPayload } from '../../src/payments/index.js';
-import { testBroker, uniqueId } from '../helpers/broker.js';
-import { watch, clearRetainedUnder, type Watcher } from '../mqtt/watch.js';
+import { signedGeregeEvent } from '../helpers/gerege-event.js';
+import { relayFleet, routeAnnouncement } from './harness.js';
+import { uniqueId } from '../helpers/broker.js';
+import type { Watcher } from '../mqtt/watch.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -33,35 +34,21 @@ async function startRelay(url: string, prefix: string, extra: Record<string, unk
   return { relay, url: listening.url };
 }
 
-function announcement(deviceId: string, referencePrefixes: string[]): string {
-  return JSON.stringify({ v: 1, deviceId, referencePrefixes, providers: ['gerege'], at: new Date().toISOString() });
-}
-
 /** ~0.67 MB: 45,000 distinct well-formed prefixes of the device's own id. */
 function hugeRoute(deviceId: string): string {
   const prefixes = Array.from({ length: 45_000 }, (_, i) => `${deviceId}-${i.toString(36).padStart(4, '0')}-`);
-  return announcement(deviceId, prefixes);
+  return routeAnnouncement(deviceId, prefixes);
 }
 
 async function postWebhook(url: string, n: number): Promise<{ status: number; ms: number }> {
-  const body = JSON.stringify({
-    id: `evt_${n}`,
-    object: 'event',
-    type: 'payment_intent.succeeded',
-    livemode: false,
-    created: Math.floor(Date.now() / 1000),
-    data: { object: { id: `pi_${n}`, object: 'payment_intent', status: 'succeeded', reference: `vm-ok-aaaa-${n}-0badf00d` } },
+  const { body, headers } = signedGeregeEvent(SECRET, `evt_${n}`, {
+    id: `pi_${n}`,
+    object: 'payment_intent',
+    status: 'succeeded',
+    reference: `vm-ok-aaaa-${n}-0badf00d`,
   });
   const started = performance.now();
-  const response = await fetch(`${url}/webhooks/gerege`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'gerege-event-id': `evt_${n}`,
-      'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)),
-    },
-    body,
-  });
+  const response = await fetch(`${url}/webhooks/gerege`, { method: 'POST', headers, body });
   await response.arrayBuffer();
   return { status: response.status, ms: performance.now() - started };
 }
@@ -72,15 +59,8 @@ function percentile(values: number[], p: number): number {
 }
 
 async function fleet(): Promise<{ url: string; prefix: string; w: Watcher }> {
-  const broker = await testBroker();
-  cleanups.push(() => broker.close());
-  const prefix = uniqueId('flood');
-  const w = await watch(broker.url, [`${prefix}/+/webhooks/#`]);
-  cleanups.push(async () => {
-    await w.close();
-    if (!broker.embedded) await clearRetainedUnder(broker.url, `${prefix}/#`);
-  });
-  await w.publish(`${prefix}/vm-ok/route`, announcement('vm-ok', ['vm-ok-aaaa-']), { retain: true });
+  const { broker, prefix, w } = await relayFleet(cleanups, 'flood');
+  await w.publish(`${prefix}/vm-ok/route`, routeAnnouncement('vm-ok', ['vm-ok-aaaa-']), { retain: true });
   return { url: broker.url, prefix, w };
 }
 
@@ -105,7 +85,7 @@ describe('relay: a device flooding route announcements', () => {
     })();
 
     const topic = `${prefix}/vm-bad/route`;
-    const tooMany = announcement(
+    const tooMany = routeAnnouncement(
       'vm-bad',
       Array.from({ length: 17 }, (_, i) => `vm-bad-db${i}-`),
     );
@@ -113,7 +93,7 @@ describe('relay: a device flooding route announcements', () => {
     expect(Buffer.byteLength(huge)).toBeGreaterThan(650_000);
     // Each round ends with the oversized route, so the device's last word is one the relay drops.
     for (let round = 0; round < 20; round += 1) {
-      await w.publish(topic, announcement('vm-bad', ['vm-bad-bbbb-']));
+      await w.publish(topic, routeAnnouncement('vm-bad', ['vm-bad-bbbb-']));
       await w.publish(topic, tooMany);
       await w.publish(topic, huge, { retain: round === 19 });
     }

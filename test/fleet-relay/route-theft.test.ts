@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { signGeregeTestPayload } from '../../src/payments/index.js';
+import { signedGeregeEvent } from '../helpers/gerege-event.js';
+import { routeAnnouncement } from './harness.js';
 import { decodeWebhookMessage } from '../../src/mqtt/index.js';
 
 import { CA, mqttClient } from '../techniques/e2e/fleet/fleet.js';
@@ -46,29 +47,10 @@ async function relay(name: string): Promise<RelayProcess> {
   return r;
 }
 
-function route(deviceId: string, referencePrefixes: string[]): string {
-  return JSON.stringify({ v: 1, deviceId, referencePrefixes, providers: ['gerege'], at: new Date().toISOString() });
-}
-
 /** POSTs a signed Gerege payment event for `reference`, as the provider does. */
 async function webhook(port: number, id: string, reference: string): Promise<{ status: number; body: any }> {
-  const body = JSON.stringify({
-    id,
-    object: 'event',
-    type: 'payment_intent.succeeded',
-    livemode: false,
-    created: Math.floor(Date.now() / 1000),
-    data: { object: { id: `pi_${id}`, object: 'payment_intent', status: 'succeeded', reference } },
-  });
-  const response = await fetch(`http://127.0.0.1:${port}/webhooks/gerege`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'gerege-event-id': id,
-      'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)),
-    },
-    body,
-  });
+  const event = signedGeregeEvent(SECRET, id, { id: `pi_${id}`, object: 'payment_intent', status: 'succeeded', reference });
+  const response = await fetch(`http://127.0.0.1:${port}/webhooks/gerege`, { method: 'POST', headers: event.headers, body: event.body });
   return { status: response.status, body: await response.json() };
 }
 
@@ -94,9 +76,12 @@ describe('relay routes (shipped Mosquitto config and ACL, relay process)', () =>
     await m12.client.subscribeAsync('vendgate/m1-2/webhooks/#', { qos: 1 });
     // m1-2 announces its own database; m1 claims m1-2's database and a longer prefix of one of its
     // orders (a longest-prefix table gave m1 that order), and tries m1-2's own topic (the ACL drops it).
-    await m12.client.publishAsync('vendgate/m1-2/route', route('m1-2', [`m1-2-${DB}-`]), { qos: 1, retain: true });
-    await m1.client.publishAsync('vendgate/m1/route', route('m1', [`m1-2-${DB}-`, `m1-2-${DB}-5-`, 'm1-2-']), { qos: 1, retain: true });
-    await m1.client.publishAsync('vendgate/m1-2/route', route('m1-2', [`m1-2-${DB}-5-`]), { qos: 1, retain: true });
+    await m12.client.publishAsync('vendgate/m1-2/route', routeAnnouncement('m1-2', [`m1-2-${DB}-`]), { qos: 1, retain: true });
+    await m1.client.publishAsync('vendgate/m1/route', routeAnnouncement('m1', [`m1-2-${DB}-`, `m1-2-${DB}-5-`, 'm1-2-']), {
+      qos: 1,
+      retain: true,
+    });
+    await m1.client.publishAsync('vendgate/m1-2/route', routeAnnouncement('m1-2', [`m1-2-${DB}-5-`]), { qos: 1, retain: true });
     await retainedOnB(['m1', 'm1-2']);
 
     const r = await relay('relay-theft');
@@ -115,7 +100,7 @@ describe('relay routes (shipped Mosquitto config and ACL, relay process)', () =>
     expect(decodeWebhookMessage(m12.got[0]!.payload).rawBody.toString()).toContain(`m1-2-${DB}-5-0badf00d`);
 
     // m1's own orders still reach m1; and m1's claim on "its" database 2 never reaches m1-2's orders.
-    await m1.client.publishAsync('vendgate/m1/route', route('m1', [`m1-${DB}-`]), { qos: 1, retain: true });
+    await m1.client.publishAsync('vendgate/m1/route', routeAnnouncement('m1', [`m1-${DB}-`]), { qos: 1, retain: true });
     const own = await waitFor(
       async () => {
         const a = await webhook(r.port, 'evt_own_1', `m1-${DB}-9-cafebabe`);
@@ -137,7 +122,7 @@ describe('relay routes (shipped Mosquitto config and ACL, relay process)', () =>
       await Promise.all(
         Array.from({ length: Math.min(500, N - i) }, (_, k) => {
           const id = `bk-${i + k}`;
-          return writer.client.publishAsync(`vendgate/${id}/route`, route(id, [`${id}-${DB}-`]), { qos: 1, retain: true });
+          return writer.client.publishAsync(`vendgate/${id}/route`, routeAnnouncement(id, [`${id}-${DB}-`]), { qos: 1, retain: true });
         }),
       );
     }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { Aedes } from 'aedes';
+import { Aedes, type AedesOptions } from 'aedes';
 import { startEmbeddedBroker, type EmbeddedBroker } from '../../src/mqtt/index.js';
 
 export interface TestBroker {
@@ -20,6 +20,34 @@ export async function testBroker(): Promise<TestBroker> {
   if (shared) return { url: shared, embedded: false, close: async () => {} };
   const broker = await startEmbeddedBroker({ host: '127.0.0.1', port: 0 });
   return { url: broker.url, embedded: true, close: () => broker.close() };
+}
+
+/**
+ * An embedded aedes broker with the test's own options (one that holds or drops a PUBLISH, say) on an
+ * ephemeral port: always aedes, whatever MQTT_TEST_URL says. `sockets` are its open client
+ * connections, for a test to cut; close() cuts them and stops the broker.
+ */
+export async function aedesBroker(
+  options: AedesOptions = {},
+): Promise<{ aedes: Aedes; url: string; sockets: Set<Socket>; close(): Promise<void> }> {
+  const aedes = await Aedes.createBroker(options);
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    aedes.handle(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    aedes,
+    url: `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    sockets,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => aedes.close(() => resolve()));
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 export interface TappedPublish {

@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -32,4 +33,17 @@ export function openMigrated(path: string): Db {
   db.prepare("UPDATE meta SET value = ? WHERE key = 'db_id'").run(randomBytes(3).toString('hex'));
   db.prepare("UPDATE meta SET value = ? WHERE key = 'created_at'").run(new Date().toISOString());
   return db;
+}
+
+/**
+ * The rows `sql` returns from the database file at `path`, read over a read-only connection of its
+ * own, closed again (WAL lets it read while a running service writes).
+ */
+export function readRows<T = Record<string, any>>(path: string, sql: string, ...params: unknown[]): T[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
 }

@@ -192,6 +192,32 @@ export function merge(base: Record<string, unknown>, over: Record<string, unknow
   return out;
 }
 
+/**
+ * Keeps a child's stdout as lines, appended to `lines` once each is complete (a restarted child adds
+ * to the same list), and hands its stderr to `onStderr` as it comes.
+ */
+export function keepOutput(child: ChildProcess, lines: string[], onStderr: (text: string) => void): void {
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    const parts = buffer.split('\n');
+    buffer = parts.pop()!;
+    lines.push(...parts);
+  });
+  child.stderr!.on('data', (chunk: Buffer) => onStderr(chunk.toString()));
+}
+
+/** The lines that are JSON (the log), parsed; the others (a QR drawn in a terminal) skipped. */
+export function jsonLines(lines: string[]): Record<string, any>[] {
+  return lines.flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, any>];
+    } catch {
+      return [];
+    }
+  });
+}
+
 // A test that fails before stop() must not leave services running after the worker exits.
 const live = new Set<ChildProcess>();
 process.once('exit', () => {
@@ -251,15 +277,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     child = proc;
     live.add(proc);
     const firstLine = lines.length;
-    let buffer = '';
-    proc.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      const parts = buffer.split('\n');
-      buffer = parts.pop()!;
-      lines.push(...parts);
-    });
-    proc.stderr!.on('data', (chunk: Buffer) => {
-      stderrText += chunk.toString();
+    keepOutput(proc, lines, (text) => {
+      stderrText += text;
     });
     let exited: Exit | null = null;
     exit = new Promise((resolve) =>
@@ -296,17 +315,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     get pid() {
       return child?.pid ?? null;
     },
-    logs() {
-      const parsed: Record<string, any>[] = [];
-      for (const line of lines) {
-        try {
-          parsed.push(JSON.parse(line));
-        } catch {
-          /* a non-JSON line (a QR in a terminal) */
-        }
-      }
-      return parsed;
-    },
+    logs: () => jsonLines(lines),
     stderr: () => stderrText,
     readSimLog() {
       if (!existsSync(simLogPath)) return [];
@@ -374,4 +383,24 @@ export async function sandboxOrder(
   slot = 'A1',
 ): Promise<{ orderId: number; invoiceId: string; payUrl: string }> {
   return (await (await postJson(`${svc.localUrl}/api/orders`, { slot })).json()) as { orderId: number; invoiceId: string; payUrl: string };
+}
+
+/** What POST /api/orders answers for a new order. */
+export interface CreatedOrder {
+  orderId: number;
+  payUrl: string;
+  qrSvg: string;
+}
+
+/** Orders `slot` on a running service (POST /api/orders) and returns its answer. */
+export async function orderOn(localUrl: string, slot = 'A1'): Promise<CreatedOrder> {
+  return (await (await postJson(`${localUrl}/api/orders`, { slot })).json()) as CreatedOrder;
+}
+
+/** Waits until the service's API says the order is vended. */
+export async function waitVended(localUrl: string, orderId: number, what = 'the vend'): Promise<void> {
+  await waitFor(async () => ((await (await fetch(`${localUrl}/api/orders/${orderId}`)).json()) as { state: string }).state === 'vended', {
+    timeoutMs: 15_000,
+    what,
+  });
 }

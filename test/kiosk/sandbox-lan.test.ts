@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { lanAddress } from '../../src/kiosk/sandbox-lan.js';
 import { settingsSchema } from '../../src/settings/index.js';
-import { freePort, startService, type Service } from '../helpers/service.js';
+import { freePort, orderOn, startService, waitVended, type Service } from '../helpers/service.js';
 
 const services: Service[] = [];
 afterEach(async () => {
@@ -16,23 +16,14 @@ describe('demo: a phone on the same network can pay', () => {
     const lanPort = await freePort();
     const svc = await startService({ config: { provider: { name: 'sandbox', sandboxLanPort: lanPort } } });
     services.push(svc);
-    const created = (await (
-      await fetch(`${svc.localUrl}/api/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ slot: 'A1' }),
-      })
-    ).json()) as { orderId: number; payUrl: string; qrSvg: string };
+    const created = await orderOn(svc.localUrl);
     expect(created.payUrl).toMatch(new RegExp(`^http://${address!.replace(/\./g, '\\.')}:${lanPort}/sandbox/pay/sb_`));
 
     const page = await fetch(created.payUrl);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('id="pay"');
     expect((await fetch(created.payUrl, { method: 'POST' })).status).toBe(204);
-    await svc.waitFor(
-      async () => ((await (await fetch(`${svc.localUrl}/api/orders/${created.orderId}`)).json()) as { state: string }).state === 'vended',
-      { timeoutMs: 15_000, what: 'the order to be vended' },
-    );
+    await waitVended(svc.localUrl, created.orderId, 'the order to be vended');
 
     // The LAN listener is not the kiosk: no API, no metrics, no kiosk page.
     for (const path of ['/api/orders/1', '/metrics', '/healthz', '/', '/api/state']) {
@@ -44,24 +35,12 @@ describe('demo: a phone on the same network can pay', () => {
     const lanPort = await freePort();
     const svc = await startService({ config: { provider: { name: 'sandbox', sandboxLanPort: lanPort, sandboxLanAddress: '127.0.0.1' } } });
     services.push(svc);
-    const created = (await (
-      await fetch(`${svc.localUrl}/api/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ slot: 'A1' }),
-      })
-    ).json()) as { payUrl: string };
+    const created = await orderOn(svc.localUrl);
     expect(created.payUrl.startsWith(`http://127.0.0.1:${lanPort}/sandbox/pay/`)).toBe(true);
 
     const plain = await startService();
     services.push(plain);
-    const order = (await (
-      await fetch(`${plain.localUrl}/api/orders`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ slot: 'A1' }),
-      })
-    ).json()) as { payUrl: string };
+    const order = await orderOn(plain.localUrl);
     expect(order.payUrl.startsWith(`${plain.localUrl}/sandbox/pay/`)).toBe(true);
   });
 

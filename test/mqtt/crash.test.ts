@@ -78,19 +78,20 @@ function startChild(config: Record<string, unknown>): Child {
   };
 }
 
-function identity() {
+/** A broker, a device identity of its own on it, and a database file (closed again) for the child to open. */
+async function gatewaySetup() {
+  const { url } = await broker();
   const prefix = uniqueId('vgt');
   const deviceId = uniqueId('dev');
   if (process.env.MQTT_TEST_URL) onCleanup(() => clearRetainedUnder(process.env.MQTT_TEST_URL!, `${prefix}/#`));
-  return { prefix, deviceId, base: `${prefix}/${deviceId}` };
+  const { path: dbPath, db } = tempDatabase();
+  db.close();
+  return { url, prefix, deviceId, base: `${prefix}/${deviceId}`, dbPath };
 }
 
 describe('the gateway process dying', () => {
   it('events committed but unsent when the gateway is SIGKILLed are published after it restarts, in order, once each', async () => {
-    const { url } = await broker();
-    const { prefix, deviceId, base } = identity();
-    const { path: dbPath, db } = tempDatabase();
-    db.close();
+    const { url, prefix, deviceId, base, dbPath } = await gatewaySetup();
     // The first run cannot reach any broker: a port nobody listens on.
     const gone = await restartableBroker();
     await gone.stop();
@@ -107,10 +108,7 @@ describe('the gateway process dying', () => {
   });
 
   it('the last will marks the device offline (retained) when the gateway is SIGKILLed', async () => {
-    const { url } = await broker();
-    const { prefix, deviceId, base } = identity();
-    const { path: dbPath, db } = tempDatabase();
-    db.close();
+    const { url, prefix, deviceId, base, dbPath } = await gatewaySetup();
     const status = await watching(url, [`${base}/status`]);
 
     const child = startChild({ dbPath, url, prefix, deviceId });
@@ -121,10 +119,7 @@ describe('the gateway process dying', () => {
   });
 
   it('a SIGKILL in the middle of a stream of events loses none: after the restart every seq arrives, in order', async () => {
-    const { url } = await broker();
-    const { prefix, deviceId, base } = identity();
-    const { path: dbPath, db } = tempDatabase();
-    db.close();
+    const { url, prefix, deviceId, base, dbPath } = await gatewaySetup();
     const events = await watching(url, [`${base}/events`]);
 
     const first = startChild({ dbPath, url, prefix, deviceId, streamEveryMs: 2 });

@@ -3,12 +3,18 @@ import { inTransaction } from '../../src/store/index.js';
 import { broker, createDevice, watching } from './harness.js';
 import { retainedNow } from './watch.js';
 
+/** A device on a fresh broker, started after a watcher subscribed to `topics` under its base. */
+async function startedDevice(topics: string) {
+  const { url } = await broker();
+  const device = createDevice(url);
+  const watcher = await watching(url, [`${device.base}${topics}`]);
+  await device.mqtt.start();
+  return { url, device, watcher };
+}
+
 describe('presence, state and alarms', () => {
   it('on connect the device publishes status online and its state, both retained for late subscribers', async () => {
-    const { url } = await broker();
-    const device = createDevice(url);
-    const watcher = await watching(url, [`${device.base}/#`]);
-    await device.mqtt.start();
+    const { url, device, watcher } = await startedDevice('/#');
     await watcher.next(`${device.base}/status`, (m) => m.payload === 'online');
     await watcher.next(`${device.base}/state`);
     expect(device.mqtt.connected()).toBe(true);
@@ -27,10 +33,7 @@ describe('presence, state and alarms', () => {
   });
 
   it('state is republished when it changes and not when the app notifies without a change', async () => {
-    const { url } = await broker();
-    const device = createDevice(url);
-    const watcher = await watching(url, [`${device.base}/state`]);
-    await device.mqtt.start();
+    const { url, device, watcher } = await startedDevice('/state');
     await watcher.next(`${device.base}/state`);
     device.control.notify();
     device.control.notify();
@@ -43,10 +46,7 @@ describe('presence, state and alarms', () => {
   });
 
   it('a clean stop publishes status offline and state offline, retained', async () => {
-    const { url } = await broker();
-    const device = createDevice(url);
-    const watcher = await watching(url, [`${device.base}/#`]);
-    await device.mqtt.start();
+    const { url, device, watcher } = await startedDevice('/#');
     await watcher.next(`${device.base}/status`, (m) => m.payload === 'online');
     await device.mqtt.stop();
     await device.mqtt.stop();
@@ -58,10 +58,7 @@ describe('presence, state and alarms', () => {
   });
 
   it('an alarm is retained while it is open and cleared with an empty retained message', async () => {
-    const { url } = await broker();
-    const device = createDevice(url);
-    const watcher = await watching(url, [`${device.base}/alarms/#`]);
-    await device.mqtt.start();
+    const { url, device, watcher } = await startedDevice('/alarms/#');
     const topic = `${device.base}/alarms/vend_uncertain/42`;
 
     inTransaction(device.db, () => device.outbox.raiseAlarm('vend_uncertain/42', 'critical', 'check the machine', { orderId: 42 }));

@@ -1,7 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
-import { Aedes } from 'aedes';
 import { pino } from 'pino';
 import mqtt from 'mqtt';
 import { backoffDelay, clientOptions } from '../../src/mqtt/connection.js';
@@ -10,7 +8,7 @@ import { createRelay } from '../../src/fleet-relay/index.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { parseRelaySettings } from '../../src/settings/fleet-relay/index.js';
 import { systemClock } from '../../src/util/index.js';
-import { restartableBroker, uniqueId } from '../helpers/broker.js';
+import { aedesBroker, restartableBroker, uniqueId } from '../helpers/broker.js';
 
 import { captureLogger, createDevice } from './harness.js';
 import { waitFor } from '../helpers/wait.js';
@@ -204,22 +202,11 @@ describe('device reconnects: the monitoring connection', () => {
 
 describe('client ids', () => {
   it("no device's client id equals another device's or a relay's (m1's webhook session vs device m1-webhooks)", async () => {
-    const broker = await Aedes.createBroker();
+    const broker = await aedesBroker();
+    cleanups.push(broker.close);
     const connected: string[] = [];
-    broker.on('client', (client) => connected.push(client.id));
-    const sockets = new Set<Socket>();
-    const server = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-      broker.handle(socket);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    cleanups.push(async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await new Promise<void>((resolve) => broker.close(() => resolve()));
-    });
-    const url = `mqtt://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    broker.aedes.on('client', (client) => connected.push(client.id));
+    const url = broker.url;
     const prefix = 'vendgate';
     const log = memoryLogger();
     subscription(url, 'm1', prefix, log.logger).start();

@@ -42,31 +42,38 @@ async function silentBroker() {
   return { url: `mqtt://127.0.0.1:${port}`, open: () => sockets.size };
 }
 
-describe('stop() against a broker that acknowledges nothing', () => {
-  it('the fleet webhook subscription closes its socket once the grace is over', async () => {
-    const broker = await silentBroker();
-    const settings = mqttSchema.parse({ url: broker.url, prefix: 'stop', reconnectMinMs: 100, reconnectMaxMs: 300 });
-    const subscription = createBrokerWebhookSubscription(
-      { clock: systemClock, logger, deviceId: 'vm1', provider: 'gerege', referencePrefixes: ['vm1-db1-'], ingest: async () => 'stored' },
-      settings,
-    );
-    cleanups.push(() => subscription.stop());
-    subscription.start();
-    await waitFor(() => subscription.connected(), { timeoutMs: 5_000, what: 'the subscription to connect' });
-    expect(broker.open()).toBe(1);
-    await subscription.stop();
-    await waitFor(() => broker.open() === 0, { timeoutMs: 1_000, what: 'the socket to close after stop()' });
-  });
+type MqttSettings = ReturnType<typeof mqttSchema.parse>;
 
-  it('the fleet relay closes its socket once the grace is over', async () => {
-    const broker = await silentBroker();
-    const settings = mqttSchema.parse({ url: broker.url, prefix: 'stop', reconnectMinMs: 100, reconnectMaxMs: 300 });
-    const relay = createRelayConnection({ logger, replicaId: 'r1', onRoute: () => {}, now: () => Date.now() }, settings);
-    cleanups.push(() => relay.stop());
-    relay.start();
-    await waitFor(() => relay.connected(), { timeoutMs: 5_000, what: 'the relay to connect' });
-    expect(broker.open()).toBe(1);
-    await relay.stop();
-    await waitFor(() => broker.open() === 0, { timeoutMs: 1_000, what: 'the socket to close after stop()' });
-  });
+/** The two fleet clients with a stop() of their own, each as the test starts it. */
+const CLIENTS = [
+  {
+    name: 'the fleet webhook subscription',
+    what: 'the subscription to connect',
+    create: (settings: MqttSettings) =>
+      createBrokerWebhookSubscription(
+        { clock: systemClock, logger, deviceId: 'vm1', provider: 'gerege', referencePrefixes: ['vm1-db1-'], ingest: async () => 'stored' },
+        settings,
+      ),
+  },
+  {
+    name: 'the fleet relay',
+    what: 'the relay to connect',
+    create: (settings: MqttSettings) =>
+      createRelayConnection({ logger, replicaId: 'r1', onRoute: () => {}, now: () => Date.now() }, settings),
+  },
+];
+
+describe('stop() against a broker that acknowledges nothing', () => {
+  for (const { name, what, create } of CLIENTS)
+    it(`${name} closes its socket once the grace is over`, async () => {
+      const broker = await silentBroker();
+      const settings = mqttSchema.parse({ url: broker.url, prefix: 'stop', reconnectMinMs: 100, reconnectMaxMs: 300 });
+      const client = create(settings);
+      cleanups.push(() => client.stop());
+      client.start();
+      await waitFor(() => client.connected(), { timeoutMs: 5_000, what });
+      expect(broker.open()).toBe(1);
+      await client.stop();
+      await waitFor(() => broker.open() === 0, { timeoutMs: 1_000, what: 'the socket to close after stop()' });
+    });
 });

@@ -3,7 +3,7 @@ import { connect } from 'mqtt';
 import { pino } from 'pino';
 import { createBrokerWebhookSubscription, createFleetTopics, encodeWebhookMessage } from '../../src/mqtt/index.js';
 import { createBrokerIngest, createWebhookInbox } from '../../src/channels/webhook/index.js';
-import { createGeregeProvider, signGeregeTestPayload } from '../../src/payments/index.js';
+import { createGeregeProvider } from '../../src/payments/index.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { systemClock } from '../../src/util/index.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';
@@ -11,26 +11,12 @@ import { testBroker, uniqueId } from '../helpers/broker.js';
 import { onCleanup, tempDatabase } from './harness.js';
 import { clearRetainedUnder, watch } from './watch.js';
 import { waitFor } from '../helpers/wait.js';
+import { signedGeregeEvent } from '../helpers/gerege-event.js';
 
 const SECRET = 'whsec_device_test';
 const logger = pino({ level: 'silent' });
 
-function signed(id: string, reference: string) {
-  const body = JSON.stringify({
-    id,
-    object: 'event',
-    type: 'payment_intent.succeeded',
-    livemode: false,
-    created: Math.floor(Date.now() / 1000),
-    data: { object: { id: `pi_${id}`, status: 'succeeded', reference } },
-  });
-  const headers = {
-    'content-type': 'application/json',
-    'gerege-event-id': id,
-    'gerege-signature': signGeregeTestPayload(body, SECRET, Math.floor(Date.now() / 1000)),
-  };
-  return { body, headers };
-}
+const signed = (id: string, reference: string) => signedGeregeEvent(SECRET, id, { id: `pi_${id}`, status: 'succeeded', reference });
 
 async function setup(options: { failFirst?: number } = {}) {
   const broker = await testBroker();

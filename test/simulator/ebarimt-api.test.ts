@@ -2,19 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/util/index.js';
 import type { Simulator } from '../../src/simulator/index.js';
 import { startSimulator } from './harness.js';
+import { callJson, jsonAnswer } from '../helpers/json-http.js';
 
 const TIN = '10000000001';
 
-async function send(sim: Simulator, method: string, path: string, body?: unknown, raw?: string) {
-  const response = await fetch(`${sim.url}${path}`, {
-    method,
-    ...(body !== undefined || raw !== undefined
-      ? { headers: { 'content-type': 'application/json' }, body: raw ?? JSON.stringify(body) }
-      : {}),
-  });
-  const text = await response.text();
-  return { status: response.status, json: (text ? JSON.parse(text) : null) as Record<string, any> };
-}
+const send = (sim: Simulator, method: string, path: string, body?: unknown) => callJson(`${sim.url}${path}`, method, body);
 
 /** A valid B2C receipt of one 2,800 item: 250 VAT, 50 city tax. */
 function receipt(overrides: Record<string, unknown> = {}, item: Record<string, unknown> = {}) {
@@ -117,7 +109,12 @@ describe('simulated eBarimt PosAPI', () => {
 
   it('answers malformed JSON and a non-object in its own shape', async () => {
     const sim = await startSimulator({ provider: 'qutpay' });
-    expect(await send(sim, 'POST', '/rest/receipt', undefined, '{"totalAmount":')).toMatchObject({
+    const truncated = await fetch(`${sim.url}/rest/receipt`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"totalAmount":',
+    });
+    expect(await jsonAnswer(truncated)).toMatchObject({
       status: 400,
       json: { status: 'ERROR' },
     });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.js';
 import { receiptBody, type ReceiptIdentity } from '../../src/fiscal/ebarimt/wire.js';
 import { startSimulator } from './harness.js';
+import { callJson } from '../helpers/json-http.js';
 
 /**
  * The simulator is PosAPI's stand-in: it must take what the real daemon takes, or the adapter is
@@ -13,14 +14,7 @@ import { startSimulator } from './harness.js';
  */
 const TIN = '10000000001';
 
-async function send(sim: Simulator, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${sim.url}${path}`, {
-    method,
-    ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
-  });
-  const text = await response.text();
-  return { status: response.status, json: (text ? JSON.parse(text) : null) as Record<string, any> };
-}
+const send = (sim: Simulator, method: string, path: string, body?: unknown) => callJson(`${sim.url}${path}`, method, body);
 
 /** 5,600 = 5,000 net + 500 VAT + 100 city tax, paid by a QPay bank transfer. */
 function independentReceipt(overrides: Record<string, unknown> = {}, item: Record<string, unknown> = {}) {

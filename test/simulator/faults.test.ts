@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import type { SimulatorOptions } from '../../src/simulator/index.js';
 import { geregeClient, intentBody, invoiceBody, qutpayClient, startReceiver, startSimulator } from './harness.js';
 import { waitFor } from '../helpers/wait.js';
+
+/** A QutPay simulator with `options` (its faults, its timings), sending its webhooks to a fresh receiver. */
+async function qutpayToReceiver(options: Partial<SimulatorOptions>) {
+  const receiver = await startReceiver();
+  const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, ...options });
+  return { receiver, sim };
+}
 
 describe('webhook faults', () => {
   it('duplicateWebhook delivers every event twice with the same id and body', async () => {
@@ -16,8 +24,7 @@ describe('webhook faults', () => {
   });
 
   it('dropWebhook never delivers the event, and records it as dropped', async () => {
-    const receiver = await startReceiver();
-    const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, faults: { dropWebhook: 1 } });
+    const { receiver, sim } = await qutpayToReceiver({ faults: { dropWebhook: 1 } });
     const { json: invoice } = await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-2');
     await sim.pay(invoice.id);
     await sim.waitForDeliveriesIdle();
@@ -29,13 +36,7 @@ describe('webhook faults', () => {
   });
 
   it('reorderWebhooks holds an event back and delivers it after the next one', async () => {
-    const receiver = await startReceiver();
-    const sim = await startSimulator({
-      provider: 'qutpay',
-      webhookUrl: receiver.url,
-      reorderMaxHoldMs: 10_000,
-      faults: { reorderWebhooks: 1 },
-    });
+    const { receiver, sim } = await qutpayToReceiver({ reorderMaxHoldMs: 10_000, faults: { reorderWebhooks: 1 } });
     const { json: invoice } = await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-3');
     await sim.pay(invoice.id);
     await sim.waitForDeliveriesIdle();
@@ -43,21 +44,14 @@ describe('webhook faults', () => {
   });
 
   it('a held-back event with no next event is still delivered after reorderMaxHoldMs', async () => {
-    const receiver = await startReceiver();
-    const sim = await startSimulator({
-      provider: 'qutpay',
-      webhookUrl: receiver.url,
-      reorderMaxHoldMs: 20,
-      faults: { reorderWebhooks: 1 },
-    });
+    const { receiver, sim } = await qutpayToReceiver({ reorderMaxHoldMs: 20, faults: { reorderWebhooks: 1 } });
     await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-4');
     await sim.waitForDeliveriesIdle();
     expect(receiver.bodies().map((b) => b.event)).toEqual(['invoice.pending']);
   });
 
   it('lateStaleEvent re-delivers an older event of the same object after a later one, byte for byte', async () => {
-    const receiver = await startReceiver();
-    const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, faults: { lateStaleEvent: 1 } });
+    const { receiver, sim } = await qutpayToReceiver({ faults: { lateStaleEvent: 1 } });
     const { json: invoice } = await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-5');
     await sim.pay(invoice.id);
     await sim.waitForDeliveriesIdle();
@@ -67,8 +61,7 @@ describe('webhook faults', () => {
   });
 
   it('delayWebhookMs holds every first attempt back by that long', async () => {
-    const receiver = await startReceiver();
-    const sim = await startSimulator({ provider: 'qutpay', webhookUrl: receiver.url, faults: { delayWebhookMs: 80 } });
+    const { receiver, sim } = await qutpayToReceiver({ faults: { delayWebhookMs: 80 } });
     const started = Date.now();
     await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-6');
     await waitFor(() => receiver.received.length === 1, { what: 'the delayed webhook' });
@@ -76,13 +69,7 @@ describe('webhook faults', () => {
   });
 
   it('webhookOutage fails every attempt without reaching the receiver; retries deliver once it ends', async () => {
-    const receiver = await startReceiver();
-    const sim = await startSimulator({
-      provider: 'qutpay',
-      webhookUrl: receiver.url,
-      webhookRetryDelaysMs: [30],
-      faults: { webhookOutage: true },
-    });
+    const { receiver, sim } = await qutpayToReceiver({ webhookRetryDelaysMs: [30], faults: { webhookOutage: true } });
     await qutpayClient(sim).post('/api/v1/invoices', invoiceBody(), 'd-7');
     await waitFor(() => sim.records().deliveries.length >= 2, { what: 'two failed attempts' });
     expect(receiver.received).toHaveLength(0);

@@ -1,10 +1,11 @@
-import Database from 'better-sqlite3';
 import { createSimulator, type FaultConfig, type Simulator } from '../../../src/simulator/index.js';
 import type { Clock } from '../../../src/util/clock.js';
 import { freePort, startService, type Service } from '../../helpers/service.js';
 import { startOutageProxy, type OutageProxy } from '../../helpers/outage-proxy.js';
 import { waitFor } from '../../helpers/wait.js';
 import { KASPI_DEVICE_SECRET, startKaspiRelayFor } from '../../helpers/kaspi-relay.js';
+import { callJson, type JsonAnswer } from '../../helpers/json-http.js';
+import { readRows } from '../../helpers/database.js';
 
 /** Order states nothing automatic leaves (invariant 3 in ARCHITECTURE.md allows vend_uncertain after a crash). */
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
@@ -133,24 +134,11 @@ export async function startProviderStack(options: StackOptions = {}) {
   const svc = started;
 
   /** A query on the service's database (read-only connection; WAL lets it read while the service writes). */
-  function query<T = Record<string, any>>(sql: string, ...params: unknown[]): T[] {
-    const db = new Database(svc.dbPath, { readonly: true });
-    try {
-      return db.prepare(sql).all(...params) as T[];
-    } finally {
-      db.close();
-    }
-  }
+  const query = <T = Record<string, any>>(sql: string, ...params: unknown[]): T[] => readRows<T>(svc.dbPath, sql, ...params);
 
-  async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<JsonAnswer> {
     // Every state-changing request to the local API is JSON ({} when there is nothing to say).
-    const payload = method === 'POST' ? (body ?? {}) : body;
-    const response = await fetch(`${svc.localUrl}${path}`, {
-      method,
-      ...(payload === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) }),
-    });
-    const text = await response.text();
-    return { status: response.status, json: text ? JSON.parse(text) : undefined };
+    return callJson(`${svc.localUrl}${path}`, method, method === 'POST' ? (body ?? {}) : body);
   }
 
   return {

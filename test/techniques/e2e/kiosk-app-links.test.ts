@@ -29,18 +29,20 @@ const LINKS = [
   { name: 'Quote breaker', link: 'xacbank://q?x="><script>window.pwned=4</script>' },
 ];
 
-async function awaitingPayment(deps: FakeKioskDeps): Promise<void> {
+/** The kiosk page in `context`, moved from the catalog to the pay screen of an order whose provider sent LINKS. */
+async function payScreen(context: typeof PHONE | typeof MACHINE): Promise<Page> {
+  const deps = createFakeKioskDeps();
+  const page = await open(deps, context);
+  await waitForScreen(page, 'catalog');
   const created = await deps.createImpl({ slot: 'A1', source: 'kiosk' });
   deps.setState({ phase: 'awaiting_payment', order: { ...deps.orderTable.get(created.orderId)!, appLinks: LINKS } });
+  await waitForScreen(page, 'pay');
+  return page;
 }
 
 describe('bank-app links on the pay screen (Chromium)', () => {
   it('on a phone: one link per https or app-scheme entry, names as text, nothing else followed or run', async () => {
-    const deps = createFakeKioskDeps();
-    const page = await open(deps, PHONE);
-    await waitForScreen(page, 'catalog');
-    await awaitingPayment(deps);
-    await waitForScreen(page, 'pay');
+    const page = await payScreen(PHONE);
     await page.waitForSelector('#app-links:not([hidden])');
     const shown = await page.$$eval('#app-links-list a', (as) => as.map((a) => ({ name: a.textContent, link: a.getAttribute('href') })));
     expect(shown).toEqual([
@@ -56,11 +58,7 @@ describe('bank-app links on the pay screen (Chromium)', () => {
   });
 
   it("on the machine's own screen: no links, the QR only", async () => {
-    const deps = createFakeKioskDeps();
-    const page = await open(deps, MACHINE);
-    await waitForScreen(page, 'catalog');
-    await awaitingPayment(deps);
-    await waitForScreen(page, 'pay');
+    const page = await payScreen(MACHINE);
     await page.waitForSelector('#qr svg');
     expect(await page.isHidden('#app-links')).toBe(true);
     expect(await page.$$('#app-links-list a')).toHaveLength(0);

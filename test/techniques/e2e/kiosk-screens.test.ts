@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { cleanup } from '../../helpers/cleanup.js';
 import { createFakeKioskDeps, type FakeKioskDeps } from '../../fakes/kiosk-deps.js';
-import { ErrorCodes, VendgateError } from '../../../src/util/index.js';
+import { ErrorCodes, VendgateError, type ErrorCode } from '../../../src/util/index.js';
 import { chromiumForFile, fakeKioskPage, layoutProblems, screenshot, waitForScreen } from '../../kiosk/browser.js';
 
 /**
@@ -14,6 +14,26 @@ const defer = cleanup();
 
 const open = (deps: FakeKioskDeps): Promise<Page> => fakeKioskPage(chromium(), defer, deps);
 
+/** The kiosk page on `deps`, once it shows the catalog. */
+async function onCatalog(deps = createFakeKioskDeps()) {
+  const page = await open(deps);
+  await waitForScreen(page, 'catalog');
+  return { deps, page };
+}
+
+/** A tap on `slot` whose order the service refuses with `code`: the page on the error screen, and the refusing deps with their working createImpl. */
+async function failedOrder(slot: string, code: ErrorCode, message: string) {
+  const deps = createFakeKioskDeps();
+  const working = deps.createImpl;
+  deps.createImpl = async () => {
+    throw new VendgateError(code, message);
+  };
+  const { page } = await onCatalog(deps);
+  await page.click(`button.product[data-slot="${slot}"]`);
+  await waitForScreen(page, 'error');
+  return { deps, page, working };
+}
+
 async function showOrder(deps: FakeKioskDeps, phase: Parameters<FakeKioskDeps['setState']>[0]['phase'], reference?: string) {
   const created = await deps.createImpl({ slot: 'A1', source: 'kiosk' });
   const order = { ...deps.orderTable.get(created.orderId)!, ...(reference ? { reference } : {}) };
@@ -23,9 +43,7 @@ async function showOrder(deps: FakeKioskDeps, phase: Parameters<FakeKioskDeps['s
 
 describe('kiosk screens (fake order service, Chromium 800×480)', () => {
   it('shows payment received while paid and vending, then "take your item", then idle on its own', async () => {
-    const deps = createFakeKioskDeps();
-    const page = await open(deps);
-    await waitForScreen(page, 'catalog');
+    const { deps, page } = await onCatalog();
     await showOrder(deps, 'paid');
     await waitForScreen(page, 'progress');
     expect(await page.textContent('#progress-text')).toBe('Your item is on its way…');
@@ -37,9 +55,7 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
   });
 
   it('shows the fiscal receipt\'s QR and lottery number under "take your item", or says the receipt follows', async () => {
-    const deps = createFakeKioskDeps();
-    const page = await open(deps);
-    await waitForScreen(page, 'catalog');
+    const { deps, page } = await onCatalog();
     await showOrder(deps, 'vended');
     deps.setState({ phase: 'vended', resultScreenSec: 60, receipt: { status: 'pending', qrData: null, lottery: null } });
     await waitForScreen(page, 'done');
@@ -59,9 +75,7 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
   });
 
   it('asks for the operator with the device id and order reference, escaped, when a vend is uncertain', async () => {
-    const deps = createFakeKioskDeps();
-    const page = await open(deps);
-    await waitForScreen(page, 'catalog');
+    const { deps, page } = await onCatalog();
     await showOrder(deps, 'vend_uncertain', 'vm-test-1-<b>7</b>');
     await waitForScreen(page, 'operator');
     expect(await page.textContent('#screen-operator .big')).toBe('Please contact the operator');
@@ -73,9 +87,7 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
   });
 
   it.each([['offline'], ['out_of_service']] as const)('asks for the operator when the device is %s', async (phase) => {
-    const deps = createFakeKioskDeps();
-    const page = await open(deps);
-    await waitForScreen(page, 'catalog');
+    const { deps, page } = await onCatalog();
     deps.setState({ phase, reason: 'payment service unreachable: ECONNREFUSED 10.0.0.1:443' });
     await waitForScreen(page, 'operator');
     expect(await page.textContent('#operator-device')).toBe('Machine: vm-test-1');
@@ -85,15 +97,7 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
   });
 
   it('shows a friendly message, never the raw error, when the provider is down, and retries on request', async () => {
-    const deps = createFakeKioskDeps();
-    const working = deps.createImpl;
-    deps.createImpl = async () => {
-      throw new VendgateError(ErrorCodes.PROVIDER_UNAVAILABLE, 'POST /payment-intents: 503 after 4 attempts');
-    };
-    const page = await open(deps);
-    await waitForScreen(page, 'catalog');
-    await page.click('button.product[data-slot="A2"]');
-    await waitForScreen(page, 'error');
+    const { deps, page, working } = await failedOrder('A2', ErrorCodes.PROVIDER_UNAVAILABLE, 'POST /payment-intents: 503 after 4 attempts');
     expect(await page.textContent('#error-text')).toBe('Payment is not available right now. Please try again.');
     expect(await page.textContent('body')).not.toContain('payment-intents');
     expect(await layoutProblems(page)).toEqual([]);
@@ -105,14 +109,7 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
   });
 
   it('says the machine is busy when another order is open', async () => {
-    const deps = createFakeKioskDeps();
-    deps.createImpl = async () => {
-      throw new VendgateError(ErrorCodes.DEVICE_BUSY, 'order 3 is open');
-    };
-    const page = await open(deps);
-    await waitForScreen(page, 'catalog');
-    await page.click('button.product[data-slot="A1"]');
-    await waitForScreen(page, 'error');
+    const { page } = await failedOrder('A1', ErrorCodes.DEVICE_BUSY, 'order 3 is open');
     expect(await page.textContent('#error-text')).toBe('The machine is busy. Please wait a moment.');
     await page.click('#error-back');
     await waitForScreen(page, 'catalog');
@@ -130,9 +127,7 @@ describe('kiosk screens (fake order service, Chromium 800×480)', () => {
   });
 
   it('shows the refund message for refunding and refunded orders', async () => {
-    const deps = createFakeKioskDeps();
-    const page = await open(deps);
-    await waitForScreen(page, 'catalog');
+    const { deps, page } = await onCatalog();
     await showOrder(deps, 'refunding');
     await waitForScreen(page, 'refund');
     deps.setState({ phase: 'refunded' });

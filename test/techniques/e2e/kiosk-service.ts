@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { jsonLines, keepOutput } from '../../helpers/service.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const MAIN = new URL('../../../dist/main.js', import.meta.url).pathname;
@@ -41,16 +42,9 @@ export async function startService(configPath: string, env: Record<string, strin
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
-  let buffer = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    buffer += chunk.toString();
-    const parts = buffer.split('\n');
-    buffer = parts.pop()!;
-    lines.push(...parts);
-  });
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
+  keepOutput(child, lines, (text) => {
+    stderr += text;
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
@@ -62,15 +56,7 @@ export async function startService(configPath: string, env: Record<string, strin
   const ready = await waitFor(
     () => {
       if (exit) throw new Error(`service exited early (${JSON.stringify(exit)}): ${stderr}\n${lines.join('\n')}`);
-      return lines
-        .map((l) => {
-          try {
-            return JSON.parse(l);
-          } catch {
-            return null;
-          }
-        })
-        .find((l) => l?.msg === 'vendgate ready');
+      return jsonLines(lines).find((l) => l.msg === 'vendgate ready');
     },
     { timeoutMs: 60_000, what: 'the service to be ready' },
   );

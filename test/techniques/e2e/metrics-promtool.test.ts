@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sandboxOrder, startService, type Service } from '../../helpers/service.js';
+import { sandboxOrder, startService, waitVended, type Service } from '../../helpers/service.js';
 
 // Needs promtool (Debian package prometheus), installed by scripts/install-test-deps.sh.
 const TEXTFILE_UNIT = new URL('../../../systemd/vendgate-metrics-textfile.service', import.meta.url).pathname;
@@ -25,10 +25,7 @@ describe('/metrics under promtool', () => {
 
     const created = await sandboxOrder(svc);
     await fetch(created.payUrl, { method: 'POST' });
-    await svc.waitFor(
-      async () => ((await (await fetch(`${svc.localUrl}/api/orders/${created.orderId}`)).json()) as { state: string }).state === 'vended',
-      { timeoutMs: 15_000, what: 'the vend' },
-    );
+    await waitVended(svc.localUrl, created.orderId);
     const after = promtool(await (await fetch(`${svc.localUrl}/metrics`)).text());
     expect(after.output).toBe('');
     expect(after.status).toBe(0);

@@ -1,15 +1,12 @@
 import { METHODS as HTTP_METHODS } from 'node:http';
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../../src/app.js';
 import { createManualClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/logger.js';
 import { DEFAULT_BODY_LIMIT_BYTES } from '../../../src/kiosk/server.js';
 import { testSettings } from '../../helpers/core.js';
 import { tempDir } from '../../helpers/temp.js';
 import { requestArbitrary, send, type FuzzRequest, type FuzzResponse } from './http.js';
+import { startFuzzTarget, type FuzzTarget } from './target.js';
 
 /**
  * Random requests at both listeners of a running service (sandbox provider, sim actuator, real
@@ -24,48 +21,26 @@ describe('HTTP fuzz of both listeners', () => {
   const dir = tempDir('vendgate-fuzz-');
   const clock = createManualClock();
   const settings = testSettings(dir.path);
-  let app: App;
-  let localUrl: string;
-  let webhookUrl: string;
-  let vendgateDb: Database.Database;
-  let sandboxDb: Database.Database;
+  let target: FuzzTarget;
   const statuses = new Map<number, number>();
 
   beforeAll(async () => {
-    app = createApp(settings, { clock, logger: silentLogger() });
-    ({ localUrl } = await app.start());
-    webhookUrl = app.context().webhooks.url()!;
-    // An order waiting for payment, so `{order}` and `{invoice}` name real things from the start.
-    const created = await fetch(`${localUrl}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{"slot":"A1"}',
-    });
-    expect(created.status).toBe(201);
-    vendgateDb = new Database(settings.storage.path, { readonly: true });
-    sandboxDb = new Database(join(dir.path, 'sandbox.db'), { readonly: true });
+    target = await startFuzzTarget(settings, dir.path, clock);
     await quiet();
   });
 
   afterAll(async () => {
-    vendgateDb?.close();
-    sandboxDb?.close();
-    await app?.stop();
+    await target?.stop();
     dir.cleanup();
   });
-
-  /** Bumped by SQLite whenever another connection commits a change: "was anything written?" */
-  function versions(): string {
-    return `${vendgateDb.pragma('data_version', { simple: true })}/${sandboxDb.pragma('data_version', { simple: true })}`;
-  }
 
   /** Waits until the work a successful request started (webhooks, vend) has finished writing. */
   async function quiet(): Promise<void> {
     const deadline = Date.now() + 10_000;
-    let last = versions();
+    let last = target.versions();
     for (let stable = 0; stable < 10;) {
       await new Promise((resolve) => setTimeout(resolve, 20));
-      const now = versions();
+      const now = target.versions();
       if (now === last) stable += 1;
       else {
         stable = 0;
@@ -75,17 +50,9 @@ describe('HTTP fuzz of both listeners', () => {
     }
   }
 
-  function fill(path: string): string {
-    const order = vendgateDb.prepare('SELECT id, invoice_id FROM orders ORDER BY id DESC LIMIT 1').get() as {
-      id: number;
-      invoice_id: string | null;
-    };
-    return path.replaceAll('{order}', String(order.id)).replaceAll('{invoice}', order.invoice_id ?? 'none');
-  }
-
   async function probe(base: string, req: FuzzRequest, limit: number): Promise<void> {
-    const before = versions();
-    const res: FuzzResponse = await send(base, req, fill);
+    const before = target.versions();
+    const res: FuzzResponse = await send(base, req, target.fill);
     statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
     const what = `${req.method} ${req.path} ${JSON.stringify(req.headers)} body ${req.body?.length ?? 0} B → ${res.status} ${res.body.slice(0, 200)}`;
     // A socket closed on an oversized body is one refusal without a status line we accept; the other
@@ -94,7 +61,7 @@ describe('HTTP fuzz of both listeners', () => {
     if (res.status === 0) expect((req.body && req.body.length > limit) || !HTTP_METHODS.includes(req.method), what).toBe(true);
     else expect(res.status < 500 && (res.status < 300 || res.status >= 400), what).toBe(true);
     if (res.status >= 400 || res.status === 0) {
-      expect(versions(), `refused request wrote to a database: ${what}`).toBe(before);
+      expect(target.versions(), `refused request wrote to a database: ${what}`).toBe(before);
     } else if (req.method !== 'GET' && req.method !== 'HEAD') {
       await quiet();
     }
@@ -102,7 +69,7 @@ describe('HTTP fuzz of both listeners', () => {
 
   it('the local listener answers any request with 2xx or 4xx and a refused one writes nothing', async () => {
     await fc.assert(
-      fc.asyncProperty(requestArbitrary('local', DEFAULT_BODY_LIMIT_BYTES), (req) => probe(localUrl, req, DEFAULT_BODY_LIMIT_BYTES)),
+      fc.asyncProperty(requestArbitrary('local', DEFAULT_BODY_LIMIT_BYTES), (req) => probe(target.localUrl, req, DEFAULT_BODY_LIMIT_BYTES)),
       { numRuns: RUNS },
     );
     // The run reached both kinds of answer, not only 404s.
@@ -113,7 +80,7 @@ describe('HTTP fuzz of both listeners', () => {
   it('the webhook listener answers any request with 2xx or 4xx and a refused one writes nothing', async () => {
     const limit = settings.http.webhook.bodyLimitBytes;
     await fc.assert(
-      fc.asyncProperty(requestArbitrary('webhook', limit), (req) => probe(webhookUrl, req, limit)),
+      fc.asyncProperty(requestArbitrary('webhook', limit), (req) => probe(target.webhookUrl, req, limit)),
       { numRuns: RUNS },
     );
   }, 120_000);

@@ -1,16 +1,13 @@
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../../../src/app.js';
 import { parseSettings } from '../../../src/settings/index.js';
 import { createManualClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/logger.js';
 import { DEFAULT_BODY_LIMIT_BYTES } from '../../../src/kiosk/server.js';
 import { testSettings } from '../../helpers/core.js';
 import { tempDir } from '../../helpers/temp.js';
 import { requestArbitrary, type FuzzRequest } from './http.js';
+import { startFuzzTarget, type FuzzTarget } from './target.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /**
@@ -72,52 +69,28 @@ describe('HTTP fuzz of both listeners: slow and partial requests', () => {
     ...base,
     http: { local: { ...base.http.local, ...limits }, webhook: { ...base.http.webhook, ...limits } },
   });
-  let app: App;
-  let localUrl: string;
-  let webhookUrl: string;
-  let vendgateDb: Database.Database;
-  let sandboxDb: Database.Database;
+  let target: FuzzTarget;
 
   beforeAll(async () => {
-    app = createApp(settings, { clock: createManualClock(), logger: silentLogger() });
-    ({ localUrl } = await app.start());
-    webhookUrl = app.context().webhooks.url()!;
-    const created = await fetch(`${localUrl}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{"slot":"A1"}',
-    });
-    expect(created.status).toBe(201);
-    vendgateDb = new Database(settings.storage.path, { readonly: true });
-    sandboxDb = new Database(join(dir.path, 'sandbox.db'), { readonly: true });
+    target = await startFuzzTarget(settings, dir.path, createManualClock());
   });
   afterAll(async () => {
-    vendgateDb?.close();
-    sandboxDb?.close();
-    await app?.stop();
+    await target?.stop();
     dir.cleanup();
   });
 
-  const versions = () => `${vendgateDb.pragma('data_version', { simple: true })}/${sandboxDb.pragma('data_version', { simple: true })}`;
-  function fill(path: string): string {
-    const order = vendgateDb.prepare('SELECT id, invoice_id FROM orders ORDER BY id DESC LIMIT 1').get() as {
-      id: number;
-      invoice_id: string | null;
-    };
-    return path.replaceAll('{order}', String(order.id)).replaceAll('{invoice}', order.invoice_id ?? 'none');
-  }
-
   async function probe(url: string, req: FuzzRequest, how: { cutAt: number | null; chunks: number; pauseMs: number }): Promise<void> {
-    const before = versions();
-    const { status, complete } = await deliver(url, raw(req, new URL(url).host, fill), how);
+    const before = target.versions();
+    const { status, complete } = await deliver(url, raw(req, new URL(url).host, target.fill), how);
     const what = `${req.method} ${req.path} ${JSON.stringify(how)} body ${req.body?.length ?? 0} B → ${status}`;
     if (status !== null) expect(status < 500 && (status < 300 || status >= 400), what).toBe(true);
-    if (!complete || status === null || status >= 400) expect(versions(), `an incomplete or refused request wrote: ${what}`).toBe(before);
+    if (!complete || status === null || status >= 400)
+      expect(target.versions(), `an incomplete or refused request wrote: ${what}`).toBe(before);
   }
 
   it('the local listener', async () => {
     await fc.assert(
-      fc.asyncProperty(requestArbitrary('local', DEFAULT_BODY_LIMIT_BYTES), delivery, (req, how) => probe(localUrl, req, how)),
+      fc.asyncProperty(requestArbitrary('local', DEFAULT_BODY_LIMIT_BYTES), delivery, (req, how) => probe(target.localUrl, req, how)),
       { numRuns: RUNS },
     );
   }, 300_000);
@@ -125,7 +98,7 @@ describe('HTTP fuzz of both listeners: slow and partial requests', () => {
   it('the webhook listener', async () => {
     await fc.assert(
       fc.asyncProperty(requestArbitrary('webhook', settings.http.webhook.bodyLimitBytes), delivery, (req, how) =>
-        probe(webhookUrl, req, how),
+        probe(target.webhookUrl, req, how),
       ),
       { numRuns: RUNS },
     );

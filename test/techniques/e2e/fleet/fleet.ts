@@ -8,7 +8,6 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { connect, type MqttClient } from 'mqtt';
 import { createSimulator, type Simulator } from '../../../../src/simulator/index.js';
 import { decodeWebhookMessage } from '../../../../src/mqtt/index.js';
@@ -18,6 +17,8 @@ import { startLoadBalancer, type LoadBalancer } from './load-balancer.js';
 import { relayProcess, type RelayProcess } from './relay-process.js';
 import { startOutageProxy, type OutageProxy } from '../../../helpers/outage-proxy.js';
 import { waitFor } from '../../../helpers/wait.js';
+import { callJson } from '../../../helpers/json-http.js';
+import { readRows } from '../../../helpers/database.js';
 
 export const SETTLED = ['vended', 'refunded', 'canceled', 'expired', 'failed', 'vend_uncertain'];
 export const CA = join(TLS_DIR, 'ca.pem');
@@ -232,22 +233,9 @@ export async function startFleet(options: { devices: number; relays: number; jam
       { timeoutMs: 60_000, what: 'every relay to learn every device route' },
     );
 
-    function query<T>(device: FleetDevice, sql: string, ...params: unknown[]): T[] {
-      const db = new Database(device.svc.dbPath, { readonly: true });
-      try {
-        return db.prepare(sql).all(...params) as T[];
-      } finally {
-        db.close();
-      }
-    }
-    async function call(device: FleetDevice, method: string, path: string, body?: unknown) {
-      const response = await fetch(`${device.svc.localUrl}${path}`, {
-        method,
-        ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-      });
-      const text = await response.text();
-      return { status: response.status, json: text ? JSON.parse(text) : undefined };
-    }
+    const query = <T>(device: FleetDevice, sql: string, ...params: unknown[]) => readRows<T>(device.svc.dbPath, sql, ...params);
+    const call = (device: FleetDevice, method: string, path: string, body?: unknown) =>
+      callJson(`${device.svc.localUrl}${path}`, method, body);
     return {
       dir,
       sim,

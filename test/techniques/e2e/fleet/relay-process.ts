@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort } from '../../../helpers/service.js';
+import { freePort, jsonLines, keepOutput } from '../../../helpers/service.js';
 import { waitFor } from '../../../helpers/wait.js';
 
 const MAIN = new URL('../../../../dist/main.js', import.meta.url).pathname;
@@ -39,15 +39,7 @@ export async function relayProcess(options: {
     get running() {
       return child !== null;
     },
-    logs() {
-      return lines.flatMap((line) => {
-        try {
-          return [JSON.parse(line)];
-        } catch {
-          return [];
-        }
-      });
-    },
+    logs: () => jsonLines(lines),
     async start() {
       if (child) return;
       const proc = spawn(process.execPath, [MAIN, 'relay', '--config', configPath], {
@@ -56,15 +48,8 @@ export async function relayProcess(options: {
       });
       child = proc;
       live.add(proc);
-      let buffer = '';
-      proc.stdout!.on('data', (c: Buffer) => {
-        buffer += c.toString();
-        const parts = buffer.split('\n');
-        buffer = parts.pop()!;
-        lines.push(...parts);
-      });
-      proc.stderr!.on('data', (c: Buffer) => {
-        stderr += c.toString();
+      keepOutput(proc, lines, (text) => {
+        stderr += text;
       });
       exit = new Promise((resolve) =>
         proc.once('exit', () => {

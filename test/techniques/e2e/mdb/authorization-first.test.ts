@@ -39,6 +39,13 @@ describe('MDB authorization first against a VMC model', () => {
     return order;
   }
 
+  /** Paid on the kiosk, the machine opens its session and the customer asks there for `item` at `price`. */
+  async function selectAfterPaying(s: MdbStack, item = '12', price = '2800') {
+    await buyOnKiosk(s, '12');
+    await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
+    s.pty.vmc.select(item, price);
+  }
+
   const settled = (s: MdbStack, state: string) =>
     s.waitFor(() => s.orders()[0]?.state === state && s.orders()[0], { timeoutMs: 45_000, what: `the order ${state}` });
 
@@ -55,9 +62,7 @@ describe('MDB authorization first against a VMC model', () => {
 
   it('a request for a different item is denied and the payment refunded once', async () => {
     const s = await start();
-    await buyOnKiosk(s, '12');
-    await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
-    s.pty.vmc.select('13', '3500');
+    await selectAfterPaying(s, '13', '3500');
     await settled(s, 'refunded');
     expect(s.pty.vmc.denies).toEqual([{ state: 'vend' }]);
     expect(s.pty.vmc.dispensed).toEqual([]);
@@ -114,9 +119,7 @@ describe('MDB authorization first against a VMC model', () => {
 
     it('VEND SUCCESS for another item: charged once, and an alarm names both items', async () => {
       const s = await start({ quirks: { successForItem: '13' } });
-      await buyOnKiosk(s, '12');
-      await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
-      s.pty.vmc.select('12', '2800');
+      await selectAfterPaying(s);
       await settled(s, 'vended');
       const alarm = await s.waitFor(() => s.alarms().find((a) => a.name.startsWith('mdb_other_item/')), { what: 'the alarm' });
       expect(alarm.message).toMatch(/item 13 out .* approved for item 12/);
@@ -125,10 +128,8 @@ describe('MDB authorization first against a VMC model', () => {
 
     it('a power cycle of the machine mid-vend leaves the order for a person, never a blind refund, and the reader comes back with its settings', async () => {
       const s = await start({}, { setconf: ['C,SETCONF,mdb-always-idle=0'] });
-      await buyOnKiosk(s, '12');
-      await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
       // The machine dies as it starts the vend: the approval goes out, no result comes back.
-      s.pty.vmc.select('12', '2800');
+      await selectAfterPaying(s);
       await s.waitFor(() => s.pty.vmc.approvals.length === 1, { what: 'the approval' });
       s.pty.vmc.powerCycleMachine();
       expect(s.pty.vmc.dispensed).toEqual([]);
@@ -141,9 +142,7 @@ describe('MDB authorization first against a VMC model', () => {
 
     it('a power cycle of the board mid-vend leaves the order for a person, never a blind refund or a second approval', async () => {
       const s = await start({}, { setconf: ['C,SETCONF,mdb-always-idle=0'] });
-      await buyOnKiosk(s, '12');
-      await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
-      s.pty.vmc.select('12', '2800');
+      await selectAfterPaying(s);
       await s.waitFor(() => s.pty.vmc.approvals.length === 1, { what: 'the approval' });
       // The board loses power as the motor starts: the result never reaches the Pi.
       s.pty.vmc.powerCycleBoard();
@@ -163,9 +162,7 @@ describe('MDB authorization first against a VMC model', () => {
       await s.waitFor(() => s.pty.vmc.state === 'enabled' && s.pty.vmc.settings.length === 1, {
         what: 'settings re-sent after the power-on',
       });
-      await buyOnKiosk(s, '12');
-      await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session' });
-      s.pty.vmc.select('12', '2800');
+      await selectAfterPaying(s);
       await settled(s, 'vended');
     });
   });

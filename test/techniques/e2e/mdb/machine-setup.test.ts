@@ -9,13 +9,40 @@ import { byName, deviceConfig, selftestFor } from '../../../selftest/harness.js'
  * reader up. Always idle is a level-3 option bit (0x20) the VMC must have switched on; a setting
  * the machine says it cannot serve is refused in one line, and the selftest says what it supports.
  */
-describe('the MDB machine setup reported by the board', () => {
-  let stack: MdbStack | null = null;
-  afterEach(async () => {
-    await stack?.stop();
-    stack = null;
+
+/** The stack of the running test, stopped after it. */
+let stack: MdbStack | null = null;
+afterEach(async () => {
+  await stack?.stop();
+  stack = null;
+});
+
+/** Waits for the VMC to enable the reader and for the board's setup line in the log, and returns that line. */
+async function setupReported(s: MdbStack): Promise<Record<string, any>> {
+  await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the reader enabled' });
+  return s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), {
+    what: 'the setup line',
+  });
+}
+
+const kioskOrder = (s: MdbStack) =>
+  fetch(`${s.svc.localUrl}/api/orders`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ slot: '12' }),
   });
 
+/** A sale the kiosk way: the order taken, paid, the paid credit starts the session, item 12 chosen there and vended. */
+async function sellOnKiosk(s: MdbStack): Promise<void> {
+  expect((await kioskOrder(s)).status).toBe(201);
+  const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
+  await s.pay(order);
+  await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session started with the credit' });
+  s.pty.vmc.select('12', '2800');
+  await s.waitFor(() => s.orders()[0]?.state === 'vended', { timeoutMs: 45_000, what: 'the vend' });
+}
+
+describe('the MDB machine setup reported by the board', () => {
   const refusals = (s: MdbStack) => s.svc.logs().filter((l) => l.level === 'error' && /^MDB setup refused/.test(String(l.msg)));
 
   async function refusedInOneLine(s: MdbStack, pattern: RegExp) {
@@ -49,31 +76,15 @@ describe('the MDB machine setup reported by the board', () => {
 
   it('authorization first on a machine with always idle off comes up and sells, and the log says what the machine supports', async () => {
     const s = (stack = await mdbStack({ vmc: { style: 'authorization-first', level: 3 }, mdb: { session: 'authorization-first' } }));
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the reader enabled' });
-    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), {
-      what: 'the setup line',
-    });
+    const setup = await setupReported(s);
     expect(setup.sessions).toBe('level 3, always idle off (options 0x00): authorization first only');
-    const res = await fetch(`${s.svc.localUrl}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ slot: '12' }),
-    });
-    expect(res.status).toBe(201);
-    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
-    await s.pay(order);
-    await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session started with the credit' });
-    s.pty.vmc.select('12', '2800');
-    await s.waitFor(() => s.orders()[0]?.state === 'vended', { timeoutMs: 45_000, what: 'the vend' });
+    await sellOnKiosk(s);
     expect(s.alarms().filter((a) => a.name === 'mdb_setup_mismatch')).toEqual([]);
   });
 
   it('a board that reports no option bits: always idle is not refused, the machine is not second-guessed', async () => {
     const s = (stack = await mdbStack({ vmc: { setupReport: 'without-options' } }));
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the reader enabled' });
-    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), {
-      what: 'the setup line',
-    });
+    const setup = await setupReported(s);
     expect(setup.sessions).toMatch(/option bits not reported: always idle unknown/);
     expect(s.pty.vmc.select('12', '2800')).toBe(true);
     await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
@@ -82,26 +93,11 @@ describe('the MDB machine setup reported by the board', () => {
 });
 
 describe('session: auto follows what the machine reports', () => {
-  let stack: MdbStack | null = null;
-  afterEach(async () => {
-    await stack?.stop();
-    stack = null;
-  });
-
-  const kioskOrder = (s: MdbStack) =>
-    fetch(`${s.svc.localUrl}/api/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ slot: '12' }),
-    });
   const selection = async (s: MdbStack) => ((await (await fetch(`${s.svc.localUrl}/api/state`)).json()) as { selection: string }).selection;
 
   it('always idle on: the customer chooses on the machine, the kiosk takes no order of its own', async () => {
     const s = (stack = await mdbStack({ vmc: { style: 'always-idle' }, mdb: { session: 'auto' } }));
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the reader enabled' });
-    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), {
-      what: 'the setup line',
-    });
+    const setup = await setupReported(s);
     expect(setup.inForce).toBe('always-idle');
     expect(await selection(s)).toBe('machine');
     const refused = await kioskOrder(s);
@@ -147,18 +143,10 @@ describe('session: auto follows what the machine reports', () => {
 
   it('always idle off: the customer pays on the kiosk first and the paid credit starts the session', async () => {
     const s = (stack = await mdbStack({ vmc: { style: 'authorization-first' }, mdb: { session: 'auto' } }));
-    await s.waitFor(() => s.pty.vmc.state === 'enabled', { what: 'the reader enabled' });
-    const setup = await s.waitFor(() => s.svc.logs().find((l) => l.msg === 'mdb machine setup reported by the board'), {
-      what: 'the setup line',
-    });
+    const setup = await setupReported(s);
     expect(setup.inForce).toBe('authorization-first');
     expect(await selection(s)).toBe('kiosk');
-    expect((await kioskOrder(s)).status).toBe(201);
-    const order = await s.waitFor(() => s.orders().find((o) => o.state === 'awaiting_payment'), { what: 'the order' });
-    await s.pay(order);
-    await s.waitFor(() => s.pty.vmc.state === 'session-idle', { what: 'the session started with the credit' });
-    s.pty.vmc.select('12', '2800');
-    await s.waitFor(() => s.orders()[0]?.state === 'vended', { timeoutMs: 45_000, what: 'the vend' });
+    await sellOnKiosk(s);
     expect(s.alarms().filter((a) => a.name === 'mdb_setup_mismatch')).toEqual([]);
   });
 });
