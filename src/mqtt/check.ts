@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IClientOptions, MqttClient } from 'mqtt';
-import { clientOptions, redactUrl, MqttConfigError } from './connection.js';
+import { clientOptions, loadMqttConnect, redactUrl, MqttConfigError } from './connection.js';
 import { createTopics } from './topics.js';
 import type { TopicPayloads } from './topic-payloads.js';
 import type { MqttSettings } from './types.js';
@@ -84,7 +84,7 @@ function describe(reason: MqttCheckFailure, url: string, err: unknown, timeoutMs
 /** Connects with a bounded wait; rejects with the first error. */
 async function connectOnce(url: string, options: IClientOptions, timeoutMs: number): Promise<MqttClient> {
   // Loaded here, not at import: the service imports this folder and need not evaluate mqtt.js to start.
-  const { connect } = await import('mqtt');
+  const connect = await loadMqttConnect();
   return new Promise((resolve, reject) => {
     const client = connect(url, options);
     const timer = setTimeout(() => finish(Object.assign(new Error('timeout'), { timeout: true })), timeoutMs);

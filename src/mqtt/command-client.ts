@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IClientOptions, MqttClient } from 'mqtt';
-import { clientOptions, redactUrl } from './connection.js';
+import { clientOptions, loadMqttConnect, redactUrl } from './connection.js';
 import { createTopics } from './topics.js';
 import type { CommandEnvelope } from './commands/envelope.js';
 import type { MqttSettings } from './types.js';
@@ -24,7 +24,7 @@ export async function sendCommand(input: {
   devicePublicKey: string;
 }): Promise<{ answered: true; result: Record<string, unknown>; forged: number } | { answered: false; detail: string; forged: number }> {
   // mqtt.js is loaded by the command that uses it, not by the service that imports this folder.
-  const { connect } = await import('mqtt');
+  const connect = await loadMqttConnect();
   const { settings, deviceId, command } = input;
   const topics = createTopics(settings.prefix, deviceId);
   const url = settings.url === 'embedded' ? `mqtt://127.0.0.1:${settings.embeddedPort}` : settings.url;
@@ -98,7 +98,7 @@ export async function sendCommand(input: {
  * the broker holds no state of the device that names one within `timeoutMs`.
  */
 export async function learnDatabase(input: { settings: MqttSettings; deviceId: string; timeoutMs: number }): Promise<string | null> {
-  const { connect } = await import('mqtt');
+  const connect = await loadMqttConnect();
   const { settings, deviceId } = input;
   const topics = createTopics(settings.prefix, deviceId);
   const url = settings.url === 'embedded' ? `mqtt://127.0.0.1:${settings.embeddedPort}` : settings.url;

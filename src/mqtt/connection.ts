@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { IClientOptions } from 'mqtt';
+import type { IClientOptions, connect as MqttConnect } from 'mqtt';
 import type { MqttSettings } from './types.js';
 import type { Topics } from './topics.js';
 
@@ -15,6 +15,19 @@ export class MqttConfigError extends Error {
  * mqtt.js options for one connection attempt. Reconnecting is ours (reconnectPeriod 0): every
  * attempt is a fresh client, so nothing of a dead connection (its in-memory store) leaks into the next.
  */
+/**
+ * mqtt.js's `connect`, loaded when a connection is first wanted (not at import: a service with MQTT
+ * off never evaluates mqtt.js). Node hands the package to `import()` as an ES module namespace; the
+ * one-file build hands it as CommonJS behind esbuild's interop, where `connect` sits on `default`.
+ */
+let mqttConnect: Promise<typeof MqttConnect> | null = null;
+export function loadMqttConnect(): Promise<typeof MqttConnect> {
+  mqttConnect ??= import('mqtt').then(
+    (mqtt) => mqtt.connect ?? (mqtt as unknown as { default: { connect: typeof MqttConnect } }).default.connect,
+  );
+  return mqttConnect;
+}
+
 export function clientOptions(settings: MqttSettings, deviceId: string, topics: Topics): IClientOptions {
   const options: IClientOptions = {
     clientId: `${settings.prefix}-${deviceId}`,

@@ -1,13 +1,6 @@
 import type { IClientOptions, MqttClient } from 'mqtt';
 import type { Logger } from '../util/logger.js';
-import { backoffDelay, redactUrl, withTimeout } from './connection.js';
-
-/**
- * mqtt.js (with readable-stream, mqtt-packet and their helpers), loaded by the first connection
- * attempt instead of at import: a device with MQTT off never evaluates it, and one with MQTT on
- * does so after it is ready to sell (the connection starts after start-up), not before.
- */
-let mqttLibrary: Promise<typeof import('mqtt')> | null = null;
+import { backoffDelay, loadMqttConnect, redactUrl, withTimeout } from './connection.js';
 
 /** How long stop() waits for a farewell and for the last PUBACKs before dropping the connection. */
 export const STOP_GRACE_MS = 2_000;
@@ -72,16 +65,17 @@ export function createReconnectingClient(deps: ReconnectingClientDeps): Reconnec
   function connect(): void {
     retry = null;
     if (stopped) return;
-    mqttLibrary ??= import('mqtt');
-    mqttLibrary.then(
-      (mqtt) => {
-        if (!stopped) attemptWith(mqtt.connect);
+    // mqtt.js (with readable-stream, mqtt-packet and their helpers) is loaded by the first attempt:
+    // a device with MQTT on evaluates it after it is ready to sell, not before.
+    loadMqttConnect().then(
+      (mqttConnect) => {
+        if (!stopped) attemptWith(mqttConnect);
       },
       (err: Error) => log.error({ err }, 'MQTT: the client library did not load'),
     );
   }
 
-  function attemptWith(mqttConnect: (typeof import('mqtt'))['connect']): void {
+  function attemptWith(mqttConnect: Awaited<ReturnType<typeof loadMqttConnect>>): void {
     const c = mqttConnect(url, { ...deps.options, reconnectPeriod: 0 });
     client = c;
     deps.prepare?.(c);

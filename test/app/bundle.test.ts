@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { orderState, paidOrder, startService, type Service } from '../helpers/service.js';
+import { freePort, orderState, paidOrder, startService, type Service } from '../helpers/service.js';
 
 /**
  * dist/vendgate.js (scripts/bundle.mjs) is what the systemd units and the installed `vendgate`
@@ -107,6 +107,13 @@ describe('dist/vendgate.js, the one-file build', () => {
     // A copy of the tree without .git (CI's Node 22 and 24 runs) says "commit unknown", a dirty
     // tree "<commit>-dirty": whatever it is, both entries say the same.
     expect(version(BUNDLE)).toMatch(/^vendgate \d+\.\d+\.\d+ \(commit \S+, node v\d+/);
+  });
+
+  it("connects to its MQTT broker (mqtt.js is loaded by the first attempt, through the bundle's module interop)", async () => {
+    const port = await freePort();
+    svc = await startService({ main: BUNDLE, config: { mqtt: { url: 'embedded', embeddedPort: port } } });
+    await svc.waitFor(() => svc!.logs().some((line) => line.msg === 'MQTT connected'), { what: 'the MQTT connection' });
+    expect(svc.stderr()).not.toMatch(/unhandled rejection/);
   });
 
   it('creates its database, serves the kiosk page and the sandbox, and vends a paid order once', async () => {
