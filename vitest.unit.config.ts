@@ -4,7 +4,7 @@ import HarnessWeightSequencer from './test/sequencer.js';
 import { ISOLATED_TEST_FILES, REAL_TIME_TEST_FILES, SYSTEM_TEST_GLOBS, serviceTestFiles } from './test/suites.js';
 
 // `npm run test:unit`: everything that starts no child process and no browser (test/suites.ts
-// decides from the imports), less the few that wait on real time by design (REAL_TIME_TEST_FILES).
+// decides from the imports), less the few that wait on real socket timeouts by design.
 // Needs no build (nothing here runs dist/), so no globalSetup.
 //
 // `npm run test:coverage` is this run with v8 coverage of src/ and the money path's floors

@@ -8,16 +8,10 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 /**
- * Tests that start no process but wait on real time by design: a listener's header and idle
- * timeouts, measured on real sockets; the background loops' own retry backoffs, which the chaos
- * tests let run out on the real clock (5 s of the Events API catch-up alone). They run in the full
- * suite, not in the quick one.
+ * Tests that start no process but wait on real timeouts by design (a listener's header and idle
+ * timeouts, measured on real sockets): they run in the full suite, not in the quick one.
  */
-export const REAL_TIME_TEST_FILES = [
-  'test/techniques/fuzz/slow-partial.test.ts',
-  'test/techniques/chaos/background-failures.test.ts',
-  'test/techniques/chaos/background-timers.test.ts',
-];
+export const REAL_TIME_TEST_FILES = ['test/techniques/fuzz/slow-partial.test.ts'];
 
 /**
  * Tests that need root and system packages (scripts/install-test-deps.sh) beyond Node: real mounts
