@@ -97,6 +97,12 @@ export interface AppDeps {
    * at that step (test/app/failed-start.test.ts injects a fault at every one).
    */
   faultAt?: (step: string) => void;
+  /**
+   * Test-only: shorter waits for the background retries whose timing is no setting, so that a test
+   * of the real app sees an outage end in milliseconds rather than seconds. Absent: the defaults
+   * (the Events API catch-up retries after 5 s, doubling; a storage fault is rechecked every 2 s).
+   */
+  retryTimings?: { backfillRetryBaseMs?: number; storageRecheckMs?: number };
 }
 
 /** Everything start() built, for the CLI, the selftest and tests. */
@@ -203,7 +209,7 @@ function startsOnFullDisk(path: string): boolean {
   return true;
 }
 
-function openStore({ settings, clock, logger, log }: Base, owner: Owner, fullAtStart: boolean): Store {
+function openStore({ settings, deps, clock, logger, log }: Base, owner: Owner, fullAtStart: boolean): Store {
   const onDisk = settings.storage.path !== ':memory:';
   // Looked at before SQLite opens it: a WAL it would discard silently takes the restored-database path.
   const wal = onDisk ? inspectWal(settings.storage.path) : null;
@@ -224,7 +230,11 @@ function openStore({ settings, clock, logger, log }: Base, owner: Owner, fullAtS
       probeDatabase: () => touchDatabase(db, clock.now()),
       onLog: (level, fields, msg) => log[level](fields, msg),
     },
-    { path: settings.storage.path, ballastBytes: onDisk ? settings.storage.ballastMb * 1024 * 1024 : 0 },
+    {
+      path: settings.storage.path,
+      ballastBytes: onDisk ? settings.storage.ballastMb * 1024 * 1024 : 0,
+      recheckMs: deps.retryTimings?.storageRecheckMs,
+    },
   );
   if (fullAtStart) storage.report(Object.assign(new Error('no room left on the disk at start'), { code: 'ENOSPC' }));
   else if (onDisk) storage.reserve();
@@ -537,7 +547,7 @@ interface Channels {
 }
 
 function buildChannels(
-  { settings, clock, logger, log }: Base,
+  { settings, deps, clock, logger, log }: Base,
   store: Store,
   { health, changes }: Shared,
   { provider, sandbox, webhookSecrets }: Payments,
@@ -560,7 +570,11 @@ function buildChannels(
       storage: store.storage,
       clockSkew: store.clockSkew,
     },
-    { ...settings.http.webhook, toleranceSec: settings.provider.toleranceSec },
+    {
+      ...settings.http.webhook,
+      toleranceSec: settings.provider.toleranceSec,
+      backfillRetryBaseMs: deps.retryTimings?.backfillRetryBaseMs,
+    },
   );
   const poller = createPoller(
     {

@@ -33,6 +33,8 @@ export interface RelayConnectionDeps {
   now(): number;
   /** The event loop is given back after this long of route handling (default 10 ms). */
   sliceMs?: number;
+  /** stop()'s grace for the last acknowledgements (default 2 s, STOP_GRACE_MS; tests shorten it). */
+  stopGraceMs?: number;
 }
 
 export interface RelayConnection {
@@ -202,6 +204,7 @@ export function createRelayConnection(deps: RelayConnectionDeps, settings: MqttS
         now: () => deps.now(),
         say: { lost: 'relay lost the broker; reconnecting', unreachable: 'relay broker unreachable; retrying' },
         prepare: inSlices,
+        stopGraceMs: deps.stopGraceMs,
         onConnect: (c) => onConnect(c, clientId),
         onClose: () => {
           subscribed = false;

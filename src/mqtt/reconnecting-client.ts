@@ -22,6 +22,8 @@ export interface ReconnectingClientDeps {
   onClose?(client: MqttClient, wasConnected: boolean): void;
   /** An error of the current client; `attempt` 0 is the first since the last connect. */
   onError?(err: Error & { code?: unknown }, attempt: number): void;
+  /** stop()'s wait for the farewell and for the last PUBACKs, each (default STOP_GRACE_MS; tests shorten it). */
+  stopGraceMs?: number;
 }
 
 export interface ReconnectingClient {
@@ -40,7 +42,7 @@ export interface ReconnectingClient {
   publish(topic: string, payload: string | Buffer, retain: boolean, done?: (err?: Error) => void): boolean;
   /**
    * No more attempts. A live connection gets `farewell` (its last words, e.g. `offline`) and then a
-   * clean DISCONNECT once the messages in flight are acknowledged, each within STOP_GRACE_MS, and is
+   * clean DISCONNECT once the messages in flight are acknowledged, each within the grace (STOP_GRACE_MS), and is
    * dropped after that. Safe to call twice.
    */
   stop(farewell?: (client: MqttClient) => Promise<unknown>): Promise<void>;
@@ -61,6 +63,7 @@ export function createReconnectingClient(deps: ReconnectingClientDeps): Reconnec
   let stopped = false;
   let stopping: Promise<void> | null = null;
   let retry: NodeJS.Timeout | null = null;
+  const stopGraceMs = deps.stopGraceMs ?? STOP_GRACE_MS;
 
   function connect(): void {
     retry = null;
@@ -114,11 +117,11 @@ export function createReconnectingClient(deps: ReconnectingClientDeps): Reconnec
     if (c && connectedSince !== null) {
       // A connection that dies meanwhile never acknowledges: stop waiting as soon as it is gone.
       const closed = new Promise<void>((resolve) => c.once('close', () => resolve()));
-      if (farewell) await withTimeout(Promise.race([closed, farewell(c)]), STOP_GRACE_MS);
+      if (farewell) await withTimeout(Promise.race([closed, farewell(c)]), stopGraceMs);
       // end(false) waits for the messages still in flight, so their PUBACKs still count.
       const ended = await withTimeout(
         Promise.race([closed, new Promise<void>((resolve) => c.end(false, {}, () => resolve()))]),
-        STOP_GRACE_MS,
+        stopGraceMs,
       );
       // end() again would be a no-op while the first one waits: drop the socket itself.
       if (!ended) c.stream?.destroy();

@@ -32,6 +32,8 @@ export interface BrokerWebhookDeps {
    * event could not be stored (database): the message is then not acknowledged, and comes again.
    */
   ingest(delivery: { provider: string; headers: ForwardedHeaders; rawBody: Buffer }): Promise<BrokerIngestOutcome>;
+  /** stop()'s grace for the last acknowledgements (default 2 s, STOP_GRACE_MS; tests shorten it). */
+  stopGraceMs?: number;
 }
 
 export interface BrokerWebhookSubscription {
@@ -161,6 +163,7 @@ export function createBrokerWebhookSubscription(deps: BrokerWebhookDeps, setting
         now: () => deps.clock.now(),
         say: { lost: 'fleet webhook subscription lost; reconnecting', unreachable: 'fleet webhook broker unreachable; retrying' },
         prepare: acknowledgeWhenStored,
+        stopGraceMs: deps.stopGraceMs,
         onConnect: (c, sessionPresent) => onConnect(c, sessionPresent, options.clientId),
         onError: (err, attempt) => {
           if (attempt === 0) log.warn({ err, url: redactUrl(url) }, 'fleet webhook subscription error');

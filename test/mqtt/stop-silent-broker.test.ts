@@ -42,6 +42,9 @@ async function silentBroker() {
   return { url: `mqtt://127.0.0.1:${port}`, open: () => sockets.size };
 }
 
+/** The clients' stop() grace, shortened from its 2 s: the broker here never acknowledges, so each case waits it out. */
+const GRACE_MS = 200;
+
 type MqttSettings = ReturnType<typeof mqttSchema.parse>;
 
 /** The two fleet clients with a stop() of their own, each as the test starts it. */
@@ -51,7 +54,15 @@ const CLIENTS = [
     what: 'the subscription to connect',
     create: (settings: MqttSettings) =>
       createBrokerWebhookSubscription(
-        { clock: systemClock, logger, deviceId: 'vm1', provider: 'gerege', referencePrefixes: ['vm1-db1-'], ingest: async () => 'stored' },
+        {
+          clock: systemClock,
+          logger,
+          deviceId: 'vm1',
+          provider: 'gerege',
+          referencePrefixes: ['vm1-db1-'],
+          ingest: async () => 'stored',
+          stopGraceMs: GRACE_MS,
+        },
         settings,
       ),
   },
@@ -59,7 +70,7 @@ const CLIENTS = [
     name: 'the fleet relay',
     what: 'the relay to connect',
     create: (settings: MqttSettings) =>
-      createRelayConnection({ logger, replicaId: 'r1', onRoute: () => {}, now: () => Date.now() }, settings),
+      createRelayConnection({ logger, replicaId: 'r1', onRoute: () => {}, now: () => Date.now(), stopGraceMs: GRACE_MS }, settings),
   },
 ];
 

@@ -98,7 +98,8 @@ describe('simulated Webkassa', () => {
   });
 
   it('refuses a request for a cashbox that is busy with another one (requests of a cashbox go in sequence)', async () => {
-    const sim = await startSimulator({ provider: 'qutpay', webkassa: { faults: { latencyMs: 1_000 } } });
+    // Each request (the token's too) takes this long: the second check, sent with the first, arrives while the first holds the cashbox.
+    const sim = await startSimulator({ provider: 'qutpay', webkassa: { faults: { latencyMs: 400 } } });
     const t = await token(sim);
     const answers = await Promise.all([post(sim, '/api/v4/Check', check(t)), post(sim, '/api/v4/Check', check(t))]);
     expect(answers.map((a) => errorOf(a.json)?.Code ?? 'ok').sort()).toEqual([-1, 'ok'].sort());

@@ -31,6 +31,8 @@ export interface WebhookChannelSettings {
   alarmAfterAttempts: number;
   silenceGraceSec: number;
   backfillLookbackSec: number;
+  /** The catch-up's first wait after a failed read (createBackfill's retryBaseMs); absent: its default. */
+  backfillRetryBaseMs?: number;
   limits?: ListenerLimits;
 }
 
@@ -83,6 +85,7 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
     {
       silenceGraceSec: settings.silenceGraceSec,
       lookbackSec: settings.backfillLookbackSec,
+      retryBaseMs: settings.backfillRetryBaseMs,
     },
   );
   const clockSkew = deps.clockSkew ?? createClockSkewAlarm({ db: deps.db, outbox: deps.outbox });

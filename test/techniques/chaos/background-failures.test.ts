@@ -111,7 +111,12 @@ describe('every background task survives two failures in a row and runs again: t
     expect(crashes).toEqual([]);
   });
   it('the webhook inbox worker: marking an event done is refused twice, the process stays up, the event ends processed', async () => {
-    const { ctx, actuator, order, sandbox } = await start();
+    const { ctx, actuator, order, sandbox } = await start(
+      () => {},
+      {},
+      // A failed pass is tried again after 50 ms instead of the default second (the settings allow 10 ms).
+      (settings) => ({ ...settings, http: { ...settings.http, webhook: { ...settings.http.webhook, retryBaseMs: 50 } } }),
+    );
     sandbox.onDelivery((delivery) => ctx.webhooks.deliverLocally(delivery));
     const busy = failWrites(ctx.db, 'inbox_done', 'BEFORE UPDATE ON webhook_events WHEN NEW.processed_at IS NOT NULL', 2);
     const created = await order();

@@ -68,7 +68,8 @@ describe('every background task survives two failures in a row and runs again: h
     const { ctx } = await start(
       () => {},
       {},
-      (settings) => ({ ...settings, dex: { ...settings.dex, readEverySec: 1 } }),
+      // A read every 100 ms instead of every second at the least (the settings take whole seconds).
+      (settings) => ({ ...settings, dex: { ...settings.dex, readEverySec: 0.1 } }),
     );
     const busy = failWrites(ctx.db, 'dex_read', 'BEFORE INSERT ON dex_reads', 2);
     await waitFor(() => (ctx.db.prepare('SELECT count(*) AS n FROM dex_reads').get() as { n: number }).n > 0, {

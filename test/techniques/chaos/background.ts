@@ -148,6 +148,11 @@ export function backgroundApp() {
       provider: faults.provider,
       actuator,
       clock,
+      // An outage here lasts two failures: the retries whose timing is no setting come in
+      // milliseconds rather than seconds (the Events API catch-up's 5 s, the storage recheck's 2 s),
+      // so each case waits out its outage in well under a second. Long enough for the storage
+      // fault's state to be seen between two rechecks (its case asks for a 503 meanwhile).
+      retryTimings: { backfillRetryBaseMs: 50, storageRecheckMs: 250 },
     });
     const { localUrl } = await app.start();
     const order = async () => {

@@ -76,7 +76,7 @@ describe('eBarimt PosAPI adapter against the simulated PosAPI', () => {
 
   it('a timeout before PosAPI filed anything is unknown too (the adapter cannot tell it from a lost answer), and lookup cannot tell', async () => {
     const sim = await startRegisters({ ebarimt: { faults: { timeoutBeforeCommit: 1 } } });
-    const { adapter } = register(sim.url, { timeoutMs: 2_000 });
+    const { adapter } = register(sim.url, { timeoutMs: 500 });
     const request = saleRequest();
     const outcome = await adapter.issue(request);
     expect(outcome.kind).toBe('unknown');
@@ -90,7 +90,7 @@ describe('eBarimt PosAPI adapter against the simulated PosAPI', () => {
 
   it('a timeout after PosAPI filed the receipt is unknown, and PosAPI holds exactly one', async () => {
     const sim = await startRegisters({ ebarimt: { faults: { timeoutAfterCommit: 1 } } });
-    const { adapter } = register(sim.url, { timeoutMs: 2_000 });
+    const { adapter } = register(sim.url, { timeoutMs: 500 });
     expect((await adapter.issue(saleRequest())).kind).toBe('unknown');
     expect(held(sim)).toHaveLength(1);
   });

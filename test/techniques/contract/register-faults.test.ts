@@ -13,11 +13,17 @@ import { saleRequest, simEbarimtRegister, simWebkassaRegister, startRegisters } 
 const FAULTS = { serverError: 0.15, lostAfterCommit: 0.15, timeoutBeforeCommit: 0.05, timeoutAfterCommit: 0.05 };
 const SALES = 15;
 const MAX_STEPS = 60;
+/**
+ * A timeout fault holds the call until the adapter gives up, so each costs this long; the simulator
+ * answers every other call in milliseconds. A call that is merely slow and times out is one more
+ * `unknown`, which the worker here resolves by the port's rules as it does a drawn one.
+ */
+const TIMEOUT_MS = 500;
 
 describe('registers under every fault at once', () => {
   it('Webkassa: each sale ends as exactly one check, and every outcome told the truth about what was held', async () => {
     const sim = await startRegisters({ seed: 26, webkassa: { faults: FAULTS } });
-    const register = simWebkassaRegister(sim.url, { timeoutMs: 1_500 });
+    const register = simWebkassaRegister(sim.url, { timeoutMs: TIMEOUT_MS });
     const heldFor = (request: ReceiptRequest) =>
       sim.registers.webkassa.records().cashboxes[0]!.checks.filter((c) => c.externalCheckNumber === externalCheckNumberOf(request.key));
     const outcomes = new Map<string, number>();
@@ -57,7 +63,7 @@ describe('registers under every fault at once', () => {
 
   it('eBarimt: an issued sale is one receipt; unavailable means none; unknown (for a person) never more than one', async () => {
     const sim = await startRegisters({ seed: 26, ebarimt: { faults: FAULTS } });
-    const register: FiscalRegister = simEbarimtRegister(sim.url, { timeoutMs: 1_500 });
+    const register: FiscalRegister = simEbarimtRegister(sim.url, { timeoutMs: TIMEOUT_MS });
     const heldFor = (request: ReceiptRequest) =>
       sim.registers.ebarimt.records().receipts.filter((r) => r.billIdSuffix === billIdSuffixOf(request.key));
     let unknowns = 0;

@@ -60,7 +60,7 @@ describe('Webkassa adapter against the simulated Webkassa', () => {
 
   it('a timeout before anything was taken is unknown; lookup says absent; issuing again makes exactly one check', async () => {
     const sim = await startRegisters();
-    const { adapter } = register(sim.url, { timeoutMs: 2_000 });
+    const { adapter } = register(sim.url, { timeoutMs: 500 });
     await adapter.status(); // authorized before the fault
     sim.registers.webkassa.faults.set({ timeoutBeforeCommit: 1 });
     const request = sale();
@@ -73,7 +73,7 @@ describe('Webkassa adapter against the simulated Webkassa', () => {
 
   it('a timeout after the check was taken is unknown; lookup finds the check', async () => {
     const sim = await startRegisters();
-    const { adapter } = register(sim.url, { timeoutMs: 2_000 });
+    const { adapter } = register(sim.url, { timeoutMs: 500 });
     await adapter.status();
     sim.registers.webkassa.faults.set({ timeoutAfterCommit: 1 });
     const request = sale();
