@@ -173,7 +173,7 @@ export function createReceiptBook(deps: { db: Db; clock: Clock; outbox: Outbox }
     due(now, limit) {
       return prepared(
         db,
-        "SELECT * FROM receipts WHERE state IN ('queued', 'unknown') AND next_at <= ? AND register = ? ORDER BY next_at, id LIMIT ?",
+        "SELECT * FROM receipts WHERE state IN ('queued', 'unknown') AND next_at <= ? AND register = ? ORDER BY next_at, id LIMIT CAST(? AS INTEGER)",
       ).all(now, settings.register, limit) as ReceiptRow[];
     },
 

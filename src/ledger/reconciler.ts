@@ -66,7 +66,7 @@ export function createReconciler(
       WHERE oi.created_at >= ? AND (o.updated_at <= ? OR o.updated_at > ?)
         AND (oi.reconciled_at IS NULL OR oi.reconciled_at < o.updated_at
              OR (oi.reconciled_at < ? AND EXISTS (SELECT 1 FROM alarms a WHERE a.name = 'reconcile/' || o.id)))
-      ORDER BY oi.created_at LIMIT ?`,
+      ORDER BY oi.created_at LIMIT CAST(? AS INTEGER)`,
     ).all(now - settings.days * 86_400_000, now - SETTLE_MS, now + SETTLE_MS, now - settings.everyMs + 1_000, limit) as LocalInvoice[];
   }
 

@@ -299,7 +299,7 @@ export function createOrderRepository(deps: { db: Db; clock: Clock }): OrderRepo
       return prepared(
         db,
         `SELECT * FROM orders WHERE (? IS NULL OR state = ?) AND (? IS NULL OR created_at >= ?) AND (? IS NULL OR created_at < ?)
-         ORDER BY id DESC LIMIT ?`,
+         ORDER BY id DESC LIMIT CAST(? AS INTEGER)`,
       ).all(
         filter.state ?? null,
         filter.state ?? null,

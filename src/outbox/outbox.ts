@@ -110,7 +110,7 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
       return Object.fromEntries(rows.map((r) => [r.name, r.value]));
     },
     pending(limit) {
-      return prepared(db, 'SELECT * FROM outbox ORDER BY seq LIMIT ?').all(limit) as OutboxRow[];
+      return prepared(db, 'SELECT * FROM outbox ORDER BY seq LIMIT CAST(? AS INTEGER)').all(limit) as OutboxRow[];
     },
     depth() {
       return (prepared(db, 'SELECT count(*) AS n FROM outbox').get() as { n: number }).n;
@@ -124,7 +124,7 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
       // Alarms are never pruned: a lost clear would leave an alarm standing forever.
       const dropped = prepared(
         db,
-        "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE kind = 'event' ORDER BY seq LIMIT ?)",
+        "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE kind = 'event' ORDER BY seq LIMIT CAST(? AS INTEGER))",
       ).run(excess).changes;
       if (dropped > 0) addCounter.run('outbox_dropped', dropped);
       return dropped;

@@ -78,6 +78,12 @@ const statementCaches = new WeakMap<Db, Map<string, Database.Statement>>();
  * `db.prepare(sql)`, compiled once per connection and kept: for SQL run on every order, poll or
  * publish, where preparing each time costs a parse and a native allocation per call. Not for a
  * statement whose mode is changed (`pluck`, `raw`, `expand`) or that is iterated: those are shared.
+ *
+ * A row limit is bound as `LIMIT CAST(? AS INTEGER)`, never `LIMIT ?`: SQLite (3.53) plans a bare
+ * `LIMIT ?` with the value bound at the time and marks the statement to be compiled again whenever
+ * that parameter is bound anew, which better-sqlite3 does on every call. The outbox's read, run
+ * about a dozen times per order, was parsed and planned again each time (measured with a breakpoint
+ * on sqlite3Reprepare: 1,000 calls, 1,000 recompilations; none with the cast).
  */
 export function prepared(db: Db, sql: string): Database.Statement {
   let cache = statementCaches.get(db);

@@ -100,7 +100,7 @@ export function createRetention(deps: { db: Db; clock: Clock; logger: Logger }, 
       order: db.prepare('DELETE FROM orders WHERE id = ?'),
       webhookEvents: db.prepare(
         `DELETE FROM webhook_events WHERE rowid IN (
-           SELECT rowid FROM webhook_events WHERE received_at < ? AND processed_at IS NOT NULL ORDER BY received_at LIMIT ?)`,
+           SELECT rowid FROM webhook_events WHERE received_at < ? AND processed_at IS NOT NULL ORDER BY received_at LIMIT CAST(? AS INTEGER))`,
       ),
     };
   }

@@ -105,7 +105,7 @@ export function createWebhookInbox(db: Db, options: WebhookInboxOptions = {}): W
   const due = db.prepare(
     `SELECT ${ROW_COLUMNS} FROM webhook_events
       WHERE processed_at IS NULL AND (coalesce(next_attempt_at, 0) <= ? OR next_attempt_at > ?)
-      ORDER BY rowid LIMIT ?`,
+      ORDER BY rowid LIMIT CAST(? AS INTEGER)`,
   );
   const nextDue = db.prepare('SELECT min(coalesce(next_attempt_at, 0)) AS at FROM webhook_events WHERE processed_at IS NULL');
   const processed = db.prepare('UPDATE webhook_events SET processed_at = ?, last_error = ? WHERE event_id = ? AND processed_at IS NULL');
