@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createSimulator, NO_FAULTS, type Simulator } from '../../src/simulator/index.js';
 import { createProvider, signKaspiRelayRequest, type PaymentProvider } from '../../src/payments/index.js';
 import { parseSettings } from '../../src/settings/index.js';
 import { createLogger, silentLogger, type Logger } from '../../src/util/index.js';
@@ -213,6 +213,35 @@ describe("Kaspi's access rules: the certificate and the whitelist", () => {
 });
 
 describe('the journal', () => {
+  it('a return Kaspi refused with 429 was not taken: the same key goes again, also after a relay restart, and the money moves once', async () => {
+    const dir = tempDir('vendgate-kaspi-journal-');
+    cleanup.push(() => dir.cleanup());
+    const journalPath = join(dir.path, 'kaspi.db');
+    const sim = await kaspiSim();
+    const first = await startKaspiRelayFor(sim, { journalPath });
+    const mine = device(first.url, 'vm-001', KASPI_DEVICE_SECRET);
+    const qr = await mine.createInvoice(order());
+    await sim.pay(qr.id);
+    const request = { invoiceId: qr.id, amount: 300, idempotencyKey: 'r-after-429' };
+    sim.setFaults({ ...NO_FAULTS, rateLimit: 1 });
+    await expect(mine.refund(request)).rejects.toMatchObject({ kind: 'rate_limited' });
+    // The relay and the device restart; the journal file stays.
+    await first.stop();
+    const second = await startKaspiRelayFor(sim, { journalPath });
+    cleanup.push(() => second.stop());
+    const restarted = device(second.url, 'vm-001', KASPI_DEVICE_SECRET);
+    await expect(restarted.refund(request)).rejects.toMatchObject({ kind: 'rate_limited' });
+    sim.setFaults({ ...NO_FAULTS });
+    const done = await restarted.refund(request);
+    expect(done).toMatchObject({ status: 'succeeded', refundId: expect.any(String) });
+    // Once Kaspi took it, the same key is answered from the journal and never sent again.
+    expect(await restarted.refund(request)).toMatchObject({ status: 'succeeded', refundId: done.refundId });
+    const returns = sim.records().requests.filter((r) => r.path === '/r3/v01/payment/return');
+    expect(returns.map((r) => r.status)).toEqual([429, 429, 200]);
+    expect(sim.records().refunds.map((r) => r.amount)).toEqual([300]);
+    expect(await restarted.getInvoice(qr.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: 300 });
+  });
+
   it('a create or return a relay crash left unanswered is in doubt on the next start, and never sent again', async () => {
     const dir = tempDir('vendgate-kaspi-journal-');
     cleanup.push(() => dir.cleanup());
