@@ -22,35 +22,43 @@ const dist = `${root}dist/`;
 const EXTERNAL = ['better-sqlite3', 'serialport', '@serialport/*', 'onoff', 'pino', 'pino-pretty'];
 
 /**
- * Our code's `import { createServer } from 'node:http'` becomes `const { createServer } =
- * require('node:http')` (through the banner's `require`, as the CommonJS libraries in the bundle
- * already reach the built-ins). An ES import of a built-in makes Node build its ES module facade,
- * which reads every export of the module once, and on Node 22 some of them load a module of their
- * own when read: `http.WebSocket` and its kin load undici (and with it http2 and the web streams),
- * `util.diff` assert's diff and stderr's colours, `fs.ReadStream` the file streams — tens of ms of
- * CPU at each start (docs/benchmarks.md). The destructuring reads only the names the file imports,
- * once, where the import stood (tsc keeps imports at the top, as written): the facade's values are
- * read once too, so each name means what it meant. Only named imports of a built-in are written in
- * src/; any other form stops the build rather than be bundled differently. (main.ts's dynamic
- * import of node:child_process, under systemd only, stays an import.)
+ * Our code's static imports of Node's built-ins and of the packages left outside the bundle become
+ * require() calls (through the banner's `require`, as the CommonJS libraries in the bundle already
+ * reach them): `import { createServer } from 'node:http'` → `const { createServer } =
+ * require('node:http')`, `import Database from 'better-sqlite3'` → `const Database =
+ * require('better-sqlite3')`. An ES import of a built-in makes Node build its ES module facade, which
+ * reads every export of the module once, and on Node 22 some of them load a module of their own when
+ * read: `http.WebSocket` and its kin load undici (and with it http2 and the web streams), `util.diff`
+ * assert's diff and stderr's colours, `fs.ReadStream` the file streams; an ES import of a CommonJS
+ * package has its source scanned for export names first. Tens of ms of CPU at each start
+ * (docs/benchmarks.md). Each name is read once where the import stood (tsc keeps imports at the top,
+ * as written), as the facade reads it once, and a default import of CommonJS is its module.exports
+ * either way: each name means what it meant. Named and default imports are the forms src/ writes;
+ * any other (a namespace import) stops the build rather than be bundled differently. Dynamic
+ * imports stay imports: they load later, when their feature is used.
  */
-function builtinImportsAsRequire(source, file = '') {
-  return source.replace(/\bimport\s*([^'";]*?)\s*from\s*(['"])(node:[^'"]+)\2;?/g, (statement, clause, _quote, builtin) => {
-    const named = /^\{([^}]*)\}$/.exec(clause.trim());
-    if (!named) throw new Error(`${file}: ${statement}: only named imports of a built-in are bundled (scripts/bundle.mjs)`);
-    const names = named[1]
+const REQUIRED = new RegExp(`^(?:node:.+|${EXTERNAL.map((name) => name.replace(/[./]/g, (c) => `\\${c}`).replace('*', '.+')).join('|')})$`);
+function importsAsRequire(source, file = '') {
+  return source.replace(/\bimport\s*([^'";]*?)\s*from\s*(['"])([^'"]+)\2;?/g, (statement, clause, _quote, specifier) => {
+    if (!REQUIRED.test(specifier)) return statement;
+    const [, whole, named] = /^(?:([\w$]+)\s*,?\s*)?(?:\{([^}]*)\})?$/.exec(clause.trim()) ?? [];
+    if (whole === undefined && named === undefined)
+      throw new Error(`${file}: ${statement}: only named and default imports are bundled as require() (scripts/bundle.mjs)`);
+    const names = (named ?? '')
       .split(',')
       .map((part) => part.trim())
       .filter(Boolean)
       .map((part) => part.replace(/\s+as\s+/, ': '));
+    const target = whole ?? `{ ${names.join(', ')} }`;
+    const rest = whole !== undefined && names.length > 0 ? ` const { ${names.join(', ')} } = ${whole};` : '';
     // As many lines as the import had: the source map's lines stay where they were.
-    return `const { ${names.join(', ')} } = require(${JSON.stringify(builtin)});${'\n'.repeat(statement.split('\n').length - 1)}`;
+    return `const ${target} = require(${JSON.stringify(specifier)});${rest}${'\n'.repeat(statement.split('\n').length - 1)}`;
   });
 }
 
 /**
  * Our files as esbuild reads them: dist/kiosk/server.js's `import.meta.url` becomes
- * `new URL("./kiosk/server.js", import.meta.url).href`, and built-ins are required (above).
+ * `new URL("./kiosk/server.js", import.meta.url).href`, and built-ins and external packages are required (above).
  */
 const ours = {
   name: 'ours',
@@ -60,7 +68,7 @@ const ours = {
     b.onLoad({ filter }, async ({ path }) => {
       let source = await readFile(path, 'utf8');
       source = source.replaceAll('import.meta.url', `new URL(${JSON.stringify(`./${relative(dist, path)}`)}, import.meta.url).href`);
-      return { contents: builtinImportsAsRequire(source, relative(root, path)), loader: 'js' };
+      return { contents: importsAsRequire(source, relative(root, path)), loader: 'js' };
     });
   },
 };

@@ -4,6 +4,7 @@
  */
 import type { Watchdog } from './selftest/index.js';
 import { writeSync } from 'node:fs';
+import { isatty } from 'node:tty';
 import { versionLine } from './version.js';
 
 // `vendgate --version` (also `-V`, `version`) alone: answered before anything else is loaded — no
@@ -111,11 +112,16 @@ const code = await runCli(
   process.argv.slice(2),
   {
     stdout: process.stdout,
-    stderr: process.stderr,
+    // Built at its first write: a service that starts cleanly under systemd never writes to stderr,
+    // and building the stream (a socket to the journal) is a few ms of every start.
+    get stderr() {
+      return process.stderr;
+    },
     env: process.env,
     stopSignal,
     notify: notifyAndWatch,
-    isTty: Boolean(process.stderr.isTTY),
+    // What process.stderr.isTTY says, without building the stream to ask.
+    isTty: isatty(2),
   },
   { crashPoint },
 );
