@@ -4,7 +4,6 @@
  */
 import type { Watchdog } from './selftest/index.js';
 import { writeSync } from 'node:fs';
-import { isatty } from 'node:tty';
 import { versionLine } from './version.js';
 
 // `vendgate --version` (also `-V`, `version`) alone: answered before anything else is loaded — no
@@ -120,8 +119,9 @@ const code = await runCli(
     env: process.env,
     stopSignal,
     notify: notifyAndWatch,
-    // What process.stderr.isTTY says, without building the stream to ask.
-    isTty: isatty(2),
+    // What process.stderr.isTTY says, without building the stream to ask (node:tty is loaded here,
+    // not at the top: `vendgate --version` above needs neither it nor the net module under it).
+    isTty: process.getBuiltinModule('node:tty').isatty(2),
   },
   { crashPoint },
 );
