@@ -21,17 +21,81 @@ const dist = `${root}dist/`;
 
 const EXTERNAL = ['better-sqlite3', 'serialport', '@serialport/*', 'onoff', 'pino', 'pino-pretty'];
 
-/** dist/kiosk/server.js's `import.meta.url` becomes `new URL("./kiosk/server.js", import.meta.url).href`. */
-const ownUrl = {
-  name: 'own-import-meta-url',
+/**
+ * Our code's static imports of Node's built-ins and of the packages left outside the bundle become
+ * require() calls (through the banner's `require`, as the CommonJS libraries in the bundle already
+ * reach them): `import { createServer } from 'node:http'` → `const { createServer } =
+ * require('node:http')`, `import Database from 'better-sqlite3'` → `const Database =
+ * require('better-sqlite3')`. An ES import of a built-in makes Node build its ES module facade, which
+ * reads every export of the module once, and on Node 22 some of them load a module of their own when
+ * read: `http.WebSocket` and its kin load undici (and with it http2 and the web streams), `util.diff`
+ * assert's diff and stderr's colours, `fs.ReadStream` the file streams; an ES import of a CommonJS
+ * package has its source scanned for export names first. Tens of ms of CPU at each start
+ * (docs/benchmarks.md). Each name is read once where the import stood (tsc keeps imports at the top,
+ * as written), as the facade reads it once, and a default import of CommonJS is its module.exports
+ * either way: each name means what it meant. Named and default imports are the forms src/ writes;
+ * any other (a namespace import) stops the build rather than be bundled differently. Dynamic
+ * imports stay imports: they load later, when their feature is used.
+ */
+const REQUIRED = new RegExp(`^(?:node:.+|${EXTERNAL.map((name) => name.replace(/[./]/g, (c) => `\\${c}`).replace('*', '.+')).join('|')})$`);
+function importsAsRequire(source, file = '') {
+  return source.replace(/\bimport\s*([^'";]*?)\s*from\s*(['"])([^'"]+)\2;?/g, (statement, clause, _quote, specifier) => {
+    if (!REQUIRED.test(specifier)) return statement;
+    const [, whole, named] = /^(?:([\w$]+)\s*,?\s*)?(?:\{([^}]*)\})?$/.exec(clause.trim()) ?? [];
+    if (whole === undefined && named === undefined)
+      throw new Error(`${file}: ${statement}: only named and default imports are bundled as require() (scripts/bundle.mjs)`);
+    const names = (named ?? '')
+      .split(',')
+      .map((part) => part.trim())
+      .filter(Boolean)
+      .map((part) => part.replace(/\s+as\s+/, ': '));
+    const target = whole ?? `{ ${names.join(', ')} }`;
+    const rest = whole !== undefined && names.length > 0 ? ` const { ${names.join(', ')} } = ${whole};` : '';
+    // As many lines as the import had: the source map's lines stay where they were.
+    return `const ${target} = require(${JSON.stringify(specifier)});${rest}${'\n'.repeat(statement.split('\n').length - 1)}`;
+  });
+}
+
+/**
+ * Our files as esbuild reads them: dist/kiosk/server.js's `import.meta.url` becomes
+ * `new URL("./kiosk/server.js", import.meta.url).href`, and built-ins and external packages are required (above).
+ */
+const ours = {
+  name: 'ours',
   setup(b) {
     // dist/ has no node_modules of its own: this is our code only (esbuild's filters are Go regexps).
-    const ours = new RegExp(`^${dist.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*\\.js$`);
-    b.onLoad({ filter: ours }, async ({ path }) => {
+    const filter = new RegExp(`^${dist.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*\\.js$`);
+    b.onLoad({ filter }, async ({ path }) => {
+      let source = await readFile(path, 'utf8');
+      source = source.replaceAll('import.meta.url', `new URL(${JSON.stringify(`./${relative(dist, path)}`)}, import.meta.url).href`);
+      return { contents: importsAsRequire(source, relative(root, path)), loader: 'js' };
+    });
+  },
+};
+
+/**
+ * fastify's lib/server.js requires node:https and node:http2 as it is loaded, for the `https` and
+ * `http2` options, which vendgate never sets (our listeners are plain HTTP, src/util/http-listener.ts):
+ * http2 alone, with tls and https under it, is ~30 ms of CPU at every start on Node 22
+ * (docs/benchmarks.md). Here each is required at its first use instead. The build stops if those
+ * lines change with a fastify upgrade, rather than quietly loading them again.
+ */
+const FASTIFY_SERVER_EAGER = "const https = require('node:https')\nconst http2 = require('node:http2')\n";
+const fastifyServerLazy = {
+  name: 'fastify-server-lazy-https-http2',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]fastify[\\/]lib[\\/]server\.js$/ }, async ({ path }) => {
       const source = await readFile(path, 'utf8');
-      if (!source.includes('import.meta.url')) return undefined;
-      const own = `new URL(${JSON.stringify(`./${relative(dist, path)}`)}, import.meta.url).href`;
-      return { contents: source.replaceAll('import.meta.url', own), loader: 'js' };
+      if (!source.includes(FASTIFY_SERVER_EAGER))
+        throw new Error(
+          `${path} no longer starts with the requires of node:https and node:http2 that scripts/bundle.mjs makes lazy: look again`,
+        );
+      // The same module objects, reached through a proxy that requires them at the first property read.
+      const lazy = (id) => `new Proxy({}, { get: (_, key) => require(${JSON.stringify(id)})[key] })`;
+      return {
+        contents: source.replace(FASTIFY_SERVER_EAGER, `const https = ${lazy('node:https')}\nconst http2 = ${lazy('node:http2')}\n`),
+        loader: 'js',
+      };
     });
   },
 };
@@ -64,7 +128,7 @@ await build({
   minifySyntax: !process.argv.includes('--readable'),
   minifyIdentifiers: false,
   sourcemap: 'linked',
-  plugins: [ownUrl],
+  plugins: [ours, fastifyServerLazy],
   logLevel: 'warning',
   legalComments: 'none',
 });

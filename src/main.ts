@@ -111,11 +111,17 @@ const code = await runCli(
   process.argv.slice(2),
   {
     stdout: process.stdout,
-    stderr: process.stderr,
+    // Built at its first write: a service that starts cleanly under systemd never writes to stderr,
+    // and building the stream (a socket to the journal) is a few ms of every start.
+    get stderr() {
+      return process.stderr;
+    },
     env: process.env,
     stopSignal,
     notify: notifyAndWatch,
-    isTty: Boolean(process.stderr.isTTY),
+    // What process.stderr.isTTY says, without building the stream to ask (node:tty is loaded here,
+    // not at the top: `vendgate --version` above needs neither it nor the net module under it).
+    isTty: process.getBuiltinModule('node:tty').isatty(2),
   },
   { crashPoint },
 );

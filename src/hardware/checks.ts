@@ -1,6 +1,6 @@
-import { stat } from 'node:fs/promises';
 import type { Settings } from '../settings/index.js';
 import { errorMessage } from '../util/errors.js';
+import { fsPromises } from '../util/lazy-builtins.js';
 import { INPUT_NAMES } from '../settings/sections/actuator.js';
 import { sysfsNumberForBcm } from './gpio/chip-map.js';
 import { loadOnoffGpio } from './gpio/onoff.js';
@@ -75,7 +75,7 @@ export async function checkHardware(deps: HardwareCheckDeps, settings: Readonly<
       await check('actuator.serial.path', async () => {
         let info;
         try {
-          info = await stat(path);
+          info = await fsPromises().stat(path);
         } catch (err) {
           throw new Error(
             `${path} does not exist (${(err as NodeJS.ErrnoException).code}): check the USB cable and the name (ls /dev/serial/by-id/ /dev/ttyUSB* /dev/ttyAMA*)`,

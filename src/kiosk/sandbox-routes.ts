@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { readFile } from 'node:fs/promises';
 import type { SandboxPayments } from './types.js';
 import type { Clock } from '../util/index.js';
 import { badRequest } from './http-errors.js';
+import { fsPromises } from '../util/lazy-builtins.js';
 import { renderSandboxNotFoundPage, renderSandboxPayPage } from './sandbox-page.js';
 
 /** Sandbox ids are `sb_…`; anything outside this alphabet is not an id and is refused before the lookup. */
@@ -35,7 +35,7 @@ export function registerSandboxRoutes(app: FastifyInstance, sandbox: SandboxPaym
   app.get<{ Params: { file: string } }>('/sandbox/assets/:file', async (request, reply) => {
     const type = Object.hasOwn(ASSETS, request.params.file) ? ASSETS[request.params.file] : undefined;
     if (!type) return reply.callNotFound();
-    const body = await readFile(new URL(request.params.file, ASSETS_DIR));
+    const body = await fsPromises().readFile(new URL(request.params.file, ASSETS_DIR));
     return reply.type(type).send(body);
   });
 }

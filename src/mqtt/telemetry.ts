@@ -1,7 +1,7 @@
-import { readFile, statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Outbox } from '../outbox/index.js';
 import type { Logger } from '../util/logger.js';
+import { fsPromises } from '../util/lazy-builtins.js';
 import type { DeviceTelemetry } from './types.js';
 import type { TopicPayloads } from './topic-payloads.js';
 import { buildInfo } from '../version.js';
@@ -30,7 +30,7 @@ export async function readSystem(options: { dbPath?: string | null; thermalPath?
 
 async function readTemperature(path: string): Promise<number | null> {
   try {
-    const milli = Number.parseInt(await readFile(path, 'utf8'), 10);
+    const milli = Number.parseInt(await fsPromises().readFile(path, 'utf8'), 10);
     return Number.isFinite(milli) ? Math.round(milli / 100) / 10 : null;
   } catch {
     return null;
@@ -39,7 +39,7 @@ async function readTemperature(path: string): Promise<number | null> {
 
 async function readDisk(dir: string): Promise<SystemReadings['disk']> {
   try {
-    const stats = await statfs(dir);
+    const stats = await fsPromises().statfs(dir);
     // bavail, not bfree: what an unprivileged process (the vendgate user) can still write.
     return { freeBytes: stats.bavail * stats.bsize, totalBytes: stats.blocks * stats.bsize };
   } catch {

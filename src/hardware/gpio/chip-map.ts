@@ -1,6 +1,6 @@
-import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCodes, VendgateError } from '../../util/errors.js';
+import { fsPromises } from '../../util/lazy-builtins.js';
 
 /** Labels of the SoC GPIO controller on the Pi 3 / Zero 2 W, Pi 4 and Pi 5 (the 40-pin header lives there). */
 export const PI_GPIO_CHIP_LABELS = ['pinctrl-bcm2835', 'pinctrl-bcm2711', 'pinctrl-rp1'] as const;
@@ -18,7 +18,7 @@ export async function listSysfsGpioChips(sysfsRoot: string): Promise<SysfsGpioCh
   const dir = join(sysfsRoot, 'class', 'gpio');
   let names: string[];
   try {
-    names = await readdir(dir);
+    names = await fsPromises().readdir(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new VendgateError(
@@ -30,7 +30,10 @@ export async function listSysfsGpioChips(sysfsRoot: string): Promise<SysfsGpioCh
   const chips: SysfsGpioChip[] = [];
   for (const name of names.filter((n) => n.startsWith('gpiochip')).sort()) {
     try {
-      const read = (file: string) => readFile(join(dir, name, file), 'utf8').then((text) => text.trim());
+      const read = (file: string) =>
+        fsPromises()
+          .readFile(join(dir, name, file), 'utf8')
+          .then((text) => text.trim());
       const [label, base, ngpio] = await Promise.all([read('label'), read('base'), read('ngpio')]);
       chips.push({ name, label, base: Number(base), ngpio: Number(ngpio) });
     } catch {

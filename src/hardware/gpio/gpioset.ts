@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Logger } from '../../util/logger.js';
 import { ErrorCodes, VendgateError } from '../../util/errors.js';
 import type { Level } from './onoff.js';
@@ -21,10 +21,19 @@ export interface GpiosetOptions {
 const DEFAULT_SETTLE_MS = 150;
 const KILL_GRACE_MS = 1_000;
 
+/**
+ * node:child_process (with dgram and cluster under it) is loaded by the first gpioset, not by every
+ * start: a device without GPIO relays (sim, serial, MDB) never needs it (~10 ms of CPU at start,
+ * docs/benchmarks.md).
+ */
+function childProcess(): typeof import('node:child_process') {
+  return process.getBuiltinModule('node:child_process');
+}
+
 /** Runs `gpioset --version` and returns the libgpiod major version. */
 export async function detectGpiosetVersion(command = 'gpioset'): Promise<1 | 2> {
   const output = await new Promise<string>((resolve, reject) => {
-    const child = spawn(command, ['--version'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = childProcess().spawn(command, ['--version'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
     child.stdout.on('data', (chunk: Buffer) => {
       text += chunk.toString();
@@ -87,7 +96,7 @@ export async function openGpiosetOutput(options: GpiosetOptions): Promise<Digita
   /** Starts the holder. With `confirm`, waits settleMs and throws if it died; else only waits for the spawn. */
   async function hold(level: Level, confirm: boolean): Promise<void> {
     const args = gpiosetArgs(version, options.chip, options.offset, level);
-    const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = childProcess().spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
