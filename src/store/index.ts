@@ -2,6 +2,7 @@ export {
   openDatabase,
   migrate,
   NEW_DATABASE_PAGE_SIZE,
+  PAGE_CACHE_KIB,
   listMigrations,
   databaseId,
   inTransaction,

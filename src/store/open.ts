@@ -10,6 +10,15 @@ const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url).pathname;
 /** Page size of a database this code creates (see openDatabase). */
 export const NEW_DATABASE_PAGE_SIZE = 1024;
 
+/**
+ * SQLite's own page cache per connection, in KiB (its default is 2,000). An order reads and writes
+ * the newest rows and the right edges of a few indexes; the rest of the file, when a report or a
+ * reconcile reads it, comes from the kernel's page cache as cheaply. With the default the cache
+ * filled over the first few thousand orders and stayed resident: about 5 MB more RSS after 5,000
+ * orders than with 512 KiB (scripts/bench/resources.mjs, docs/benchmarks.md).
+ */
+export const PAGE_CACHE_KIB = 512;
+
 export interface OpenOptions {
   /** Read-only connection (the CLI's `orders`, `export`). */
   readonly?: boolean;
@@ -26,6 +35,7 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   db.pragma('busy_timeout = 5000');
+  db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
   if (!options.readonly) {
     // A new database gets 1 KiB pages (SQLite's default is 4 KiB). The WAL holds whole pages, so
     // every commit writes each page it touched in full: an order's dozen small commits touch a few

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NEW_DATABASE_PAGE_SIZE, openDatabase } from '../../src/store/index.js';
+import { NEW_DATABASE_PAGE_SIZE, PAGE_CACHE_KIB, openDatabase } from '../../src/store/index.js';
 import { tempDirPerTest } from '../helpers/temp.js';
 
 /** The WAL holds whole pages: small pages are fewer bytes written per commit (scripts/bench/fsync.mjs). */
@@ -13,6 +13,17 @@ describe('page size', () => {
     expect(db.pragma('page_size', { simple: true })).toBe(1024);
     expect(NEW_DATABASE_PAGE_SIZE).toBe(1024);
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    db.close();
+  });
+
+  it('keeps the SQLite page cache of each connection at 512 KiB, read-only ones too', () => {
+    const path = join(dir(), 'vendgate.db');
+    const db = openDatabase(path);
+    expect(PAGE_CACHE_KIB).toBe(512);
+    expect(db.pragma('cache_size', { simple: true })).toBe(-512);
+    const reader = openDatabase(path, { readonly: true });
+    expect(reader.pragma('cache_size', { simple: true })).toBe(-512);
+    reader.close();
     db.close();
   });
 
