@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { afterEach } from 'vitest';
+import { cleanupList } from '../helpers/cleanup.js';
 import { openDatabase, type Db } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { LOG_REDACTION, redactingChildren, type Logger } from '../../src/util/logger.js';
@@ -17,14 +17,11 @@ import { createWebhookInbox, createWebhookServer, type WebhookInbox } from '../.
 import { tempDir } from '../helpers/temp.js';
 import { jsonAnswer } from '../helpers/json-http.js';
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const cleanups = cleanupList();
 
 /** Registers a cleanup run after the current test. */
 export function onCleanup(fn: () => Promise<void> | void): void {
-  cleanups.push(fn);
+  cleanups(fn);
 }
 
 /** A logger configured like the service's (same redaction), whose lines the test can read. */

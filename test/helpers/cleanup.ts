@@ -1,4 +1,4 @@
-import { afterEach } from 'vitest';
+import { afterEach, onTestFinished } from 'vitest';
 import type { Watcher } from '../mqtt/watch.js';
 
 /** Registers a closer for what a test opened and returns what it was given. */
@@ -27,6 +27,37 @@ export function cleanup(): Defer {
   return (value, close) => {
     closers.push(() => close(value));
     return value;
+  };
+}
+
+/**
+ * A harness module's "undo this after the test" (servers, simulators, brokers, temp dirs): each
+ * closer runs when the current test finishes, newest first, all of them even when one fails.
+ *
+ * Registered through the running test (`onTestFinished`), never with an `afterEach` at the top of
+ * the harness module: test files share each worker's modules (`isolate: false`, vitest.config.ts),
+ * so a helper module's top-level hook is registered once, in the first file that imports it, and
+ * the cleanups of every later file never ran. Seen: the six services of
+ * test/selftest/tunnel.test.ts still running, orphaned, after the whole suite had ended. (`cleanup()`
+ * above is called by each test file itself, so each file gets its own hook.) Call it inside a test.
+ */
+export function cleanupList(): (close: () => unknown) => void {
+  const pending: Array<() => unknown> = [];
+  return (close) => {
+    if (pending.length === 0) {
+      onTestFinished(async () => {
+        const failures: unknown[] = [];
+        while (pending.length > 0) {
+          try {
+            await pending.pop()!();
+          } catch (err) {
+            failures.push(err);
+          }
+        }
+        if (failures.length > 0) throw failures[0];
+      });
+    }
+    pending.push(close);
   };
 }
 

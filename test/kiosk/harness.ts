@@ -1,17 +1,13 @@
-import { afterEach } from 'vitest';
+import { cleanupList } from '../helpers/cleanup.js';
 import { createKioskServer, type KioskServer, type KioskServerSettings } from '../../src/kiosk/index.js';
 import type { FakeKioskDeps } from '../fakes/kiosk-deps.js';
 
-const running: KioskServer[] = [];
-
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((server) => server.stop()));
-});
+const onCleanup = cleanupList();
 
 /** A kiosk server on a real loopback socket, stopped after the test. */
 export async function startKiosk(deps: FakeKioskDeps, settings: Partial<KioskServerSettings> = {}) {
   const server = createKioskServer(deps, { host: '127.0.0.1', port: 0, ...settings });
-  running.push(server);
+  onCleanup(() => server.stop());
   const { url, port } = await server.start();
   return { server, url, port };
 }
@@ -19,7 +15,7 @@ export async function startKiosk(deps: FakeKioskDeps, settings: Partial<KioskSer
 /** A server that is never started: inject() only. */
 export function kioskForInject(deps: FakeKioskDeps, settings: Partial<KioskServerSettings> = {}): KioskServer {
   const server = createKioskServer(deps, { host: '127.0.0.1', port: 0, ...settings });
-  running.push(server);
+  onCleanup(() => server.stop());
   return server;
 }
 

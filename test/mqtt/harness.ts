@@ -1,4 +1,4 @@
-import { afterEach } from 'vitest';
+import { cleanupList } from '../helpers/cleanup.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,15 +15,11 @@ import { clearRetainedUnder, watch, type Watcher } from './watch.js';
 import { commandSettings } from '../helpers/operator.js';
 import type { CommandAuthSettings } from '../../src/mqtt/index.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = cleanupList();
 
 /** Runs `fn` after the test, in reverse order of registration (stop the device before the broker). */
 export function onCleanup(fn: () => Promise<void> | void): void {
-  cleanups.push(fn);
+  cleanups(fn);
 }
 
 /** A temporary directory with a migrated SQLite file in it, removed after the test. */

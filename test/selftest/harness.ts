@@ -2,20 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { afterEach } from 'vitest';
+import { cleanupList } from '../helpers/cleanup.js';
 import { loadSettings } from '../../src/settings/index.js';
 import { runSelftest, type Exec, type SelftestDeps, type SelftestOptions, type CheckResult } from '../../src/selftest/index.js';
 import { tempDir } from '../helpers/temp.js';
 import { merge, unusedPort } from '../helpers/service.js';
 
-const cleanups: Array<() => unknown> = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const cleanups = cleanupList();
 
 /** Registers something to undo after the test (servers, temp dirs). */
 export function onCleanup(fn: () => unknown): void {
-  cleanups.push(fn);
+  cleanups(fn);
 }
 
 /** A device id no other test (or a shared broker's retained messages) uses. */

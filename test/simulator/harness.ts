@@ -1,18 +1,14 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach } from 'vitest';
+import { cleanupList } from '../helpers/cleanup.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.js';
 
-const cleanups: Array<() => Promise<void>> = [];
-
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const onCleanup = cleanupList();
 
 /** A started simulator, stopped after the test. */
 export async function startSimulator(options: SimulatorOptions): Promise<Simulator> {
   const sim = createSimulator(options);
-  cleanups.push(() => sim.stop());
+  onCleanup(() => sim.stop());
   await sim.start();
   return sim;
 }
@@ -36,7 +32,7 @@ export async function startReceiver(status: (n: number, received: Received) => n
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(
+  onCleanup(
     () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

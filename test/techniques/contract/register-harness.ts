@@ -1,21 +1,17 @@
 import { createServer } from 'node:net';
-import { afterEach } from 'vitest';
+import { cleanupList } from '../../helpers/cleanup.js';
 import { createSimulator, WEBKASSA_SIM_DEFAULTS, type Simulator, type SimulatorOptions } from '../../../src/simulator/index.js';
 import type { ReceiptLine, ReceiptRequest } from '../../../src/fiscal/types.js';
 import { createEbarimtRegister, type EbarimtOptions } from '../../../src/fiscal/ebarimt/index.js';
 import { createWebkassaRegister, type WebkassaOptions } from '../../../src/fiscal/webkassa/index.js';
 import { silentLogger, systemClock } from '../../../src/util/index.js';
 
-const cleanups: Array<() => Promise<void>> = [];
-
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const onCleanup = cleanupList();
 
 /** A started simulator (the registers are served beside the provider), stopped after the test. */
 export async function startRegisters(options: Omit<SimulatorOptions, 'provider'> = {}): Promise<Simulator> {
   const sim = createSimulator({ provider: 'qutpay', expirySweepMs: 0, ...options });
-  cleanups.push(() => sim.stop());
+  onCleanup(() => sim.stop());
   await sim.start();
   return sim;
 }
