@@ -5,7 +5,7 @@ import { dirname } from 'node:path';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import { ErrorCodes, VendgateError } from '../../util/errors.js';
-import { prepared } from '../../store/index.js';
+import { PAGE_CACHE_KIB, prepared } from '../../store/index.js';
 import {
   ProviderError,
   WebhookVerificationError,
@@ -108,6 +108,8 @@ export function createSandboxProvider(deps: { clock: Clock; logger: Logger }, se
     mkdirSync(dirname(settings.dbPath), { recursive: true });
     db = new Database(settings.dbPath);
     db.pragma('journal_mode = WAL');
+    // The demo's provider runs in the device's process: its cache counts in the device's memory.
+    db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     db.exec(`CREATE TABLE IF NOT EXISTS sandbox_invoices (
       id TEXT PRIMARY KEY, idempotency_key TEXT NOT NULL UNIQUE, body_hash TEXT NOT NULL, reference TEXT NOT NULL,
       amount INTEGER NOT NULL, currency TEXT NOT NULL, description TEXT NOT NULL, status TEXT NOT NULL,
