@@ -11,6 +11,10 @@ export default defineConfig({
     // Tests that spawn dist/main.js never run an old build: rebuilt (or refused) first.
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
-    maxWorkers: 1,
+    // Two files at a time. With one, the second core sat idle for the last seven minutes of CI once
+    // the Node 22/24 passes beside this suite were done (measured 2026-12-06: e2e 719 s, the Node
+    // passes over after ~300 s). The files already pass with a second suite beside them (ports from
+    // freePort(), their own temp dirs and mounts; the shared release build waits on its lock).
+    maxWorkers: 2,
   },
 });
