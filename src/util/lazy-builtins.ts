@@ -7,3 +7,12 @@
 export function fsPromises(): typeof import('node:fs/promises') {
   return process.getBuiltinModule('node:fs/promises');
 }
+
+/**
+ * node:child_process (with dgram and cluster under it), loaded by the first gpioset relay's spawn:
+ * a device without GPIO relays (sim, serial, MDB) never needs it (~10 ms of CPU at start,
+ * docs/benchmarks.md).
+ */
+export function childProcess(): typeof import('node:child_process') {
+  return process.getBuiltinModule('node:child_process');
+}

@@ -4,20 +4,16 @@
  * (store/open.ts, `prepared()`) would be parsed and planned anew on each run. `LIMIT CAST(? AS
  * INTEGER)` binds the same number without that.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const SRC = join(REPO, 'src');
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return sourceFiles(path);
-    return /\.(ts|sql)$/.test(name) ? [path] : [];
-  });
-}
+const sourceFiles = () =>
+  readdirSync(SRC, { recursive: true, encoding: 'utf8' })
+    .filter((name) => /\.(ts|sql)$/.test(name))
+    .map((name) => join(SRC, name));
 
 /** SQL is written in capitals here; comments (which may name the rule) are not SQL. */
 const BARE = /\b(LIMIT|OFFSET)\s+\?/g;
@@ -25,7 +21,7 @@ const COMMENT = /^\s*(\*|\/\/|\/\*)/;
 
 describe('row limits in SQL', () => {
   it('are bound as CAST(? AS INTEGER), never as a bare ?', () => {
-    const found = sourceFiles(SRC).flatMap((path) =>
+    const found = sourceFiles().flatMap((path) =>
       readFileSync(path, 'utf8')
         .split('\n')
         .filter((line) => !COMMENT.test(line))

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Logger } from '../../util/logger.js';
 import { ErrorCodes, VendgateError } from '../../util/errors.js';
+import { childProcess } from '../../util/lazy-builtins.js';
 import type { Level } from './onoff.js';
 import type { DigitalOutput } from './output.js';
 
@@ -20,15 +21,6 @@ export interface GpiosetOptions {
 
 const DEFAULT_SETTLE_MS = 150;
 const KILL_GRACE_MS = 1_000;
-
-/**
- * node:child_process (with dgram and cluster under it) is loaded by the first gpioset, not by every
- * start: a device without GPIO relays (sim, serial, MDB) never needs it (~10 ms of CPU at start,
- * docs/benchmarks.md).
- */
-function childProcess(): typeof import('node:child_process') {
-  return process.getBuiltinModule('node:child_process');
-}
 
 /** Runs `gpioset --version` and returns the libgpiod major version. */
 export async function detectGpiosetVersion(command = 'gpioset'): Promise<1 | 2> {
