@@ -103,6 +103,52 @@ const fastifyServerLazy = {
 // The chunks of an earlier build have other hashes: removed, so dist/ holds exactly one build's files.
 for (const name of await readdir(dist)) if (/^vendgate(-.+)?\.js(\.map)?$/.test(name)) await rm(`${dist}${name}`);
 
+/**
+ * What fastify requires for features vendgate's listeners never use, replaced in the bundle by a
+ * module that says so when called. `@fastify/ajv-compiler` and `@fastify/fast-json-stringify-compiler`
+ * are fastify's default JSON-schema compilers (ajv, ajv-formats, fast-uri, fast-json-stringify:
+ * ~400 KB of source); every vendgate listener passes its own refusing factories
+ * (src/util/fastify-schemas.ts), so nothing in the service ever calls them. `light-my-request` is
+ * `fastify.inject()`, which only tests use (against dist/, not the bundle). Unused, they were never
+ * evaluated, but V8 keeps the source text of every loaded file resident and preparses it at each
+ * start. The replacement keeps the exports' shape: fastify may call the factories (the simulator's
+ * listener keeps fastify's defaults) and fails only if a route declares a schema or a test injects.
+ */
+const NOT_IN_THE_BUNDLE = {
+  '@fastify/ajv-compiler': 'compilers',
+  '@fastify/fast-json-stringify-compiler': 'compilers',
+  'light-my-request': 'inject',
+};
+const fastifyUnusedOut = {
+  name: 'fastify-unused-out',
+  setup(b) {
+    const filter = new RegExp(`^(?:${Object.keys(NOT_IN_THE_BUNDLE).map((id) => id.replace(/[./]/g, (c) => `\\${c}`)).join('|')})$`);
+    b.onResolve({ filter }, ({ path }) => ({ path, namespace: 'vendgate-not-bundled' }));
+    b.onLoad({ filter: /.*/, namespace: 'vendgate-not-bundled' }, ({ path }) => {
+      const refuse = `throw new Error(${JSON.stringify(`${path} is not in vendgate's bundle (scripts/bundle.mjs): no vendgate listener declares a JSON schema or injects requests`)})`;
+      const contents =
+        NOT_IN_THE_BUNDLE[path] === 'compilers'
+          ? `module.exports = function notBundled() { return function compile() { ${refuse} } };`
+          : `module.exports = function inject() { ${refuse} };`;
+      return { contents, loader: 'js' };
+    });
+  },
+};
+
+/**
+ * readable-stream, which mqtt.js and bl (mqtt-packet's, aedes') require, is a copy of Node's own
+ * streams published for browsers, with polyfills of process, events and AbortController under it:
+ * ~120 KB evaluated at every start for classes Node has already loaded (net and http are built on
+ * them). In the bundle it is Node's `stream`: the version 4 the lock file holds is Node 18's stream
+ * code, and Duplex, Readable, Writable and Transform are what those libraries take from it.
+ */
+const readableStreamIsNodes = {
+  name: 'readable-stream-is-node-stream',
+  setup(b) {
+    b.onResolve({ filter: /^readable-stream$/ }, () => ({ path: 'node:stream', external: true }));
+  },
+};
+
 await build({
   entryPoints: { vendgate: `${dist}main.js` },
   outdir: dist,
@@ -128,7 +174,7 @@ await build({
   minifySyntax: !process.argv.includes('--readable'),
   minifyIdentifiers: false,
   sourcemap: 'linked',
-  plugins: [ours, fastifyServerLazy],
+  plugins: [ours, fastifyServerLazy, fastifyUnusedOut, readableStreamIsNodes],
   logLevel: 'warning',
   legalComments: 'none',
 });

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { catalogSchema, priceProblems, type CatalogItem, type PricingSettings } from '../settings/index.js';
 
 /** The version the settings' own device.catalog goes by, before any document was applied. */

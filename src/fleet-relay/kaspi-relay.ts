@@ -4,7 +4,7 @@
  * and in process by the demo (`vendgate start --provider kaspi`).
  */
 import { readFileSync, statSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Logger } from '../util/logger.js';
 import type { RelaySettings } from '../settings/fleet-relay/index.js';
 import type { KaspiAccess } from './kaspi-client.js';

@@ -6,7 +6,7 @@
  * committed files to this table). test/mqtt/command-results.test.ts holds the domain types the
  * answers come from (the order view, a slot, a vend outcome…) to these schemas.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ORDER_STATES } from '../orders/index.js';
 import { ANSWER_SIGNATURE_FIELD } from './answer-key.js';
 import { DEVICE_STATE } from './topic-payloads.js';

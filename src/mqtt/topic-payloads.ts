@@ -6,7 +6,7 @@
  * features/presence.ts, telemetry.ts), and docs/reference.md and docs/mqtt-events.schema.json are
  * written from them (scripts/mqtt-contract.ts).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ALARM_PAYLOAD } from '../outbox/index.js';
 import type { FiscalSnapshot } from '../fiscal/monitor.js';
 import { catalogSchema } from '../settings/index.js';

@@ -12,7 +12,7 @@
  * below (src/outbox/outbox.ts writes it, src/mqtt/publisher.ts adds `seq`). Adding a field is
  * compatible; renaming or removing one breaks operators' tools: say so in the release notes.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const orderId = z.number().int().describe('the local order number');
 const reference = z.string().describe('the global order reference <device>-<db>-<order>-<nonce>');

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { deviceSchema, slotsSchema } from './sections/device.js';
 import { providerSchema } from './sections/provider.js';
 import { pollSchema, httpSchema, storageSchema, logSchema, policySchema, kioskSchema } from './sections/service.js';

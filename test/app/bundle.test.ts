@@ -103,6 +103,30 @@ describe('dist/vendgate.js, the one-file build', () => {
     expect(loaded).toContain(`import("./${aedes!}")`);
   });
 
+  it('carries no code the service never runs: zod\'s other languages, fastify\'s JSON-schema compilers and inject(), a second copy of Node\'s streams', () => {
+    // V8 keeps the source text of every file it loads resident and preparses it at each start
+    // (docs/benchmarks.md): what is in a loaded chunk costs memory whether it runs or not.
+    const dist = dirname(BUNDLE);
+    const sources = readdirSync(dist)
+      .filter((name) => /^vendgate.*\.js\.map$/.test(name))
+      .flatMap((name) => (JSON.parse(readFileSync(join(dist, name), 'utf8')) as { sources: string[] }).sources);
+    const packages = (re: RegExp) => sources.filter((source) => re.test(source));
+    // `import { z } from 'zod'` made esbuild keep all of zod's ~40 locales (the namespace object
+    // z.locales); src/ imports `* as z`, and only the English messages it configures are here.
+    expect(packages(/node_modules\/zod\/v4\/locales\/(?!en\.js$|index\.js$)/)).toEqual([]);
+    expect(packages(/node_modules\/zod\/v4\/locales\/en\.js$/)).toHaveLength(1);
+    for (const gone of ['ajv', 'ajv-formats', 'fast-uri', 'light-my-request', '@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'readable-stream', 'abort-controller'])
+      expect(packages(new RegExp(`node_modules/${gone.replace('/', '\\/')}/`)), gone).toEqual([]);
+    // Stand-ins that say what is missing if anything calls them.
+    const chunks = readdirSync(dist)
+      .filter((name) => /^vendgate.*\.js$/.test(name))
+      .map((name) => readFileSync(join(dist, name), 'utf8'))
+      .join('\n');
+    expect(chunks).toContain("@fastify/ajv-compiler is not in vendgate's bundle");
+    expect(chunks).toContain("light-my-request is not in vendgate's bundle");
+    expect(chunks).toMatch(/require\("node:stream"\)/);
+  });
+
   it('keeps the source names of functions and classes without a runtime helper: stack traces and logged error types read as the source does', () => {
     const dist = dirname(BUNDLE);
     const chunks = readdirSync(dist)

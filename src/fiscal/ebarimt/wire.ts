@@ -5,7 +5,7 @@
  * to meet PosAPI's 0.01 check of each item's VAT and city tax.
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { splitTax, type TaxRegistration } from '../tax.js';
 import type { ReceiptRequest } from '../types.js';
 

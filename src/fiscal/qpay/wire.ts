@@ -3,7 +3,7 @@
  * eBarimt"). The create answer's field names beyond `id` follow QPay's published examples; where
  * they are absent the receipt is still held by QPay (the `id` is what a return needs).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const tokenAnswerSchema = z.object({ access_token: z.string().min(1), expires_in: z.number().optional() }).loose();
 

@@ -4,7 +4,7 @@
  * decimals; vendgate's amounts are whole units, so VAT is split in hundredths (tiyn).
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { splitTax } from '../tax.js';
 import type { ReceiptRequest } from '../types.js';
 

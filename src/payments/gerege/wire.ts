@@ -2,7 +2,7 @@
  * What Gerege sends back (docs/providers.md, "Gerege"), checked before use: a missing field is a
  * `malformed` ProviderError, never an `undefined` travelling into the ledger.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const geregeIntentSchema = z.object({
   id: z.string().startsWith('pi_'),

@@ -7,7 +7,7 @@
  * Only the fields read are required; more pass through unread.
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Kaspi answers HTTP 200 with `StatusCode` 0 for success and a negative code for a refusal. */
 export const kaspiEnvelopeSchema = z.object({

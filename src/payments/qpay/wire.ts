@@ -2,7 +2,7 @@
  * What QPay v2 sends back (docs/providers.md, "QPay"), checked before use. Only the fields the
  * adapter reads are required; QPay's answers carry more, and they pass through unread.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const qpayTokenSchema = z.object({
   access_token: z.string().min(1),

@@ -1,5 +1,5 @@
 /** What QutPay sends back (docs/providers.md, "QutPay"), checked before use. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const qutpayInvoiceSchema = z.object({
   id: z.string().startsWith('inv_'),

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { intIn } from '../sections/number.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { withCredentials } from '../credentials.js';
 import { mqttSchema } from '../sections/mqtt.js';
 import { logSchema } from '../sections/service.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { intIn } from './number.js';
 
 /** An ed25519 public key as base64 of its DER SubjectPublicKeyInfo (what `vendgate command keygen` prints). */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { intIn } from './number.js';
 
 /** The kiosk's languages; a catalog item may name itself in each. */

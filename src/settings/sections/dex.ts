@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { intIn } from './number.js';
 
 /** The audit data (EVA-DTS / DEX) the device writes from its ledger for the operator's VMS. */

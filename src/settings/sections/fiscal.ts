@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 const httpUrl = z.url({ protocol: /^https?$/, message: 'an http(s) URL such as http://10.0.0.5:7080' });
 

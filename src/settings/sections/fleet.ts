@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Fleet mode (docs/fleet.md): where this device's webhooks come from.

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { intIn } from './number.js';
 import { LOCAL_LISTENER_DEFAULTS, WEBHOOK_LISTENER_DEFAULTS, type ListenerLimits } from '../../util/http-listener.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ErrorCodes, VendgateError } from '../../../util/errors.js';
 import type { Clock } from '../../../util/clock.js';
 import type { CommandResults } from '../../command-results.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { CommandError, CommandErrorCodes } from '../answers.js';
 import { requestId, type CommandContext, type Handlers } from '../family.js';
 
