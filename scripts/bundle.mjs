@@ -104,34 +104,37 @@ const fastifyServerLazy = {
 for (const name of await readdir(dist)) if (/^vendgate(-.+)?\.js(\.map)?$/.test(name)) await rm(`${dist}${name}`);
 
 /**
- * What fastify requires for features vendgate's listeners never use, replaced in the bundle by a
- * module that says so when called. `@fastify/ajv-compiler` and `@fastify/fast-json-stringify-compiler`
- * are fastify's default JSON-schema compilers (ajv, ajv-formats, fast-uri, fast-json-stringify:
- * ~400 KB of source); every vendgate listener passes its own refusing factories
- * (src/util/fastify-schemas.ts), so nothing in the service ever calls them. `light-my-request` is
- * `fastify.inject()`, which only tests use (against dist/, not the bundle). Unused, they were never
- * evaluated, but V8 keeps the source text of every loaded file resident and preparses it at each
- * start. The replacement keeps the exports' shape: fastify may call the factories (the simulator's
- * listener keeps fastify's defaults) and fails only if a route declares a schema or a test injects.
+ * What libraries require at load for features vendgate never uses, replaced in the bundle by a
+ * stand-in of the same shape that says so if it is ever called. Unused, these were never run, but
+ * they were evaluated, and V8 keeps the source text of every loaded file resident and preparses it
+ * at each start (docs/benchmarks.md).
+ * - `@fastify/ajv-compiler`, `@fastify/fast-json-stringify-compiler`: fastify's default JSON-schema
+ *   compilers (ajv, ajv-formats, fast-uri, fast-json-stringify: ~400 KB). Every vendgate listener
+ *   passes its own refusing factories (src/util/fastify-schemas.ts); fastify may still call the
+ *   factories (the simulator's listener keeps its defaults), and a route with a schema would fail.
+ * - `light-my-request`: `fastify.inject()`, which only tests use, against dist/, not the bundle.
+ * - `socks` (with ip-address and smart-buffer): mqtt.js's `socksProxy` option, which
+ *   src/mqtt/connection.ts never sets.
+ * - `worker-timers`: mqtt.js's timers for browsers and web workers (`timerVariant: 'worker'`, never
+ *   set; in Node it takes the native ones).
  */
+const refuse = (id, what) =>
+  `throw new Error(${JSON.stringify(`${id} is not in vendgate's bundle (scripts/bundle.mjs): ${what}`)})`;
 const NOT_IN_THE_BUNDLE = {
-  '@fastify/ajv-compiler': 'compilers',
-  '@fastify/fast-json-stringify-compiler': 'compilers',
-  'light-my-request': 'inject',
+  '@fastify/ajv-compiler': (id) => `module.exports = function notBundled() { return function compile() { ${refuse(id, 'no vendgate listener declares a JSON schema')} } };`,
+  '@fastify/fast-json-stringify-compiler': (id) =>
+    `module.exports = function notBundled() { return function compile() { ${refuse(id, 'no vendgate listener declares a JSON schema')} } };`,
+  'light-my-request': (id) => `module.exports = function inject() { ${refuse(id, 'fastify.inject() is for tests')} };`,
+  socks: (id) => `exports.SocksClient = class SocksClient { constructor() { ${refuse(id, "vendgate sets no MQTT socksProxy")} } };`,
+  'worker-timers': (id) =>
+    `exports.setInterval = function setInterval() { ${refuse(id, 'mqtt.js takes Node\'s own timers')} };\nexports.clearInterval = exports.setInterval;`,
 };
-const fastifyUnusedOut = {
-  name: 'fastify-unused-out',
+const unusedOut = {
+  name: 'unused-out',
   setup(b) {
-    const filter = new RegExp(`^(?:${Object.keys(NOT_IN_THE_BUNDLE).map((id) => id.replace(/[./]/g, (c) => `\\${c}`)).join('|')})$`);
+    const filter = new RegExp(`^(?:${Object.keys(NOT_IN_THE_BUNDLE).map((id) => id.replace(/[./-]/g, (c) => `\\${c}`)).join('|')})$`);
     b.onResolve({ filter }, ({ path }) => ({ path, namespace: 'vendgate-not-bundled' }));
-    b.onLoad({ filter: /.*/, namespace: 'vendgate-not-bundled' }, ({ path }) => {
-      const refuse = `throw new Error(${JSON.stringify(`${path} is not in vendgate's bundle (scripts/bundle.mjs): no vendgate listener declares a JSON schema or injects requests`)})`;
-      const contents =
-        NOT_IN_THE_BUNDLE[path] === 'compilers'
-          ? `module.exports = function notBundled() { return function compile() { ${refuse} } };`
-          : `module.exports = function inject() { ${refuse} };`;
-      return { contents, loader: 'js' };
-    });
+    b.onLoad({ filter: /.*/, namespace: 'vendgate-not-bundled' }, ({ path }) => ({ contents: NOT_IN_THE_BUNDLE[path](path), loader: 'js' }));
   },
 };
 
@@ -174,7 +177,7 @@ await build({
   minifySyntax: !process.argv.includes('--readable'),
   minifyIdentifiers: false,
   sourcemap: 'linked',
-  plugins: [ours, fastifyServerLazy, fastifyUnusedOut, readableStreamIsNodes],
+  plugins: [ours, fastifyServerLazy, unusedOut, readableStreamIsNodes],
   logLevel: 'warning',
   legalComments: 'none',
 });
