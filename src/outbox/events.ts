@@ -249,19 +249,4 @@ export type EventPayload<T extends EventType> = EventPayloads[T];
 /** The relative topic each event goes to (`events`, or `dex` for an audit read). */
 export type EventTopic<T extends EventType> = (typeof EVENTS)[T]['topic'];
 
-/**
- * What a retained `alarms/<name>` message says while the alarm is open (an empty retained message
- * clears it). The outbox writes it (`raiseAlarm`), the storage alarms go straight to the broker
- * (mqtt/features/storage-alarms.ts); each alarm may add its own details after these fields.
- */
-export const ALARM_PAYLOAD = z
-  .looseObject({
-    name: z.string().describe('the alarm, as in the topic (`vend_uncertain/<order>`, `storage_full`, …)'),
-    severity: z.enum(['warning', 'critical']),
-    message: z.string().describe('what is wrong and what to do, in words'),
-    since: z.string().describe('ISO time it was first raised (a refresh keeps it)'),
-    deviceId: z.string(),
-  })
-  .describe("an open alarm (retained; cleared by an empty retained message); each alarm's own details follow");
-
-export type AlarmPayload = z.input<typeof ALARM_PAYLOAD>;
+export { ALARM_PAYLOAD, type AlarmPayload } from './alarm-payload.js';

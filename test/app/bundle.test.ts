@@ -127,6 +127,18 @@ describe('dist/vendgate.js, the one-file build', () => {
     expect(chunks).toMatch(/require\("node:stream"\)/);
   });
 
+  it("leaves out the events' table of schemas (src/outbox/events.ts): the service needs only its types, and the alarm payload lives apart", () => {
+    // ~300 zod schemas, resident for the process's life once evaluated: re-exported from the
+    // outbox's index, they were evaluated by everything that imports the outbox (the money path).
+    const dist = dirname(BUNDLE);
+    const sources = readdirSync(dist)
+      .filter((name) => /^vendgate.*\.js\.map$/.test(name))
+      .flatMap((name) => (JSON.parse(readFileSync(join(dist, name), 'utf8')) as { sources: string[] }).sources);
+    expect(sources.filter((source) => source.endsWith('src/outbox/events.ts'))).toEqual([]);
+    expect(sources.filter((source) => source.endsWith('src/outbox/alarm-payload.ts'))).toHaveLength(1);
+    expect(sources.filter((source) => source.endsWith('src/outbox/outbox.ts'))).toHaveLength(1);
+  });
+
   it('keeps the source names of functions and classes without a runtime helper: stack traces and logged error types read as the source does', () => {
     const dist = dirname(BUNDLE);
     const chunks = readdirSync(dist)
