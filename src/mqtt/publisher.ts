@@ -89,11 +89,10 @@ export function createOutboxPublisher(
     }
     const budget = settings.maxInflight - inflight;
     if (budget <= 0) return;
-    // The in-flight rows are still at the head of the table; read past them.
-    const rows = outbox
-      .pending(inflight + budget)
-      .filter((row) => row.seq > cursor)
-      .slice(0, budget);
+    // The in-flight rows are still at the head of the table: read only the rows after the last one
+    // sent (the pump runs after every PUBACK, a few times per order; re-reading the in-flight rows
+    // each time was most of the outbox's reads and garbage).
+    const rows = outbox.pending(budget, cursor);
     const gen = generation;
     const sender = transport;
     for (const row of rows) {

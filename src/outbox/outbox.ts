@@ -49,8 +49,8 @@ export interface Outbox {
   /** Whether the alarm `name` is open (raised and not cleared). */
   isAlarmOpen(name: string): boolean;
   counters(): Record<string, number>;
-  /** Rows not yet acknowledged by the broker, oldest first. */
-  pending(limit: number): OutboxRow[];
+  /** Rows not yet acknowledged by the broker, oldest first; with `afterSeq`, only those after it. */
+  pending(limit: number, afterSeq?: number): OutboxRow[];
   depth(): number;
   /** Called on PUBACK. */
   acknowledge(seq: number): void;
@@ -109,8 +109,11 @@ export function createOutbox(deps: { db: Db; clock: Clock; deviceId: string }): 
       const rows = prepared(db, 'SELECT name, value FROM counters').all() as { name: string; value: number }[];
       return Object.fromEntries(rows.map((r) => [r.name, r.value]));
     },
-    pending(limit) {
-      return prepared(db, 'SELECT * FROM outbox ORDER BY seq LIMIT CAST(? AS INTEGER)').all(limit) as OutboxRow[];
+    pending(limit, afterSeq = 0) {
+      return prepared(db, 'SELECT * FROM outbox WHERE seq > CAST(? AS INTEGER) ORDER BY seq LIMIT CAST(? AS INTEGER)').all(
+        afterSeq,
+        limit,
+      ) as OutboxRow[];
     },
     depth() {
       return (prepared(db, 'SELECT count(*) AS n FROM outbox').get() as { n: number }).n;
