@@ -4,6 +4,7 @@
  *
  *   node scripts/bench/actuation.mjs [--orders 500] [--chunk 50] [--baseline cecb1e4,e62fe96] [--no-hog] [--quick]
  *   node scripts/bench/actuation.mjs --profile [--orders 300]     (after npm run build)
+ *   --sim-in-process: the provider simulator in this process, as before 2026-12-06 (see below)
  *
  * Each baseline is its own one-file build started as its own unit starts it (as startup.mjs does).
  * `--profile`: this build alone under `--cpu-prof`, quiet; then what ran on the service's thread inside
@@ -12,7 +13,9 @@
  * flame graph (Chrome DevTools → Performance, or speedscope).
  *
  * The real compiled service (dist/vendgate.js as the unit starts it, with the unit's V8 flags), a Gerege simulator in
- * this process as its provider (without a webhook URL: it only answers the service's GETs), the sim
+ * a process of its own as its provider (scripts/bench/sim-process.mjs: inside this one, it answered the
+ * service's GET late whenever this process collected its garbage, and the tail grew with the run's
+ * length in every build alike) (without a webhook URL: it only answers the service's GETs), the sim
  * actuator, the embedded MQTT broker, and an open `GET /api/events` stream as the kiosk screen keeps
  * one. Per order: create it on the local API, pay the invoice at the simulator, then POST the
  * simulator's `succeeded` event, signed, to the webhook listener over real HTTP. The figure runs from
@@ -23,7 +26,7 @@
  * neighbour on the machine hits both alike. With the hog: one busy-loop child process per core
  * (`os.availableParallelism()`), at the same priority as the service.
  */
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,12 +44,59 @@ const WEBHOOK_SECRET = 'whsec_simulator';
 export const TARGET_QUIET_P99_MS = 12;
 export const TARGET_HOG_P99_MS = 40;
 
-export async function startStack({ label, main, nodeArgs, env, onLine, level = 'info', readyTimeoutMs }) {
+/** The simulator in this process (`--sim-in-process`, the harness before 2026-12-06). */
+async function inProcessSimulator() {
+  const sim = createSimulator({ provider: 'gerege', seed: 18 });
+  await sim.start();
+  return {
+    url: sim.url,
+    async paidEvent(invoiceId) {
+      await sim.pay(invoiceId);
+      return sim.records().events.findLast((e) => e.type === 'payment_intent.succeeded' && e.data?.object?.id === invoiceId) ?? null;
+    },
+    stop: () => sim.stop(),
+  };
+}
+
+/** The simulator in a child process of its own (scripts/bench/sim-process.mjs), as a provider is another machine. */
+async function simulatorProcess() {
+  const child = fork(new URL('./sim-process.mjs', import.meta.url).pathname, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const waiting = new Map();
+  let next = 0;
+  const url = await new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the simulator process exited (${code}) before it listened`)));
+    child.once('message', (message) => resolve(message.url));
+  });
+  child.on('message', (message) => {
+    const settle = waiting.get(message.id);
+    waiting.delete(message.id);
+    settle?.(message);
+  });
+  return {
+    url,
+    async paidEvent(invoiceId) {
+      const id = (next += 1);
+      const answer = await new Promise((resolve) => {
+        waiting.set(id, resolve);
+        child.send({ id, op: 'paid', invoiceId });
+      });
+      if (answer.error) throw new Error(`simulator: ${answer.error}`);
+      return answer.event;
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.send({ op: 'stop' });
+      await exited;
+    },
+  };
+}
+
+export async function startStack({ label, main, nodeArgs, env, onLine, level = 'info', readyTimeoutMs, simInProcess = false }) {
   const dir = mkdtempSync(join(tmpdir(), 'vendgate-bench-actuation-'));
   const [localPort, webhookPort, mqttPort] = [await freePort(), await freePort(), await freePort()];
   const simLogPath = join(dir, 'actuations.jsonl');
-  const sim = createSimulator({ provider: 'gerege', seed: 18 });
-  await sim.start();
+  const sim = simInProcess ? await inProcessSimulator() : await simulatorProcess();
   const service = createServiceProcess({
     main,
     nodeArgs,
@@ -97,8 +147,7 @@ export async function oneOrder(stack) {
   const created = await postJson(`${stack.localUrl}/api/orders`, { slot: 'A1' });
   if (created.status !== 201) throw new Error(`${stack.label}: create answered ${created.status} ${JSON.stringify(created.body)}`);
   const { orderId, invoiceId } = created.body;
-  await stack.sim.pay(invoiceId);
-  const event = stack.sim.records().events.findLast((e) => e.type === 'payment_intent.succeeded' && e.data?.object?.id === invoiceId);
+  const event = await stack.sim.paidEvent(invoiceId);
   if (!event) throw new Error(`${stack.label}: the simulator recorded no succeeded event for ${invoiceId}`);
   const body = JSON.stringify(event);
   const sentAt = Date.now();
@@ -169,7 +218,7 @@ async function phase(stacks, key, orders, chunk) {
   }
 }
 
-export async function actuationBench({ log, quick, baseline = 'cecb1e4,e62fe96', orders: ordersOption, chunk: chunkOption, hog = true }) {
+export async function actuationBench({ log, quick, baseline = 'cecb1e4,e62fe96', orders: ordersOption, chunk: chunkOption, hog = true, simInProcess = false }) {
   const orders = ordersOption ?? (quick ? 20 : 500);
   const chunk = chunkOption ?? (quick ? 10 : 50);
   const refs = String(baseline).split(',').filter(Boolean);
@@ -184,6 +233,7 @@ export async function actuationBench({ log, quick, baseline = 'cecb1e4,e62fe96',
           main: b.main,
           nodeArgs: b.nodeArgs,
           env: b.env,
+          simInProcess,
         }),
       );
     for (const stack of stacks) for (let i = 0; i < 5; i += 1) await oneOrder(stack); // JIT, caches, the provider's token
@@ -235,7 +285,7 @@ export async function actuationBench({ log, quick, baseline = 'cecb1e4,e62fe96',
 }
 
 /** This build alone under --cpu-prof: what ran inside the slowest orders' windows, against all orders'. */
-export async function actuationProfile({ log, orders = 300 }) {
+export async function actuationProfile({ log, orders = 300, simInProcess = false }) {
   const build = buildOf('this build', log);
   const profDir = mkdtempSync(join(tmpdir(), 'vendgate-actuation-prof-'));
   const stack = await startStack({
@@ -244,6 +294,7 @@ export async function actuationProfile({ log, orders = 300 }) {
     nodeArgs: [...build.nodeArgs, '--cpu-prof', '--cpu-prof-dir', profDir, '--cpu-prof-interval', '250'],
     env: build.env,
     readyTimeoutMs: 60_000,
+    simInProcess,
   });
   stack.windows = [];
   try {
@@ -290,11 +341,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       quick: { type: 'boolean', default: false },
       'no-hog': { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
+      'sim-in-process': { type: 'boolean', default: false },
     },
   });
   const log = (line) => process.stderr.write(`${line}\n`);
   if (values.profile) {
-    const p = await actuationProfile({ log, ...(values.orders ? { orders: Number(values.orders) } : {}) });
+    const p = await actuationProfile({ log, simInProcess: values['sim-in-process'], ...(values.orders ? { orders: Number(values.orders) } : {}) });
     const list = (rows) => rows.map(([k, ms]) => `${String(ms).padStart(8)} ms  ${k}`).join('\n');
     process.stdout.write(
       `profile: ${p.path}\nlatency ${JSON.stringify(p.latency)}\nslowest orders (ms): ${p.slowest.join(', ')}\n\n` +
@@ -306,6 +358,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       log,
       quick: values.quick,
       hog: !values['no-hog'],
+      simInProcess: values['sim-in-process'],
       ...(values.baseline ? { baseline: values.baseline } : {}),
       ...(values.orders ? { orders: Number(values.orders) } : {}),
       ...(values.chunk ? { chunk: Number(values.chunk) } : {}),

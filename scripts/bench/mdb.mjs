@@ -152,6 +152,8 @@ export async function mdbBench({ log, quick, orders: ordersOption }) {
     // startStack's readiness is the "vendgate ready" info line: at warn it never comes.
     level: 'info',
     readyTimeoutMs: 60_000,
+    // The MDB stack's simulator answers from this process: the relay path's does too, so the two compare.
+    simInProcess: true,
   });
   log('mdb: relay-path service up');
   const mdb = await startMdbStack(unit);
