@@ -118,23 +118,30 @@ for (const name of await readdir(dist)) if (/^vendgate(-.+)?\.js(\.map)?$/.test(
  * - `worker-timers`: mqtt.js's timers for browsers and web workers (`timerVariant: 'worker'`, never
  *   set; in Node it takes the native ones).
  */
-const refuse = (id, what) =>
-  `throw new Error(${JSON.stringify(`${id} is not in vendgate's bundle (scripts/bundle.mjs): ${what}`)})`;
+const refuse = (id, what) => `throw new Error(${JSON.stringify(`${id} is not in vendgate's bundle (scripts/bundle.mjs): ${what}`)})`;
 const NOT_IN_THE_BUNDLE = {
-  '@fastify/ajv-compiler': (id) => `module.exports = function notBundled() { return function compile() { ${refuse(id, 'no vendgate listener declares a JSON schema')} } };`,
+  '@fastify/ajv-compiler': (id) =>
+    `module.exports = function notBundled() { return function compile() { ${refuse(id, 'no vendgate listener declares a JSON schema')} } };`,
   '@fastify/fast-json-stringify-compiler': (id) =>
     `module.exports = function notBundled() { return function compile() { ${refuse(id, 'no vendgate listener declares a JSON schema')} } };`,
   'light-my-request': (id) => `module.exports = function inject() { ${refuse(id, 'fastify.inject() is for tests')} };`,
-  socks: (id) => `exports.SocksClient = class SocksClient { constructor() { ${refuse(id, "vendgate sets no MQTT socksProxy")} } };`,
+  socks: (id) => `exports.SocksClient = class SocksClient { constructor() { ${refuse(id, 'vendgate sets no MQTT socksProxy')} } };`,
   'worker-timers': (id) =>
-    `exports.setInterval = function setInterval() { ${refuse(id, 'mqtt.js takes Node\'s own timers')} };\nexports.clearInterval = exports.setInterval;`,
+    `exports.setInterval = function setInterval() { ${refuse(id, "mqtt.js takes Node's own timers")} };\nexports.clearInterval = exports.setInterval;`,
 };
 const unusedOut = {
   name: 'unused-out',
   setup(b) {
-    const filter = new RegExp(`^(?:${Object.keys(NOT_IN_THE_BUNDLE).map((id) => id.replace(/[./-]/g, (c) => `\\${c}`)).join('|')})$`);
+    const filter = new RegExp(
+      `^(?:${Object.keys(NOT_IN_THE_BUNDLE)
+        .map((id) => id.replace(/[./-]/g, (c) => `\\${c}`))
+        .join('|')})$`,
+    );
     b.onResolve({ filter }, ({ path }) => ({ path, namespace: 'vendgate-not-bundled' }));
-    b.onLoad({ filter: /.*/, namespace: 'vendgate-not-bundled' }, ({ path }) => ({ contents: NOT_IN_THE_BUNDLE[path](path), loader: 'js' }));
+    b.onLoad({ filter: /.*/, namespace: 'vendgate-not-bundled' }, ({ path }) => ({
+      contents: NOT_IN_THE_BUNDLE[path](path),
+      loader: 'js',
+    }));
   },
 };
 

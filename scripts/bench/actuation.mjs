@@ -218,7 +218,15 @@ async function phase(stacks, key, orders, chunk) {
   }
 }
 
-export async function actuationBench({ log, quick, baseline = 'cecb1e4,e62fe96', orders: ordersOption, chunk: chunkOption, hog = true, simInProcess = false }) {
+export async function actuationBench({
+  log,
+  quick,
+  baseline = 'cecb1e4,e62fe96',
+  orders: ordersOption,
+  chunk: chunkOption,
+  hog = true,
+  simInProcess = false,
+}) {
   const orders = ordersOption ?? (quick ? 20 : 500);
   const chunk = chunkOption ?? (quick ? 10 : 50);
   const refs = String(baseline).split(',').filter(Boolean);
@@ -346,7 +354,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   });
   const log = (line) => process.stderr.write(`${line}\n`);
   if (values.profile) {
-    const p = await actuationProfile({ log, simInProcess: values['sim-in-process'], ...(values.orders ? { orders: Number(values.orders) } : {}) });
+    const p = await actuationProfile({
+      log,
+      simInProcess: values['sim-in-process'],
+      ...(values.orders ? { orders: Number(values.orders) } : {}),
+    });
     const list = (rows) => rows.map(([k, ms]) => `${String(ms).padStart(8)} ms  ${k}`).join('\n');
     process.stdout.write(
       `profile: ${p.path}\nlatency ${JSON.stringify(p.latency)}\nslowest orders (ms): ${p.slowest.join(', ')}\n\n` +

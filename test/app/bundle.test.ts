@@ -103,7 +103,7 @@ describe('dist/vendgate.js, the one-file build', () => {
     expect(loaded).toContain(`import("./${aedes!}")`);
   });
 
-  it('carries no code the service never runs: zod\'s other languages, fastify\'s JSON-schema compilers and inject(), mqtt.js\'s SOCKS proxy and browser timers, a second copy of Node\'s streams', () => {
+  it("carries no code the service never runs: zod's other languages, fastify's JSON-schema compilers and inject(), mqtt.js's SOCKS proxy and browser timers, a second copy of Node's streams", () => {
     // V8 keeps the source text of every file it loads resident and preparses it at each start
     // (docs/benchmarks.md): what is in a loaded chunk costs memory whether it runs or not.
     const dist = dirname(BUNDLE);
@@ -115,7 +115,21 @@ describe('dist/vendgate.js, the one-file build', () => {
     // z.locales); src/ imports `* as z`, and only the English messages it configures are here.
     expect(packages(/node_modules\/zod\/v4\/locales\/(?!en\.js$|index\.js$)/)).toEqual([]);
     expect(packages(/node_modules\/zod\/v4\/locales\/en\.js$/)).toHaveLength(1);
-    for (const gone of ['ajv', 'ajv-formats', 'fast-uri', 'light-my-request', '@fastify/ajv-compiler', '@fastify/fast-json-stringify-compiler', 'readable-stream', 'abort-controller', 'socks', 'ip-address', 'smart-buffer', 'worker-timers', '@babel/runtime'])
+    for (const gone of [
+      'ajv',
+      'ajv-formats',
+      'fast-uri',
+      'light-my-request',
+      '@fastify/ajv-compiler',
+      '@fastify/fast-json-stringify-compiler',
+      'readable-stream',
+      'abort-controller',
+      'socks',
+      'ip-address',
+      'smart-buffer',
+      'worker-timers',
+      '@babel/runtime',
+    ])
       expect(packages(new RegExp(`node_modules/${gone.replace('/', '\\/')}/`)), gone).toEqual([]);
     // Stand-ins that say what is missing if anything calls them.
     const chunks = readdirSync(dist)
