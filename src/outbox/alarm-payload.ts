@@ -1,8 +1,8 @@
 /**
  * The payload of the retained `alarms/<name>` topic, in a file of its own: src/outbox/index.ts
  * re-exports it for the MQTT side, and a re-export from events.ts made every importer of the outbox
- * (the money path) evaluate all of the events' schemas with it (~300 zod schemas kept resident for
- * the process's life, docs/benchmarks.md).
+ * (the money path) evaluate all of the events' schemas with it: 109 zod builder calls, each chained
+ * call a schema of its own, resident for the process's life (docs/benchmarks.md).
  */
 import * as z from 'zod';
 

@@ -142,7 +142,7 @@ describe('dist/vendgate.js, the one-file build', () => {
   });
 
   it("leaves out the events' table of schemas (src/outbox/events.ts): the service needs only its types, and the alarm payload lives apart", () => {
-    // ~300 zod schemas, resident for the process's life once evaluated: re-exported from the
+    // Over a hundred zod schemas, resident for the process's life once evaluated: re-exported from the
     // outbox's index, they were evaluated by everything that imports the outbox (the money path).
     const dist = dirname(BUNDLE);
     const sources = readdirSync(dist)
