@@ -119,11 +119,11 @@ for (const name of await readdir(dist)) if (/^vendgate(-.+)?\.js(\.map)?$/.test(
  *   set; in Node it takes the native ones).
  */
 const refuse = (id, what) => `throw new Error(${JSON.stringify(`${id} is not in vendgate's bundle (scripts/bundle.mjs): ${what}`)})`;
+const refusingCompilers = (id) =>
+  `module.exports = function notBundled() { return function compile() { ${refuse(id, 'no vendgate listener declares a JSON schema')} } };`;
 const NOT_IN_THE_BUNDLE = {
-  '@fastify/ajv-compiler': (id) =>
-    `module.exports = function notBundled() { return function compile() { ${refuse(id, 'no vendgate listener declares a JSON schema')} } };`,
-  '@fastify/fast-json-stringify-compiler': (id) =>
-    `module.exports = function notBundled() { return function compile() { ${refuse(id, 'no vendgate listener declares a JSON schema')} } };`,
+  '@fastify/ajv-compiler': refusingCompilers,
+  '@fastify/fast-json-stringify-compiler': refusingCompilers,
   'light-my-request': (id) => `module.exports = function inject() { ${refuse(id, 'fastify.inject() is for tests')} };`,
   socks: (id) => `exports.SocksClient = class SocksClient { constructor() { ${refuse(id, 'vendgate sets no MQTT socksProxy')} } };`,
   'worker-timers': (id) =>

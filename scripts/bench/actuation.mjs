@@ -34,7 +34,7 @@ import { parseArgs } from 'node:util';
 import { createSimulator, signGeregeWebhook } from '../../dist/simulator/index.js';
 import { createServiceProcess, freePort } from '../soak/service.mjs';
 import { baselineBuild } from './baseline.mjs';
-import { followSimLog, percentiles, postJson, row, sleep, waitFor } from './lib.mjs';
+import { followSimLog, payAndSucceededEvent, percentiles, postJson, row, sleep, waitFor } from './lib.mjs';
 import { unitStart } from './resources.mjs';
 import { buildOf, profileInWindows } from './startup.mjs';
 import { readdirSync } from 'node:fs';
@@ -50,10 +50,7 @@ async function inProcessSimulator() {
   await sim.start();
   return {
     url: sim.url,
-    async paidEvent(invoiceId) {
-      await sim.pay(invoiceId);
-      return sim.records().events.findLast((e) => e.type === 'payment_intent.succeeded' && e.data?.object?.id === invoiceId) ?? null;
-    },
+    paidEvent: (invoiceId) => payAndSucceededEvent(sim, invoiceId),
     stop: () => sim.stop(),
   };
 }

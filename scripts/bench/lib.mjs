@@ -157,3 +157,9 @@ export function signedRequest(request) {
   };
   return request;
 }
+
+/** Pays `invoiceId` at a provider simulator and returns the `payment_intent.succeeded` event it recorded for it (null if none). */
+export async function payAndSucceededEvent(sim, invoiceId) {
+  await sim.pay(invoiceId);
+  return sim.records().events.findLast((e) => e.type === 'payment_intent.succeeded' && e.data?.object?.id === invoiceId) ?? null;
+}

@@ -23,7 +23,7 @@ import { SerialPort } from 'serialport';
 import { createSimulator, signGeregeWebhook } from '../../dist/simulator/index.js';
 import { createServiceProcess, freePort } from '../soak/service.mjs';
 import { oneOrder, startStack } from './actuation.mjs';
-import { getJson, percentiles, row, sleep, waitFor } from './lib.mjs';
+import { getJson, payAndSucceededEvent, percentiles, row, sleep, waitFor } from './lib.mjs';
 import { unitStart } from './resources.mjs';
 
 const WEBHOOK_SECRET = 'whsec_simulator';
@@ -112,8 +112,7 @@ async function startMdbStack({ main, nodeArgs, env }) {
       ).catch((err) => {
         throw new Error(`${err.message}; the service's last warnings:\n${warnings.join('\n')}`);
       });
-      await sim.pay(order.invoiceId);
-      const event = sim.records().events.findLast((e) => e.type === 'payment_intent.succeeded' && e.data?.object?.id === order.invoiceId);
+      const event = await payAndSucceededEvent(sim, order.invoiceId);
       const body = JSON.stringify(event);
       const sentAt = Date.now();
       const response = await fetch(`http://127.0.0.1:${webhookPort}/webhooks/gerege`, {

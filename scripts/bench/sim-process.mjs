@@ -8,6 +8,7 @@
  *   SIM_PROVIDER [gerege], SIM_SEED [18]
  */
 import { createSimulator } from '../../dist/simulator/index.js';
+import { payAndSucceededEvent } from './lib.mjs';
 
 const sim = createSimulator({ provider: process.env.SIM_PROVIDER ?? 'gerege', seed: Number(process.env.SIM_SEED ?? 18) });
 await sim.start();
@@ -19,9 +20,7 @@ process.on('message', (message) => {
   if (message?.op !== 'paid') return;
   void (async () => {
     try {
-      await sim.pay(message.invoiceId);
-      const event = sim.records().events.findLast((e) => e.type === 'payment_intent.succeeded' && e.data?.object?.id === message.invoiceId);
-      process.send({ id: message.id, event: event ?? null });
+      process.send({ id: message.id, event: await payAndSucceededEvent(sim, message.invoiceId) });
     } catch (err) {
       process.send({ id: message.id, error: String(err?.message ?? err) });
     }
