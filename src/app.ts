@@ -414,7 +414,7 @@ async function buildPayments(
   const provider = withRefundEvidence(
     deps.provider ??
       sandbox?.provider ??
-      createProvider(
+      (await createProvider(
         {
           clock,
           logger,
@@ -427,7 +427,7 @@ async function buildPayments(
           onCall: (outcome) => health.heard(outcome),
         },
         settings,
-      ),
+      )),
     refundsSeenIn(db),
     refundClaimPendingIn(db),
   );

@@ -32,7 +32,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import { stringify } from 'yaml';
 import mqtt from 'mqtt';
-import { signGeregeTestPayload } from '../../dist/payments/index.js';
+import { signGeregeTestPayload } from '../../dist/payments/adapters.js';
 import { baselineBuild } from './baseline.mjs';
 import { machine, percentiles, rssMb, sleep, waitFor } from './lib.mjs';
 import { cpuSeconds } from './resources.mjs';

@@ -119,7 +119,7 @@ export async function reconcileCommand(options: { config?: string; since?: strin
   const sinceMs = parseSince(options.since, systemClock.now());
   const { settings } = loadSettings({ path: options.config, env: io.env });
   const db = openDatabase(settings.storage.path, { readonly: true });
-  const { provider, close } = providerForCli(settings, io);
+  const { provider, close } = await providerForCli(settings, io);
   try {
     const rows = db.prepare(LOCAL_INVOICES).all(sinceMs) as LocalInvoice[];
     const report = await reconcile({ rows, provider, deviceId: settings.device.id }, sinceMs);

@@ -25,7 +25,7 @@ export function parseSince(since: string | undefined, now: number): number {
  * The provider the service would use, built for a one-off command. The sandbox is "the provider"
  * of the demo: its own SQLite file beside the database, shared with the running service.
  */
-export function providerForCli(settings: Readonly<Settings>, io: CliIo): { provider: PaymentProvider; close: () => void } {
+export async function providerForCli(settings: Readonly<Settings>, io: CliIo): Promise<{ provider: PaymentProvider; close: () => void }> {
   const logger = createLogger({ level: 'warn', destination: io.stderr });
   if (settings.provider.name === 'sandbox') {
     const sandbox = createSandboxProvider(
@@ -38,7 +38,7 @@ export function providerForCli(settings: Readonly<Settings>, io: CliIo): { provi
     );
     return { provider: sandbox.provider, close: () => sandbox.close() };
   }
-  return { provider: createProvider({ clock: systemClock, logger }, settings), close: () => {} };
+  return { provider: await createProvider({ clock: systemClock, logger }, settings), close: () => {} };
 }
 
 /**
@@ -51,7 +51,7 @@ export async function replayCommand(options: { config?: string; since?: string }
   const sinceMs = parseSince(options.since, now);
   const { settings } = loadSettings({ path: options.config, env: io.env });
   const db: Db = openDatabase(settings.storage.path);
-  const { provider, close } = providerForCli(settings, io);
+  const { provider, close } = await providerForCli(settings, io);
   try {
     const logger = createLogger({ level: 'warn', destination: io.stderr });
     const outbox = createOutbox({ db, clock: systemClock, deviceId: settings.device.id });

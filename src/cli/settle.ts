@@ -24,7 +24,7 @@ export async function settleCommand(
     );
   const { settings } = loadSettings({ path: options.config, env: io.env });
   const db = openDatabase(settings.storage.path);
-  const { provider, close } = providerForCli(settings, io);
+  const { provider, close } = await providerForCli(settings, io);
   try {
     const outbox = createOutbox({ db, clock: systemClock, deviceId: settings.device.id });
     const cases = createCaseSettlement({

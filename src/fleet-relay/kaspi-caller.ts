@@ -14,7 +14,7 @@ import {
   kaspiStatusSchema,
   type RelayPayment,
   type RelayQr,
-} from '../payments/index.js';
+} from '../payments/adapters.js';
 import type { z } from 'zod';
 import { callKaspi, type KaspiAccess, type KaspiCall } from './kaspi-client.js';
 import type { CreateRow, KaspiJournal } from './kaspi-journal.js';

@@ -9,7 +9,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Logger } from '../util/logger.js';
 import { NO_JSON_SCHEMAS } from '../util/fastify-schemas.js';
 import { bindListener, servedOn, type ListenerLimits } from '../util/http-listener.js';
-import { KASPI_RELAY_ERRORS, verifyKaspiRelayRequest } from '../payments/index.js';
+import { KASPI_RELAY_ERRORS, verifyKaspiRelayRequest } from '../payments/adapters.js';
 import type { KaspiAnswer, KaspiCaller } from './kaspi-caller.js';
 
 export interface KaspiDevice {

@@ -2,7 +2,8 @@ import { hostname } from 'node:os';
 import type { RelaySettings } from '../settings/fleet-relay/index.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
-import { providerWebhooks, type PaymentProvider } from '../payments/index.js';
+import type { PaymentProvider } from '../payments/index.js';
+import { routeLookupClientOf } from '../payments/route-lookup.js';
 import { createFleetTopics, createRelayConnection, type RelayConnection } from '../mqtt/index.js';
 import { createRouteTable } from './routes.js';
 import { createLocator } from './locate.js';
@@ -163,14 +164,14 @@ export function createRelay(settings: Readonly<RelaySettings>, deps: RelayDeps):
 
 /**
  * The client that reads an invoice's reference for events that name only their invoice: built by
- * the first served provider whose webhook knowledge (payments/webhooks.ts) offers one, with the
+ * the first served provider that has one (payments/route-lookup.ts), with the
  * relay's read-only key; null without a key or without such a provider.
  */
 function routeLookupClient(relay: Readonly<RelaySettings>['relay'], deps: { clock: Clock; logger: Logger }): PaymentProvider | null {
   const { baseUrl, clientId, clientSecret, scope, requestTimeoutMs } = relay.routeLookup;
   if (!baseUrl || !clientId || !clientSecret) return null;
   for (const provider of relay.providers) {
-    const client = providerWebhooks(provider)?.lookupClient?.(deps, { baseUrl, clientId, clientSecret, scope, requestTimeoutMs });
+    const client = routeLookupClientOf(provider, deps, { baseUrl, clientId, clientSecret, scope, requestTimeoutMs });
     if (client) return client;
   }
   return null;

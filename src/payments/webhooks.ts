@@ -4,21 +4,19 @@
  * to a device (`forwardedWebhookHeaders`), the headers no log line may show (`secretWebhookHeaders`,
  * registered with the logger below), the selftest's test event and hints, the device listener's
  * routes, and the relay's verify → route. Adding a provider means a row here (beside its adapter)
- * and its name in the relay settings — nothing in the relay. A provider without webhooks (polling
+ * and its name in the relay settings — nothing in the relay (and, when its events may name only an
+ * invoice, a read-only client in route-lookup.ts). A provider without webhooks (polling
  * only) has no row: the relay serves no route for it and forwards nothing.
  */
-import type { HttpClientDeps } from './http.js';
-import { CALLBACK_QUERY_HEADER, type PaymentProvider, type VerifyContext, type WebhookTarget } from './types.js';
+import { CALLBACK_QUERY_HEADER, type VerifyContext, type WebhookTarget } from './types.js';
 import { registerSecretHeaders } from '../util/logger.js';
-import {
-  createGeregeProvider,
-  verifyGeregeWebhook,
-  geregeWebhookTarget,
-  GEREGE_SIGNATURE_HEADER,
-  GEREGE_EVENT_ID_HEADER,
-} from './gerege/index.js';
-import { verifyQutpayWebhook, qutpayWebhookTarget, QUTPAY_SIGNATURE_HEADER } from './qutpay/index.js';
-import { verifyQpayCallback, qpayCallbackTarget } from './qpay/index.js';
+// The verifiers only (HMAC and a JSON shape check): not the adapters, which a device loads only
+// for its own provider (createProvider), nor their wire schemas.
+import { verifyGeregeWebhook, geregeWebhookTarget, GEREGE_EVENT_ID_HEADER } from './gerege/webhook.js';
+import { GEREGE_SIGNATURE_HEADER } from './gerege/signature.js';
+import { verifyQutpayWebhook, qutpayWebhookTarget } from './qutpay/webhook.js';
+import { QUTPAY_SIGNATURE_HEADER } from './qutpay/signature.js';
+import { verifyQpayCallback, qpayCallbackTarget } from './qpay/callback.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -50,21 +48,6 @@ export interface ProviderWebhooks {
    * relay routes by. The headers are the listener's, with CALLBACK_QUERY_HEADER set.
    */
   route(rawBody: Buffer, headers: Headers, context: VerifyContext): WebhookTarget;
-  /**
-   * A client for `target`'s `invoice` answers (the relay reads the invoice's reference with it,
-   * never moves money), built from the relay's read-only `routeLookup` key. Absent: every event of
-   * this provider names its reference.
-   */
-  lookupClient?(deps: HttpClientDeps, key: RouteLookupKey): PaymentProvider;
-}
-
-/** The relay's read-only API key (settings `relay.routeLookup`). */
-export interface RouteLookupKey {
-  baseUrl: string;
-  clientId: string;
-  clientSecret: string;
-  scope: string;
-  requestTimeoutMs: number;
 }
 
 /** Read by every listener whatever the provider: the body's type, and `date` for the clock-skew warning. */
@@ -87,7 +70,6 @@ export const PROVIDER_WEBHOOKS = {
     verify: verifyGeregeWebhook,
     target: geregeWebhookTarget,
     route: verifiedJson(verifyGeregeWebhook, geregeWebhookTarget),
-    lookupClient: (deps, key) => createGeregeProvider(deps, { ...key, createDeadlineMs: key.requestTimeoutMs * 2 }),
   },
   qutpay: {
     headers: [QUTPAY_SIGNATURE_HEADER],

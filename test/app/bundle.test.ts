@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, orderState, paidOrder, startService, type Service } from '../helpers/service.js';
+import { createSimulator } from '../../src/simulator/index.js';
+import { freePort, orderState, paidOrder, postJson, startService, type Service } from '../helpers/service.js';
 
 /**
  * dist/vendgate.js (scripts/bundle.mjs) is what the systemd units and the installed `vendgate`
@@ -77,6 +78,27 @@ describe('dist/vendgate.js, the one-file build', () => {
       expect(loaded.includes(marker), `"${marker}" is loaded by every start`).toBe(false);
       expect(all, `"${marker}" is in the build`).toContain(marker);
     }
+  });
+
+  it("`start` loads the adapter `provider.name` names and no other: each real adapter and its wire schemas are a chunk that createProvider's import() reaches", () => {
+    const dir = dirname(BUNDLE);
+    const start = readdirSync(dir).find((name) => /^vendgate-start-[\w]+\.js$/.test(name));
+    const files = [...new Set([...staticallyLoaded(BUNDLE), ...staticallyLoaded(join(dir, start!))])];
+    const sourcesOf = (file: string) => (JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] }).sources;
+    const adapterFiles = /src\/payments\/(?:gerege|qutpay|qpay|kaspi)\/(?:adapter|wire|token|status)\.ts$/;
+    // Every start evaluated all four before (the index re-exported them): ~130 zod schemas resident on every device.
+    expect(files.flatMap(sourcesOf).filter((source) => adapterFiles.test(source))).toEqual([]);
+    // … and each is in the build, in a chunk of its own that no start loads statically.
+    const adapterChunks = readdirSync(dir)
+      .filter((name) => /^vendgate.*\.js$/.test(name))
+      .filter((name) => sourcesOf(join(dir, name)).some((source) => /src\/payments\/\w+\/adapter\.ts$/.test(source)));
+    for (const provider of ['gerege', 'qutpay', 'qpay', 'kaspi'])
+      expect(
+        bundledSources().filter((source) => source.endsWith(`src/payments/${provider}/adapter.ts`)),
+        provider,
+      ).toHaveLength(1);
+    expect(adapterChunks.length).toBeGreaterThan(0);
+    for (const chunk of adapterChunks) expect(files.map((file) => basename(file))).not.toContain(chunk);
   });
 
   it("`start` reaches Node's built-ins and the packages outside the bundle through require(), and fastify's https and http2 only when used: ES facades, the scan of CommonJS for export names and http2 cost tens of ms at every start", () => {
@@ -185,6 +207,33 @@ describe('dist/vendgate.js, the one-file build', () => {
     svc = await startService({ main: BUNDLE, config: { mqtt: { url: 'embedded', embeddedPort: port } } });
     await svc.waitFor(() => svc!.logs().some((line) => line.msg === 'MQTT connected'), { what: 'the MQTT connection' });
     expect(svc.stderr()).not.toMatch(/unhandled rejection/);
+  });
+
+  it('with a real provider (Gerege, at the simulator over HTTP) loads its adapter when it starts and vends a paid order once', async () => {
+    const webhookPort = await freePort();
+    const sim = createSimulator({ provider: 'gerege', seed: 7, webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege` });
+    const { url } = await sim.start();
+    try {
+      const info = sim.info();
+      svc = await startService({
+        main: BUNDLE,
+        webhookPort,
+        config: { device: { id: 'bundle-gerege' }, provider: { name: 'gerege', baseUrl: url, clientId: info.clientId } },
+        env: { VENDGATE_PROVIDER_CLIENT_SECRET: info.clientSecret!, VENDGATE_WEBHOOK_SECRETS: info.webhookSecret },
+      });
+      const created = await postJson(`${svc.localUrl}/api/orders`, { slot: 'A1' });
+      expect(created.status).toBe(201);
+      const order = (await created.json()) as { orderId: number; invoiceId: string };
+      expect(sim.records().invoices.map((invoice) => invoice.id)).toEqual([order.invoiceId]);
+      await sim.pay(order.invoiceId);
+      await svc.waitFor(async () => (await orderState(svc!.localUrl, order.orderId)) === 'vended', { what: 'the order to be vended' });
+      expect(svc.readSimLog()).toEqual([expect.objectContaining({ orderId: order.orderId, slot: 'A1' })]);
+      expect(svc.stderr()).not.toMatch(/unhandled rejection/);
+    } finally {
+      await svc?.stop();
+      svc = null;
+      await sim.stop();
+    }
   });
 
   it('creates its database, serves the kiosk page and the sandbox, and vends a paid order once', async () => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from 'mqtt';
 import { createSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createFleetTopics, encodeWebhookMessage } from '../../src/mqtt/index.js';
-import { signGeregeTestPayload } from '../../src/payments/index.js';
+import { signGeregeTestPayload } from '../../src/payments/adapters.js';
 import { freePort, startService, type Service } from '../helpers/service.js';
 import { testBroker, uniqueId, type TestBroker } from '../helpers/broker.js';
 import { clearRetainedUnder, watch } from '../mqtt/watch.js';

@@ -6,13 +6,8 @@ import { cleanupList } from '../helpers/cleanup.js';
 import { openDatabase, type Db } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/clock.js';
 import { LOG_REDACTION, redactingChildren, type Logger } from '../../src/util/logger.js';
-import {
-  createGeregeProvider,
-  createQutpayProvider,
-  signGeregeTestPayload,
-  signQutpayTestPayload,
-  type PaymentProvider,
-} from '../../src/payments/index.js';
+import { type PaymentProvider } from '../../src/payments/index.js';
+import { createGeregeProvider, createQutpayProvider, signGeregeTestPayload, signQutpayTestPayload } from '../../src/payments/adapters.js';
 import { createWebhookInbox, createWebhookServer, type WebhookInbox } from '../../src/channels/webhook/index.js';
 import { tempDir } from '../helpers/temp.js';
 import { jsonAnswer } from '../helpers/json-http.js';

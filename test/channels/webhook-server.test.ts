@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { signGeregeTestPayload } from '../../src/payments/index.js';
+import { signGeregeTestPayload } from '../../src/payments/adapters.js';
 import { geregeEventBody, startListener, testDb } from './webhook-harness.js';
 
 describe('webhook listener', () => {

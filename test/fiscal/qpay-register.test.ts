@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { buildFiscalCore, type FiscalHarness } from './harness.js';
 import { createQpayEbarimtRegister } from '../../src/fiscal/qpay/index.js';
 import { createRegister, type FiscalRegister, type ReceiptRequest } from '../../src/fiscal/index.js';
-import { createQpayProvider } from '../../src/payments/index.js';
+import { createQpayProvider } from '../../src/payments/adapters.js';
 import { createSimulator, type Simulator } from '../../src/simulator/index.js';
 import { testSettings } from '../helpers/core.js';
 import { tempDir } from '../helpers/temp.js';

@@ -93,7 +93,7 @@ describe('vendgate relay: the Kaspi caller from its settings', () => {
     const relay = createRelay(loaded.settings, { logger: pino({ level: 'silent' }), lookup: null });
     cleanup.push(() => relay.stop());
     await relay.start();
-    const device = deviceOf(port);
+    const device = await deviceOf(port);
     const qr = await device.createInvoice(cola(1));
     await sim.pay(qr.id);
     expect(await device.getInvoice(qr.id)).toMatchObject({ status: 'paid', amount: 500 });
@@ -110,7 +110,7 @@ describe('vendgate relay: the Kaspi caller from its settings', () => {
     expect(listening.port).toBe(port);
     expect(relay.ready()).toBe(true);
 
-    const device = deviceOf(port);
+    const device = await deviceOf(port);
     const qr = await device.createInvoice(cola(2));
     expect(sim.records().createCalls.map((c) => c.outcome)).toEqual(['created']);
     await sim.pay(qr.id);

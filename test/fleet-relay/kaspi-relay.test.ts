@@ -2,7 +2,8 @@ import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSimulator, NO_FAULTS, type Simulator } from '../../src/simulator/index.js';
-import { createProvider, signKaspiRelayRequest, type PaymentProvider } from '../../src/payments/index.js';
+import { createProvider, type PaymentProvider } from '../../src/payments/index.js';
+import { signKaspiRelayRequest } from '../../src/payments/adapters.js';
 import { parseSettings } from '../../src/settings/index.js';
 import { createLogger, silentLogger, type Logger } from '../../src/util/index.js';
 import { openKaspiJournal } from '../../src/fleet-relay/kaspi-journal.js';
@@ -38,7 +39,7 @@ async function kaspiSim(options: Parameters<typeof createSimulator>[0] extends i
   return sim;
 }
 
-function device(relayUrl: string, id: string, secret: string): PaymentProvider {
+function device(relayUrl: string, id: string, secret: string): Promise<PaymentProvider> {
   const settings = parseSettings({
     device: { id, currency: 'KZT', catalog: [{ slot: 'A1', name: 'Cola', price: 1500 }] },
     provider: { name: 'kaspi', baseUrl: relayUrl, clientSecret: secret, requestTimeoutMs: 5_000, createDeadlineMs: 3_000 },
@@ -74,8 +75,8 @@ describe('the relay authenticates devices and keeps each to its own', () => {
     const sim = await kaspiSim();
     const relay = await startKaspiRelayFor(sim);
     cleanup.push(() => relay.stop());
-    const mine = device(relay.url, 'vm-001', KASPI_DEVICE_SECRET);
-    const other = device(relay.url, 'vm-002', KASPI_OTHER_SECRET);
+    const mine = await device(relay.url, 'vm-001', KASPI_DEVICE_SECRET);
+    const other = await device(relay.url, 'vm-002', KASPI_OTHER_SECRET);
     const qr = await mine.createInvoice(order());
     await sim.pay(qr.id);
     await expect(other.getInvoice(qr.id)).rejects.toMatchObject({ kind: 'not_found' });
@@ -157,7 +158,7 @@ describe('the relay authenticates devices and keeps each to its own', () => {
     const { lines, logger } = capturedLogger('debug');
     const relay = await startKaspiRelayFor(sim, { logger });
     cleanup.push(() => relay.stop());
-    const me = device(relay.url, 'vm-001', KASPI_DEVICE_SECRET);
+    const me = await device(relay.url, 'vm-001', KASPI_DEVICE_SECRET);
     const qr = await me.createInvoice(order());
     await sim.pay(qr.id);
     await me.getInvoice(qr.id);
@@ -180,20 +181,18 @@ describe("Kaspi's access rules: the certificate and the whitelist", () => {
     expect(sim.url).toMatch(/^https:/);
     const good = await startKaspiRelayFor(sim);
     cleanup.push(() => good.stop());
-    const qr = await device(good.url, 'vm-001', KASPI_DEVICE_SECRET).createInvoice(order());
+    const qr = await (await device(good.url, 'vm-001', KASPI_DEVICE_SECRET)).createInvoice(order());
     await sim.pay(qr.id);
-    expect(await device(good.url, 'vm-001', KASPI_DEVICE_SECRET).getInvoice(qr.id)).toMatchObject({ status: 'paid' });
+    expect(await (await device(good.url, 'vm-001', KASPI_DEVICE_SECRET)).getInvoice(qr.id)).toMatchObject({ status: 'paid' });
 
     const bare = await startKaspiRelayFor(sim, { withoutCertificate: true });
     cleanup.push(() => bare.stop());
     const request = order();
-    const err = await device(bare.url, 'vm-001', KASPI_DEVICE_SECRET)
-      .createInvoice(request)
-      .catch((e: unknown) => e);
+    const err = await (await device(bare.url, 'vm-001', KASPI_DEVICE_SECRET)).createInvoice(request).catch((e: unknown) => e);
     expect(err).toMatchObject({ kind: 'server', providerCode: 'kaspi_unreachable' });
     expect(sim.records().invoices).toHaveLength(1);
     // Never reached Kaspi, so not in doubt: the same attempt goes through once the certificate is there.
-    const retried = await device(good.url, 'vm-001', KASPI_DEVICE_SECRET).createInvoice(request);
+    const retried = await (await device(good.url, 'vm-001', KASPI_DEVICE_SECRET)).createInvoice(request);
     expect(retried.replayed).toBeUndefined();
   });
 
@@ -202,9 +201,7 @@ describe("Kaspi's access rules: the certificate and the whitelist", () => {
     const { lines, logger } = capturedLogger('info');
     const relay = await startKaspiRelayFor(sim, { logger });
     cleanup.push(() => relay.stop());
-    const err = await device(relay.url, 'vm-001', KASPI_DEVICE_SECRET)
-      .createInvoice(order())
-      .catch((e: unknown) => e);
+    const err = await (await device(relay.url, 'vm-001', KASPI_DEVICE_SECRET)).createInvoice(order()).catch((e: unknown) => e);
     expect(err).toMatchObject({ kind: 'server', providerCode: 'kaspi_access_refused' });
     expect(sim.records().invoices).toEqual([]);
     expect(sim.records().requests.every((r) => r.status === 403)).toBe(true);
@@ -219,7 +216,7 @@ describe('the journal', () => {
     const journalPath = join(dir.path, 'kaspi.db');
     const sim = await kaspiSim();
     const first = await startKaspiRelayFor(sim, { journalPath });
-    const mine = device(first.url, 'vm-001', KASPI_DEVICE_SECRET);
+    const mine = await device(first.url, 'vm-001', KASPI_DEVICE_SECRET);
     const qr = await mine.createInvoice(order());
     await sim.pay(qr.id);
     const request = { invoiceId: qr.id, amount: 300, idempotencyKey: 'r-after-429' };
@@ -229,7 +226,7 @@ describe('the journal', () => {
     await first.stop();
     const second = await startKaspiRelayFor(sim, { journalPath });
     cleanup.push(() => second.stop());
-    const restarted = device(second.url, 'vm-001', KASPI_DEVICE_SECRET);
+    const restarted = await device(second.url, 'vm-001', KASPI_DEVICE_SECRET);
     await expect(restarted.refund(request)).rejects.toMatchObject({ kind: 'rate_limited' });
     sim.setFaults({ ...NO_FAULTS });
     const done = await restarted.refund(request);
@@ -252,7 +249,9 @@ describe('the journal', () => {
     const sim = await kaspiSim();
     const relay = await startKaspiRelayFor(sim, { journalPath: path });
     cleanup.push(() => relay.stop());
-    const err = await device(relay.url, 'vm-001', KASPI_DEVICE_SECRET)
+    const err = await (
+      await device(relay.url, 'vm-001', KASPI_DEVICE_SECRET)
+    )
       .createInvoice({ ...order(), idempotencyKey: 'vm-001-db1-1-pay', reference: 'vm-001-1' })
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ kind: 'processing', message: expect.stringMatching(/not sent again/) });

@@ -6,14 +6,8 @@ import { providerSchema } from '../../src/settings/sections/provider.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { createBrokerWebhookSubscription } from '../../src/mqtt/index.js';
 import { createBrokerIngest, createWebhookInbox } from '../../src/channels/webhook/index.js';
-import {
-  PROVIDER_WEBHOOKS,
-  createGeregeProvider,
-  createQpayProvider,
-  createQutpayProvider,
-  signQutpayTestPayload,
-  type PaymentProvider,
-} from '../../src/payments/index.js';
+import { PROVIDER_WEBHOOKS, type PaymentProvider } from '../../src/payments/index.js';
+import { createGeregeProvider, createQpayProvider, createQutpayProvider, signQutpayTestPayload } from '../../src/payments/adapters.js';
 import { createSimulator } from '../../src/simulator/index.js';
 import { systemClock } from '../../src/util/index.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';

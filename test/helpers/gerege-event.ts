@@ -1,4 +1,4 @@
-import { signGeregeTestPayload } from '../../src/payments/index.js';
+import { signGeregeTestPayload } from '../../src/payments/adapters.js';
 
 /**
  * A Gerege event as the provider delivers it: the compact JSON body, created now, and the headers

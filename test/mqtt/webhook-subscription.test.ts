@@ -3,7 +3,7 @@ import { connect } from 'mqtt';
 import { pino } from 'pino';
 import { createBrokerWebhookSubscription, createFleetTopics, encodeWebhookMessage } from '../../src/mqtt/index.js';
 import { createBrokerIngest, createWebhookInbox } from '../../src/channels/webhook/index.js';
-import { createGeregeProvider } from '../../src/payments/index.js';
+import { createGeregeProvider } from '../../src/payments/adapters.js';
 import { mqttSchema } from '../../src/settings/sections/mqtt.js';
 import { systemClock } from '../../src/util/index.js';
 import { testBroker, uniqueId } from '../helpers/broker.js';

@@ -46,7 +46,7 @@ describe('provider settings', () => {
 });
 
 describe('createProvider', () => {
-  it('builds the adapter named by provider.name without touching the network', () => {
+  it('builds the adapter named by provider.name without touching the network', async () => {
     const gerege = parseSettings({
       device,
       provider: { name: 'gerege', baseUrl: 'http://127.0.0.1:9', clientId: 'c', clientSecret: 's', webhookSecrets: ['w'] },
@@ -55,12 +55,12 @@ describe('createProvider', () => {
       device,
       provider: { name: 'qutpay', baseUrl: 'http://127.0.0.1:9', apiKey: 'qp_test_x', webhookSecrets: ['w'] },
     });
-    expect(createProvider(deps, gerege).name).toBe('gerege');
-    expect(createProvider(deps, qutpay).name).toBe('qutpay');
-    expect(createProvider(deps, gerege).listEvents).toBeTypeOf('function');
+    expect((await createProvider(deps, gerege)).name).toBe('gerege');
+    expect((await createProvider(deps, qutpay)).name).toBe('qutpay');
+    expect((await createProvider(deps, gerege)).listEvents).toBeTypeOf('function');
   });
 
-  it('leaves the sandbox to the app', () => {
-    expect(() => createProvider(deps, parseSettings({ device }))).toThrow('sandbox provider is built by the app');
+  it('leaves the sandbox to the app', async () => {
+    await expect(createProvider(deps, parseSettings({ device }))).rejects.toThrow('sandbox provider is built by the app');
   });
 });

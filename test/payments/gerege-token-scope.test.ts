@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { signGeregeTestPayload } from '../../src/payments/index.js';
+import { signGeregeTestPayload } from '../../src/payments/adapters.js';
 import { createRelay } from '../../src/fleet-relay/index.js';
 import { parseRelaySettings } from '../../src/settings/fleet-relay/index.js';
 import { silentLogger } from '../../src/util/logger.js';
@@ -49,7 +49,7 @@ describe("the relay's Gerege lookup key asks for the read scope", () => {
     });
     expect(settings.relay.routeLookup.scope).toBe('payments:read');
 
-    // The relay builds its lookup client from payments/ (PROVIDER_WEBHOOKS.gerege.lookupClient): a
+    // The relay builds its lookup client from payments/ (ROUTE_LOOKUP_CLIENTS.gerege in route-lookup.ts): a
     // refund event names only its intent, so the relay reads the intent with the read-only key.
     const endpoint = await tokenEndpoint();
     close = endpoint.close;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { senderInvoiceNo } from '../../src/payments/index.js';
+import { senderInvoiceNo } from '../../src/payments/adapters.js';
 import { expiryOf } from '../../src/payments/qpay/token.js';
 import { decideQpayRefund } from '../../src/payments/qpay/refund.js';
 import { callbackUrlFor, qpayCallbackTarget, verifyQpayCallback } from '../../src/payments/qpay/callback.js';

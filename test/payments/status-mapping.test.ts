@@ -7,7 +7,7 @@ import {
   mapQutpayRefundStatus,
   mapQutpayStatus,
   QUTPAY_STATUS_MAP,
-} from '../../src/payments/index.js';
+} from '../../src/payments/adapters.js';
 
 // Written out from docs/providers.md "What the core sees", not copied from the code, so a typo on either side fails here.
 const GEREGE_TABLE = {

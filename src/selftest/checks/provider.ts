@@ -51,7 +51,7 @@ export async function checkProvider(
     provider = sandbox.provider;
     close = () => sandbox.close();
   }
-  provider ??= createProvider({ clock: deps.clock, logger: deps.logger, ...(deps.fetch ? { fetch: deps.fetch } : {}) }, settings);
+  provider ??= await createProvider({ clock: deps.clock, logger: deps.logger, ...(deps.fetch ? { fetch: deps.fetch } : {}) }, settings);
   const where = conf.name === 'sandbox' ? 'sandbox' : `${conf.name} at ${conf.baseUrl}`;
   try {
     const started = Date.now();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../../src/util/index.js';
 import { isRecord } from '../../../src/payments/http.js';
-import { mapGeregeStatus } from '../../../src/payments/index.js';
+import { mapGeregeStatus } from '../../../src/payments/adapters.js';
 import { overSimulator, providerContract } from './provider-contract.js';
 import { harnessPerTest, orderRequest, type Harness } from './provider-harness.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isRecord } from '../../../src/payments/http.js';
-import { mapKaspiStatus } from '../../../src/payments/index.js';
+import { mapKaspiStatus } from '../../../src/payments/adapters.js';
 import { overSimulator, providerContract } from './provider-contract.js';
 import { harnessPerTest, orderRequest, type Harness } from './provider-harness.js';
 
@@ -31,7 +31,7 @@ describe('Kaspi QR adapter through the fleet relay against the simulator', () =>
         const h = await start({ kaspiDuplicateExternalIds: mode });
         const request = orderRequest();
         const first = await h.provider.createInvoice(request);
-        const again = await h.restartedProvider().createInvoice(request);
+        const again = await (await h.restartedProvider()).createInvoice(request);
         expect(again).toMatchObject({ id: first.id, replayed: true, payUrl: first.payUrl, status: 'pending' });
         expect(h.requestsTo(/^\/r3\/v01\/qr\/create$/)).toHaveLength(1);
       },
@@ -43,7 +43,7 @@ describe('Kaspi QR adapter through the fleet relay against the simulator', () =>
       const first = await h.provider.createInvoice(request);
       await h.pay(first.id);
       // The device lost power before it stored the answer: the same attempt asks again.
-      const again = await h.restartedProvider().createInvoice(request);
+      const again = await (await h.restartedProvider()).createInvoice(request);
       expect(again).toMatchObject({ id: first.id, status: 'paid', replayed: true });
       expect(h.records().invoices).toHaveLength(1);
     });

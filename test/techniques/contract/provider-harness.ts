@@ -80,7 +80,7 @@ export interface Harness extends ContractHarness {
   /** Simulator-recorded API requests whose path matches. */
   requestsTo(path: RegExp): SimulatorRecords['requests'];
   /** A second adapter on the same settings and simulator: the process after a restart (memory empty). */
-  restartedProvider(): PaymentProvider;
+  restartedProvider(): Promise<PaymentProvider>;
 }
 
 let sequence = 0;
@@ -181,7 +181,7 @@ export async function startHarness(providerName: ProviderUnderTest, options: Har
       },
       settings,
     );
-  const provider = build();
+  const provider = await build();
 
   return {
     provider,

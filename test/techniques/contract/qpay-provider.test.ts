@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { isRecord } from '../../../src/payments/http.js';
 import { Writable } from 'node:stream';
-import { createProvider, mapQpayStatus } from '../../../src/payments/index.js';
+import { createProvider } from '../../../src/payments/index.js';
+import { mapQpayStatus } from '../../../src/payments/adapters.js';
 import { parseSettings } from '../../../src/settings/index.js';
 import { createLogger } from '../../../src/util/logger.js';
 import { signedTestEvent } from '../../../src/selftest/test-event.js';
@@ -46,10 +47,7 @@ describe('QPay adapter against the simulator', () => {
       h.faultsForCalls(1, { lostResponse: 1 });
       await expect(h.provider.createInvoice(request)).rejects.toMatchObject({ kind: 'network' });
       const lost = h.records().invoices[0]!.id;
-      const answer = await h
-        .restartedProvider()
-        .createInvoice(request)
-        .catch((e: unknown) => e);
+      const answer = await (await h.restartedProvider()).createInvoice(request).catch((e: unknown) => e);
       expect(h.records().invoices).toHaveLength(invoicesAtQpay);
       if (mode === 'refuse') expect(answer).toMatchObject({ kind: 'rejected', message: expect.stringMatching(/DUPLICATED/) });
       if (mode === 'first') expect(answer).toMatchObject({ id: lost, status: 'pending' });
@@ -122,7 +120,7 @@ describe('QPay adapter against the simulator', () => {
           callbackUrl: 'http://127.0.0.1:9/webhooks/qpay',
         },
       });
-      const provider = createProvider({ clock: h.clock, logger: createLogger({ level: 'debug', destination }) }, settings);
+      const provider = await createProvider({ clock: h.clock, logger: createLogger({ level: 'debug', destination }) }, settings);
       const invoice = await provider.createInvoice(orderRequest({ currency: 'MNT' }));
       h.clock.advance(90_000);
       await provider.getInvoice(invoice.id);

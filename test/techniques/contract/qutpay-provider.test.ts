@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isRecord } from '../../../src/payments/http.js';
-import { mapQutpayStatus } from '../../../src/payments/index.js';
+import { mapQutpayStatus } from '../../../src/payments/adapters.js';
 import { overSimulator, providerContract } from './provider-contract.js';
 import { harnessPerTest, orderRequest, type Harness } from './provider-harness.js';
 

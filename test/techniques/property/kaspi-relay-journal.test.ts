@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createSimulator, NO_FAULTS } from '../../../src/simulator/index.js';
-import { createProvider, kaspiExternalId, type PaymentProvider } from '../../../src/payments/index.js';
+import { createProvider, type PaymentProvider } from '../../../src/payments/index.js';
+import { kaspiExternalId } from '../../../src/payments/adapters.js';
 import { parseSettings } from '../../../src/settings/index.js';
 import { silentLogger } from '../../../src/util/index.js';
 import { KASPI_DEVICE_SECRET, startKaspiRelayFor } from '../../helpers/kaspi-relay.js';
@@ -57,7 +58,7 @@ describe('property: the Kaspi relay journal', () => {
         await sim.start();
         const journalPath = join(dir.path, 'kaspi.db');
         let relay = await startKaspiRelayFor(sim, { journalPath, kaspiTimeoutMs: 150 });
-        const device = (): PaymentProvider =>
+        const device = (): Promise<PaymentProvider> =>
           createProvider(
             { clock: { now: () => Date.now() }, logger: silentLogger(), random: () => 0.5, sleep: async () => {} },
             parseSettings({
@@ -71,7 +72,7 @@ describe('property: the Kaspi relay journal', () => {
               },
             }),
           );
-        let provider = device();
+        let provider = await device();
         const shown = new Map<number, string>();
         const returnedKeys = new Map<string, string>();
         // Kaspi's return carries no key (DeviceToken, QrPaymentId, Amount), so which key a request was
@@ -88,7 +89,7 @@ describe('property: the Kaspi relay journal', () => {
               await relay.stop().catch(() => {});
               // The relay's journal survives; the device process restarts too (its memory is empty).
               relay = await startKaspiRelayFor(sim, { journalPath, kaspiTimeoutMs: 150 });
-              provider = device();
+              provider = await device();
             } else if (s.kind === 'create') {
               const key = `vm-001-db1-${s.attempt}-pay`;
               const invoice = await provider
