@@ -1,5 +1,9 @@
 /** qrcode (and the PNG encoder it requires) loads on the first QR, not at start-up: start-up to ready stays short. */
+import { qrSegments } from './qr-segments.js';
+
 type Qrcode = typeof import('qrcode');
+// The same shape as qr-segments.ts's QrSegment, whose mode is one field rather than three variants.
+type QRCodeSegment = import('qrcode').QRCodeSegment;
 let qrcode: Promise<Qrcode> | null = null;
 /**
  * qrcode is CommonJS: Node's own loader gives its functions as named exports, the bundle's chunks
@@ -28,8 +32,11 @@ export function createQrRenderer(maxEntries = DEFAULT_CACHE_ENTRIES): QrRenderer
         cache.set(url, hit);
         return hit;
       }
-      // ISO/IEC 18004 asks for a quiet zone of 4 modules: phone cameras find the code faster.
-      const rendered = loadQrcode().then((module) => module.toString(url, { type: 'svg', margin: QUIET_ZONE_MODULES }));
+      // ISO/IEC 18004 asks for a quiet zone of 4 modules: phone cameras find the code faster. The
+      // segments are chosen here (qr-segments.ts): qrcode's own search allocated ~380 KB per code.
+      const rendered = loadQrcode().then((module) =>
+        module.toString(qrSegments(url) as QRCodeSegment[], { type: 'svg', margin: QUIET_ZONE_MODULES }),
+      );
       cache.set(url, rendered);
       rendered.catch(() => cache.delete(url));
       while (cache.size > maxEntries) {
