@@ -146,6 +146,38 @@ const unusedOut = {
 };
 
 /**
+ * `debug`, through which mqtt.js and mqtt-packet log each packet: its logger takes `(...args)`, so
+ * every call builds an array even when no DEBUG namespace is on, ~70 KB per order (a tenth of what an
+ * order allocates: scripts/bench/allocations.mjs). In the bundle `require("debug")` gives loggers that
+ * do nothing, unless DEBUG is set when the process starts: then the real package, as before.
+ */
+const debugOffUnlessAsked = {
+  name: 'debug-off-unless-asked',
+  setup(b) {
+    b.onResolve({ filter: /^debug$/ }, () => ({ path: 'debug', namespace: 'vendgate-debug' }));
+    b.onLoad({ filter: /.*/, namespace: 'vendgate-debug' }, () => ({
+      resolveDir: root,
+      loader: 'js',
+      contents: `
+        function createDebug(namespace) {
+          const debug = function debug() {};
+          debug.namespace = namespace;
+          debug.enabled = false;
+          debug.log = function log() {};
+          debug.extend = (name, delimiter) => createDebug(namespace + (delimiter === undefined ? ':' : delimiter) + name);
+          debug.destroy = function destroy() {};
+          return debug;
+        }
+        createDebug.enable = function enable() {};
+        createDebug.disable = function disable() { return ''; };
+        createDebug.enabled = function enabled() { return false; };
+        module.exports = process.env.DEBUG ? require('debug/src/index.js') : createDebug;
+      `,
+    }));
+  },
+};
+
+/**
  * readable-stream, which mqtt.js and bl (mqtt-packet's, aedes') require, is a copy of Node's own
  * streams published for browsers, with polyfills of process, events and AbortController under it:
  * ~120 KB evaluated at every start for classes Node has already loaded (net and http are built on
@@ -184,7 +216,7 @@ await build({
   minifySyntax: !process.argv.includes('--readable'),
   minifyIdentifiers: false,
   sourcemap: 'linked',
-  plugins: [ours, fastifyServerLazy, unusedOut, readableStreamIsNodes],
+  plugins: [ours, fastifyServerLazy, unusedOut, readableStreamIsNodes, debugOffUnlessAsked],
   logLevel: 'warning',
   legalComments: 'none',
 });

@@ -209,6 +209,27 @@ describe('dist/vendgate.js, the one-file build', () => {
     expect(svc.stderr()).not.toMatch(/unhandled rejection/);
   });
 
+  it("mqtt.js logs its packets through `debug` only when DEBUG asks for it: otherwise the bundle's loggers do nothing (the real one built an array per call, ~70 KB an order)", async () => {
+    const quiet = await startService({ main: BUNDLE, config: { mqtt: { url: 'embedded', embeddedPort: await freePort() } } });
+    try {
+      await quiet.waitFor(() => quiet.logs().some((line) => line.msg === 'MQTT connected'), { what: 'the MQTT connection' });
+      expect(quiet.stderr()).not.toContain('mqttjs:client');
+    } finally {
+      await quiet.stop();
+    }
+    svc = await startService({
+      main: BUNDLE,
+      config: { mqtt: { url: 'embedded', embeddedPort: await freePort() } },
+      env: { DEBUG: 'mqttjs:client' },
+    });
+    await svc.waitFor(() => svc!.stderr().includes('mqttjs:client'), { what: "mqtt.js's debug lines on stderr" });
+    const all = readdirSync(dirname(BUNDLE))
+      .filter((name) => /^vendgate.*\.js$/.test(name))
+      .map((name) => readFileSync(join(dirname(BUNDLE), name), 'utf8'))
+      .join('\n');
+    expect(all).toMatch(/process\.env\.DEBUG\?require_\w+\(\)/);
+  });
+
   it('with a real provider (Gerege, at the simulator over HTTP) loads its adapter when it starts and vends a paid order once', async () => {
     const webhookPort = await freePort();
     const sim = createSimulator({ provider: 'gerege', seed: 7, webhookUrl: `http://127.0.0.1:${webhookPort}/webhooks/gerege` });
