@@ -227,6 +227,10 @@ export function createSimulator(options: SimulatorOptions): Simulator {
       backend.answerStatusWith(id, otherId);
     },
     records: snapshot,
+    lastEvent(match) {
+      const found = records.events.findLast(match);
+      return found === undefined ? null : structuredClone(found);
+    },
     waitForDeliveriesIdle: (timeoutMs = 10_000) => delivery.waitIdle(timeoutMs),
 
     info(): SimulatorInfo {

@@ -144,6 +144,24 @@ describe('gerege simulator: status machine', () => {
     await expect(sim.pay(intent.id)).rejects.toThrow(/cannot be paid/);
   });
 
+  it('lastEvent finds the last matching event as records() would, as a copy the caller cannot change', async () => {
+    const sim = await startSimulator({ provider: 'gerege' });
+    const api = await geregeClient(sim);
+    const { json: first } = await api.post('/payment-intents', intentBody(), 'o-le-1');
+    const { json: second } = await api.post('/payment-intents', intentBody({ reference: 'vm-001-77' }), 'o-le-2');
+    await sim.pay(first.id);
+    await sim.pay(second.id);
+    const succeededFor = (id: string) => (e: any) => e.type === 'payment_intent.succeeded' && e.data?.object?.id === id;
+    for (const id of [first.id, second.id]) {
+      const found: any = sim.lastEvent(succeededFor(id));
+      expect(found).toEqual(sim.records().events.findLast(succeededFor(id)));
+      expect(found.data.object.id).toBe(id);
+      found.type = 'changed by the caller';
+      expect(sim.lastEvent(succeededFor(id))).toMatchObject({ type: 'payment_intent.succeeded' });
+    }
+    expect(sim.lastEvent((e: any) => e.type === 'payment_intent.refunded')).toBeNull();
+  });
+
   it('manual capture: pay() holds the money in requires_capture, capture succeeds once and is idempotent', async () => {
     const sim = await startSimulator({ provider: 'gerege' });
     const api = await geregeClient(sim);
