@@ -4,7 +4,6 @@ import { fsPromises } from '../util/lazy-builtins.js';
 import { INPUT_NAMES } from '../settings/sections/actuator.js';
 import { sysfsNumberForBcm } from './gpio/chip-map.js';
 import { loadOnoffGpio } from './gpio/onoff.js';
-import { detectGpiosetVersion } from './gpio/gpioset.js';
 
 export interface HardwareCheck {
   name: string;
@@ -38,6 +37,7 @@ export async function checkHardware(deps: HardwareCheckDeps, settings: Readonly<
   const pins: { name: string; pin: number }[] = [];
   if (actuator.kind === 'relay' && actuator.relay.pin !== undefined) {
     if (actuator.relay.driver === 'gpioset') {
+      const { detectGpiosetVersion } = await import('./gpio/gpioset.js'); // as createActuator: only a gpioset relay loads it
       checks.push(
         await check(
           'relay gpioset',

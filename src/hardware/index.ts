@@ -7,15 +7,11 @@ import type { Actuator, HardwareInputs } from './types.js';
 import type { MachineSimulator, MachineSimulatorOptions } from './machine-simulator.js';
 import { withDeliveryConfirmation } from './delivery.js';
 import { busForSettings, type HardwareBus } from './bus.js';
-import { createRelayActuator } from './relay.js';
 import { createGpioInputs } from './inputs.js';
 import { loadOnoffGpio, type GpioConstructor, type Level } from './gpio/onoff.js';
 import { sysfsNumberForBcm } from './gpio/chip-map.js';
-import { openSysfsOutput, type DigitalOutput } from './gpio/output.js';
-import { openGpiosetOutput } from './gpio/gpioset.js';
-import { createSerialConnection, type SerialBinding } from './serial/connection.js';
-import { createLineSerialActuator } from './serial/line-profile.js';
-import { createMdbSerialActuator } from './serial/mdb-profile.js';
+import type { DigitalOutput } from './gpio/output.js';
+import type { SerialBinding } from './serial/connection.js';
 
 export * from './types.js';
 export type { SimFailMode } from './sim.js';
@@ -75,7 +71,12 @@ async function gpioFor(deps: HardwareDeps): Promise<GpioConstructor> {
   return deps.Gpio ?? loadOnoffGpio();
 }
 
-/** Builds the actuator named by `actuator.kind`. Native modules are loaded only for the kind in use, at start(). */
+/**
+ * Builds the actuator named by `actuator.kind`. Each kind's code is reached by import() here, as the
+ * payment adapters are: a relay device never loads the serial and MDB drivers (~60 KB of source V8
+ * keeps resident once loaded), a serial one never loads the relay's. Native modules are loaded only
+ * for the kind in use, at start().
+ */
 export async function createActuator(deps: HardwareDeps, settings: Readonly<Settings>): Promise<Actuator> {
   const logger = hardwareLogger(deps);
   const bus = deps.bus ?? busForSettings(settings, logger);
@@ -94,12 +95,15 @@ export async function createActuator(deps: HardwareDeps, settings: Readonly<Sett
       assertNoPinConflicts(settings);
       const relay = actuator.relay;
       const pin = relay.pin!; // the schema requires it for kind relay
+      const { createRelayActuator } = await import('./relay.js');
       const openOutput = async (initialLevel: Level): Promise<DigitalOutput> => {
         if (relay.driver === 'gpioset') {
+          const { openGpiosetOutput } = await import('./gpio/gpioset.js');
           return openGpiosetOutput({ command: deps.gpiosetCommand, chip: relay.chip ?? 'gpiochip0', offset: pin, initialLevel, logger });
         }
         const Gpio = await gpioFor(deps);
         const { number } = await sysfsNumberForBcm(pin, deps.sysfsRoot);
+        const { openSysfsOutput } = await import('./gpio/output.js');
         return openSysfsOutput(Gpio, number, initialLevel);
       };
       return withDelivery(
@@ -117,6 +121,7 @@ export async function createActuator(deps: HardwareDeps, settings: Readonly<Sett
     }
     case 'serial': {
       const serial = actuator.serial;
+      const { createSerialConnection } = await import('./serial/connection.js');
       const connection = createSerialConnection({
         path: serial.path!,
         baudRate: serial.baudRate,
@@ -127,10 +132,12 @@ export async function createActuator(deps: HardwareDeps, settings: Readonly<Sett
       if (serial.profile === 'mdb') {
         const knownItems = deps.knownItems ?? new Set(settings.device.catalog.map((item) => item.slot));
         const scale = mdbScale(actuator, settings.device.currency);
+        const { createMdbSerialActuator } = await import('./serial/mdb-profile.js');
         return withDelivery(
           createMdbSerialActuator({ logger, bus, connection, knownItems, scale, currency: settings.device.currency }, serial),
         );
       }
+      const { createLineSerialActuator } = await import('./serial/line-profile.js');
       return withDelivery(createLineSerialActuator({ clock: deps.clock, logger, bus, connection }, serial));
     }
   }

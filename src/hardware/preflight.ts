@@ -2,7 +2,6 @@ import type { Settings } from '../settings/index.js';
 import { ErrorCodes, VendgateError } from '../util/errors.js';
 import { loadOnoffGpio, type GpioConstructor } from './gpio/onoff.js';
 import { sysfsNumberForBcm } from './gpio/chip-map.js';
-import { detectGpiosetVersion } from './gpio/gpioset.js';
 
 /**
  * The hardware a start cannot do without is missing: which setting needs it, what failed, and what
@@ -76,6 +75,8 @@ export async function preflightHardware(
   const actuator = settings.actuator;
   if (what.actuator && actuator.kind === 'relay' && actuator.relay.pin !== undefined) {
     if (actuator.relay.driver === 'gpioset') {
+      // Reached only by a relay driven through gpioset: other devices never load that driver.
+      const { detectGpiosetVersion } = await import('./gpio/gpioset.js');
       try {
         await detectGpiosetVersion(deps.gpiosetCommand);
       } catch (err) {

@@ -101,6 +101,21 @@ describe('dist/vendgate.js, the one-file build', () => {
     for (const chunk of adapterChunks) expect(files.map((file) => basename(file))).not.toContain(chunk);
   });
 
+  it('`start` loads the actuator `actuator.kind` names and no other: the relay, its GPIO outputs and the serial and MDB drivers are reached by import()', () => {
+    const dir = dirname(BUNDLE);
+    const start = readdirSync(dir).find((name) => /^vendgate-start-[\w]+\.js$/.test(name));
+    const files = [...new Set([...staticallyLoaded(BUNDLE), ...staticallyLoaded(join(dir, start!))])];
+    const sourcesOf = (file: string) => (JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] }).sources;
+    const kindFiles = /src\/hardware\/(?:relay|gpio\/gpioset|gpio\/output|serial\/[\w-]+)\.ts$/;
+    expect(files.flatMap(sourcesOf).filter((source) => kindFiles.test(source))).toEqual([]);
+    // … and they are in the build.
+    for (const file of ['relay', 'gpio/gpioset', 'gpio/output', 'serial/connection', 'serial/line-profile', 'serial/mdb-profile'])
+      expect(
+        bundledSources().filter((source) => source.endsWith(`src/hardware/${file}.ts`)),
+        file,
+      ).toHaveLength(1);
+  });
+
   it("`start` reaches Node's built-ins and the packages outside the bundle through require(), and fastify's https and http2 only when used: ES facades, the scan of CommonJS for export names and http2 cost tens of ms at every start", () => {
     const dir = dirname(BUNDLE);
     const start = readdirSync(dir).find((name) => /^vendgate-start-[\w]+\.js$/.test(name));
