@@ -26,7 +26,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 import { freePort } from '../soak/service.mjs';
-import { machine, percentiles, sleep } from './lib.mjs';
+import { machine, percentiles } from './lib.mjs';
+import { stop, untilHealthy } from './startup.mjs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -87,27 +88,12 @@ async function startOnce(node, args, env) {
   const child = spawn(node, args, { env: { ...process.env, ...env, PROBE_PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
-  let exited = null;
-  child.once('exit', (code, signal) => (exited = { code, signal }));
   try {
-    for (;;) {
-      if (exited) throw new Error(`${args.join(' ')} exited before it answered (${JSON.stringify(exited)}): ${stderr.slice(-1000)}`);
-      try {
-        const response = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1_000) });
-        await response.arrayBuffer();
-        if (response.status === 200) return performance.now() - startedAt;
-      } catch {
-        /* not listening yet */
-      }
-      if (performance.now() - startedAt > 30_000) throw new Error(`${args.join(' ')} did not answer within 30 s`);
-      await sleep(2);
-    }
+    return await untilHealthy(`http://127.0.0.1:${port}/healthz`, child, startedAt, 30_000);
+  } catch (err) {
+    throw new Error(`${args.join(' ')}: ${err.message}\n${stderr.slice(-1000)}`);
   } finally {
-    if (!exited) {
-      const gone = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await gone;
-    }
+    await stop(child);
   }
 }
 

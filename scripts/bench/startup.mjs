@@ -50,7 +50,7 @@ function demoConfig(dir, localPort, webhookPort) {
 }
 
 /** Polls `url` every 2 ms from the spawn; resolves with the ms until it answered 200. */
-async function untilHealthy(url, child, startedAt, timeoutMs = 60_000) {
+export async function untilHealthy(url, child, startedAt, timeoutMs = 60_000) {
   let exited = null;
   child.once('exit', (code, signal) => (exited = { code, signal }));
   for (;;) {
@@ -67,7 +67,7 @@ async function untilHealthy(url, child, startedAt, timeoutMs = 60_000) {
   }
 }
 
-async function stop(child) {
+export async function stop(child) {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGTERM');
