@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,7 +12,14 @@ import { percentiles, postJson, row, rssMb, sleep, waitFor } from './lib.mjs';
  * Resident memory idle and after 10,000 orders, start-up to ready and idle CPU of the real service
  * in its demo configuration (sandbox provider in process, sim actuator, the embedded MQTT broker),
  * for this build — started with the V8 flags of systemd/vendgate.service, as on a device — and a
- * baseline commit, side by side in the same run.
+ * baseline commit, side by side in the same run, with bare node's HTTP server beside them as the floor.
+ *
+ * Every process runs on the Node this bench runs on. A device runs the release's Node
+ * (scripts/node-runtime.lock, 22.x), whose own executable holds more pages than Node 20's for the same
+ * work: take the figures on it, in a copy of the tree whose native modules are built for it —
+ *   VENDGATE_BENCH_GIT=$PWD VENDGATE_NODE_LTS_CMD='npm run build && node scripts/bench/resources.mjs' \
+ *     bash scripts/ci/node-lts.sh --in /tmp/vendgate-lts 22
+ * The bench says so when it runs on another Node than the release's.
  */
 export function brokerListening() {
   return new Promise((resolve) => {
@@ -152,6 +159,35 @@ async function measure({ label, main, nodeArgs, env = {}, quick, orders: ordersO
   }
 }
 
+/** The Node version a release ships and a device runs (scripts/node-runtime.lock, read as data). */
+export function releaseNodeVersion(root = ROOT) {
+  return /^version=(\S+)$/m.exec(readFileSync(join(root, 'scripts', 'node-runtime.lock'), 'utf8'))?.[1] ?? null;
+}
+
+/**
+ * The floor under the idle figure: bare Node's HTTP server listening on 127.0.0.1, started with the
+ * same V8 flags and environment as the service, its RSS read after the same idle time. What the
+ * service holds above it is vendgate's (its code, heap, SQLite) plus the parts of node's own
+ * executable that only vendgate's work touches (V8's optimizing compiler, crypto, the addon loader).
+ */
+async function measureFloor({ nodeArgs, env, quick }) {
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, '-e', "require('node:http').createServer((q, s) => s.end('ok')).listen(0, '127.0.0.1', () => console.log('listening'))"],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  try {
+    await new Promise((resolve, reject) => {
+      child.once('exit', (code) => reject(new Error(`bare node exited (${code}) before it listened`)));
+      child.stdout.once('data', resolve);
+    });
+    await sleep((quick ? 15 : 60) * 1000);
+    return { idleMb: rssMb(child.pid), idlePrivateMb: privateMb(child.pid) };
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
 export async function resourcesBench({ log, quick, baseline = 'cecb1e4,e62fe96', orders }) {
   const refs = String(baseline).split(',').filter(Boolean);
   const unit = unitStart();
@@ -164,8 +200,15 @@ export async function resourcesBench({ log, quick, baseline = 'cecb1e4,e62fe96',
     return { sha: old.sha, ...oldUnit };
   });
   const flags = [...unit.nodeArgs, ...Object.entries(unit.env).map(([k, v]) => `${k}=${v}`)];
-  // Every build at once: the machine's load is the same for all.
-  const [a, ...bs] = await Promise.all([
+  const shipped = releaseNodeVersion();
+  if (shipped && process.version !== `v${shipped}`)
+    log(
+      `resources: running on Node ${process.version}, but a device runs Node v${shipped} (scripts/node-runtime.lock) and ` +
+        `its figures differ (node's own executable is larger): docs/benchmarks.md says how to run this bench on it`,
+    );
+  // Every build at once, and bare node beside them: the machine's load is the same for all.
+  const [floor, a, ...bs] = await Promise.all([
+    measureFloor({ nodeArgs: unit.nodeArgs, env: unit.env, quick }),
     measure({ label: 'this build', main: unit.main, nodeArgs: unit.nodeArgs, env: unit.env, quick, orders, log }),
     ...olds.map((o) =>
       measure({ label: `baseline ${o.sha.slice(0, 7)}`, main: o.main, nodeArgs: o.nodeArgs, env: o.env, quick, orders, log }),
@@ -179,19 +222,27 @@ export async function resourcesBench({ log, quick, baseline = 'cecb1e4,e62fe96',
   return {
     name: 'resources',
     settings: {
+      node: process.version,
+      releaseNode: shipped ? `v${shipped}` : null,
       mqtt: 'embedded broker',
       nodeFlags: flags,
       baselines: olds.map((o) => o.sha),
       baselineNodeFlags: olds.map((o) => o.nodeArgs),
       orders: a.orders,
     },
-    results: { after: a, before: bs[0], baselines: bs },
+    results: { after: a, before: bs[0], baselines: bs, floor },
     rows: [
       row(
-        `RSS idle, ${quick ? 10 : 60} s after ready (embedded MQTT, as the unit starts it: ${flags.join(' ') || 'no flags'}); 5 s after ready`,
+        `RSS idle, ${quick ? 10 : 60} s after ready, on Node ${process.version}${shipped && process.version !== `v${shipped}` ? ` (a device runs v${shipped})` : ' (as a device)'} (embedded MQTT, as the unit starts it: ${flags.join(' ') || 'no flags'}); 5 s after ready`,
         `${a.idleMb} MB; ${a.earlyMb} MB ${was((b) => `${b.idleMb}; ${b.earlyMb} MB`)}`,
         '≤ 65 MB',
         a.idleMb <= 65,
+      ),
+      row(
+        '  bare node:http server on the same Node, flags and environment, idle; vendgate above it',
+        `${floor.idleMb} MB (private ${floor.idlePrivateMb} MB); +${Math.round((a.idleMb - floor.idleMb) * 10) / 10} MB (private +${Math.round((a.idlePrivateMb - floor.idlePrivateMb) * 10) / 10} MB)`,
+        'informational',
+        null,
       ),
       row(
         '  private memory (not shared with other processes) idle; after the orders',
