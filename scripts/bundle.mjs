@@ -100,6 +100,38 @@ const fastifyServerLazy = {
   },
 };
 
+/**
+ * mqtt.js fills its table of transports at the first connect, and in Node it requires them all:
+ * the WebSocket one (the `ws` package, and Node's https and zlib under it) and the TLS one (Node's
+ * tls) even for an `mqtt://` broker. Here the `ws`, `wss`, `ssl`/`tls` and `mqtts` entries require
+ * their module when a connection of theirs is built, so a device on a plain TCP broker (Mosquitto on
+ * the LAN, the demo's embedded broker) never evaluates them: −2.8 MB of RSS on Node 22 with
+ * Mosquitto (docs/benchmarks.md, sixth round). An `mqtts://` or `ws://` URL still loads them, at its
+ * first connect. The build stops if those lines change with an mqtt.js upgrade.
+ */
+const MQTT_EAGER_TRANSPORTS = [
+  "protocols.ws = require('./ws').streamBuilder;",
+  "protocols.wss = require('./ws').streamBuilder;",
+  "protocols.ssl = require('./tls').default;",
+  "protocols.mqtts = require('./tls').default;",
+];
+const mqttTransportsLazy = {
+  name: 'mqtt-transports-lazy',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]mqtt[\\/]build[\\/]lib[\\/]connect[\\/]index\.js$/ }, async ({ path }) => {
+      let source = await readFile(path, 'utf8');
+      for (const line of MQTT_EAGER_TRANSPORTS) {
+        if (source.split(line).length !== 2)
+          throw new Error(`${path} no longer holds "${line}" once, which scripts/bundle.mjs makes lazy: look again`);
+        // `protocols.ws = require('./ws').streamBuilder;` → `protocols.ws = (client, opts) => require('./ws').streamBuilder(client, opts);`
+        const [, name, call] = /^protocols\.(\w+) = (.+);$/.exec(line);
+        source = source.replace(line, `protocols.${name} = (client, opts) => ${call}(client, opts);`);
+      }
+      return { contents: source, loader: 'js' };
+    });
+  },
+};
+
 // The chunks of an earlier build have other hashes: removed, so dist/ holds exactly one build's files.
 for (const name of await readdir(dist)) if (/^vendgate(-.+)?\.js(\.map)?$/.test(name)) await rm(`${dist}${name}`);
 
@@ -216,7 +248,7 @@ await build({
   minifySyntax: !process.argv.includes('--readable'),
   minifyIdentifiers: false,
   sourcemap: 'linked',
-  plugins: [ours, fastifyServerLazy, unusedOut, readableStreamIsNodes, debugOffUnlessAsked],
+  plugins: [ours, fastifyServerLazy, mqttTransportsLazy, unusedOut, readableStreamIsNodes, debugOffUnlessAsked],
   logLevel: 'warning',
   legalComments: 'none',
 });

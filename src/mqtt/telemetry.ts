@@ -1,7 +1,8 @@
+import { readFile, statfs } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import type { Outbox } from '../outbox/index.js';
 import type { Logger } from '../util/logger.js';
-import { fsPromises } from '../util/lazy-builtins.js';
 import type { DeviceTelemetry } from './types.js';
 import type { TopicPayloads } from './topic-payloads.js';
 import { buildInfo } from '../version.js';
@@ -28,9 +29,14 @@ export async function readSystem(options: { dbPath?: string | null; thermalPath?
   };
 }
 
+// node:fs's callbacks, promisified: node:fs is loaded already, and node:fs/promises would load ten
+// more of Node's modules for two reads a minute (src/util/lazy-builtins.ts, docs/benchmarks.md).
+const readFileAsync = promisify(readFile);
+const statfsAsync = promisify(statfs);
+
 async function readTemperature(path: string): Promise<number | null> {
   try {
-    const milli = Number.parseInt(await fsPromises().readFile(path, 'utf8'), 10);
+    const milli = Number.parseInt(await readFileAsync(path, 'utf8'), 10);
     return Number.isFinite(milli) ? Math.round(milli / 100) / 10 : null;
   } catch {
     return null;
@@ -39,7 +45,7 @@ async function readTemperature(path: string): Promise<number | null> {
 
 async function readDisk(dir: string): Promise<SystemReadings['disk']> {
   try {
-    const stats = await fsPromises().statfs(dir);
+    const stats = await statfsAsync(dir);
     // bavail, not bfree: what an unprivileged process (the vendgate user) can still write.
     return { freeBytes: stats.bavail * stats.bsize, totalBytes: stats.blocks * stats.bsize };
   } catch {

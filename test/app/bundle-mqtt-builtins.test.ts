@@ -1,0 +1,82 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer as createTlsServer } from 'node:tls';
+import { fileURLToPath } from 'node:url';
+import { Aedes } from 'aedes';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cleanup, stop } from '../helpers/cleanup.js';
+import { serviceOnBroker } from '../helpers/on-broker.js';
+import { startService } from '../helpers/service.js';
+
+/**
+ * What a device on a plain `mqtt://` broker (Mosquitto on its LAN) loads of Node for its MQTT
+ * link: the one-file build the unit starts (dist/vendgate.js), on the real broker (127.0.0.1:1883 or
+ * MQTT_TEST_URL), with a preload that writes Node's own list of the modules it loaded as the
+ * process exits. mqtt.js requires all its transports at the first connect, and in the bundle the
+ * WebSocket and TLS ones are required only by a connection of theirs (scripts/bundle.mjs); the
+ * telemetry reads the disk and the temperature with node:fs's callbacks, not node:fs/promises.
+ * Before: ~2.8 MB more RSS on Node 22 (docs/benchmarks.md, sixth round).
+ */
+const BUNDLE = new URL('../../dist/vendgate.js', import.meta.url).pathname;
+const TLS = (name: string) => fileURLToPath(new URL(`../mqtt/fixtures/tls/${name}`, import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'vendgate-builtins-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A preload that writes Node's list of the modules it loaded to `out` as the process exits; NODE_OPTIONS for it. */
+function recordModules(name: string): { out: string; env: Record<string, string> } {
+  const preload = join(dir, `${name}.cjs`);
+  const out = join(dir, `${name}.txt`);
+  writeFileSync(
+    preload,
+    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, process.moduleLoadList.join('\\n')));\n`,
+  );
+  return { out, env: { NODE_OPTIONS: `--require ${preload}` } };
+}
+const TRANSPORTS_AND_FS_PROMISES = /^NativeModule (?:tls|_tls_wrap|https|zlib|fs\/promises)$/;
+
+describe('the bundle on a plain mqtt:// broker', () => {
+  const defer = cleanup();
+
+  it(
+    "connects, publishes its telemetry and loads neither mqtt.js's WebSocket and TLS transports (ws, Node's tls, https, zlib) nor node:fs/promises",
+    { timeout: 60_000 },
+    async () => {
+      const { out, env } = recordModules('plain');
+      const { svc, watcher, base } = await serviceOnBroker(defer, 'lean', {}, { main: BUNDLE, env });
+      // Published at each connect, after the readings of the disk and the temperature.
+      const telemetry = await watcher.next(`${base}/telemetry`, () => true, 30_000);
+      expect(JSON.parse(String(telemetry.payload))).toMatchObject({ disk: { freeBytes: expect.any(Number) } });
+      await svc.stop();
+
+      const loaded = readFileSync(out, 'utf8').split('\n');
+      expect(loaded).toContain('NativeModule net');
+      expect(loaded.filter((name) => TRANSPORTS_AND_FS_PROMISES.test(name))).toEqual([]);
+    },
+  );
+
+  it('still connects to an mqtts:// broker: the TLS transport is required by its first connection', { timeout: 60_000 }, async () => {
+    const aedes = await Aedes.createBroker({});
+    const admitted: string[] = [];
+    aedes.on('clientReady', (client) => admitted.push(client.id));
+    const server = createTlsServer({ key: readFileSync(TLS('server.key')), cert: readFileSync(TLS('server.pem')) }, (socket) =>
+      aedes.handle(socket),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    defer(server, (s) => new Promise<void>((resolve) => aedes.close(() => s.close(() => resolve()))));
+    const { out, env } = recordModules('tls');
+    const svc = defer(
+      await startService({
+        main: BUNDLE,
+        env,
+        config: { mqtt: { url: `mqtts://localhost:${(server.address() as AddressInfo).port}`, caPath: TLS('ca.pem') } },
+      }),
+      stop,
+    );
+    await svc.waitFor(() => svc.logs().some((line) => line.msg === 'MQTT connected'), { what: 'the TLS connection' });
+    expect(admitted).toHaveLength(1);
+    await svc.stop();
+    expect(readFileSync(out, 'utf8').split('\n')).toContain('NativeModule tls');
+  });
+});
