@@ -42,7 +42,7 @@ import { createSimulator, signGeregeWebhook } from '../../dist/simulator/index.j
 import { createServiceProcess, freePort } from '../soak/service.mjs';
 import { baselineBuild } from './baseline.mjs';
 import { followSimLog, payAndSucceededEvent, percentiles, postJson, row, sleep, waitFor } from './lib.mjs';
-import { unitStart } from './resources.mjs';
+import { unitStart, warnUnlessReleaseNode } from './resources.mjs';
 import { buildOf, profileInWindows } from './startup.mjs';
 import { readdirSync } from 'node:fs';
 
@@ -244,6 +244,7 @@ export async function actuationBench({
   const orders = ordersOption ?? (quick ? 20 : 500);
   const chunk = chunkOption ?? (quick ? 10 : 50);
   const refs = String(baseline).split(',').filter(Boolean);
+  warnUnlessReleaseNode(log, 'actuation');
   const builds = [buildOf('this build', log), ...refs.map((ref) => buildOf(ref, log))];
   const stacks = [];
   let hogs = null;
@@ -287,7 +288,14 @@ export async function actuationBench({
       .join('; ');
   return {
     name: 'actuation',
-    settings: { orders, chunk, baselines: refs, hogs: hog ? availableParallelism() : 0, nodeFlags: builds[0].nodeArgs },
+    settings: {
+      node: process.version,
+      orders,
+      chunk,
+      baselines: refs,
+      hogs: hog ? availableParallelism() : 0,
+      nodeFlags: builds[0].nodeArgs,
+    },
     results,
     rows: [
       row(

@@ -188,6 +188,20 @@ async function measureFloor({ nodeArgs, env, quick }) {
   }
 }
 
+/**
+ * Logs, and returns, a warning when this bench runs on another Node than the release's: a device's
+ * figures are that Node's (its memory differs most, ~11 MB for the same build on Node 22 against 20).
+ */
+export function warnUnlessReleaseNode(log, bench) {
+  const shipped = releaseNodeVersion();
+  if (!shipped || process.version === `v${shipped}`) return null;
+  const warning =
+    `${bench}: running on Node ${process.version}, but a device runs Node v${shipped} (scripts/node-runtime.lock) and ` +
+    `its figures differ (node's own executable is larger): docs/benchmarks.md says how to run this bench on it`;
+  log(warning);
+  return warning;
+}
+
 export async function resourcesBench({ log, quick, baseline = 'cecb1e4,e62fe96', orders }) {
   const refs = String(baseline).split(',').filter(Boolean);
   const unit = unitStart();
@@ -201,11 +215,7 @@ export async function resourcesBench({ log, quick, baseline = 'cecb1e4,e62fe96',
   });
   const flags = [...unit.nodeArgs, ...Object.entries(unit.env).map(([k, v]) => `${k}=${v}`)];
   const shipped = releaseNodeVersion();
-  if (shipped && process.version !== `v${shipped}`)
-    log(
-      `resources: running on Node ${process.version}, but a device runs Node v${shipped} (scripts/node-runtime.lock) and ` +
-        `its figures differ (node's own executable is larger): docs/benchmarks.md says how to run this bench on it`,
-    );
+  warnUnlessReleaseNode(log, 'resources');
   // Every build at once, and bare node beside them: the machine's load is the same for all.
   const [floor, a, ...bs] = await Promise.all([
     measureFloor({ nodeArgs: unit.nodeArgs, env: unit.env, quick }),

@@ -23,7 +23,7 @@ import { stringify } from 'yaml';
 import { freePort } from '../soak/service.mjs';
 import { baselineBuild } from './baseline.mjs';
 import { machine, percentiles, row, sleep } from './lib.mjs';
-import { unitStart } from './resources.mjs';
+import { unitStart, warnUnlessReleaseNode } from './resources.mjs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -126,6 +126,7 @@ async function bareNodeOnce() {
 }
 
 export async function startupBench({ log = () => {}, quick = false, rounds = quick ? 3 : 7, baselines = ['cecb1e4', 'e62fe96'] } = {}) {
+  warnUnlessReleaseNode(log, 'startup');
   const builds = [buildOf('this build', log), ...baselines.map((ref) => buildOf(ref, log))];
   const dirs = builds.map(() => mkdtempSync(join(tmpdir(), 'vendgate-startup-')));
   const samples = { 'bare node': [], ...Object.fromEntries(builds.map((b) => [b.label, []])) };
