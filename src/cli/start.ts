@@ -4,7 +4,7 @@ import { createServiceLogger, pickLogFormat } from '../util/logger.js';
 import { nodeSupport, maintainedNodeLines } from '../util/node-support.js';
 import { describeStartError } from './start-errors.js';
 import { describeStorageStartError } from './storage-errors.js';
-import { loadQrcode } from '../kiosk/index.js';
+import { qrTerminal } from '../kiosk/index.js';
 import { buildInfo } from '../version.js';
 import { type CliIo, EXIT, print, serveUntilStopped, UsageError } from './io.js';
 
@@ -99,8 +99,7 @@ export async function startCommand(
         if (!order || !payUrl || order.state !== 'awaiting_payment' || shown.has(order.orderId)) return;
         shown.add(order.orderId);
         // Loaded on the first order, not at start-up: start-up to ready stays short.
-        loadQrcode()
-          .then((qrcode) => qrcode.toString(payUrl, { type: 'terminal', small: true }))
+        qrTerminal(payUrl)
           .then((qr) => print(io.stderr, `\nOrder ${order.reference}: ${order.amount} ${order.currency} — pay at ${order.payUrl}\n${qr}`))
           .catch(() => {});
       });

@@ -6,5 +6,5 @@
 export { createKioskServer, DEFAULT_BODY_LIMIT_BYTES, type KioskServer, type KioskServerSettings } from './server.js';
 export { DEFAULT_SSE_PING_MS } from './events.js';
 export { formatAmount } from './public/money.js';
-export { loadQrcode } from './qr.js';
+export { qrTerminal } from './qr.js';
 export type { KioskDeps, DeviceState, OrderView, Phase, CreatedOrder, KioskOrders, SandboxPayments, KioskService } from './types.js';
