@@ -15,6 +15,7 @@ import { sleep as realSleep } from '../util/clock.js';
 import type { Logger } from '../util/logger.js';
 import type { z } from 'zod';
 import { ProviderError, type ProviderCallOutcome, type ProviderErrorKind } from './types.js';
+import { httpFetch, type AnswerHeaders, type FetchInit, type FetchLike } from '../util/http-fetch.js';
 
 export type RetryPolicy = 'create' | 'read' | 'none';
 
@@ -22,8 +23,8 @@ export interface HttpClientDeps {
   clock: Clock;
   /** Bound to the provider by the adapter (`provider` is on every line already). */
   logger: Logger;
-  /** Defaults to Node's global fetch (undici, keep-alive). */
-  fetch?: typeof fetch;
+  /** Defaults to util/http-fetch.ts (node:http and node:https, kept-alive connections); tests give their own. */
+  fetch?: FetchLike;
   /** Defaults to a real timer; tests pass one that advances a manual clock. */
   sleep?: (ms: number) => Promise<void>;
   /** 0..1, for the backoff jitter. */
@@ -80,7 +81,7 @@ export interface HttpResponse {
   status: number;
   /** Parsed JSON; null for an empty body. */
   body: unknown;
-  headers: Headers;
+  headers: AnswerHeaders;
   attempts: number;
 }
 
@@ -111,7 +112,7 @@ export const RETRY_DEFAULTS = {
 type Attempt = { ok: true; response: HttpResponse } | { ok: false; error: ProviderError; retryable: boolean; retryAfterMs?: number };
 
 export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClientOptions): ProviderHttpClient {
-  const doFetch = deps.fetch ?? globalThis.fetch;
+  const doFetch = deps.fetch ?? httpFetch;
   const sleep = deps.sleep ?? ((ms: number) => realSleep(ms));
   const random = deps.random ?? Math.random;
   const log = deps.logger;
@@ -168,7 +169,7 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
     }
   }
 
-  async function attemptOnce(url: string, init: RequestInit, req: HttpRequest, timeoutMs: number, attempt: number): Promise<Attempt> {
+  async function attemptOnce(url: string, init: FetchInit, req: HttpRequest, timeoutMs: number, attempt: number): Promise<Attempt> {
     const started = performance.now();
     const dated: { serverDate?: number; receivedAt?: number } = {};
     const result = await attemptUntimed(url, init, req, timeoutMs, attempt, dated);
@@ -187,7 +188,7 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
 
   async function attemptUntimed(
     url: string,
-    init: RequestInit,
+    init: FetchInit,
     req: HttpRequest,
     timeoutMs: number,
     attempt: number,
@@ -195,7 +196,7 @@ export function createProviderHttpClient(deps: HttpClientDeps, options: HttpClie
   ): Promise<Attempt> {
     const what = `${options.provider} ${req.method} ${req.path}`;
     let status: number;
-    let headers: Headers;
+    let headers: AnswerHeaders;
     let text: string;
     try {
       const response = await doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
@@ -346,7 +347,7 @@ function buildUrl(baseUrl: string, path: string, query: HttpRequest['query']): s
   return url.toString();
 }
 
-function buildInit(req: HttpRequest): RequestInit {
+function buildInit(req: HttpRequest): FetchInit {
   const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
   let body: string | undefined;
   if (req.json !== undefined) {
@@ -377,7 +378,7 @@ function describeNetworkError(err: unknown): string {
   return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
 }
 
-function describeBody(text: string, headers: Headers): string {
+function describeBody(text: string, headers: AnswerHeaders): string {
   const type = headers.get('content-type') ?? 'no content-type';
   return `${type}, ${text.length} bytes, starts ${JSON.stringify(text.slice(0, 40))}`;
 }

@@ -8,7 +8,8 @@ import { Aedes } from 'aedes';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cleanup, stop } from '../helpers/cleanup.js';
 import { serviceOnBroker } from '../helpers/on-broker.js';
-import { startService } from '../helpers/service.js';
+import { orderState, postJson, startService } from '../helpers/service.js';
+import { decodeQrSvg } from '../kiosk/qr-svg.js';
 
 /**
  * What a device on a plain `mqtt://` broker (Mosquitto on its LAN) loads of Node for its MQTT
@@ -79,4 +80,38 @@ describe('the bundle on a plain mqtt:// broker', () => {
     await svc.stop();
     expect(readFileSync(out, 'utf8').split('\n')).toContain('NativeModule tls');
   });
+});
+
+/**
+ * What the first sale loads: qrcode's index would bring its PNG renderer (pngjs, and Node's zlib),
+ * Node's fetch would bring undici (web streams, http2, tls, zlib): together ~8 MB more RSS on Node 22
+ * after the orders (docs/benchmarks.md, seventh round). The QR is drawn by qrcode's encoder and SVG
+ * renderer alone, and the calls go through util/http-fetch.ts (node:http).
+ */
+const FETCH_AND_PNG = /^NativeModule (?:zlib|http2|tls|internal\/deps\/undici\/undici)$/;
+
+describe("the bundle's first sale", () => {
+  const defer = cleanup();
+
+  it(
+    "draws the order's QR as an SVG, delivers the sandbox's webhook and vends, loading neither Node's fetch (undici, http2, tls) nor zlib",
+    { timeout: 60_000 },
+    async () => {
+      const { out, env } = recordModules('first-sale');
+      const svc = defer(await startService({ main: BUNDLE, env }), stop);
+      const created = await postJson(`${svc.localUrl}/api/orders`, { slot: 'A1' });
+      expect(created.status).toBe(201);
+      const order = (await created.json()) as { orderId: number; invoiceId: string; payUrl: string; qrSvg: string };
+      expect(decodeQrSvg(order.qrSvg)).toBe(order.payUrl);
+      expect((await postJson(`${svc.localUrl}/sandbox/pay/${order.invoiceId}`)).status).toBe(204);
+      await svc.waitFor(async () => (await orderState(svc.localUrl, order.orderId)) === 'vended', { what: 'the paid order vended' });
+      // The sandbox's webhook came to the service's own listener over HTTP, as a provider's would.
+      await svc.waitFor(() => svc.logs().some((line) => line.msg === 'webhook accepted'), { what: "the sandbox's webhook accepted" });
+      await svc.stop();
+
+      const loaded = readFileSync(out, 'utf8').split('\n');
+      expect(loaded).toContain('NativeModule net');
+      expect(loaded.filter((name) => FETCH_AND_PNG.test(name))).toEqual([]);
+    },
+  );
 });

@@ -6,6 +6,7 @@ import { createWebhookWorker, type WebhookWorker, type WebhookWorkerDeps } from 
 import { createClockSkewAlarm, type ClockSkew } from './clock-skew.js';
 import { createBrokerIngest, type BrokerIngest } from './broker-ingest.js';
 import type { BoundListener, ListenerLimits } from '../../util/http-listener.js';
+import { httpFetch } from '../../util/http-fetch.js';
 
 /** The worker's deps less what the channel builds itself (the inbox, and knowsInvoice from the orders). */
 export interface WebhookChannelDeps extends Omit<WebhookWorkerDeps, 'inbox' | 'knowsInvoice'> {
@@ -139,10 +140,12 @@ export function createWebhookChannel(deps: WebhookChannelDeps, settings: Webhook
         log.debug('sandbox webhook before the listener is up: the backfill picks it up');
         return;
       }
-      fetch(`${url}/webhooks/${provider.name}`, { method: 'POST', headers: delivery.headers, body: delivery.rawBody })
+      // node:http, as the provider clients: Node's fetch would load undici for the demo alone (util/http-fetch.ts).
+      httpFetch(`${url}/webhooks/${provider.name}`, { method: 'POST', headers: delivery.headers, body: delivery.rawBody })
         .then((response) =>
-          response.arrayBuffer().then(() => {
-            if (!response.ok) log.warn({ status: response.status }, 'own listener refused a sandbox webhook');
+          response.text().then(() => {
+            if (response.status < 200 || response.status > 299)
+              log.warn({ status: response.status }, 'own listener refused a sandbox webhook');
           }),
         )
         .catch((err: unknown) => log.debug({ err }, 'sandbox webhook not delivered; the poller covers it'));
