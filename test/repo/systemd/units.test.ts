@@ -54,6 +54,7 @@ describe('systemd units', () => {
     const flags = service.Environment!.map((e) => e.replace(/^"|"$/g, '')).find((e) => e.startsWith('VENDGATE_NODE_FLAGS='))!;
     expect(flags.split('=').slice(1).join('=').split(/\s+/)).toEqual(['--max-semi-space-size=1', '--max-old-space-size=128']);
     expect(service.Environment).toContain('MALLOC_ARENA_MAX=2');
+    expect(service.Environment).toContain('MALLOC_MMAP_THRESHOLD_=32768');
     // The compile cache must be where the hardened service may write.
     expect(service.CacheDirectory).toEqual(['vendgate']);
     expect(service.Environment).toContain('NODE_COMPILE_CACHE=/var/cache/vendgate/compile-cache');
