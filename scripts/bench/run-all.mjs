@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * npm run bench [-- --quick] [-- --only latency,rails,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli,receipt-qr,mdb]
+ * npm run bench [-- --quick] [-- --only latency,rails,actuation,provider-calls,ingest,resources,observe,durability,db-size,fsync,cli,receipt-qr,mdb,http-client]
  *
  * Every benchmark figure that has a target, with its target beside it, measured on this machine, printed as one table
  * and written as JSON to bench-results/bench-<date>.json (and bench-latest.json). Nothing here is a
@@ -26,6 +26,7 @@ import { receiptQrBench } from './receipt-qr.mjs';
 import { dexBench } from './dex.mjs';
 import { mdbBench } from './mdb.mjs';
 import { startupBench } from './startup.mjs';
+import { httpClientBench } from './http-client.mjs';
 
 const BENCHES = {
   latency: latencyBench,
@@ -44,6 +45,7 @@ const BENCHES = {
   dex: dexBench,
   mdb: mdbBench,
   startup: startupBench,
+  'http-client': httpClientBench,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });

@@ -2,9 +2,9 @@
  * The part of fetch the provider clients use (payments/http.ts), on node:http and node:https.
  *
  * Node's own fetch is undici: about a megabyte of JavaScript that brings web streams, HTTP/2, TLS
- * and zlib with it. On Node 22 a process that has made a few hundred calls with it holds 6–9 MB
- * more RSS than one that made them with node:http (scripts/bench/resources.mjs, docs/benchmarks.md),
- * and a device calls its provider on every order and every poll. This is what those calls need:
+ * and zlib with it. On Node 22, 200 calls with it leave ~5 MB more RSS than the same calls made
+ * here (scripts/bench/http-client.mjs: 13.8 against 8.5 MB, docs/benchmarks.md), and a device calls
+ * its provider on every order and every poll. This is what those calls need:
  * one request with a string body, its answer's status, headers and text, a timeout through an
  * AbortSignal, and kept-alive connections, so that a poll every second does not cost a TLS
  * handshake each time on a Pi's slow cores.
