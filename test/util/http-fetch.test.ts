@@ -68,11 +68,12 @@ describe('httpFetch', () => {
     // As fetch's text(): UTF-8, a byte order mark dropped.
     expect(JSON.parse(await answer.text())).toEqual({ id: 'inv_1', name: 'Сүү' });
     expect(heard).toHaveLength(1);
-    expect(heard[0]).toMatchObject({ method: 'POST', body });
+    const [request] = heard;
+    expect(request).toMatchObject({ method: 'POST', body });
     // Its length in bytes (UTF-8), not in characters.
     expect(Buffer.byteLength(body)).toBe(body.length + 2);
-    expect(heard[0].headers).toMatchObject({ 'content-type': 'application/json', authorization: 'Bearer t', 'content-length': '29' });
-    expect(heard[0].headers['transfer-encoding']).toBeUndefined();
+    expect(request?.headers).toMatchObject({ 'content-type': 'application/json', authorization: 'Bearer t', 'content-length': '29' });
+    expect(request?.headers['transfer-encoding']).toBeUndefined();
   });
 
   it('keeps the connection for the next call, and lets it go once it has been idle for a while', async () => {
@@ -81,6 +82,7 @@ describe('httpFetch', () => {
     expect(heard).toHaveLength(3);
     expect(sockets.size).toBe(1);
     const [socket] = sockets;
+    if (!socket) throw new Error('no connection was made');
     const closedAt = once(socket, 'close').then(() => Date.now());
     const idleSince = Date.now();
     // The device closes it, not the server: the next call never meets a connection the server dropped.
