@@ -89,6 +89,17 @@ describe('httpFetch', () => {
     expect((await closedAt) - idleSince).toBeGreaterThanOrEqual(IDLE_CONNECTION_MS - 100);
   });
 
+  it('waits for an answer slower than the idle time of a kept connection, up to its own signal', async () => {
+    const { url } = await serve((_req, res) => setTimeout(() => res.end('{"id":"inv_2"}'), IDLE_CONNECTION_MS + 500));
+    const answer = await httpFetch(`${url}/v2/invoice`, {
+      method: 'POST',
+      body: '{}',
+      signal: AbortSignal.timeout(IDLE_CONNECTION_MS * 3),
+    });
+    expect(answer.status).toBe(200);
+    expect(await answer.text()).toBe('{"id":"inv_2"}');
+  });
+
   it('hands back a redirect as it came, without following it', async () => {
     const { url, heard } = await serve((_req, res) => res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end());
     const answer = await httpFetch(`${url}/v2/invoice`, { method: 'POST', body: '{}', redirect: 'manual' });
