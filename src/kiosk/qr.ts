@@ -1,8 +1,7 @@
 /**
  * qrcode's encoder and the one renderer asked for, loaded on the first QR, not at start-up: start-up
  * to ready stays short. Not qrcode's index: it also loads its PNG renderer, and with it the pngjs
- * package and Node's zlib, which nothing here draws (about 1.3 MB of code the service would hold from
- * its first order on; scripts/bench/resources.mjs).
+ * package and Node's zlib, which nothing here draws (test/app/bundle-mqtt-builtins.test.ts).
  */
 import { qrSegments } from './qr-segments.js';
 

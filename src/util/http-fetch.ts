@@ -50,20 +50,23 @@ export type FetchLike = (url: string, init: FetchInit) => Promise<FetchAnswer>;
  */
 export const IDLE_CONNECTION_MS = 4_000;
 
-let plainAgent: HttpAgent | null = null;
-let secureAgent: HttpAgent | null = null;
 type Request = (url: URL, options: RequestOptions) => import('node:http').ClientRequest;
+interface Transport {
+  request: Request;
+  agent: HttpAgent;
+}
+let plain: Transport | null = null;
+let secure: Promise<Transport> | null = null;
 
-/** node:http, or node:https loaded on the first https call: a device on http:// never loads TLS for it. */
-async function transport(url: URL): Promise<{ request: Request; agent: HttpAgent }> {
-  if (url.protocol === 'http:') {
-    plainAgent ??= new HttpAgent({ keepAlive: true, timeout: IDLE_CONNECTION_MS });
-    return { request: httpRequest, agent: plainAgent };
-  }
+/** node:http, or node:https loaded on the first https call (once): a device on http:// never loads TLS for it. */
+function transport(url: URL): Transport | Promise<Transport> {
+  if (url.protocol === 'http:')
+    return (plain ??= { request: httpRequest, agent: new HttpAgent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }) });
   if (url.protocol !== 'https:') throw new Error(`${url.protocol} is not http: or https:`);
-  const https = await import('node:https');
-  secureAgent ??= new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS });
-  return { request: https.request, agent: secureAgent };
+  return (secure ??= import('node:https').then((https) => ({
+    request: https.request,
+    agent: new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+  })));
 }
 
 /** fetch's TypeError for a request that got no complete answer. */
@@ -75,7 +78,7 @@ export const httpFetch: FetchLike = async (url, init) => {
   const { signal } = init;
   signal?.throwIfAborted();
   const target = new URL(url);
-  let via: { request: Request; agent: HttpAgent };
+  let via: Transport;
   try {
     via = await transport(target);
   } catch (err) {
