@@ -9,7 +9,11 @@
 //
 // Left out of the bundle, loaded from node_modules as before:
 // - native addons (better-sqlite3, serialport, onoff): a .node file cannot be bundled;
-// - pino and pino-pretty: pino's transports start worker threads from files it resolves at run time.
+// - pino-pretty: loaded only for a person at a terminal (src/util/logger.ts).
+// pino is in the bundle: vendgate's loggers write to a stream in-process and never start pino's
+// transports (the worker threads, from files resolved at run time, that kept it out before). Loaded
+// from node_modules it was ~40 files resolved, stat'ed and read at every start, cold from the SD card
+// after a power cut (docs/benchmarks.md, eighth round).
 // Every `import.meta.url` in dist/ is rewritten to the URL its own file had, so the paths the code
 // builds from it (migrations, the kiosk page, config/default.yaml, package.json) stay the same.
 import { readdir, readFile, rm } from 'node:fs/promises';
@@ -19,7 +23,7 @@ import { build } from 'esbuild';
 const root = new URL('..', import.meta.url).pathname;
 const dist = `${root}dist/`;
 
-const EXTERNAL = ['better-sqlite3', 'serialport', '@serialport/*', 'onoff', 'pino', 'pino-pretty'];
+const EXTERNAL = ['better-sqlite3', 'serialport', '@serialport/*', 'onoff', 'pino-pretty'];
 
 /**
  * Our code's static imports of Node's built-ins and of the packages left outside the bundle become
@@ -132,6 +136,33 @@ const mqttTransportsLazy = {
   },
 };
 
+/**
+ * pino's tools require `worker_threads` at load for one flag, read when pino builds its own
+ * destination (a SonicBoom on a file descriptor): vendgate's loggers are given a stream
+ * (src/util/logger.ts), so that is never. Here the flag is read where it is used, and a service
+ * does not load Node's worker modules for it. The build stops if those lines change with a pino upgrade.
+ */
+const PINO_WORKER_FLAG = [
+  ["const { isMainThread } = require('worker_threads')\n", ''],
+  ['if (!opts.sync && isMainThread) {', "if (!opts.sync && require('worker_threads').isMainThread) {"],
+];
+const pinoWorkerThreadsLazy = {
+  name: 'pino-worker-threads-lazy',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]pino[\\/]lib[\\/]tools\.js$/ }, async ({ path }) => {
+      let source = await readFile(path, 'utf8');
+      for (const [line, lazy] of PINO_WORKER_FLAG) {
+        if (source.split(line).length !== 2)
+          throw new Error(`${path} no longer holds "${line.trim()}" once, which scripts/bundle.mjs makes lazy: look again`);
+        source = source.replace(line, lazy);
+      }
+      if (source.split('isMainThread').length !== 2)
+        throw new Error(`${path} reads isMainThread elsewhere too, which scripts/bundle.mjs makes lazy: look again`);
+      return { contents: source, loader: 'js' };
+    });
+  },
+};
+
 // The chunks of an earlier build have other hashes: removed, so dist/ holds exactly one build's files.
 for (const name of await readdir(dist)) if (/^vendgate(-.+)?\.js(\.map)?$/.test(name)) await rm(`${dist}${name}`);
 
@@ -149,6 +180,8 @@ for (const name of await readdir(dist)) if (/^vendgate(-.+)?\.js(\.map)?$/.test(
  *   src/mqtt/connection.ts never sets.
  * - `worker-timers`: mqtt.js's timers for browsers and web workers (`timerVariant: 'worker'`, never
  *   set; in Node it takes the native ones).
+ * - `thread-stream`: pino's transports (`pino.transport()`, a worker thread per transport): vendgate
+ *   gives pino a stream of its own (src/util/logger.ts).
  */
 const refuse = (id, what) => `throw new Error(${JSON.stringify(`${id} is not in vendgate's bundle (scripts/bundle.mjs): ${what}`)})`;
 const refusingCompilers = (id) =>
@@ -158,6 +191,7 @@ const NOT_IN_THE_BUNDLE = {
   '@fastify/fast-json-stringify-compiler': refusingCompilers,
   'light-my-request': (id) => `module.exports = function inject() { ${refuse(id, 'fastify.inject() is for tests')} };`,
   socks: (id) => `exports.SocksClient = class SocksClient { constructor() { ${refuse(id, 'vendgate sets no MQTT socksProxy')} } };`,
+  'thread-stream': (id) => `module.exports = class ThreadStream { constructor() { ${refuse(id, 'vendgate starts no pino transport')} } };`,
   'worker-timers': (id) =>
     `exports.setInterval = function setInterval() { ${refuse(id, "mqtt.js takes Node's own timers")} };\nexports.clearInterval = exports.setInterval;`,
 };
@@ -248,7 +282,7 @@ await build({
   minifySyntax: !process.argv.includes('--readable'),
   minifyIdentifiers: false,
   sourcemap: 'linked',
-  plugins: [ours, fastifyServerLazy, mqttTransportsLazy, unusedOut, readableStreamIsNodes, debugOffUnlessAsked],
+  plugins: [ours, fastifyServerLazy, mqttTransportsLazy, pinoWorkerThreadsLazy, unusedOut, readableStreamIsNodes, debugOffUnlessAsked],
   logLevel: 'warning',
   legalComments: 'none',
 });

@@ -1,5 +1,5 @@
 // Keeps in a release's node_modules only what dist/vendgate.js loads at run time: the packages that
-// scripts/bundle.mjs leaves out of the bundle (native addons, pino and pino-pretty) and everything
+// scripts/bundle.mjs leaves out of the bundle (native addons and pino-pretty) and everything
 // they depend on, found as Node resolves them. The rest (fastify, zod, mqtt, … : inside the bundle
 // already) is removed. Used by scripts/release.sh; the release tests run the pruned tree.
 //   node scripts/release-prune.mjs <release directory>
@@ -13,7 +13,7 @@ if (!release || !existsSync(join(release, 'node_modules'))) {
 }
 // What the bundle imports from node_modules (scripts/bundle.mjs, EXTERNAL): the direct dependencies
 // among them that the code names.
-const ROOTS = ['better-sqlite3', 'serialport', '@serialport/parser-readline', 'onoff', 'pino', 'pino-pretty'];
+const ROOTS = ['better-sqlite3', 'serialport', '@serialport/parser-readline', 'onoff', 'pino-pretty'];
 // For installing or compiling the addons (release.sh has built them): nothing requires these at run time.
 const BUILD_ONLY = new Set(['nan', 'node-addon-api', 'prebuild-install']);
 

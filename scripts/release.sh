@@ -23,7 +23,7 @@
 #
 # Each artefact holds one release directory (the .deb under /usr/lib/vendgate/release):
 #   dist/            the bundle (dist/vendgate.js) and what it reads at run time (migrations, kiosk page)
-#   node_modules/    what the bundle loads at run time (scripts/release-prune.mjs: pino, pino-pretty, the
+#   node_modules/    what the bundle loads at run time (scripts/release-prune.mjs: pino-pretty, the
 #                    native addons and their dependencies); the native ones (better-sqlite3,
 #                    @serialport/bindings-cpp, epoll for onoff) compiled here for the target from source,
 #                    against the headers of the pinned Node; arm64 with Debian's aarch64-linux-gnu compilers
