@@ -8,7 +8,7 @@
 //   node scripts/bundle.mjs
 //
 // Left out of the bundle, loaded from node_modules as before:
-// - native addons (better-sqlite3, serialport, onoff): a .node file cannot be bundled;
+// - native addons (serialport, onoff; SQLite's better_sqlite3.node, below): a .node file cannot be bundled;
 // - pino-pretty: loaded only for a person at a terminal (src/util/logger.ts).
 // pino is in the bundle: vendgate's loggers write to a stream in-process and never start pino's
 // transports (the worker threads, from files resolved at run time, that kept it out before). Loaded
@@ -23,14 +23,14 @@ import { build } from 'esbuild';
 const root = new URL('..', import.meta.url).pathname;
 const dist = `${root}dist/`;
 
-const EXTERNAL = ['better-sqlite3', 'serialport', '@serialport/*', 'onoff', 'pino-pretty'];
+const EXTERNAL = ['serialport', '@serialport/*', 'onoff', 'pino-pretty'];
 
 /**
  * Our code's static imports of Node's built-ins and of the packages left outside the bundle become
  * require() calls (through the banner's `require`, as the CommonJS libraries in the bundle already
  * reach them): `import { createServer } from 'node:http'` → `const { createServer } =
- * require('node:http')`, `import Database from 'better-sqlite3'` → `const Database =
- * require('better-sqlite3')`. An ES import of a built-in makes Node build its ES module facade, which
+ * require('node:http')`, `import { SerialPort } from 'serialport'` → `const { SerialPort } =
+ * require('serialport')`. An ES import of a built-in makes Node build its ES module facade, which
  * reads every export of the module once, and on Node 22 some of them load a module of their own when
  * read: `http.WebSocket` and its kin load undici (and with it http2 and the web streams), `util.diff`
  * assert's diff and stderr's colours, `fs.ReadStream` the file streams; an ES import of a CommonJS
@@ -163,6 +163,29 @@ const pinoWorkerThreadsLazy = {
   },
 };
 
+/**
+ * better-sqlite3's JavaScript is in the bundle; its addon is not (a .node file cannot be). The package
+ * finds the addon through `bindings`, which tries a dozen places in turn from the caller's stack;
+ * here it is required where better-sqlite3's own build puts it (`npm ci`, scripts/release.sh and
+ * scripts/ci/node-lts.sh all build it there), resolved from dist/ as any package is. With pino
+ * bundled too, a start reads nothing from node_modules but that one file (docs/benchmarks.md,
+ * eighth round). The build stops if the line changes with an upgrade.
+ */
+const SQLITE_ADDON = 'better-sqlite3/build/Release/better_sqlite3.node';
+const sqliteAddonDirect = {
+  name: 'sqlite-addon-direct',
+  setup(b) {
+    b.onResolve({ filter: /^better-sqlite3\/build\/Release\/better_sqlite3\.node$/ }, ({ path }) => ({ path, external: true }));
+    b.onLoad({ filter: /[\\/]node_modules[\\/]better-sqlite3[\\/]lib[\\/]database\.js$/ }, async ({ path }) => {
+      const source = await readFile(path, 'utf8');
+      const line = "require('bindings')('better_sqlite3.node')";
+      if (source.split(line).length !== 2)
+        throw new Error(`${path} no longer holds "${line}" once, which scripts/bundle.mjs replaces: look again`);
+      return { contents: source.replace(line, `require(${JSON.stringify(SQLITE_ADDON)})`), loader: 'js' };
+    });
+  },
+};
+
 // The chunks of an earlier build have other hashes: removed, so dist/ holds exactly one build's files.
 for (const name of await readdir(dist)) if (/^vendgate(-.+)?\.js(\.map)?$/.test(name)) await rm(`${dist}${name}`);
 
@@ -282,7 +305,16 @@ await build({
   minifySyntax: !process.argv.includes('--readable'),
   minifyIdentifiers: false,
   sourcemap: 'linked',
-  plugins: [ours, fastifyServerLazy, mqttTransportsLazy, pinoWorkerThreadsLazy, unusedOut, readableStreamIsNodes, debugOffUnlessAsked],
+  plugins: [
+    ours,
+    sqliteAddonDirect,
+    fastifyServerLazy,
+    mqttTransportsLazy,
+    pinoWorkerThreadsLazy,
+    unusedOut,
+    readableStreamIsNodes,
+    debugOffUnlessAsked,
+  ],
   logLevel: 'warning',
   legalComments: 'none',
 });
