@@ -7,6 +7,10 @@
  * sim actuator.
  *
  *   node scripts/bench/startup.mjs [--rounds 7] [--baseline cecb1e4,e62fe96]      (after npm run build)
+ *   node scripts/bench/startup.mjs --cold …   each start (bare node's too) after the kernel's page
+ *       cache is dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`, root): a start after a power cut,
+ *       every file read from the disk again (node's executable, the bundle, node_modules, the compile
+ *       cache, the database). It empties the cache of the whole machine: a bench machine, not a device.
  *   node scripts/bench/startup.mjs --profile [--entry dist/vendgate.js]             one start under --cpu-prof:
  *       where the time goes, per module (self time summed by file: node's own loader, each package,
  *       each src/ directory) and the number of modules loaded; the profile is kept for a flame graph
@@ -86,11 +90,25 @@ function cpuMsOf(pid) {
   }
 }
 
+/**
+ * Drops the kernel's page cache (after writing back what is dirty), so the next start reads every file
+ * from the disk as the first start after a power cut does. Root only: it says so otherwise.
+ */
+export function dropPageCache() {
+  execFileSync('sync');
+  try {
+    writeFileSync('/proc/sys/vm/drop_caches', '3');
+  } catch (err) {
+    throw new Error(`--cold drops the page cache through /proc/sys/vm/drop_caches, which needs root: ${err.message}`);
+  }
+}
+
 /** One start of the service: spawn → /healthz 200. The database exists already (a restart, as after a power cut). */
-async function startOnce(build, dir, extraArgs = []) {
+async function startOnce(build, dir, extraArgs = [], cold = false) {
   const [localPort, webhookPort] = [await freePort(), await freePort()];
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, stringify(demoConfig(dir, localPort, webhookPort)));
+  if (cold) dropPageCache();
   const startedAt = performance.now();
   const child = spawn(process.execPath, [...build.nodeArgs, ...extraArgs, build.main, 'start', '--config', configPath], {
     env: { ...process.env, ...build.env },
@@ -112,8 +130,9 @@ async function startOnce(build, dir, extraArgs = []) {
 }
 
 /** Bare node: spawn → a listening HTTP server answers. The floor nothing in vendgate can go under. */
-async function bareNodeOnce() {
+async function bareNodeOnce(cold = false) {
   const port = await freePort();
+  if (cold) dropPageCache();
   const startedAt = performance.now();
   const child = spawn(process.execPath, ['-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${port}, '127.0.0.1')`], {
     stdio: 'ignore',
@@ -125,7 +144,13 @@ async function bareNodeOnce() {
   }
 }
 
-export async function startupBench({ log = () => {}, quick = false, rounds = quick ? 3 : 7, baselines = ['cecb1e4', 'e62fe96'] } = {}) {
+export async function startupBench({
+  log = () => {},
+  quick = false,
+  rounds = quick ? 3 : 7,
+  baselines = ['cecb1e4', 'e62fe96'],
+  cold = false,
+} = {}) {
   warnUnlessReleaseNode(log, 'startup');
   const builds = [buildOf('this build', log), ...baselines.map((ref) => buildOf(ref, log))];
   const dirs = builds.map(() => mkdtempSync(join(tmpdir(), 'vendgate-startup-')));
@@ -136,8 +161,8 @@ export async function startupBench({ log = () => {}, quick = false, rounds = qui
     for (const [i, build] of builds.entries()) first[build.label] = await startOnce(build, dirs[i]);
     await bareNodeOnce();
     for (let round = 0; round < rounds; round += 1) {
-      samples['bare node'].push(await bareNodeOnce());
-      for (const [i, build] of builds.entries()) samples[build.label].push(await startOnce(build, dirs[i]));
+      samples['bare node'].push(await bareNodeOnce(cold));
+      for (const [i, build] of builds.entries()) samples[build.label].push(await startOnce(build, dirs[i], [], cold));
       log(
         `startup: round ${round + 1}/${rounds}: ${Object.entries(samples)
           .map(([k, v]) => `${k} ${Math.round(v.at(-1))} ms`)
@@ -152,7 +177,7 @@ export async function startupBench({ log = () => {}, quick = false, rounds = qui
   const bare = p['bare node'].p50;
   const now = p['this build'].p50;
   return {
-    name: 'startup',
+    name: cold ? 'startup-cold' : 'startup',
     machine: machine(),
     load: loadavg(),
     rounds,
@@ -160,10 +185,13 @@ export async function startupBench({ log = () => {}, quick = false, rounds = qui
     figures: p,
     cpuMs: cpu,
     rows: [
-      row('bare node: spawn → a listening HTTP server answers, median', `${Math.round(bare)} ms`),
+      row(
+        `bare node: spawn → a listening HTTP server answers, median${cold ? ', page cache dropped before each start' : ''}`,
+        `${Math.round(bare)} ms`,
+      ),
       ...builds.map((b) =>
         row(
-          `${b.label}: spawn → /healthz 200, median of ${rounds} restarts (first start ${Math.round(first[b.label])} ms)`,
+          `${b.label}: spawn → /healthz 200, median of ${rounds} restarts${cold ? ', page cache dropped before each' : ''} (first start ${Math.round(first[b.label])} ms)`,
           `${Math.round(p[b.label].p50)} ms (${(p[b.label].p50 / bare).toFixed(2)}× bare node; p90 ${Math.round(p[b.label].p90)} ms; CPU to the answer ${cpu[b.label].p50} ms)`,
           b.label === 'this build' ? '≤ 300 ms, ≤ 2× bare node' : '',
           b.label === 'this build' ? now <= 300 && now <= 2 * bare : null,
@@ -331,6 +359,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       rounds: { type: 'string' },
       baseline: { type: 'string' },
       quick: { type: 'boolean' },
+      cold: { type: 'boolean' },
       profile: { type: 'boolean' },
       entry: { type: 'string', default: 'dist/vendgate.js' },
     },
@@ -350,6 +379,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const result = await startupBench({
       log,
       quick: values.quick ?? false,
+      cold: values.cold ?? false,
       ...(values.rounds ? { rounds: Number(values.rounds) } : {}),
       ...(values.baseline ? { baselines: values.baseline.split(',').filter(Boolean) } : {}),
     });
