@@ -25,15 +25,21 @@ const TLS = (name: string) => fileURLToPath(new URL(`../mqtt/fixtures/tls/${name
 const dir = mkdtempSync(join(tmpdir(), 'vendgate-builtins-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** A preload that writes Node's list of the modules it loaded to `out` as the process exits; NODE_OPTIONS for it. */
-function recordModules(name: string): { out: string; env: Record<string, string> } {
+/**
+ * A preload that writes, as the process exits, Node's list of the modules it loaded (built-ins as
+ * `NativeModule <name>`) and every CommonJS file in its require cache; NODE_OPTIONS for it.
+ */
+function recordModules(name: string): { env: Record<string, string>; read: () => { loaded: string[]; files: string[] } } {
   const preload = join(dir, `${name}.cjs`);
-  const out = join(dir, `${name}.txt`);
+  const out = join(dir, `${name}.json`);
   writeFileSync(
     preload,
-    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, process.moduleLoadList.join('\\n')));\n`,
+    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify({ loaded: process.moduleLoadList, files: Object.keys(require.cache) })));\n`,
   );
-  return { out, env: { NODE_OPTIONS: `--require ${preload}` } };
+  return {
+    env: { NODE_OPTIONS: `--require ${preload}` },
+    read: () => JSON.parse(readFileSync(out, 'utf8')) as { loaded: string[]; files: string[] },
+  };
 }
 const TRANSPORTS_AND_FS_PROMISES = /^NativeModule (?:tls|_tls_wrap|https|zlib|fs\/promises)$/;
 
@@ -44,14 +50,14 @@ describe('the bundle on a plain mqtt:// broker', () => {
     "connects, publishes its telemetry and loads neither mqtt.js's WebSocket and TLS transports (ws, Node's tls, https, zlib) nor node:fs/promises",
     { timeout: 60_000 },
     async () => {
-      const { out, env } = recordModules('plain');
+      const { env, read } = recordModules('plain');
       const { svc, watcher, base } = await serviceOnBroker(defer, 'lean', {}, { main: BUNDLE, env });
       // Published at each connect, after the readings of the disk and the temperature.
       const telemetry = await watcher.next(`${base}/telemetry`, () => true, 30_000);
       expect(JSON.parse(String(telemetry.payload))).toMatchObject({ disk: { freeBytes: expect.any(Number) } });
       await svc.stop();
 
-      const loaded = readFileSync(out, 'utf8').split('\n');
+      const { loaded } = read();
       expect(loaded).toContain('NativeModule net');
       expect(loaded.filter((name) => TRANSPORTS_AND_FS_PROMISES.test(name))).toEqual([]);
     },
@@ -66,7 +72,7 @@ describe('the bundle on a plain mqtt:// broker', () => {
     );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     defer(server, (s) => new Promise<void>((resolve) => aedes.close(() => s.close(() => resolve()))));
-    const { out, env } = recordModules('tls');
+    const { env, read } = recordModules('tls');
     const svc = defer(
       await startService({
         main: BUNDLE,
@@ -78,7 +84,7 @@ describe('the bundle on a plain mqtt:// broker', () => {
     await svc.waitFor(() => svc.logs().some((line) => line.msg === 'MQTT connected'), { what: 'the TLS connection' });
     expect(admitted).toHaveLength(1);
     await svc.stop();
-    expect(readFileSync(out, 'utf8').split('\n')).toContain('NativeModule tls');
+    expect(read().loaded).toContain('NativeModule tls');
   });
 });
 
@@ -87,6 +93,13 @@ describe('the bundle on a plain mqtt:// broker', () => {
  * Node's fetch would bring undici (web streams, http2, tls, zlib): together ~8 MB more RSS on Node 22
  * after the orders (docs/benchmarks.md, seventh round). The QR is drawn by qrcode's encoder and SVG
  * renderer alone, and the calls go through util/http-fetch.ts (node:http).
+ *
+ * And what it reads from node_modules: the bundle holds every pure-JavaScript dependency the service
+ * runs, pino and better-sqlite3's JavaScript included, and loads from node_modules only the SQLite
+ * addon, required where its build puts it. Before, pino, better-sqlite3 and `bindings` were ~60
+ * files resolved, stat'ed and read at each start, cold from the SD card after a power cut, with
+ * Node's worker modules for pino's transports, which vendgate never starts (docs/benchmarks.md,
+ * eighth round).
  */
 const FETCH_AND_PNG = /^NativeModule (?:zlib|http2|tls|internal\/deps\/undici\/undici)$/;
 
@@ -94,10 +107,10 @@ describe("the bundle's first sale", () => {
   const defer = cleanup();
 
   it(
-    "draws the order's QR as an SVG, delivers the sandbox's webhook and vends, loading neither Node's fetch (undici, http2, tls) nor zlib",
+    "draws the order's QR as an SVG, delivers the sandbox's webhook and vends, loading neither Node's fetch (undici, http2, tls) nor zlib, nor Node's worker threads, nor anything from node_modules but the SQLite addon",
     { timeout: 60_000 },
     async () => {
-      const { out, env } = recordModules('first-sale');
+      const { env, read } = recordModules('first-sale');
       const svc = defer(await startService({ main: BUNDLE, env }), stop);
       const created = await postJson(`${svc.localUrl}/api/orders`, { slot: 'A1' });
       expect(created.status).toBe(201);
@@ -109,49 +122,16 @@ describe("the bundle's first sale", () => {
       await svc.waitFor(() => svc.logs().some((line) => line.msg === 'webhook accepted'), { what: "the sandbox's webhook accepted" });
       await svc.stop();
 
-      const loaded = readFileSync(out, 'utf8').split('\n');
-      expect(loaded).toContain('NativeModule net');
-      expect(loaded.filter((name) => FETCH_AND_PNG.test(name))).toEqual([]);
-    },
-  );
-});
-
-/**
- * What a start reads from node_modules: the bundle holds every pure-JavaScript dependency the service
- * runs, pino and better-sqlite3's JavaScript included, and a start loads from node_modules only the
- * SQLite addon, required where its build puts it. Before, pino, better-sqlite3 and `bindings` were
- * ~55 files resolved, stat'ed and read at each start, cold from the SD card after a power cut, with
- * Node's worker modules for pino's transports, which vendgate never starts (docs/benchmarks.md,
- * eighth round).
- */
-describe("the bundle's start", () => {
-  const defer = cleanup();
-
-  it(
-    "loads nothing from node_modules but the SQLite addon, and not Node's worker threads; it still logs and sells",
-    { timeout: 60_000 },
-    async () => {
-      const preload = join(dir, 'files.cjs');
-      const out = join(dir, 'files.json');
-      writeFileSync(
-        preload,
-        `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify({ files: Object.keys(require.cache), builtins: process.moduleLoadList })));\n`,
-      );
-      const svc = defer(await startService({ main: BUNDLE, env: { NODE_OPTIONS: `--require ${preload}` } }), stop);
-      const created = await postJson(`${svc.localUrl}/api/orders`, { slot: 'A1' });
-      expect(created.status).toBe(201);
-      const { orderId, invoiceId } = (await created.json()) as { orderId: number; invoiceId: string };
-      expect((await postJson(`${svc.localUrl}/sandbox/pay/${invoiceId}`)).status).toBe(204);
-      await svc.waitFor(async () => (await orderState(svc.localUrl, orderId)) === 'vended', { what: 'the paid order vended' });
-      await svc.stop();
       // pino, bundled, wrote the service's lines.
       expect(svc.logs().some((line) => line.msg === 'vendgate ready')).toBe(true);
 
-      const { files, builtins } = JSON.parse(readFileSync(out, 'utf8')) as { files: string[]; builtins: string[] };
+      const { loaded, files } = read();
+      expect(loaded).toContain('NativeModule net');
+      expect(loaded.filter((name) => FETCH_AND_PNG.test(name))).toEqual([]);
+      expect(loaded.filter((name) => /^NativeModule (?:worker_threads|internal\/worker)$/.test(name))).toEqual([]);
       expect(files.filter((file) => file.includes('/node_modules/'))).toEqual([
         join(fileURLToPath(new URL('../../node_modules/', import.meta.url)), 'better-sqlite3/build/Release/better_sqlite3.node'),
       ]);
-      expect(builtins.filter((name) => /^NativeModule (?:worker_threads|internal\/worker)$/.test(name))).toEqual([]);
     },
   );
 });
