@@ -137,18 +137,31 @@ const mqttTransportsLazy = {
 };
 
 /**
- * pino's tools require `worker_threads` at load for one flag, read when pino builds its own
- * destination (a SonicBoom on a file descriptor): vendgate's loggers are given a stream
- * (src/util/logger.ts), so that is never. Here the flag is read where it is used, and a service
- * does not load Node's worker modules for it. The build stops if those lines change with a pino upgrade.
+ * pino in-process. vendgate's loggers write to a stream of their own (src/util/logger.ts) and never
+ * start one of pino's transports (`pino.transport()`, the `transport` option: a worker thread each,
+ * from files found at run time, which a bundle cannot hold), so:
+ * - pino's lib/transport.js is a function that refuses with a clear message; `thread-stream` and
+ *   the transports' worker files are not in the bundle;
+ * - pino's tools required `worker_threads` at load for one flag, read when pino builds its own
+ *   destination (a SonicBoom on a file descriptor, never here): the flag is read where it is used,
+ *   and a start does not load Node's worker modules for it.
+ * The build stops if those lines change with a pino upgrade.
  */
 const PINO_WORKER_FLAG = [
   ["const { isMainThread } = require('worker_threads')\n", ''],
   ['if (!opts.sync && isMainThread) {', "if (!opts.sync && require('worker_threads').isMainThread) {"],
 ];
-const pinoWorkerThreadsLazy = {
-  name: 'pino-worker-threads-lazy',
+const pinoInProcess = {
+  name: 'pino-in-process',
   setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]pino[\\/]lib[\\/]transport\.js$/ }, async ({ path }) => {
+      if (!/^module\.exports = transport$/m.test(await readFile(path, 'utf8')))
+        throw new Error(`${path} no longer exports \`transport\` alone, which scripts/bundle.mjs replaces: look again`);
+      return {
+        contents: `module.exports = function transport() { ${refuse('pino.transport', 'vendgate starts no pino transport')} };`,
+        loader: 'js',
+      };
+    });
     b.onLoad({ filter: /[\\/]node_modules[\\/]pino[\\/]lib[\\/]tools\.js$/ }, async ({ path }) => {
       let source = await readFile(path, 'utf8');
       for (const [line, lazy] of PINO_WORKER_FLAG) {
@@ -203,8 +216,6 @@ for (const name of await readdir(dist)) if (/^vendgate(-.+)?\.js(\.map)?$/.test(
  *   src/mqtt/connection.ts never sets.
  * - `worker-timers`: mqtt.js's timers for browsers and web workers (`timerVariant: 'worker'`, never
  *   set; in Node it takes the native ones).
- * - `thread-stream`: pino's transports (`pino.transport()`, a worker thread per transport): vendgate
- *   gives pino a stream of its own (src/util/logger.ts).
  */
 const refuse = (id, what) => `throw new Error(${JSON.stringify(`${id} is not in vendgate's bundle (scripts/bundle.mjs): ${what}`)})`;
 const refusingCompilers = (id) =>
@@ -214,7 +225,6 @@ const NOT_IN_THE_BUNDLE = {
   '@fastify/fast-json-stringify-compiler': refusingCompilers,
   'light-my-request': (id) => `module.exports = function inject() { ${refuse(id, 'fastify.inject() is for tests')} };`,
   socks: (id) => `exports.SocksClient = class SocksClient { constructor() { ${refuse(id, 'vendgate sets no MQTT socksProxy')} } };`,
-  'thread-stream': (id) => `module.exports = class ThreadStream { constructor() { ${refuse(id, 'vendgate starts no pino transport')} } };`,
   'worker-timers': (id) =>
     `exports.setInterval = function setInterval() { ${refuse(id, "mqtt.js takes Node's own timers")} };\nexports.clearInterval = exports.setInterval;`,
 };
@@ -310,7 +320,7 @@ await build({
     sqliteAddonDirect,
     fastifyServerLazy,
     mqttTransportsLazy,
-    pinoWorkerThreadsLazy,
+    pinoInProcess,
     unusedOut,
     readableStreamIsNodes,
     debugOffUnlessAsked,
