@@ -35,7 +35,7 @@ export function brokerListening() {
 const ROOT = new URL('../../', import.meta.url).pathname;
 
 /**
- * The entry file of ExecStart (dist/vendgate.js, the bundle), the V8 flags (`VENDGATE_NODE_FLAGS`,
+ * The entry file of ExecStart (dist/vendgate.js, the bundle), the V8 flags (`VENDGATE_NODE_FLAGS` and `VENDGATE_NODE22_FLAGS`,
  * expanded in ExecStart) and the other `Environment=` lines of the unit of the tree at `root` (this
  * checkout, or a baseline's): the bench starts each build the way its own unit starts it on a device.
  */
@@ -50,8 +50,10 @@ export function unitStart(root = ROOT) {
     const [key, ...rest] = raw.replace(/^"|"$/g, '').split('=');
     env[key] = rest.join('=');
   }
-  const nodeArgs = (env.VENDGATE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  // Both lines ExecStart expands (VENDGATE_NODE22_FLAGS since the ninth round: V8 flags of Node 22 and later).
+  const nodeArgs = `${env.VENDGATE_NODE_FLAGS ?? ''} ${env.VENDGATE_NODE22_FLAGS ?? ''}`.split(/\s+/).filter(Boolean);
   delete env.VENDGATE_NODE_FLAGS;
+  delete env.VENDGATE_NODE22_FLAGS;
   delete env.NODE_ENV;
   // Node 22's compile cache, in a directory this user may write (the unit's is /var/cache/vendgate).
   if (env.NODE_COMPILE_CACHE) env.NODE_COMPILE_CACHE = join(tmpdir(), 'vendgate-bench-compile-cache');

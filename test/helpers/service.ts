@@ -64,6 +64,8 @@ export interface Service {
   readonly pid: number | null;
   /** Parsed JSON log lines (stdout) of every run so far; non-JSON lines are skipped. */
   logs(): Record<string, any>[];
+  /** stdout of every run so far, line by line, JSON or not (V8's `--trace-*` lines, a QR drawn in a terminal). */
+  stdout(): string[];
   /** stderr of every run so far. */
   stderr(): string;
   /** The sim actuator log, one object per actuation. */
@@ -316,6 +318,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       return child?.pid ?? null;
     },
     logs: () => jsonLines(lines),
+    stdout: () => [...lines],
     stderr: () => stderrText,
     readSimLog() {
       if (!existsSync(simLogPath)) return [];

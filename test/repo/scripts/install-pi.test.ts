@@ -172,6 +172,41 @@ describe('scripts/install-pi.sh', () => {
     expect(pi.read('etc/systemd/system/systemd-time-wait-sync.service.d/vendgate.conf')).toBe('[Service]\nTimeoutStartSec=90s\n');
   });
 
+  it(
+    "a system node that refuses the unit's Node 22 V8 flags gets a drop-in that leaves them out (the service would not start); one that takes them gets them back",
+    { timeout: 120_000 },
+    async () => {
+      // A node on the fake Pi's PATH that refuses the flag as Node 20 does (REFUSE=1), or takes it (a Node 22), in front of this one.
+      const nodeThat = (refuses: boolean) =>
+        writeFileSync(
+          join(pi.bin, 'node'),
+          `#!/bin/sh\nn=$#\nwhile [ "$n" -gt 0 ]; do a=$1; shift; n=$((n - 1)); case "$a" in --invocation-count-for-turbofan=*) ${
+            refuses ? 'echo "$0: bad option: $a" >&2; exit 9' : ':'
+          } ;; *) set -- "$@" "$a" ;; esac; done\nexec ${JSON.stringify(process.execPath)} "$@"\n`,
+          { mode: 0o755 },
+        );
+      const dropin = 'etc/systemd/system/vendgate.service.d/node-flags.conf';
+
+      nodeThat(true);
+      const refused = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
+      expect(refused.code).toBe(0);
+      expect(refused.stderr).toMatch(
+        /warning: .*refuses the V8 flags --invocation-count-for-turbofan=\d+: left out \(drop-in vendgate\.service\.d\/node-flags\.conf\)/,
+      );
+      expect(pi.read(dropin)).toBe('[Service]\nEnvironment=VENDGATE_NODE22_FLAGS=\n');
+      expect(pi.read('etc/systemd/system/vendgate.service.d/node.conf')).toContain(
+        ' $VENDGATE_NODE_FLAGS $VENDGATE_NODE22_FLAGS /opt/vendgate/current/dist/vendgate.js start',
+      );
+      expect(refused.stdout).toMatch(/OK: nothing failed/);
+
+      nodeThat(false);
+      const taken = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
+      expect(taken.code).toBe(0);
+      expect(taken.stderr).not.toContain('refuses the V8 flags');
+      expect(pi.exists(dropin)).toBe(false);
+    },
+  );
+
   it('stops at the first problem with a clear message: not a Pi, Node too old', async () => {
     writeFileSync(join(pi.root, 'proc/device-tree/model'), 'Generic x86 PC\0');
 

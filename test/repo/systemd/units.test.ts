@@ -44,7 +44,7 @@ describe('systemd units', () => {
     expect(service.EnvironmentFile).toBeUndefined();
     expect(service.LoadCredential).toEqual(['secrets.env:/etc/vendgate/secrets.env']);
     expect(service.ExecStart![0]).toMatch(
-      /^\/usr\/bin\/node \$VENDGATE_NODE_FLAGS \/opt\/vendgate\/current\/dist\/vendgate\.js start --config \/etc\/vendgate\/config\.yaml$/,
+      /^\/usr\/bin\/node \$VENDGATE_NODE_FLAGS \$VENDGATE_NODE22_FLAGS \/opt\/vendgate\/current\/dist\/vendgate\.js start --config \/etc\/vendgate\/config\.yaml$/,
     );
     expect(unit('vendgate.service').Unit!.StartLimitIntervalSec).toEqual(['0']);
   });
@@ -53,6 +53,8 @@ describe('systemd units', () => {
     const service = unit('vendgate.service').Service!;
     const flags = service.Environment!.map((e) => e.replace(/^"|"$/g, '')).find((e) => e.startsWith('VENDGATE_NODE_FLAGS='))!;
     expect(flags.split('=').slice(1).join('=').split(/\s+/)).toEqual(['--max-semi-space-size=1', '--max-old-space-size=128']);
+    // Node 22's V8 only (install-pi.sh empties it for a node that refuses it); test/app/bundle-optimizer.test.ts.
+    expect(service.Environment).toContain('"VENDGATE_NODE22_FLAGS=--invocation-count-for-turbofan=80000"');
     expect(service.Environment).toContain('MALLOC_ARENA_MAX=2');
     expect(service.Environment).toContain('MALLOC_MMAP_THRESHOLD_=32768');
     // The compile cache must be where the hardened service may write.
