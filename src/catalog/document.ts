@@ -25,7 +25,7 @@ export const catalogDocumentSchema = z
         (version) => version !== SETTINGS_VERSION,
         `"${SETTINGS_VERSION}" names the catalog in the device's settings; choose another version`,
       ),
-    items: catalogSchema.refine((items) => items.length > 0, 'a catalog needs at least one item {slot, name, price}'),
+    items: catalogSchema().refine((items) => items.length > 0, 'a catalog needs at least one item {slot, name, price}'),
   })
   .strict();
 

@@ -118,7 +118,7 @@ export const TOPIC_PAYLOADS = {
         previousVersion: z.string().nullable().describe('the version it replaced (null: the first since the start)'),
         source: z.string().describe('who applied it (`settings`, `mqtt (key …, request …)`, `cli`)'),
         appliedAt: iso.nullable().describe("null: the settings' own catalog"),
-        items: catalogSchema.describe('the items, as in device.catalog'),
+        items: catalogSchema().describe('the items, as in device.catalog'),
       })
       .describe('the catalog in use, on every change (catalog/catalog.ts)'),
   },

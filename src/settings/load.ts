@@ -154,9 +154,11 @@ export function parseSettings(input: unknown, source = '(in memory)'): Readonly<
  * once, each as `path: message`, together with those found before (`problems`).
  */
 function validate(input: unknown, source: string, problems: string[]): Readonly<Settings> {
+  // Built for this check and dropped after it (schema.ts): the settings are parsed once per start.
+  const schema = settingsSchema();
   let checked = input;
   if (input !== null && typeof input === 'object' && !Array.isArray(input)) {
-    const unknown = findUnknownKeys(settingsSchema, input);
+    const unknown = findUnknownKeys(schema, input);
     for (const { path, suggestion } of unknown) {
       const secret = SECRET_SETTINGS.find((s) => s.path === path.replace(/\.[^.]+$/, `.${suggestion}`));
       const hint = suggestion === null ? '' : ` did you mean "${suggestion}"?`;
@@ -166,7 +168,7 @@ function validate(input: unknown, source: string, problems: string[]): Readonly<
   }
   // Parsed once per start: zod's compiled fast path (a `new Function` per object schema, ~50 of
   // them here) costs more to build than it saves on one parse; the slow path is the same checks.
-  const result = settingsSchema.safeParse(checked, { jitless: true });
+  const result = schema.safeParse(checked, { jitless: true });
   if (!result.success) {
     problems.push(...result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(top level)'}: ${issue.message}`));
   }

@@ -32,12 +32,12 @@ export function loadOperatorProfile(options: { path?: string; env?: NodeJS.Proce
   delete mqtt.password;
   const password = env[SECRET_ENV.mqttPassword];
   if (password) mqtt.password = password;
-  const parsed = mqttSchema.safeParse(mqtt);
+  const parsed = mqttSchema().safeParse(mqtt);
   if (!parsed.success) problems.push(...parsed.error.issues.map((issue) => `mqtt.${issue.path.join('.')}: ${issue.message}`));
   const device = raw.device as { id?: unknown } | undefined;
   const deviceId = device && typeof device === 'object' && typeof device.id === 'string' ? device.id : null;
   const commands = raw.commands as { deviceKeys?: unknown } | undefined;
-  const keys = commandsSchema.shape.deviceKeys.safeParse(commands && typeof commands === 'object' ? commands.deviceKeys : undefined);
+  const keys = commandsSchema().shape.deviceKeys.safeParse(commands && typeof commands === 'object' ? commands.deviceKeys : undefined);
   if (!keys.success) problems.push(...keys.error.issues.map((issue) => `commands.deviceKeys.${issue.path.join('.')}: ${issue.message}`));
   const storage = raw.storage as { path?: unknown } | undefined;
   const storagePath = storage && typeof storage === 'object' && typeof storage.path === 'string' ? storage.path : './data/vendgate.db';

@@ -149,7 +149,7 @@ describe('provider webhook headers have one home', () => {
   });
 
   it('a provider without webhooks (polling only) is simply absent: no relay route, refused in relay.providers', async () => {
-    const names = providerSchema.shape.name.unwrap().options as readonly string[];
+    const names = providerSchema().shape.name.unwrap().options as readonly string[];
     const withoutWebhooks = names.filter((n) => n !== 'sandbox' && !Object.hasOwn(PROVIDER_WEBHOOKS, n));
     for (const name of withoutWebhooks) {
       expect(() => parseRelaySettings({ relay: { providers: [name] }, mqtt: { url: 'mqtt://127.0.0.1:1' } }), name).toThrow();
@@ -242,7 +242,7 @@ describe('provider webhook headers have one home', () => {
               return outcome;
             },
           },
-          mqttSchema.parse({ url: broker.url, prefix, reconnectMinMs: 100, reconnectMaxMs: 300 }),
+          mqttSchema().parse({ url: broker.url, prefix, reconnectMinMs: 100, reconnectMaxMs: 300 }),
         );
         subscription.start();
         cleanups.push(() => subscription.stop());

@@ -45,7 +45,7 @@ describe('demo: a phone on the same network can pay', () => {
   });
 
   it('a real provider refuses provider.sandboxLanPort with a clear error', () => {
-    const result = settingsSchema.safeParse({
+    const result = settingsSchema().safeParse({
       device: { id: 'x', catalog: [{ slot: 'A', name: 'a', price: 1 }] },
       provider: { name: 'qutpay', baseUrl: 'https://api.example.com', apiKey: 'qp_test_x', webhookSecrets: ['s'], sandboxLanPort: 8090 },
     });

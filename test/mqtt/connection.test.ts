@@ -170,12 +170,12 @@ describe('connection', () => {
 
 describe('mqtt settings', () => {
   const problems = (input: Record<string, unknown>) => {
-    const result = mqttSchema.safeParse(input);
+    const result = mqttSchema().safeParse(input);
     return result.success ? [] : result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
   };
 
   it('accepts the defaults: the embedded broker, prefix vendgate, remote vend off', () => {
-    expect(mqttSchema.parse({})).toMatchObject({
+    expect(mqttSchema().parse({})).toMatchObject({
       url: 'embedded',
       prefix: 'vendgate',
       allowRemoteVend: false,

@@ -70,7 +70,7 @@ export function createDevice(
   const { db, path } = tempDatabase();
   const outbox = createOutbox({ db, clock: systemClock, deviceId });
   const control = createFakeDeviceControl();
-  const settings = mqttSchema.parse({
+  const settings = mqttSchema().parse({
     url,
     prefix,
     reconnectMinMs: 100,

@@ -111,7 +111,7 @@ describe('outbox publisher', () => {
         commands: { keys: [], maxLifetimeSec: 3_600, clockSkewSec: 300 },
         db: first.db,
       },
-      mqttSchema.parse({ url: broker.url, prefix: first.prefix, reconnectMinMs: 100, reconnectMaxMs: 500 }),
+      mqttSchema().parse({ url: broker.url, prefix: first.prefix, reconnectMinMs: 100, reconnectMaxMs: 500 }),
     );
     onCleanup(() => second.stop());
     await broker.start();

@@ -46,7 +46,7 @@ function subscription(
       ...(random ? { random } : {}),
       ingest: async () => 'stored',
     },
-    mqttSchema.parse({ url, prefix, reconnectMinMs: 200, reconnectMaxMs: 1_000 }),
+    mqttSchema().parse({ url, prefix, reconnectMinMs: 200, reconnectMaxMs: 1_000 }),
   );
   cleanups.push(() => sub.stop());
   return sub;
@@ -221,7 +221,7 @@ describe('client ids', () => {
     await relay.start();
     cleanups.push(() => relay.stop());
     await waitFor(() => connected.length >= 2, { what: 'the webhook session and the relay connected' });
-    const settings = mqttSchema.parse({ url, prefix });
+    const settings = mqttSchema().parse({ url, prefix });
     const monitoring = (deviceId: string) => clientOptions(settings, deviceId, createTopics(prefix, deviceId)).clientId!;
     const ids = [...connected, monitoring('m1'), monitoring('m1-webhooks'), monitoring('relay-r1'), monitoring('r1')];
     expect(new Set(ids).size, ids.join(' ')).toBe(ids.length);

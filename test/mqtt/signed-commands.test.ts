@@ -261,7 +261,7 @@ describe('signed operator commands', () => {
     // The next process: a new MQTT service and control on the same SQLite file.
     const control = createFakeDeviceControl();
     control.paid.add(8);
-    const settings = mqttSchema.parse({
+    const settings = mqttSchema().parse({
       url,
       prefix: device.prefix,
       reconnectMinMs: 100,

@@ -45,7 +45,7 @@ async function silentBroker() {
 /** The clients' stop() grace, shortened from its 2 s: the broker here never acknowledges, so each case waits it out. */
 const GRACE_MS = 200;
 
-type MqttSettings = ReturnType<typeof mqttSchema.parse>;
+type MqttSettings = ReturnType<ReturnType<typeof mqttSchema>['parse']>;
 
 /** The two fleet clients with a stop() of their own, each as the test starts it. */
 const CLIENTS = [
@@ -78,7 +78,7 @@ describe('stop() against a broker that acknowledges nothing', () => {
   for (const { name, what, create } of CLIENTS)
     it(`${name} closes its socket once the grace is over`, async () => {
       const broker = await silentBroker();
-      const settings = mqttSchema.parse({ url: broker.url, prefix: 'stop', reconnectMinMs: 100, reconnectMaxMs: 300 });
+      const settings = mqttSchema().parse({ url: broker.url, prefix: 'stop', reconnectMinMs: 100, reconnectMaxMs: 300 });
       const client = create(settings);
       cleanups.push(() => client.stop());
       client.start();

@@ -33,7 +33,7 @@ async function setup(options: { failFirst?: number } = {}) {
   const ingestOnce = createBrokerIngest({ provider, inbox, clock: systemClock, logger, secrets: [SECRET], toleranceSec: 300 });
   let failures = options.failFirst ?? 0;
   const calls: string[] = [];
-  const settings = mqttSchema.parse({ url: broker.url, prefix, reconnectMinMs: 100, reconnectMaxMs: 300 });
+  const settings = mqttSchema().parse({ url: broker.url, prefix, reconnectMinMs: 100, reconnectMaxMs: 300 });
   const make = () =>
     createBrokerWebhookSubscription(
       {

@@ -8,6 +8,7 @@ import * as z from 'zod';
  *   both   — either path (a migration from tunnels to the relay); the inbox dedupes by event id.
  * broker and both need mqtt.url to name a broker.
  */
-export const fleetSchema = z.object({
-  webhookSource: z.enum(['tunnel', 'broker', 'both']).default('tunnel'),
-});
+export const fleetSchema = () =>
+  z.object({
+    webhookSource: z.enum(['tunnel', 'broker', 'both']).default('tunnel'),
+  });

@@ -100,7 +100,7 @@ describe('systemd units', () => {
     expect(service.LoadCredential).toEqual(['cloudflared.yml:/etc/vendgate/cloudflared.yml', 'tunnel.json:/etc/vendgate/tunnel.json']);
     expect(service.Environment).toContain('TUNNEL_CRED_FILE=%d/tunnel.json');
 
-    const defaults = settingsSchema.parse({ device: { id: 'x', catalog: [{ slot: 'A', name: 'a', price: 1 }] } }).http;
+    const defaults = settingsSchema().parse({ device: { id: 'x', catalog: [{ slot: 'A', name: 'a', price: 1 }] } }).http;
     const config = parse(readFileSync(join(SYSTEMD, 'cloudflared.yml.example'), 'utf8')) as {
       ingress: { hostname?: string; path?: string; service: string }[];
     };
@@ -116,7 +116,7 @@ describe('systemd units', () => {
 
   it('the kiosk shows the local page in Chromium kiosk mode, after the gateway is ready', () => {
     const kiosk = unit('vendgate-kiosk.service');
-    const defaults = settingsSchema.parse({ device: { id: 'x', catalog: [{ slot: 'A', name: 'a', price: 1 }] } }).http;
+    const defaults = settingsSchema().parse({ device: { id: 'x', catalog: [{ slot: 'A', name: 'a', price: 1 }] } }).http;
     expect(kiosk.Service!.ExecStart![0]).toMatch(/chromium .*--kiosk .*http:\/\/127\.0\.0\.1:(\d+)\/$/);
     expect(kiosk.Service!.ExecStart![0]).toContain(`http://127.0.0.1:${defaults.local.port}/`);
     expect(kiosk.Unit!.After!.join(' ')).toContain('vendgate.service');
