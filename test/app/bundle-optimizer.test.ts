@@ -80,4 +80,30 @@ describe("a start of the bundle with the unit's V8 flags", () => {
       if (major === 22) expect(toTurbofan(plain.stdout()).length).toBeGreaterThan(0);
     },
   );
+
+  it(
+    "compiles no baseline code (Sparkplug), where a start without --no-sparkplug compiles the start's functions",
+    { timeout: 90_000 },
+    async () => {
+      // Sparkplug's code for every function a start ran a few times stayed for the life of the
+      // process: ~1.5 MB idle on Node 22 (docs/benchmarks.md, tenth round).
+      const flags = unitFlags('VENDGATE_NODE_FLAGS');
+      expect(flags).toContain('--no-sparkplug');
+      const main = join(REPO, 'dist', 'vendgate.js');
+      const trace = '--trace-baseline-batch-compilation';
+      const baseline = (lines: string[]): string[] => lines.filter((line) => line.startsWith('[Baseline batch compilation]'));
+
+      const lean = defer(await startService({ main, node: [process.execPath, ...flags, trace] }), stop);
+      await lean.stop();
+      expect(lean.stdout().some((line) => line.includes('"vendgate ready"'))).toBe(true);
+      expect(baseline(lean.stdout())).toEqual([]);
+
+      const plain = defer(
+        await startService({ main, node: [process.execPath, ...flags.filter((flag) => flag !== '--no-sparkplug'), trace] }),
+        stop,
+      );
+      await plain.stop();
+      expect(baseline(plain.stdout()).length).toBeGreaterThan(100);
+    },
+  );
 });

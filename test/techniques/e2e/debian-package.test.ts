@@ -64,7 +64,7 @@ describe('the .deb on a booted Debian bookworm with systemd', () => {
     // systemd splits both flag lines into the running node's arguments (VENDGATE_NODE22_FLAGS: the release's Node 22 takes them).
     const argv = await debian.sh('tr "\\0" " " < /proc/"$(systemctl show -p MainPID --value vendgate.service)"/cmdline');
     expect(argv.stdout).toContain(
-      '/opt/vendgate/current/node/bin/node --max-semi-space-size=1 --max-old-space-size=128 --invocation-count-for-turbofan=80000 /opt/vendgate/current/dist/vendgate.js start',
+      '/opt/vendgate/current/node/bin/node --max-semi-space-size=1 --max-old-space-size=128 --no-sparkplug --invocation-count-for-turbofan=80000 /opt/vendgate/current/dist/vendgate.js start',
     );
     expect((await debian.sh('ls /etc/systemd/system/vendgate.service.d/')).stdout).not.toContain('node-flags.conf');
     const selftest = await timed('selftest', () => debian.sh('vendgate selftest --expect-service'));
