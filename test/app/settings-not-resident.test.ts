@@ -68,8 +68,9 @@ describe('the settings schema after a start', () => {
         stop,
       );
       // Any full collection after ready lets the schema go; the snapshot itself starts with one.
+      if (service.pid === null) throw new Error('the service has no pid');
       process.kill(service.pid, 'SIGUSR2');
-      const file = await waitFor(
+      const counts = await waitFor(
         () => {
           const name = readdirSync(dir).find((entry) => entry.endsWith('.heapsnapshot'));
           if (!name) return null;
@@ -81,7 +82,7 @@ describe('the settings schema after a start', () => {
         },
         { timeoutMs: 60_000, what: 'the heap snapshot' },
       );
-      const resident = file.get('Internals') ?? 0;
+      const resident = counts.get('Internals') ?? 0;
       // The service's own schemas (wire formats, MQTT commands, the API) stay: a few hundred, fewer
       // than one settings schema alone (with it resident: 1,129 against 249 on Node 22).
       expect(resident).toBeGreaterThan(0);

@@ -52,7 +52,11 @@ describe('systemd units', () => {
   it('vendgate.service: node sized for a Pi (the V8 flags and allocator setting the resources bench measures)', () => {
     const service = unit('vendgate.service').Service!;
     const flags = service.Environment!.map((e) => e.replace(/^"|"$/g, '')).find((e) => e.startsWith('VENDGATE_NODE_FLAGS='))!;
-    expect(flags.split('=').slice(1).join('=').split(/\s+/)).toEqual(['--max-semi-space-size=1', '--max-old-space-size=128', '--no-sparkplug']);
+    expect(flags.split('=').slice(1).join('=').split(/\s+/)).toEqual([
+      '--max-semi-space-size=1',
+      '--max-old-space-size=128',
+      '--no-sparkplug',
+    ]);
     // Node 22's V8 only (install-pi.sh empties it for a node that refuses it); test/app/bundle-optimizer.test.ts.
     expect(service.Environment).toContain('"VENDGATE_NODE22_FLAGS=--invocation-count-for-turbofan=80000"');
     expect(service.Environment).toContain('MALLOC_ARENA_MAX=2');
