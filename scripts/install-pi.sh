@@ -357,21 +357,19 @@ write_cli() {
   mv -f "$BIN_DIR/vendgate.new" "$BIN_DIR/vendgate"
 }
 
-# The unit's VENDGATE_NODE22_FLAGS are V8 flags of Node 22 and later. A system node that refuses
-# them (Node 20: "bad option") would never start the service: a drop-in empties that line for it,
-# and says so. Tried on the node itself, so a later Node that accepts them gets them again at the
-# next run of this script (the drop-in is removed).
-node22_flags_dropin() {
-  local dropin="$UNIT_DIR/vendgate.service.d/node-flags.conf" flags
-  flags="$(sed -n 's/^Environment="VENDGATE_NODE22_FLAGS=\(.*\)"$/\1/p' "$UNIT_DIR/vendgate.service")"
-  # shellcheck disable=SC2086 # the flags are meant to split, as systemd splits $VENDGATE_NODE22_FLAGS
-  if [ -z "$flags" ] || "$NODE_BIN" $flags -e 0 > /dev/null 2>&1; then
-    rm -f "$dropin"
-    return 0
+# The unit's MemoryMax= is what sizes V8's heap for the Pi (node reads its cgroup's limit; no V8 flag
+# on the command line, which would cost Node 22 its compiled built-ins at every start). Raspberry Pi
+# OS boots with the kernel's memory controller off, and then the limit neither holds nor sizes the
+# heap: node sizes it from the Pi's RAM. Said here, with what to do (docs/install.md).
+memory_controller_check() {
+  # An earlier release's drop-in for its Node 22 flags line, which the unit no longer has.
+  rm -f "$UNIT_DIR/vendgate.service.d/node-flags.conf"
+  if grep -qw memory "$ROOT/sys/fs/cgroup/cgroup.controllers" 2> /dev/null \
+    || awk '$1 == "memory" && $4 == 1 { found = 1 } END { exit !found }' "$ROOT/proc/cgroups" 2> /dev/null; then
+    info "memory controller on: the service is held to MemoryMax=256M and V8's heap sized for it"
+  else
+    warn "the kernel's memory controller is off (Raspberry Pi OS's default): MemoryMax= does not hold, and node sizes V8's heap from this Pi's RAM. To turn it on: cgroup_enable=memory in /boot/firmware/cmdline.txt and a reboot (docs/install.md)"
   fi
-  install -d -m 0755 "$UNIT_DIR/vendgate.service.d"
-  printf '[Service]\nEnvironment=VENDGATE_NODE22_FLAGS=\n' > "$dropin"
-  warn "$NODE_BIN ($("$NODE_BIN" --version)) refuses the V8 flags $flags: left out (drop-in vendgate.service.d/node-flags.conf); the service idles ~6 MB higher"
 }
 
 install_units() {
@@ -384,11 +382,11 @@ install_units() {
   # The units expect /usr/bin/node; the release's own node (or any other) gets a drop-in.
   if [ "$NODE_BIN" != /usr/bin/node ]; then
     install -d -m 0755 "$UNIT_DIR/vendgate.service.d"
-    # shellcheck disable=SC2016 # $VENDGATE_NODE_FLAGS and $VENDGATE_NODE22_FLAGS are for systemd to expand from the unit's Environment=, not the shell
-    printf '[Service]\nExecStart=\nExecStart=%s $VENDGATE_NODE_FLAGS $VENDGATE_NODE22_FLAGS /opt/vendgate/current/dist/vendgate.js start --config /etc/vendgate/config.yaml\n' "$NODE_BIN" > "$UNIT_DIR/vendgate.service.d/node.conf"
+    # shellcheck disable=SC2016 # $VENDGATE_NODE_FLAGS is for systemd to expand from the unit's Environment=, not the shell
+    printf '[Service]\nExecStart=\nExecStart=%s $VENDGATE_NODE_FLAGS /opt/vendgate/current/dist/vendgate.js start --config /etc/vendgate/config.yaml\n' "$NODE_BIN" > "$UNIT_DIR/vendgate.service.d/node.conf"
     info "node is $NODE_BIN: drop-in vendgate.service.d/node.conf"
   fi
-  node22_flags_dropin
+  memory_controller_check
   # time-sync.target means "synchronised" only with systemd-time-wait-sync; 90 s at most, so a
   # device without network still starts (and shows its offline screen).
   install -d -m 0755 "$UNIT_DIR/systemd-time-wait-sync.service.d"

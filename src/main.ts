@@ -4,6 +4,7 @@
  */
 import type { Watchdog } from './selftest/index.js';
 import { writeSync } from 'node:fs';
+import { tierForService } from './v8-tiering.js';
 import { versionLine } from './version.js';
 
 // `vendgate --version` (also `-V`, `version`) alone: answered before anything else is loaded — no
@@ -16,6 +17,10 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V' || argv[0]
   writeSync(1, `${versionLine()}\n`);
   process.exit(0);
 }
+// `start`: V8's compilers set for a long-running service by the process itself, once the built-ins a
+// start needs are loaded and before the service's own modules are (src/v8-tiering.ts): a V8 flag on
+// node's command line would cost Node 22 the compiled code it carries for its own modules.
+const tiering = argv[0] === 'start' ? tierForService() : null;
 const { runCli, EXIT } = await import('./cli/index.js');
 
 /**
@@ -48,6 +53,7 @@ let watchdog: Watchdog | null = null;
 let stopped = false;
 function notifyAndWatch(state: string): void {
   notify(state);
+  if (state === 'READY=1') tiering?.afterReady();
   if (state === 'READY=1' && !watchdog) {
     // Loaded here, not at the top: only `start` under systemd pings a watchdog.
     void import('./selftest/watchdog.js').then(

@@ -42,7 +42,7 @@ import { createSimulator, signGeregeWebhook } from '../../dist/simulator/index.j
 import { createServiceProcess, freePort } from '../soak/service.mjs';
 import { baselineBuild } from './baseline.mjs';
 import { followSimLog, payAndSucceededEvent, percentiles, postJson, row, sleep, waitFor } from './lib.mjs';
-import { unitStart, warnUnlessReleaseNode } from './resources.mjs';
+import { holdToUnitMemory, unitStart, warnUnlessReleaseNode } from './resources.mjs';
 import { buildOf, profileInWindows } from './startup.mjs';
 import { readdirSync } from 'node:fs';
 
@@ -376,6 +376,7 @@ export async function actuationProfile({ log, orders = 300, simInProcess = false
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  holdToUnitMemory();
   const { values } = parseArgs({
     options: {
       orders: { type: 'string' },

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createServiceProcess, freePort } from '../soak/service.mjs';
 import { baselineBuild } from './baseline.mjs';
+import { held, holdChildrenTo } from './memory-cgroup.mjs';
 import { percentiles, postJson, row, rssMb, sleep, waitFor } from './lib.mjs';
 
 /**
@@ -35,9 +36,10 @@ export function brokerListening() {
 const ROOT = new URL('../../', import.meta.url).pathname;
 
 /**
- * The entry file of ExecStart (dist/vendgate.js, the bundle), the V8 flags (`VENDGATE_NODE_FLAGS` and `VENDGATE_NODE22_FLAGS`,
- * expanded in ExecStart) and the other `Environment=` lines of the unit of the tree at `root` (this
- * checkout, or a baseline's): the bench starts each build the way its own unit starts it on a device.
+ * The entry file of ExecStart (dist/vendgate.js, the bundle), the V8 flags (`VENDGATE_NODE_FLAGS`,
+ * and `VENDGATE_NODE22_FLAGS` in older units, expanded in ExecStart), its `MemoryMax=` and the other
+ * `Environment=` lines of the unit of the tree at `root` (this checkout, or a baseline's): the bench
+ * starts each build the way its own unit starts it on a device.
  */
 export function unitStart(root = ROOT) {
   const unitPath = join(root, 'systemd', 'vendgate.service');
@@ -50,14 +52,21 @@ export function unitStart(root = ROOT) {
     const [key, ...rest] = raw.replace(/^"|"$/g, '').split('=');
     env[key] = rest.join('=');
   }
-  // Both lines ExecStart expands (VENDGATE_NODE22_FLAGS since the ninth round: V8 flags of Node 22 and later).
+  // VENDGATE_NODE_FLAGS is what ExecStart expands (and VENDGATE_NODE22_FLAGS, in the units of the ninth and tenth rounds).
   const nodeArgs = `${env.VENDGATE_NODE_FLAGS ?? ''} ${env.VENDGATE_NODE22_FLAGS ?? ''}`.split(/\s+/).filter(Boolean);
   delete env.VENDGATE_NODE_FLAGS;
   delete env.VENDGATE_NODE22_FLAGS;
   delete env.NODE_ENV;
   // Node 22's compile cache, in a directory this user may write (the unit's is /var/cache/vendgate).
   if (env.NODE_COMPILE_CACHE) env.NODE_COMPILE_CACHE = join(tmpdir(), 'vendgate-bench-compile-cache');
-  return { main, nodeArgs, env };
+  const memoryMax = /^MemoryMax=(\d+)([KMG]?)$/m.exec(unit);
+  const bytes = memoryMax ? Number(memoryMax[1]) * 1024 ** ' KMG'.indexOf(memoryMax[2] || ' ') : null;
+  return { main, nodeArgs, env, memoryMax: bytes };
+}
+
+/** The unit's `MemoryMax=` for every service this bench starts from now on (scripts/bench/memory-cgroup.mjs). */
+export function holdToUnitMemory(memoryMax = unitStart().memoryMax, log = (line) => process.stderr.write(`bench: ${line}\n`)) {
+  return holdChildrenTo(memoryMax, log);
 }
 
 /**
@@ -173,10 +182,16 @@ export function releaseNodeVersion(root = ROOT) {
  * executable that only vendgate's work touches (V8's optimizing compiler, crypto, the addon loader).
  */
 async function measureFloor({ nodeArgs, env, quick }) {
-  const child = spawn(
-    process.execPath,
-    [...nodeArgs, '-e', "require('node:http').createServer((q, s) => s.end('ok')).listen(0, '127.0.0.1', () => console.log('listening'))"],
-    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
+  const child = held(() =>
+    spawn(
+      process.execPath,
+      [
+        ...nodeArgs,
+        '-e',
+        "require('node:http').createServer((q, s) => s.end('ok')).listen(0, '127.0.0.1', () => console.log('listening'))",
+      ],
+      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
+    ),
   );
   try {
     await new Promise((resolve, reject) => {
@@ -292,6 +307,7 @@ export async function resourcesBench({ log, quick, baseline = 'cecb1e4,e62fe96',
 
 // node scripts/bench/resources.mjs [--baseline cecb1e4,e62fe96] [--orders 10000] [--quick]   (after npm run build)
 if (import.meta.url === `file://${process.argv[1]}`) {
+  holdToUnitMemory();
   const { values } = parseArgs({ options: { baseline: { type: 'string' }, quick: { type: 'boolean' }, orders: { type: 'string' } } });
   const { loadavg } = await import('node:os');
   const result = await resourcesBench({

@@ -27,7 +27,8 @@ import { stringify } from 'yaml';
 import { freePort } from '../soak/service.mjs';
 import { baselineBuild } from './baseline.mjs';
 import { machine, percentiles, row, sleep } from './lib.mjs';
-import { unitStart, warnUnlessReleaseNode } from './resources.mjs';
+import { held } from './memory-cgroup.mjs';
+import { holdToUnitMemory, unitStart, warnUnlessReleaseNode } from './resources.mjs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -109,10 +110,13 @@ async function startOnce(build, dir, extraArgs = [], cold = false) {
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, stringify(demoConfig(dir, localPort, webhookPort)));
   if (cold) dropPageCache();
-  const startedAt = performance.now();
-  const child = spawn(process.execPath, [...build.nodeArgs, ...extraArgs, build.main, 'start', '--config', configPath], {
-    env: { ...process.env, ...build.env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+  let startedAt = 0;
+  const child = held(() => {
+    startedAt = performance.now();
+    return spawn(process.execPath, [...build.nodeArgs, ...extraArgs, build.main, 'start', '--config', configPath], {
+      env: { ...process.env, ...build.env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
   });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
@@ -133,9 +137,12 @@ async function startOnce(build, dir, extraArgs = [], cold = false) {
 async function bareNodeOnce(cold = false) {
   const port = await freePort();
   if (cold) dropPageCache();
-  const startedAt = performance.now();
-  const child = spawn(process.execPath, ['-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${port}, '127.0.0.1')`], {
-    stdio: 'ignore',
+  let startedAt = 0;
+  const child = held(() => {
+    startedAt = performance.now();
+    return spawn(process.execPath, ['-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${port}, '127.0.0.1')`], {
+      stdio: 'ignore',
+    });
   });
   try {
     return await untilHealthy(`http://127.0.0.1:${port}/`, child, startedAt);
@@ -354,6 +361,7 @@ async function profileOnce(entry, log) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  holdToUnitMemory();
   const { values } = parseArgs({
     options: {
       rounds: { type: 'string' },

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { stringify } from 'yaml';
+import { held } from '../bench/memory-cgroup.mjs';
 
 const MAIN = new URL('../../dist/main.js', import.meta.url).pathname;
 
@@ -39,7 +40,8 @@ export function createServiceProcess({ configPath, config, env, readyTimeoutMs =
     // `wrap` runs the service under another program (the fsync bench: strace); `nodeArgs` are V8 flags.
     const argv = [process.execPath, ...nodeArgs, main, 'start', '--config', configPath];
     const [program, ...args] = [...wrap, ...argv];
-    const proc = spawn(program, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // held(): in a memory cgroup of the unit's limit when a bench asked for one (scripts/bench/memory-cgroup.mjs).
+    const proc = held(() => spawn(program, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
     child = proc;
     live.add(proc);
     starts += 1;

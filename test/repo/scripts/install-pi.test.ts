@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { current, fakePiEachTest, type FakePi } from './fake-system.js';
@@ -173,37 +173,47 @@ describe('scripts/install-pi.sh', () => {
   });
 
   it(
-    "a system node that refuses the unit's Node 22 V8 flags gets a drop-in that leaves them out (the service would not start); one that takes them gets them back",
+    "says whether the kernel's memory controller holds the unit's MemoryMax= (Raspberry Pi OS boots with it off), and removes an earlier release's node-flags.conf",
     { timeout: 120_000 },
     async () => {
-      // A node on the fake Pi's PATH that refuses the flag as Node 20 does (REFUSE=1), or takes it (a Node 22), in front of this one.
-      const nodeThat = (refuses: boolean) =>
-        writeFileSync(
-          join(pi.bin, 'node'),
-          `#!/bin/sh\nn=$#\nwhile [ "$n" -gt 0 ]; do a=$1; shift; n=$((n - 1)); case "$a" in --invocation-count-for-turbofan=*) ${
-            refuses ? 'echo "$0: bad option: $a" >&2; exit 9' : ':'
-          } ;; *) set -- "$@" "$a" ;; esac; done\nexec ${JSON.stringify(process.execPath)} "$@"\n`,
-          { mode: 0o755 },
-        );
+      // An earlier release wrote this drop-in for its VENDGATE_NODE22_FLAGS line, which the unit no longer has.
       const dropin = 'etc/systemd/system/vendgate.service.d/node-flags.conf';
+      mkdirSync(join(pi.root, 'etc/systemd/system/vendgate.service.d'), { recursive: true });
+      writeFileSync(join(pi.root, dropin), '[Service]\nEnvironment=VENDGATE_NODE22_FLAGS=\n');
 
-      nodeThat(true);
-      const refused = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
-      expect(refused.code).toBe(0);
-      expect(refused.stderr).toMatch(
-        /warning: .*refuses the V8 flags --invocation-count-for-turbofan=\d+: left out \(drop-in vendgate\.service\.d\/node-flags\.conf\)/,
-      );
-      expect(pi.read(dropin)).toBe('[Service]\nEnvironment=VENDGATE_NODE22_FLAGS=\n');
-      expect(pi.read('etc/systemd/system/vendgate.service.d/node.conf')).toContain(
-        ' $VENDGATE_NODE_FLAGS $VENDGATE_NODE22_FLAGS /opt/vendgate/current/dist/vendgate.js start',
-      );
-      expect(refused.stdout).toMatch(/OK: nothing failed/);
+      // A system node other than /usr/bin/node (the unit's): it gets the drop-in node.conf.
+      writeFileSync(join(pi.bin, 'node'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} "$@"\n`, { mode: 0o755 });
 
-      nodeThat(false);
-      const taken = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
-      expect(taken.code).toBe(0);
-      expect(taken.stderr).not.toContain('refuses the V8 flags');
+      // /proc/cgroups as Raspberry Pi OS has it: the memory controller built in, disabled at boot.
+      mkdirSync(join(pi.root, 'proc'), { recursive: true });
+      const cgroups = (memoryEnabled: 0 | 1) =>
+        writeFileSync(
+          join(pi.root, 'proc/cgroups'),
+          `#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t0\t95\t1\ncpu\t0\t95\t1\nmemory\t0\t95\t${memoryEnabled}\npids\t0\t95\t1\n`,
+        );
+      cgroups(0);
+      const off = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
+      expect(off.code).toBe(0);
+      expect(off.stderr).toMatch(/warning: the kernel's memory controller is off .*cgroup_enable=memory/);
+      expect(off.stdout).toMatch(/OK: nothing failed/);
       expect(pi.exists(dropin)).toBe(false);
+      // The node that is not /usr/bin/node gets the unit's ExecStart, with no V8 flag of its own.
+      expect(pi.read('etc/systemd/system/vendgate.service.d/node.conf')).toContain(
+        ' $VENDGATE_NODE_FLAGS /opt/vendgate/current/dist/vendgate.js start',
+      );
+
+      cgroups(1);
+      const on = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
+      expect(on.code).toBe(0);
+      expect(on.stderr).not.toContain('memory controller is off');
+      expect(on.stdout).toContain('memory controller on: the service is held to MemoryMax=256M');
+
+      // cgroup v2 (a kernel booted with cgroup_enable=memory): the root's controllers list it.
+      cgroups(0);
+      mkdirSync(join(pi.root, 'sys/fs/cgroup'), { recursive: true });
+      writeFileSync(join(pi.root, 'sys/fs/cgroup/cgroup.controllers'), 'cpuset cpu io memory pids\n');
+      const v2 = await pi.run('install-pi.sh', ['--example', 'test-device'], src);
+      expect(v2.stdout).toContain('memory controller on');
     },
   );
 
