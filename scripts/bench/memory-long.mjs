@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createServiceProcess, freePort } from '../soak/service.mjs';
 import { postJson, waitFor } from './lib.mjs';
-import { brokerListening } from './resources.mjs';
+import { brokerListening, holdToUnitMemory } from './resources.mjs';
 
 const { values } = parseArgs({ options: { orders: { type: 'string', default: '40000' } } });
 const ORDERS = Number(values.orders);
@@ -34,6 +34,8 @@ setInterval(() => {
 `,
 );
 
+// The heap sized as on a device: the unit's MemoryMax= (no V8 flag on its command line since the eleventh round).
+holdToUnitMemory();
 const broker = await brokerListening();
 const localPort = await freePort();
 const webhookPort = await freePort();
