@@ -19,8 +19,10 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V' || argv[0]
 }
 // `start`: V8's compilers set for a long-running service by the process itself, once the built-ins a
 // start needs are loaded and before the service's own modules are (src/v8-tiering.ts): a V8 flag on
-// node's command line would cost Node 22 the compiled code it carries for its own modules.
-const tiering = argv[0] === 'start' ? tierForService() : null;
+// node's command line would cost Node 22 the compiled code it carries for its own modules. What the
+// operator gave node (its command line, and NODE_OPTIONS, which may hold --jitless) wins.
+const tiering =
+  argv[0] === 'start' ? tierForService([...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)]) : null;
 const { runCli, EXIT } = await import('./cli/index.js');
 
 /**

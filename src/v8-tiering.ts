@@ -50,21 +50,24 @@ export interface ServiceTiering {
   afterReady(): void;
 }
 
-const mentions = (execArgv: readonly string[], pattern: RegExp): boolean => execArgv.some((arg) => pattern.test(arg));
+// V8 takes `--no_turbofan` for `--no-turbofan`.
+const mentions = (options: readonly string[], pattern: RegExp): boolean =>
+  options.some((option) => pattern.test(option.replace(/_/g, '-')));
 
 /**
  * Loads the built-ins a start needs, then sets the flags. Call once, before the service's own
- * modules are imported.
+ * modules are imported. `nodeOptions`: what node was started with (`process.execArgv` and the words
+ * of NODE_OPTIONS), whose V8 flags win over these.
  */
-export function tierForService(execArgv: readonly string[] = process.execArgv, v8Version: string = process.versions.v8): ServiceTiering {
+export function tierForService(nodeOptions: readonly string[] = process.execArgv, v8Version: string = process.versions.v8): ServiceTiering {
   for (const name of START_BUILTINS) process.getBuiltinModule(name);
   const { setFlagsFromString } = process.getBuiltinModule('node:v8');
-  const compilerOff = mentions(execArgv, /^--(?:no-turbofan|no-opt|jitless)$/);
+  const compilerOff = mentions(nodeOptions, /^--(?:no-turbofan|no-opt|jitless)$/);
   const flags: string[] = [];
-  if (!mentions(execArgv, /^--(?:no-)?sparkplug$/)) flags.push('--no-sparkplug');
-  if (Number(v8Version.split('.')[0]) >= 12 && !mentions(execArgv, /^--invocation-count-for-turbofan(?:=|$)/))
+  if (!mentions(nodeOptions, /^--(?:no-)?sparkplug$/)) flags.push('--no-sparkplug');
+  if (Number(v8Version.split('.')[0]) >= 12 && !mentions(nodeOptions, /^--invocation-count-for-turbofan(?:=|$)/))
     flags.push(`--invocation-count-for-turbofan=${TURBOFAN_INVOCATION_COUNT}`);
-  const pauseCompiler = !compilerOff && !mentions(execArgv, /^--turbofan$|^--opt$/);
+  const pauseCompiler = !compilerOff && !mentions(nodeOptions, /^--turbofan$|^--opt$/);
   if (pauseCompiler) flags.push('--no-turbofan');
   for (const flag of flags) setFlagsFromString(flag);
   let resumed = !pauseCompiler;

@@ -47,8 +47,8 @@ function releaseCopy(): string {
   return release;
 }
 
-/** V8's `--trace-opt` lines that hand a function to TurboFan (marking it, or compiling it on another thread). */
-const toTurbofan = (lines: string[]): string[] => lines.filter((line) => /\bTURBOFAN\b/.test(line));
+/** V8's `--trace-opt` lines that hand a function to TurboFan (marking it, or compiling it on another thread); `TURBOFAN_JS` since Node 24's V8. */
+const toTurbofan = (lines: string[]): string[] => lines.filter((line) => /\bTURBOFAN(?:_JS)?\b/.test(line));
 
 /** Node's path functions, which its ES module loader runs once per character of each chunk's path. */
 const PATH_FUNCTIONS = /isPosixPathSeparator|normalizeString|getPathFromURLPosix/;
@@ -80,8 +80,36 @@ describe('a start of the bundle as the unit starts it (no V8 flag on the command
       // the service's, reach it: TurboFan on Node 20 and 22, Maglev first on Node 24, whose V8 has it on.
       const plain = defer(await startService({ main, node: [process.execPath, '--turbofan', '--trace-opt'] }), stop);
       await plain.stop();
-      const optimized = plain.stdout().filter((line) => /\b(?:TURBOFAN|MAGLEV)\b/.test(line));
+      const optimized = plain.stdout().filter((line) => /\b(?:TURBOFAN(?:_JS)?|MAGLEV)\b/.test(line));
       expect(optimized.some((line) => PATH_FUNCTIONS.test(line))).toBe(true);
+    },
+  );
+
+  it(
+    "turns the optimizing compiler back on once ready: requests after READY=1 reach it, unless the operator's --no-turbofan says otherwise",
+    { timeout: 90_000 },
+    async () => {
+      const main = join(REPO, 'dist', 'vendgate.js');
+      // V8's own count of 3,000 from the command line (an operator's flag wins over the service's
+      // 80,000), so that a few thousand requests are enough. Node 20 refuses the flag; 3,000 is its default.
+      const count = major >= 22 ? ['--invocation-count-for-turbofan=3000'] : [];
+      const served = async (extra: string[]): Promise<string[]> => {
+        const service = defer(
+          await startService({ main, node: [process.execPath, ...unitFlags(), ...count, ...extra, '--trace-opt'] }),
+          stop,
+        );
+        for (let i = 0; i < 4_000; i += 1) {
+          const response = await fetch(`${service.localUrl}/healthz`);
+          await response.arrayBuffer();
+        }
+        await service.stop();
+        expect(service.stdout().some((line) => line.includes('"vendgate ready"'))).toBe(true);
+        // Not Node's path functions: their budgets were renewed under this low count while the
+        // compiler was paused, and the stop's own loading spends them.
+        return toTurbofan(service.stdout()).filter((line) => !PATH_FUNCTIONS.test(line));
+      };
+      expect((await served([])).length).toBeGreaterThan(0);
+      expect(await served(['--no-turbofan'])).toEqual([]);
     },
   );
 
